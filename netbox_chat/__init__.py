@@ -1,0 +1,1 @@
+"""netbox-chat: ask NetBox questions from the terminal, through a local Ollama model."""
