@@ -1,0 +1,111 @@
+"""Building the deep agent: model, tools, system prompt, and the facts about its
+compiled graph that rollback needs (the node that routes to `__end__`).
+
+Importing this module costs seconds (deepagents pulls in LangChain), which is
+why the REPL builds the agent on a background thread while the user types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from deepagents import (
+    FilesystemMiddleware,
+    GeneralPurposeSubagentProfile,
+    HarnessProfile,
+    create_deep_agent,
+    register_harness_profile,
+)
+from langchain_core.tools import BaseTool
+from langchain_ollama import ChatOllama
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+
+from netbox_chat.config import Settings
+
+SYSTEM_PROMPT = """\
+You are netbox-chat, an assistant for network operators. NetBox is the \
+network's source of truth; answer only from what the NetBox tools return, \
+never from memory or guesses.
+
+How to work:
+- Object types are NetBox's dotted names: dcim.site, dcim.device, \
+dcim.interface, ipam.prefix, ipam.ipaddress, ipam.vlan, tenancy.tenant, ...
+- Filter with exact values: `site` takes a slug (dm-akron), `name` is exact \
+and case-sensitive, `q` searches. For several values pass a list.
+- If a tool rejects a filter, read why and retry with the form it suggests. \
+Never treat a rejected or failed call as an empty answer.
+- Counts come from the tool result's `count`, not from the rows you received. \
+If there are more rows than returned, say so or page with `offset`.
+- Ask for only the fields you need. Do not invent objects, ids or values.
+
+Answer briefly in Markdown: lead with the answer, then a short list or table \
+of the objects it rests on (name, site, status, ...).\
+"""
+
+# The file tools deepagents adds by default, minus everything this read-only
+# agent has no use for. `read_file` stays because deepagents offloads very
+# large tool results to its in-state virtual files and points the model there.
+FILE_TOOLS_KEPT: list[Any] = ["read_file"]
+
+FILE_TOOLS_PROMPT = (
+    "Very large tool results may be saved to a virtual file; read them with read_file."
+)
+
+
+def _exclude_subagents_for_ollama() -> None:
+    """The `task` tool (sub-agents) roughly doubles the request and a small
+    local model uses it badly; a harness profile for the ollama provider
+    turns the default general-purpose sub-agent off."""
+    register_harness_profile(
+        "ollama",
+        HarnessProfile(general_purpose_subagent=GeneralPurposeSubagentProfile(enabled=False)),
+    )
+
+
+def build_model(settings: Settings) -> ChatOllama:
+    return ChatOllama(
+        model=settings.model,
+        base_url=settings.ollama_url,
+        num_ctx=settings.num_ctx,
+        temperature=0,
+        # ChatOllama has no timeout by default: a stalled server would hang a
+        # turn forever. The timeout covers connect and each read of the stream.
+        client_kwargs={"timeout": settings.request_timeout},
+    )
+
+
+def build_agent(
+    settings: Settings,
+    tools: Sequence[BaseTool],
+    checkpointer: BaseCheckpointSaver[Any],
+    *,
+    model: Any = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The compiled deep agent for one session.
+
+    deepagents' default in-state backend is kept, so virtual files and
+    offloaded tool results live inside the checkpoint and die with the
+    session; nothing is written beside the session file.
+    """
+    _exclude_subagents_for_ollama()
+    return create_deep_agent(
+        model=model if model is not None else build_model(settings),
+        tools=list(tools),
+        system_prompt=SYSTEM_PROMPT,
+        middleware=[FilesystemMiddleware(tools=FILE_TOOLS_KEPT, system_prompt=FILE_TOOLS_PROMPT)],
+        checkpointer=checkpointer,
+    )
+
+
+def find_end_node(graph: CompiledStateGraph[Any, Any, Any, Any]) -> str:
+    """The one node with an edge to `__end__`, discovered, never hard-coded.
+
+    Rollback writes are attributed to it so that after the restore the graph
+    has nothing left to run (`next == ()`).
+    """
+    sources = {edge.source for edge in graph.get_graph().edges if edge.target == "__end__"}
+    if len(sources) != 1:
+        raise RuntimeError(f"expected one node routing to __end__, found {sorted(sources)}")
+    return sources.pop()

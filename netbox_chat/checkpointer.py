@@ -1,0 +1,126 @@
+"""LangGraph's sync `SqliteSaver`, usable from the async Pregel loop.
+
+Turns run on the async path (`astream` in a task) because only task
+cancellation really stops a turn: tool coroutines get `CancelledError` and
+their HTTP requests are aborted. The sync saver raises NotImplementedError for
+its async methods, so this bridge runs each sync method on a worker thread.
+It also counts in-flight worker calls: a write still running on a thread after
+a cancel would commit *after* the rollback, so rollback waits for `drain()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+)
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+T = TypeVar("T")
+
+# The async methods the Pregel loop (and our own code) may call. A test
+# compares this with the base class so an upgrade that adds one cannot
+# silently reach a NotImplementedError.
+BRIDGED_METHODS = (
+    "aget_tuple",
+    "alist",
+    "aput",
+    "aput_writes",
+    "aget_delta_channel_history",
+    "adelete_thread",
+)
+
+
+class BridgedSqliteSaver(SqliteSaver):
+    """`SqliteSaver` whose async methods delegate to the sync ones on threads."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn)
+        self._in_flight = 0
+        self._idle = threading.Condition()
+
+    async def _on_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        with self._idle:
+            self._in_flight += 1
+        context = contextvars.copy_context()
+        call = functools.partial(context.run, self._tracked, fn, *args, **kwargs)
+        # Shielded: a cancel must not un-submit a queued call, or the in-flight
+        # count would never come back down; the call runs, and drain() waits.
+        return await asyncio.shield(asyncio.get_running_loop().run_in_executor(None, call))
+
+    def _tracked(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        # Decremented on the worker thread when the call really finishes, not
+        # when the awaiting coroutine is cancelled.
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    def drain(self, timeout: float = 30.0) -> bool:
+        """Block until no bridged call is still running on a worker thread."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout=timeout)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self._on_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        # list() holds the saver's lock while it yields, so it is drained in
+        # one worker call; interleaving other saver calls would deadlock.
+        items = await self._on_thread(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+        )
+        for item in items:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await self._on_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        # Keep `task_path`: the Pregel loop inspects this signature.
+        await self._on_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        # The base class's async fallback walks ancestors one thread hop at a
+        # time; the sync override is a single recursive query.
+        return await self._on_thread(
+            self.get_delta_channel_history, config=config, channels=channels
+        )
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._on_thread(self.delete_thread, thread_id)

@@ -1,0 +1,643 @@
+"""Session files: ids, paths, the one-writer lock, listing, forgetting, and the
+session's own tables (meta and the turn ledger).
+
+Every session is one SQLite file, `<id>.sqlite`, shared with LangGraph's
+checkpoint tables. This module owns all of *our* SQL and must never import
+LangChain, so `ls` and `forget` start as fast as Python does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import secrets
+import sqlite3
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from netbox_chat.errors import ExitStatus, UserFacingError
+
+# Crockford's base32 in lower case: no i, l, o or u, so ids survive being
+# read aloud or copied by hand.
+ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+ID_LENGTH = 8
+_ID_PREFIX = re.compile(rf"[{ID_ALPHABET}]{{1,{ID_LENGTH}}}")
+SUFFIX = ".sqlite"
+COMPANIONS = ("-wal", "-shm")
+_FORGETTING_PREFIX = ".forgetting-"
+
+SCHEMA_VERSION = 1
+
+TurnStatus = Literal["running", "done", "cancelled", "failed", "interrupted", "rewound"]
+
+
+class InvalidSessionId(UserFacingError):
+    pass
+
+
+class NoSuchSession(UserFacingError):
+    pass
+
+
+class AmbiguousSession(UserFacingError):
+    def __init__(self, prefix: str, candidates: list[str]) -> None:
+        super().__init__(
+            f"session id {prefix!r} is ambiguous: it matches {', '.join(sorted(candidates))}"
+        )
+        self.candidates = sorted(candidates)
+
+
+class SessionBusy(UserFacingError):
+    exit_status = ExitStatus.SESSION_BUSY
+
+    def __init__(self, session_id: str, pid: int | None) -> None:
+        holder = f"pid {pid}" if pid else "another process"
+        super().__init__(f"session {session_id} is open in another netbox-chat ({holder})")
+        self.pid = pid
+
+
+class StoreError(UserFacingError):
+    """The sessions folder or a session file cannot be created, opened or written."""
+
+    exit_status = ExitStatus.STORE_ERROR
+
+
+class UnreadableSession(StoreError):
+    """A file in the sessions folder that we will not open for writing."""
+
+
+def new_session_id() -> str:
+    return "".join(secrets.choice(ID_ALPHABET) for _ in range(ID_LENGTH))
+
+
+def normalize_session_id(text: str) -> str:
+    """Validate a full id or a prefix typed by a user.
+
+    Only the id alphabet is accepted, which rules out path traversal, absolute
+    paths, separators, NUL and control characters before any path is built.
+    """
+    candidate = text.strip().lower()
+    if not _ID_PREFIX.fullmatch(candidate):
+        shown = text if len(text) <= 40 and text.isprintable() else repr(text[:40])
+        raise InvalidSessionId(
+            f"{shown!r} is not a session id: ids are 1-{ID_LENGTH} characters "
+            f"from {ID_ALPHABET} (see `netbox-chat ls`)"
+        )
+    return candidate
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# --- the session's own tables -------------------------------------------------
+
+_SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS session_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS turns (
+    number INTEGER PRIMARY KEY,
+    question TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    ended_at TEXT,
+    base_checkpoint_id TEXT,
+    snapshot_message_ids TEXT,
+    end_checkpoint_id TEXT,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    tool_calls TEXT NOT NULL DEFAULT '[]',
+    rolled_back INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    answer TEXT,
+    message_count INTEGER
+);
+CREATE TABLE IF NOT EXISTS history_edits (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    at TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '{}'
+);
+"""
+
+# Forward migrations: MIGRATIONS[n] takes a database at version n to n + 1.
+# Version 0 is a file with none of our tables (a brand-new session).
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
+    0: lambda conn: conn.executescript(_SCHEMA_V1),
+}
+assert len(MIGRATIONS) == SCHEMA_VERSION
+
+
+def _read_schema_version(conn: sqlite3.Connection) -> int:
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "session_meta" not in tables:
+        if tables - {"checkpoints", "writes"}:
+            raise UnreadableSession("not a netbox-chat session (unknown tables)")
+        return 0
+    row = conn.execute("SELECT value FROM session_meta WHERE key = 'schema_version'").fetchone()
+    if row is None or not str(row[0]).isdigit():
+        raise UnreadableSession("damaged session: no schema version")
+    return int(row[0])
+
+
+def check_schema(conn: sqlite3.Connection) -> int:
+    """Return the file's schema version; refuse files we must not touch."""
+    try:
+        version = _read_schema_version(conn)
+    except sqlite3.DatabaseError as exc:
+        raise UnreadableSession(f"not a readable SQLite file ({exc})") from exc
+    if version > SCHEMA_VERSION:
+        raise UnreadableSession(
+            f"made by a newer netbox-chat (schema {version}, this one knows {SCHEMA_VERSION})"
+        )
+    return version
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Bring our tables up to SCHEMA_VERSION, one step at a time, atomically."""
+    version = check_schema(conn)
+    while version < SCHEMA_VERSION:
+        with conn:
+            MIGRATIONS[version](conn)
+            version += 1
+            conn.execute(
+                "INSERT INTO session_meta(key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (str(version),),
+            )
+
+
+# --- records --------------------------------------------------------------------
+
+
+@dataclass
+class ToolCallRecord:
+    name: str
+    args: dict[str, Any]
+    result_chars: int = 0
+    seconds: float = 0.0
+    error: bool = False
+
+
+@dataclass
+class Turn:
+    number: int
+    question: str
+    status: TurnStatus
+    started_at: str
+    ended_at: str | None = None
+    base_checkpoint_id: str | None = None
+    snapshot_message_ids: list[str] | None = None
+    end_checkpoint_id: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    rolled_back: int = 0
+    error: str | None = None
+    answer: str | None = None
+    message_count: int | None = None
+
+
+_TURN_COLUMNS = (
+    "number, question, status, started_at, ended_at, base_checkpoint_id, "
+    "snapshot_message_ids, end_checkpoint_id, tokens_in, tokens_out, tool_calls, "
+    "rolled_back, error, answer, message_count"
+)
+
+
+def _turn_from_row(row: tuple[Any, ...]) -> Turn:
+    values = list(row)
+    values[6] = json.loads(values[6]) if values[6] else None
+    values[10] = [ToolCallRecord(**call) for call in json.loads(values[10] or "[]")]
+    return Turn(*values)
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """What `ls` shows: read from small tables only, never from checkpoints."""
+
+    id: str
+    path: Path
+    size_bytes: int
+    title: str = ""
+    model: str = ""
+    created_at: str = ""
+    last_active: str = ""
+    turns: int = 0
+    open_by: int | None = None
+    is_open: bool = False
+    unreadable: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["path"] = str(self.path)
+        return data
+
+
+# --- the store (a folder of sessions) ----------------------------------------------
+
+
+class SessionStore:
+    """The sessions folder. Creating it is the only write it does on its own."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path_for(self, session_id: str) -> Path:
+        return self.root / f"{session_id}{SUFFIX}"
+
+    def ensure_root(self) -> None:
+        """Create the folder (0700) or explain, with the OS's words, why not."""
+        try:
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create sessions folder {self.root}: {exc.strerror}") from exc
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            raise StoreError(f"sessions folder {self.root} is not writable")
+
+    def session_ids(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        ids = []
+        for entry in os.scandir(self.root):
+            stem, dot, ext = entry.name.partition(".")
+            is_session = dot and "." + ext == SUFFIX and len(stem) == ID_LENGTH
+            if is_session and _ID_PREFIX.fullmatch(stem):
+                ids.append(stem)
+        return sorted(ids)
+
+    def resolve(self, text: str) -> str:
+        """A full id or unique prefix → the full id (one-line errors otherwise)."""
+        prefix = normalize_session_id(text)
+        matches = [sid for sid in self.session_ids() if sid.startswith(prefix)]
+        if not matches:
+            raise NoSuchSession(f"no session {prefix!r} in {self.root} (see `netbox-chat ls`)")
+        if len(matches) > 1 and prefix not in matches:
+            raise AmbiguousSession(prefix, matches)
+        return prefix if prefix in matches else matches[0]
+
+    def most_recent(self) -> str:
+        readable = [s for s in self.list_sessions() if s.unreadable is None]
+        if not readable:
+            raise NoSuchSession(f"no sessions to resume in {self.root}")
+        return max(readable, key=lambda s: s.last_active).id
+
+    def list_sessions(self) -> list[SessionSummary]:
+        return [self.summarize(sid) for sid in self.session_ids()]
+
+    def summarize(self, session_id: str) -> SessionSummary:
+        """Read one session's summary without writing anything anywhere."""
+        path = self.path_for(session_id)
+        size = sum(
+            p.stat().st_size
+            for p in (path, *(Path(f"{path}{c}") for c in COMPANIONS))
+            if p.exists()
+        )
+        held = lock_holder(path)
+        base = SessionSummary(
+            session_id, path, size, is_open=held is not None, open_by=held or None
+        )
+        try:
+            with read_only_connection(path) as conn:
+                check_schema(conn)
+                meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
+                turns, last = conn.execute(
+                    "SELECT count(*) FILTER (WHERE status = 'done'), "
+                    "max(coalesce(ended_at, started_at)) FROM turns"
+                ).fetchone()
+        except (UnreadableSession, sqlite3.DatabaseError) as exc:
+            reason = str(exc) if isinstance(exc, UnreadableSession) else f"damaged ({exc})"
+            return replace(base, unreadable=reason)
+        created = meta.get("created_at", "")
+        return replace(
+            base,
+            title=meta.get("title", ""),
+            model=meta.get("model", ""),
+            created_at=created,
+            last_active=max(last or "", created),
+            turns=turns,
+        )
+
+    def forget(self, session_id: str) -> None:
+        """Delete a session for good, only if nobody has it open.
+
+        The main file is first renamed out of the listing (atomic), so a crash
+        half-way leaves no half-deleted session, only a hidden leftover that
+        the next forget sweeps away.
+        """
+        path = self.path_for(session_id)
+        lock = SessionLock(path, session_id)
+        lock.acquire()
+        try:
+            tomb = self.root / f"{_FORGETTING_PREFIX}{session_id}{SUFFIX}"
+            try:
+                os.rename(path, tomb)
+                for companion in COMPANIONS:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{path}{companion}")
+                os.unlink(tomb)
+            except OSError as exc:
+                raise StoreError(f"cannot delete session {session_id}: {exc.strerror}") from exc
+        finally:
+            lock.release()
+        self.sweep_leftovers()
+
+    def sweep_leftovers(self) -> None:
+        for entry in os.scandir(self.root):
+            if entry.name.startswith(_FORGETTING_PREFIX):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+@contextlib.contextmanager
+def read_only_connection(path: Path) -> Iterator[sqlite3.Connection]:
+    """Open a session without writing anything, not even SQLite's side files.
+
+    A read-only open of a WAL database creates `-wal` and `-shm` files and
+    leaves them behind. When no `-wal` exists nobody is writing, so the file
+    is opened `immutable`; otherwise a writer is live and its side files are
+    already there to share.
+    """
+    live = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+    uri = f"{path.resolve().as_uri()}?mode=ro" + ("" if live else "&immutable=1")
+    conn = sqlite3.connect(uri, uri=True, timeout=2.0)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+# --- the one-writer lock ------------------------------------------------------------
+
+
+def lock_holder(path: Path) -> int | None:
+    """Return the holder's pid (0 if unknown) when a live process holds `path`.
+
+    Uses a shared `flock` probe, which never writes. A lock left by a dead
+    process is released by the kernel, so it never blocks anyone.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _recorded_pid(path) or 0
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _recorded_pid(path: Path) -> int | None:
+    try:
+        with read_only_connection(path) as conn:
+            row = conn.execute("SELECT value FROM session_meta WHERE key = 'holder_pid'").fetchone()
+    except sqlite3.DatabaseError:
+        return None
+    return int(row[0]) if row and str(row[0]).isdigit() else None
+
+
+class SessionLock:
+    """An exclusive OS file lock (`flock`) on the session file itself.
+
+    Held for as long as a process has the session open. `flock` is per open
+    file description, so even a second open in the same process is refused,
+    and the kernel drops it when the holder dies. The descriptor must outlive
+    every SQLite connection to the file: closing any descriptor of a file
+    drops the process's POSIX locks, which SQLite relies on.
+    """
+
+    def __init__(self, path: Path, session_id: str) -> None:
+        self.path = path
+        self.session_id = session_id
+        self._fd: int | None = None
+
+    def acquire(self, *, create: bool = False) -> None:
+        flags = os.O_RDONLY | (os.O_CREAT | os.O_EXCL if create else 0)
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except FileNotFoundError as exc:
+            raise NoSuchSession(f"no session {self.session_id!r}") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot open session file {self.path}: {exc.strerror}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise SessionBusy(self.session_id, _recorded_pid(self.path)) from None
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+# --- an open session (held for writing) ------------------------------------------------
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection to a session file that this process holds the lock on."""
+    conn = sqlite3.connect(path, check_same_thread=False, timeout=10.0)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    return conn
+
+
+class SessionFile:
+    """A session opened for writing: the lock, and our tables on one connection.
+
+    LangGraph's saver gets its own connection to the same file (see
+    `checkpointer.py`); SQLite serializes the two writers.
+    """
+
+    def __init__(self, store: SessionStore, session_id: str) -> None:
+        self.store = store
+        self.id = session_id
+        self.path = store.path_for(session_id)
+        self.lock = SessionLock(self.path, session_id)
+        self.conn: sqlite3.Connection | None = None
+
+    @classmethod
+    def create(cls, store: SessionStore, *, model: str) -> SessionFile:
+        store.ensure_root()
+        session = cls(store, new_session_id())
+        session.lock.acquire(create=True)
+        try:
+            session._connect()
+            session._set_meta(created_at=now_iso(), model=model, title="")
+        except BaseException:
+            session.close()
+            with contextlib.suppress(OSError):
+                os.unlink(session.path)
+            raise
+        return session
+
+    @classmethod
+    def open(cls, store: SessionStore, session_id: str) -> SessionFile:
+        session = cls(store, session_id)
+        session._refuse_unreadable()
+        session.lock.acquire()
+        try:
+            session._connect()
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    def _refuse_unreadable(self) -> None:
+        if not self.path.exists():
+            raise NoSuchSession(f"no session {self.id!r} in {self.store.root}")
+        try:
+            with read_only_connection(self.path) as conn:
+                check_schema(conn)
+        except sqlite3.DatabaseError as exc:
+            raise UnreadableSession(f"session {self.id} is unreadable: {exc}") from exc
+        except UnreadableSession as exc:
+            raise UnreadableSession(f"session {self.id} is unreadable: {exc}") from exc
+
+    def _connect(self) -> None:
+        try:
+            mode = stat.S_IMODE(self.path.stat().st_mode)
+            if mode & 0o077:
+                os.chmod(self.path, 0o600)
+            self.conn = connect(self.path)
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            migrate(self.conn)
+            self._set_meta(holder_pid=str(os.getpid()))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot write session {self.id}: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot open session {self.id}: {exc.strerror}") from exc
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.close()
+            self.conn = None
+        self.lock.release()
+
+    def __enter__(self) -> SessionFile:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self.conn is None:
+            raise StoreError(f"session {self.id} is closed")
+        return self.conn
+
+    # meta
+
+    def _set_meta(self, **values: str) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO session_meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                list(values.items()),
+            )
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT key, value FROM session_meta").fetchall())
+
+    def set_model(self, model: str) -> None:
+        self._set_meta(model=model)
+
+    # the turn ledger
+
+    def begin_turn(
+        self, question: str, *, base_checkpoint_id: str | None, message_ids: list[str]
+    ) -> int:
+        """Record a turn as running, with its rollback point, before it starts."""
+        with self.db:
+            cur = self.db.execute(
+                "INSERT INTO turns(question, status, started_at, base_checkpoint_id, "
+                "snapshot_message_ids) VALUES (?, 'running', ?, ?, ?)",
+                (question, now_iso(), base_checkpoint_id, json.dumps(message_ids)),
+            )
+            self.db.execute(
+                "UPDATE session_meta SET value = ? WHERE key = 'title' AND value = ''",
+                (question.strip().splitlines()[0][:200] if question.strip() else "",),
+            )
+        assert cur.lastrowid is not None
+        return cur.lastrowid
+
+    def finish_turn(
+        self,
+        number: int,
+        status: TurnStatus,
+        *,
+        end_checkpoint_id: str | None = None,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        tool_calls: list[ToolCallRecord] | None = None,
+        rolled_back: int = 0,
+        error: str | None = None,
+        answer: str | None = None,
+        message_count: int | None = None,
+    ) -> None:
+        """Close a turn's row. The message-id snapshot is dropped: it is only
+        needed while the turn can still be rolled back, and keeping it would
+        make the file grow with the square of the conversation."""
+        with self.db:
+            self.db.execute(
+                "UPDATE turns SET status = ?, ended_at = ?, end_checkpoint_id = ?, "
+                "tokens_in = ?, tokens_out = ?, tool_calls = ?, rolled_back = ?, error = ?, "
+                "answer = ?, message_count = ?, snapshot_message_ids = NULL WHERE number = ?",
+                (
+                    status,
+                    now_iso(),
+                    end_checkpoint_id,
+                    tokens_in,
+                    tokens_out,
+                    json.dumps([asdict(c) for c in tool_calls or []]),
+                    rolled_back,
+                    error,
+                    answer,
+                    message_count,
+                    number,
+                ),
+            )
+
+    def turns(self) -> list[Turn]:
+        rows = self.db.execute(f"SELECT {_TURN_COLUMNS} FROM turns ORDER BY number").fetchall()
+        return [_turn_from_row(row) for row in rows]
+
+    def running_turns(self) -> list[Turn]:
+        rows = self.db.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE status = 'running' ORDER BY number"
+        ).fetchall()
+        return [_turn_from_row(row) for row in rows]
+
+    def mark_rewound(self, after_number: int) -> int:
+        """Mark every finished turn after `after_number` as rewound."""
+        with self.db:
+            cur = self.db.execute(
+                "UPDATE turns SET status = 'rewound' WHERE number > ? AND status = 'done'",
+                (after_number,),
+            )
+        return cur.rowcount
+
+    def record_edit(self, kind: str, **detail: Any) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT INTO history_edits(kind, at, detail) VALUES (?, ?, ?)",
+                (kind, now_iso(), json.dumps(detail)),
+            )
+
+    def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
+        rows = self.db.execute("SELECT kind, at, detail FROM history_edits ORDER BY id")
+        return [(kind, at, json.loads(detail)) for kind, at, detail in rows]
