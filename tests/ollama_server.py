@@ -1,0 +1,709 @@
+"""A scripted Ollama server on loopback, for driving the real ChatOllama client in tests.
+
+Mocking ChatOllama would test our assumptions about it, not the client we ship: the HTTP
+path, NDJSON streaming, tool-call parsing, token counts and what happens when a stream is
+cancelled halfway all live below the mock.  This server speaks the slice of Ollama's HTTP
+API that langchain-ollama 1.1.0 (through ollama-python 0.6.3) uses, and plays back replies
+a test has scripted, step by step, so every edge case is deterministic and fast.
+
+    with ScriptedOllama() as ollama:
+        ollama.script([Text("Hello **world**")], [ToolCall("lookup", {"q": "x"})])
+        llm = ChatOllama(base_url=ollama.url, model="qwen3:8b")
+
+It also runs as a process for manual trials and benchmarks:
+
+    python -m tests.ollama_server --script replies.json [--port N] [--loop]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import itertools
+import json
+import re
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "Delay",
+    "HTTPError",
+    "ScriptedOllama",
+    "Stall",
+    "Step",
+    "StreamError",
+    "Text",
+    "ToolCall",
+    "steps_from_json",
+]
+
+DEFAULT_MODELS: Mapping[str, Sequence[str]] = {
+    "qwen3:8b": ["completion", "tools"],
+    "gemma:2b": ["completion"],
+}
+"""One model that can call tools and one that cannot, so both paths are reachable."""
+
+_POLL = 0.02
+"""How often a paused reply looks at its socket and at the stop flag, in seconds."""
+
+
+# --- Script steps ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Text:
+    """Assistant text, streamed as several content lines the way a model emits tokens.
+
+    By default the text is cut at word boundaries (whitespace stays with the word before
+    it, so the chunks join back to the exact text); `chunks` sets the cut explicitly and
+    must join to `text`, so a script still reads as the full answer.  `chunk_delay` pauses
+    between chunks, which is what makes "cancel mid-stream" testable.
+    """
+
+    text: str
+    chunk_delay: float = 0.0
+    chunks: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.chunks is not None and "".join(self.chunks) != self.text:
+            raise ValueError(f"Text chunks {list(self.chunks)!r} do not join to {self.text!r}")
+
+    def pieces(self) -> list[str]:
+        """The content of each NDJSON line this step sends."""
+        if self.chunks is not None:
+            return list(self.chunks)
+        return [piece for piece in re.split(r"(?<=\s)(?=\S)", self.text) if piece]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call; consecutive ToolCall steps go out together in ONE message line.
+
+    Ollama sends a model's parallel tool calls as a single `message.tool_calls` list with
+    `arguments` as a JSON object (not a string, unlike OpenAI), and that is what we mimic.
+    """
+
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Pause before the next step; before the first line it delays the response headers."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class StreamError:
+    """Send `{"error": message}` as a stream line and end the reply, as Ollama does when
+    generation fails after the 200 status has gone out.  Nothing may follow it."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class HTTPError:
+    """Answer the whole request with this status and `{"error": message}`.
+
+    Only Delay steps may precede it (a status cannot follow streamed lines) and nothing
+    may follow it.
+    """
+
+    status: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Stop sending and hold the connection open until the client hangs up or the server
+    stops: the hung model that client timeouts and Ctrl-C handling must cope with.
+    Nothing may follow it."""
+
+
+Step = Text | ToolCall | Delay | StreamError | HTTPError | Stall
+Reply = Sequence[Step]
+Responder = Callable[[dict[str, Any]], Reply]
+
+
+def _check_reply(reply: Reply) -> list[Step]:
+    """Reject replies the wire cannot carry, when they are scripted rather than mid-test."""
+    steps = list(reply)
+    for position, step in enumerate(steps):
+        if not isinstance(step, Step):
+            raise TypeError(f"not a script step: {step!r}")
+        is_last = position == len(steps) - 1
+        if isinstance(step, StreamError | HTTPError | Stall) and not is_last:
+            raise ValueError(f"{type(step).__name__} must be the last step of a reply")
+        if isinstance(step, HTTPError) and not all(isinstance(s, Delay) for s in steps[:-1]):
+            raise ValueError("HTTPError can only follow Delay steps: the status goes out first")
+    return steps
+
+
+def steps_from_json(reply: Sequence[Mapping[str, Any]]) -> list[Step]:
+    """Build a reply from its JSON form (the `--script` file holds a list of these)."""
+    steps: list[Step] = []
+    for item in reply:
+        if "text" in item:
+            chunks = item.get("chunks")
+            steps.append(Text(item["text"], float(item.get("chunk_delay", 0.0)), chunks))
+        elif "tool_call" in item:
+            steps.append(ToolCall(item["tool_call"]["name"], item["tool_call"].get("args", {})))
+        elif "delay" in item:
+            steps.append(Delay(float(item["delay"])))
+        elif "stream_error" in item:
+            steps.append(StreamError(str(item["stream_error"])))
+        elif "http_error" in item:
+            status, message = item["http_error"]
+            steps.append(HTTPError(int(status), str(message)))
+        elif item.get("stall"):
+            steps.append(Stall())
+        else:
+            raise ValueError(f"unknown script step: {item!r}")
+    return _check_reply(steps)
+
+
+# --- Server ----------------------------------------------------------------------------------
+
+
+class _ClientGone(ConnectionError):
+    """The client closed the connection before the reply was complete."""
+
+
+class _ServerStopping(ConnectionError):
+    """The server is shutting down; abandon the reply without blaming the client."""
+
+
+class _NoReply(Exception):
+    """Nothing scripted and no responder: the test under-scripted."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _details(name: str) -> dict[str, Any]:
+    family = name.split(":", 1)[0]
+    return {
+        "parent_model": "",
+        "format": "gguf",
+        "family": family,
+        "families": [family],
+        "parameter_size": "8.2B",
+        "quantization_level": "Q4_K_M",
+    }
+
+
+class ScriptedOllama:
+    """An Ollama stand-in on 127.0.0.1 that answers /api/chat from a queue of scripted replies.
+
+    Each /api/chat request that passes the model checks consumes the next scripted reply;
+    when the queue is empty `responder` (if set) builds one from the request body, which is
+    how benchmarks get endless turns.  With neither, the request fails with HTTP 500 so a
+    test that under-scripts fails loudly instead of hanging.  A request rejected for its
+    model (404 unknown, 400 no tool support) consumes nothing, like real Ollama, which
+    checks before it generates.
+
+    `requests` keeps every /api/chat body in arrival order and `disconnects` the indexes of
+    those whose client hung up before its reply was complete; both are what tests assert
+    on.  The server stops on `__exit__` (closing even stalled connections) or after
+    `lifetime` seconds, whichever comes first, so a forgotten instance cannot linger.
+    """
+
+    def __init__(
+        self,
+        models: Mapping[str, Sequence[str]] | None = None,
+        *,
+        port: int = 0,
+        lifetime: float = 900.0,
+    ) -> None:
+        self.models: dict[str, list[str]] = {
+            name: list(caps)
+            for name, caps in (DEFAULT_MODELS if models is None else models).items()
+        }
+        self.responder: Responder | None = None
+        self.requests: list[dict[str, Any]] = []
+        self.disconnects: list[int] = []
+        self._port = port
+        self._lifetime = lifetime
+        self._replies: deque[list[Step]] = deque()
+        self._changed = threading.Condition()
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+        self._connections: dict[socket.socket, threading.Thread | None] = {}
+        self._server: _Server | None = None
+        self._serve_thread: threading.Thread | None = None
+        self._timer: threading.Timer | None = None
+
+    # Lifecycle
+
+    def start(self) -> Self:
+        """Bind a port and serve in a daemon thread; returns self for chaining."""
+        if self._server is not None:
+            raise RuntimeError("ScriptedOllama already started")
+        self._server = _Server(("127.0.0.1", self._port), _Handler, self)
+        self._serve_thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},  # shutdown() waits one poll at most
+            name="scripted-ollama",
+            daemon=True,
+        )
+        self._serve_thread.start()
+        self._timer = threading.Timer(self._lifetime, self.stop)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close every connection, including ones held by a Stall."""
+        with self._changed:
+            already_stopping = self._stopping.is_set()
+            self._stopping.set()
+        if already_stopping:  # e.g. the lifetime timer got here first: let it finish
+            self._stopped.wait(timeout=5.0)
+            return
+        if self._server is None:
+            self._stopped.set()
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._server.shutdown()
+        self._server.server_close()
+        with self._changed:
+            connections = dict(self._connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        for thread in connections.values():
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=2.0)
+        self._stopped.set()
+
+    @property
+    def stopping(self) -> bool:
+        """True as soon as stop() begins: replies in flight give up instead of blaming
+        the client for the connection the server is about to close."""
+        return self._stopping.is_set()
+
+    @property
+    def stopped(self) -> bool:
+        """True once stop() has finished and the port is closed, whoever called it."""
+        return self._stopped.is_set()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """Base URL to hand to ChatOllama(base_url=...)."""
+        if self._server is None:
+            raise RuntimeError("ScriptedOllama not started")
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    # Test-facing API
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies; each /api/chat request consumes the next one."""
+        checked = [_check_reply(reply) for reply in replies]
+        with self._changed:
+            self._replies.extend(checked)
+
+    def wait_for_requests(self, n: int, timeout: float = 5.0) -> None:
+        """Block until at least n chat requests have arrived, else AssertionError."""
+        self._wait(lambda: len(self.requests) >= n, timeout, f"{n} chat request(s)")
+
+    def wait_for_disconnects(self, n: int, timeout: float = 5.0) -> None:
+        """Block until at least n chat clients have hung up mid-reply, else AssertionError."""
+        self._wait(lambda: len(self.disconnects) >= n, timeout, f"{n} disconnect(s)")
+
+    def _wait(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        with self._changed:
+            if not self._changed.wait_for(condition, timeout):
+                raise AssertionError(
+                    f"timed out after {timeout}s waiting for {what}: "
+                    f"{len(self.requests)} request(s), disconnects={self.disconnects}"
+                )
+
+    # Called from handler threads
+
+    def _record(self, body: dict[str, Any]) -> int:
+        with self._changed:
+            self.requests.append(body)
+            self._changed.notify_all()
+            return len(self.requests) - 1
+
+    def _record_disconnect(self, index: int) -> None:
+        with self._changed:
+            self.disconnects.append(index)
+            self._changed.notify_all()
+
+    def _next_reply(self, index: int, body: dict[str, Any]) -> list[Step]:
+        """The scripted reply for request `index`; raises _NoReply when there is none."""
+        with self._changed:
+            if self._replies:
+                return self._replies.popleft()
+        if self.responder is None:
+            raise _NoReply(f"scripted server: no reply left for request {index}")
+        return _check_reply(self.responder(body))
+
+    def _capabilities(self, name: str) -> list[str] | None:
+        """Capabilities of a model, resolving a bare name to its ':latest' tag like Ollama."""
+        for candidate in (name, f"{name}:latest"):
+            if candidate in self.models:
+                return self.models[candidate]
+        return None
+
+    def _track(self, conn: socket.socket, thread: threading.Thread | None) -> None:
+        """Remember a connection from accept on, so stop() can close it even mid-Stall."""
+        with self._changed:
+            self._connections[conn] = thread
+
+    def _untrack(self, conn: socket.socket) -> None:
+        with self._changed:
+            self._connections.pop(conn, None)
+
+
+class _Server(ThreadingHTTPServer):
+    """ThreadingHTTPServer that carries the ScriptedOllama its handlers report to."""
+
+    daemon_threads = True
+    block_on_close = False  # stop() joins the handler threads itself, with a bound
+
+    def __init__(
+        self, address: tuple[str, int], handler: type[_Handler], ollama: ScriptedOllama
+    ) -> None:
+        self.ollama = ollama
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.ollama._track(request, None)  # before the handler thread exists: no gap
+        super().process_request(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet about clients that vanish; report real bugs in the handler."""
+        if self.ollama.stopping or isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One connection.  HTTP/1.1 so responses stream chunked and connections are reused,
+    the way httpx talks to a real Ollama."""
+
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Tests and benchmarks read stderr; request logs would only be noise there."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.ollama._track(self.connection, threading.current_thread())
+
+    def finish(self) -> None:
+        try:
+            with contextlib.suppress(OSError):
+                super().finish()
+        finally:
+            self.server.ollama._untrack(self.connection)
+
+    # Routing
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/api/tags":
+            ollama = self.server.ollama
+            self._send_json(200, {"models": [self._tag(name) for name in ollama.models]})
+        elif path == "/api/version":
+            self._send_json(200, {"version": "0.12.0"})
+        elif path == "/":
+            self._send(200, b"Ollama is running", "text/plain; charset=utf-8")
+        else:
+            self._send(404, b"404 page not found", "text/plain; charset=utf-8")
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError as err:
+            self._send_json(400, {"error": f"invalid JSON body: {err}"})
+            return
+        if path == "/api/chat":
+            self._chat(body)
+        elif path == "/api/show":
+            self._show(body)
+        else:
+            self._send(404, b"404 page not found", "text/plain; charset=utf-8")
+
+    # Endpoints
+
+    @staticmethod
+    def _tag(name: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "model": name,
+            "modified_at": _now(),
+            "size": 5_225_388_164,
+            "digest": hashlib.sha256(name.encode()).hexdigest(),
+            "details": _details(name),
+        }
+
+    def _show(self, body: dict[str, Any]) -> None:
+        name = str(body.get("model") or body.get("name") or "")
+        capabilities = self.server.ollama._capabilities(name)
+        if capabilities is None:
+            self._send_json(404, {"error": f"model '{name}' not found"})
+            return
+        self._send_json(
+            200,
+            {
+                "modified_at": _now(),
+                "details": _details(name),
+                "model_info": {},
+                "capabilities": capabilities,
+            },
+        )
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        ollama = self.server.ollama
+        index = ollama._record(body)
+        model = str(body.get("model", ""))
+        capabilities = ollama._capabilities(model)
+        if capabilities is None:
+            self._send_json(404, {"error": f"model '{model}' not found"})
+            return
+        # ollama-python always sends "tools": [] -- only a non-empty list asks for tools.
+        if body.get("tools") and "tools" not in capabilities:
+            self._send_json(
+                400, {"error": f"registry.ollama.ai/library/{model} does not support tools"}
+            )
+            return
+        try:
+            reply = ollama._next_reply(index, body)
+        except _NoReply as err:
+            self._send_json(500, {"error": str(err)})
+            return
+        except Exception as err:  # a broken responder must fail the test, not hang it
+            self._send_json(500, {"error": f"scripted server: responder failed: {err!r}"})
+            return
+        try:
+            _ChatStream(self, model, body).play(reply)
+        except _ClientGone:
+            ollama._record_disconnect(index)
+            self.close_connection = True
+        except _ServerStopping:
+            self.close_connection = True
+
+    # Wire helpers
+
+    def _send_json(self, status: int, payload: Any) -> None:
+        self._send(status, json.dumps(payload).encode(), "application/json; charset=utf-8")
+
+    def _send(self, status: int, data: bytes, content_type: str) -> None:
+        self.start_response(status, {"Content-Type": content_type, "Content-Length": len(data)})
+        self.write(data)
+
+    def start_response(self, status: int, headers: Mapping[str, object]) -> None:
+        """Send the status line and headers, with write() semantics on a dead socket."""
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, str(value))
+        with self._client_guard():
+            self.end_headers()
+
+    def write(self, data: bytes) -> None:
+        """Write to the client, turning a broken connection into _ClientGone."""
+        with self._client_guard():
+            self.wfile.write(data)
+
+    @contextlib.contextmanager
+    def _client_guard(self) -> Iterator[None]:
+        try:
+            yield
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as err:
+            if self.server.ollama.stopping:
+                raise _ServerStopping from err
+            raise _ClientGone from err
+
+    def pause(self, seconds: float | None) -> None:
+        """Wait `seconds` (None: forever) while watching the socket.
+
+        A client that gives up while we are silent is only noticed by a failed write if
+        we wait for the next write; peeking for end-of-file on the socket notices it at
+        once, which is what lets tests assert that a cancelled stream hung up promptly.
+        """
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while True:
+            remaining = _POLL if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            readable, _, _ = select.select([self.connection], [], [], min(_POLL, remaining))
+            if self.server.ollama.stopping:
+                raise _ServerStopping
+            if not readable:
+                continue
+            try:
+                peeked = self.connection.recv(1, socket.MSG_PEEK)
+            except OSError as err:
+                raise _ClientGone from err
+            if not peeked:
+                raise _ClientGone
+            time.sleep(min(_POLL, remaining))  # unexpected bytes: not our business, no spin
+
+
+class _ChatStream:
+    """Plays one reply onto a connection as Ollama's chunked NDJSON chat stream.
+
+    Headers go out with the first line, as with a real Ollama that is still loading the
+    model, so a leading Delay or Stall holds back the status too.
+    """
+
+    def __init__(self, handler: _Handler, model: str, body: dict[str, Any]) -> None:
+        self.handler = handler
+        self.model = model
+        self.prompt_tokens = len(json.dumps(body.get("messages", []))) // 4
+        self.started_ns = time.monotonic_ns()
+        self.headers_sent = False
+        self.eval_count = 0
+
+    def play(self, reply: Sequence[Step]) -> None:
+        pending_calls: list[ToolCall] = []
+        for step in reply:
+            if pending_calls and not isinstance(step, ToolCall):
+                self._send_tool_calls(pending_calls)
+                pending_calls = []
+            match step:
+                case Text():
+                    for position, piece in enumerate(step.pieces()):
+                        if position and step.chunk_delay:
+                            self.handler.pause(step.chunk_delay)
+                        self._line({"message": {"role": "assistant", "content": piece}})
+                        self.eval_count += 1
+                case ToolCall():
+                    pending_calls.append(step)
+                case Delay():
+                    self.handler.pause(step.seconds)
+                case StreamError():
+                    self._line({"error": step.message}, envelope=False)
+                    self._end()
+                    return
+                case HTTPError():
+                    self.handler._send_json(step.status, {"error": step.message})
+                    return
+                case Stall():
+                    self.handler.pause(None)
+        if pending_calls:
+            self._send_tool_calls(pending_calls)
+        total_ns = time.monotonic_ns() - self.started_ns
+        self._line(
+            {
+                "message": {"role": "assistant", "content": ""},
+                "done": True,
+                "done_reason": "stop",
+                "total_duration": total_ns,
+                "load_duration": 1_000_000,
+                "prompt_eval_count": self.prompt_tokens,
+                "prompt_eval_duration": 2_000_000,
+                "eval_count": self.eval_count,
+                "eval_duration": max(total_ns - 3_000_000, 0),
+            }
+        )
+        self._end()
+
+    def _send_tool_calls(self, calls: list[ToolCall]) -> None:
+        tool_calls = [{"function": {"name": c.name, "arguments": dict(c.args)}} for c in calls]
+        self._line({"message": {"role": "assistant", "content": "", "tool_calls": tool_calls}})
+        self.eval_count += len(calls)
+
+    def _line(self, payload: dict[str, Any], *, envelope: bool = True) -> None:
+        if envelope:
+            payload = {"model": self.model, "created_at": _now(), "done": False, **payload}
+        data = json.dumps(payload).encode() + b"\n"
+        self._start()
+        self.handler.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _end(self) -> None:
+        self._start()  # an empty reply still needs a well-formed response
+        self.handler.write(b"0\r\n\r\n")
+
+    def _start(self) -> None:
+        if not self.headers_sent:
+            headers = {"Content-Type": "application/x-ndjson", "Transfer-Encoding": "chunked"}
+            self.handler.start_response(200, headers)
+            self.headers_sent = True
+
+
+# --- Standalone process ----------------------------------------------------------------------
+
+
+def _cycle(replies: list[list[Step]]) -> Responder:
+    """A responder that replays the script forever, for benchmarks that run many turns."""
+    turns: Iterator[list[Step]] = itertools.cycle(replies)
+    lock = threading.Lock()
+
+    def respond(body: dict[str, Any]) -> Reply:
+        with lock:
+            return next(turns)
+
+    return respond
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve a JSON script until SIGTERM/SIGINT or the lifetime runs out."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.ollama_server",
+        description="Scripted Ollama server for manual trials and benchmarks.",
+    )
+    parser.add_argument("--script", type=Path, required=True, help="JSON list of replies")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
+    parser.add_argument("--lifetime", type=float, default=900.0, help="exit after N seconds")
+    parser.add_argument("--loop", action="store_true", help="replay the script forever")
+    args = parser.parse_args(argv)
+
+    replies = [steps_from_json(reply) for reply in json.loads(args.script.read_text())]
+    ollama = ScriptedOllama(port=args.port, lifetime=args.lifetime)
+    if args.loop and replies:
+        ollama.responder = _cycle(replies)
+    else:
+        ollama.script(*replies)
+
+    asked_to_stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        asked_to_stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    with ollama:
+        print(f"listening on {ollama.url}", flush=True)
+        while not asked_to_stop.wait(0.2) and not ollama.stopped:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
