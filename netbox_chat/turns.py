@@ -272,9 +272,8 @@ class Conversation:
     async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> None:
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
         inputs = {"messages": [HumanMessage(question)]}
-        async for mode, chunk in self.graph.astream(
-            inputs, self.config, stream_mode=["messages", "updates"]
-        ):
+        stream: Any = self.graph.astream(inputs, self.config, stream_mode=["messages", "updates"])
+        async for mode, chunk in stream:
             if mode == "messages":
                 message, metadata = chunk
                 if (
@@ -297,7 +296,7 @@ class Conversation:
         started: dict[str, tuple[float, str, dict[str, Any]]],
     ) -> None:
         if isinstance(message, AIMessage):
-            usage = message.usage_metadata or {}
+            usage: dict[str, Any] = dict(message.usage_metadata or {})
             tokens_in, tokens_out = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
             outcome.tokens_in += tokens_in
             outcome.tokens_out += tokens_out
@@ -354,7 +353,7 @@ class Conversation:
         if (head_id is not None and head_id != base_checkpoint_id) or self._has_pending_writes():
             after = self.committed_values(head_id)
             removed = len(set(message_ids(after.get("messages", []))) - set(snapshot_ids))
-            restore = self._restore_update(before, after)
+            restore = self.restore_update(before, after)
             if restore or self._has_pending_writes():
                 self.graph.update_state(self.config, restore, as_node=self.end_node)
             # pass 2: whatever is still there and not in the snapshot goes
@@ -373,7 +372,7 @@ class Conversation:
         head_tuple = self.saver.get_tuple(self.config)
         return bool(head_tuple and head_tuple.pending_writes)
 
-    def _restore_update(self, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    def restore_update(self, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         update: dict[str, Any] = {}
         for channel in set(before) | set(after):
             old = before.get(channel, self._empty_value(channel))
@@ -456,7 +455,7 @@ def describe_error(exc: BaseException) -> str:
     name = type(exc).__name__
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else name
     status = getattr(exc, "status_code", None)
-    if isinstance(exc, httpx.ConnectError):
+    if isinstance(exc, httpx.ConnectError | ConnectionError):
         return f"cannot reach Ollama ({text}): is `ollama serve` running and OLLAMA_HOST right?"
     if isinstance(exc, httpx.TimeoutException):
         return (
@@ -467,6 +466,8 @@ def describe_error(exc: BaseException) -> str:
         return f"Ollama: {text}: pull it with `ollama pull <model>` or pick another with --model"
     if status == 400 and "does not support tools" in text:
         return f"Ollama: {text}: choose a tool-capable model with --model"
+    if status == -1:
+        return f"Ollama reported an error mid-answer: {text}"
     if status is not None:
         return f"Ollama answered {status}: {text}"
     return f"{name}: {text}"

@@ -1,0 +1,288 @@
+"""The `netbox-chat` command: Typer commands, arguments, exit statuses.
+
+Thin on purpose: each command resolves settings, opens the session store and
+hands over to the room that does the work. Heavy modules (LangChain through
+`runtime`, prompt-toolkit through `repl`) are imported inside the commands
+that need them, so `ls` and `forget` start as fast as Python does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from netbox_chat import render
+from netbox_chat.config import Settings, resolve_settings
+from netbox_chat.errors import ExitStatus, UserFacingError
+from netbox_chat.sessions import AmbiguousSession, SessionFile, SessionStore
+
+app = typer.Typer(
+    name="netbox-chat",
+    help=(
+        "Ask your NetBox questions in plain words, answered by a local Ollama model.\n\n"
+        "Run without a command to start a new chat session. Sessions live in "
+        "NETBOX_CHAT_SESSIONS (default ./sessions), one SQLite file each.\n\n"
+        "Exit codes: 0 ok, 1 user error, 2 usage, 3 session store cannot be opened "
+        "or written, 4 session in use by another netbox-chat, 130 `ask` interrupted."
+    ),
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+SessionsDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--sessions-dir",
+        envvar="NETBOX_CHAT_SESSIONS",
+        show_envvar=True,
+        help="Folder of session files (default ./sessions).",
+        show_default=False,
+    ),
+]
+OllamaUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--ollama-url",
+        envvar="OLLAMA_HOST",
+        show_envvar=True,
+        help="Ollama server (default http://127.0.0.1:11434).",
+        show_default=False,
+    ),
+]
+Model = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        envvar="NETBOX_CHAT_MODEL",
+        show_envvar=True,
+        help="Ollama model; it must support tool calling (default qwen3:8b).",
+        show_default=False,
+    ),
+]
+NetboxUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--netbox-url",
+        envvar="NETBOX_URL",
+        show_envvar=True,
+        help="NetBox base URL; the API token is read from NETBOX_TOKEN only.",
+        show_default=False,
+    ),
+]
+ThreadArg = Annotated[str, typer.Argument(help="Session id, or a unique prefix of one.")]
+
+stdout = Console(highlight=False)
+stderr = Console(stderr=True, highlight=False)
+
+
+def fail(error: UserFacingError) -> typer.Exit:
+    """Print a one-line error (plus candidates when ambiguous) and pick the exit code."""
+    stderr.print(f"[red]netbox-chat: {error}[/red]", soft_wrap=True)
+    if isinstance(error, AmbiguousSession):
+        stderr.print("candidates: " + " ".join(error.candidates), soft_wrap=True)
+    return typer.Exit(int(error.exit_status))
+
+
+def settings_from(
+    sessions_dir: Path | None = None,
+    ollama_url: str | None = None,
+    model: str | None = None,
+    netbox_url: str | None = None,
+) -> Settings:
+    try:
+        return resolve_settings(
+            sessions_dir=sessions_dir, ollama_url=ollama_url, model=model, netbox_url=netbox_url
+        )
+    except ValueError as exc:
+        raise fail(UserFacingError(str(exc))) from None
+
+
+def _chat(settings: Settings, thread: str | None, *, resume: bool) -> None:
+    from netbox_chat.repl import run_chat
+
+    store = SessionStore(settings.sessions_dir)
+    try:
+        if resume:
+            session_id = store.resolve(thread) if thread else store.most_recent()
+            session = SessionFile.open(store, session_id)
+        else:
+            session = SessionFile.create(store, model=settings.model)
+    except UserFacingError as exc:
+        raise fail(exc) from None
+    with session:
+        try:
+            asyncio.run(run_chat(session, settings, stdout, resumed=resume))
+        except UserFacingError as exc:
+            raise fail(exc) from None
+
+
+@app.callback(invoke_without_command=True)
+def main_callback(
+    ctx: typer.Context,
+    sessions_dir: SessionsDir = None,
+    ollama_url: OllamaUrl = None,
+    model: Model = None,
+    netbox_url: NetboxUrl = None,
+) -> None:
+    """Start a new chat session when no command is given."""
+    if ctx.invoked_subcommand is None:
+        _chat(settings_from(sessions_dir, ollama_url, model, netbox_url), None, resume=False)
+
+
+@app.command()
+def resume(
+    thread: Annotated[
+        str | None,
+        typer.Argument(help="Session id or unique prefix (default: the most recent session)."),
+    ] = None,
+    sessions_dir: SessionsDir = None,
+    ollama_url: OllamaUrl = None,
+    model: Model = None,
+    netbox_url: NetboxUrl = None,
+) -> None:
+    """Reopen a session and continue it, with its memory.
+
+    Prints what was restored (turns, messages, the last exchange). A turn that
+    a crash left half-done is rolled back first.
+    """
+    _chat(settings_from(sessions_dir, ollama_url, model, netbox_url), thread, resume=True)
+
+
+@app.command("ls")
+def list_sessions(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    sessions_dir: SessionsDir = None,
+) -> None:
+    """List sessions, most recently active first. Never writes anything."""
+    store = SessionStore(settings_from(sessions_dir).sessions_dir)
+    summaries = sorted(store.list_sessions(), key=lambda s: s.last_active, reverse=True)
+    if as_json:
+        print(json.dumps([s.as_json() for s in summaries], indent=2))
+    elif not summaries:
+        stderr.print(f"no sessions in {store.root}; start one with `netbox-chat`")
+    else:
+        stdout.print(render.sessions_table(summaries))
+
+
+@app.command()
+def forget(
+    thread: ThreadArg,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    sessions_dir: SessionsDir = None,
+) -> None:
+    """Delete a session for good (its .sqlite, -wal and -shm files)."""
+    store = SessionStore(settings_from(sessions_dir).sessions_dir)
+    try:
+        session_id = store.resolve(thread)
+        summary = store.summarize(session_id)
+        if not yes:
+            title = summary.title or summary.unreadable or "(no question yet)"
+            if not typer.confirm(f"Forget session {session_id} ({title})?", default=False):
+                stderr.print("kept")
+                raise typer.Exit(int(ExitStatus.USER_ERROR))
+        store.forget(session_id)
+    except UserFacingError as exc:
+        raise fail(exc) from None
+    stdout.print(f"forgot session {session_id}")
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, in quotes.")],
+    session: Annotated[
+        str | None,
+        typer.Option("--session", "-s", help="Continue this session instead of a new one."),
+    ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print a JSON object: session, answer, tool calls, tokens, status."
+        ),
+    ] = False,
+    sessions_dir: SessionsDir = None,
+    ollama_url: OllamaUrl = None,
+    model: Model = None,
+    netbox_url: NetboxUrl = None,
+) -> None:
+    """Run one turn without the REPL, print the answer and exit (scripts, cron).
+
+    Ctrl-C or SIGTERM cancels the turn, rolls it back and exits 130.
+    """
+    settings = settings_from(sessions_dir, ollama_url, model, netbox_url)
+    store = SessionStore(settings.sessions_dir)
+    try:
+        opened = (
+            SessionFile.open(store, store.resolve(session))
+            if session
+            else SessionFile.create(store, model=settings.model)
+        )
+    except UserFacingError as exc:
+        raise fail(exc) from None
+    with opened:
+        try:
+            result = asyncio.run(_ask_once(opened, settings, question))
+        except UserFacingError as exc:
+            raise fail(exc) from None
+    if as_json:
+        print(json.dumps(result, indent=2))
+    elif result["status"] == "done":
+        if sys.stdout.isatty():
+            from rich.markdown import Markdown
+
+            stdout.print(Markdown(result["answer"]))
+        else:
+            print(result["answer"])
+    if result["status"] != "done" and not as_json:
+        stderr.print(
+            f"[red]netbox-chat: turn {result['turn']} {result['status']}: "
+            f"{result['error'] or 'rolled back'}[/red]"
+        )
+    if result["status"] == "cancelled":
+        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+    if result["status"] != "done":
+        raise typer.Exit(int(ExitStatus.USER_ERROR))
+
+
+async def _ask_once(session: SessionFile, settings: Settings, question: str) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from netbox_chat.runtime import CancelOnSignals, build_runtime
+
+    auth_warnings: list[str] = []
+    runtime = await asyncio.to_thread(
+        build_runtime, session, settings, on_auth_failure=auth_warnings.append
+    )
+    try:
+        for report in runtime.conversation.recover_interrupted():
+            render.print_rollback(stderr, report, reason=f"turn {report.turn} was interrupted and ")
+        task = asyncio.create_task(runtime.conversation.run_turn(question))
+        with CancelOnSignals(task):
+            outcome = await task
+    finally:
+        await runtime.aclose()
+    for warning in auth_warnings:
+        stderr.print(f"[bold red]{warning}[/bold red]")
+    if outcome.rollback is not None and not outcome.rollback.verified:
+        render.print_rollback(stderr, outcome.rollback)
+    return {
+        "session": session.id,
+        "turn": outcome.number,
+        "status": outcome.status,
+        "answer": outcome.answer,
+        "tool_calls": [asdict(call) for call in outcome.tool_calls],
+        "tokens": {"in": outcome.tokens_in, "out": outcome.tokens_out},
+        "error": outcome.error,
+    }
+
+
+def main() -> None:
+    app()

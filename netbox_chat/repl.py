@@ -1,0 +1,199 @@
+"""The interactive loop: prompt-toolkit input, slash commands, Ctrl-C wiring.
+
+The prompt appears before the agent exists: the agent (seconds of imports) is
+built on a background thread, and the first question waits for it only if it
+is not ready yet. This module never touches checkpoints; it asks the
+conversation (turns.py) to act and renders what it reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.formatted_text import HTML
+from prompt_toolkit.history import History
+from prompt_toolkit.patch_stdout import patch_stdout
+from rich.console import Console
+
+from netbox_chat import render
+from netbox_chat.config import Settings
+from netbox_chat.errors import UserFacingError
+from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime
+from netbox_chat.sessions import SessionFile
+
+HELP = """\
+[bold]Ask a question about your network[/bold] and press Enter. Pasting several lines works.
+
+  /history          the turns of this session, numbered (cancelled ones dimmed)
+  /rewind [N]       go back to just after turn N (default: drop the last turn)
+  /compact          summarize the conversation to make the next requests smaller
+  /tokens           tokens in/out per turn
+  /help             this text
+  /exit, Ctrl-D     leave (the session is saved; `netbox-chat resume` reopens it)
+
+Ctrl-C during an answer cancels the turn and rolls it back: the model never sees it,
+and your question comes back to the input line to edit and resend.
+"""
+
+
+class LedgerHistory(History):
+    """Input history from the session's turn ledger, so it is per session and
+    survives restarts without a second file. Cancelled questions are in it too.
+    Storing is a no-op: the ledger records a question when its turn begins."""
+
+    def __init__(self, session: SessionFile) -> None:
+        super().__init__()
+        self.session = session
+
+    def load_history_strings(self) -> Iterable[str]:
+        seen: set[str] = set()
+        for turn in reversed(self.session.turns()):
+            if turn.question not in seen:
+                seen.add(turn.question)
+                yield turn.question
+
+    def store_string(self, string: str) -> None:
+        del string
+
+
+@dataclass
+class Repl:
+    session: SessionFile
+    settings: Settings
+    console: Console
+    runtime_future: concurrent.futures.Future[Runtime]
+    pending_input: str = ""
+    auth_warnings: list[str] = field(default_factory=list)
+
+    async def runtime(self) -> Runtime:
+        if not self.runtime_future.done():
+            with self.console.status("[dim]loading the agent…[/dim]"):
+                return await asyncio.wrap_future(self.runtime_future)
+        return self.runtime_future.result()
+
+    async def run(self) -> None:
+        prompt: PromptSession[str] = PromptSession(
+            history=LedgerHistory(self.session), enable_history_search=True
+        )
+        while True:
+            try:
+                with patch_stdout(raw=True):
+                    text = await prompt.prompt_async(
+                        HTML("<b>netbox</b>&gt; "), default=self.pending_input
+                    )
+            except KeyboardInterrupt:
+                self.pending_input = ""
+                continue  # Ctrl-C at the prompt clears the line, nothing more
+            except EOFError:
+                return
+            self.pending_input = ""
+            question = text.strip()
+            if not question:
+                continue
+            if question.startswith("/"):
+                if await self.slash_command(question) == "exit":
+                    return
+                continue
+            try:
+                await self.ask(question)
+            except UserFacingError as exc:
+                self.console.print(f"[red]{exc}[/red]")
+
+    async def ask(self, question: str) -> None:
+        runtime = await self.runtime()
+        view = render.TurnView(self.console)
+        started = time.monotonic()
+        with view:
+            task = asyncio.create_task(runtime.conversation.run_turn(question, view.on_event))
+
+            def cancelling(signum: int) -> None:
+                view._print_above("[yellow]cancelling… rolling back[/yellow]")
+
+            with CancelOnSignals(task, on_first=cancelling):
+                outcome = await task
+        for warning in self.auth_warnings:
+            self.console.print(f"[bold red]{warning}[/bold red]")
+        self.auth_warnings.clear()
+        render.print_outcome(self.console, outcome, time.monotonic() - started)
+        if outcome.status == "cancelled":
+            self.pending_input = question  # to edit and resend
+
+    async def slash_command(self, line: str) -> str | None:
+        command, _, argument = line.partition(" ")
+        argument = argument.strip()
+        if command in ("/exit", "/quit"):
+            return "exit"
+        if command == "/help":
+            self.console.print(HELP)
+        elif command == "/history":
+            self.console.print(render.history_table(self.session.turns()))
+        elif command == "/tokens":
+            self.console.print(render.tokens_table(self.session.turns()))
+        elif command == "/rewind":
+            await self.rewind(argument)
+        elif command == "/compact":
+            await self.compact()
+        else:
+            self.console.print(f"[red]unknown command {command}[/red]; /help lists them")
+        return None
+
+    async def rewind(self, argument: str) -> None:
+        runtime = await self.runtime()
+        try:
+            target = int(argument) if argument else None
+        except ValueError:
+            self.console.print(f"[red]/rewind takes a turn number, got {argument!r}[/red]")
+            return
+        try:
+            result = runtime.conversation.rewind(target)
+        except UserFacingError as exc:
+            self.console.print(f"[red]{exc}[/red]")
+            return
+        self.console.print(f"[green]{result}[/green]")
+
+    async def compact(self) -> None:
+        runtime = await self.runtime()
+        task = asyncio.create_task(runtime.conversation.compact())
+        with self.console.status("[dim]compacting…[/dim]"), CancelOnSignals(task):
+            try:
+                result = await task
+            except UserFacingError as exc:
+                self.console.print(f"[red]{exc}[/red]")
+                return
+        self.console.print(result)
+
+
+async def run_chat(
+    session: SessionFile, settings: Settings, console: Console, *, resumed: bool
+) -> None:
+    """Open the REPL on `session`: recover a crashed turn, recap, then prompt."""
+    auth_warnings: list[str] = []
+    executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agent-build")
+    future = executor.submit(build_runtime, session, settings, on_auth_failure=auth_warnings.append)
+    executor.shutdown(wait=False)
+    repl = Repl(session, settings, console, future, auth_warnings=auth_warnings)
+    try:
+        if session.running_turns():
+            # A crash left a turn half-done: roll it back before anything else.
+            runtime = await repl.runtime()
+            for report in runtime.conversation.recover_interrupted():
+                render.print_rollback(
+                    console, report, reason=f"turn {report.turn} was interrupted and "
+                )
+        if resumed:
+            render.print_recap(console, session.id, session.turns())
+        else:
+            console.print(
+                f"[bold]netbox-chat[/bold] session [bold]{session.id}[/bold] · model "
+                f"{settings.model} · /help for commands, Ctrl-D to leave"
+            )
+        await repl.run()
+    finally:
+        if future.done() and future.exception() is None:
+            await future.result().aclose()
+    console.print(f"[dim]session {session.id} saved; `netbox-chat resume {session.id}`[/dim]")
