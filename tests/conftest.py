@@ -1,0 +1,54 @@
+"""Shared fixtures: a scripted Ollama server, a NetBox double, a fresh sessions
+folder, and the environment the real CLI reads."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import ScriptedOllama
+
+TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
+
+
+@pytest.fixture
+def ollama() -> Iterator[ScriptedOllama]:
+    with ScriptedOllama() as server:
+        yield server
+
+
+@pytest.fixture
+def netbox() -> Iterator[NetBoxDouble]:
+    with NetBoxDouble(token=TEST_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def sessions_dir(tmp_path: Path) -> Path:
+    return tmp_path / "sessions"
+
+
+@pytest.fixture
+def chat_env(
+    sessions_dir: Path, ollama: ScriptedOllama, netbox: NetBoxDouble, tmp_path: Path
+) -> dict[str, str]:
+    """The environment a user would have: every setting pointing at loopback."""
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith(("NETBOX", "OLLAMA"))
+    }
+    env.update(
+        NETBOX_CHAT_SESSIONS=str(sessions_dir),
+        OLLAMA_HOST=ollama.url,
+        NETBOX_CHAT_MODEL="qwen3:8b",
+        NETBOX_URL=netbox.url,
+        NETBOX_TOKEN=TEST_TOKEN,
+        PROMPT_TOOLKIT_NO_CPR="1",
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        TERM="xterm",
+        COLUMNS="100",
+    )
+    return env

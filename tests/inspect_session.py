@@ -1,0 +1,60 @@
+"""Print a session's committed state as JSON, from a fresh process.
+
+Tests run this in a subprocess so the invariants after a cancel or a crash are
+checked the way the next `resume` would see them, not through the objects of
+the process that did the writing.
+
+    python -m tests.inspect_session SESSIONS_DIR SESSION_ID
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from netbox_chat.agent import build_agent, find_end_node
+from netbox_chat.checkpointer import BridgedSqliteSaver
+from netbox_chat.config import resolve_settings
+from netbox_chat.sessions import SessionFile, SessionStore, connect
+from netbox_chat.turns import Conversation
+
+
+def describe(conversation: Conversation) -> dict[str, Any]:
+    head_id = conversation.head_checkpoint_id()
+    values = conversation.committed_values(head_id)
+    snapshot = conversation.graph.get_state(conversation.pinned(head_id)) if head_id else None
+    head_tuple = conversation.saver.get_tuple(conversation.config)
+    return {
+        "messages": [
+            {"id": m.id, "type": m.type, "content": m.content} for m in values.get("messages", [])
+        ],
+        "files": sorted(values.get("files", {}) or {}),
+        "next": list(snapshot.next) if snapshot else [],
+        "pending_writes": len(head_tuple.pending_writes or []) if head_tuple else 0,
+        "head_problems": conversation.head_problems(),
+        "turns": [
+            {
+                "number": t.number,
+                "question": t.question,
+                "status": t.status,
+                "rolled_back": t.rolled_back,
+                "error": t.error,
+            }
+            for t in conversation.session.turns()
+        ],
+    }
+
+
+def main() -> None:
+    store = SessionStore(Path(sys.argv[1]))
+    settings = resolve_settings(sessions_dir=store.root, env={})
+    with SessionFile.open(store, sys.argv[2]) as session:
+        saver = BridgedSqliteSaver(connect(session.path))
+        graph = build_agent(settings, [], saver)
+        print(json.dumps(describe(Conversation(session, graph, saver, find_end_node(graph)))))
+
+
+if __name__ == "__main__":
+    main()

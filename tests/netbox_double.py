@@ -1,0 +1,165 @@
+"""A small NetBox double on loopback for end-to-end tests of the chat path.
+
+The tool layer itself is tested against a real NetBox (live tier) and against
+responses recorded from one (default tier); this double only has to look
+enough like NetBox 4.7 for a turn to run through the real tools over HTTP,
+with a knob to make one endpoint slow so Ctrl-C can land mid-request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+from urllib.parse import parse_qsl, urlsplit
+
+SITES = [
+    {"id": 1, "name": "DM-Akron", "slug": "dm-akron", "status": {"value": "active"}},
+    {"id": 2, "name": "DM-Columbus", "slug": "dm-columbus", "status": {"value": "active"}},
+    {"id": 3, "name": "DM-Dayton", "slug": "dm-dayton", "status": {"value": "planned"}},
+]
+DEVICES = [
+    {
+        "id": 1,
+        "name": "dmi01-akron-sw01",
+        "site": {"id": 1, "slug": "dm-akron"},
+        "status": {"value": "active"},
+    },
+    {
+        "id": 2,
+        "name": "dmi01-akron-sw02",
+        "site": {"id": 1, "slug": "dm-akron"},
+        "status": {"value": "offline"},
+    },
+    {
+        "id": 3,
+        "name": "dmi01-akron-rtr01",
+        "site": {"id": 1, "slug": "dm-akron"},
+        "status": {"value": "active"},
+    },
+    {
+        "id": 4,
+        "name": "dmi01-columbus-sw01",
+        "site": {"id": 2, "slug": "dm-columbus"},
+        "status": {"value": "active"},
+    },
+]
+DATA: dict[str, list[dict[str, Any]]] = {"dcim/sites": SITES, "dcim/devices": DEVICES}
+
+
+def _matches(obj: dict[str, Any], key: str, values: list[str]) -> bool:
+    field = obj.get(key)
+    if isinstance(field, dict):
+        field = field.get("slug") or field.get("value") or field.get("id")
+    return str(field) in values if field is not None else True
+
+
+class NetBoxDouble:
+    """`with NetBoxDouble(token=...) as nb:` → `nb.url`, `nb.requests`, `nb.delays`."""
+
+    def __init__(self, token: str, *, lifetime: float = 600.0) -> None:
+        self.token = token
+        self.requests: list[str] = []
+        self.delays: dict[str, float] = {}
+        self.disconnects: list[str] = []
+        self._stop = threading.Event()
+        self._lifetime = lifetime
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> Self:
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Timer(self._lifetime, self.stop).start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if not self._stop.is_set():
+            self._stop.set()
+            self._server.shutdown()
+            self._server.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                del format, args
+
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                double.requests.append(self.path)
+                auth = self.headers.get("Authorization", "")
+                if auth != f"Bearer {double.token}":
+                    return self._json(403, {"detail": "Invalid v2 token"})
+                path = parts.path.strip("/").removeprefix("api/").strip("/")
+                if not self._wait(double.delays.get(path, 0.0)):
+                    double.disconnects.append(self.path)
+                    return None
+                if path == "status":
+                    return self._json(200, {"netbox-version": "4.7.3", "django-version": "5.2"})
+                if path not in DATA:
+                    return self._html(404)
+                params: dict[str, list[str]] = {}
+                for key, value in parse_qsl(parts.query):
+                    params.setdefault(key, []).append(value)
+                limit = int(params.pop("limit", ["50"])[0])
+                offset = int(params.pop("offset", ["0"])[0])
+                for control in ("brief", "fields", "ordering", "q"):
+                    params.pop(control, None)
+                rows = [
+                    obj for obj in DATA[path] if all(_matches(obj, k, v) for k, v in params.items())
+                ]
+                page = rows[offset : offset + limit]
+                more = offset + limit < len(rows)
+                return self._json(
+                    200,
+                    {
+                        "count": len(rows),
+                        "next": f"{double.url}/api/{path}/?offset={offset + limit}"
+                        if more
+                        else None,
+                        "previous": None,
+                        "results": page,
+                    },
+                )
+
+            def _wait(self, seconds: float) -> bool:
+                """Sleep, but notice a client that hangs up (the cancel tests)."""
+                deadline = time.monotonic() + seconds
+                while time.monotonic() < deadline and not double._stop.is_set():
+                    time.sleep(0.02)
+                    self.connection.settimeout(0)
+                    try:
+                        if self.connection.recv(1, 2) == b"":  # MSG_PEEK
+                            return False
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        return False
+                    finally:
+                        self.connection.settimeout(None)
+                return True
+
+            def _json(self, status: int, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _html(self, status: int) -> None:
+                data = b"<html><body><h1>Page Not Found</h1></body></html>"
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler

@@ -1,0 +1,189 @@
+"""Session files without LangChain: ids, resolving, listing read-only, the
+lock, forgetting, schema checks. Real SQLite files in a temp folder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from netbox_chat.errors import ExitStatus
+from netbox_chat.sessions import (
+    AmbiguousSession,
+    InvalidSessionId,
+    NoSuchSession,
+    SessionBusy,
+    SessionFile,
+    SessionStore,
+    UnreadableSession,
+    normalize_session_id,
+)
+
+
+def folder_fingerprint(folder: Path) -> dict[str, str]:
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() + oct(p.stat().st_mode)
+        for p in sorted(folder.iterdir())
+    }
+
+
+def make_session(store: SessionStore, question: str = "which sites?") -> str:
+    with SessionFile.create(store, model="qwen3:8b") as session:
+        number = session.begin_turn(question, base_checkpoint_id=None, message_ids=[])
+        session.finish_turn(number, "done", answer="three", message_count=2)
+        return session.id
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["../x", "/etc/passwd", "", "a" * 200, "ab\x00cd", "ab\ncd", "sess/../../x", "ilou", "ABC!"],
+)
+def test_hostile_ids_are_rejected_before_any_path_is_built(bad: str) -> None:
+    with pytest.raises(InvalidSessionId) as info:
+        normalize_session_id(bad)
+    assert info.value.exit_status == ExitStatus.USER_ERROR
+    assert "\n" not in str(info.value)
+
+
+def test_ids_are_short_typeable_and_prefixes_resolve(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    first = make_session(store)
+    assert len(first) == 8 and first == normalize_session_id(first.upper())
+    assert store.resolve(first[:3]) == first
+    with pytest.raises(NoSuchSession):
+        store.resolve("zzzzzzzz" if not first.startswith("z") else "yyyyyyyy")
+
+
+def test_ambiguous_prefix_lists_candidates(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    ids = set()
+    while True:  # ids are random: make two that share a first character
+        ids.add(make_session(store))
+        firsts = [i[0] for i in ids]
+        shared = {c for c in firsts if firsts.count(c) > 1}
+        if shared:
+            break
+    prefix = shared.pop()
+    with pytest.raises(AmbiguousSession) as info:
+        store.resolve(prefix)
+    assert set(info.value.candidates) == {i for i in ids if i.startswith(prefix)}
+
+
+def test_listing_never_writes_anything(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    sid = make_session(store, "which devices at DM-Akron are offline?")
+    (tmp_path / "zzzzzzzz.sqlite").write_bytes(b"not a database at all")
+    before = folder_fingerprint(tmp_path)
+    summaries = {s.id: s for s in store.list_sessions()}
+    assert folder_fingerprint(tmp_path) == before  # no -wal/-shm, no rewrite
+    assert summaries[sid].title == "which devices at DM-Akron are offline?"
+    assert summaries[sid].turns == 1
+    assert summaries[sid].unreadable is None
+    assert summaries["zzzzzzzz"].unreadable
+
+
+def test_files_are_private_to_their_owner(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "sessions")
+    sid = make_session(store)
+    assert stat.S_IMODE((tmp_path / "sessions").stat().st_mode) == 0o700
+    assert stat.S_IMODE(store.path_for(sid).stat().st_mode) == 0o600
+
+
+def test_one_writer_per_session(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    sid = make_session(store)
+    with SessionFile.open(store, sid):
+        with pytest.raises(SessionBusy) as info:
+            SessionFile.open(store, sid)
+        assert info.value.exit_status == ExitStatus.SESSION_BUSY
+        assert f"pid {os.getpid()}" in str(info.value)
+        assert store.summarize(sid).is_open
+        with pytest.raises(SessionBusy):
+            store.forget(sid)
+    assert not store.summarize(sid).is_open
+    with SessionFile.open(store, sid):
+        pass
+
+
+def test_a_lock_left_by_a_dead_process_blocks_nobody(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    sid = make_session(store)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,os,sys,time;"
+            f"fd=os.open({str(store.path_for(sid))!r},os.O_RDONLY);"
+            "fcntl.flock(fd,fcntl.LOCK_EX);print('held',flush=True);time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+    with pytest.raises(SessionBusy):
+        SessionFile.open(store, sid)
+    holder.kill()
+    holder.wait()
+    with SessionFile.open(store, sid):
+        pass
+
+
+def test_forget_removes_the_file_and_its_companions(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    sid = make_session(store)
+    keep = make_session(store)
+    for companion in ("-wal", "-shm"):
+        Path(f"{store.path_for(sid)}{companion}").write_bytes(b"")
+    store.forget(sid)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{keep}.sqlite"]
+    with pytest.raises(NoSuchSession):
+        store.resolve(sid)
+
+
+def test_foreign_damaged_and_newer_files_are_refused_not_rewritten(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    newer = make_session(store)
+    conn = sqlite3.connect(store.path_for(newer))
+    conn.execute("UPDATE session_meta SET value = '99' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    foreign = store.path_for("aaaaaaaa")
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE recipes (name TEXT)")
+    conn.commit()
+    conn.close()
+    truncated = store.path_for("bbbbbbbb")
+    truncated.write_bytes(store.path_for(newer).read_bytes()[:1000])
+    junk = store.path_for("cccccccc")
+    junk.write_bytes(b"\x00" * 10 + b"hello")
+    before = folder_fingerprint(tmp_path)
+    for sid, words in [
+        (newer, "newer netbox-chat"),
+        ("aaaaaaaa", "not a netbox-chat session"),
+        ("bbbbbbbb", "unreadable"),
+        ("cccccccc", "unreadable"),
+    ]:
+        with pytest.raises(UnreadableSession) as info:
+            SessionFile.open(store, sid)
+        assert words in str(info.value)
+        assert info.value.exit_status == ExitStatus.STORE_ERROR
+        assert store.summarize(sid).unreadable
+    assert folder_fingerprint(tmp_path) == before
+
+
+def test_unwritable_folder_fails_closed(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        blocked = tmp_path / "file-not-folder"
+        blocked.write_text("x")
+        store = SessionStore(blocked / "sessions")
+    else:
+        tmp_path.chmod(0o500)
+        store = SessionStore(tmp_path / "sessions")
+    with pytest.raises(Exception) as info:
+        SessionFile.create(store, model="m")
+    assert getattr(info.value, "exit_status", None) == ExitStatus.STORE_ERROR

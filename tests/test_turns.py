@@ -1,0 +1,215 @@
+"""Cancel and rollback on the real deepagents graph, with the real ChatOllama
+talking to the scripted server. Invariants I1-I6 of the Ctrl-C issue are
+checked from a fresh process, the way the next `resume` sees the session."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
+from langgraph.types import Command
+
+from netbox_chat.agent import build_agent, find_end_node
+from netbox_chat.checkpointer import BRIDGED_METHODS, BridgedSqliteSaver
+from netbox_chat.config import resolve_settings
+from netbox_chat.sessions import SessionFile, SessionStore, connect
+from netbox_chat.turns import Conversation, ToolFinished, TurnEvent
+from tests.ollama_server import ScriptedOllama, Text, ToolCall
+
+SLOW_SECONDS = 1.5
+
+
+@tool
+async def fast_lookup(query: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+    """Look something up quickly; also leaves a note in the agent's files."""
+    return Command(
+        update={
+            "files": {"/notes.md": {"content": f"note about {query}", "encoding": "utf-8"}},
+            "messages": [ToolMessage(f"fast result for {query}", tool_call_id=tool_call_id)],
+        }
+    )
+
+
+@tool
+async def slow_lookup(query: str) -> str:
+    """Look something up slowly."""
+    await asyncio.sleep(SLOW_SECONDS)
+    return f"slow result for {query}"
+
+
+@tool
+def blocking_lookup(query: str) -> str:
+    """A sync tool: runs on a worker thread that no cancel can stop."""
+    time.sleep(SLOW_SECONDS)
+    return f"late result for {query}"
+
+
+TOOLS = [fast_lookup, slow_lookup, blocking_lookup]
+
+
+@pytest.fixture
+async def conversation(ollama: ScriptedOllama, sessions_dir: Path) -> AsyncIterator[Conversation]:
+    settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
+    session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
+    saver = BridgedSqliteSaver(connect(session.path))
+    graph = build_agent(settings, TOOLS, saver)
+    yield Conversation(session, graph, saver, find_end_node(graph))
+    saver.conn.close()
+    session.close()
+
+
+def inspect(conversation: Conversation) -> dict[str, Any]:
+    """The session's committed state as a fresh process reads it."""
+    conversation.saver.conn.close()
+    conversation.session.close()
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.inspect_session",
+            str(conversation.session.store.root),
+            conversation.session.id,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parent.parent,
+    )
+    return json.loads(out.stdout)
+
+
+def reopen(conversation: Conversation) -> Conversation:
+    session = SessionFile.open(conversation.session.store, conversation.session.id)
+    saver = BridgedSqliteSaver(connect(session.path))
+    return Conversation(
+        session,
+        conversation.graph.copy(update={"checkpointer": saver}),
+        saver,
+        conversation.end_node,
+    )
+
+
+async def cancel_when(
+    conversation: Conversation, question: str, ready: Callable[[TurnEvent], bool]
+) -> Any:
+    seen = asyncio.Event()
+
+    def sink(event: TurnEvent) -> None:
+        if ready(event):
+            seen.set()
+
+    task = asyncio.create_task(conversation.run_turn(question, sink))
+    await asyncio.wait_for(seen.wait(), 10)
+    task.cancel()
+    return await task
+
+
+async def test_cancel_between_parallel_tools_restores_everything(
+    conversation: Conversation, ollama: ScriptedOllama
+) -> None:
+    ollama.script([Text("Akron has three devices.")])
+    first = await conversation.run_turn("how many devices at Akron?")
+    assert first.status == "done"
+    before = [m.id for m in conversation.messages()]
+
+    ollama.script(
+        [ToolCall("fast_lookup", {"query": "a"}), ToolCall("slow_lookup", {"query": "b"})]
+    )
+    outcome = await cancel_when(
+        conversation, "cancelled question", lambda e: isinstance(e, ToolFinished)
+    )
+    assert outcome.status == "cancelled"
+    assert outcome.rollback is not None and outcome.rollback.verified
+
+    state = inspect(conversation)
+    assert [m["id"] for m in state["messages"]] == before  # I1
+    assert state["next"] == [] and state["pending_writes"] == 0  # I2
+    assert state["files"] == []  # I5: the note written by the cancelled turn is gone
+    cancelled = state["turns"][1]  # I6
+    assert cancelled["status"] == "cancelled"
+    assert cancelled["question"] == "cancelled question"
+    assert cancelled["rolled_back"] >= 2
+
+    time.sleep(SLOW_SECONDS + 0.5)
+    assert inspect(conversation)["messages"] == state["messages"]  # I3
+
+    resumed = reopen(conversation)
+    ollama.script([Text("Columbus has one.")])
+    third = await resumed.run_turn("and Columbus?")
+    assert third.status == "done"
+    sent = json.dumps(ollama.requests[-1]["messages"])  # I4
+    assert "how many devices at Akron?" in sent and "Akron has three devices." in sent
+    assert "and Columbus?" in sent
+    assert "cancelled question" not in sent and "fast result" not in sent
+    resumed.saver.conn.close()
+    resumed.session.close()
+
+
+async def test_a_result_that_lands_after_the_rollback_never_appears(
+    conversation: Conversation, ollama: ScriptedOllama
+) -> None:
+    ollama.script([Text("first answer")])
+    await conversation.run_turn("first question")
+    ollama.script([ToolCall("blocking_lookup", {"query": "late"})])
+    outcome = await cancel_when(
+        conversation, "question with a late tool", lambda e: type(e).__name__ == "ToolStarted"
+    )
+    assert outcome.rollback is not None and outcome.rollback.verified
+    time.sleep(SLOW_SECONDS + 1.0)  # the worker thread finishes after the rollback
+    state = inspect(conversation)
+    assert [m["content"] for m in state["messages"]] == ["first question", "first answer"]
+    assert state["pending_writes"] == 0 and state["head_problems"] == []
+    assert "late result" not in json.dumps(state)
+
+
+async def test_cancel_mid_answer_aborts_the_ollama_stream(
+    conversation: Conversation, ollama: ScriptedOllama
+) -> None:
+    ollama.script([Text("one two three four five six seven eight nine ten", chunk_delay=0.3)])
+    outcome = await cancel_when(
+        conversation, "stream me", lambda e: type(e).__name__ == "TextDelta"
+    )
+    assert outcome.status == "cancelled"
+    ollama.wait_for_disconnects(1, timeout=2.0)
+    assert conversation.messages() == []
+    assert conversation.head_problems() == []
+
+
+async def test_a_failed_turn_is_rolled_back_and_explained(
+    conversation: Conversation, ollama: ScriptedOllama
+) -> None:
+    from tests.ollama_server import StreamError
+
+    ollama.script([Text("partial answer"), StreamError("model crashed")])
+    outcome = await conversation.run_turn("doomed question")
+    assert outcome.status == "failed"
+    assert outcome.error and "model crashed" in outcome.error
+    assert outcome.rollback is not None and outcome.rollback.verified
+    assert conversation.messages() == []
+    assert conversation.session.turns()[0].status == "failed"
+
+
+def test_the_bridge_overrides_every_async_method_the_base_class_has() -> None:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    base_async = {
+        name
+        for name in dir(BaseCheckpointSaver)
+        if (
+            name.startswith("a") and asyncio.iscoroutinefunction(getattr(BaseCheckpointSaver, name))
+        )
+        or name == "alist"
+    }
+    must_bridge = base_async - {"aget", "adelete_for_runs", "acopy_thread", "aprune"}
+    assert must_bridge == set(BRIDGED_METHODS)
+    for name in BRIDGED_METHODS:
+        assert getattr(BridgedSqliteSaver, name) is not getattr(BaseCheckpointSaver, name)
