@@ -1,0 +1,314 @@
+"""A small async NetBox REST client: GET only, pooled, retried, cancellable.
+
+- One ``httpx.AsyncClient`` per client, so connections are pooled.
+- Retries (``retries`` extra attempts, short exponential backoff) only on connection
+  errors and 502/503/504; a read timeout is not retried (a slow NetBox stays slow).
+- Everything runs on the event loop: cancelling the task (Ctrl-C) aborts the request.
+- Every failure is a ``NetBoxError`` subclass whose ``str()`` is one readable line and
+  never contains the token (nor does any repr or log line of this module).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = "netbox-chat"
+RETRY_STATUS = frozenset({502, 503, 504})
+
+
+class NetBoxError(Exception):
+    """A NetBox call that failed; ``str()`` is one user-readable line."""
+
+    status: int | None = None
+
+    def __init__(self, message: str, *, status: int | None = None, detail: Any = None) -> None:
+        super().__init__(" ".join(message.split()))
+        self.status = status
+        self.detail = detail
+
+
+class NetBoxConnectionError(NetBoxError):
+    """NetBox could not be reached (refused, DNS, connect timeout), after retries."""
+
+
+class NetBoxTimeout(NetBoxError):
+    """NetBox did not answer in time."""
+
+
+class NetBoxAuthError(NetBoxError):
+    """401/403: the token is missing, wrong, expired, or lacks permission."""
+
+
+class NetBoxNotFound(NetBoxError):
+    """404 with a JSON body: the endpoint exists, the object does not."""
+
+
+class NetBoxNoEndpoint(NetBoxError):
+    """404 with an HTML page: there is no such API endpoint."""
+
+
+class NetBoxBadRequest(NetBoxError):
+    """400: NetBox rejected a filter value; ``detail`` holds its field errors."""
+
+
+class NetBoxServerError(NetBoxError):
+    """5xx from NetBox (after retries for 502/503/504)."""
+
+
+class NetBoxBadResponse(NetBoxError):
+    """A response that is not the JSON NetBox should send."""
+
+
+def auth_header(token: str) -> str:
+    """v2 tokens (``nbt_<key>.<secret>``) are Bearer tokens; v1 40-char tokens use 'Token'."""
+    return f"Bearer {token}" if token.startswith("nbt_") else f"Token {token}"
+
+
+def _strip_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        parts = parts._replace(netloc=host)
+    return urlunsplit(parts)
+
+
+def normalize_base_url(url: str) -> str:
+    """'http://nb:8000/api/' -> 'http://nb:8000' (the client adds /api/ itself)."""
+    url = url.strip().rstrip("/")
+    if url.endswith("/api"):
+        url = url[: -len("/api")]
+    if "://" not in url:
+        url = "http://" + url
+    return url
+
+
+class NetBoxClient:
+    """Async, read-only NetBox API client."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        *,
+        timeout: float = 15.0,
+        retries: int = 2,
+        transport: httpx.AsyncBaseTransport | None = None,
+        on_auth_failure: Callable[[str], None] | None = None,
+        backoff: float = 0.25,
+    ) -> None:
+        self.base_url = normalize_base_url(base_url)
+        self._shown_url = _strip_userinfo(self.base_url)
+        self._token = token or None
+        self.timeout = timeout
+        self.retries = max(0, retries)
+        self.backoff = backoff
+        self._on_auth_failure = on_auth_failure
+        self._auth_reported = False
+        self._secrets = [s for s in self._secret_parts(self._token) if s]
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if self._token:
+            headers["Authorization"] = auth_header(self._token)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+            transport=transport,
+            follow_redirects=True,
+        )
+
+    @staticmethod
+    def _secret_parts(token: str | None) -> list[str]:
+        if not token:
+            return []
+        parts = [token]
+        if "." in token:  # nbt_<key>.<secret>: the secret alone is sensitive too
+            parts.append(token.split(".", 1)[1])
+        return [p for p in parts if len(p) >= 8]
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the token (and its secret part) masked."""
+        for s in self._secrets:
+            text = text.replace(s, "***")
+        return text
+
+    def __repr__(self) -> str:
+        tok = "***" if self._token else None
+        return f"NetBoxClient(base_url={self._shown_url!r}, token={tok})"
+
+    async def __aenter__(self) -> NetBoxClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def _error(self, cls: type[NetBoxError], message: str, **kw: Any) -> NetBoxError:
+        return cls(self.scrub(message), **kw)
+
+    async def get(
+        self,
+        path: str,
+        params: Sequence[tuple[str, str]] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """GET /api/<path>/ and return the parsed JSON, or raise a ``NetBoxError``."""
+        rel = "/api/" + path.strip("/") + "/"
+        if rel == "/api//":
+            rel = "/api/"
+        where = f"{self._shown_url}{rel}"
+        kw: dict[str, Any] = {}
+        if timeout is not None:
+            kw["timeout"] = httpx.Timeout(timeout, connect=min(timeout, 5.0))
+        attempt = 0
+        while True:
+            try:
+                log.debug("GET %s params=%s", rel, list(params or ()))
+                resp = await self._http.get(rel, params=list(params or ()), **kw)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+                if attempt < self.retries:
+                    await asyncio.sleep(self.backoff * (2**attempt))
+                    attempt += 1
+                    continue
+                what = "timed out connecting" if isinstance(e, httpx.ConnectTimeout) else "refused"
+                raise self._error(
+                    NetBoxConnectionError,
+                    f"Cannot reach NetBox at {self._shown_url} (connection {what} after "
+                    f"{attempt + 1} attempts). Is it running, and is NETBOX_URL right?",
+                ) from e
+            except httpx.TimeoutException as e:
+                raise self._error(
+                    NetBoxTimeout,
+                    f"NetBox did not answer within {self.timeout:g}s ({rel}). "
+                    "Try a smaller request or try again later.",
+                ) from e
+            except httpx.HTTPError as e:
+                raise self._error(
+                    NetBoxConnectionError,
+                    f"Connection to NetBox failed during {rel}: {type(e).__name__}.",
+                ) from e
+            if resp.status_code in RETRY_STATUS and attempt < self.retries:
+                await asyncio.sleep(self.backoff * (2**attempt))
+                attempt += 1
+                continue
+            return self._handle(resp, rel, where)
+
+    def _handle(self, resp: httpx.Response, rel: str, where: str) -> Any:
+        code = resp.status_code
+        ctype = resp.headers.get("content-type", "")
+        is_json = "json" in ctype
+        body: Any = None
+        if is_json:
+            try:
+                body = resp.json()
+            except (ValueError, UnicodeDecodeError):
+                if code == 200:
+                    raise self._error(
+                        NetBoxBadResponse,
+                        f"NetBox sent malformed JSON for {rel} ({len(resp.content)} bytes).",
+                        status=code,
+                    ) from None
+                is_json = False
+        if code == 200:
+            if not is_json:
+                raise self._error(
+                    NetBoxBadResponse,
+                    f"NetBox answered {rel} with {ctype or 'no content type'}, not JSON. "
+                    f"Is NETBOX_URL ({self._shown_url}) the NetBox base URL?",
+                    status=code,
+                )
+            return body
+        detail = body.get("detail") if isinstance(body, dict) else None
+        if code in (401, 403):
+            msg = f"NetBox refused the request ({code}: {detail or 'forbidden'}). " + (
+                "Check NETBOX_TOKEN."
+                if detail is None or "token" in str(detail).lower() or code == 401
+                else "The token lacks permission for this."
+            )
+            err = self._error(NetBoxAuthError, msg, status=code, detail=detail)
+            self._report_auth(str(err))
+            raise err
+        if code == 404:
+            if is_json:
+                raise self._error(
+                    NetBoxNotFound,
+                    f"No such object ({rel}): NetBox says {detail or 'not found'!r}.",
+                    status=code,
+                    detail=detail,
+                )
+            raise self._error(
+                NetBoxNoEndpoint,
+                f"NetBox has no API endpoint {rel} (404 page, not JSON).",
+                status=code,
+            )
+        if code == 400:
+            raise self._error(
+                NetBoxBadRequest,
+                f"NetBox rejected the request (400): {_field_errors(body, resp)}",
+                status=code,
+                detail=body,
+            )
+        if code >= 500:
+            raise self._error(
+                NetBoxServerError,
+                f"NetBox server error {code} on {rel}"
+                + (" (after retries)." if code in RETRY_STATUS and self.retries else "."),
+                status=code,
+            )
+        raise self._error(
+            NetBoxError,
+            f"NetBox answered {code} for {rel}: {detail or resp.reason_phrase}.",
+            status=code,
+        )
+
+    def _report_auth(self, message: str) -> None:
+        if self._on_auth_failure is None or self._auth_reported:
+            return
+        self._auth_reported = True
+        try:
+            self._on_auth_failure(message)
+        except Exception:  # the UI callback must never break a tool call
+            log.exception("on_auth_failure callback failed")
+
+    async def status(self) -> dict[str, Any]:
+        """GET /api/status/ (NetBox version, Django version, plugins, workers)."""
+        data = await self.get("status")
+        if not isinstance(data, dict):
+            raise self._error(NetBoxBadResponse, "NetBox /api/status/ did not return an object.")
+        return data
+
+    async def schema(self, timeout: float = 120.0) -> dict[str, Any]:
+        """The OpenAPI schema (about 14.6 MB for 4.7; takes seconds)."""
+        data = await self.get("schema", [("format", "json")], timeout=timeout)
+        if not isinstance(data, dict):
+            raise self._error(NetBoxBadResponse, "NetBox /api/schema/ did not return an object.")
+        return data
+
+
+def _field_errors(body: Any, resp: httpx.Response) -> str:
+    if isinstance(body, dict):
+        parts = []
+        for k, v in body.items():
+            if isinstance(v, list):
+                v = " ".join(str(x) for x in v)
+            parts.append(f"{k}: {v}")
+        return "; ".join(parts)[:600]
+    if isinstance(body, list):
+        return " ".join(str(x) for x in body)[:600]
+    try:
+        return json.dumps(resp.text[:300])
+    except ValueError:  # pragma: no cover
+        return "(unreadable body)"

@@ -1,0 +1,208 @@
+"""Derive the filter table from NetBox's own OpenAPI schema.
+
+NetBox silently ignores every query parameter its filterset does not know, so the
+tools must know, per endpoint, exactly which filter names exist and which lookups
+each one takes. NetBox publishes that in its OpenAPI schema (``/api/schema/``): every
+list endpoint documents each filter as a query parameter (``name``, ``name__ic``,
+``status__n``, ...). This module turns that 14.6 MB document into a small table:
+
+    {"netbox_version": "4.7.3",
+     "lookup_sets": [[], ["n"], ["empty", "ic", ...], ...],
+     "types": {"dcim.device": {"path": "dcim/devices",
+                               "filters": {"name": 5, "status": 1, ...},  # -> lookup_sets
+                               "fields": ["id", "name", ...],             # serializer fields
+                               "single": ["q", ...],   # not repeatable: NetBox keeps the last
+                               "bool": ["cabled", ...],  # true/false only (else ignored)
+                               "ordering": ["name", ...],  # honoured ?ordering= terms
+                               "hints": {"site": "Site name (slug)", ...}}}}
+
+``__empty`` lookups are always single and boolean, so they are not listed. ``ordering``
+is not in the OpenAPI schema; it comes from NetBox itself
+(tests/netbox/netbox_ordering_fields.py) and is absent from a table derived at run time.
+
+The shipped ``filters.json`` is generated with::
+
+    tests/netbox/make_filter_table.sh   # schema from the live tier's NetBox + ordering
+
+(``--file schema.json`` reads a saved schema instead of ``--url``). The same function derives a
+table at run time for another NetBox version (see ``object_types.load_table_for``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from typing import Any
+
+# Query parameters that are not filters: pagination and response shaping.
+NON_FILTER_PARAMS = frozenset({"brief", "fields", "omit", "limit", "offset", "ordering", "start"})
+
+_CAMEL = re.compile(r"[^a-z0-9]")
+
+
+def _model_name(serializer: str) -> str:
+    """'IPAddress' -> 'ipaddress' (NetBox's serializers are named after their models)."""
+    return _CAMEL.sub("", serializer.lower())
+
+
+def _hint(description: str | None) -> str | None:
+    """Keep short, single-line parameter descriptions such as 'Site name (slug)'."""
+    if not description:
+        return None
+    d = description.strip()
+    if "\n" in d or d.startswith("*") or len(d) > 40:
+        return None
+    return d
+
+
+def derive_table(
+    schema: dict[str, Any], ordering: dict[str, list[str]] | None = None
+) -> dict[str, Any]:
+    """Build the filter table from a parsed NetBox OpenAPI schema.
+
+    ``ordering`` maps object types to the ``?ordering=`` terms NetBox honours.
+    """
+    components = schema.get("components", {}).get("schemas", {})
+    lookup_sets: list[tuple[str, ...]] = [()]
+    set_index: dict[tuple[str, ...], int] = {(): 0}
+    types: dict[str, Any] = {}
+
+    for path, item in sorted(schema.get("paths", {}).items()):
+        get = item.get("get")
+        if not get or "{" in path or not path.startswith("/api/"):
+            continue
+        ref = (
+            get.get("responses", {})
+            .get("200", {})
+            .get("content", {})
+            .get("application/json", {})
+            .get("schema", {})
+            .get("$ref", "")
+        )
+        page_name = ref.rsplit("/", 1)[-1]
+        if not page_name.startswith("Paginated"):
+            continue  # not a list endpoint (status, schema, dashboards, ...)
+        page = components.get(page_name, {})
+        item_ref = page.get("properties", {}).get("results", {}).get("items", {}).get("$ref", "")
+        serializer = item_ref.rsplit("/", 1)[-1]
+        if not serializer:
+            continue
+        rel = path[len("/api/") :].strip("/")
+        app = rel.split("/")[1] if rel.startswith("plugins/") else rel.split("/")[0]
+        object_type = f"{app}.{_model_name(serializer)}"
+
+        names: dict[str, set[str]] = {}
+        hints: dict[str, str] = {}
+        single: list[str] = []
+        boolean: list[str] = []
+        params = [p for p in get.get("parameters", []) if p.get("in") == "query"]
+        all_names = {p["name"] for p in params}
+        for p in params:
+            name = p["name"]
+            if name in NON_FILTER_PARAMS:
+                continue
+            ptype = p.get("schema", {}).get("type")
+            if name.endswith("__empty"):
+                if ptype != "boolean":  # the rule the validator relies on
+                    raise ValueError(f"{path} {name}: __empty that is not boolean ({ptype})")
+            else:
+                if ptype != "array":
+                    single.append(name)
+                if ptype == "boolean":
+                    boolean.append(name)
+            base, sep, lookup = name.rpartition("__")
+            if sep and base in all_names:
+                names.setdefault(base, set()).add(lookup)
+            else:
+                names.setdefault(name, set())
+                h = _hint(p.get("description"))
+                if h:
+                    hints[name] = h
+        filters: dict[str, int] = {}
+        for base in sorted(names):
+            key = tuple(sorted(names[base]))
+            if key not in set_index:
+                set_index[key] = len(lookup_sets)
+                lookup_sets.append(key)
+            filters[base] = set_index[key]
+        fields = list(components.get(serializer, {}).get("properties", {}).keys())
+        entry: dict[str, Any] = {"path": rel, "filters": filters, "fields": fields}
+        if single:
+            entry["single"] = sorted(single)
+        if boolean:
+            entry["bool"] = sorted(boolean)
+        if ordering and object_type in ordering:
+            entry["ordering"] = sorted(ordering[object_type])
+        if hints:
+            entry["hints"] = hints
+        if object_type in types:  # two endpoints with one serializer: keep the first, note it
+            object_type = f"{app}.{rel.split('/')[-1].replace('-', '')}"
+        types[object_type] = entry
+
+    # NetBox 4.7.3 serves "4.7.3 (4.7)"; /api/status/ says "4.7.3"
+    version = str(schema.get("info", {}).get("version", "unknown")).split(" ")[0]
+    return {
+        "netbox_version": version,
+        "source": "NetBox OpenAPI schema, GET /api/schema/?format=json",
+        "lookup_sets": [list(s) for s in lookup_sets],
+        "types": dict(sorted(types.items())),
+    }
+
+
+def dumps_table(table: dict[str, Any]) -> str:
+    """Compact but diff-friendly: one object type per line."""
+    head = {k: v for k, v in table.items() if k != "types"}
+    lines = ["{"]
+    for k, v in head.items():
+        lines.append(f"{json.dumps(k)}: {json.dumps(v, separators=(',', ':'))},")
+    lines.append('"types": {')
+    items = list(table["types"].items())
+    for i, (k, v) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        lines.append(f"{json.dumps(k)}: {json.dumps(v, separators=(',', ':'))}{comma}")
+    lines.append("}}")
+    return "\n".join(lines) + "\n"
+
+
+def _fetch_schema(url: str, token: str | None) -> dict[str, Any]:
+    import httpx
+
+    headers = {"Accept": "application/json"}
+    if token:
+        scheme = "Bearer" if token.startswith("nbt_") else "Token"
+        headers["Authorization"] = f"{scheme} {token}"
+    r = httpx.get(
+        url.rstrip("/") + "/api/schema/", params={"format": "json"}, headers=headers, timeout=120
+    )
+    r.raise_for_status()
+    result: dict[str, Any] = r.json()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--url", help="NetBox base URL (token from NETBOX_TOKEN)")
+    src.add_argument("--file", help="a saved /api/schema/?format=json")
+    ap.add_argument(
+        "--ordering", help="JSON from tests/netbox/netbox_ordering_fields.py (run in NetBox)"
+    )
+    args = ap.parse_args(argv)
+    ordering = None
+    if args.ordering:
+        with open(args.ordering, encoding="utf-8") as f:
+            ordering = {k: v["ordering"] for k, v in json.load(f).items()}
+    if args.file:
+        with open(args.file, encoding="utf-8") as f:
+            schema = json.load(f)
+    else:
+        schema = _fetch_schema(args.url, os.environ.get("NETBOX_TOKEN"))
+    sys.stdout.write(dumps_table(derive_table(schema, ordering)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,649 @@
+"""The four read-only NetBox tools the agent calls.
+
+Names and arguments follow the NetBox MCP server's tools, so prompts written for it
+work here. Every tool returns a string: compact JSON on success, ``Error: ...`` in plain
+words otherwise. They never raise for NetBox, HTTP or validation problems; only
+cancellation (``asyncio.CancelledError``) goes through, so Ctrl-C aborts the request.
+
+Every filter is validated against the filter table before anything is sent (see
+validation.py): NetBox silently ignores what it does not understand and answers with
+the whole list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from .client import NetBoxAuthError, NetBoxClient, NetBoxError
+from .object_types import (
+    FilterTable,
+    ObjectType,
+    UnknownObjectType,
+    load_cached_table,
+    save_cached_table,
+    shipped_table,
+)
+from .validation import (
+    FilterRejected,
+    build_params,
+    check_fields,
+    check_ordering,
+    coerce_filters,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 100
+SEARCH_DEFAULT_LIMIT = 5
+SEARCH_MAX_LIMIT = 25
+CHANGELOG_DEFAULT_LIMIT = 10
+RESULT_BUDGET = 8000  # characters of JSON in one tool result
+CHANGE_VALUE_MAX = 80  # characters of one before/after value in a changelog diff
+
+# What a list shows when the model asks for neither fields nor brief: enough to answer
+# the usual questions (status, where, what) without NetBox's full objects.
+DEFAULT_FIELDS: dict[str, tuple[str, ...]] = {
+    "dcim.device": (
+        "id", "name", "status", "site", "location", "rack", "role", "device_type",
+        "platform", "tenant", "serial", "primary_ip",
+    ),
+    "dcim.site": (
+        "id", "name", "slug", "status", "region", "group", "tenant", "facility", "description",
+    ),
+    "dcim.location": ("id", "name", "slug", "site", "parent", "status", "tenant"),
+    "dcim.rack": ("id", "name", "site", "location", "status", "role", "tenant", "u_height"),
+    "dcim.interface": (
+        "id", "device", "name", "type", "enabled", "mtu", "mac_address", "mode",
+        "untagged_vlan", "description", "cable", "mgmt_only",
+    ),
+    "dcim.cable": ("id", "label", "type", "status", "a_terminations", "b_terminations"),
+    "dcim.devicetype": ("id", "manufacturer", "model", "slug", "u_height", "device_count"),
+    "dcim.platform": ("id", "name", "slug", "manufacturer", "device_count"),
+    "ipam.prefix": (
+        "id", "prefix", "status", "scope_type", "scope", "vrf", "vlan", "role", "tenant",
+        "description",
+    ),
+    "ipam.ipaddress": (
+        "id", "address", "status", "role", "dns_name", "assigned_object_type",
+        "assigned_object", "vrf", "tenant", "description",
+    ),
+    "ipam.iprange": ("id", "start_address", "end_address", "size", "status", "vrf", "description"),
+    "ipam.vlan": ("id", "vid", "name", "status", "site", "group", "role", "tenant", "description"),
+    "ipam.vrf": ("id", "name", "rd", "tenant", "description"),
+    "ipam.aggregate": ("id", "prefix", "rir", "tenant", "description"),
+    "tenancy.tenant": ("id", "name", "slug", "group", "description"),
+    "circuits.circuit": (
+        "id", "cid", "provider", "type", "status", "tenant", "termination_a", "termination_z",
+        "commit_rate",
+    ),
+    "virtualization.virtualmachine": (
+        "id", "name", "status", "site", "cluster", "role", "platform", "tenant",
+        "vcpus", "memory", "primary_ip",
+    ),
+    "virtualization.cluster": ("id", "name", "type", "group", "status", "scope", "tenant"),
+}  # fmt: skip
+
+SEARCH_DEFAULT_TYPES = (
+    "dcim.device", "dcim.site", "dcim.rack", "dcim.interface", "ipam.ipaddress",
+    "ipam.prefix", "ipam.vlan", "tenancy.tenant", "circuits.circuit",
+    "virtualization.virtualmachine",
+)  # fmt: skip
+
+CHANGELOG_TYPE = "core.objectchange"
+_DROP_KEYS = frozenset({"url", "display_url"})
+
+
+# ---------------------------------------------------------------- result shaping
+
+
+def _compact(value: Any, top: bool = False) -> Any:
+    """NetBox JSON made small: no URLs, choices as their value, related objects as
+    ``{id, display[, slug]}``, empty strings/lists/dicts dropped."""
+    if isinstance(value, dict):
+        if set(value) == {"value", "label"}:
+            return value["value"]
+        if not top and "id" in value and "display" in value:
+            out = {"id": value["id"], "display": value["display"]}
+            if value.get("slug"):
+                out["slug"] = value["slug"]
+            return out
+        return {
+            k: _compact(v)
+            for k, v in value.items()
+            if k not in _DROP_KEYS and v != "" and v != [] and v != {}
+        }
+    if isinstance(value, list):
+        return [_compact(v) for v in value]
+    return value
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _fit_object(obj: dict[str, Any], budget: int) -> tuple[dict[str, Any], list[str]]:
+    """Drop the largest fields of one object until it fits; returns the dropped names."""
+    dropped: list[str] = []
+    obj = dict(obj)
+    while len(_dumps(obj)) > budget and len(obj) > 1:
+        key = max(
+            (k for k in obj if k not in ("id", "display", "name")),
+            key=lambda k: len(_dumps(obj[k])),
+            default=None,
+        )
+        if key is None:
+            break
+        dropped.append(key)
+        del obj[key]
+    return obj, dropped
+
+
+def _fit_list(
+    envelope: dict[str, Any], results: list[Any], budget: int
+) -> tuple[list[Any], int, list[str]]:
+    """As many results as fit in ``budget`` with the envelope; (kept, cut, dropped fields)."""
+    room = budget - len(_dumps(envelope)) - 200
+    kept: list[Any] = []
+    used = 0
+    dropped: list[str] = []
+    for r in results:
+        size = len(_dumps(r)) + 1
+        if used + size > room:
+            if not kept and isinstance(r, dict):  # one huge object: shrink it instead
+                r, dropped = _fit_object(r, max(room, 500))
+                kept.append(r)
+            break
+        kept.append(r)
+        used += size
+    return kept, len(results) - len(kept), dropped
+
+
+def _error(message: str) -> str:
+    return "Error: " + " ".join(str(message).split())
+
+
+def _limit(value: Any, default: int, cap: int, notes: list[str]) -> int:
+    if value is None:
+        return default
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise FilterRejected(f"limit must be a whole number from 1 to {cap}.") from None
+    if n < 1:
+        # NetBox reads limit=0 as "everything up to 1000": never send it
+        raise FilterRejected(f"limit must be from 1 to {cap} (use offset to page).")
+    if n > cap:
+        notes.append(f"limit capped at {cap}")
+        return cap
+    return n
+
+
+# ---------------------------------------------------------------- the tools
+
+
+class NetBoxTools:
+    """The tools' implementation, bound to one client."""
+
+    def __init__(
+        self,
+        client: NetBoxClient,
+        table: FilterTable | None = None,
+        *,
+        live_schema: bool = True,
+        budget: int = RESULT_BUDGET,
+    ) -> None:
+        self.client = client
+        self._table = table
+        self._live_schema = live_schema and table is None
+        self._table_lock = asyncio.Lock()
+        self.budget = budget
+        self.table_note: str | None = None
+
+    async def table(self) -> FilterTable:
+        """The filter table for this NetBox: the shipped one when the version matches,
+        else one derived from the server's own schema (cached per version on disk)."""
+        if self._table is not None:
+            return self._table
+        async with self._table_lock:
+            if self._table is not None:
+                return self._table
+            shipped = shipped_table()
+            table = shipped
+            if self._live_schema:
+                version = str((await self.client.status()).get("netbox-version", ""))
+                if version and version != shipped.netbox_version:
+                    table = load_cached_table(version) or await self._derive(version, shipped)
+            self._table = table
+            return table
+
+    async def _derive(self, version: str, shipped: FilterTable) -> FilterTable:
+        from .schema import derive_table
+
+        try:
+            raw = derive_table(await self.client.schema())
+            table = FilterTable(raw)
+        except (NetBoxError, ValueError, KeyError, TypeError) as e:
+            self.table_note = (
+                f"filters checked against NetBox {shipped.netbox_version}'s table: the schema "
+                f"of this NetBox {version} could not be read ({e})"
+            )
+            log.warning("netbox-chat: %s", self.table_note)
+            return shipped
+        save_cached_table(version, raw)
+        return table
+
+    async def _resolve(self, object_type: str) -> tuple[FilterTable, ObjectType]:
+        table = await self.table()
+        return table, table.resolve(object_type)
+
+    def _fail(self, e: BaseException) -> str:
+        if isinstance(e, NetBoxAuthError):
+            return _error(f"{e} Do not retry; tell the user.")
+        if isinstance(e, NetBoxError | FilterRejected | UnknownObjectType):
+            return _error(self.client.scrub(str(e)))
+        log.exception("netbox tool failed")
+        return _error(self.client.scrub(f"unexpected {type(e).__name__}: {e}"))
+
+    # -- netbox_get_objects
+
+    async def get_objects(
+        self,
+        object_type: str,
+        filters: Any = None,
+        fields: Any = None,
+        brief: bool | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        ordering: Any = None,
+    ) -> str:
+        try:
+            return await self._get_objects(
+                object_type, filters, fields, brief, limit, offset, ordering
+            )
+        except Exception as e:
+            return self._fail(e)
+
+    async def _get_objects(
+        self,
+        object_type: str,
+        filters: Any,
+        fields: Any,
+        brief: bool | None,
+        limit: Any,
+        offset: Any,
+        ordering: Any,
+    ) -> str:
+        table, ot = await self._resolve(object_type)
+        filters = coerce_filters(filters)
+        # arguments a model put inside filters are lifted out (when not also given)
+        lifted = {
+            k: filters.pop(k)
+            for k in ("limit", "offset", "ordering", "fields", "brief")
+            if k in filters
+        }
+        limit = lifted.get("limit", limit) if limit is None else limit
+        offset = lifted.get("offset", offset) if offset is None else offset
+        ordering = lifted.get("ordering", ordering) if ordering is None else ordering
+        fields = lifted.get("fields", fields) if fields is None else fields
+        brief = lifted.get("brief", brief) if brief is None else brief
+
+        notes: list[str] = []
+        params = build_params(ot, filters, table)
+        n = _limit(limit, DEFAULT_LIMIT, MAX_LIMIT, notes)
+        try:
+            off = max(0, int(offset or 0))
+        except (TypeError, ValueError):
+            raise FilterRejected("offset must be a whole number (0 or more).") from None
+        order = check_ordering(ot, ordering)
+        params += self._shape_params(ot, fields, brief)
+        params += [("limit", str(n)), ("offset", str(off))]
+        if order:
+            params.append(("ordering", order))
+
+        data = await self.client.get(ot.path, params)
+        if not isinstance(data, dict) or "results" not in data:
+            return _error(f"NetBox sent an unexpected answer for {ot.path} (no results list).")
+        results = [_compact(r, top=True) for r in data.get("results") or []]
+        count = data.get("count", len(results))
+        envelope: dict[str, Any] = {"object_type": ot.name, "count": count}
+        kept, cut, dropped = _fit_list(envelope, results, self.budget)
+        envelope["returned"] = len(kept)
+        envelope["offset"] = off
+        nxt = off + len(kept)
+        envelope["next_offset"] = nxt if nxt < count else None
+        if cut or dropped:
+            envelope["truncated"] = self._truncation_note(len(results), len(kept), dropped, nxt)
+        if notes:
+            envelope["note"] = "; ".join(notes)
+        envelope["results"] = kept
+        return _dumps(envelope)
+
+    def _shape_params(self, ot: ObjectType, fields: Any, brief: Any) -> list[tuple[str, str]]:
+        names = check_fields(ot, fields)
+        if names:
+            if "id" not in names:
+                names.insert(0, "id")
+            return [("fields", ",".join(names))]
+        if brief:
+            return [("brief", "true")]
+        default = DEFAULT_FIELDS.get(ot.name)
+        if default:
+            return [("fields", ",".join(f for f in default if f in ot.fields or not ot.fields))]
+        return [("brief", "true")]
+
+    def _truncation_note(self, had: int, kept: int, dropped: list[str], nxt: int) -> str:
+        parts = [f"cut to fit {self.budget} characters"]
+        if kept < had:
+            parts.append(f"{kept} of {had} results shown; continue with offset={nxt}")
+        if dropped:
+            parts.append(f"fields left out: {', '.join(dropped)}")
+        parts.append("ask for fewer fields or a smaller limit")
+        return "; ".join(parts)
+
+    # -- netbox_get_object_by_id
+
+    async def get_object_by_id(
+        self, object_type: str, object_id: Any, fields: Any = None, brief: bool | None = None
+    ) -> str:
+        try:
+            _, ot = await self._resolve(object_type)
+            try:
+                oid = int(object_id)
+                if oid < 1:
+                    raise ValueError
+            except (TypeError, ValueError):
+                raise FilterRejected(
+                    f"object_id must be a positive whole number (got {object_id!r}); "
+                    "use netbox_get_objects or netbox_search_objects to find ids."
+                ) from None
+            names = check_fields(ot, fields)
+            params: list[tuple[str, str]] = []
+            if names:
+                params.append(("fields", ",".join(names)))
+            elif brief:
+                params.append(("brief", "true"))
+            data = await self.client.get(f"{ot.path}/{oid}", params)
+            obj = _compact(data, top=True) if isinstance(data, dict) else data
+            out: dict[str, Any] = {"object_type": ot.name}
+            if isinstance(obj, dict):
+                fitted, dropped = _fit_object(obj, self.budget - 300)
+                if dropped:
+                    out["truncated"] = (
+                        f"cut to fit {self.budget} characters; fields left out: "
+                        f"{', '.join(dropped)} (ask for them with fields=[...])"
+                    )
+                out["object"] = fitted
+            else:
+                out["object"] = obj
+            return _dumps(out)
+        except Exception as e:
+            return self._fail(e)
+
+    # -- netbox_search_objects
+
+    async def search_objects(
+        self, query: str, object_types: Any = None, limit: int | None = None
+    ) -> str:
+        try:
+            return await self._search(query, object_types, limit)
+        except Exception as e:
+            return self._fail(e)
+
+    async def _search(self, query: str, object_types: Any, limit: Any) -> str:
+        q = str(query or "").strip()
+        if not q:
+            raise FilterRejected("query is empty: NetBox would ignore it and list everything.")
+        table = await self.table()
+        if isinstance(object_types, str):
+            object_types = [t for t in object_types.replace(";", ",").split(",") if t.strip()]
+        wanted = list(object_types or SEARCH_DEFAULT_TYPES)
+        types: list[ObjectType] = []
+        unknown: list[str] = []
+        for name in wanted:
+            try:
+                ot = table.resolve(name)
+            except UnknownObjectType as e:
+                unknown.append(str(e))
+                continue
+            if "q" not in ot.filters:
+                unknown.append(f"{ot.name} cannot be searched (NetBox has no q filter there).")
+                continue
+            if ot not in types:
+                types.append(ot)
+        if unknown:
+            raise FilterRejected(" ".join(unknown))
+        notes: list[str] = []
+        n = _limit(limit, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, notes)
+
+        async def one(ot: ObjectType) -> Any:
+            return await self.client.get(ot.path, [("q", q), ("brief", "true"), ("limit", str(n))])
+
+        answers = await asyncio.gather(*(one(ot) for ot in types), return_exceptions=True)
+        for a in answers:
+            if isinstance(a, NetBoxAuthError):
+                raise a
+            if isinstance(a, BaseException) and not isinstance(a, Exception):
+                raise a  # cancellation
+        found: dict[str, Any] = {}
+        empty: list[str] = []
+        errors: dict[str, str] = {}
+        for ot, a in zip(types, answers, strict=True):
+            if isinstance(a, BaseException):
+                errors[ot.name] = self.client.scrub(str(a))
+            elif not isinstance(a, dict) or not a.get("count"):
+                empty.append(ot.name)
+            else:
+                rs = [_compact(r, top=True) for r in a.get("results") or []]
+                found[ot.name] = {"count": a["count"], "results": rs}
+        out: dict[str, Any] = {"query": q, "results": found}
+        if empty:
+            out["no_matches"] = empty
+        if errors:
+            out["errors"] = errors
+        if notes:
+            out["note"] = "; ".join(notes)
+        # over budget: drop results from the largest lists first, say so
+        cut = 0
+        while len(_dumps(out)) > self.budget:
+            biggest = max(found.values(), key=lambda v: len(v["results"]), default=None)
+            if not biggest or not biggest["results"]:
+                break
+            biggest["results"].pop()
+            cut += 1
+        if cut:
+            out["truncated"] = (
+                f"{cut} results cut to fit {self.budget} characters; search one object_type "
+                "or use netbox_get_objects with filters"
+            )
+        return _dumps(out)
+
+    # -- netbox_get_changelogs
+
+    async def get_changelogs(self, filters: Any = None, limit: int | None = None) -> str:
+        try:
+            return await self._changelogs(filters, limit)
+        except Exception as e:
+            return self._fail(e)
+
+    async def _changelogs(self, filters: Any, limit: Any) -> str:
+        table, ot = await self._resolve(CHANGELOG_TYPE)
+        filters = coerce_filters(filters)
+        if limit is None and "limit" in filters:
+            limit = filters.pop("limit")
+        offset = filters.pop("offset", 0)
+        notes: list[str] = []
+        params = build_params(ot, filters, table)
+        n = _limit(limit, CHANGELOG_DEFAULT_LIMIT, MAX_LIMIT, notes)
+        try:
+            off = max(0, int(offset or 0))
+        except (TypeError, ValueError):
+            raise FilterRejected("offset must be a whole number (0 or more).") from None
+        params += [("limit", str(n)), ("offset", str(off)), ("ordering", "-time")]
+        data = await self.client.get(ot.path, params)
+        if not isinstance(data, dict) or "results" not in data:
+            return _error("NetBox sent an unexpected answer for the changelog (no results list).")
+        entries = [_change_entry(r) for r in data.get("results") or []]
+        count = data.get("count", len(entries))
+        envelope: dict[str, Any] = {"count": count}
+        kept, cut, dropped = _fit_list(envelope, entries, self.budget)
+        envelope["returned"] = len(kept)
+        envelope["offset"] = off
+        nxt = off + len(kept)
+        envelope["next_offset"] = nxt if nxt < count else None
+        if cut or dropped:
+            envelope["truncated"] = self._truncation_note(len(entries), len(kept), dropped, nxt)
+        if notes:
+            envelope["note"] = "; ".join(notes)
+        envelope["results"] = kept
+        return _dumps(envelope)
+
+
+def _short(v: Any) -> Any:
+    s = _dumps(v) if not isinstance(v, str) else v
+    if len(s) > CHANGE_VALUE_MAX:
+        return s[: CHANGE_VALUE_MAX - 1] + "…"
+    return v
+
+
+def _change_entry(r: dict[str, Any]) -> dict[str, Any]:
+    """One changelog row: who did what to which object, and for updates what changed."""
+    e: dict[str, Any] = {
+        k: _compact(r.get(k))
+        for k in (
+            "id",
+            "time",
+            "user_name",
+            "action",
+            "changed_object_type",
+            "changed_object_id",
+            "object_repr",
+        )
+        if r.get(k) not in (None, "")
+    }
+    if r.get("message"):
+        e["message"] = r["message"]
+    pre, post = r.get("prechange_data"), r.get("postchange_data")
+    if isinstance(pre, dict) and isinstance(post, dict):
+        changes = {
+            k: [_short(pre.get(k)), _short(post.get(k))]
+            for k in sorted(set(pre) | set(post))
+            if k != "last_updated" and pre.get(k) != post.get(k)
+        }
+        if changes:
+            e["changes"] = changes
+    return e
+
+
+# ---------------------------------------------------------------- LangChain wiring
+
+
+class GetObjectsArgs(BaseModel):
+    object_type: str = Field(description="e.g. dcim.device, dcim.site, ipam.prefix")
+    filters: dict[str, Any] | None = Field(
+        None,
+        description=(
+            '{"site":"dm-akron","status":"offline"}; a list value = OR; lookups: name__ic, id__gt'
+        ),
+    )
+    fields: list[str] | None = Field(None, description="fields to return (default: a short set)")
+    brief: bool | None = Field(None, description="minimal fields")
+    limit: int | None = Field(None, description=f"default {DEFAULT_LIMIT}, max {MAX_LIMIT}")
+    offset: int | None = None
+    ordering: str | None = Field(None, description="e.g. name or -id")
+
+
+class GetObjectByIdArgs(BaseModel):
+    object_type: str = Field(description="e.g. dcim.device")
+    object_id: int
+    fields: list[str] | None = None
+    brief: bool | None = None
+
+
+class SearchArgs(BaseModel):
+    query: str
+    object_types: list[str] | None = Field(None, description="default: common types")
+    limit: int | None = Field(None, description=f"per type, default {SEARCH_DEFAULT_LIMIT}")
+
+
+class ChangelogArgs(BaseModel):
+    filters: dict[str, Any] | None = Field(
+        None,
+        description=(
+            'e.g. {"changed_object_type":"dcim.device","action":"update","time_after":"2026-01-01"}'
+        ),
+    )
+    limit: int | None = Field(None, description=f"default {CHANGELOG_DEFAULT_LIMIT}")
+
+
+DESCRIPTIONS = {
+    "netbox_get_objects": (
+        "List NetBox objects of one type. Filters are NetBox API filters: site, role, tenant, "
+        "tag take slugs; *_id take ids; name is exact (name__ic contains); q searches. "
+        "Unsupported filters are rejected with the valid ones, never ignored. "
+        "Returns count (all matches), returned, next_offset."
+    ),
+    "netbox_get_object_by_id": "Get one NetBox object by type and numeric id.",
+    "netbox_search_objects": (
+        "Find objects by free text (name, serial, address, description) across common types."
+    ),
+    "netbox_get_changelogs": "Recent NetBox changes (who changed what, when), newest first.",
+}
+
+
+def _validation_error(name: str) -> Any:
+    def handle(e: Exception) -> str:
+        errs = getattr(e, "errors", None)
+        detail = ""
+        if callable(errs):
+            try:
+                detail = "; ".join(
+                    f"{'.'.join(str(x) for x in err.get('loc', ()))}: {err.get('msg')}"
+                    for err in errs()
+                )
+            except Exception:
+                detail = ""
+        return _error(
+            f"bad arguments for {name}: {detail or e}. Check the argument types and try again."
+        )
+
+    return handle
+
+
+def build_netbox_tools(
+    client: NetBoxClient,
+    *,
+    table: FilterTable | None = None,
+    live_schema: bool = True,
+    budget: int = RESULT_BUDGET,
+) -> list[BaseTool]:
+    """The four async NetBox tools, bound to ``client``.
+
+    ``table`` pins the filter table (tests); otherwise the shipped 4.7.3 table is used
+    when the server is 4.7.3, and another version's own schema (cached) when not.
+    """
+    impl = NetBoxTools(client, table, live_schema=live_schema, budget=budget)
+    specs: list[tuple[str, Any, type[BaseModel]]] = [
+        ("netbox_get_objects", impl.get_objects, GetObjectsArgs),
+        ("netbox_get_object_by_id", impl.get_object_by_id, GetObjectByIdArgs),
+        ("netbox_search_objects", impl.search_objects, SearchArgs),
+        ("netbox_get_changelogs", impl.get_changelogs, ChangelogArgs),
+    ]
+    tools: list[BaseTool] = []
+    for name, fn, schema in specs:
+        tools.append(
+            StructuredTool.from_function(
+                coroutine=fn,
+                name=name,
+                description=DESCRIPTIONS[name],
+                args_schema=schema,
+                handle_validation_error=_validation_error(name),
+            )
+        )
+    return tools
