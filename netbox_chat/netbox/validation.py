@@ -136,12 +136,12 @@ def _diagnose_key(ot: ObjectType, key: str, table: FilterTable | None) -> str:
     if sep and lookup == "in":
         if base in ot.filters:
             return (
-                f"'{key}': NetBox ignores __in lookups (it would return everything). "
-                f"Pass a list as the value of the plain key: {{'{base}': [value1, value2]}}."
+                f"'{key}': NetBox ignores __in lookups (it would return everything); "
+                f"pass a list as the value of the plain key: {{'{base}': [value1, value2]}}."
             )
         return (
             f"'{key}': NetBox ignores __in lookups, and '{base}' is not a {where} filter either "
-            f"(closest: {_names(ot, _closest(base, ot.filters))}). Pass a list as the value of "
+            f"(closest: {_names(ot, _closest(base, ot.filters))}); pass a list as the value of "
             f"the plain key, e.g. {{'id': [1, 2]}}."
         )
     if sep and "__" not in base and (lookup in ALLOWED_LOOKUPS or lookup in SCHEMA_ONLY_LOOKUPS):
@@ -215,7 +215,7 @@ def _diagnose_hop(ot: ObjectType, key: str, table: FilterTable | None) -> str:
         msg += f", then here {{'{via}': [id1, id2]}}."
     else:
         msg += f", then filter here by those {first} ids."
-    if ot.has_filter(rest):
+    if ot.has_filter(rest) and _related_type(table, rest_base) is not None:
         msg += f" Or directly: {where} has its own filter '{rest}'."
     elif first in ot.filters and rest_base in ("slug", "name"):
         msg += f" Or directly: {ot.describe(first)}."
@@ -237,7 +237,7 @@ def _check_value(ot: ObjectType, key: str, value: Any) -> tuple[list[str], str |
     if value is None:
         empty = f"{key}__empty" if ot.has_filter(f"{key}__empty") else None
         tip = f" To match objects where it is empty use {{'{empty}': true}}." if empty else ""
-        return [], f"'{key}' has no value (null).{tip}"
+        return [], f"'{key}' has no value (null).{tip or ' Give a value.'}"
     values = list(value) if isinstance(value, list | tuple | set) else [value]
     if not values:
         return [], (
