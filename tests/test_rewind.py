@@ -1,0 +1,499 @@
+"""Rewind: linear, never a fork, failing closed.
+
+Real parts throughout: session files made by SessionFile.create, the real
+deepagents graph (or the minimal delta-mode graph from tests/graphs.py), the
+real ChatOllama talking HTTP to the scripted server, and a fresh process that
+reopens the file the way the next `resume` would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, InjectedToolCallId, tool
+from langchain_ollama import ChatOllama
+from langgraph.types import Command
+
+from netbox_chat import history
+from netbox_chat.agent import build_agent, build_model, find_end_node
+from netbox_chat.checkpointer import BridgedSqliteSaver
+from netbox_chat.config import resolve_settings
+from netbox_chat.errors import UserFacingError
+from netbox_chat.sessions import SessionFile, SessionStore, connect
+from netbox_chat.turns import Conversation, TurnEvent, TurnOutcome
+from tests.graphs import build_graph
+from tests.ollama_server import ScriptedOllama, Text, ToolCall
+
+ROOT = Path(__file__).parent.parent
+
+# --- tools the tests inject instead of NetBox's ------------------------------------------
+
+
+@tool
+async def lookup(query: str) -> str:
+    """Look something up."""
+    return f"lookup result for {query}: " + "row " * 400
+
+
+@tool
+async def take_note(query: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+    """Look something up and leave a note in the agent's files."""
+    return Command(
+        update={
+            "files": {"/notes.md": {"content": f"note about {query}", "encoding": "utf-8"}},
+            "messages": [ToolMessage(f"noted {query}", tool_call_id=tool_call_id)],
+        }
+    )
+
+
+@tool
+async def slow_lookup(query: str) -> str:
+    """Look something up slowly."""
+    await asyncio.sleep(5)
+    return f"slow result for {query}"
+
+
+DEEPAGENTS_TOOLS: list[BaseTool] = [lookup, take_note, slow_lookup]
+MINIMAL_TOOLS: list[BaseTool] = [lookup, slow_lookup]
+
+
+# --- building and reopening conversations -----------------------------------------------
+
+
+@dataclass
+class Chat:
+    conversation: Conversation
+    model: ChatOllama
+    kind: str
+
+    @property
+    def session(self) -> SessionFile:
+        return self.conversation.session
+
+    def close(self) -> None:
+        self.conversation.saver.conn.close()
+        self.conversation.session.close()
+
+
+def open_chat(session: SessionFile, kind: str, ollama_url: str) -> Chat:
+    """A Conversation on `session` built the way build_runtime builds one, with
+    test tools; kind is "deepagents", "delta" (minimal DeltaChannel graph) or
+    "plain" (minimal add_messages graph)."""
+    settings = resolve_settings(sessions_dir=session.store.root, ollama_url=ollama_url, env={})
+    saver = BridgedSqliteSaver(connect(session.path))
+    model = build_model(settings)
+    if kind == "deepagents":
+        graph = build_agent(settings, DEEPAGENTS_TOOLS, saver, model=model)
+    else:
+        graph = build_graph(model, MINIMAL_TOOLS, saver, delta=kind == "delta")
+    return Chat(Conversation(session, graph, saver, find_end_node(graph)), model, kind)
+
+
+@contextlib.asynccontextmanager
+async def new_chat(kind: str, ollama: ScriptedOllama, sessions_dir: Path) -> AsyncIterator[Chat]:
+    session = SessionFile.create(SessionStore(sessions_dir), model="qwen3:8b")
+    chat = open_chat(session, kind, ollama.url)
+    try:
+        yield chat
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            chat.close()
+
+
+def reopen(chat: Chat, ollama: ScriptedOllama) -> Chat:
+    chat.close()
+    session = SessionFile.open(chat.session.store, chat.session.id)
+    return open_chat(session, chat.kind, ollama.url)
+
+
+_FRESH_PROCESS = r"""
+import asyncio, json, sys
+from pathlib import Path
+from netbox_chat.agent import build_agent, build_model, find_end_node
+from netbox_chat.checkpointer import BridgedSqliteSaver
+from netbox_chat.config import resolve_settings
+from netbox_chat.sessions import SessionFile, SessionStore, connect
+from netbox_chat.turns import Conversation
+from tests.graphs import build_graph
+from tests.ollama_server import ScriptedOllama, Text
+
+def dump(conv):
+    head = conv.head_checkpoint_id()
+    values = conv.committed_values(head)
+    return {
+        "messages": [
+            {"id": m.id, "type": m.type, "content": m.content,
+             "summary": m.additional_kwargs.get("lc_source") == "summarization"}
+            for m in values.get("messages", [])
+        ],
+        "files": sorted(values.get("files") or {}),
+        "problems": conv.head_problems(),
+        "next": list(conv.graph.get_state(conv.pinned(head)).next) if head else [],
+    }
+
+async def main(root, session_id, kind, question, answer):
+    with ScriptedOllama() as ollama, SessionFile.open(SessionStore(Path(root)), session_id) as session:
+        settings = resolve_settings(sessions_dir=Path(root), ollama_url=ollama.url, env={})
+        saver = BridgedSqliteSaver(connect(session.path))
+        model = build_model(settings)
+        if kind == "deepagents":
+            graph = build_agent(settings, [], saver, model=model)
+        else:
+            graph = build_graph(model, [], saver, delta=kind == "delta")
+        conv = Conversation(session, graph, saver, find_end_node(graph))
+        out = {
+            "state": dump(conv),
+            "turns": [[t.number, t.status, t.message_count] for t in session.turns()],
+            "edits": [[kind, detail] for kind, _, detail in session.edits()],
+        }
+        if question:
+            ollama.script([Text(answer)])
+            outcome = await conv.run_turn(question)
+            out["status"] = outcome.status
+            out["request"] = ollama.requests[-1]["messages"]
+            out["state_after"] = dump(conv)
+        saver.conn.close()
+    print(json.dumps(out))
+
+asyncio.run(main(*sys.argv[1:6]))
+"""
+
+
+def fresh_process(chat: Chat, question: str = "", answer: str = "") -> dict[str, Any]:
+    """Close the session here and read it (and optionally run one more turn
+    against its own scripted server) from a brand-new Python process."""
+    chat.close()
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _FRESH_PROCESS,
+            str(chat.session.store.root),
+            chat.session.id,
+            chat.kind,
+            question,
+            answer,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def contents(messages: list[Any]) -> list[str]:
+    return [m["content"] if isinstance(m, dict) else m.content for m in messages]
+
+
+def file_snapshot(path: Path) -> dict[str, Any]:
+    """Everything a history edit could write, read from the file itself (an
+    empty LangGraph table and a missing one count the same)."""
+    with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+
+        def rows(table: str, order: str) -> list[Any]:
+            if table not in tables:
+                return []
+            return db.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+
+        return {
+            "checkpoints": rows("checkpoints", "checkpoint_id"),
+            "writes": rows("writes", "checkpoint_id, task_id, idx"),
+            "turns": rows("turns", "number"),
+            "edits": rows("history_edits", "id"),
+        }
+
+
+async def turn(chat: Chat, ollama: ScriptedOllama, question: str, *replies: Any) -> TurnOutcome:
+    ollama.script(*replies)
+    outcome = await chat.conversation.run_turn(question)
+    assert outcome.status == "done", outcome
+    return outcome
+
+
+async def cancel_when(chat: Chat, question: str, ready: Callable[[TurnEvent], bool]) -> TurnOutcome:
+    seen = asyncio.Event()
+
+    def sink(event: TurnEvent) -> None:
+        if ready(event):
+            seen.set()
+
+    task = asyncio.create_task(chat.conversation.run_turn(question, sink))
+    await asyncio.wait_for(seen.wait(), 5)
+    task.cancel()
+    return await task
+
+
+# --- the "old answer reappears" scenario ---------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["deepagents", "delta", "plain"])
+async def test_the_abandoned_answer_never_reappears(
+    kind: str, ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    async with new_chat(kind, ollama, sessions_dir) as chat:
+        await turn(
+            chat,
+            ollama,
+            "which sites exist?",
+            [ToolCall("lookup", {"query": "sites"})],
+            [Text("Akron and Columbus.")],
+        )
+        after_one = chat.conversation.messages()
+        await turn(chat, ollama, "ABANDONED QUESTION", [Text("ABANDONED ANSWER")])
+
+        result = history.rewind(chat.conversation, 1)
+        assert str(result).startswith("rewound to turn 1: 1 later turn(s) set aside")
+        assert [m.id for m in chat.conversation.messages()] == [m.id for m in after_one]
+        assert chat.conversation.head_problems() == []
+        assert chat.conversation.head().next == ()
+
+        await turn(chat, ollama, "and Dayton?", [Text("Dayton is planned.")])
+        sent = json.dumps(ollama.requests[-1]["messages"])
+        assert "ABANDONED" not in sent and "Akron and Columbus." in sent
+
+        fresh = fresh_process(chat, "anything else?", "No.")
+
+    assert contents(fresh["state"]["messages"])[-2:] == ["and Dayton?", "Dayton is planned."]
+    assert "ABANDONED" not in json.dumps(fresh["state"])
+    assert fresh["state"]["problems"] == [] and fresh["state"]["next"] == []
+    assert fresh["status"] == "done"
+    request = json.dumps(fresh["request"])
+    assert "ABANDONED" not in request
+    for expected in ("which sites exist?", "Akron and Columbus.", "and Dayton?", "anything else?"):
+        assert expected in request
+    assert [status for _, status, _ in fresh["turns"]] == ["done", "rewound", "done"]
+    assert fresh["edits"][0][0] == "rewind" and fresh["edits"][0][1]["set_aside"] == [2]
+
+
+async def test_rewind_restores_every_channel_not_only_messages(
+    ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+        await turn(chat, ollama, "first", [Text("first answer")])
+        await turn(
+            chat,
+            ollama,
+            "take a note",
+            [ToolCall("take_note", {"query": "akron"})],
+            [Text("noted.")],
+        )
+        head = chat.conversation.committed_values(chat.conversation.head_checkpoint_id())
+        assert list(head["files"]) == ["/notes.md"]
+
+        history.rewind(chat.conversation, 1)
+        fresh = fresh_process(chat)
+
+    assert fresh["state"]["files"] == []
+    assert contents(fresh["state"]["messages"]) == ["first", "first answer"]
+
+
+# --- the rollback point after a rewind --------------------------------------------------------
+
+
+async def test_cancelling_the_next_turn_restores_the_rewound_state(
+    ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+        await turn(chat, ollama, "first", [Text("first answer")])
+        rewound_ids = [m.id for m in chat.conversation.messages()]
+        await turn(
+            chat,
+            ollama,
+            "second",
+            [ToolCall("take_note", {"query": "x"})],
+            [Text("second answer")],
+        )
+        history.rewind(chat.conversation, 1)
+
+        ollama.script([ToolCall("slow_lookup", {"query": "slow"})])
+        outcome = await cancel_when(
+            chat, "cancelled third", lambda e: type(e).__name__ == "ToolStarted"
+        )
+        assert outcome.status == "cancelled"
+        assert outcome.rollback is not None and outcome.rollback.verified
+        # The turn's rollback point was the rewound head, not the pre-rewind one.
+        ledger = chat.session.turns()
+        assert ledger[-1].base_checkpoint_id == chat.session.edits()[-1][2]["head_after"]
+        fresh = fresh_process(chat)
+
+    assert [m["id"] for m in fresh["state"]["messages"]] == rewound_ids
+    assert fresh["state"]["files"] == []
+    assert fresh["state"]["problems"] == [] and fresh["state"]["next"] == []
+    assert [status for _, status, _ in fresh["turns"]] == ["done", "rewound", "cancelled"]
+
+
+# --- which turn --------------------------------------------------------------------------------
+
+
+async def test_default_rewind_drops_the_last_finished_turn_then_goes_to_the_start(
+    ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    async with new_chat("delta", ollama, sessions_dir) as chat:
+        await turn(chat, ollama, "one", [Text("answer one")])
+        await turn(chat, ollama, "two", [Text("answer two")])
+        ollama.script([Text("never finished", chunk_delay=0.5)])
+        cancelled = await cancel_when(chat, "three", lambda e: type(e).__name__ == "TextDelta")
+        assert cancelled.status == "cancelled"
+
+        first = history.rewind(chat.conversation, None)
+        assert first.to_turn == 1 and first.set_aside == [2]
+        assert [m.content for m in chat.conversation.messages()] == ["one", "answer one"]
+
+        second = history.rewind(chat.conversation, None)
+        assert str(second) == (
+            "rewound to the start: 1 later turn(s) set aside "
+            "(they stay in the ledger as rewound); 2 → 0 messages"
+        )
+        assert chat.conversation.messages() == []
+        assert chat.conversation.head().next == ()
+
+        with pytest.raises(UserFacingError, match="nothing to rewind"):
+            history.rewind(chat.conversation, None)
+        await turn(chat, ollama, "four", [Text("answer four")])
+        assert [m["content"] for m in ollama.requests[-1]["messages"]] == ["four"]
+
+
+async def test_rewind_cleans_a_head_a_crash_left_half_done(
+    ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """The DirtyHead error tells the user to /rewind; that must work."""
+    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+        await turn(chat, ollama, "first", [Text("first answer")])
+        expected = [m.id for m in chat.conversation.messages()]
+        # A run outside run_turn stopped mid-tool, as a crash leaves it.
+        ollama.script([ToolCall("lookup", {"query": "a"}), ToolCall("slow_lookup", {"query": "b"})])
+        conversation = chat.conversation
+
+        async def drive() -> None:
+            inputs = {"messages": [("user", "crashed question")]}
+            async for _ in conversation.graph.astream(inputs, conversation.config):
+                pass
+
+        task = asyncio.create_task(drive())
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        conversation.saver.drain()
+        assert conversation.head_problems() != []
+
+        result = history.rewind(conversation, 1)
+        assert result.set_aside == []
+        assert conversation.head_problems() == []
+        assert [m.id for m in conversation.messages()] == expected
+
+
+# --- failing closed ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (7, "cannot rewind to turn 7: there is no such turn (this session has turns 1 to 3"),
+        (3, "cannot rewind to turn 3: it was cancelled, not finished"),
+        (2, "nothing to rewind: the conversation is already at turn 2"),
+        (-1, "cannot rewind to turn -1: there is no such turn"),
+    ],
+)
+async def test_a_rewind_that_cannot_happen_writes_nothing(
+    target: int, message: str, ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+        await turn(chat, ollama, "one", [Text("answer one")])
+        await turn(chat, ollama, "two", [Text("answer two")])
+        ollama.script([ToolCall("slow_lookup", {"query": "x"})])
+        await cancel_when(chat, "three", lambda e: type(e).__name__ == "ToolStarted")
+        head = chat.conversation.head_checkpoint_id()
+        before = file_snapshot(chat.session.path)
+
+        with pytest.raises(UserFacingError) as caught:
+            history.rewind(chat.conversation, target)
+
+        assert str(caught.value).startswith(message)
+        assert "\n" not in str(caught.value)
+        assert file_snapshot(chat.session.path) == before
+        assert chat.conversation.head_checkpoint_id() == head
+
+
+async def test_a_rewind_with_nothing_to_rewind_writes_nothing(
+    ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+        before = file_snapshot(chat.session.path)
+        with pytest.raises(UserFacingError, match="nothing to rewind: this session has no"):
+            history.rewind(chat.conversation, None)
+        with pytest.raises(UserFacingError, match=r"nothing to rewind: .* already at the start"):
+            history.rewind(chat.conversation, 0)
+        assert file_snapshot(chat.session.path) == before
+
+
+async def test_a_turn_whose_state_cannot_be_materialized_is_refused(
+    ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+        await turn(chat, ollama, "one", [Text("answer one")])
+        await turn(chat, ollama, "two", [Text("answer two")])
+        # A damaged ledger: turn 1 points at a checkpoint this file does not hold.
+        with chat.session.db:
+            chat.session.db.execute(
+                "UPDATE turns SET end_checkpoint_id = '1f000000-0000-6000-8000-000000000000' "
+                "WHERE number = 1"
+            )
+        before = file_snapshot(chat.session.path)
+        with pytest.raises(
+            UserFacingError, match=r"cannot rewind to turn 1: its checkpoint .* not"
+        ):
+            history.rewind(chat.conversation, 1)
+        assert file_snapshot(chat.session.path) == before
+
+
+async def test_a_failed_write_leaves_nothing_behind(
+    ollama: ScriptedOllama, sessions_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """update_state saves its writes on the head, then the new checkpoint; a
+    failure in between must not leave those writes pending on the head."""
+    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+        await turn(chat, ollama, "one", [Text("answer one")])
+        await turn(chat, ollama, "two", [Text("answer two")])
+        saver = chat.conversation.saver
+        head = chat.conversation.head_checkpoint_id()
+        before = file_snapshot(chat.session.path)
+        put_writes_calls = 0
+        real_put_writes = saver.put_writes
+
+        def counting_put_writes(*args: Any, **kwargs: Any) -> None:
+            nonlocal put_writes_calls
+            put_writes_calls += 1
+            real_put_writes(*args, **kwargs)
+
+        def failing_put(*args: Any, **kwargs: Any) -> Any:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        monkeypatch.setattr(saver, "put_writes", counting_put_writes)
+        monkeypatch.setattr(saver, "put", failing_put)
+        with pytest.raises(UserFacingError, match=r"rewind to turn 1 not written: .*disk I/O"):
+            history.rewind(chat.conversation, 1)
+        monkeypatch.undo()
+
+        assert put_writes_calls == 1  # the first half really was written, then undone
+        assert file_snapshot(chat.session.path) == before
+        assert chat.conversation.head_checkpoint_id() == head
+        assert chat.conversation.head_problems() == []
+        # and the session still works
+        await turn(chat, ollama, "three", [Text("answer three")])
+        assert "answer two" in json.dumps(ollama.requests[-1]["messages"])
