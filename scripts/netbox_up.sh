@@ -22,9 +22,10 @@
 #   FRESH=1               stop NetBox, drop and recreate the database first
 #   PYTHON=python3.12     interpreter for NetBox's venv (pyenv's 3.12 if present)
 #
-# The last lines printed are the env lines to use:
+# The last lines printed are the env lines to use (eval "$(scripts/netbox_up.sh | grep ^export)"):
 #   export NETBOX_URL=http://127.0.0.1:8001
 #   export NETBOX_TOKEN=nbt_...
+#   export NETBOX_TOKEN_V1=...   (a legacy v1 token, for the live tier's header test)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
@@ -248,6 +249,6 @@ done_step
 
 awk -v a="$T_ALL" -v b="$(now)" 'BEGIN{printf "=== NetBox up in %.0fs\n", b-a}'
 echo "    pids: netbox-server $(cat "$SERVER_PID"), redis $(cat "$REDIS_PID"), postgres $(cat "$NB_BASE/postgres.pid") (stop: scripts/netbox_down.sh)"
-echo "    v1 token for tests: $V1_SECRET (sent as 'Authorization: Token ...')"
 echo "export NETBOX_URL=$URL"
 echo "export NETBOX_TOKEN=$TOKEN"
+echo "export NETBOX_TOKEN_V1=$V1_SECRET   # optional: the live tier also tries a v1 token"

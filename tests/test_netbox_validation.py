@@ -110,7 +110,7 @@ def test_no_filters_is_no_params():
         ("ipam.prefix", {"vlan__vid": 100}, "netbox_get_objects('ipam.vlan', {'vid': ...})"),
         # values NetBox drops
         ("dcim.device", {"name": ""}, "NetBox ignores empty filters"),
-        ("dcim.device", {"name": "   "}, "NetBox ignores empty filters"),
+        ("dcim.device", {"name": "   "}, "is blank"),
         ("dcim.device", {"q": ""}, "NetBox ignores empty filters"),
         ("dcim.device", {"name": ["", "dmi01-akron-sw01"]}, "NetBox ignores empty filters"),
         ("dcim.device", {"id": []}, "empty list"),

@@ -549,7 +549,8 @@ class GetObjectsArgs(BaseModel):
     filters: dict[str, Any] | None = Field(
         None,
         description=(
-            '{"site":"dm-akron","status":"offline"}; a list value = OR; lookups: name__ic, id__gt'
+            '{"site":"dm-akron","status":"offline"}; a list matches any (tag: all, tag__any: any);'
+            " lookups: name__ic, id__gt"
         ),
     )
     fields: list[str] | None = Field(None, description="fields to return (default: a short set)")

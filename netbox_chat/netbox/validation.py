@@ -256,15 +256,17 @@ def _check_value(ot: ObjectType, key: str, value: Any) -> tuple[list[str], str |
                 f"'{key}' value must be a string, number or boolean, or a list of them "
                 f"(got {type(v).__name__})."
             )
-        s = _render(v).strip()
+        s = _render(v)
         if s == "":
             return [], (
                 f"'{key}' has an empty value: NetBox ignores empty filters and would return "
                 "everything. Give a value, or use the __empty lookup to match empty fields."
             )
+        if not s.strip():
+            return [], f"'{key}' is blank (only spaces). Give a value."
         if ot.is_bool(key):
             # NetBox reads only true/True/false/False here and ignores anything else
-            low = s.lower()
+            low = s.strip().lower()
             if low not in _TRUE and low not in _FALSE:
                 return [], f"'{key}' takes true or false (NetBox ignores {s!r})."
             s = "true" if low in _TRUE else "false"

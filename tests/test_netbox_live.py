@@ -1,0 +1,500 @@
+"""Live tier: the NetBox tools against a real NetBox 4.7.3 (scripts/netbox_up.sh).
+
+    eval "$(scripts/netbox_up.sh | grep ^export)"
+    .venv/bin/pytest -m live
+
+Every filter the tools reject is shown here, with a raw request, to be one NetBox
+really ignores (it answers with the unfiltered list), so the test documents why we
+reject it. Counts are those of scripts/netbox_seed.py's data.
+
+Without NETBOX_URL/NETBOX_TOKEN the tier is skipped, loudly; with
+NETBOX_CHAT_REQUIRE_LIVE=1 (CI) every live test fails instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+import httpx
+import pytest
+
+from netbox_chat.netbox import (
+    NetBoxAuthError,
+    NetBoxBadRequest,
+    NetBoxClient,
+    NetBoxNoEndpoint,
+    NetBoxNotFound,
+)
+from netbox_chat.netbox.object_types import shipped_table
+from netbox_chat.netbox.schema import derive_table
+from netbox_chat.netbox.tools import DEFAULT_FIELDS, build_netbox_tools
+from netbox_chat.netbox.validation import FilterRejected, build_params, check_ordering
+
+pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
+
+URL = os.environ.get("NETBOX_URL", "")
+TOKEN = os.environ.get("NETBOX_TOKEN", "")
+TOKEN_V1 = os.environ.get("NETBOX_TOKEN_V1", "")
+
+WHY_NOT_RUN = (
+    "LIVE NETBOX TIER NOT RUN: NETBOX_URL and NETBOX_TOKEN are not set. "
+    "Start NetBox with scripts/netbox_up.sh and export the lines it prints."
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _need_a_real_netbox() -> None:
+    """Only when live tests are selected: skip loudly, or fail when CI requires them."""
+    if URL and TOKEN:
+        return
+    if os.environ.get("NETBOX_CHAT_REQUIRE_LIVE") == "1":
+        pytest.fail(WHY_NOT_RUN + " (NETBOX_CHAT_REQUIRE_LIVE=1)", pytrace=False)
+    sys.__stderr__.write(f"\n\n!!!!! {WHY_NOT_RUN} !!!!!\n\n")
+    pytest.skip(WHY_NOT_RUN)
+
+
+T = shipped_table()
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def auth(token: str = TOKEN) -> dict[str, str]:
+    scheme = "Bearer" if token.startswith("nbt_") else "Token"
+    return {"Authorization": f"{scheme} {token}", "Accept": "application/json"}
+
+
+def raw(path: str, params: Sequence[tuple[str, str]] = ()) -> httpx.Response:
+    """What a naive client would get: the query sent as-is."""
+    return httpx.get(
+        f"{URL.rstrip('/')}/api/{path}/", params=list(params), headers=auth(), timeout=30
+    )
+
+
+def raw_count(path: str, params: Sequence[tuple[str, str]] = ()) -> int:
+    r = raw(path, params)
+    assert r.status_code == 200, (path, params, r.status_code, r.text[:300])
+    return int(r.json()["count"])
+
+
+def raw_ids(path: str, params: Sequence[tuple[str, str]] = ()) -> list[int]:
+    r = raw(path, [*params, ("limit", "1000"), ("brief", "true")])
+    assert r.status_code == 200, r.text[:300]
+    return [o["id"] for o in r.json()["results"]]
+
+
+class Counting(httpx.AsyncBaseTransport):
+    """The real transport, counting what goes out."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.sent: list[httpx.Request] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(request)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def call(tool: str, args: dict[str, Any], **client_kw: Any) -> tuple[str, Counting]:
+    counting = Counting()
+    client = NetBoxClient(URL, client_kw.pop("token", TOKEN), transport=counting, **client_kw)
+    tools = {t.name: t for t in build_netbox_tools(client)}
+    await tools["netbox_get_objects"].ainvoke({"object_type": "dcim.region"})  # warm: status check
+    counting.sent.clear()
+    out = await tools[tool].ainvoke(args)
+    await client.aclose()
+    return out, counting
+
+
+def get_objects(args: dict[str, Any]) -> tuple[str, Counting]:
+    return run(call("netbox_get_objects", args))
+
+
+# ------------------------------------------------------------------ filters NetBox ignores
+
+PATHS = {ot: T.resolve(ot).path for ot in ("dcim.device", "dcim.interface", "ipam.ipaddress", "ipam.prefix", "ipam.vlan")}  # fmt: skip
+
+# (object_type, filters for the tool, what the rejection says, the raw query a naive client
+# would send). For every one, NetBox returns the unfiltered count.
+IGNORED: list[tuple[str, dict[str, Any], str, list[tuple[str, str]]]] = [
+    # unknown filter names
+    ("dcim.device", {"foo": "bar"}, "'foo' is not a dcim.device filter", [("foo", "bar")]),
+    ("dcim.device", {"site_name": "dm-akron"}, "site (Site name (slug))", [("site_name", "dm-akron")]),
+    ("dcim.device", {"Status": "offline"}, "Closest: status", [("Status", "offline")]),
+    ("dcim.device", {"hostname": "dmi01-akron-sw01"}, "not a dcim.device filter", [("hostname", "dmi01-akron-sw01")]),
+    ("ipam.prefix", {"vlan_name": "USERS"}, "vlan_id", [("vlan_name", "USERS")]),
+    # unknown lookups
+    ("dcim.device", {"name__foo": "dmi01-akron-sw01"}, "__foo is not a lookup", [("name__foo", "dmi01-akron-sw01")]),
+    ("dcim.device", {"name__contains": "akron"}, "use 'name__ic'", [("name__contains", "akron")]),
+    ("dcim.device", {"name__icontains": "akron"}, "use 'name__ic'", [("name__icontains", "akron")]),
+    ("dcim.device", {"name__startswith": "dmi01-akron"}, "use 'name__isw'", [("name__startswith", "dmi01-akron")]),
+    ("dcim.device", {"serial__isnull": True}, "use 'serial__empty'", [("serial__isnull", "true")]),
+    ("dcim.device", {"status__ne": "active"}, "use 'status__n'", [("status__ne", "active")]),
+    ("dcim.device", {"id__range": [1, 5]}, "id__gte and id__lte", [("id__range", "1,5")]),
+    # allowlisted lookups the filter does not have
+    ("dcim.device", {"site__ic": "akron"}, "has no __ic lookup", [("site__ic", "akron")]),
+    ("dcim.device", {"site_id__gt": 1}, "has no __gt lookup", [("site_id__gt", "1")]),
+    ("dcim.device", {"tag__ic": "co"}, "has no __ic lookup", [("tag__ic", "co")]),
+    # __in, every form
+    ("dcim.device", {"id__in": [1, 2]}, "pass a list as the value of the plain key", [("id__in", "1,2")]),
+    ("dcim.device", {"status__in": ["offline", "failed"]}, "{'status': [value1, value2]}", [("status__in", "offline,failed")]),
+    ("dcim.device", {"site__in": "dm-akron"}, "{'site': [value1, value2]}", [("site__in", "dm-akron")]),
+    ("ipam.vlan", {"vid__in": [100, 200]}, "{'vid': [value1, value2]}", [("vid__in", "100,200")]),
+    # relation hops
+    ("ipam.ipaddress", {"device__site_id": 1}, "netbox_get_objects('dcim.device', {'site_id': ...})", [("device__site_id", "1")]),
+    ("dcim.interface", {"device__site_id": 1}, "dcim.interface has its own filter 'site_id'", [("device__site_id", "1")]),
+    ("dcim.device", {"site__name": "DM-Akron"}, "Or directly: site (Site name (slug))", [("site__name", "DM-Akron")]),
+    ("dcim.device", {"role__slug": "router"}, "cannot follow relations", [("role__slug", "router")]),
+    ("ipam.prefix", {"vlan__vid": 100}, "netbox_get_objects('ipam.vlan', {'vid': ...})", [("vlan__vid", "100")]),
+    ("dcim.interface", {"device__name__ic": "akron"}, "cannot follow relations", [("device__name__ic", "akron")]),
+    # empty values
+    ("dcim.device", {"name": ""}, "NetBox ignores empty filters", [("name", "")]),
+    ("dcim.device", {"q": ""}, "NetBox ignores empty filters", [("q", "")]),
+    ("dcim.device", {"id": []}, "empty list", []),
+    # booleans NetBox does not read
+    ("dcim.interface", {"enabled": "maybe"}, "takes true or false", [("enabled", "maybe")]),
+    ("dcim.interface", {"mgmt_only": "FALSE!"}, "takes true or false", [("mgmt_only", "FALSE!")]),
+    ("dcim.device", {"name__empty": "foo"}, "takes true or false", [("name__empty", "foo")]),
+    ("dcim.device", {"has_primary_ip": "perhaps"}, "takes true or false", [("has_primary_ip", "perhaps")]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("object_type", "filters", "must_say", "naive"),
+    IGNORED,
+    ids=[json.dumps(c[1]) for c in IGNORED],
+)
+def test_ignored_filter_is_rejected_and_netbox_really_ignores_it(
+    object_type, filters, must_say, naive
+):
+    path = PATHS.get(object_type) or T.resolve(object_type).path
+    everything = raw_count(path)
+    # why we reject: NetBox answers the naive query with the whole list
+    assert raw_count(path, naive) == everything, f"NetBox no longer ignores {naive}"
+    out, counting = get_objects({"object_type": object_type, "filters": filters})
+    assert out.startswith("Error: Rejected before sending"), out
+    assert must_say in out, out
+    assert counting.sent == [], "a rejected filter reached NetBox"
+
+
+def test_single_value_filter_with_a_list_keeps_only_the_last():
+    path = PATHS["dcim.interface"]
+    only_false = raw_count(path, [("enabled", "false")])
+    only_true = raw_count(path, [("enabled", "true")])
+    assert only_false != only_true
+    assert raw_count(path, [("enabled", "false"), ("enabled", "true")]) == only_true  # 'false' lost
+    out, counting = get_objects(
+        {"object_type": "dcim.interface", "filters": {"enabled": [False, True]}}
+    )
+    assert "takes a single value" in out and counting.sent == []
+    dev = PATHS["dcim.device"]
+    assert raw_count(dev, [("q", "akron"), ("q", "columbus")]) == raw_count(
+        dev, [("q", "columbus")]
+    )
+    out, counting = get_objects(
+        {"object_type": "dcim.device", "filters": {"q": ["akron", "columbus"]}}
+    )
+    assert "takes a single value" in out and counting.sent == []
+
+
+def test_booleans_are_normalized_to_what_netbox_reads():
+    path = PATHS["dcim.interface"]
+    assert raw_count(path, [("enabled", "0")]) == raw_count(path)  # NetBox ignores '0' ...
+    out, counting = get_objects({"object_type": "dcim.interface", "filters": {"enabled": "0"}})
+    assert (
+        json.loads(out)["count"] == raw_count(path, [("enabled", "false")]) == 11
+    )  # ... we send false
+    assert counting.sent[0].url.params["enabled"] == "false"
+
+
+def test_unknown_ordering_is_rejected_and_netbox_really_ignores_it():
+    path = PATHS["dcim.device"]
+    default_order = raw_ids(path)
+    assert raw_ids(path, [("ordering", "bogus")]) == default_order
+    assert raw_ids(path, [("ordering", "primary_ip")]) == default_order  # a property, not a column
+    assert raw_ids(path, [("ordering", "-name")]) != default_order
+    for bad in ("bogus", "primary_ip"):
+        out, counting = get_objects({"object_type": "dcim.device", "ordering": bad})
+        assert out.startswith("Error: Cannot order dcim.device") and counting.sent == []
+
+
+def test_unknown_fields_are_rejected_and_netbox_really_drops_them():
+    r = raw(PATHS["dcim.device"], [("fields", "name,hostname"), ("limit", "1")])
+    assert r.status_code == 200 and set(r.json()["results"][0]) == {"name"}
+    out, counting = get_objects({"object_type": "dcim.device", "fields": ["name", "hostname"]})
+    assert "Unknown field(s) for dcim.device: 'hostname'" in out and counting.sent == []
+
+
+def test_unknown_object_type_names_the_closest():
+    out, counting = get_objects({"object_type": "dcim.devce"})
+    assert out.startswith("Error: Unknown object_type 'dcim.devce'") and "dcim.device" in out
+    assert counting.sent == []
+
+
+# ------------------------------------------------------------------ filters NetBox honours
+
+# (object_type, filters, expected count with the seed data)
+HONOURED: list[tuple[str, dict[str, Any], int]] = [
+    ("dcim.device", {"site": "dm-akron", "status": "offline"}, 2),
+    ("dcim.device", {"status": "offline"}, 3),
+    ("dcim.device", {"status": ["offline", "failed"]}, 4),
+    ("dcim.device", {"site": ["dm-akron", "dm-columbus"], "status": "offline"}, 3),
+    ("dcim.device", {"status__n": "active"}, 7),
+    ("dcim.device", {"name__ic": "AKRON"}, 5),
+    ("dcim.device", {"name__isw": "dmi01-columbus"}, 3),
+    ("dcim.device", {"serial__isw": "FOC"}, 7),
+    ("dcim.device", {"tag": "core"}, 3),
+    ("dcim.device", {"tag": ["core", "monitored"]}, 1),  # tag: all of them
+    ("dcim.device", {"tag__any": ["core", "monitored"]}, 5),  # tag__any: any of them
+    ("dcim.device", {"id__gte": 3, "id__lte": 5}, 3),
+    ("dcim.device", {"q": "columbus"}, 3),
+    ("dcim.interface", {"site": "dm-akron", "enabled": False}, 5),
+    ("dcim.interface", {"device": "dmi01-akron-sw01"}, 3),
+    ("ipam.vlan", {"vid": 100}, 3),
+    ("ipam.vlan", {"vid": 100, "site": "dm-akron"}, 1),
+    ("ipam.prefix", {"within_include": "10.10.0.0/16"}, 4),
+    ("ipam.prefix", {"status": "container"}, 2),
+    ("ipam.ipaddress", {"device": "dmi01-akron-sw01"}, 1),
+    ("ipam.ipaddress", {"status": "reserved"}, 1),
+    ("dcim.site", {"status": "active"}, 2),
+    ("core.objectchange", {"action": "update", "changed_object_type": "dcim.device"}, 3),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("object_type", "filters", "expected"), HONOURED, ids=[json.dumps(c[1]) for c in HONOURED]
+)
+def test_valid_filter_is_sent_and_honoured(object_type, filters, expected):
+    ot = T.resolve(object_type)
+    params = build_params(ot, filters, T)
+    assert raw_count(ot.path, params) == expected < raw_count(ot.path)
+    out, counting = get_objects({"object_type": object_type, "filters": filters})
+    assert json.loads(out)["count"] == expected, out
+    assert len(counting.sent) == 1 and counting.sent[0].method == "GET"
+
+
+def test_bad_value_for_a_real_filter_is_netboxs_400_passed_on():
+    out, _ = get_objects({"object_type": "dcim.device", "filters": {"status": "broken"}})
+    assert out.startswith("Error: NetBox rejected the request (400): status:")
+    assert "broken is not one of the available choices" in out
+
+    async def go():
+        async with NetBoxClient(URL, TOKEN) as c:
+            with pytest.raises(NetBoxBadRequest) as ei:
+                await c.get("dcim/devices", [("site", "dm-nowhere")])
+            return ei.value
+
+    err = run(go())
+    assert err.status == 400 and "site" in err.detail
+
+
+# ------------------------------------------------------------------ results
+
+
+def test_pagination_walks_every_interface_once():
+    total = raw_count(PATHS["dcim.interface"])
+    assert total == 33
+    ids: list[int] = []
+    offset: int | None = 0
+    pages = 0
+    while offset is not None:
+        out, _ = get_objects(
+            {"object_type": "dcim.interface", "limit": 10, "offset": offset, "ordering": "id"}
+        )
+        page = json.loads(out)
+        assert page["count"] == total and page["offset"] == offset
+        ids += [r["id"] for r in page["results"]]
+        offset = page["next_offset"]
+        pages += 1
+    assert pages == 4 and len(ids) == len(set(ids)) == total and ids == sorted(ids)
+
+
+def test_default_limit_and_cap():
+    out, counting = get_objects({"object_type": "dcim.interface"})
+    page = json.loads(out)
+    assert page["returned"] == 10 and page["next_offset"] == 10 and page["count"] == 33
+    out, counting = get_objects({"object_type": "dcim.interface", "limit": 5000})
+    page = json.loads(out)
+    assert counting.sent[0].url.params["limit"] == "100" and page["note"] == "limit capped at 100"
+    assert page["returned"] == 33
+
+
+def test_brief_fields_and_default_fields():
+    out, _ = get_objects({"object_type": "dcim.device", "brief": True, "limit": 2})
+    for r in json.loads(out)["results"]:
+        assert set(r) <= {"id", "display", "name", "description"}
+    out, _ = get_objects({"object_type": "dcim.device", "fields": ["name", "status"], "limit": 2})
+    for r in json.loads(out)["results"]:
+        assert set(r) == {"id", "name", "status"}
+    out, _ = get_objects(
+        {"object_type": "dcim.device", "limit": 1, "filters": {"name": "dmi01-akron-sw02"}}
+    )
+    d = json.loads(out)["results"][0]
+    assert d["status"] == "offline" and d["site"]["slug"] == "dm-akron" and "url" not in d
+
+
+@pytest.mark.parametrize("object_type", sorted(DEFAULT_FIELDS))
+def test_default_field_sets_are_accepted_by_netbox(object_type):
+    ot = T.resolve(object_type)
+    r = raw(ot.path, [("fields", ",".join(DEFAULT_FIELDS[object_type])), ("limit", "1")])
+    assert r.status_code == 200, r.text[:300]
+
+
+def test_object_by_id_and_both_404s():
+    out, _ = run(call("netbox_get_object_by_id", {"object_type": "dcim.device", "object_id": 2}))
+    assert json.loads(out)["object"]["name"] == "dmi01-akron-sw02"
+    out, _ = run(
+        call("netbox_get_object_by_id", {"object_type": "dcim.device", "object_id": 999999})
+    )
+    assert out == (
+        "Error: No such object (/api/dcim/devices/999999/): "
+        "NetBox says 'No Device matches the given query.'."
+    )
+    # the two kinds of 404, as NetBox sends them
+    r = raw("dcim/devices/999999")
+    assert r.status_code == 404 and r.headers["content-type"].startswith("application/json")
+    r = raw("dcim/no-such-endpoint")
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+
+    async def go():
+        async with NetBoxClient(URL, TOKEN) as c:
+            with pytest.raises(NetBoxNotFound):
+                await c.get("dcim/devices/999999")
+            with pytest.raises(
+                NetBoxNoEndpoint, match="no API endpoint /api/dcim/no-such-endpoint/"
+            ):
+                await c.get("dcim/no-such-endpoint")
+
+    run(go())
+
+
+def test_search():
+    out, counting = run(call("netbox_search_objects", {"query": "akron"}))
+    s = json.loads(out)
+    assert s["results"]["dcim.device"]["count"] == 5
+    assert s["results"]["dcim.site"]["results"][0]["display"] == "DM-Akron"
+    assert all(r.method == "GET" and r.url.params["q"] == "akron" for r in counting.sent)
+    out, _ = run(
+        call("netbox_search_objects", {"query": "10.20.100", "object_types": ["ipam.ipaddress"]})
+    )
+    assert json.loads(out)["results"]["ipam.ipaddress"]["count"] == 3
+    out, counting = run(call("netbox_search_objects", {"query": "  "}))
+    assert out.startswith("Error: query is empty") and counting.sent == []
+
+
+def test_changelog():
+    out, _ = run(
+        call(
+            "netbox_get_changelogs",
+            {"filters": {"changed_object_type": "dcim.device", "action": "update"}},
+        )
+    )
+    c = json.loads(out)
+    assert c["count"] == 3
+    assert {e["object_repr"] for e in c["results"]} == {
+        "dmi01-akron-sw02",
+        "dmi01-akron-sw03",
+        "dmi01-columbus-sw02",
+    }
+    assert all(e["changes"]["status"] == ["active", "offline"] for e in c["results"])
+    out, _ = run(call("netbox_get_changelogs", {"limit": 3}))
+    c = json.loads(out)
+    assert c["returned"] == 3 and c["next_offset"] == 3 and c["count"] > 50
+    out, counting = run(call("netbox_get_changelogs", {"filters": {"object_type": "dcim.device"}}))
+    assert "'object_type' is not a core.objectchange filter" in out and counting.sent == []
+
+
+# ------------------------------------------------------------------ tokens
+
+
+def test_bad_token_is_403_and_reported_once():
+    bad = "nbt_badkey000001.thisisnotthesecret0000000000000000000000"
+    r = httpx.get(f"{URL}/api/dcim/devices/", headers=auth(bad), timeout=30)
+    assert r.status_code == 403 and r.json() == {"detail": "Invalid v2 token"}
+    told: list[str] = []
+
+    async def go():
+        client = NetBoxClient(URL, bad, on_auth_failure=told.append)
+        tools = {t.name: t for t in build_netbox_tools(client)}
+        outs = [
+            await tools["netbox_get_objects"].ainvoke({"object_type": "dcim.device"}),
+            await tools["netbox_get_object_by_id"].ainvoke(
+                {"object_type": "dcim.device", "object_id": 1}
+            ),
+        ]
+        with pytest.raises(NetBoxAuthError, match="Invalid v2 token"):
+            await client.status()
+        await client.aclose()
+        return outs
+
+    outs = run(go())
+    assert len(told) == 1 and "403: Invalid v2 token" in told[0]
+    for o in outs:
+        assert o.startswith("Error: NetBox refused the request (403: Invalid v2 token)")
+        assert bad not in o and "thisisnotthesecret" not in o
+
+
+def test_v1_token_goes_as_token_header():
+    if not TOKEN_V1:
+        pytest.skip("NETBOX_TOKEN_V1 not set (scripts/netbox_up.sh prints it)")
+    out, counting = get_objects({"object_type": "dcim.site"})
+    assert json.loads(out)["count"] == 4
+
+    async def go():
+        counting = Counting()
+        async with NetBoxClient(URL, TOKEN_V1, transport=counting) as c:
+            status = await c.status()
+        return status, counting
+
+    status, counting = run(go())
+    assert status["netbox-version"] == "4.7.3"
+    assert counting.sent[0].headers["authorization"] == f"Token {TOKEN_V1}"
+
+
+def test_status_for_doctor():
+    async def go():
+        async with NetBoxClient(URL, TOKEN) as c:
+            return await c.status()
+
+    assert run(go())["netbox-version"] == T.netbox_version
+
+
+# ------------------------------------------------------------------ the shipped table
+
+
+def test_shipped_filter_table_matches_the_live_schema():
+    async def go():
+        async with NetBoxClient(URL, TOKEN) as c:
+            return await c.schema()
+
+    live = derive_table(run(go()))
+    shipped = json.loads(resources.files("netbox_chat.netbox").joinpath("filters.json").read_text())
+    assert live["netbox_version"] == shipped["netbox_version"]
+    assert live["lookup_sets"] == shipped["lookup_sets"]
+    assert set(live["types"]) == set(shipped["types"])
+    for name, entry in shipped["types"].items():
+        without_ordering = {k: v for k, v in entry.items() if k != "ordering"}
+        assert live["types"][name] == without_ordering, name
+
+
+def test_shipped_ordering_terms_are_honoured():
+    """Ordering is not in the schema (it came from NetBox itself): spot-check it."""
+    path = PATHS["dcim.device"]
+    default_order = raw_ids(path)
+    ot = T.resolve("dcim.device")
+    for term in ("name", "-name", "serial", "-id", "site", "status", "interface_count"):
+        check_ordering(ot, term)
+    assert raw_ids(path, [("ordering", "-id")]) == sorted(default_order, reverse=True)
+    assert raw_ids(path, [("ordering", "serial")]) != default_order
+    with pytest.raises(FilterRejected):
+        check_ordering(ot, "primary_ip")
