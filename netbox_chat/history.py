@@ -95,6 +95,11 @@ class HistoryEditError(UserFacingError):
     """A rewind or compaction that was refused or failed; nothing was written."""
 
 
+class NothingToRewind(HistoryEditError):
+    """The conversation is already where the rewind would take it (`resume
+    --at N` may treat this as done rather than as an error)."""
+
+
 # --- results ---------------------------------------------------------------------------
 
 
@@ -156,7 +161,7 @@ def rewind(conversation: Conversation, to_turn: int | None = None) -> RewindResu
     done = [t for t in turns if t.status == "done"]
     if to_turn is None:
         if not done:
-            raise HistoryEditError("nothing to rewind: this session has no finished turn")
+            raise NothingToRewind("nothing to rewind: this session has no finished turn")
         target = done[-2].number if len(done) > 1 else 0
     else:
         target = to_turn
@@ -169,9 +174,7 @@ def rewind(conversation: Conversation, to_turn: int | None = None) -> RewindResu
     head_values = conversation.committed_values(head_id)
     update = _linear_update(conversation, target_values, head_values)
     if not update and not later and not conversation.head_problems():
-        raise HistoryEditError(
-            f"nothing to rewind: the conversation is already at {_where(target)}"
-        )
+        raise NothingToRewind(f"nothing to rewind: the conversation is already at {_where(target)}")
     target_messages = list(target_values.get("messages", []))
     new_head = _write_verified(
         conversation,
@@ -179,18 +182,19 @@ def rewind(conversation: Conversation, to_turn: int | None = None) -> RewindResu
         target_values,
         f"rewind to {_where(target)}",
     )
-    session.mark_rewound(target)
     before = len(head_values.get("messages", []))
-    session.record_edit(
-        "rewind",
-        after_turn=target,
-        message_count=len(target_messages),
-        messages_before=before,
-        set_aside=later,
-        target_checkpoint_id=target_checkpoint,
-        head_before=head_id,
-        head_after=new_head,
-    )
+    with _ledger_after_write(f"rewound to {_where(target)}"):
+        session.mark_rewound(target)
+        session.record_edit(
+            "rewind",
+            after_turn=target,
+            message_count=len(target_messages),
+            messages_before=before,
+            set_aside=later,
+            target_checkpoint_id=target_checkpoint,
+            head_before=head_id,
+            head_after=new_head,
+        )
     return RewindResult(
         to_turn=target,
         set_aside=later,
@@ -376,20 +380,21 @@ async def compact(
         tokens_out=int(usage.get("output_tokens", 0)),
         head_checkpoint_id=new_head,
     )
-    session.record_edit(
-        "compact",
-        after_turn=turns[-1].number if turns else 0,
-        message_count=result.messages_after,
-        messages_before=result.messages_before,
-        summarized=result.summarized,
-        kept_exchanges=result.kept_exchanges,
-        chars_before=result.chars_before,
-        chars_after=result.chars_after,
-        tokens_in=result.tokens_in,
-        tokens_out=result.tokens_out,
-        head_before=head_id,
-        head_after=new_head,
-    )
+    with _ledger_after_write("compacted"):
+        session.record_edit(
+            "compact",
+            after_turn=turns[-1].number if turns else 0,
+            message_count=result.messages_after,
+            messages_before=result.messages_before,
+            summarized=result.summarized,
+            kept_exchanges=result.kept_exchanges,
+            chars_before=result.chars_before,
+            chars_after=result.chars_after,
+            tokens_in=result.tokens_in,
+            tokens_out=result.tokens_out,
+            head_before=head_id,
+            head_after=new_head,
+        )
     return result
 
 
@@ -546,6 +551,20 @@ def _write_verified(
     except Exception as exc:
         raise HistoryEditError(
             f"{what} not written: {type(exc).__name__}: {exc}; nothing changed"
+        ) from exc
+
+
+@contextlib.contextmanager
+def _ledger_after_write(done: str) -> Iterator[None]:
+    """The ledger lives on its own connection, so it is written after the
+    checkpoint commit; if that fails the user must hear that the conversation
+    did change."""
+    try:
+        yield
+    except (sqlite3.Error, OSError) as exc:
+        raise HistoryEditError(
+            f"{done}, but the session's ledger could not be updated ({exc}); "
+            "/history may be out of date"
         ) from exc
 
 

@@ -435,9 +435,11 @@ async def test_a_rewind_with_nothing_to_rewind_writes_nothing(
 ) -> None:
     async with new_chat("deepagents", ollama, sessions_dir) as chat:
         before = file_snapshot(chat.session.path)
-        with pytest.raises(UserFacingError, match="nothing to rewind: this session has no"):
+        with pytest.raises(history.NothingToRewind, match="nothing to rewind: this session has no"):
             history.rewind(chat.conversation, None)
-        with pytest.raises(UserFacingError, match=r"nothing to rewind: .* already at the start"):
+        with pytest.raises(
+            history.NothingToRewind, match=r"nothing to rewind: .* already at the start"
+        ):
             history.rewind(chat.conversation, 0)
         assert file_snapshot(chat.session.path) == before
 
