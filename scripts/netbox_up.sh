@@ -29,6 +29,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
+HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}   # CI may run without HOME
 
 NB_VERSION=4.7.3
 NB_PORT=${NB_PORT:-8001}
