@@ -106,9 +106,23 @@ def settings_from(
         raise fail(UserFacingError(str(exc))) from None
 
 
-def _chat(settings: Settings, thread: str | None, *, resume: bool) -> None:
+def require_netbox(settings: Settings) -> None:
+    """Refuse before any session is created: without NetBox every answer fails."""
+    if settings.netbox_url is None:
+        raise fail(
+            UserFacingError(
+                "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN "
+                "(or pass --netbox-url); `netbox-chat doctor` checks the setup"
+            )
+        )
+
+
+def _chat(
+    settings: Settings, thread: str | None, *, resume: bool, rewind_to: int | None = None
+) -> None:
     from netbox_chat.repl import run_chat
 
+    require_netbox(settings)
     store = SessionStore(settings.sessions_dir)
     try:
         if resume:
@@ -120,7 +134,7 @@ def _chat(settings: Settings, thread: str | None, *, resume: bool) -> None:
         raise fail(exc) from None
     with session:
         try:
-            asyncio.run(run_chat(session, settings, stdout, resumed=resume))
+            asyncio.run(run_chat(session, settings, stdout, resumed=resume, rewind_to=rewind_to))
         except UserFacingError as exc:
             raise fail(exc) from None
 
@@ -144,6 +158,12 @@ def resume(
         str | None,
         typer.Argument(help="Session id or unique prefix (default: the most recent session)."),
     ] = None,
+    at: Annotated[
+        int | None,
+        typer.Option(
+            "--at", min=0, help="Rewind to just after turn N before the prompt (see /history)."
+        ),
+    ] = None,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
     model: Model = None,
@@ -152,9 +172,12 @@ def resume(
     """Reopen a session and continue it, with its memory.
 
     Prints what was restored (turns, messages, the last exchange). A turn that
-    a crash left half-done is rolled back first.
+    a crash left half-done is rolled back first. With --at N the conversation
+    goes back to just after turn N (linearly: later turns are set aside, never
+    replayed).
     """
-    _chat(settings_from(sessions_dir, ollama_url, model, netbox_url), thread, resume=True)
+    settings = settings_from(sessions_dir, ollama_url, model, netbox_url)
+    _chat(settings, thread, resume=True, rewind_to=at)
 
 
 @app.command("ls")
@@ -218,6 +241,7 @@ def ask(
     Ctrl-C or SIGTERM cancels the turn, rolls it back and exits 130.
     """
     settings = settings_from(sessions_dir, ollama_url, model, netbox_url)
+    require_netbox(settings)
     store = SessionStore(settings.sessions_dir)
     try:
         opened = (

@@ -213,10 +213,9 @@ def history_table(turns: Iterable[Turn]) -> Table:
     return table
 
 
-def print_recap(console: Console, session_id: str, turns: Sequence[Turn]) -> None:
+def print_recap(console: Console, session_id: str, turns: Sequence[Turn], messages: int) -> None:
     """What `resume` restored: counts and the last exchange."""
     done = [t for t in turns if t.status == "done"]
-    messages = done[-1].message_count if done and done[-1].message_count else 0
     console.print(
         f"[bold]resumed session {session_id}[/bold]: {len(done)} turn(s), {messages} message(s)"
     )

@@ -169,7 +169,12 @@ class Repl:
 
 
 async def run_chat(
-    session: SessionFile, settings: Settings, console: Console, *, resumed: bool
+    session: SessionFile,
+    settings: Settings,
+    console: Console,
+    *,
+    resumed: bool,
+    rewind_to: int | None = None,
 ) -> None:
     """Open the REPL on `session`: recover a crashed turn, recap, then prompt."""
     auth_warnings: list[str] = []
@@ -185,8 +190,16 @@ async def run_chat(
                 render.print_rollback(
                     console, report, reason=f"turn {report.turn} was interrupted and "
                 )
+        if rewind_to is not None:
+            from netbox_chat.history import NothingToRewind
+
+            runtime = await repl.runtime()
+            try:
+                console.print(f"[green]{runtime.conversation.rewind(rewind_to)}[/green]")
+            except NothingToRewind as exc:
+                console.print(f"[dim]{exc}[/dim]")
         if resumed:
-            render.print_recap(console, session.id, session.turns())
+            render.print_recap(console, session.id, session.turns(), session.message_count_now())
         else:
             console.print(
                 f"[bold]netbox-chat[/bold] session [bold]{session.id}[/bold] · model "

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from netbox_chat.config import Settings
+from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import SessionFile, connect
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def build_runtime(
     on_auth_failure: Callable[[str], None] | None = None,
 ) -> Runtime:
     """Build the agent for `session` (slow: imports deepagents)."""
-    from netbox_chat.agent import build_agent, find_end_node
+    from netbox_chat.agent import build_agent, build_model, find_end_node
     from netbox_chat.checkpointer import BridgedSqliteSaver
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.netbox.tools import build_netbox_tools
@@ -52,6 +53,8 @@ def build_runtime(
 
     netbox = None
     if tools is None:
+        if settings.netbox_url is None:
+            raise UserFacingError("NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN")
         netbox = NetBoxClient(
             settings.netbox_url,
             settings.netbox_token,
@@ -60,8 +63,9 @@ def build_runtime(
         )
         tools = build_netbox_tools(netbox)
     saver = BridgedSqliteSaver(connect(session.path))
-    graph = build_agent(settings, tools, saver)
-    return Runtime(Conversation(session, graph, saver, find_end_node(graph)), netbox)
+    model = build_model(settings)
+    graph = build_agent(settings, tools, saver, model=model)
+    return Runtime(Conversation(session, graph, saver, find_end_node(graph), model=model), netbox)
 
 
 class CancelOnSignals:

@@ -638,6 +638,23 @@ class SessionFile:
                 (kind, now_iso(), json.dumps(detail)),
             )
 
+    def message_count_now(self) -> int:
+        """Messages in the conversation as the last finished turn or the last
+        history edit (rewind, compaction) after it left it."""
+        done = self.db.execute(
+            "SELECT number, message_count FROM turns WHERE status = 'done' "
+            "ORDER BY number DESC LIMIT 1"
+        ).fetchone()
+        edit = self.db.execute(
+            "SELECT detail FROM history_edits ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        last, count = done if done else (0, 0)
+        if edit:
+            detail = json.loads(edit[0])
+            if detail.get("after_turn") == last and "message_count" in detail:
+                return int(detail["message_count"])
+        return int(count or 0)
+
     def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
         rows = self.db.execute("SELECT kind, at, detail FROM history_edits ORDER BY id")
         return [(kind, at, json.loads(detail)) for kind, at, detail in rows]

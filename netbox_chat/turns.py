@@ -17,7 +17,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import (
     AIMessage,
@@ -34,6 +34,9 @@ from langgraph.types import Overwrite, StateSnapshot
 from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import SessionFile, ToolCallRecord, TurnStatus
+
+if TYPE_CHECKING:
+    from netbox_chat.history import CompactResult, RewindResult
 
 # --- events -----------------------------------------------------------------------
 
@@ -155,12 +158,26 @@ class Conversation:
         graph: CompiledStateGraph[Any, Any, Any, Any],
         saver: BridgedSqliteSaver,
         end_node: str,
+        model: Any = None,
     ) -> None:
         self.session = session
         self.graph = graph
         self.saver = saver
         self.end_node = end_node
+        self.model = model  # the agent's chat model; /compact asks it for the summary
         self.config: RunnableConfig = {"configurable": {"thread_id": session.id}}
+
+    # history edits (history.py imports this module, hence the local imports)
+
+    def rewind(self, to_turn: int | None = None) -> RewindResult:
+        from netbox_chat.history import rewind
+
+        return rewind(self, to_turn)
+
+    async def compact(self, keep_exchanges: int = 2) -> CompactResult:
+        from netbox_chat.history import compact
+
+        return await compact(self, keep_exchanges=keep_exchanges, model=self.model)
 
     # reading committed state
 
