@@ -1,0 +1,126 @@
+"""Benchmark 1: `netbox-chat ls` over 1,000 sessions of 20 turns, cold process.
+
+One real 20-turn session (real Conversation, real ChatOllama, scripted Ollama
+server) is copied 1,000 times under new ids: `ls` reads only our small tables
+(session_meta, turns), so copies are as good as 1,000 separately built files.
+Each measurement is a new process; baseline and `ls` runs are interleaved.
+
+Target (issue 7): at most 2x the baseline `python -c "import typer, rich"`.
+
+    .venv/bin/python bench/bench_ls.py [--sessions 1000] [--runs 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+from pathlib import Path
+
+import _common as C
+
+
+def make_store(template: Path, into: Path, count: int) -> None:
+    """`count` copies of the 20-turn session file, each under a new id."""
+    from netbox_chat.sessions import new_session_id
+
+    source = next(template.glob("*.sqlite"))
+    into.mkdir(parents=True, exist_ok=True)
+    seen: set[str] = set()
+    while len(seen) < count:
+        sid = new_session_id()
+        if sid in seen:
+            continue
+        seen.add(sid)
+        shutil.copyfile(source, into / f"{sid}.sqlite")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=10)
+    args = parser.parse_args()
+
+    C.header("bench 1: `netbox-chat ls` cold process")
+    cached = C.cached_sessions()
+    with C.temp_dir("nbc-bench-ls-") as tmp:
+        store = tmp / "sessions"
+        make_store(cached["stages"][20], store, args.sessions)
+        files = list(store.glob("*.sqlite"))
+        total = sum(f.stat().st_size for f in files)
+        print(f"store: {len(files)} sessions of 20 turns, {total / 1e6:.0f} MB")
+
+        env = C.bench_env(NETBOX_CHAT_SESSIONS=str(store))
+        baseline = [C.PYTHON, "-c", "import typer, rich"]
+        commands = {
+            "baseline: python -c 'import typer, rich'": baseline,
+            "netbox-chat ls": [C.NETBOX_CHAT, "ls"],
+            "netbox-chat ls --json": [C.NETBOX_CHAT, "ls", "--json"],
+            "netbox-chat --help": [C.NETBOX_CHAT, "--help"],
+            "what-if prototype (bench/_ls_prototype.py)": [
+                C.PYTHON,
+                str(Path(__file__).with_name("_ls_prototype.py")),
+                "ls",
+            ],
+        }
+        # Warm the OS page cache and write any missing .pyc files first.
+        for argv in commands.values():
+            C.timed_run(argv, env)
+        before = {f: f.stat().st_mtime_ns for f in files}
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(args.runs):
+            for name, argv in commands.items():
+                times[name].append(C.timed_run(argv, env))
+        written = [f for f in files if f.stat().st_mtime_ns != before[f]]
+        leftovers = [p for p in store.iterdir() if not p.name.endswith(".sqlite")]
+
+        # Where the time goes, in one process (no interpreter start-up).
+        probe = (
+            "import time;t=time.perf_counter();"
+            "import netbox_chat.cli;t1=time.perf_counter();"
+            "import io,os,pathlib;from netbox_chat import render;"
+            "from netbox_chat.sessions import SessionStore;from rich.console import Console;"
+            "s=SessionStore(pathlib.Path(os.environ['NETBOX_CHAT_SESSIONS']));"
+            "t2=time.perf_counter();x=s.list_sessions();t3=time.perf_counter();"
+            "Console(file=io.StringIO(),width=100).print(render.sessions_table(x));"
+            "t4=time.perf_counter();"
+            "print(f'{(t1-t)*1000:.0f} {(t3-t2)*1000:.0f} {(t4-t3)*1000:.0f}')"
+        )
+        out = subprocess.run(
+            [C.PYTHON, "-c", probe], env=env, capture_output=True, text=True, check=True
+        ).stdout.split()
+        imports_ms, listing_ms, render_ms = (float(v) for v in out)
+        typer_probe = (
+            "import time,typer,rich;t=time.perf_counter();import pydantic;"
+            "from typer import _adapters;print(f'{(time.perf_counter()-t)*1000:.0f}')"
+        )
+        typer_ms = float(
+            subprocess.run(
+                [C.PYTHON, "-c", typer_probe], env=env, capture_output=True, text=True, check=True
+            ).stdout
+        )
+
+    base = statistics.median(times[next(iter(commands))])
+    print(f"\n{'command':44} {'median':>9} {'min':>9} {'max':>9} {'x base':>7}")
+    for name, values in times.items():
+        s = C.summary(values)
+        print(
+            f"{name:44} {s['median'] * 1000:7.0f}ms {s['min'] * 1000:7.0f}ms "
+            f"{s['max'] * 1000:7.0f}ms {s['median'] / base:6.2f}x"
+        )
+    ratio = statistics.median(times["netbox-chat ls"]) / base
+    print(
+        f"\nin-process: import netbox_chat.cli {imports_ms:.0f} ms; "
+        f"list_sessions() over {len(files)} files {listing_ms:.0f} ms "
+        f"({listing_ms / len(files) * 1000:.0f} us a file); "
+        f"rich table of {len(files)} rows {render_ms:.0f} ms; "
+        f"Typer's pydantic adapters (imported when a command parses its options) "
+        f"{typer_ms:.0f} ms"
+    )
+    print(f"ls wrote to session files: {len(written)}; files left beside them: {len(leftovers)}")
+    print(f"TARGET ls <= 2.0x baseline: {ratio:.2f}x -> {'met' if ratio <= 2.0 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
