@@ -92,30 +92,43 @@ class Repl:
             except EOFError:
                 return
             self.pending_input = ""
-            question = text.strip()
-            if not question:
+            line = text.strip()
+            if not line:
                 continue
-            if question.startswith("/"):
-                if await self.slash_command(question) == "exit":
-                    return
-                continue
-            try:
-                await self.ask(question)
-            except UserFacingError as exc:
-                self.console.print(f"[red]{exc}[/red]")
+            # Armed from right after the prompt returns until right before the
+            # next one: a Ctrl-C anywhere in between cancels this line's work
+            # (a turn, /compact, waiting for the agent) and nothing else.
+            task = asyncio.create_task(self.handle(line))
+            with CancelOnSignals(task, on_first=self._cancelling):
+                try:
+                    if await task == "exit":
+                        return
+                except asyncio.CancelledError:
+                    self.console.print("[yellow]cancelled[/yellow]")
+                    self.pending_input = "" if line.startswith("/") else line
+                except UserFacingError as exc:
+                    self.console.print(f"[red]{exc}[/red]")
+
+    def _cancelling(self, signum: int) -> None:
+        del signum
+        self.console.print("[yellow]cancelling… rolling back[/yellow]")
+
+    async def handle(self, line: str) -> str | None:
+        if line.startswith("/"):
+            return await self.slash_command(line)
+        await self.ask(line)
+        return None
 
     async def ask(self, question: str) -> None:
         runtime = await self.runtime()
         view = render.TurnView(self.console)
         started = time.monotonic()
         with view:
-            task = asyncio.create_task(runtime.conversation.run_turn(question, view.on_event))
-
-            def cancelling(signum: int) -> None:
-                view._print_above("[yellow]cancelling… rolling back[/yellow]")
-
-            with CancelOnSignals(task, on_first=cancelling):
-                outcome = await task
+            # Cancelling the task that awaits this one cancels the turn itself;
+            # the turn rolls back and returns its outcome normally.
+            outcome = await asyncio.create_task(
+                runtime.conversation.run_turn(question, view.on_event)
+            )
         for warning in self.auth_warnings:
             self.console.print(f"[bold red]{warning}[/bold red]")
         self.auth_warnings.clear()
@@ -158,13 +171,8 @@ class Repl:
 
     async def compact(self) -> None:
         runtime = await self.runtime()
-        task = asyncio.create_task(runtime.conversation.compact())
-        with self.console.status("[dim]compacting…[/dim]"), CancelOnSignals(task):
-            try:
-                result = await task
-            except UserFacingError as exc:
-                self.console.print(f"[red]{exc}[/red]")
-                return
+        with self.console.status("[dim]compacting…[/dim]"):
+            result = await asyncio.create_task(runtime.conversation.compact())
         self.console.print(result)
 
 

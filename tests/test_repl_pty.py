@@ -1,0 +1,193 @@
+"""The real `netbox-chat` REPL through a real pty (pexpect): the happy path
+with resume and memory, and Ctrl-C at several moments of a turn, checked
+afterwards from the session file (fresh process) and the servers' records."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import Delay, ScriptedOllama, Text, ToolCall
+
+PROMPT = re.compile(r"netbox\S*>")
+ROOT = Path(__file__).parent.parent
+ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\x07|\r")
+
+
+def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "netbox_chat", *args],
+        env=env,
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 160),
+    )
+    child.expect(PROMPT)
+    return child
+
+
+def leave(child: pexpect.spawn) -> str:
+    time.sleep(0.3)  # let the prompt finish redrawing before typing at it
+    child.sendcontrol("u")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    return plain(child.before or "")
+
+
+def plain(text: str) -> str:
+    return ANSI.sub("", text)
+
+
+def only_session(sessions_dir: Path) -> str:
+    (path,) = sessions_dir.glob("*.sqlite")
+    return path.stem
+
+
+def inspect(sessions_dir: Path, session_id: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.inspect_session", str(sessions_dir), session_id],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return json.loads(out.stdout)
+
+
+DEVICES_OFFLINE = ToolCall(
+    "netbox_get_objects",
+    {"object_type": "dcim.device", "filters": {"site": "dm-akron", "status": "offline"}},
+)
+
+
+def test_chat_quit_ls_resume_and_the_model_remembers(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script(
+        [DEVICES_OFFLINE],
+        [Text("One device is **offline** at DM-Akron: `dmi01-akron-sw02`.", chunk_delay=0.02)],
+    )
+    child = spawn(chat_env)
+    child.sendline("which devices at DM-Akron are offline?")
+    child.expect(r"netbox_get_objects\S{0,20}\(object_type=\"dcim.device\"")  # the tool line
+    child.expect("dmi01-akron-sw02")  # the streamed answer
+    child.expect(r"tokens \d+ in / \d+ out")
+    child.expect(PROMPT)
+    child.sendline("/history")
+    child.expect("which devices at DM-Akron are offline")
+    child.expect(PROMPT)
+    child.sendline("/tokens")
+    child.expect("total")
+    child.expect(PROMPT)
+    leave(child)
+
+    session_id = only_session(sessions_dir)
+    listing = subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "ls"],
+        env=chat_env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert session_id in listing and "which devices at DM-Akron are offline?" in listing
+
+    ollama.script([Text("Columbus has no offline devices.")])
+    child = spawn(chat_env, "resume", session_id[:4])
+    recap = plain(child.before or "")
+    assert "1 turn(s), 4 message(s)" in recap and "dmi01-akron-sw02" in recap
+    child.sendline("and at Columbus?")
+    child.expect("no offline devices")
+    child.expect(PROMPT)
+    leave(child)
+    sent = json.dumps(ollama.requests[-1]["messages"])
+    assert "which devices at DM-Akron are offline?" in sent
+    assert "dmi01-akron-sw02" in sent and "and at Columbus?" in sent
+
+
+MOMENTS = {
+    "before the first token": ([Delay(5.0), Text("too late")], "thinking"),
+    "mid-stream": ([Text("one two three four five six seven eight", chunk_delay=0.4)], "two"),
+    "while NetBox answers": (
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
+        "waiting for",
+    ),
+    "between parallel tools": (
+        [
+            ToolCall(
+                "netbox_get_objects",
+                {"object_type": "dcim.device", "filters": {"site": "dm-akron"}},
+            ),
+            ToolCall("netbox_get_objects", {"object_type": "dcim.site"}),
+        ],
+        "→",
+    ),
+}
+
+
+@pytest.mark.parametrize("moment", MOMENTS)
+def test_ctrl_c_cancels_and_rolls_back_at_any_moment(
+    moment: str,
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    netbox: NetBoxDouble,
+    sessions_dir: Path,
+) -> None:
+    netbox.delays["dcim/sites"] = 4.0
+    ollama.script([Text("Three sites: DM-Akron, DM-Columbus, DM-Dayton.")])
+    child = spawn(chat_env)
+    child.sendline("list the sites")
+    child.expect("DM-Dayton")
+    child.expect(PROMPT)
+
+    reply, wait_for = MOMENTS[moment]
+    ollama.script(reply)
+    child.sendline("the question to cancel")
+    child.expect(wait_for)
+    ollama.wait_for_requests(2)  # the cancelled turn's request reached the model
+    started = time.monotonic()
+    child.sendintr()
+    child.expect("rolled back")
+    child.expect(PROMPT)
+    assert time.monotonic() - started < 3.0
+    child.expect("the question to cancel")  # back in the input line to edit
+    child.sendintr()  # Ctrl-C at the prompt: clears the line, nothing else
+    child.expect(PROMPT)
+    leave(child)
+
+    session_id = only_session(sessions_dir)
+    state = inspect(sessions_dir, session_id)
+    inspect_messages = [(m["type"], m["content"]) for m in state["messages"]]
+    before = [("human", "list the sites"), ("ai", "Three sites: DM-Akron, DM-Columbus, DM-Dayton.")]
+    assert inspect_messages == before  # I1
+    assert state["next"] == [] and state["pending_writes"] == 0  # I2
+    assert state["turns"][1]["status"] == "cancelled"  # I6
+    assert state["turns"][1]["question"] == "the question to cancel"
+    if moment in ("while NetBox answers", "between parallel tools"):
+        assert any("dcim/sites" in path for path in netbox.disconnects)  # really aborted
+    if moment == "mid-stream":
+        ollama.wait_for_disconnects(1, timeout=2.0)
+
+    time.sleep(1.0)
+    assert inspect(sessions_dir, session_id)["messages"] == state["messages"]  # I3
+    ollama.script([Text("Sure.")])
+    child = spawn(chat_env, "resume", session_id)
+    child.sendline("next question")
+    child.expect("Sure.")
+    child.expect(PROMPT)
+    leave(child)
+    sent = json.dumps(ollama.requests[-1]["messages"])  # I4
+    assert "list the sites" in sent and "next question" in sent
+    assert "the question to cancel" not in sent
