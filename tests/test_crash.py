@@ -1,0 +1,158 @@
+"""Processes that die or are told to stop mid-turn: `ask` under SIGINT and
+SIGTERM (rollback, exit 130), and a kill -9 loop after which every session
+still opens, the ledger is consistent and no message is orphaned."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import Delay, ScriptedOllama, Text, ToolCall
+
+ROOT = Path(__file__).parent.parent
+SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
+
+
+def ask(env: dict[str, str], question: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "netbox_chat", "ask", question, *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def turn_rows(path: Path) -> list[tuple[int, str]]:
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True)
+    try:
+        return conn.execute("SELECT number, status FROM turns ORDER BY number").fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        conn.close()
+
+
+def wait_for_running(path: Path, number: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and any(n == number for n, _ in turn_rows(path)):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"turn {number} never started")
+
+
+def inspect(sessions_dir: Path, session_id: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.inspect_session", str(sessions_dir), session_id],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return json.loads(out.stdout)
+
+
+def first_session(env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path) -> str:
+    ollama.script([Text("Three sites.")])
+    done = subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "ask", "how many sites?", "--json"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return str(json.loads(done.stdout)["session"])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ask_stopped_by_a_signal_rolls_back_and_exits_130(
+    sig: signal.Signals,
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    netbox: NetBoxDouble,
+    sessions_dir: Path,
+) -> None:
+    session_id = first_session(chat_env, ollama, sessions_dir)
+    before = inspect(sessions_dir, session_id)["messages"]
+    netbox.delays["dcim/sites"] = 10.0
+    ollama.script([SITES])
+    proc = ask(chat_env, "list the sites slowly", "--session", session_id)
+    ollama.wait_for_requests(2, timeout=20)
+    deadline = time.monotonic() + 10
+    while not netbox.requests or "dcim/sites" not in netbox.requests[-1]:
+        assert time.monotonic() < deadline, "the tool never called NetBox"
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert "cancelled" in err
+    state = inspect(sessions_dir, session_id)
+    assert state["messages"] == before
+    assert state["next"] == [] and state["pending_writes"] == 0
+    assert [t["status"] for t in state["turns"]] == ["done", "cancelled"]
+    assert any("dcim/sites" in p for p in netbox.disconnects)  # the request was aborted
+
+
+def test_kill_9_at_random_moments_never_breaks_a_session(
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    netbox: NetBoxDouble,
+    sessions_dir: Path,
+) -> None:
+    def reply(body: dict[str, Any]) -> list[Any]:
+        if body["messages"][-1]["role"] == "tool":
+            return [Text("Here are the sites: DM-Akron, DM-Columbus.", chunk_delay=0.05)]
+        return [Delay(0.1), SITES]
+
+    session_id = first_session(chat_env, ollama, sessions_dir)
+    path = sessions_dir / f"{session_id}.sqlite"
+    ollama.responder = reply
+    netbox.delays["dcim/sites"] = 0.3
+    rng = random.Random(1234)
+    killed_mid_turn = 0
+    for number in range(2, 32):
+        proc = ask(chat_env, f"question {number}", "--session", session_id)
+        wait_for_running(path, number)
+        time.sleep(rng.uniform(0.0, 0.8))
+        proc.kill()
+        proc.wait(timeout=10)
+        killed_mid_turn += dict(turn_rows(path))[number] == "running"
+
+    assert killed_mid_turn >= 10, "the loop should mostly kill turns in flight"
+    final = ask(chat_env, "final question", "--session", session_id, "--json")
+    out, err = final.communicate(timeout=60)
+    assert final.returncode == 0, err
+    assert json.loads(out)["status"] == "done"
+    assert "interrupted and rolled back" in err or dict(turn_rows(path))[31] == "done"
+
+    state = inspect(sessions_dir, session_id)
+    statuses = [t["status"] for t in state["turns"]]
+    assert "running" not in statuses
+    assert set(statuses) <= {"done", "interrupted"}
+    assert state["head_problems"] == [] and state["next"] == [] and state["pending_writes"] == 0
+    questions = [m["content"] for m in state["messages"] if m["type"] == "human"]
+    assert questions == [t["question"] for t in state["turns"] if t["status"] == "done"]
+    listing = subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "ls", "--json"],
+        env=chat_env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (summary,) = json.loads(listing.stdout)
+    assert summary["unreadable"] is None and summary["turns"] == len(questions)
