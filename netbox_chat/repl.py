@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from prompt_toolkit import PromptSession
@@ -176,6 +177,25 @@ class Repl:
         self.console.print(result)
 
 
+def build_in_background(
+    session: SessionFile, settings: Settings, on_auth_failure: Callable[[str], None]
+) -> concurrent.futures.Future[Runtime]:
+    """Build the agent on a daemon thread: the prompt does not wait for it, and
+    leaving right away (Ctrl-D) does not wait for deepagents' imports either."""
+    future: concurrent.futures.Future[Runtime] = concurrent.futures.Future()
+
+    def build() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(build_runtime(session, settings, on_auth_failure=on_auth_failure))
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=build, name="agent-build", daemon=True).start()
+    return future
+
+
 async def run_chat(
     session: SessionFile,
     settings: Settings,
@@ -186,9 +206,7 @@ async def run_chat(
 ) -> None:
     """Open the REPL on `session`: recover a crashed turn, recap, then prompt."""
     auth_warnings: list[str] = []
-    executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agent-build")
-    future = executor.submit(build_runtime, session, settings, on_auth_failure=auth_warnings.append)
-    executor.shutdown(wait=False)
+    future = build_in_background(session, settings, auth_warnings.append)
     repl = Repl(session, settings, console, future, auth_warnings=auth_warnings)
     try:
         if session.running_turns():
