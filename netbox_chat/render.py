@@ -12,15 +12,23 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
 from netbox_chat.sessions import SessionSummary, Turn
 
 if TYPE_CHECKING:
+    from rich.live import Live
+
     from netbox_chat.turns import RollbackReport, TurnEvent, TurnOutcome
+
+
+def markdown(text: str) -> RenderableType:
+    """Rich's Markdown, imported on first use: it costs tens of milliseconds,
+    which `ls` should not pay."""
+    from rich.markdown import Markdown
+
+    return Markdown(text)
 
 
 def human_size(size: int | float) -> str:
@@ -73,6 +81,8 @@ class TurnView:
 
     def __enter__(self) -> TurnView:
         if self.console.is_terminal:
+            from rich.live import Live
+
             self.live = Live(
                 self._renderable(), console=self.console, refresh_per_second=8, transient=False
             )
@@ -86,10 +96,10 @@ class TurnView:
             self.live.__exit__(None, None, None)
             self.live = None
         elif self.answer:
-            self.console.print(Markdown(self.answer))
+            self.console.print(markdown(self.answer))
 
     def _renderable(self, final: bool = False) -> RenderableType:
-        parts: list[RenderableType] = [Markdown(self.answer)] if self.answer else []
+        parts: list[RenderableType] = [markdown(self.answer)] if self.answer else []
         if not final:
             parts.append(self.status)
         return Group(*parts)
@@ -109,7 +119,7 @@ class TurnView:
         elif isinstance(event, ToolStarted):
             if self.answer.strip():
                 # Text before a tool call is the model thinking aloud; keep it.
-                self._print_above(Markdown(self.answer))
+                self._print_above(markdown(self.answer))
             self.answer = ""
             self.running_tools[event.call_id] = event.name
             self.status.activity = "waiting for " + ", ".join(self.running_tools.values())
@@ -223,7 +233,7 @@ def print_recap(console: Console, session_id: str, turns: Sequence[Turn], messag
         last = done[-1]
         console.print(f"[dim]last question ({last.number}):[/dim] {_shorten(last.question, 200)}")
         if last.answer:
-            console.print(Markdown(last.answer))
+            console.print(markdown(last.answer))
     for turn in turns:
         if turn.status in ("cancelled", "failed", "interrupted") and (
             not done or turn.number > done[-1].number
