@@ -213,3 +213,60 @@ def test_the_bridge_overrides_every_async_method_the_base_class_has() -> None:
     assert must_bridge == set(BRIDGED_METHODS)
     for name in BRIDGED_METHODS:
         assert getattr(BridgedSqliteSaver, name) is not getattr(BaseCheckpointSaver, name)
+
+
+@tool
+async def quick_lookup(query: str) -> str:
+    """Look something up quickly."""
+    return f"quick result for {query}"
+
+
+@pytest.mark.parametrize("delta", [True, False], ids=["delta-channel", "add_messages"])
+async def test_parallel_tool_cancel_on_a_minimal_graph(
+    delta: bool, ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """The same regression without deepagents: messages as a delta channel and
+    as plain add_messages, read back through a fresh connection to the file."""
+    from langchain_ollama import ChatOllama
+
+    from tests.graphs import build_graph
+
+    settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
+    session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
+    model = ChatOllama(model=settings.model, base_url=ollama.url)
+    saver = BridgedSqliteSaver(connect(session.path))
+    graph = build_graph(model, [quick_lookup, slow_lookup], saver, delta=delta)
+    conversation = Conversation(session, graph, saver, find_end_node(graph))
+
+    ollama.script([Text("first answer")])
+    assert (await conversation.run_turn("first question")).status == "done"
+    ollama.script(
+        [ToolCall("quick_lookup", {"query": "a"}), ToolCall("slow_lookup", {"query": "b"})]
+    )
+    outcome = await cancel_when(
+        conversation, "cancelled question", lambda e: type(e).__name__ == "ToolStarted"
+    )
+    assert outcome.status == "cancelled"
+    assert outcome.rollback is not None and outcome.rollback.verified, outcome.rollback
+    saver.conn.close()
+    time.sleep(SLOW_SECONDS + 0.5)
+
+    fresh_saver = BridgedSqliteSaver(connect(session.path))
+    fresh = Conversation(
+        session,
+        graph.copy(update={"checkpointer": fresh_saver}),
+        fresh_saver,
+        conversation.end_node,
+    )
+    assert [(m.type, m.content) for m in fresh.messages()] == [
+        ("human", "first question"),
+        ("ai", "first answer"),
+    ]
+    assert fresh.head_problems() == []
+    ollama.script([Text("second answer")])
+    assert (await fresh.run_turn("second question")).status == "done"
+    sent = json.dumps(ollama.requests[-1]["messages"])
+    assert "first answer" in sent and "second question" in sent
+    assert "cancelled question" not in sent and "quick result" not in sent
+    fresh_saver.conn.close()
+    session.close()

@@ -1,0 +1,125 @@
+"""The CLI's happy path through Typer's runner, then the database read back:
+ask writes a ledger row, ls reads it without LangChain, resume picks the most
+recent session, forget asks first."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from tests.ollama_server import ScriptedOllama, Text, ToolCall
+
+ROOT = Path(__file__).parent.parent
+
+
+def ask_json(runner: CliRunner, env: dict[str, str], *args: str) -> dict:
+    result = runner.invoke(app, ["ask", *args, "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_ask_writes_a_ledger_row_that_ls_reads_without_langchain(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    runner = CliRunner()
+    ollama.script(
+        [
+            ToolCall(
+                "netbox_get_objects",
+                {"object_type": "dcim.device", "filters": {"status": "offline"}},
+            )
+        ],
+        [Text("One offline device: dmi01-akron-sw02.")],
+    )
+    answer = ask_json(runner, chat_env, "which devices are offline?")
+    assert answer["answer"] == "One offline device: dmi01-akron-sw02."
+    assert answer["tool_calls"][0]["name"] == "netbox_get_objects"
+    assert answer["tokens"]["in"] > 0 and answer["tokens"]["out"] > 0
+
+    conn = sqlite3.connect(sessions_dir / f"{answer['session']}.sqlite")
+    row = conn.execute(
+        "SELECT number, question, status, tokens_in, tokens_out, tool_calls, answer, "
+        "snapshot_message_ids, end_checkpoint_id FROM turns"
+    ).fetchone()
+    conn.close()
+    number, question, status, tokens_in, tokens_out, tool_calls, text, snapshot, end = row
+    assert (number, question, status) == (1, "which devices are offline?", "done")
+    assert (tokens_in, tokens_out) == (answer["tokens"]["in"], answer["tokens"]["out"])
+    assert json.loads(tool_calls)[0]["args"]["filters"] == {"status": "offline"}
+    assert text == answer["answer"] and snapshot is None and end
+
+    probe = (
+        "import sys, json\n"
+        "from typer.testing import CliRunner\n"
+        "from netbox_chat.cli import app\n"
+        "result = CliRunner().invoke(app, ['ls', '--json'])\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('langchain', 'langchain_core', 'langgraph', 'deepagents', 'langchain_ollama', 'prompt_toolkit'))\n"
+        "print(json.dumps({'ls': json.loads(result.stdout), 'heavy': heavy}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=chat_env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(out.stdout)
+    assert report["heavy"] == []
+    (listed,) = report["ls"]
+    assert listed["id"] == answer["session"] and listed["turns"] == 1
+    assert listed["title"] == "which devices are offline?" and listed["model"] == "qwen3:8b"
+
+
+def test_resume_without_an_id_takes_the_most_recent_and_ask_continues_a_session(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    runner = CliRunner()
+    ollama.script([Text("first")], [Text("second")], [Text("third")])
+    older = ask_json(runner, chat_env, "older question")["session"]
+    newer = ask_json(runner, chat_env, "newer question")["session"]
+    again = ask_json(runner, chat_env, "follow-up", "--session", older[:5])
+    assert again["session"] == older and again["turn"] == 2
+    sent = json.dumps(ollama.requests[-1]["messages"])
+    assert "older question" in sent and "newer question" not in sent
+    listing = json.loads(runner.invoke(app, ["ls", "--json"], env=chat_env).stdout)
+    assert listing[0]["id"] == older  # most recently active first
+    assert {s["id"] for s in listing} == {older, newer}
+
+
+def test_unknown_session_is_one_line_and_exit_1(chat_env: dict[str, str]) -> None:
+    result = CliRunner().invoke(app, ["resume", "zzzz"], env=chat_env)
+    assert result.exit_code == 1
+    assert result.stderr.strip().count("\n") == 0 and "no session 'zzzz'" in result.stderr
+
+
+def test_forget_asks_first_and_deletes_with_yes(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    runner = CliRunner()
+    ollama.script([Text("answer")])
+    session = ask_json(runner, chat_env, "to be forgotten")["session"]
+    kept = runner.invoke(app, ["forget", session], env=chat_env, input="n\n")
+    assert kept.exit_code == 1 and (sessions_dir / f"{session}.sqlite").exists()
+    gone = runner.invoke(app, ["forget", session, "--yes"], env=chat_env)
+    assert gone.exit_code == 0 and f"forgot session {session}" in gone.stdout
+    assert list(sessions_dir.iterdir()) == []
+
+
+def test_every_command_explains_its_settings_in_help() -> None:
+    runner = CliRunner()
+    for command in (["--help"], ["resume", "--help"], ["ask", "--help"]):
+        text = runner.invoke(app, command, env={"COLUMNS": "200"}).stdout
+        for name in ("NETBOX_CHAT_SESSIONS", "OLLAMA_HOST", "NETBOX_CHAT_MODEL", "NETBOX_URL"):
+            assert name in text, (command, name)
+    assert (
+        "NETBOX_CHAT_SESSIONS"
+        in runner.invoke(app, ["ls", "--help"], env={"COLUMNS": "200"}).stdout
+    )
