@@ -10,6 +10,7 @@ the process that did the writing.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,18 @@ def describe(conversation: Conversation) -> dict[str, Any]:
             for t in conversation.session.turns()
         ],
     }
+
+
+def read_from_fresh_process(sessions_dir: Path, session_id: str) -> dict[str, Any]:
+    """What a brand-new process (the next `resume`) reads from the session file."""
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.inspect_session", str(sessions_dir), session_id],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parent.parent,
+    )
+    return dict(json.loads(out.stdout))
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.inspect_session import read_from_fresh_process as inspect
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import Delay, ScriptedOllama, Text, ToolCall
 
@@ -52,17 +53,6 @@ def wait_for_running(path: Path, number: int, timeout: float = 20.0) -> None:
             return
         time.sleep(0.02)
     raise AssertionError(f"turn {number} never started")
-
-
-def inspect(sessions_dir: Path, session_id: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-m", "tests.inspect_session", str(sessions_dir), session_id],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    )
-    return json.loads(out.stdout)
 
 
 def first_session(env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from tests.inspect_session import read_from_fresh_process as inspect
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import Delay, ScriptedOllama, Text, ToolCall
 
@@ -53,17 +54,6 @@ def plain(text: str) -> str:
 def only_session(sessions_dir: Path) -> str:
     (path,) = sessions_dir.glob("*.sqlite")
     return path.stem
-
-
-def inspect(sessions_dir: Path, session_id: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "tests.inspect_session", str(sessions_dir), session_id],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    )
-    return json.loads(out.stdout)
 
 
 DEVICES_OFFLINE = ToolCall(

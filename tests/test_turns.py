@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -23,6 +21,7 @@ from netbox_chat.checkpointer import BRIDGED_METHODS, BridgedSqliteSaver
 from netbox_chat.config import resolve_settings
 from netbox_chat.sessions import SessionFile, SessionStore, connect
 from netbox_chat.turns import Conversation, ToolFinished, TurnEvent
+from tests.inspect_session import read_from_fresh_process
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 
 SLOW_SECONDS = 1.5
@@ -71,20 +70,7 @@ def inspect(conversation: Conversation) -> dict[str, Any]:
     """The session's committed state as a fresh process reads it."""
     conversation.saver.conn.close()
     conversation.session.close()
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.inspect_session",
-            str(conversation.session.store.root),
-            conversation.session.id,
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).parent.parent,
-    )
-    return json.loads(out.stdout)
+    return read_from_fresh_process(conversation.session.store.root, conversation.session.id)
 
 
 def reopen(conversation: Conversation) -> Conversation:
