@@ -9,6 +9,7 @@ LangChain, so `ls` and `forget` start as fast as Python does.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -262,7 +263,10 @@ class SessionStore:
         except OSError as exc:
             raise StoreError(f"cannot create sessions folder {self.root}: {exc.strerror}") from exc
         if not os.access(self.root, os.W_OK | os.X_OK):
-            raise StoreError(f"sessions folder {self.root} is not writable")
+            # os.access only says no; name the reason the way the OS would.
+            read_only = os.statvfs(self.root).f_flag & os.ST_RDONLY
+            reason = os.strerror(errno.EROFS if read_only else errno.EACCES)
+            raise StoreError(f"sessions folder {self.root} is not writable: {reason}")
 
     def session_ids(self) -> list[str]:
         if not self.root.is_dir():
@@ -308,7 +312,8 @@ class SessionStore:
         )
         try:
             with read_only_connection(path) as conn:
-                check_schema(conn)
+                if check_schema(conn) == 0:
+                    raise UnreadableSession("not a netbox-chat session (no session tables)")
                 meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
                 turns, last = conn.execute(
                     "SELECT count(*) FILTER (WHERE status = 'done'), "
@@ -501,7 +506,10 @@ class SessionFile:
             raise NoSuchSession(f"no session {self.id!r} in {self.store.root}")
         try:
             with read_only_connection(self.path) as conn:
-                check_schema(conn)
+                if check_schema(conn) == 0:
+                    # create() writes our tables before anyone can see the
+                    # file, so a file without them was not made by us.
+                    raise UnreadableSession("not a netbox-chat session (no session tables)")
         except sqlite3.DatabaseError as exc:
             raise UnreadableSession(f"session {self.id} is unreadable: {exc}") from exc
         except UnreadableSession as exc:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,10 +35,15 @@ from langgraph.types import Overwrite, StateSnapshot
 
 from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionFile, ToolCallRecord, TurnStatus
+from netbox_chat.sessions import SessionFile, StoreError, ToolCallRecord, TurnStatus
 
 if TYPE_CHECKING:
     from netbox_chat.history import CompactResult, RewindResult
+
+# What a session file that cannot be written raises (disk full, I/O error,
+# read-only file system). Only SQLite's own errors: an OSError in a turn is
+# far more likely a connection to Ollama or NetBox going away.
+_STORE_ERRORS = (sqlite3.Error,)
 
 # --- events -----------------------------------------------------------------------
 
@@ -239,19 +246,25 @@ class Conversation:
         own cleanup runs, then the rollback runs synchronously, which a second
         cancel cannot interrupt.
         """
-        problems = self.head_problems()
-        if problems:
-            raise DirtyHead(
-                "this session's last turn did not end cleanly ("
-                + "; ".join(problems)
-                + "); rewind to the last clean turn with /rewind"
+        try:
+            problems = self.head_problems()
+            if problems:
+                raise DirtyHead(
+                    "this session's last turn did not end cleanly ("
+                    + "; ".join(problems)
+                    + "); rewind to the last clean turn with /rewind"
+                )
+            base = self.head_checkpoint_id()
+            snapshot_ids = message_ids(self.committed_values(base).get("messages", []))
+            number = self.session.begin_turn(
+                question, base_checkpoint_id=base, message_ids=snapshot_ids
             )
-        base = self.head_checkpoint_id()
-        snapshot_ids = message_ids(self.committed_values(base).get("messages", []))
-        number = self.session.begin_turn(
-            question, base_checkpoint_id=base, message_ids=snapshot_ids
-        )
+        except _STORE_ERRORS as exc:  # no snapshot, no turn (and no model call)
+            raise StoreError(
+                f"session {self.session.id}: cannot start the turn: {describe_error(exc)}"
+            ) from exc
         outcome = TurnOutcome(number, "running")
+        store_failure: BaseException | None = None
         try:
             await self._stream(question, sink, outcome)
         except asyncio.CancelledError:
@@ -259,31 +272,51 @@ class Conversation:
         except Exception as exc:  # the turn failed: roll back and report
             outcome.status = "failed"
             outcome.error = describe_error(exc)
+            store_failure = exc if isinstance(exc, _STORE_ERRORS) else None
         else:
-            outcome.status = "done"
-            messages = self.messages()
+            try:
+                messages = self.messages()
+                self.session.finish_turn(
+                    number,
+                    "done",
+                    end_checkpoint_id=self.head_checkpoint_id(),
+                    tokens_in=outcome.tokens_in,
+                    tokens_out=outcome.tokens_out,
+                    tool_calls=outcome.tool_calls,
+                    answer=outcome.answer,
+                    message_count=len(messages),
+                )
+            except _STORE_ERRORS as exc:  # the answer cannot be recorded: undo it
+                outcome.status = "failed"
+                outcome.error = describe_error(exc)
+                store_failure = exc
+            else:
+                outcome.status = "done"
+                return outcome
+        sink(RollingBack(number, outcome.status))
+        try:
+            outcome.rollback = self.rollback(number, base, snapshot_ids)
             self.session.finish_turn(
                 number,
-                "done",
-                end_checkpoint_id=self.head_checkpoint_id(),
+                outcome.status,
                 tokens_in=outcome.tokens_in,
                 tokens_out=outcome.tokens_out,
                 tool_calls=outcome.tool_calls,
-                answer=outcome.answer,
-                message_count=len(messages),
+                rolled_back=outcome.rollback.removed_messages,
+                error=_join(outcome.error, outcome.rollback.problems),
             )
-            return outcome
-        sink(RollingBack(number, outcome.status))
-        outcome.rollback = self.rollback(number, base, snapshot_ids)
-        self.session.finish_turn(
-            number,
-            outcome.status,
-            tokens_in=outcome.tokens_in,
-            tokens_out=outcome.tokens_out,
-            tool_calls=outcome.tool_calls,
-            rolled_back=outcome.rollback.removed_messages,
-            error=_join(outcome.error, outcome.rollback.problems),
-        )
+        except _STORE_ERRORS as exc:
+            # Neither the rollback nor the ledger could be written. What is on
+            # disk is still consistent: the ledger says the turn is `running`
+            # with its snapshot (or it was recorded as ended), so the next open
+            # rolls it back the way it would after a crash.
+            raise StoreError(
+                f"turn {number} {outcome.status} and could not be rolled back now "
+                f"({describe_error(exc)}); the session is kept and the turn will be "
+                f"rolled back the next time session {self.session.id} is opened"
+            ) from exc
+        if store_failure is not None:
+            raise StoreError(f"turn {number} failed and was rolled back: {outcome.error}")
         return outcome
 
     async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> None:
@@ -435,17 +468,23 @@ class Conversation:
     def recover_interrupted(self) -> list[RollbackReport]:
         """Roll back turns a crash left `running` (kill -9, power loss)."""
         reports = []
-        for turn in self.session.running_turns():
-            report = self.rollback(
-                turn.number, turn.base_checkpoint_id, turn.snapshot_message_ids or []
-            )
-            self.session.finish_turn(
-                turn.number,
-                "interrupted",
-                rolled_back=report.removed_messages,
-                error=_join("the process ended during this turn", report.problems),
-            )
-            reports.append(report)
+        try:
+            for turn in self.session.running_turns():
+                report = self.rollback(
+                    turn.number, turn.base_checkpoint_id, turn.snapshot_message_ids or []
+                )
+                self.session.finish_turn(
+                    turn.number,
+                    "interrupted",
+                    rolled_back=report.removed_messages,
+                    error=_join("the process ended during this turn", report.problems),
+                )
+                reports.append(report)
+        except _STORE_ERRORS as exc:
+            raise StoreError(
+                f"session {self.session.id}: cannot roll back an interrupted turn: "
+                f"{describe_error(exc)}"
+            ) from exc
         return reports
 
 
@@ -471,7 +510,14 @@ def describe_error(exc: BaseException) -> str:
 
     name = type(exc).__name__
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else name
+    # ollama.ResponseError appends " (status code: N)"; the status is ours to word.
+    text = re.sub(r"\s*\(status code: -?\d+\)$", "", text)
     status = getattr(exc, "status_code", None)
+    if isinstance(exc, sqlite3.Error):
+        return (
+            f"the session file could not be written ({text}): free disk space or fix "
+            "the sessions folder (NETBOX_CHAT_SESSIONS), then try again"
+        )
     if isinstance(exc, httpx.ConnectError | ConnectionError):
         return f"cannot reach Ollama ({text}): is `ollama serve` running and OLLAMA_HOST right?"
     if isinstance(exc, httpx.TimeoutException):
@@ -480,11 +526,16 @@ def describe_error(exc: BaseException) -> str:
             "raise NETBOX_CHAT_TIMEOUT"
         )
     if status == 404 and "not found" in text:
-        return f"Ollama: {text}: pull it with `ollama pull <model>` or pick another with --model"
+        found = re.search(r"model ['\"]?([^'\"]+)['\"]? not found", text)
+        model = found.group(1) if found else "<model>"
+        return f"Ollama: {text}: pull it with `ollama pull {model}` or pick another with --model"
     if status == 400 and "does not support tools" in text:
-        return f"Ollama: {text}: choose a tool-capable model with --model"
+        return f"Ollama: {text}: choose a tool-capable model with --model (`netbox-chat doctor`)"
     if status == -1:
-        return f"Ollama reported an error mid-answer: {text}"
+        return (
+            f"Ollama reported an error mid-answer: {text}: try again; if it repeats, "
+            "check the Ollama server log"
+        )
     if status is not None:
         return f"Ollama answered {status}: {text}"
     return f"{name}: {text}"
