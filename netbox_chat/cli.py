@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -126,7 +127,7 @@ def _chat(
     store = SessionStore(settings.sessions_dir)
     try:
         if resume:
-            session_id = store.resolve(thread) if thread else store.most_recent()
+            session_id = store.resolve(thread) if thread is not None else store.most_recent()
             session = SessionFile.open(store, session_id)
         else:
             session = SessionFile.create(store, model=settings.model)
@@ -246,7 +247,7 @@ def ask(
     try:
         opened = (
             SessionFile.open(store, store.resolve(session))
-            if session
+            if session is not None
             else SessionFile.create(store, model=settings.model)
         )
     except UserFacingError as exc:
@@ -268,7 +269,8 @@ def ask(
     if result["status"] != "done" and not as_json:
         stderr.print(
             f"[red]netbox-chat: turn {result['turn']} {result['status']}: "
-            f"{result['error'] or 'rolled back'}[/red]"
+            f"{result['error'] or 'rolled back'}[/red]",
+            soft_wrap=True,
         )
     if result["status"] == "cancelled":
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
@@ -306,6 +308,70 @@ async def _ask_once(session: SessionFile, settings: Settings, question: str) -> 
         "tokens": {"in": outcome.tokens_in, "out": outcome.tokens_out},
         "error": outcome.error,
     }
+
+
+@app.command("export")
+def export_command(
+    thread: ThreadArg,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="md (Markdown) or json.", case_sensitive=False)
+    ] = "md",
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write to this file (0600) instead of stdout."),
+    ] = None,
+    sessions_dir: SessionsDir = None,
+) -> None:
+    """Print a session's transcript: questions, answers, tool calls, tokens per
+    turn; cancelled, failed and rewound turns marked. Never writes the session."""
+    from netbox_chat.export import export_session
+
+    settings = settings_from(sessions_dir)
+    fmt = fmt.lower()
+    if fmt not in ("md", "json"):
+        raise fail(UserFacingError(f"unknown format {fmt!r}: use md or json"))
+    store = SessionStore(settings.sessions_dir)
+    try:
+        text = export_session(
+            store,
+            store.resolve(thread),
+            "json" if fmt == "json" else "md",
+            secrets=[settings.netbox_token],
+        )
+    except UserFacingError as exc:
+        raise fail(exc) from None
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise fail(UserFacingError(f"cannot write {output}: {exc.strerror}")) from None
+    stderr.print(f"wrote {output}", soft_wrap=True)
+
+
+@app.command()
+def doctor(
+    sessions_dir: SessionsDir = None,
+    ollama_url: OllamaUrl = None,
+    model: Model = None,
+    netbox_url: NetboxUrl = None,
+) -> None:
+    """Check the setup: Ollama, the model and its tool support, NetBox, the
+    token, the NetBox version, the sessions folder. One line each; exits 1 if
+    anything is wrong."""
+    from rich.text import Text
+
+    from netbox_chat.doctor import run_checks
+
+    checks = run_checks(settings_from(sessions_dir, ollama_url, model, netbox_url))
+    for check in checks:
+        style = "green" if check.ok else "red"
+        stdout.print(Text(check.line(), style=style), soft_wrap=True)
+    if not all(check.ok for check in checks):
+        raise typer.Exit(int(ExitStatus.USER_ERROR))
 
 
 def main() -> None:

@@ -64,6 +64,8 @@ class NetBoxDouble:
         self.requests: list[str] = []
         self.delays: dict[str, float] = {}
         self.disconnects: list[str] = []
+        # what /api/status/ answers; tests may swap it (an older NetBox, say)
+        self.status: dict[str, Any] = {"netbox-version": "4.7.3", "django-version": "5.2"}
         self._stop = threading.Event()
         self._lifetime = lifetime
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -102,7 +104,7 @@ class NetBoxDouble:
                     double.disconnects.append(self.path)
                     return None
                 if path == "status":
-                    return self._json(200, {"netbox-version": "4.7.3", "django-version": "5.2"})
+                    return self._json(200, double.status)
                 if path not in DATA:
                     return self._html(404)
                 params: dict[str, list[str]] = {}

@@ -1,0 +1,231 @@
+"""`netbox-chat doctor`: can we reach Ollama, the model, NetBox, the sessions folder?
+
+Each check is one line, passed or failed, and a failed one names the fix. The
+checks are quick on purpose (short timeouts, no retries, no LangChain import)
+and never touch a session: the folder check creates and deletes a hidden temp
+file, nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from netbox_chat.config import Settings
+
+TIMEOUT = 3.0
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        mark = "✓" if self.ok else "✗"
+        text = f"{mark} {self.name}: {self.detail}"
+        return text if self.ok or not self.fix else f"{text} → {self.fix}"
+
+
+def run_checks(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
+    """Every check, in the order a user would fix them."""
+    checks = check_ollama(settings, timeout=timeout)
+    checks += asyncio.run(check_netbox(settings, timeout=timeout))
+    checks.append(check_sessions_folder(settings.sessions_dir))
+    return checks
+
+
+# --- Ollama ------------------------------------------------------------------------
+
+
+def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
+    url, model = settings.ollama_url, settings.model
+    try:
+        with httpx.Client(base_url=url, timeout=timeout) as http:
+            version = http.get("/api/version")
+            version.raise_for_status()
+            shown = http.post("/api/show", json={"model": model})
+    except httpx.HTTPError as exc:
+        reason = _http_reason(exc)
+        return [
+            Check(
+                "Ollama",
+                False,
+                f"cannot reach {url} ({reason})",
+                "start it with `ollama serve`, or point OLLAMA_HOST / --ollama-url at it",
+            ),
+            Check("model", False, f"{model}: not checked (Ollama unreachable)"),
+        ]
+    number = _json(version).get("version", "unknown version")
+    checks = [Check("Ollama", True, f"{url} (version {number})")]
+    if shown.status_code == 404:
+        checks.append(
+            Check(
+                "model",
+                False,
+                f"{model} is not pulled on this Ollama",
+                f"`ollama pull {model}`, or pick another with --model / NETBOX_CHAT_MODEL",
+            )
+        )
+        return checks
+    if shown.status_code != 200:
+        message = _json(shown).get("error") or shown.reason_phrase
+        checks.append(
+            Check("model", False, f"{model}: Ollama answered {shown.status_code}: {message}")
+        )
+        return checks
+    capabilities = _json(shown).get("capabilities")
+    if capabilities is None:
+        checks.append(Check("model", True, f"{model} (this Ollama does not report tool support)"))
+    elif "tools" in capabilities:
+        checks.append(Check("model", True, f"{model} (supports tools)"))
+    else:
+        checks.append(
+            Check(
+                "model",
+                False,
+                f"{model} does not support tool calling",
+                "choose a tool-capable model (qwen3:8b, llama3.1, ...) with --model",
+            )
+        )
+    return checks
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    try:
+        data = response.json()
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _http_reason(exc: httpx.HTTPError) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {TIMEOUT:g}s"
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"HTTP {exc.response.status_code}"
+    return str(exc) or type(exc).__name__
+
+
+# --- NetBox --------------------------------------------------------------------------
+
+
+async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
+    from netbox_chat.netbox.client import (
+        NetBoxAuthError,
+        NetBoxClient,
+        NetBoxConnectionError,
+        NetBoxError,
+        NetBoxTimeout,
+    )
+
+    if settings.netbox_url is None:
+        return [
+            Check("NetBox", False, "not configured", "set NETBOX_URL (or pass --netbox-url)"),
+            Check("token", False, "not checked (no NetBox URL)"),
+            Check("NetBox version", False, "not checked (no NetBox URL)"),
+        ]
+    client = NetBoxClient(settings.netbox_url, settings.netbox_token, timeout=timeout, retries=0)
+    where = client.scrub(settings.netbox_url)
+    try:
+        status = await client.status()
+    except (NetBoxConnectionError, NetBoxTimeout) as exc:
+        return [
+            Check("NetBox", False, str(exc), "check NETBOX_URL and that NetBox is running"),
+            Check("token", False, "not checked (NetBox unreachable)"),
+            Check("NetBox version", False, "not checked (NetBox unreachable)"),
+        ]
+    except NetBoxAuthError as exc:
+        token_fix = (
+            "set NETBOX_TOKEN to an API token (NetBox → your profile → API tokens)"
+            if settings.netbox_token is None
+            else "NETBOX_TOKEN is wrong, expired or lacks permission: create a new one"
+        )
+        return [
+            Check("NetBox", True, f"{where} answered"),
+            Check("token", False, str(exc), token_fix),
+            Check("NetBox version", False, "not checked (the token was refused)"),
+        ]
+    except NetBoxError as exc:
+        return [
+            Check("NetBox", False, str(exc), "is NETBOX_URL the NetBox base URL?"),
+            Check("token", False, "not checked"),
+            Check("NetBox version", False, "not checked"),
+        ]
+    finally:
+        await client.aclose()
+    checks = [Check("NetBox", True, f"{where} answered")]
+    if settings.netbox_token is None:
+        checks.append(
+            Check(
+                "token",
+                False,
+                "NETBOX_TOKEN is not set (this NetBox answers without one, most do not)",
+                "set NETBOX_TOKEN to an API token",
+            )
+        )
+    else:
+        checks.append(Check("token", True, "accepted"))
+    version = status.get("netbox-version")
+    if not version:
+        checks.append(
+            Check(
+                "NetBox version",
+                False,
+                "/api/status/ did not say (is this NetBox?)",
+                "point NETBOX_URL at a NetBox 4.x",
+            )
+        )
+    elif not str(version).startswith("4."):
+        checks.append(
+            Check(
+                "NetBox version",
+                False,
+                f"{version}: netbox-chat's tools are written for NetBox 4.x",
+                "upgrade NetBox, or expect refused filters",
+            )
+        )
+    else:
+        checks.append(Check("NetBox version", True, str(version)))
+    return checks
+
+
+# --- the sessions folder -----------------------------------------------------------------
+
+
+def check_sessions_folder(root: Path) -> Check:
+    """Create and delete a hidden temp file; never open a session."""
+    name = "sessions folder"
+    fix = "fix its permissions or free space, or set NETBOX_CHAT_SESSIONS / --sessions-dir"
+    if not root.exists():
+        parent = next((p for p in root.absolute().parents if p.exists()), None)
+        if parent is None or not parent.is_dir():
+            return Check(name, False, f"{root} cannot be created", fix)
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return Check(name, False, f"{root} cannot be created: {_denied_reason(parent)}", fix)
+        return Check(name, True, f"{root} (will be created, 0700)")
+    if not root.is_dir():
+        return Check(name, False, f"{root} is not a folder: {os.strerror(errno.ENOTDIR)}", fix)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".doctor-", dir=root)
+    except OSError as exc:
+        return Check(name, False, f"{root} is not writable: {exc.strerror}", fix)
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return Check(name, True, f"{root} (writable)")
+
+
+def _denied_reason(path: Path) -> str:
+    read_only = os.statvfs(path).f_flag & os.ST_RDONLY
+    return os.strerror(errno.EROFS if read_only else errno.EACCES)

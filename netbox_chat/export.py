@@ -1,0 +1,224 @@
+"""`netbox-chat export`: a session's transcript as Markdown or JSON.
+
+Read from the session's own ledger (the `turns` and `history_edits` tables),
+on a read-only connection: exporting never writes the file, never takes the
+lock (a session open in another netbox-chat can be exported), and never
+imports LangChain. The ledger holds every turn, including the ones the model
+no longer sees (cancelled, failed, interrupted, rewound), which is what a
+transcript has to show; the checkpoints hold only what the model sees.
+
+The NetBox token is never part of a session, and the secrets passed in are
+masked anyway, so an export cannot leak one.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any, Literal
+
+from netbox_chat.sessions import (
+    _TURN_COLUMNS,
+    SessionStore,
+    Turn,
+    UnreadableSession,
+    _turn_from_row,
+    check_schema,
+    read_only_connection,
+)
+
+Format = Literal["md", "json"]
+
+STATUS_NOTES = {
+    "done": "",
+    "running": "running (or the process ended; rolled back when the session is next opened)",
+    "cancelled": "cancelled, rolled back: the model does not see it",
+    "failed": "failed, rolled back: the model does not see it",
+    "interrupted": "interrupted (the process ended), rolled back: the model does not see it",
+    "rewound": "rewound: set aside by a rewind, the model does not see it",
+}
+
+
+def read_transcript(store: SessionStore, session_id: str) -> dict[str, Any]:
+    """The session's transcript as plain data (what the JSON export prints)."""
+    path = store.path_for(session_id)
+    try:
+        with read_only_connection(path) as conn:
+            if check_schema(conn) == 0:
+                raise UnreadableSession("not a netbox-chat session (no session tables)")
+            meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
+            rows = conn.execute(f"SELECT {_TURN_COLUMNS} FROM turns ORDER BY number").fetchall()
+            edits = conn.execute(
+                "SELECT kind, at, detail FROM history_edits ORDER BY id"
+            ).fetchall()
+    except UnreadableSession as exc:
+        raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
+    turns = [_turn_from_row(row) for row in rows]
+    done = [t for t in turns if t.status == "done"]
+    return {
+        "session": session_id,
+        "title": meta.get("title", ""),
+        "model": meta.get("model", ""),
+        "created_at": meta.get("created_at", ""),
+        "schema_version": int(meta.get("schema_version", "0")),
+        "totals": {
+            "turns": len(turns),
+            "answered": len(done),
+            "tokens_in": sum(t.tokens_in for t in turns),
+            "tokens_out": sum(t.tokens_out for t in turns),
+            "tool_calls": sum(len(t.tool_calls) for t in turns),
+        },
+        "turns": [_turn_json(t) for t in turns],
+        "edits": [
+            {"kind": kind, "at": at, **json.loads(detail or "{}")} for kind, at, detail in edits
+        ],
+    }
+
+
+def _turn_json(turn: Turn) -> dict[str, Any]:
+    return {
+        "number": turn.number,
+        "status": turn.status,
+        "seen_by_model": turn.status == "done",
+        "question": turn.question,
+        "answer": turn.answer,
+        "started_at": turn.started_at,
+        "ended_at": turn.ended_at,
+        "tokens": {"in": turn.tokens_in, "out": turn.tokens_out},
+        "tool_calls": [asdict(call) for call in turn.tool_calls],
+        "rolled_back_messages": turn.rolled_back,
+        "error": turn.error,
+    }
+
+
+def export_session(
+    store: SessionStore,
+    session_id: str,
+    fmt: Format = "md",
+    *,
+    secrets: Sequence[str | None] = (),
+) -> str:
+    """The transcript of `session_id` in `fmt`, with every secret masked."""
+    transcript = read_transcript(store, session_id)
+    if fmt == "json":
+        text = json.dumps(transcript, indent=2, ensure_ascii=False) + "\n"
+    elif fmt == "md":
+        text = to_markdown(transcript)
+    else:
+        raise ValueError(f"unknown export format {fmt!r} (md or json)")
+    return mask(text, secrets)
+
+
+def mask(text: str, secrets: Sequence[str | None]) -> str:
+    for secret in secrets:
+        if not secret:
+            continue
+        parts = [secret, *([secret.split(".", 1)[1]] if "." in secret else [])]
+        for part in parts:
+            if len(part) >= 8:
+                text = text.replace(part, "***")
+    return text
+
+
+# --- Markdown ------------------------------------------------------------------------------
+
+
+def to_markdown(transcript: dict[str, Any]) -> str:
+    totals = transcript["totals"]
+    out = [
+        f"# netbox-chat session {transcript['session']}",
+        "",
+        f"- title: {transcript['title'] or '(no question yet)'}",
+        f"- model: {transcript['model']}",
+        f"- created: {transcript['created_at']}",
+        f"- turns: {totals['turns']} ({totals['answered']} answered), "
+        f"tokens {totals['tokens_in']} in / {totals['tokens_out']} out, "
+        f"{totals['tool_calls']} tool call(s)",
+        "",
+    ]
+    edits_after: dict[int, list[dict[str, Any]]] = {}
+    for edit in transcript["edits"]:
+        # A rewind to turn N happens after the turns it sets aside; a
+        # compaction after the last finished turn (its after_turn).
+        position = max([int(edit.get("after_turn", 0)), *map(int, edit.get("set_aside", []))])
+        edits_after.setdefault(position, []).append(edit)
+    last = 0
+    for turn in transcript["turns"]:
+        out += _edits_md(edits_after, last, turn["number"])
+        out += _turn_md(turn)
+        last = turn["number"]
+    out += _edits_md(edits_after, last, None)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _edits_md(
+    edits_after: dict[int, list[dict[str, Any]]], since: int, before: int | None
+) -> list[str]:
+    """Edits recorded after turn `since` and before turn `before` starts."""
+    lines: list[str] = []
+    for after in sorted(edits_after):
+        if after < since or (before is not None and after >= before):
+            continue
+        for edit in edits_after.pop(after):
+            lines += [f"> **history edit ({edit['at']})**: {_edit_text(edit)}", ""]
+    return lines
+
+
+def _edit_text(edit: dict[str, Any]) -> str:
+    where = f"turn {edit['after_turn']}" if edit.get("after_turn") else "the start"
+    if edit["kind"] == "rewind":
+        aside = edit.get("set_aside") or []
+        also = f"; turn(s) {', '.join(map(str, aside))} set aside" if aside else ""
+        return (
+            f"rewound to {where} ({edit.get('messages_before', '?')} → "
+            f"{edit.get('message_count', '?')} messages{also})"
+        )
+    if edit["kind"] == "compact":
+        return (
+            f"compacted after {where}: {edit.get('summarized', '?')} message(s) summarized, "
+            f"{edit.get('kept_exchanges', '?')} exchange(s) kept, "
+            f"{edit.get('messages_before', '?')} → {edit.get('message_count', '?')} messages, "
+            f"{edit.get('chars_before', '?')} → {edit.get('chars_after', '?')} characters "
+            f"(tokens {edit.get('tokens_in', 0)} in / {edit.get('tokens_out', 0)} out)"
+        )
+    return f"{edit['kind']} after {where}"
+
+
+def _turn_md(turn: dict[str, Any]) -> list[str]:
+    status = turn["status"]
+    mark = "" if status == "done" else f" · {status.upper()}"
+    tokens = turn["tokens"]
+    lines = [
+        f"## Turn {turn['number']}{mark}",
+        "",
+        f"_{turn['started_at']} · tokens {tokens['in']} in / {tokens['out']} out_",
+        "",
+    ]
+    if status != "done":
+        note = STATUS_NOTES.get(status, status)
+        if turn["rolled_back_messages"]:
+            note += f" ({turn['rolled_back_messages']} message(s) removed)"
+        lines += [f"> ⚠ {note}", ""]
+        if turn["error"]:
+            lines += [f"> error: {turn['error']}", ""]
+    lines += [f"**Question:** {turn['question']}", ""]
+    if turn["tool_calls"]:
+        lines.append("Tool calls:")
+        lines.append("")
+        for call in turn["tool_calls"]:
+            args = json.dumps(call["args"], ensure_ascii=False, sort_keys=True)
+            flag = " **(error)**" if call["error"] else ""
+            lines.append(
+                f"- `{call['name']}` `{args}` → {call['result_chars']} chars, "
+                f"{call['seconds']:.2f}s{flag}"
+            )
+        lines.append("")
+    if turn["answer"]:
+        lines += ["**Answer:**", "", turn["answer"], ""]
+    elif status == "done":
+        lines += ["**Answer:** (empty)", ""]
+    return lines

@@ -1,0 +1,106 @@
+"""`netbox-chat doctor` against the scripted Ollama server and the NetBox double:
+one line per check, ✓ or ✗ with the fix, non-zero exit when anything is wrong,
+and no session touched."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from tests.conftest import TEST_TOKEN
+from tests.netbox_double import NetBoxDouble
+
+
+def doctor(env: dict[str, str]) -> tuple[int, list[str]]:
+    result = CliRunner().invoke(app, ["doctor"], env=env)
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    return result.exit_code, result.stdout.splitlines()
+
+
+def closed_port() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def line(lines: list[str], name: str) -> str:
+    (found,) = [text for text in lines if text[2:].startswith(f"{name}:")]
+    return found
+
+
+def test_all_good(chat_env: dict[str, str], sessions_dir: Path) -> None:
+    started = time.monotonic()
+    code, lines = doctor(chat_env)
+    assert code == 0, lines
+    assert [text[0] for text in lines] == ["✓"] * 6
+    assert "(version 0.12.0)" in line(lines, "Ollama")
+    assert "qwen3:8b (supports tools)" in line(lines, "model")
+    assert line(lines, "NetBox version").endswith("4.7.3")
+    assert "will be created" in line(lines, "sessions folder")
+    assert not sessions_dir.exists()  # doctor creates nothing
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(
+    ("env", "check", "words"),
+    [
+        ({"OLLAMA_HOST": "CLOSED"}, "Ollama", "start it with `ollama serve`"),
+        ({"NETBOX_CHAT_MODEL": "llama9:70b"}, "model", "`ollama pull llama9:70b`"),
+        ({"NETBOX_CHAT_MODEL": "gemma:2b"}, "model", "does not support tool calling"),
+        ({"NETBOX_URL": "CLOSED"}, "NetBox", "check NETBOX_URL"),
+        ({"NETBOX_URL": ""}, "NetBox", "set NETBOX_URL"),
+        ({"NETBOX_TOKEN": "nbt_nope0000000.wrongwrongwrongwrong"}, "token", "create a new one"),
+        ({"NETBOX_TOKEN": ""}, "token", "set NETBOX_TOKEN"),
+    ],
+    ids=[
+        "ollama-down",
+        "model-missing",
+        "model-no-tools",
+        "netbox-down",
+        "netbox-unset",
+        "token-wrong",
+        "token-unset",
+    ],
+)
+def test_each_failure_is_one_line_with_its_fix(
+    chat_env: dict[str, str], env: dict[str, str], check: str, words: str
+) -> None:
+    env = {k: closed_port() if v == "CLOSED" else v for k, v in env.items()}
+    code, lines = doctor({**chat_env, **env})
+    assert code == 1
+    failed = line(lines, check)
+    assert failed.startswith("✗") and words in failed
+    assert "→" in failed  # the fix is on the same line
+    assert len(lines) == 6
+    for text in lines:
+        assert TEST_TOKEN not in text and TEST_TOKEN.split(".")[1] not in text
+
+
+def test_sessions_folder_checks_touch_no_session(
+    chat_env: dict[str, str], sessions_dir: Path, tmp_path: Path
+) -> None:
+    sessions_dir.mkdir(mode=0o700)
+    session = sessions_dir / "abcd1234.sqlite"
+    session.write_bytes(b"pretend session")
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in sessions_dir.iterdir())
+    code, lines = doctor(chat_env)
+    assert code == 0 and "(writable)" in line(lines, "sessions folder")
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in sessions_dir.iterdir()) == before
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, lines = doctor({**chat_env, "NETBOX_CHAT_SESSIONS": str(blocker)})
+    assert code == 1 and "Not a directory" in line(lines, "sessions folder")
+
+
+def test_a_netbox_that_is_not_4x_is_flagged(chat_env: dict[str, str]) -> None:
+    with NetBoxDouble(token=TEST_TOKEN) as old:
+        old.status = {"netbox-version": "3.7.8"}
+        code, lines = doctor({**chat_env, "NETBOX_URL": old.url})
+    assert code == 1
+    assert "3.7.8" in line(lines, "NetBox version") and line(lines, "NetBox version")[0] == "✗"

@@ -1,0 +1,143 @@
+"""`netbox-chat export`: a transcript with tool calls and tokens per turn, with
+cancelled/failed/interrupted and rewound turns marked and history edits noted;
+read-only, and never the token. Sessions are made by the real CLI against the
+scripted Ollama server and the NetBox double."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from netbox_chat.sessions import SessionFile, SessionStore
+from tests.conftest import TEST_TOKEN
+from tests.ollama_server import ScriptedOllama, StreamError, Text, ToolCall
+
+
+def run(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args), env=env)
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def folder_hash(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+
+
+def build_session(env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path) -> str:
+    """Turn 1 done with a tool call, turn 2 failed mid-stream, turn 3 done, then
+    a rewind to turn 1 (turn 3 set aside) and an interrupted turn 4."""
+    ollama.script(
+        [ToolCall("get_objects", {"object_type": "dcim.device", "filters": {"site": "dm-akron"}})],
+        [Text("Three devices at **DM-Akron**.")],
+    )
+    code, out, err = run(env, "ask", "devices at Akron?", "--json")
+    assert code == 0, err
+    sid = str(json.loads(out)["session"])
+    ollama.script([Text("Half an"), StreamError("model crashed")])
+    assert run(env, "ask", "and Columbus?", "--session", sid)[0] == 1
+    ollama.script([Text("Three sites.")])
+    assert run(env, "ask", "how many sites?", "--session", sid)[0] == 0
+    # a rewind and a crashed turn, recorded the way the REPL and a kill -9 leave them
+    with SessionFile.open(SessionStore(sessions_dir), sid) as session:
+        session.mark_rewound(1)
+        session.record_edit(
+            "rewind", after_turn=1, message_count=4, messages_before=6, set_aside=[3]
+        )
+        session.begin_turn("left running", base_checkpoint_id=None, message_ids=[])
+    return sid
+
+
+def test_markdown_transcript(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    sid = build_session(chat_env, ollama, sessions_dir)
+    before = folder_hash(sessions_dir)
+    code, md, err = run(chat_env, "export", sid[:4])
+    assert code == 0, err
+    assert folder_hash(sessions_dir) == before  # export never writes the session
+    assert md.startswith(f"# netbox-chat session {sid}\n")
+    assert "**Question:** devices at Akron?" in md
+    assert "Three devices at **DM-Akron**." in md
+    assert '`get_objects` `{"filters": {"site": "dm-akron"}, "object_type": "dcim.device"}`' in md
+    assert "chars," in md
+    turn2 = md[md.index("## Turn 2") : md.index("## Turn 3")]
+    assert "FAILED" in turn2 and "rolled back" in turn2 and "model crashed" in turn2
+    turn3 = md[md.index("## Turn 3") : md.index("## Turn 4")]
+    assert "REWOUND" in turn3
+    assert "RUNNING" in md[md.index("## Turn 4") :]
+    # the rewind is noted where it happened: after turn 3, before turn 4
+    assert md.index("## Turn 3") < md.index("rewound to turn 1") < md.index("## Turn 4")
+    assert "history edit" in md and "rewound to turn 1" in md and "turn(s) 3 set aside" in md
+    assert TEST_TOKEN not in md and TEST_TOKEN.split(".")[1] not in md
+
+
+def test_json_transcript_has_tokens_per_turn(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    sid = build_session(chat_env, ollama, sessions_dir)
+    code, out, err = run(chat_env, "export", sid, "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["session"] == sid and data["model"] == "qwen3:8b"
+    statuses = [(t["number"], t["status"], t["seen_by_model"]) for t in data["turns"]]
+    assert statuses == [
+        (1, "done", True),
+        (2, "failed", False),
+        (3, "rewound", False),
+        (4, "running", False),
+    ]
+    first = data["turns"][0]
+    assert first["tokens"]["in"] > 0 and first["tokens"]["out"] > 0
+    assert first["tool_calls"][0]["name"] == "get_objects"
+    assert first["tool_calls"][0]["result_chars"] > 0
+    assert data["turns"][1]["rolled_back_messages"] >= 1
+    assert data["totals"]["tokens_in"] == sum(t["tokens"]["in"] for t in data["turns"])
+    assert data["edits"] == [
+        {
+            "kind": "rewind",
+            "at": data["edits"][0]["at"],
+            "after_turn": 1,
+            "message_count": 4,
+            "messages_before": 6,
+            "set_aside": [3],
+        }
+    ]
+
+
+def test_export_to_a_file_and_the_errors(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path, tmp_path: Path
+) -> None:
+    sid = build_session(chat_env, ollama, sessions_dir)
+    target = tmp_path / "out.json"
+    code, out, err = run(chat_env, "export", sid, "-f", "json", "-o", str(target))
+    assert code == 0 and out == "" and f"wrote {target}" in err
+    assert json.loads(target.read_text())["session"] == sid
+    assert target.stat().st_mode & 0o777 == 0o600
+
+    assert run(chat_env, "export", sid, "--format", "pdf")[0] == 1
+    assert run(chat_env, "export", "zzzzzzzz")[0] == 1
+    code, _, err = run(chat_env, "export", sid, "-o", str(tmp_path / "no" / "such" / "dir.md"))
+    assert code == 1 and "No such file or directory" in err
+
+
+def test_export_masks_a_token_even_if_one_got_into_the_ledger(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """Belt and braces: the token never reaches a session, but if a tool's
+    arguments ever carried it, the export still would not show it."""
+    ollama.script([Text("ok")])
+    code, out, _ = run(chat_env, "ask", "hi", "--json")
+    sid = str(json.loads(out)["session"])
+    conn = sqlite3.connect(sessions_dir / f"{sid}.sqlite")
+    conn.execute("UPDATE turns SET question = ?", (f"my token is {TEST_TOKEN}",))
+    conn.commit()
+    conn.close()
+    for fmt in ("md", "json"):
+        code, text, _ = run(chat_env, "export", sid, "--format", fmt)
+        assert code == 0 and TEST_TOKEN not in text and TEST_TOKEN.split(".")[1] not in text
+        assert "my token is ***" in text
