@@ -81,6 +81,10 @@ NetboxUrl = Annotated[
 ]
 ThreadArg = Annotated[str, typer.Argument(help="Session id, or a unique prefix of one.")]
 
+# `ls` shows this many of the newest sessions unless --all: a table of a
+# thousand rows costs most of a second to draw and nobody reads it.
+LS_ROWS = 20
+
 stdout = Console(highlight=False)
 stderr = Console(stderr=True, highlight=False)
 
@@ -183,18 +187,29 @@ def resume(
 
 @app.command("ls")
 def list_sessions(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (every session) instead of a table.")
+    ] = False,
+    show_all: Annotated[
+        bool, typer.Option("--all", "-a", help=f"Show every session, not the newest {LS_ROWS}.")
+    ] = False,
     sessions_dir: SessionsDir = None,
 ) -> None:
     """List sessions, most recently active first. Never writes anything."""
     store = SessionStore(settings_from(sessions_dir).sessions_dir)
-    summaries = sorted(store.list_sessions(), key=lambda s: s.last_active, reverse=True)
+    limit = None if as_json or show_all else LS_ROWS
+    summaries = sorted(store.list_sessions(limit), key=lambda s: s.last_active, reverse=True)
     if as_json:
         print(json.dumps([s.as_json() for s in summaries], indent=2))
     elif not summaries:
         stderr.print(f"no sessions in {store.root}; start one with `netbox-chat`")
     else:
         stdout.print(render.sessions_table(summaries))
+        hidden = len(store.session_ids()) - len(summaries)
+        if hidden > 0:
+            stderr.print(
+                f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them"
+            )
 
 
 @app.command()

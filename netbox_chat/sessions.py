@@ -289,14 +289,31 @@ class SessionStore:
             raise AmbiguousSession(prefix, matches)
         return prefix if prefix in matches else matches[0]
 
-    def most_recent(self) -> str:
-        readable = [s for s in self.list_sessions() if s.unreadable is None]
-        if not readable:
-            raise NoSuchSession(f"no sessions to resume in {self.root}")
-        return max(readable, key=lambda s: s.last_active).id
+    def ids_by_recency(self) -> list[str]:
+        """Newest first by the time a file (or its -wal) was last written.
 
-    def list_sessions(self) -> list[SessionSummary]:
-        return [self.summarize(sid) for sid in self.session_ids()]
+        One stat per file, so `ls` and `resume` can order a big store without
+        opening every session."""
+
+        def last_written(session_id: str) -> float:
+            path = self.path_for(session_id)
+            times = []
+            for candidate in (path, Path(f"{path}-wal")):
+                with contextlib.suppress(OSError):
+                    times.append(candidate.stat().st_mtime)
+            return max(times, default=0.0)
+
+        return sorted(self.session_ids(), key=last_written, reverse=True)
+
+    def most_recent(self) -> str:
+        for session_id in self.ids_by_recency():
+            if self.summarize(session_id).unreadable is None:
+                return session_id
+        raise NoSuchSession(f"no sessions to resume in {self.root}")
+
+    def list_sessions(self, limit: int | None = None) -> list[SessionSummary]:
+        """Summaries of the `limit` most recently written sessions (all by default)."""
+        return [self.summarize(sid) for sid in self.ids_by_recency()[:limit]]
 
     def summarize(self, session_id: str) -> SessionSummary:
         """Read one session's summary without writing anything anywhere."""

@@ -123,3 +123,25 @@ def test_every_command_explains_its_settings_in_help() -> None:
         "NETBOX_CHAT_SESSIONS"
         in runner.invoke(app, ["ls", "--help"], env={"COLUMNS": "200"}).stdout
     )
+
+
+def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> None:
+    import os
+
+    from netbox_chat.cli import LS_ROWS
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    store = SessionStore(sessions_dir)
+    ids = [make_session(store, f"question {n}") for n in range(LS_ROWS + 2)]
+    for age, session_id in enumerate(reversed(ids)):  # the last made is the newest
+        os.utime(store.path_for(session_id), (1_700_000_000 - age, 1_700_000_000 - age))
+    runner = CliRunner()
+    env = {"NETBOX_CHAT_SESSIONS": str(sessions_dir), "COLUMNS": "200"}
+    table = runner.invoke(app, ["ls"], env=env)
+    assert table.exit_code == 0
+    assert ids[-1] in table.stdout and ids[0] not in table.stdout and ids[1] not in table.stdout
+    assert "2 older session(s) not shown" in table.stderr
+    everything = runner.invoke(app, ["ls", "--all"], env=env)
+    assert all(session_id in everything.stdout for session_id in ids)
+    assert len(json.loads(runner.invoke(app, ["ls", "--json"], env=env).stdout)) == len(ids)
