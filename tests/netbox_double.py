@@ -68,13 +68,17 @@ class NetBoxDouble:
         self.status: dict[str, Any] = {"netbox-version": "4.7.3", "django-version": "5.2"}
         self._stop = threading.Event()
         self._lifetime = lifetime
+        self._timer: threading.Timer | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def __enter__(self) -> Self:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        threading.Timer(self._lifetime, self.stop).start()
+        # The lifetime guard must not keep the test process alive at exit.
+        self._timer = threading.Timer(self._lifetime, self.stop)
+        self._timer.daemon = True
+        self._timer.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -83,6 +87,8 @@ class NetBoxDouble:
     def stop(self) -> None:
         if not self._stop.is_set():
             self._stop.set()
+            if self._timer is not None:
+                self._timer.cancel()
             self._server.shutdown()
             self._server.server_close()
 
