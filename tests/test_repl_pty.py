@@ -181,3 +181,19 @@ def test_ctrl_c_cancels_and_rolls_back_at_any_moment(
     sent = json.dumps(ollama.requests[-1]["messages"])  # I4
     assert "list the sites" in sent and "next question" in sent
     assert "the question to cancel" not in sent
+
+
+def test_pasting_several_lines_sends_them_as_one_question(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script([Text("Both noted.")])
+    child = spawn(chat_env)
+    child.send(
+        "\x1b[200~which sites are active?\nand which are planned?\x1b[201~"
+    )  # bracketed paste
+    child.send("\r")
+    child.expect("Both noted.")
+    child.expect(PROMPT)
+    leave(child)
+    question = ollama.requests[-1]["messages"][-1]["content"]
+    assert question == "which sites are active?\nand which are planned?"
