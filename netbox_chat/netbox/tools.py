@@ -311,19 +311,7 @@ class NetBoxTools:
         if not isinstance(data, dict) or "results" not in data:
             return _error(f"NetBox sent an unexpected answer for {ot.path} (no results list).")
         results = [_compact(r, top=True) for r in data.get("results") or []]
-        count = data.get("count", len(results))
-        envelope: dict[str, Any] = {"object_type": ot.name, "count": count}
-        kept, cut, dropped = _fit_list(envelope, results, self.budget)
-        envelope["returned"] = len(kept)
-        envelope["offset"] = off
-        nxt = off + len(kept)
-        envelope["next_offset"] = nxt if nxt < count else None
-        if cut or dropped:
-            envelope["truncated"] = self._truncation_note(len(results), len(kept), dropped, nxt)
-        if notes:
-            envelope["note"] = "; ".join(notes)
-        envelope["results"] = kept
-        return _dumps(envelope)
+        return self._page({"object_type": ot.name}, data, results, off, notes)
 
     def _shape_params(self, ot: ObjectType, fields: Any, brief: Any) -> list[tuple[str, str]]:
         names = check_fields(ot, fields)
@@ -490,15 +478,27 @@ class NetBoxTools:
         if not isinstance(data, dict) or "results" not in data:
             return _error("NetBox sent an unexpected answer for the changelog (no results list).")
         entries = [_change_entry(r) for r in data.get("results") or []]
-        count = data.get("count", len(entries))
-        envelope: dict[str, Any] = {"count": count}
-        kept, cut, dropped = _fit_list(envelope, entries, self.budget)
+        return self._page({}, data, entries, off, notes)
+
+    def _page(
+        self,
+        envelope: dict[str, Any],
+        data: dict[str, Any],
+        rows: list[Any],
+        off: int,
+        notes: list[str],
+    ) -> str:
+        """One page of a list answer, sized for the model: the total count, what
+        was returned, where the next page starts, and a marker if it was cut."""
+        count = data.get("count", len(rows))
+        envelope["count"] = count
+        kept, cut, dropped = _fit_list(envelope, rows, self.budget)
         envelope["returned"] = len(kept)
         envelope["offset"] = off
         nxt = off + len(kept)
         envelope["next_offset"] = nxt if nxt < count else None
         if cut or dropped:
-            envelope["truncated"] = self._truncation_note(len(entries), len(kept), dropped, nxt)
+            envelope["truncated"] = self._truncation_note(len(rows), len(kept), dropped, nxt)
         if notes:
             envelope["note"] = "; ".join(notes)
         envelope["results"] = kept
