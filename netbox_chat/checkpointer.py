@@ -6,6 +6,10 @@ their HTTP requests are aborted. The sync saver raises NotImplementedError for
 its async methods, so this bridge runs each sync method on a worker thread.
 It also counts in-flight worker calls: a write still running on a thread after
 a cancel would commit *after* the rollback, so rollback waits for `drain()`.
+
+`truncate_after` is how a turn is undone: the thread's rows are immutable and
+linear (one process per session), so deleting what a turn appended returns the
+head to the checkpoint it started from, exactly and in one transaction.
 """
 
 from __future__ import annotations
@@ -124,3 +128,26 @@ class BridgedSqliteSaver(SqliteSaver):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._on_thread(self.delete_thread, thread_id)
+
+    def truncate_after(self, thread_id: str, checkpoint_id: str | None, channel: str) -> list[Any]:
+        """Delete what was written on the thread after `checkpoint_id` (None: all of it).
+
+        Pass 1 deletes the checkpoints newer than it (ids are time-ordered, the
+        order SqliteSaver itself uses to find the head) with their writes; pass
+        2 deletes the writes left on `checkpoint_id` itself, where a run puts its
+        input and a cancelled step its pending results. Ancestors are never
+        touched, so every delta channel replays exactly as before. Returns the
+        decoded values the deleted writes held for `channel`, for the report.
+        """
+        after = checkpoint_id or ""
+        newer = "thread_id = ? AND checkpoint_id > ?"
+        on_base = "thread_id = ? AND checkpoint_id = ?"
+        with self.cursor(transaction=True) as cur:
+            rows = cur.execute(
+                f"SELECT type, value FROM writes WHERE channel = ? AND (({newer}) OR ({on_base}))",
+                (channel, thread_id, after, thread_id, after),
+            ).fetchall()
+            cur.execute(f"DELETE FROM checkpoints WHERE {newer}", (thread_id, after))
+            cur.execute(f"DELETE FROM writes WHERE {newer}", (thread_id, after))
+            cur.execute(f"DELETE FROM writes WHERE {on_base}", (thread_id, after))
+        return [self.serde.loads_typed((kind, value)) for kind, value in rows]

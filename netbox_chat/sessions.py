@@ -34,7 +34,7 @@ SUFFIX = ".sqlite"
 COMPANIONS = ("-wal", "-shm")
 _FORGETTING_PREFIX = ".forgetting-"
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 TurnStatus = Literal["running", "done", "cancelled", "failed", "interrupted", "rewound"]
 
@@ -132,8 +132,16 @@ CREATE TABLE IF NOT EXISTS history_edits (
 
 # Forward migrations: MIGRATIONS[n] takes a database at version n to n + 1.
 # Version 0 is a file with none of our tables (a brand-new session).
+# Version 2: a rollback truncates the rows a turn wrote instead of restoring a
+# list of message ids, so a turn keeps only the count of messages before it.
+_SCHEMA_V2 = """
+ALTER TABLE turns DROP COLUMN snapshot_message_ids;
+ALTER TABLE turns ADD COLUMN base_message_count INTEGER;
+"""
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
     0: lambda conn: conn.executescript(_SCHEMA_V1),
+    1: lambda conn: conn.executescript(_SCHEMA_V2),
 }
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -197,7 +205,7 @@ class Turn:
     started_at: str
     ended_at: str | None = None
     base_checkpoint_id: str | None = None
-    snapshot_message_ids: list[str] | None = None
+    base_message_count: int | None = None
     end_checkpoint_id: str | None = None
     tokens_in: int = 0
     tokens_out: int = 0
@@ -210,14 +218,13 @@ class Turn:
 
 _TURN_COLUMNS = (
     "number, question, status, started_at, ended_at, base_checkpoint_id, "
-    "snapshot_message_ids, end_checkpoint_id, tokens_in, tokens_out, tool_calls, "
+    "base_message_count, end_checkpoint_id, tokens_in, tokens_out, tool_calls, "
     "rolled_back, error, answer, message_count"
 )
 
 
 def _turn_from_row(row: tuple[Any, ...]) -> Turn:
     values = list(row)
-    values[6] = json.loads(values[6]) if values[6] else None
     values[10] = [ToolCallRecord(**call) for call in json.loads(values[10] or "[]")]
     return Turn(*values)
 
@@ -584,14 +591,14 @@ class SessionFile:
     # the turn ledger
 
     def begin_turn(
-        self, question: str, *, base_checkpoint_id: str | None, message_ids: list[str]
+        self, question: str, *, base_checkpoint_id: str | None, base_message_count: int
     ) -> int:
         """Record a turn as running, with its rollback point, before it starts."""
         with self.db:
             cur = self.db.execute(
                 "INSERT INTO turns(question, status, started_at, base_checkpoint_id, "
-                "snapshot_message_ids) VALUES (?, 'running', ?, ?, ?)",
-                (question, now_iso(), base_checkpoint_id, json.dumps(message_ids)),
+                "base_message_count) VALUES (?, 'running', ?, ?, ?)",
+                (question, now_iso(), base_checkpoint_id, base_message_count),
             )
             self.db.execute(
                 "UPDATE session_meta SET value = ? WHERE key = 'title' AND value = ''",
@@ -614,14 +621,12 @@ class SessionFile:
         answer: str | None = None,
         message_count: int | None = None,
     ) -> None:
-        """Close a turn's row. The message-id snapshot is dropped: it is only
-        needed while the turn can still be rolled back, and keeping it would
-        make the file grow with the square of the conversation."""
+        """Close a turn's row."""
         with self.db:
             self.db.execute(
                 "UPDATE turns SET status = ?, ended_at = ?, end_checkpoint_id = ?, "
                 "tokens_in = ?, tokens_out = ?, tool_calls = ?, rolled_back = ?, error = ?, "
-                "answer = ?, message_count = ?, snapshot_message_ids = NULL WHERE number = ?",
+                "answer = ?, message_count = ? WHERE number = ?",
                 (
                     status,
                     now_iso(),

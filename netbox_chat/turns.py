@@ -6,6 +6,11 @@ of finished turns. Every turn is recorded as `running` with its rollback point
 before it starts; whatever ends it other than success (Ctrl-C, an error, a
 crash found on the next open) restores that point the same way.
 
+A turn runs with `durability="exit"`: the graph keeps its steps in memory and
+writes one checkpoint when the run ends (or is cancelled), so a turn appends
+one checkpoint and its writes to the file, a crash mid-turn leaves nothing of
+the turn on disk, and a rollback only has to delete that tail.
+
 Nothing here prints: progress is reported as events to a sink, and the REPL
 or the one-shot `ask` renders them.
 """
@@ -215,13 +220,17 @@ class Conversation:
 
     def head_problems(self) -> list[str]:
         """Why the head is not a clean end of a turn (empty when it is)."""
+        return self._inspect_head()[2]
+
+    def _inspect_head(self) -> tuple[str | None, int, list[str]]:
+        """(head checkpoint id, its message count, why it is not a clean end of
+        a turn), from one read of the committed state."""
         head_tuple = self.saver.get_tuple(self.config)
         if head_tuple is None:
-            return []
+            return None, 0, []
+        head_id = str(head_tuple.config["configurable"]["checkpoint_id"])
         problems = []
-        snapshot = self.graph.get_state(
-            self.pinned(head_tuple.config["configurable"]["checkpoint_id"])
-        )
+        snapshot = self.graph.get_state(self.pinned(head_id))
         if snapshot.next:
             problems.append(f"the graph still has steps to run: {', '.join(snapshot.next)}")
         if head_tuple.pending_writes:
@@ -235,7 +244,7 @@ class Conversation:
                     problems.append(
                         f"tool call(s) without a result: {', '.join(map(str, missing))}"
                     )
-        return problems
+        return head_id, len(messages), problems
 
     # a turn
 
@@ -247,17 +256,15 @@ class Conversation:
         cancel cannot interrupt.
         """
         try:
-            problems = self.head_problems()
+            base, base_messages, problems = self._inspect_head()
             if problems:
                 raise DirtyHead(
                     "this session's last turn did not end cleanly ("
                     + "; ".join(problems)
                     + "); rewind to the last clean turn with /rewind"
                 )
-            base = self.head_checkpoint_id()
-            snapshot_ids = message_ids(self.committed_values(base).get("messages", []))
             number = self.session.begin_turn(
-                question, base_checkpoint_id=base, message_ids=snapshot_ids
+                question, base_checkpoint_id=base, base_message_count=base_messages
             )
         except _STORE_ERRORS as exc:  # no snapshot, no turn (and no model call)
             raise StoreError(
@@ -295,7 +302,7 @@ class Conversation:
                 return outcome
         sink(RollingBack(number, outcome.status))
         try:
-            outcome.rollback = self.rollback(number, base, snapshot_ids)
+            outcome.rollback = self.rollback(number, base, base_messages)
             self.session.finish_turn(
                 number,
                 outcome.status,
@@ -322,7 +329,9 @@ class Conversation:
     async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> None:
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
         inputs = {"messages": [HumanMessage(question)]}
-        stream: Any = self.graph.astream(inputs, self.config, stream_mode=["messages", "updates"])
+        stream: Any = self.graph.astream(
+            inputs, self.config, stream_mode=["messages", "updates"], durability="exit"
+        )
         async for mode, chunk in stream:
             if mode == "messages":
                 message, metadata = chunk
@@ -383,40 +392,39 @@ class Conversation:
     # rollback
 
     def rollback(
-        self, turn: int, base_checkpoint_id: str | None, snapshot_ids: list[str]
+        self, turn: int, base_checkpoint_id: str | None, base_message_count: int | None
     ) -> RollbackReport:
         """Snapshot-and-two-pass rollback, then verification.
 
-        Pass 1 writes every channel the turn changed back to its pre-turn value
-        on the current head (with `Overwrite`, which stores a snapshot and is
-        immune to writes landing later on the cancelled checkpoint), attributed
-        to the node that routes to `__end__`. Pass 2 re-reads the committed
-        state pinned to the new head and removes any message not in the
-        snapshot. Never forks: both passes write onto the head.
+        The snapshot is the ledger's rollback point: the head the turn started
+        from, an ancestor of everything the turn wrote. Pass 1 deletes the
+        checkpoints the turn appended after it; pass 2 deletes the writes the
+        turn left on it (its input, results of cancelled steps). What remains
+        is the pre-turn thread, row for row: nothing is written, so nothing
+        forks and the file does not grow. Verification reads the committed
+        state at the head and checks it is that point, with nothing to run.
         """
         # A bridged write still running on a worker thread would commit after
         # the rollback; wait for it first.
         self.saver.drain()
-        before = self.committed_values(base_checkpoint_id)
-        head_id = self.head_checkpoint_id()
-        removed = 0
-        if (head_id is not None and head_id != base_checkpoint_id) or self._has_pending_writes():
-            after = self.committed_values(head_id)
-            removed = len(set(message_ids(after.get("messages", []))) - set(snapshot_ids))
-            restore = self.restore_update(before, after)
-            if restore or self._has_pending_writes():
-                self.graph.update_state(self.config, restore, as_node=self.end_node)
-            # pass 2: whatever is still there and not in the snapshot goes
-            current = self.committed_values(self.head_checkpoint_id())
-            messages = current.get("messages", [])
-            kept = [m for m in messages if str(m.id) in set(snapshot_ids)]
-            if len(kept) != len(messages):
-                removed = max(removed, len(messages) - len(kept))
-                self.graph.update_state(
-                    self.config, {"messages": Overwrite(kept)}, as_node=self.end_node
-                )
-        problems = self.verify(before, snapshot_ids)
-        return RollbackReport(turn, removed, not problems, problems)
+        removed = self.saver.truncate_after(self.session.id, base_checkpoint_id, "messages")
+        problems = self.verify_rolled_back(base_checkpoint_id, base_message_count)
+        return RollbackReport(turn, _count_messages(removed), not problems, problems)
+
+    def verify_rolled_back(
+        self, base_checkpoint_id: str | None, base_message_count: int | None
+    ) -> list[str]:
+        """I1 (the messages are the pre-turn ones), I2 (nothing left to run or
+        pending) and I5 (every channel as before: the head *is* the pre-turn
+        checkpoint, and checkpoints never change)."""
+        head_id, messages, problems = self._inspect_head()
+        if head_id != base_checkpoint_id:
+            problems.append("the head is not the pre-turn checkpoint")
+        if base_message_count is not None and messages != base_message_count:
+            problems.append(
+                f"{messages} message(s) where the pre-turn snapshot had {base_message_count}"
+            )
+        return problems
 
     def _has_pending_writes(self) -> bool:
         head_tuple = self.saver.get_tuple(self.config)
@@ -471,7 +479,7 @@ class Conversation:
         try:
             for turn in self.session.running_turns():
                 report = self.rollback(
-                    turn.number, turn.base_checkpoint_id, turn.snapshot_message_ids or []
+                    turn.number, turn.base_checkpoint_id, turn.base_message_count
                 )
                 self.session.finish_turn(
                     turn.number,
@@ -497,6 +505,14 @@ def _update_messages(update: Any) -> list[BaseMessage]:
     if isinstance(messages, BaseMessage):
         return [messages]
     return [m for m in messages if isinstance(m, BaseMessage)] if isinstance(messages, list) else []
+
+
+def _count_messages(values: Sequence[Any]) -> int:
+    """Messages in a channel's writes (each write is one message or a list)."""
+    return sum(
+        len(value) if isinstance(value, list) else int(isinstance(value, BaseMessage))
+        for value in values
+    )
 
 
 def _join(first: str | None, problems: Sequence[str]) -> str | None:

@@ -45,14 +45,15 @@ def test_ask_writes_a_ledger_row_that_ls_reads_without_langchain(
     conn = sqlite3.connect(sessions_dir / f"{answer['session']}.sqlite")
     row = conn.execute(
         "SELECT number, question, status, tokens_in, tokens_out, tool_calls, answer, "
-        "snapshot_message_ids, end_checkpoint_id FROM turns"
+        "base_message_count, end_checkpoint_id, message_count FROM turns"
     ).fetchone()
     conn.close()
-    number, question, status, tokens_in, tokens_out, tool_calls, text, snapshot, end = row
+    number, question, status, tokens_in, tokens_out, tool_calls, text, before, end, after = row
     assert (number, question, status) == (1, "which devices are offline?", "done")
     assert (tokens_in, tokens_out) == (answer["tokens"]["in"], answer["tokens"]["out"])
     assert json.loads(tool_calls)[0]["args"]["filters"] == {"status": "offline"}
-    assert text == answer["answer"] and snapshot is None and end
+    assert text == answer["answer"] and end
+    assert (before, after) == (0, 4)  # question, tool call, tool result, answer
 
     probe = (
         "import sys, json\n"

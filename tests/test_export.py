@@ -48,7 +48,7 @@ def build_session(env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Pat
         session.record_edit(
             "rewind", after_turn=1, message_count=4, messages_before=6, set_aside=[3]
         )
-        session.begin_turn("left running", base_checkpoint_id=None, message_ids=[])
+        session.begin_turn("left running", base_checkpoint_id=None, base_message_count=0)
     return sid
 
 

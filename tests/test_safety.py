@@ -736,17 +736,21 @@ def test_io_error_mid_turn_by_fault_injection(
 
     sid = make_session(chat_env, ollama)
     real_put_writes = BridgedSqliteSaver.put_writes
-    calls = {"n": 0, "failing": True}
+    failing = [True]  # the turn's first write fails (a turn writes once, at its end)
 
     def flaky_put_writes(self: BridgedSqliteSaver, *args: Any, **kwargs: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] >= 3 and calls["failing"]:
-            if rollback_can_write:
-                calls["failing"] = False
+        if failing:
+            failing.clear()
             raise sqlite3.OperationalError("disk I/O error")
         real_put_writes(self, *args, **kwargs)
 
+    def failing_truncate(*args: Any, **kwargs: Any) -> list[Any]:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    real_truncate = BridgedSqliteSaver.truncate_after
     monkeypatch.setattr(BridgedSqliteSaver, "put_writes", flaky_put_writes)
+    if not rollback_can_write:  # the rollback's own deletes fail too
+        monkeypatch.setattr(BridgedSqliteSaver, "truncate_after", failing_truncate)
     ollama.script([ToolCall("get_objects", {"object_type": "dcim.device"})], [Text("Two.")])
     ran = cli(chat_env, "ask", "devices?", "--session", sid)
     assert ran.code == ExitStatus.STORE_ERROR
@@ -756,6 +760,7 @@ def test_io_error_mid_turn_by_fault_injection(
     else:
         assert "could not be rolled back now" in ran.line
     monkeypatch.setattr(BridgedSqliteSaver, "put_writes", real_put_writes)
+    monkeypatch.setattr(BridgedSqliteSaver, "truncate_after", real_truncate)
 
     ollama.script([Text("Back.")])
     again = cli(chat_env, "ask", "still there?", "--session", sid)

@@ -35,7 +35,7 @@ def folder_fingerprint(folder: Path) -> dict[str, str]:
 
 def make_session(store: SessionStore, question: str = "which sites?") -> str:
     with SessionFile.create(store, model="qwen3:8b") as session:
-        number = session.begin_turn(question, base_checkpoint_id=None, message_ids=[])
+        number = session.begin_turn(question, base_checkpoint_id=None, base_message_count=0)
         session.finish_turn(number, "done", answer="three", message_count=2)
         return session.id
 
@@ -174,6 +174,36 @@ def test_foreign_damaged_and_newer_files_are_refused_not_rewritten(tmp_path: Pat
         assert info.value.exit_status == ExitStatus.STORE_ERROR
         assert store.summarize(sid).unreadable
     assert folder_fingerprint(tmp_path) == before
+
+
+def test_a_session_from_schema_1_is_migrated_on_open(tmp_path: Path) -> None:
+    """Schema 1 kept every message id of a running turn; schema 2 keeps a count.
+    A file written by the previous release opens, keeps its ledger, and a turn
+    it left running is still there to roll back."""
+    store = SessionStore(tmp_path)
+    sid = make_session(store)
+    conn = sqlite3.connect(store.path_for(sid))
+    conn.executescript(
+        "ALTER TABLE turns DROP COLUMN base_message_count;"
+        "ALTER TABLE turns ADD COLUMN snapshot_message_ids TEXT;"
+        "UPDATE session_meta SET value = '1' WHERE key = 'schema_version';"
+        "INSERT INTO turns(question, status, started_at, snapshot_message_ids) "
+        "VALUES ('left running', 'running', '2026-11-01T00:00:00+00:00', '[\"a\", \"b\"]');"
+    )
+    conn.commit()
+    conn.close()
+
+    with SessionFile.open(store, sid) as session:
+        assert session.meta()["schema_version"] == "2"
+        assert [(t.question, t.status) for t in session.turns()] == [
+            ("which sites?", "done"),
+            ("left running", "running"),
+        ]
+        assert session.running_turns()[0].base_message_count is None
+    columns = [
+        row[1] for row in sqlite3.connect(store.path_for(sid)).execute("PRAGMA table_info(turns)")
+    ]
+    assert "snapshot_message_ids" not in columns and "base_message_count" in columns
 
 
 def test_unwritable_folder_fails_closed(tmp_path: Path) -> None:

@@ -140,6 +140,46 @@ async def test_cancel_between_parallel_tools_restores_everything(
     resumed.session.close()
 
 
+def thread_rows(conversation: Conversation) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row LangGraph keeps for the thread, as stored."""
+    conn = conversation.saver.conn
+    return {
+        "checkpoints": conn.execute(
+            "SELECT checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM checkpoints "
+            "ORDER BY checkpoint_id"
+        ).fetchall(),
+        "writes": conn.execute(
+            "SELECT checkpoint_id, task_id, idx, channel, value FROM writes ORDER BY 1, 2, 3"
+        ).fetchall(),
+    }
+
+
+async def test_a_cancelled_turn_leaves_the_thread_row_for_row_as_it_was(
+    conversation: Conversation, ollama: ScriptedOllama
+) -> None:
+    """A rollback writes nothing: no restore checkpoint, no fork, no growth;
+    the turn's checkpoint, its tool result and its note in `files` are gone."""
+    ollama.script([Text("first answer")])
+    await conversation.run_turn("first question")
+    first = thread_rows(conversation)
+    ollama.script([ToolCall("fast_lookup", {"query": "z"})], [Text("second answer")])
+    await conversation.run_turn("second question")
+    before = thread_rows(conversation)
+    # a finished turn is stored once, at its end: one checkpoint, whatever its steps
+    assert len(before["checkpoints"]) == len(first["checkpoints"]) + 1
+
+    ollama.script(
+        [ToolCall("fast_lookup", {"query": "a"}), ToolCall("slow_lookup", {"query": "b"})]
+    )
+    outcome = await cancel_when(
+        conversation, "cancelled question", lambda e: isinstance(e, ToolFinished)
+    )
+    assert outcome.rollback is not None and outcome.rollback.verified
+    # the question, the model's tool calls and the fast tool's result
+    assert outcome.rollback.removed_messages == 3
+    assert thread_rows(conversation) == before
+
+
 async def test_a_result_that_lands_after_the_rollback_never_appears(
     conversation: Conversation, ollama: ScriptedOllama
 ) -> None:
