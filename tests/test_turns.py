@@ -180,6 +180,33 @@ async def test_a_cancelled_turn_leaves_the_thread_row_for_row_as_it_was(
     assert thread_rows(conversation) == before
 
 
+async def test_each_turn_adds_about_the_same_bytes_however_long_the_session(
+    conversation: Conversation, ollama: ScriptedOllama
+) -> None:
+    """The message list is never stored again as a whole (deepagents would
+    snapshot it every 50 updates: the file would grow with the square of the
+    conversation). Turns 31-40 must cost what turns 1-10 did."""
+
+    def stored_bytes() -> int:
+        conn = conversation.saver.conn
+        (checkpoints,) = conn.execute(
+            "SELECT sum(length(checkpoint) + length(metadata)) FROM checkpoints"
+        ).fetchone()
+        (writes,) = conn.execute("SELECT sum(length(value)) FROM writes").fetchone()
+        return int(checkpoints or 0) + int(writes or 0)
+
+    conversation.saver.setup()
+    windows = []
+    for _ in range(4):
+        start = stored_bytes()
+        for turn in range(10):
+            ollama.script([Text(f"answer number {turn:02d}, always the same length")])
+            assert (await conversation.run_turn(f"question {turn:02d}?")).status == "done"
+        windows.append(stored_bytes() - start)
+    assert len(conversation.messages()) == 80
+    assert max(windows) <= 1.2 * windows[0], windows
+
+
 async def test_a_result_that_lands_after_the_rollback_never_appears(
     conversation: Conversation, ollama: ScriptedOllama
 ) -> None:
