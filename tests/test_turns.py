@@ -207,6 +207,41 @@ async def test_each_turn_adds_about_the_same_bytes_however_long_the_session(
     assert max(windows) <= 1.2 * windows[0], windows
 
 
+async def test_sessions_written_without_compression_still_read(
+    ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """Blobs are stored compressed now; a file from the release before, written
+    with SqliteSaver's plain serializer, opens and goes on, and its new rows
+    are compressed."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
+    session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
+    plain = BridgedSqliteSaver(connect(session.path))
+    plain.serde = JsonPlusSerializer()  # what the release before stored
+    graph = build_agent(settings, TOOLS, plain)
+    old = Conversation(session, graph, plain, find_end_node(graph))
+    ollama.script([Text("an old answer")])
+    assert (await old.run_turn("an old question")).status == "done"
+    plain.conn.close()
+
+    saver = BridgedSqliteSaver(connect(session.path))
+    graph = build_agent(settings, TOOLS, saver)
+    conversation = Conversation(session, graph, saver, find_end_node(graph))
+    ollama.script([Text("a new answer")])
+    assert (await conversation.run_turn("a new question")).status == "done"
+    assert [m.content for m in conversation.messages()] == [
+        "an old question",
+        "an old answer",
+        "a new question",
+        "a new answer",
+    ]
+    kinds = {row[0] for row in saver.conn.execute("SELECT type FROM checkpoints")}
+    assert kinds == {"msgpack", "msgpack+zlib"}
+    saver.conn.close()
+    session.close()
+
+
 async def test_a_result_that_lands_after_the_rollback_never_appears(
     conversation: Conversation, ollama: ScriptedOllama
 ) -> None:
