@@ -152,60 +152,6 @@ def close_conversation(conversation: Any) -> None:
         conn.close()
 
 
-# --- a what-if rollback (not the shipped design) ---------------------------------------------
-
-
-def install_truncating_rollback(conversation: Any) -> None:
-    """WHAT-IF, not the shipped design: roll a turn back by deleting the rows it
-    added, so the pre-turn head is the head again. Deleted: checkpoints of the
-    thread newer than the base (checkpoint ids are time-ordered; SqliteSaver
-    finds the latest by that order), their writes, and the writes the run put
-    on the base itself (its input, past a rowid watermark taken at turn start).
-    No state is read or written; verification is "head is the base, nothing
-    pending on it"."""
-    from netbox_chat.turns import RollbackReport
-
-    saver, session = conversation.saver, conversation.session
-    marks: dict[int, int] = {}
-    begin_turn = session.begin_turn
-
-    def watermarked_begin(question: str, **kwargs: Any) -> int:
-        with saver.lock:
-            mark = saver.conn.execute("SELECT coalesce(max(rowid), 0) FROM writes").fetchone()[0]
-        number = begin_turn(question, **kwargs)
-        marks[number] = mark
-        return number
-
-    def truncate(turn: int, base: str | None, snapshot_ids: list[str]) -> Any:
-        saver.drain()
-        mark = marks.pop(turn)
-        thread, newer = session.id, base or ""
-        with saver.lock, saver.conn:
-            removed = saver.conn.execute(
-                "SELECT count(*) FROM writes WHERE thread_id = ? AND channel = 'messages' "
-                "AND (checkpoint_id > ? OR (checkpoint_id = ? AND rowid > ?))",
-                (thread, newer, newer, mark),
-            ).fetchone()[0]
-            saver.conn.execute(
-                "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id > ?",
-                (thread, newer),
-            )
-            saver.conn.execute(
-                "DELETE FROM writes WHERE thread_id = ? "
-                "AND (checkpoint_id > ? OR (checkpoint_id = ? AND rowid > ?))",
-                (thread, newer, newer, mark),
-            )
-        problems = []
-        if conversation.head_checkpoint_id() != base:
-            problems.append("head is not the pre-turn checkpoint")
-        if conversation._has_pending_writes():
-            problems.append("task results still pending on the head")
-        return RollbackReport(turn, removed, not problems, problems)
-
-    session.begin_turn = watermarked_begin
-    conversation.rollback = truncate
-
-
 # --- the cached long sessions ------------------------------------------------------------------
 
 

@@ -12,8 +12,6 @@ NETBOX_CHAT_BENCH_AGENT=tools (default) injects the bench tools;
 NETBOX_CHAT_BENCH_AGENT=none makes the background build fail at once without
 importing anything (a what-if: the prompt without the agent import competing).
 NETBOX_CHAT_BENCH_SLOW_TOOL sets the slow tool's seconds (default 1.0).
-NETBOX_CHAT_BENCH_ROLLBACK=truncate swaps in the what-if rollback of
-bench/_common.py (install_truncating_rollback).
 NETBOX_CHAT_BENCH_TIMELINE=FILE appends "mark wall-clock-time" lines for the
 start-up steps (bench 2 turns them into a breakdown).
 """
@@ -47,12 +45,7 @@ def _build_runtime(session: Any, settings: Any, *, tools: Any = None, **kwargs: 
     from _common import bench_tools
 
     slow = float(os.environ.get("NETBOX_CHAT_BENCH_SLOW_TOOL", "1.0"))
-    built = _original(session, settings, tools=bench_tools(slow), **kwargs)
-    if os.environ.get("NETBOX_CHAT_BENCH_ROLLBACK") == "truncate":
-        from _common import install_truncating_rollback
-
-        install_truncating_rollback(built.conversation)
-    return built
+    return _original(session, settings, tools=bench_tools(slow), **kwargs)
 
 
 runtime.build_runtime = _build_runtime

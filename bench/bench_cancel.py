@@ -8,20 +8,20 @@ slow tool), the slow tool, model call 2 (streams the answer). For each of the
 cancels this script types a question, waits a random moment of the turn, sends
 SIGINT through the terminal (Ctrl-C), and measures until the prompt is drawn
 again after the REPL has printed "turn N cancelled ... rolled back" (it prints
-that after the rollback and its verification have finished).
-
-Part A is then repeated with a what-if rollback (bench/_common.py,
-install_truncating_rollback: delete the rows the turn added instead of writing
-a restore), to show the figure the recommended design change gives.
+that after the rollback and its verification have finished). It then checks
+that no rollback was reported unverified, that the session's head is clean with
+the expected messages, and how much the file and its tables grew over the
+cancels.
 
 Part B (diagnosis) does the same on the Conversation directly (task.cancel()
-instead of SIGINT, no REPL) and splits the time into the rollback's steps, for
-the shipped rollback and the what-if.
+instead of SIGINT, no REPL) and splits the time into the rollback's steps
+(drain the saver bridge, delete the turn's rows, verify with one state read,
+close the ledger row), then runs one whole turn to check the thread is healthy.
 
 Target (issue 7): median at most 100 ms, p95 at most 250 ms (part A).
 
-    .venv/bin/python bench/bench_cancel.py [--cancels 50] [--what-if-cancels 30]
-        [--inproc 20] [--seed 7] [--skip-repl]
+    .venv/bin/python bench/bench_cancel.py [--cancels 50] [--inproc 20] [--seed 7]
+        [--skip-repl]
 """
 
 from __future__ import annotations
@@ -87,9 +87,22 @@ def read_for(child: pexpect.spawn, seconds: float) -> None:
         child.expect([pexpect.TIMEOUT], timeout=seconds)
 
 
-def part_a(
-    cached: dict[str, Any], cancels: int, rng: random.Random, *, truncate: bool = False
-) -> dict[str, Any]:
+def file_probe(path: Path) -> dict[str, int]:
+    """Bytes in use and rows of a session file, read-only (works while the REPL
+    holds it: a read sees the committed WAL too)."""
+    from netbox_chat.sessions import read_only_connection
+
+    with read_only_connection(path) as conn:
+        q = conn.execute
+        page = q("PRAGMA page_size").fetchone()[0]
+        return {
+            "bytes": q("PRAGMA page_count").fetchone()[0] * page,
+            "checkpoints": q("SELECT count(*) FROM checkpoints").fetchone()[0],
+            "writes": q("SELECT count(*) FROM writes").fetchone()[0],
+        }
+
+
+def part_a(cached: dict[str, Any], cancels: int, rng: random.Random) -> dict[str, Any]:
     from tests.ollama_server import ScriptedOllama
 
     repl = str(Path(__file__).with_name("_repl.py"))
@@ -100,14 +113,12 @@ def part_a(
     with C.temp_dir("nbc-bench-cancel-") as tmp, ScriptedOllama(lifetime=900) as ollama:
         sessions = C.fresh_copy(cached["stages"][500], tmp / "sessions")
         path = next(sessions.glob("*.sqlite"))
-        size_before = C.session_bytes(path)
         ollama.responder = responder(clock)
         env = C.bench_env(
             NETBOX_CHAT_SESSIONS=str(sessions),
             OLLAMA_HOST=ollama.url,
             NETBOX_URL="http://127.0.0.1:9",
             NETBOX_CHAT_BENCH_SLOW_TOOL=str(SLOW_TOOL),
-            NETBOX_CHAT_BENCH_ROLLBACK="truncate" if truncate else "shipped",
         )
         child = pexpect.spawn(
             C.PYTHON, [repl, "resume", cached["id"]], env=env, dimensions=(40, 100), timeout=60
@@ -123,6 +134,7 @@ def part_a(
                 child.expect(DONE_THEN_PROMPT, timeout=120)
                 length = time.perf_counter() - started
             print(f"an uninterrupted turn takes {length * 1000:.0f} ms on this session")
+            before = file_probe(path)
             for i in range(cancels):
                 since = len(clock.arrivals)
                 child.send("\x15" + C.question_for(i) + "\r")  # Ctrl-U clears a leftover
@@ -145,16 +157,15 @@ def part_a(
             child.expect(pexpect.EOF, timeout=60)
         finally:
             child.close(force=True)
-        grown = C.session_bytes(path) - size_before
+        after = file_probe(path)
         check = asyncio.run(check_session(sessions, cached["id"], ollama.url))
     return {
         "times": results,
         "late": late,
         "unverified": unverified,
-        "length": length,
         "check": check,
-        "truncate": truncate,
-        "grown": grown,
+        "before": before,
+        "after": after,
     }
 
 
@@ -199,25 +210,24 @@ class StepTimer:
             try:
                 return inner(*args, **kwargs)
             finally:
-                if self.current is not None:
-                    self.current[label] = self.current.get(label, 0.0) + (
-                        time.perf_counter() - started
-                    )
-                    count = f"#{label}"
-                    self.current[count] = self.current.get(count, 0) + 1
+                current = self.current
+                if current is not None:
+                    current[label] = current.get(label, 0.0) + (time.perf_counter() - started)
+                    current[f"#{label}"] = current.get(f"#{label}", 0) + 1
 
         setattr(obj, name, timed)
 
 
-async def part_b(
-    cached: dict[str, Any], count: int, rng: random.Random, *, truncate: bool
-) -> dict[str, Any]:
+ROLLBACK = "rollback, all of it"
+
+
+async def part_b(cached: dict[str, Any], count: int, rng: random.Random) -> dict[str, Any]:
     from netbox_chat.sessions import SessionFile, SessionStore
     from netbox_chat.turns import message_ids
     from tests.ollama_server import ScriptedOllama
 
     clock = Clock()
-    rows: list[tuple[float, dict[str, float], str, bool]] = []
+    rows: list[tuple[float, dict[str, float], bool]] = []
     mismatches = 0
     with C.temp_dir("nbc-bench-cancel-b-") as tmp, ScriptedOllama(lifetime=900) as ollama:
         sessions = C.fresh_copy(cached["stages"][500], tmp / "sessions")
@@ -227,28 +237,26 @@ async def part_b(
         path = store.path_for(cached["id"])
         settings = C.settings_for(sessions, ollama.url)
         conversation = C.open_conversation(session, settings, C.bench_tools(SLOW_TOOL))
-        if truncate:
-            C.install_truncating_rollback(conversation)
-        timer = StepTimer()
-        timer.wrap(conversation, "rollback", "rollback, all of it")
-        timer.wrap(conversation.saver, "drain", "wait for in-flight saver calls")
-        timer.wrap(conversation, "committed_values", "state reads (committed_values)")
-        timer.wrap(conversation.graph, "update_state", "update_state (restore writes)")
-        timer.wrap(conversation, "verify", "verify (incl. one state read)")
-        timer.wrap(conversation, "head_checkpoint_id", "head checkpoint id (get_tuple)")
-        timer.wrap(conversation, "_has_pending_writes", "pending-writes check (get_tuple)")
-        timer.wrap(conversation.session, "finish_turn", "ledger: finish_turn")
+        saver, timer = conversation.saver, StepTimer()
+        timer.wrap(conversation, "rollback", ROLLBACK)
+        timer.wrap(saver, "drain", "drain the saver bridge")
+        timer.wrap(saver, "truncate_after", "truncate_after (delete the turn's rows)")
+        timer.wrap(conversation, "verify_rolled_back", "verify_rolled_back")
+        timer.wrap(conversation.graph, "get_state", "  state read (graph.get_state)")
+        timer.wrap(saver, "get_tuple", "    head row (saver.get_tuple)")
+        timer.wrap(saver, "get_delta_channel_history", "    message history (delta query)")
+        timer.wrap(session, "finish_turn", "ledger: finish_turn")
+        timer.wrap(saver, "put", "saver.put (while unwinding)")
+        timer.wrap(saver, "put_writes", "saver.put_writes (while unwinding)")
         try:
             started = time.perf_counter()
             outcome = await conversation.run_turn("warm-up")
             length = time.perf_counter() - started
-            size_before = C.session_bytes(path)
+            before = file_probe(path)
             for i in range(count):
                 ids_before = message_ids(conversation.messages())  # not timed
-                since = len(clock.arrivals)
                 task = asyncio.create_task(conversation.run_turn(C.question_for(i)))
                 await asyncio.sleep(rng.uniform(0.0, 0.9 * length))
-                phase = clock.phase(since, time.perf_counter())
                 timer.current = {}
                 sent = time.perf_counter()
                 task.cancel()
@@ -258,40 +266,46 @@ async def part_b(
                 if outcome.status != "cancelled":
                     continue
                 verified = outcome.rollback is not None and outcome.rollback.verified
-                rows.append((elapsed, steps, phase, verified))
+                rows.append((elapsed, steps, verified))
                 mismatches += message_ids(conversation.messages()) != ids_before  # not timed
-            session.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            with conversation.saver.lock:
-                conversation.saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            grown = C.session_bytes(path) - size_before
+            after = file_probe(path)
             # one more whole turn: the thread must still be healthy
-            before = len(conversation.messages())
+            messages_before = len(conversation.messages())
             outcome = await conversation.run_turn("after the cancels")
-            after = len(conversation.messages())
-            healthy = outcome.status == "done" and after == before + 4
+            healthy = outcome.status == "done" and len(conversation.messages()) == (
+                messages_before + 4
+            )
             problems = conversation.head_problems()
         finally:
             C.close_conversation(conversation)
             session.close()
     return {
         "rows": rows,
-        "length": length,
-        "grown": grown,
+        "before": before,
+        "after": after,
         "healthy": healthy and not problems,
-        "truncate": truncate,
         "mismatches": mismatches,
     }
 
 
-def report_a(a: dict[str, Any]) -> float | None:
+def growth(before: dict[str, int], after: dict[str, int], cancels: int) -> str:
+    grown = after["bytes"] - before["bytes"]
+    return (
+        f"the file grew {grown:,} bytes over {cancels} cancels "
+        f"({grown / max(1, cancels):,.0f} bytes per cancel); rows: checkpoints "
+        f"{before['checkpoints']:,} -> {after['checkpoints']:,}, writes "
+        f"{before['writes']:,} -> {after['writes']:,}"
+    )
+
+
+def report_a(a: dict[str, Any]) -> None:
     times = [t for t, _ in a["times"]]
     if not times:
         print("no cancel landed inside a turn")
-        return None
+        return
     s = C.summary(times)
-    title = "WHAT-IF rollback by truncating the turn's rows" if a["truncate"] else "as shipped"
     print(
-        f"\nA. real REPL through a pty, {title}, SIGINT -> prompt back (rollback done), "
+        f"\nA. real REPL through a pty, SIGINT -> prompt back (rollback done), "
         f"{s['n']} cancels: median {C.ms(s['median'])}, p95 {C.ms(s['p95'])}, "
         f"min {C.ms(s['min'])}, max {C.ms(s['max'])}"
     )
@@ -299,17 +313,16 @@ def report_a(a: dict[str, Any]) -> float | None:
     for t, phase in a["times"]:
         by_phase.setdefault(phase, []).append(t)
     for phase, values in sorted(by_phase.items()):
-        print(f"   {phase:34} n={len(values):2}  median {C.ms(statistics.median(values))}")
+        print(
+            f"   {phase:34} n={len(values):2}  median {C.ms(statistics.median(values))}"
+            f"  max {C.ms(max(values))}"
+        )
     print(
         f"   Ctrl-C after the turn had ended (not counted): {a['late']}; "
         f"rollbacks reported unverified: {a['unverified']}"
     )
     print(f"   {a['check']}")
-    print(
-        f"   the session file grew {a['grown'] / 1e6:.1f} MB over 2 whole turns and "
-        f"{len(a['times']) + a['late']} cancels"
-    )
-    return s["median"]
+    print(f"   {growth(a['before'], a['after'], len(a['times']) + a['late'])}")
 
 
 def report_b(b: dict[str, Any]) -> None:
@@ -317,72 +330,62 @@ def report_b(b: dict[str, Any]) -> None:
     if not rows:
         return
     s = C.summary([r[0] for r in rows])
-    title = (
-        "WHAT-IF rollback by truncating the turn's rows"
-        if b["truncate"]
-        else "as shipped (two-pass restore)"
-    )
     print(
-        f"\nB. Conversation only (task.cancel(), no REPL), {title}, {s['n']} cancels: "
+        f"\nB. Conversation only (task.cancel(), no REPL), {s['n']} cancels: "
         f"median {C.ms(s['median'])}, p95 {C.ms(s['p95'])}, max {C.ms(s['max'])}; "
-        f"verified {sum(r[3] for r in rows)}/{len(rows)}; messages differing from the "
+        f"verified {sum(r[2] for r in rows)}/{len(rows)}; messages differing from the "
         f"pre-turn ones afterwards (checked untimed): {b['mismatches']}"
     )
     labels: dict[str, None] = {}
-    for _, steps, _, _ in rows:
+    for _, steps, _ in rows:
         labels.update(dict.fromkeys(k for k in steps if not k.startswith("#")))
     print("   where the time goes (median over cancels; calls per cancel):")
     for label in labels:
-        values = [steps.get(label, 0.0) for _, steps, _, _ in rows]
-        calls = statistics.median([steps.get(f"#{label}", 0) for _, steps, _, _ in rows])
-        print(f"     {label:38} {statistics.median(values) * 1000:6.1f} ms  x{calls:g}")
-    unwinding = [t - steps.get("rollback, all of it", 0.0) for t, steps, _, _ in rows]
+        values = [steps.get(label, 0.0) for _, steps, _ in rows]
+        calls = statistics.median([steps.get(f"#{label}", 0) for _, steps, _ in rows])
+        print(f"     {label:42} {statistics.median(values) * 1000:6.1f} ms  x{calls:g}")
+    unwinding = [t - steps.get(ROLLBACK, 0.0) for t, steps, _ in rows]
     print(
-        f"     {'outside the rollback (task unwinding)':38} "
+        f"     {'outside the rollback (task unwinding)':42} "
         f"{statistics.median(unwinding) * 1000:6.1f} ms"
     )
-    print(
-        f"   session file grew {b['grown'] / len(rows) / 1000:.0f} kB per cancel; "
-        f"a whole turn after the cancels: {'healthy' if b['healthy'] else 'BROKEN'}"
-    )
+    print(f"   {growth(b['before'], b['after'], len(rows))}")
+    print(f"   a whole turn after the cancels: {'healthy' if b['healthy'] else 'BROKEN'}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cancels", type=int, default=50)
+    parser.add_argument("--cancels", type=int, default=50, help="part A cancels (REPL)")
     parser.add_argument("--inproc", type=int, default=20, help="part B cancels (0: skip)")
     parser.add_argument("--skip-repl", action="store_true", help="part B only")
-    parser.add_argument(
-        "--what-if-cancels", type=int, default=30, help="part A again, what-if rollback"
-    )
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--seed", type=int, default=7, help="seed of the cancel moments")
     args = parser.parse_args()
 
     C.header("bench 3: Ctrl-C to prompt on a 500-turn session")
     cached = C.cached_sessions()
     rng = random.Random(args.seed)
-    a = part_a(cached, args.cancels, rng) if not args.skip_repl else None
-    a_what_if = None
-    if args.what_if_cancels and not args.skip_repl:
-        a_what_if = part_a(cached, args.what_if_cancels, rng, truncate=True)
-    parts_b = []
-    if args.inproc:
-        for truncate in (False, True):
-            parts_b.append(asyncio.run(part_b(cached, args.inproc, rng, truncate=truncate)))
+    a = None if args.skip_repl else part_a(cached, args.cancels, rng)
+    b = asyncio.run(part_b(cached, args.inproc, rng)) if args.inproc else None
     if a is not None:
         report_a(a)
-    if a_what_if is not None:
-        report_a(a_what_if)
-    for b in parts_b:
+    if b is not None:
         report_b(b)
     times = [t for t, _ in a["times"]] if a is not None else []
     if times:
         s = C.summary(times)
-        ok_median, ok_p95 = s["median"] <= 0.100, s["p95"] <= 0.250
-        print(
-            f"TARGET median <= 100 ms: {C.ms(s['median'])} -> {'met' if ok_median else 'NOT met'}"
+        median = "met" if s["median"] <= 0.100 else "NOT met"
+        p95 = "met" if s["p95"] <= 0.250 else "NOT met"
+        print(f"\nTARGET median <= 100 ms: {C.ms(s['median'])} -> {median}")
+        print(f"TARGET p95 <= 250 ms: {C.ms(s['p95'])} -> {p95}")
+        checks = (
+            a["unverified"] == 0
+            and "head clean" in a["check"]
+            and a["after"]["checkpoints"] == a["before"]["checkpoints"] + a["late"]
         )
-        print(f"TARGET p95 <= 250 ms: {C.ms(s['p95'])} -> {'met' if ok_p95 else 'NOT met'}")
+        print(
+            "CHECK every rollback verified, head clean, no rows left by the cancels -> "
+            f"{'ok' if checks else 'FAILED'}"
+        )
 
 
 if __name__ == "__main__":
