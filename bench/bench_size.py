@@ -1,36 +1,25 @@
-"""Benchmark 4: session file size after 10, 100 and 500 turns, and bytes per turn
-against the JSON size of the turn's messages.
+"""Benchmark 4: session file size at 10, 100 and 500 turns, bytes per turn vs JSON.
 
 The sessions are the cached ones (real Conversation, real ChatOllama, scripted
 Ollama server; every second turn calls one tool with a ~1 kB result), closed
 after each stage, so a size is the file as it stays on disk (WAL folded in).
 The JSON size of a turn is `json.dumps(messages_to_dict(turn's messages))`
 (LangChain's own serialization); the bare wire form (role, content,
-tool_calls) is shown too.
+tool_calls) is shown too. The anatomy of the 500-turn file splits it by table
+and index (SQLite's dbstat), with the blobs and ledger columns inside them.
 
 Target (issue 7): linear growth, at most 2x the JSON size per turn.
 
-What-ifs (not the shipped design, `--what-if-turns 0` skips them): the same
-turns built with `astream(..., durability="exit")` (one checkpoint per turn
-instead of one per step), with and without deepagents' periodic snapshot of
-`messages` (snapshot_frequency=50 updates), and then also without the copy of
-every message id that begin_turn writes into the ledger (not needed when a
-rollback truncates, see bench 3), to show what each contributes.
-
-    .venv/bin/python bench/bench_size.py [--what-if-turns 500]
+    .venv/bin/python bench/bench_size.py
 """
 
-# No `from __future__ import annotations` here: the what-if state class below
-# must have its annotations evaluated where it is defined.
+from __future__ import annotations
+
 import argparse
-import asyncio
-import contextlib
-import functools
 import itertools
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,150 +84,75 @@ def vacuumed_size(path: Path) -> int:
         return target.stat().st_size
 
 
-def anatomy(path: Path) -> dict[str, int]:
+def anatomy(path: Path, turns: int) -> None:
+    """Print where the bytes of a closed session file go: each table and index
+    (pages, payload), then the blobs and ledger columns inside the payload."""
     uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
     conn = sqlite3.connect(uri, uri=True)
     try:
         q = conn.execute
         page = q("PRAGMA page_size").fetchone()[0]
-        snapshots = q(
-            "SELECT count(*), coalesce(sum(length(checkpoint)), 0) FROM checkpoints "
-            "WHERE length(checkpoint) > 20000"
+        size = path.stat().st_size
+        print(f"\nanatomy of the {turns}-turn file: {size:,} bytes, {page:,}-byte pages")
+        print(f"  {'table or index':32} {'on pages':>11} {'payload':>11} {'per turn':>9}")
+        for name, pages, payload in q(
+            "SELECT name, sum(pgsize), sum(payload) FROM dbstat GROUP BY name ORDER BY 2 DESC"
+        ):
+            print(f"  {name:32} {pages:>11,} {payload:>11,} {pages / turns:>9,.0f}")
+        free = q("PRAGMA freelist_count").fetchone()[0] * page
+        print(f"  {'free pages':32} {free:>11,}")
+        rows = q(
+            "SELECT count(*), sum(length(checkpoint)), sum(length(metadata)) FROM checkpoints"
         ).fetchone()
-        return {
-            "file": path.stat().st_size,
-            "checkpoints": q("SELECT count(*) FROM checkpoints").fetchone()[0],
-            "checkpoint blobs": q(
-                "SELECT sum(length(checkpoint) + length(metadata)) FROM checkpoints"
-            ).fetchone()[0],
-            "snapshot checkpoints": snapshots[0],
-            "snapshot blobs": snapshots[1],
-            "writes": q("SELECT count(*) FROM writes").fetchone()[0],
-            "write blobs": q("SELECT sum(length(value)) FROM writes").fetchone()[0],
-            "ledger": q(
-                "SELECT sum(length(question) + length(coalesce(answer, '')) + length(tool_calls) "
-                "+ length(coalesce(snapshot_message_ids, '')) + 120) FROM turns"
-            ).fetchone()[0],
-            "free pages": q("PRAGMA freelist_count").fetchone()[0] * page,
-            "size after VACUUM": vacuumed_size(path),
-        }
+        print(
+            f"  checkpoints: {rows[0]:,} rows; checkpoint blobs {rows[1]:,} bytes "
+            f"({rows[1] / rows[0]:,.0f} each), metadata {rows[2]:,} ({rows[2] / rows[0]:,.0f} each)"
+        )
+        for channel, kind, count, blobs in q(
+            "SELECT channel, type, count(*), sum(length(value)) FROM writes GROUP BY 1, 2"
+        ):
+            print(
+                f"  writes to {channel!r} ({kind}): {count:,} rows, value blobs {blobs:,} bytes "
+                f"({blobs / turns:,.0f} per turn)"
+            )
+        ledger = q(
+            "SELECT sum(length(question)), sum(length(coalesce(answer, ''))), "
+            "sum(length(tool_calls)), sum(length(coalesce(base_checkpoint_id, '')) "
+            "+ length(coalesce(end_checkpoint_id, '')))  FROM turns"
+        ).fetchone()
+        print(
+            "  ledger columns per turn: "
+            + ", ".join(
+                f"{label} {value / turns:,.0f}"
+                for label, value in zip(
+                    ("question", "answer", "tool_calls", "checkpoint ids"), ledger, strict=True
+                )
+            )
+            + " bytes"
+        )
     finally:
         conn.close()
+    vacuumed = vacuumed_size(path)
+    print(f"  a VACUUMed copy: {vacuumed:,} bytes ({vacuumed / turns:,.0f} per turn)")
 
 
-# --- what-ifs ---------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def messages_snapshot_frequency(frequency: int | None) -> Iterator[None]:
-    """Build agents whose `messages` DeltaChannel snapshots every `frequency` updates."""
-    if frequency is None:
-        yield
-        return
-    from typing import Annotated, Required
-
-    import deepagents.graph as graph_module
-    from langchain_core.messages import AnyMessage
-    from langgraph.channels.delta import DeltaChannel
-
-    original = graph_module.DeepAgentState
-    reducer = graph_module._messages_delta_reducer
-
-    class State(original):  # type: ignore[misc,valid-type]
-        messages: Required[  # type: ignore[misc]
-            Annotated[list[AnyMessage], DeltaChannel(reducer, snapshot_frequency=frequency)]
-        ]
-
-    graph_module.DeepAgentState = State
-    try:
-        yield
-    finally:
-        graph_module.DeepAgentState = original
-
-
-async def build_variant(
-    folder: Path,
-    turns: int,
-    *,
-    exit_durability: bool,
-    frequency: int | None,
-    ledger_ids: bool = True,
-) -> dict[str, Any]:
-    from netbox_chat.sessions import SessionFile, SessionStore
-    from tests.ollama_server import ScriptedOllama
-
-    store = SessionStore(folder)
-    sizes: dict[int, int] = {}
-    per_turn: dict[int, float] = {}
-    read_ms = 0.0
-    vacuumed = 0
-    with ScriptedOllama(lifetime=900) as ollama:
-        ollama.responder = C.instant_responder
-        settings = C.settings_for(folder, ollama.url)
-        session = SessionFile.create(store, model=settings.model)
-        session_id = session.id
-        session.close()
-        done = 0
-        stages = sorted({10, 100, turns})
-        for stage in stages:
-            session = SessionFile.open(store, session_id)
-            with messages_snapshot_frequency(frequency):
-                conversation = C.open_conversation(session, settings, C.bench_tools())
-            if not ledger_ids:
-                # What truncation rollback allows: the turn row needs no copy of
-                # every message id (written at begin_turn, O(history), then nulled).
-                begin_turn = session.begin_turn
-
-                def without_ids(question: str, _begin: Any = begin_turn, **kwargs: Any) -> int:
-                    return _begin(question, **{**kwargs, "message_ids": []})
-
-                session.begin_turn = without_ids
-            if exit_durability:
-                conversation.graph.astream = functools.partial(
-                    conversation.graph.astream, durability="exit"
-                )
-            try:
-                started, first = time.perf_counter(), done
-                while done < stage:
-                    done += 1
-                    outcome = await conversation.run_turn(C.question_for(done))
-                    if outcome.status != "done":
-                        raise RuntimeError(f"turn {done}: {outcome.status} {outcome.error}")
-                per_turn[stage] = (time.perf_counter() - started) / max(1, done - first)
-                if stage == stages[-1]:
-                    reads = []
-                    for _ in range(5):
-                        began = time.perf_counter()
-                        conversation.messages()
-                        reads.append(time.perf_counter() - began)
-                    read_ms = sorted(reads)[2] * 1000
-            finally:
-                C.close_conversation(conversation)
-                session.close()
-            sizes[stage] = C.session_bytes(store.path_for(session_id))
-        vacuumed = vacuumed_size(store.path_for(session_id))
-    return {"sizes": sizes, "per_turn": per_turn, "read_ms": read_ms, "vacuumed": vacuumed}
-
-
-def print_growth(label: str, sizes: dict[int, int], json_per_turn: float) -> list[float]:
+def print_growth(sizes: dict[int, int], json_per_turn: float) -> list[float]:
+    """Print the sizes and the bytes per turn between stages; return those slopes."""
     stages = sorted(sizes)
-    cells = "  ".join(f"{n} turns {sizes[n] / 1e6:6.2f} MB" for n in stages)
-    print(f"{label:44} {cells}")
+    print("file size: " + ", ".join(f"{n} turns {sizes[n]:,} bytes" for n in stages))
     slopes = []
     for a, b in itertools.pairwise(stages):
         slope = (sizes[b] - sizes[a]) / (b - a)
         slopes.append(slope)
         print(
-            f"{'':44} turns {a}->{b}: {slope / 1000:6.1f} kB/turn = "
-            f"{slope / json_per_turn:4.1f}x the JSON of a turn"
+            f"  turns {a}->{b}: {slope:,.0f} bytes/turn = "
+            f"{slope / json_per_turn:.2f}x the JSON of a turn"
         )
     return slopes
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--what-if-turns", type=int, default=500)
-    args = parser.parse_args()
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
 
     C.header("bench 4: session file size")
     cached = C.cached_sessions()
@@ -247,50 +161,21 @@ def main() -> None:
         f"JSON of one turn's messages (mean over {turns} turns): {full_json:,.0f} bytes as "
         f"LangChain dicts, {wire_json:,.0f} bytes as bare role/content/tool_calls"
     )
-    sizes = {int(k): v for k, v in cached["sizes"].items()}
+    sizes = {int(k): v for k, v in cached["sizes"].items() if int(k) in (10, 100, 500)}
     print()
-    slopes = print_growth("as shipped", sizes, full_json)
-    print(f"{'':44} 500 turns: {sizes[500] / 500 / 1000:.1f} kB/turn on average")
-    print(f"{'':44} state read at 500 turns: {read_ms:.0f} ms")
-    print("\nanatomy of the 500-turn file (bytes):")
-    path = next(cached["stages"][500].glob("*.sqlite"))
-    for key, value in anatomy(path).items():
-        print(f"  {key:22} {value:>14,}")
-
-    if args.what_if_turns:
-        variants = {
-            "WHAT-IF durability=exit": {"exit_durability": True, "frequency": None},
-            "WHAT-IF exit + no periodic snapshot": {
-                "exit_durability": True,
-                "frequency": 10**9,
-            },
-            "WHAT-IF the same + no message ids in ledger": {
-                "exit_durability": True,
-                "frequency": 10**9,
-                "ledger_ids": False,
-            },
-        }
-        print(f"\nwhat-ifs, built fresh to {args.what_if_turns} turns:")
-        for label, options in variants.items():
-            with C.temp_dir("nbc-bench-size-w-") as tmp:
-                result = asyncio.run(build_variant(tmp, args.what_if_turns, **options))
-            print_growth(label, result["sizes"], full_json)
-            turn_ms = result["per_turn"][max(result["per_turn"])] * 1000
-            print(
-                f"{'':44} state read at {args.what_if_turns} turns: "
-                f"{result['read_ms']:.0f} ms; a turn (late stage): {turn_ms:.0f} ms; "
-                f"after VACUUM {result['vacuumed'] / 1e6:.2f} MB "
-                f"({result['vacuumed'] / args.what_if_turns / full_json:.1f}x the JSON per turn)"
-            )
+    slopes = print_growth(sizes, full_json)
+    print(f"  500 turns: {sizes[500] / 500:,.0f} bytes/turn on average")
+    print(f"  a state read at 500 turns: {read_ms:.0f} ms")
+    anatomy(next(cached["stages"][500].glob("*.sqlite")), 500)
 
     linear = slopes[-1] <= 1.25 * slopes[0]
     small = slopes[-1] <= 2 * full_json
     print(
-        f"\nTARGET linear growth: {slopes[0] / 1000:.1f} kB/turn early vs "
-        f"{slopes[-1] / 1000:.1f} kB/turn late -> {'met' if linear else 'NOT met'}"
+        f"\nTARGET linear growth: {slopes[0]:,.0f} bytes/turn early vs "
+        f"{slopes[-1]:,.0f} late -> {'met' if linear else 'NOT met'}"
     )
     print(
-        f"TARGET <= 2x JSON per turn: {slopes[-1] / full_json:.1f}x (late) -> "
+        f"TARGET <= 2x JSON per turn: {slopes[-1] / full_json:.2f}x (late) -> "
         f"{'met' if small else 'NOT met'}"
     )
 
