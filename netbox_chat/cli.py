@@ -2,13 +2,13 @@
 
 Thin on purpose: each command resolves settings, opens the session store and
 hands over to the room that does the work. Heavy modules (LangChain through
-`runtime`, prompt-toolkit through `repl`) are imported inside the commands
-that need them, so `ls` and `forget` start as fast as Python does.
+`runtime`, prompt-toolkit through `repl`, and asyncio, 25 ms on its own) are
+imported inside the commands that need them, so `ls` and `forget` start as
+fast as Python does.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -125,6 +125,8 @@ def require_netbox(settings: Settings) -> None:
 def _chat(
     settings: Settings, thread: str | None, *, resume: bool, rewind_to: int | None = None
 ) -> None:
+    import asyncio
+
     from netbox_chat.repl import run_chat
 
     require_netbox(settings)
@@ -256,6 +258,8 @@ def ask(
 
     Ctrl-C or SIGTERM cancels the turn, rolls it back and exits 130.
     """
+    import asyncio
+
     settings = settings_from(sessions_dir, ollama_url, model, netbox_url)
     require_netbox(settings)
     store = SessionStore(settings.sessions_dir)
@@ -294,6 +298,7 @@ def ask(
 
 
 async def _ask_once(session: SessionFile, settings: Settings, question: str) -> dict[str, Any]:
+    import asyncio
     from dataclasses import asdict
 
     from netbox_chat.runtime import CancelOnSignals, build_runtime
