@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from netbox_chat import render
 from netbox_chat.config import Settings, resolve_settings
@@ -85,13 +86,18 @@ ThreadArg = Annotated[str, typer.Argument(help="Session id, or a unique prefix o
 # thousand rows costs most of a second to draw and nobody reads it.
 LS_ROWS = 20
 
-stdout = Console(highlight=False)
-stderr = Console(stderr=True, highlight=False)
+# No `:name:` emoji codes: we never write them, questions and answers must
+# print as written, and rich's emoji table costs every command 3 ms to load.
+stdout = Console(highlight=False, emoji=False)
+stderr = Console(stderr=True, highlight=False, emoji=False)
 
 
 def fail(error: UserFacingError) -> typer.Exit:
-    """Print a one-line error (plus candidates when ambiguous) and pick the exit code."""
-    stderr.print(f"[red]netbox-chat: {error}[/red]", soft_wrap=True)
+    """Print a one-line error (plus candidates when ambiguous) and pick the exit code.
+
+    The message often quotes what the user typed, so it is printed as text,
+    never parsed as rich markup (`forget '[/x]'` must not crash)."""
+    stderr.print(Text(f"netbox-chat: {error}", style="red"), soft_wrap=True)
     if isinstance(error, AmbiguousSession):
         stderr.print("candidates: " + " ".join(error.candidates), soft_wrap=True)
     return typer.Exit(int(error.exit_status))
@@ -382,8 +388,6 @@ def doctor(
     """Check the setup: Ollama, the model and its tool support, NetBox, the
     token, the NetBox version, the sessions folder. One line each; exits 1 if
     anything is wrong."""
-    from rich.text import Text
-
     from netbox_chat.doctor import run_checks
 
     checks = run_checks(settings_from(sessions_dir, ollama_url, model, netbox_url))
