@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from netbox_chat.sessions import SessionSummary, Turn
+from netbox_chat.sessions import Recap, SessionSummary, Turn
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -267,24 +267,27 @@ def history_table(turns: Iterable[Turn]) -> Columns:
     return Columns(rows, right={0}, flexible=1)
 
 
-def print_recap(console: Console, session_id: str, turns: Sequence[Turn], messages: int) -> None:
-    """What `resume` restored: counts and the last exchange."""
-    done = [t for t in turns if t.status == "done"]
-    console.print(
-        f"[bold]resumed session {session_id}[/bold]: {len(done)} turn(s), {messages} message(s)"
+def print_recap(console: Console, session_id: str, recap: Recap) -> None:
+    """What `resume` restored: counts and the last exchange.
+
+    The last answer is printed as the model wrote it (Markdown source), not
+    rendered: rich's Markdown costs 20 ms to import, which before the first
+    prompt is half of what start-up may add to Python's own. Answers in the
+    REPL are rendered as usual. Questions and answers are never read as markup.
+    """
+    line = Text.assemble(
+        (f"resumed session {session_id}", "bold"),
+        f": {recap.turns} turn(s), {recap.messages} message(s)",
     )
-    if done:
-        last = done[-1]
-        console.print(f"[dim]last question ({last.number}):[/dim] {_shorten(last.question, 200)}")
-        if last.answer:
-            console.print(markdown(last.answer))
-    for turn in turns:
-        if turn.status in ("cancelled", "failed", "interrupted") and (
-            not done or turn.number > done[-1].number
-        ):
-            console.print(
-                f"[dim]turn {turn.number} was {turn.status}: {_shorten(turn.question, 80)}[/dim]"
-            )
+    console.print(line)
+    if recap.last is not None:
+        question = _shorten(recap.last.question, 200)
+        console.print(Text.assemble((f"last question ({recap.last.number}): ", "dim"), question))
+        if recap.last.answer:
+            console.print(Text(recap.last.answer))
+    for turn in recap.unfinished:
+        question = _shorten(turn.question, 80)
+        console.print(Text(f"turn {turn.number} was {turn.status}: {question}", style="dim"))
 
 
 def tokens_table(turns: Sequence[Turn]) -> Columns:

@@ -225,7 +225,7 @@ async def run_chat(
             except NothingToRewind as exc:
                 console.print(f"[dim]{exc}[/dim]")
         if resumed:
-            render.print_recap(console, session.id, session.turns(), session.message_count_now())
+            render.print_recap(console, session.id, session.recap())
         else:
             console.print(
                 f"[bold]netbox-chat[/bold] session [bold]{session.id}[/bold] · model "

@@ -247,6 +247,17 @@ class SessionSummary:
         return data
 
 
+@dataclass(frozen=True)
+class Recap:
+    """What `resume` prints before the prompt: the counts and the last exchange,
+    then any cancelled, failed or interrupted turns after it."""
+
+    turns: int
+    messages: int
+    last: Turn | None
+    unfinished: tuple[Turn, ...]
+
+
 # --- the store (a folder of sessions) ----------------------------------------------
 
 
@@ -695,6 +706,23 @@ class SessionFile:
             if detail.get("after_turn") == last and "message_count" in detail:
                 return int(detail["message_count"])
         return int(count or 0)
+
+    def recap(self) -> Recap:
+        """The recap `resume` shows, from a few small queries: reading the
+        whole ledger (every row, its tool calls parsed) would make the prompt
+        of a long session wait for rows nobody is shown."""
+        (done,) = self.db.execute("SELECT count(*) FROM turns WHERE status = 'done'").fetchone()
+        row = self.db.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE status = 'done' ORDER BY number DESC LIMIT 1"
+        ).fetchone()
+        last = _turn_from_row(row) if row else None
+        rows = self.db.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE number > ? "
+            "AND status IN ('cancelled', 'failed', 'interrupted') ORDER BY number",
+            (last.number if last else 0,),
+        ).fetchall()
+        unfinished = tuple(_turn_from_row(row) for row in rows)
+        return Recap(done, self.message_count_now(), last, unfinished)
 
     def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
         rows = self.db.execute("SELECT kind, at, detail FROM history_edits ORDER BY id")
