@@ -1,17 +1,26 @@
-"""What a user waits for before the first prompt (issue 7): what `ls` loads,
-and the recap `resume` prints. Real SQLite files and the real entry point;
-speed itself is left to bench/."""
+"""What a user waits for before the first prompt (issue 7): what `ls` and the
+REPL load, the recap `resume` prints, and the agent build that starts only
+once the prompt is on the screen. Real SQLite files, the real build against
+the scripted Ollama server and the NetBox double; speed itself is left to
+bench/."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from prompt_toolkit.application import create_app_session, get_app
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from netbox_chat import render
+from netbox_chat.config import resolve_settings
+from netbox_chat.repl import BackgroundRuntime, Repl
 from netbox_chat.sessions import SessionFile, SessionStore
 from tests.test_sessions import make_session
 
@@ -87,3 +96,48 @@ def test_the_recap_reads_the_counts_the_last_exchange_and_what_came_after(
         "turn 4 was failed: this one failed",
         "turn 5 was cancelled: cancelled late",
     ]
+
+
+async def test_the_agent_build_starts_once_the_prompt_is_drawn(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    settings = resolve_settings(env=chat_env)
+    with (
+        SessionFile.create(SessionStore(sessions_dir), model=settings.model) as session,
+        create_pipe_input() as pipe,
+    ):
+        background = BackgroundRuntime(session, settings, print)
+        renders_before_start: list[int] = []
+        start = background.start
+
+        def recording_start() -> None:
+            renders_before_start.append(get_app().render_counter)
+            start()
+
+        background.start = recording_start  # type: ignore[method-assign]
+        repl = Repl(session, settings, Console(file=io.StringIO()), background)
+        assert not background.started
+        pipe.send_text("/exit\r")
+        with create_app_session(input=pipe, output=DummyOutput()):
+            await repl.run()
+        assert background.started and renders_before_start[0] >= 1
+        runtime = await background.get()
+        assert runtime.conversation.session is session
+        await background.aclose()
+
+
+async def test_ctrl_c_while_waiting_for_the_agent_does_not_cancel_its_build(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    settings = resolve_settings(env=chat_env)
+    with SessionFile.create(SessionStore(sessions_dir), model=settings.model) as session:
+        background = BackgroundRuntime(session, settings, print)
+        waiter = asyncio.create_task(background.get())
+        await asyncio.sleep(0)
+        assert background.started
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        runtime = await background.get()  # the same build, finished
+        assert runtime is background.future.result()
+        await background.aclose()
