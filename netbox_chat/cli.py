@@ -9,6 +9,7 @@ fast as Python does.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -399,4 +400,17 @@ def doctor(
 
 
 def main() -> None:
-    app()
+    """The `netbox-chat` entry point.
+
+    When a command is done the process exits, and interpreter shutdown runs
+    full garbage collections over every object still alive: about 21,000
+    after `ls`, 5 ms a pass, 10 ms in all, longer than listing the sessions.
+    Those passes find nothing that needs finalizing (session files, sockets
+    and the event loop are closed explicitly; the std streams are flushed by
+    the interpreter), so the survivors are frozen out of the collector first:
+    reference counting still frees what it can, the OS reclaims the rest.
+    """
+    try:
+        app()
+    finally:
+        gc.freeze()
