@@ -91,14 +91,22 @@ def main() -> None:
             [C.PYTHON, "-c", probe], env=env, capture_output=True, text=True, check=True
         ).stdout.split()
         imports_ms, listing_ms, render_ms = (float(v) for v in out)
-        typer_probe = (
-            "import time,typer,rich;t=time.perf_counter();import pydantic;"
-            "from typer import _adapters;print(f'{(time.perf_counter()-t)*1000:.0f}')"
+        # Modules `ls` loads that it has no use for (Typer 0.29's pydantic
+        # option adapters, asyncio, Markdown, the prompt, LangChain).
+        modules_probe = (
+            "import sys,contextlib;sys.argv=['netbox-chat','ls'];"
+            "from netbox_chat.cli import main\n"
+            "with contextlib.suppress(SystemExit): main()\n"
+            "heavy=('pydantic','asyncio','rich.markdown','markdown_it','rich.live',"
+            "'prompt_toolkit','langchain_core','deepagents')\n"
+            "print(' '.join(m for m in heavy if m in sys.modules) or 'none',file=sys.stderr)"
         )
-        typer_ms = float(
+        needless = (
             subprocess.run(
-                [C.PYTHON, "-c", typer_probe], env=env, capture_output=True, text=True, check=True
-            ).stdout
+                [C.PYTHON, "-c", modules_probe], env=env, capture_output=True, text=True, check=True
+            )
+            .stderr.strip()
+            .splitlines()[-1]
         )
 
     base = statistics.median(times[next(iter(commands))])
@@ -115,8 +123,7 @@ def main() -> None:
         f"list_sessions() over {len(files)} files {listing_ms:.0f} ms "
         f"({listing_ms / len(files) * 1000:.0f} us a file); "
         f"rich table of {len(files)} rows {render_ms:.0f} ms; "
-        f"Typer's pydantic adapters (imported when a command parses its options) "
-        f"{typer_ms:.0f} ms"
+        f"modules `ls` loads needlessly: {needless}"
     )
     print(f"ls wrote to session files: {len(written)}; files left beside them: {len(leftovers)}")
     print(f"TARGET ls <= 2.0x baseline: {ratio:.2f}x -> {'met' if ratio <= 2.0 else 'NOT met'}")

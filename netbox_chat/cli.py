@@ -2,13 +2,14 @@
 
 Thin on purpose: each command resolves settings, opens the session store and
 hands over to the room that does the work. Heavy modules (LangChain through
-`runtime`, prompt-toolkit through `repl`) are imported inside the commands
-that need them, so `ls` and `forget` start as fast as Python does.
+`runtime`, prompt-toolkit through `repl`, and asyncio, 25 ms on its own) are
+imported inside the commands that need them, so `ls` and `forget` start as
+fast as Python does.
 """
 
 from __future__ import annotations
 
-import asyncio
+import gc
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from netbox_chat import render
 from netbox_chat.config import Settings, resolve_settings
@@ -85,13 +87,18 @@ ThreadArg = Annotated[str, typer.Argument(help="Session id, or a unique prefix o
 # thousand rows costs most of a second to draw and nobody reads it.
 LS_ROWS = 20
 
-stdout = Console(highlight=False)
-stderr = Console(stderr=True, highlight=False)
+# No `:name:` emoji codes: we never write them, questions and answers must
+# print as written, and rich's emoji table costs every command 3 ms to load.
+stdout = Console(highlight=False, emoji=False)
+stderr = Console(stderr=True, highlight=False, emoji=False)
 
 
 def fail(error: UserFacingError) -> typer.Exit:
-    """Print a one-line error (plus candidates when ambiguous) and pick the exit code."""
-    stderr.print(f"[red]netbox-chat: {error}[/red]", soft_wrap=True)
+    """Print a one-line error (plus candidates when ambiguous) and pick the exit code.
+
+    The message often quotes what the user typed, so it is printed as text,
+    never parsed as rich markup (`forget '[/x]'` must not crash)."""
+    stderr.print(Text(f"netbox-chat: {error}", style="red"), soft_wrap=True)
     if isinstance(error, AmbiguousSession):
         stderr.print("candidates: " + " ".join(error.candidates), soft_wrap=True)
     return typer.Exit(int(error.exit_status))
@@ -125,6 +132,8 @@ def require_netbox(settings: Settings) -> None:
 def _chat(
     settings: Settings, thread: str | None, *, resume: bool, rewind_to: int | None = None
 ) -> None:
+    import asyncio
+
     from netbox_chat.repl import run_chat
 
     require_netbox(settings)
@@ -256,6 +265,8 @@ def ask(
 
     Ctrl-C or SIGTERM cancels the turn, rolls it back and exits 130.
     """
+    import asyncio
+
     settings = settings_from(sessions_dir, ollama_url, model, netbox_url)
     require_netbox(settings)
     store = SessionStore(settings.sessions_dir)
@@ -294,6 +305,7 @@ def ask(
 
 
 async def _ask_once(session: SessionFile, settings: Settings, question: str) -> dict[str, Any]:
+    import asyncio
     from dataclasses import asdict
 
     from netbox_chat.runtime import CancelOnSignals, build_runtime
@@ -377,8 +389,6 @@ def doctor(
     """Check the setup: Ollama, the model and its tool support, NetBox, the
     token, the NetBox version, the sessions folder. One line each; exits 1 if
     anything is wrong."""
-    from rich.text import Text
-
     from netbox_chat.doctor import run_checks
 
     checks = run_checks(settings_from(sessions_dir, ollama_url, model, netbox_url))
@@ -390,4 +400,17 @@ def doctor(
 
 
 def main() -> None:
-    app()
+    """The `netbox-chat` entry point.
+
+    When a command is done the process exits, and interpreter shutdown runs
+    full garbage collections over every object still alive: about 21,000
+    after `ls`, 5 ms a pass, 10 ms in all, longer than listing the sessions.
+    Those passes find nothing that needs finalizing (session files, sockets
+    and the event loop are closed explicitly; the std streams are flushed by
+    the interpreter), so the survivors are frozen out of the collector first:
+    reference counting still frees what it can, the OS reclaims the rest.
+    """
+    try:
+        app()
+    finally:
+        gc.freeze()

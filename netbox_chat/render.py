@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from netbox_chat.sessions import SessionSummary, Turn
+from netbox_chat.sessions import Recap, SessionSummary, Turn
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -169,31 +168,77 @@ def print_rollback(console: Console, report: RollbackReport, *, reason: str = ""
         )
 
 
-def sessions_table(summaries: Sequence[SessionSummary]) -> Table:
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("id", "title", "turns", "last active", "model", "size"):
-        table.add_column(column, justify="right" if column in ("turns", "size") else "left")
+class Columns:
+    """Rows of one-line cells in aligned columns, two spaces apart.
+
+    Used instead of rich's Table, whose layout engine measures and wraps every
+    cell: for `ls`'s twenty rows that cost 10 ms, and importing it 3 ms more,
+    on a command whose whole budget is twice Python's start-up. When the
+    console is too narrow the `flexible` column gives way first, down to
+    `FLEXIBLE_MIN` cells; past that, lines end in "…" at the console's edge.
+    """
+
+    FLEXIBLE_MIN = 20
+
+    def __init__(
+        self,
+        rows: Iterable[Sequence[Text]],
+        *,
+        header: Sequence[str] = (),
+        right: Collection[int] = (),
+        flexible: int = 0,
+    ) -> None:
+        self.rows = [[Text(name, style="bold") for name in header]] if header else []
+        self.rows.extend(list(row) for row in rows)
+        self.right = right
+        self.flexible = flexible
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if not self.rows:
+            return
+        widths = [max(cell.cell_len for cell in column) for column in zip(*self.rows, strict=True)]
+        others = sum(widths) - widths[self.flexible] + 2 * (len(widths) - 1)
+        room = max(self.FLEXIBLE_MIN, options.max_width - others)
+        widths[self.flexible] = min(widths[self.flexible], room)
+        lines = []
+        for row in self.rows:
+            line = Text()
+            for index, (cell, width) in enumerate(zip(row, widths, strict=True)):
+                fitted = cell.copy()
+                fitted.overflow = "ellipsis"
+                fitted.align("right" if index in self.right else "left", width)
+                if index:
+                    line.append("  ")
+                line.append_text(fitted)
+            line.rstrip()
+            lines.append(line)
+        yield Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
+
+
+def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
+    """`ls`: one row per session; user text is shown as typed, never as markup."""
+    rows = []
     for s in summaries:
-        marker = " [green](open)[/green]" if s.is_open else ""
+        ident = Text(s.id)
+        if s.is_open:
+            ident.append(" (open)", style="green")
+        size = Text(human_size(s.size_bytes))
         if s.unreadable:
-            table.add_row(
-                s.id + marker,
-                f"[red]unreadable: {s.unreadable}[/red]",
-                "",
-                "",
-                "",
-                human_size(s.size_bytes),
-            )
+            unreadable = Text(f"unreadable: {s.unreadable}", style="red")
+            rows.append([ident, unreadable, Text(), Text(), Text(), size])
             continue
-        table.add_row(
-            s.id + marker,
-            _shorten(s.title or "(no question yet)", 50),
-            str(s.turns),
-            s.last_active.replace("T", " ").replace("+00:00", "Z"),
-            s.model,
-            human_size(s.size_bytes),
+        rows.append(
+            [
+                ident,
+                Text(_shorten(s.title or "(no question yet)", 50)),
+                Text(str(s.turns)),
+                Text(s.last_active.replace("T", " ").replace("+00:00", "Z")),
+                Text(s.model),
+                size,
+            ]
         )
-    return table
+    header = ("id", "title", "turns", "last active", "model", "size")
+    return Columns(rows, header=header, right={2, 5}, flexible=1)
 
 
 def _shorten(text: str, width: int) -> str:
@@ -201,62 +246,59 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def history_table(turns: Iterable[Turn]) -> Table:
+def history_table(turns: Iterable[Turn]) -> Columns:
     """Numbered turns; cancelled, failed and rewound ones dimmed and labelled."""
-    table = Table(box=None, pad_edge=False, show_header=False)
-    table.add_column(justify="right")
-    table.add_column()
+    rows = []
     for turn in turns:
         if turn.status == "done":
-            table.add_row(f"{turn.number}", Text(_shorten(turn.question, 90)))
+            rows.append([Text(f"{turn.number}"), Text(_shorten(turn.question, 90))])
             if turn.answer:
-                table.add_row("", Text(_shorten(turn.answer, 90), style="dim"))
+                rows.append([Text(), Text(_shorten(turn.answer, 90), style="dim")])
         else:
-            label = {"running": "running", "rewound": "rewound"}.get(turn.status, turn.status)
-            table.add_row(
-                Text(f"{turn.number}", style="dim"),
-                Text(
-                    f"{_shorten(turn.question, 80)}  ({label})",
-                    style="dim strike" if turn.status == "rewound" else "dim",
-                ),
+            rows.append(
+                [
+                    Text(f"{turn.number}", style="dim"),
+                    Text(
+                        f"{_shorten(turn.question, 80)}  ({turn.status})",
+                        style="dim strike" if turn.status == "rewound" else "dim",
+                    ),
+                ]
             )
-    return table
+    return Columns(rows, right={0}, flexible=1)
 
 
-def print_recap(console: Console, session_id: str, turns: Sequence[Turn], messages: int) -> None:
-    """What `resume` restored: counts and the last exchange."""
-    done = [t for t in turns if t.status == "done"]
-    console.print(
-        f"[bold]resumed session {session_id}[/bold]: {len(done)} turn(s), {messages} message(s)"
+def print_recap(console: Console, session_id: str, recap: Recap) -> None:
+    """What `resume` restored: counts and the last exchange.
+
+    The last answer is printed as the model wrote it (Markdown source), not
+    rendered: rich's Markdown costs 20 ms to import, which before the first
+    prompt is half of what start-up may add to Python's own. Answers in the
+    REPL are rendered as usual. Questions and answers are never read as markup.
+    """
+    line = Text.assemble(
+        (f"resumed session {session_id}", "bold"),
+        f": {recap.turns} turn(s), {recap.messages} message(s)",
     )
-    if done:
-        last = done[-1]
-        console.print(f"[dim]last question ({last.number}):[/dim] {_shorten(last.question, 200)}")
-        if last.answer:
-            console.print(markdown(last.answer))
-    for turn in turns:
-        if turn.status in ("cancelled", "failed", "interrupted") and (
-            not done or turn.number > done[-1].number
-        ):
-            console.print(
-                f"[dim]turn {turn.number} was {turn.status}: {_shorten(turn.question, 80)}[/dim]"
-            )
+    console.print(line)
+    if recap.last is not None:
+        question = _shorten(recap.last.question, 200)
+        console.print(Text.assemble((f"last question ({recap.last.number}): ", "dim"), question))
+        if recap.last.answer:
+            console.print(Text(recap.last.answer))
+    for turn in recap.unfinished:
+        question = _shorten(turn.question, 80)
+        console.print(Text(f"turn {turn.number} was {turn.status}: {question}", style="dim"))
 
 
-def tokens_table(turns: Sequence[Turn]) -> Table:
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("turn", "status", "in", "out", "tools"):
-        table.add_column(column, justify="left" if column == "status" else "right")
+def tokens_table(turns: Sequence[Turn]) -> Columns:
+    rows = []
     total_in = total_out = 0
     for turn in turns:
         total_in += turn.tokens_in
         total_out += turn.tokens_out
-        table.add_row(
-            str(turn.number),
-            turn.status,
-            str(turn.tokens_in),
-            str(turn.tokens_out),
-            str(len(turn.tool_calls)),
-        )
-    table.add_row("total", "", str(total_in), str(total_out), "", style="bold")
-    return table
+        values = (turn.number, turn.status, turn.tokens_in, turn.tokens_out, len(turn.tool_calls))
+        rows.append([Text(str(value)) for value in values])
+    totals = ("total", "", str(total_in), str(total_out), "")
+    rows.append([Text(value, style="bold") for value in totals])
+    header = ("turn", "status", "in", "out", "tools")
+    return Columns(rows, header=header, right={0, 2, 3, 4}, flexible=1)

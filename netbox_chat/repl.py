@@ -1,9 +1,10 @@
 """The interactive loop: prompt-toolkit input, slash commands, Ctrl-C wiring.
 
 The prompt appears before the agent exists: the agent (seconds of imports) is
-built on a background thread, and the first question waits for it only if it
-is not ready yet. This module never touches checkpoints; it asks the
-conversation (turns.py) to act and renders what it reports.
+built on a background thread that starts once the first prompt is on the
+screen, and the first question waits for it only if it is not ready yet. This
+module never touches checkpoints; it asks the conversation (turns.py) to act
+and renders what it reports.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import Application
 from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import History
 from prompt_toolkit.patch_stdout import patch_stdout
@@ -62,25 +64,80 @@ class LedgerHistory(History):
         del string
 
 
+class BackgroundRuntime:
+    """The session's runtime, built once on a daemon thread started on demand.
+
+    The REPL starts it once the first prompt has been drawn: deepagents'
+    imports hold the GIL in long stretches, and a build started earlier made
+    the prompt of a resumed session 60 ms later. Whoever needs the runtime
+    before that (crash recovery, `resume --at`) starts it and waits. Being a
+    daemon thread, it does not keep a Ctrl-D at the prompt waiting for the
+    imports to finish either.
+    """
+
+    def __init__(
+        self, session: SessionFile, settings: Settings, on_auth_failure: Callable[[str], None]
+    ) -> None:
+        self.session = session
+        self.settings = settings
+        self.on_auth_failure = on_auth_failure
+        self.future: concurrent.futures.Future[Runtime] = concurrent.futures.Future()
+        self.started = False
+
+    def start(self) -> None:
+        """Start the build unless it has started already."""
+        if self.started:
+            return
+        self.started = True
+        # Running from now on: a waiter cancelled by Ctrl-C cannot cancel the
+        # build under the next one.
+        self.future.set_running_or_notify_cancel()
+        threading.Thread(target=self._build, name="agent-build", daemon=True).start()
+
+    def _build(self) -> None:
+        try:
+            runtime = build_runtime(
+                self.session, self.settings, on_auth_failure=self.on_auth_failure
+            )
+        except BaseException as exc:
+            self.future.set_exception(exc)
+        else:
+            self.future.set_result(runtime)
+
+    async def get(self) -> Runtime:
+        self.start()
+        return await asyncio.wrap_future(self.future)
+
+    async def aclose(self) -> None:
+        if self.future.done() and self.future.exception() is None:
+            await self.future.result().aclose()
+
+
 @dataclass
 class Repl:
     session: SessionFile
     settings: Settings
     console: Console
-    runtime_future: concurrent.futures.Future[Runtime]
+    background: BackgroundRuntime
     pending_input: str = ""
     auth_warnings: list[str] = field(default_factory=list)
 
     async def runtime(self) -> Runtime:
-        if not self.runtime_future.done():
+        if not self.background.future.done():
             with self.console.status("[dim]loading the agent…[/dim]"):
-                return await asyncio.wrap_future(self.runtime_future)
-        return self.runtime_future.result()
+                return await self.background.get()
+        return self.background.future.result()
+
+    def _prompt_drawn(self, app: Application[str]) -> None:
+        del app
+        self.background.start()
 
     async def run(self) -> None:
         prompt: PromptSession[str] = PromptSession(
             history=LedgerHistory(self.session), enable_history_search=True
         )
+        # After every render, which makes the first one start the agent build.
+        prompt.app.after_render += self._prompt_drawn
         while True:
             try:
                 with patch_stdout(raw=True):
@@ -177,25 +234,6 @@ class Repl:
         self.console.print(result)
 
 
-def build_in_background(
-    session: SessionFile, settings: Settings, on_auth_failure: Callable[[str], None]
-) -> concurrent.futures.Future[Runtime]:
-    """Build the agent on a daemon thread: the prompt does not wait for it, and
-    leaving right away (Ctrl-D) does not wait for deepagents' imports either."""
-    future: concurrent.futures.Future[Runtime] = concurrent.futures.Future()
-
-    def build() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            future.set_result(build_runtime(session, settings, on_auth_failure=on_auth_failure))
-        except BaseException as exc:
-            future.set_exception(exc)
-
-    threading.Thread(target=build, name="agent-build", daemon=True).start()
-    return future
-
-
 async def run_chat(
     session: SessionFile,
     settings: Settings,
@@ -206,8 +244,8 @@ async def run_chat(
 ) -> None:
     """Open the REPL on `session`: recover a crashed turn, recap, then prompt."""
     auth_warnings: list[str] = []
-    future = build_in_background(session, settings, auth_warnings.append)
-    repl = Repl(session, settings, console, future, auth_warnings=auth_warnings)
+    background = BackgroundRuntime(session, settings, auth_warnings.append)
+    repl = Repl(session, settings, console, background, auth_warnings=auth_warnings)
     try:
         if session.running_turns():
             # A crash left a turn half-done: roll it back before anything else.
@@ -225,7 +263,7 @@ async def run_chat(
             except NothingToRewind as exc:
                 console.print(f"[dim]{exc}[/dim]")
         if resumed:
-            render.print_recap(console, session.id, session.turns(), session.message_count_now())
+            render.print_recap(console, session.id, session.recap())
         else:
             console.print(
                 f"[bold]netbox-chat[/bold] session [bold]{session.id}[/bold] · model "
@@ -233,6 +271,5 @@ async def run_chat(
             )
         await repl.run()
     finally:
-        if future.done() and future.exception() is None:
-            await future.result().aclose()
+        await background.aclose()
     console.print(f"[dim]session {session.id} saved; `netbox-chat resume {session.id}`[/dim]")

@@ -14,7 +14,6 @@ import fcntl
 import json
 import os
 import re
-import secrets
 import sqlite3
 import stat
 from collections.abc import Callable, Iterator
@@ -75,7 +74,11 @@ class UnreadableSession(StoreError):
 
 
 def new_session_id() -> str:
-    return "".join(secrets.choice(ID_ALPHABET) for _ in range(ID_LENGTH))
+    """Eight random characters of the id alphabet, straight from `os.urandom`.
+
+    32 divides 256, so `byte % 32` is uniform; `secrets` would do the same
+    and cost every command a few milliseconds of hashlib/OpenSSL imports."""
+    return "".join(ID_ALPHABET[byte % len(ID_ALPHABET)] for byte in os.urandom(ID_LENGTH))
 
 
 def normalize_session_id(text: str) -> str:
@@ -251,6 +254,17 @@ class SessionSummary:
         return data
 
 
+@dataclass(frozen=True)
+class Recap:
+    """What `resume` prints before the prompt: the counts and the last exchange,
+    then any cancelled, failed or interrupted turns after it."""
+
+    turns: int
+    messages: int
+    last: Turn | None
+    unfinished: tuple[Turn, ...]
+
+
 # --- the store (a folder of sessions) ----------------------------------------------
 
 
@@ -275,16 +289,27 @@ class SessionStore:
             reason = os.strerror(errno.EROFS if read_only else errno.EACCES)
             raise StoreError(f"sessions folder {self.root} is not writable: {reason}")
 
-    def session_ids(self) -> list[str]:
+    def _scan(self) -> dict[str, list[os.DirEntry[str]]]:
+        """Session id → the directory entries of its file and of its `-wal`
+        (when there is one), from one pass over the folder. A stray `-wal`
+        without its main file is not a session."""
         if not self.root.is_dir():
-            return []
-        ids = []
-        for entry in os.scandir(self.root):
-            stem, dot, ext = entry.name.partition(".")
-            is_session = dot and "." + ext == SUFFIX and len(stem) == ID_LENGTH
-            if is_session and _ID_PREFIX.fullmatch(stem):
-                ids.append(stem)
-        return sorted(ids)
+            return {}
+        files: dict[str, os.DirEntry[str]] = {}
+        wals: dict[str, os.DirEntry[str]] = {}
+        with os.scandir(self.root) as entries:
+            for entry in entries:
+                stem, dot, ext = entry.name.partition(".")
+                if not dot or len(stem) != ID_LENGTH or not _ID_PREFIX.fullmatch(stem):
+                    continue
+                if "." + ext == SUFFIX:
+                    files[stem] = entry
+                elif "." + ext == SUFFIX + "-wal":
+                    wals[stem] = entry
+        return {sid: [entry] + ([wals[sid]] if sid in wals else []) for sid, entry in files.items()}
+
+    def session_ids(self) -> list[str]:
+        return sorted(self._scan())
 
     def resolve(self, text: str) -> str:
         """A full id or unique prefix → the full id (one-line errors otherwise)."""
@@ -299,18 +324,20 @@ class SessionStore:
     def ids_by_recency(self) -> list[str]:
         """Newest first by the time a file (or its -wal) was last written.
 
-        One stat per file, so `ls` and `resume` can order a big store without
-        opening every session."""
+        One stat per file on the entries of a single folder scan, so `ls` and
+        `resume` can order a big store without opening every session (and
+        without building a Path per file, which at a thousand sessions costs
+        more than the stats)."""
 
-        def last_written(session_id: str) -> float:
-            path = self.path_for(session_id)
+        def last_written(entries: list[os.DirEntry[str]]) -> float:
             times = []
-            for candidate in (path, Path(f"{path}-wal")):
+            for entry in entries:
                 with contextlib.suppress(OSError):
-                    times.append(candidate.stat().st_mtime)
+                    times.append(entry.stat().st_mtime)
             return max(times, default=0.0)
 
-        return sorted(self.session_ids(), key=last_written, reverse=True)
+        scanned = self._scan()
+        return sorted(sorted(scanned), key=lambda sid: last_written(scanned[sid]), reverse=True)
 
     def most_recent(self) -> str:
         for session_id in self.ids_by_recency():
@@ -684,6 +711,23 @@ class SessionFile:
             if detail.get("after_turn") == last and "message_count" in detail:
                 return int(detail["message_count"])
         return int(count or 0)
+
+    def recap(self) -> Recap:
+        """The recap `resume` shows, from a few small queries: reading the
+        whole ledger (every row, its tool calls parsed) would make the prompt
+        of a long session wait for rows nobody is shown."""
+        (done,) = self.db.execute("SELECT count(*) FROM turns WHERE status = 'done'").fetchone()
+        row = self.db.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE status = 'done' ORDER BY number DESC LIMIT 1"
+        ).fetchone()
+        last = _turn_from_row(row) if row else None
+        rows = self.db.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE number > ? "
+            "AND status IN ('cancelled', 'failed', 'interrupted') ORDER BY number",
+            (last.number if last else 0,),
+        ).fetchall()
+        unfinished = tuple(_turn_from_row(row) for row in rows)
+        return Recap(done, self.message_count_now(), last, unfinished)
 
     def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
         rows = self.db.execute("SELECT kind, at, detail FROM history_edits ORDER BY id")

@@ -146,3 +146,32 @@ def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> 
     everything = runner.invoke(app, ["ls", "--all"], env=env)
     assert all(session_id in everything.stdout for session_id in ids)
     assert len(json.loads(runner.invoke(app, ["ls", "--json"], env=env).stdout)) == len(ids)
+
+
+def test_what_users_typed_is_printed_as_typed_never_as_markup(sessions_dir: Path) -> None:
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    session_id = make_session(SessionStore(sessions_dir), "what is in [/dev] and [bold]?")
+    runner = CliRunner()
+    env = {"NETBOX_CHAT_SESSIONS": str(sessions_dir), "COLUMNS": "200"}
+    table = runner.invoke(app, ["ls"], env=env)
+    assert table.exit_code == 0, table.output
+    assert session_id in table.stdout and "what is in [/dev] and [bold]?" in table.stdout
+    bad = runner.invoke(app, ["forget", "[/x]"], env=env)
+    assert bad.exit_code == 1 and bad.stderr.count("\n") == 1
+    assert "'[/x]' is not a session id" in bad.stderr
+
+
+def test_ls_fits_a_narrow_terminal_by_shortening_titles(sessions_dir: Path) -> None:
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    title = "which devices at DM-Akron have been offline since the last maintenance window?"
+    session_id = make_session(SessionStore(sessions_dir), title)
+    env = {"NETBOX_CHAT_SESSIONS": str(sessions_dir), "COLUMNS": "80"}
+    lines = CliRunner().invoke(app, ["ls"], env=env).stdout.splitlines()
+    assert lines[0].split() == ["id", "title", "turns", "last", "active", "model", "size"]
+    assert lines[1].startswith(session_id) and "which devices at" in lines[1]
+    assert title not in lines[1] and "…" in lines[1]
+    assert all(len(line) <= 80 for line in lines)

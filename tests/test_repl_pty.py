@@ -1,5 +1,6 @@
 """The real `netbox-chat` REPL through a real pty (pexpect): the happy path
-with resume and memory, and Ctrl-C at several moments of a turn, checked
+with resume and memory, Ctrl-C at several moments of a turn, and what `resume`
+does before its first prompt (a crashed turn rolled back, `--at N`), checked
 afterwards from the session file (fresh process) and the servers' records."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 from tests.inspect_session import read_from_fresh_process as inspect
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import Delay, ScriptedOllama, Text, ToolCall
+from tests.test_crash import ask, first_session, wait_for_running
 
 PROMPT = re.compile(r"netbox\S*>")
 ROOT = Path(__file__).parent.parent
@@ -197,3 +199,51 @@ def test_pasting_several_lines_sends_them_as_one_question(
     leave(child)
     question = ollama.requests[-1]["messages"][-1]["content"]
     assert question == "which sites are active?\nand which are planned?"
+
+
+def test_resume_rolls_back_a_crashed_turn_before_the_prompt(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    session_id = first_session(chat_env, ollama, sessions_dir)
+    ollama.script([Delay(30.0), Text("never sent")])
+    crashed = ask(chat_env, "the question that crashed", "--session", session_id)
+    wait_for_running(sessions_dir / f"{session_id}.sqlite", 2)
+    ollama.wait_for_requests(2)
+    crashed.kill()
+    crashed.wait(timeout=10)
+
+    # Recovery needs the agent before the prompt; the recap comes after it.
+    ollama.script([Text("Still three sites.")])
+    child = spawn(chat_env, "resume", session_id)
+    shown = plain(child.before or "")
+    assert "turn 2 was interrupted and rolled back" in shown
+    assert "1 turn(s), 2 message(s)" in shown and "Three sites." in shown
+    assert "turn 2 was interrupted: the question that crashed" in shown
+    child.sendline("and now?")
+    child.expect("Still three sites.")
+    child.expect(PROMPT)
+    leave(child)
+    sent = json.dumps(ollama.requests[-1]["messages"])
+    assert "how many sites?" in sent and "the question that crashed" not in sent
+
+
+def test_resume_at_goes_back_before_the_prompt_and_the_recap_says_so(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    session_id = first_session(chat_env, ollama, sessions_dir)
+    ollama.script([Text("Two devices.")])
+    later = ask(chat_env, "how many devices?", "--session", session_id)
+    assert later.wait(timeout=60) == 0
+
+    ollama.script([Text("Back at the sites.")])
+    child = spawn(chat_env, "resume", session_id, "--at", "1")
+    shown = plain(child.before or "")
+    assert "1 turn(s), 2 message(s)" in shown
+    assert "last question (1): how many sites?" in shown and "Three sites." in shown
+    assert "Two devices." not in shown
+    child.sendline("and then?")
+    child.expect("Back at the sites.")
+    child.expect(PROMPT)
+    leave(child)
+    sent = json.dumps(ollama.requests[-1]["messages"])
+    assert "how many sites?" in sent and "how many devices?" not in sent

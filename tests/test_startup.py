@@ -1,0 +1,143 @@
+"""What a user waits for before the first prompt (issue 7): what `ls` and the
+REPL load, the recap `resume` prints, and the agent build that starts only
+once the prompt is on the screen. Real SQLite files, the real build against
+the scripted Ollama server and the NetBox double; speed itself is left to
+bench/."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.application import create_app_session, get_app
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from netbox_chat import render
+from netbox_chat.config import resolve_settings
+from netbox_chat.repl import BackgroundRuntime, Repl
+from netbox_chat.sessions import SessionFile, SessionStore
+from tests.test_sessions import make_session
+
+ROOT = Path(__file__).parent.parent
+
+# Modules `ls` has no use for: the event loop, Markdown and its parser,
+# rich's Table layout engine, the prompt, the agent.
+NOT_FOR_LS = (
+    "asyncio",
+    "rich.markdown",
+    "markdown_it",
+    "rich.table",
+    "rich.live",
+    "prompt_toolkit",
+    "langchain_core",
+    "langgraph",
+    "deepagents",
+)
+
+
+def test_ls_loads_nothing_it_does_not_show(sessions_dir: Path) -> None:
+    make_session(SessionStore(sessions_dir), "which sites?")
+    probe = (
+        "import contextlib, sys\n"
+        "sys.argv = ['netbox-chat', 'ls']\n"
+        "from netbox_chat.cli import main\n"
+        "with contextlib.suppress(SystemExit):\n"
+        "    main()\n"
+        f"print(sorted(m for m in {NOT_FOR_LS!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={"NETBOX_CHAT_SESSIONS": str(sessions_dir), "PATH": "/usr/bin:/bin"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "which sites?" in out.stdout
+    assert out.stderr.strip().splitlines()[-1] == "[]"
+
+
+def finished(session: SessionFile, question: str, status: str, **outcome: object) -> int:
+    number = session.begin_turn(question, base_checkpoint_id=None, message_ids=[])
+    session.finish_turn(number, status, **outcome)  # type: ignore[arg-type]
+    return number
+
+
+def test_the_recap_reads_the_counts_the_last_exchange_and_what_came_after(
+    sessions_dir: Path,
+) -> None:
+    store = SessionStore(sessions_dir)
+    with SessionFile.create(store, model="qwen3:8b") as session:
+        assert session.recap().last is None and session.recap().turns == 0
+        finished(session, "first question", "done", answer="first answer", message_count=2)
+        finished(session, "cancelled early", "cancelled")
+        finished(session, "what is in [/dev]?", "done", answer="**/dev** [red]x", message_count=4)
+        finished(session, "this one failed", "failed", error="model went away")
+        finished(session, "cancelled late", "cancelled")
+        recap = session.recap()
+        assert (recap.turns, recap.messages) == (2, 4)
+        assert recap.last is not None and recap.last.number == 3
+        assert [(t.number, t.status) for t in recap.unfinished] == [(4, "failed"), (5, "cancelled")]
+
+    out = io.StringIO()
+    render.print_recap(Console(file=out, width=100), session.id, recap)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"resumed session {session.id}: 2 turn(s), 4 message(s)"
+    # Questions and answers appear as written, never read as rich markup.
+    assert lines[1] == "last question (3): what is in [/dev]?"
+    assert lines[2] == "**/dev** [red]x"
+    assert lines[3:] == [
+        "turn 4 was failed: this one failed",
+        "turn 5 was cancelled: cancelled late",
+    ]
+
+
+async def test_the_agent_build_starts_once_the_prompt_is_drawn(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    settings = resolve_settings(env=chat_env)
+    with (
+        SessionFile.create(SessionStore(sessions_dir), model=settings.model) as session,
+        create_pipe_input() as pipe,
+    ):
+        background = BackgroundRuntime(session, settings, print)
+        renders_before_start: list[int] = []
+        start = background.start
+
+        def recording_start() -> None:
+            renders_before_start.append(get_app().render_counter)
+            start()
+
+        background.start = recording_start  # type: ignore[method-assign]
+        repl = Repl(session, settings, Console(file=io.StringIO()), background)
+        assert not background.started
+        pipe.send_text("/exit\r")
+        with create_app_session(input=pipe, output=DummyOutput()):
+            await repl.run()
+        assert background.started and renders_before_start[0] >= 1
+        runtime = await background.get()
+        assert runtime.conversation.session is session
+        await background.aclose()
+
+
+async def test_ctrl_c_while_waiting_for_the_agent_does_not_cancel_its_build(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    settings = resolve_settings(env=chat_env)
+    with SessionFile.create(SessionStore(sessions_dir), model=settings.model) as session:
+        background = BackgroundRuntime(session, settings, print)
+        waiter = asyncio.create_task(background.get())
+        await asyncio.sleep(0)
+        assert background.started
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        runtime = await background.get()  # the same build, finished
+        assert runtime is background.future.result()
+        await background.aclose()
