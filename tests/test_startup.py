@@ -64,7 +64,7 @@ def test_ls_loads_nothing_it_does_not_show(sessions_dir: Path) -> None:
 
 
 def finished(session: SessionFile, question: str, status: str, **outcome: object) -> int:
-    number = session.begin_turn(question, base_checkpoint_id=None, message_ids=[])
+    number = session.begin_turn(question, base_checkpoint_id=None, base_message_count=0)
     session.finish_turn(number, status, **outcome)  # type: ignore[arg-type]
     return number
 
