@@ -75,17 +75,41 @@ class ZlibBlobs:
         raise ValueError(f"unknown blob encoding {ciphername!r}")
 
 
+class InFlightCalls:
+    """How many bridged calls are running on worker threads.
+
+    A separate object, not a counter on the saver: LangGraph's `with_allowlist`
+    hands the graph a shallow copy of the saver when strict msgpack is on, and
+    both copies must count into the one `drain()` waits on.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.changed = threading.Condition()
+
+    def enter(self) -> None:
+        with self.changed:
+            self.count += 1
+
+    def leave(self) -> None:
+        with self.changed:
+            self.count -= 1
+            self.changed.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: self.count == 0, timeout=timeout)
+
+
 class BridgedSqliteSaver(SqliteSaver):
     """`SqliteSaver` whose async methods delegate to the sync ones on threads."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         super().__init__(conn, serde=EncryptedSerializer(ZlibBlobs(), JsonPlusSerializer()))
-        self._in_flight = 0
-        self._idle = threading.Condition()
+        self.in_flight = InFlightCalls()
 
     async def _on_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        with self._idle:
-            self._in_flight += 1
+        self.in_flight.enter()
         context = contextvars.copy_context()
         call = functools.partial(context.run, self._tracked, fn, *args, **kwargs)
         # Shielded: a cancel must not un-submit a queued call, or the in-flight
@@ -98,14 +122,11 @@ class BridgedSqliteSaver(SqliteSaver):
         try:
             return fn(*args, **kwargs)
         finally:
-            with self._idle:
-                self._in_flight -= 1
-                self._idle.notify_all()
+            self.in_flight.leave()
 
     def drain(self, timeout: float = 30.0) -> bool:
         """Block until no bridged call is still running on a worker thread."""
-        with self._idle:
-            return self._idle.wait_for(lambda: self._in_flight == 0, timeout=timeout)
+        return self.in_flight.wait_idle(timeout)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self._on_thread(self.get_tuple, config)

@@ -5,6 +5,7 @@ checked from a fresh process, the way the next `resume` sees the session."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -301,6 +302,28 @@ def test_the_bridge_overrides_every_async_method_the_base_class_has() -> None:
     assert must_bridge == set(BRIDGED_METHODS)
     for name in BRIDGED_METHODS:
         assert getattr(BridgedSqliteSaver, name) is not getattr(BaseCheckpointSaver, name)
+
+
+async def test_drain_counts_calls_made_through_a_copy_of_the_saver(sessions_dir: Path) -> None:
+    """With strict msgpack on, LangGraph hands the graph a shallow copy of the
+    saver (`with_allowlist`), while the rollback drains the original: both
+    must count the same calls, or a write could commit after the rollback."""
+    sessions_dir.mkdir(parents=True, exist_ok=True)
+    saver = BridgedSqliteSaver(connect(sessions_dir / "copy.sqlite"))
+    clone = copy.copy(saver)  # what `BaseCheckpointSaver.with_allowlist` returns
+    release = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def blocked() -> None:
+        asyncio.run_coroutine_threadsafe(release.wait(), loop).result(timeout=10)
+
+    call = asyncio.create_task(clone._on_thread(blocked))
+    await asyncio.sleep(0.05)
+    assert saver.drain(timeout=0.05) is False  # the clone's call is still running
+    release.set()
+    await call
+    assert saver.drain(timeout=5) is True
+    saver.conn.close()
 
 
 @tool
