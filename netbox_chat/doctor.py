@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from netbox_chat.config import Settings
+from netbox_chat.model_info import parse_show
 
 TIMEOUT = 3.0
 
@@ -84,11 +85,11 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
             Check("model", False, f"{model}: Ollama answered {shown.status_code}: {message}")
         )
         return checks
-    capabilities = _json(shown).get("capabilities")
-    if capabilities is None:
+    info = parse_show(model, _json(shown))
+    if info.capabilities is None:
         checks.append(Check("model", True, f"{model} (this Ollama does not report tool support)"))
-    elif "tools" in capabilities:
-        checks.append(Check("model", True, f"{model} (supports tools)"))
+    elif info.can_use_tools:
+        checks.append(Check("model", True, info.describe()))
     else:
         checks.append(
             Check(

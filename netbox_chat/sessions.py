@@ -33,7 +33,7 @@ SUFFIX = ".sqlite"
 COMPANIONS = ("-wal", "-shm")
 _FORGETTING_PREFIX = ".forgetting-"
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 TurnStatus = Literal["running", "done", "cancelled", "failed", "interrupted", "rewound"]
 
@@ -142,9 +142,28 @@ ALTER TABLE turns DROP COLUMN snapshot_message_ids;
 ALTER TABLE turns ADD COLUMN base_message_count INTEGER;
 """
 
+# Version 3: what a turn measured of the model: the prompt sizes Ollama
+# counted (the context meter, truncation) and how long and how much it thought.
+_SCHEMA_V3_COLUMNS = (
+    "prompt_tokens_max INTEGER",
+    "prompt_tokens_last INTEGER",
+    "context_window INTEGER",
+    "truncated INTEGER NOT NULL DEFAULT 0",
+    "thinking TEXT",
+    "thinking_seconds REAL",
+    "thinking_chars INTEGER NOT NULL DEFAULT 0",
+)
+
+
+def _add_turn_columns(conn: sqlite3.Connection, columns: tuple[str, ...]) -> None:
+    for column in columns:
+        conn.execute(f"ALTER TABLE turns ADD COLUMN {column}")
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
     0: lambda conn: conn.executescript(_SCHEMA_V1),
     1: lambda conn: conn.executescript(_SCHEMA_V2),
+    2: lambda conn: _add_turn_columns(conn, _SCHEMA_V3_COLUMNS),
 }
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -217,18 +236,27 @@ class Turn:
     error: str | None = None
     answer: str | None = None
     message_count: int | None = None
+    prompt_tokens_max: int | None = None
+    prompt_tokens_last: int | None = None
+    context_window: int | None = None
+    truncated: bool = False
+    thinking: str | None = None
+    thinking_seconds: float | None = None
+    thinking_chars: int = 0
 
 
 _TURN_COLUMNS = (
     "number, question, status, started_at, ended_at, base_checkpoint_id, "
     "base_message_count, end_checkpoint_id, tokens_in, tokens_out, tool_calls, "
-    "rolled_back, error, answer, message_count"
+    "rolled_back, error, answer, message_count, prompt_tokens_max, prompt_tokens_last, "
+    "context_window, truncated, thinking, thinking_seconds, thinking_chars"
 )
 
 
 def _turn_from_row(row: tuple[Any, ...]) -> Turn:
     values = list(row)
     values[10] = [ToolCallRecord(**call) for call in json.loads(values[10] or "[]")]
+    values[18] = bool(values[18])
     return Turn(*values)
 
 
@@ -647,13 +675,21 @@ class SessionFile:
         error: str | None = None,
         answer: str | None = None,
         message_count: int | None = None,
+        prompt_tokens_max: int | None = None,
+        prompt_tokens_last: int | None = None,
+        context_window: int | None = None,
+        truncated: bool = False,
+        thinking: str | None = None,
+        thinking_seconds: float | None = None,
     ) -> None:
         """Close a turn's row."""
         with self.db:
             self.db.execute(
                 "UPDATE turns SET status = ?, ended_at = ?, end_checkpoint_id = ?, "
                 "tokens_in = ?, tokens_out = ?, tool_calls = ?, rolled_back = ?, error = ?, "
-                "answer = ?, message_count = ? WHERE number = ?",
+                "answer = ?, message_count = ?, prompt_tokens_max = ?, prompt_tokens_last = ?, "
+                "context_window = ?, truncated = ?, thinking = ?, thinking_seconds = ?, "
+                "thinking_chars = ? WHERE number = ?",
                 (
                     status,
                     now_iso(),
@@ -665,6 +701,13 @@ class SessionFile:
                     error,
                     answer,
                     message_count,
+                    prompt_tokens_max,
+                    prompt_tokens_last,
+                    context_window,
+                    int(truncated),
+                    thinking,
+                    thinking_seconds,
+                    len(thinking or ""),
                     number,
                 ),
             )

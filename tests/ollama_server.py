@@ -40,6 +40,7 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 __all__ = [
+    "DEFAULT_CONTEXT_LENGTHS",
     "DEFAULT_MODELS",
     "Delay",
     "HTTPError",
@@ -57,6 +58,10 @@ DEFAULT_MODELS: Mapping[str, Sequence[str]] = {
     "gemma:2b": ["completion"],
 }
 """One model that can call tools and one that cannot, so both paths are reachable."""
+
+DEFAULT_CONTEXT_LENGTHS: Mapping[str, int] = {"qwen3:8b": 40_960, "gemma:2b": 8_192}
+"""Trained context lengths, as `ollama show` reports them for these models (qwen3:8b's
+model card: 40,960; gemma:2b: 8,192). A model missing here reports none."""
 
 _POLL = 0.02
 """How often a paused reply looks at its socket and at the stop flag, in seconds."""
@@ -231,11 +236,15 @@ class ScriptedOllama:
         *,
         port: int = 0,
         lifetime: float = 900.0,
+        context_lengths: Mapping[str, int] | None = None,
     ) -> None:
         self.models: dict[str, list[str]] = {
             name: list(caps)
             for name, caps in (DEFAULT_MODELS if models is None else models).items()
         }
+        self.context_lengths: dict[str, int] = dict(
+            DEFAULT_CONTEXT_LENGTHS if context_lengths is None else context_lengths
+        )
         self.responder: Responder | None = None
         self.requests: list[dict[str, Any]] = []
         self.disconnects: list[int] = []
@@ -478,12 +487,22 @@ class _Handler(BaseHTTPRequestHandler):
         if capabilities is None:
             self._send_json(404, {"error": f"model '{name}' not found"})
             return
+        # Real Ollama keys the trained length by architecture, e.g.
+        # "qwen3.context_length" next to "general.architecture": "qwen3"
+        # (server/routes.go, ShowHandler -> model_info from the GGUF metadata).
+        family = _details(name)["family"]
+        model_info: dict[str, Any] = {"general.architecture": family}
+        length = self.server.ollama.context_lengths.get(
+            name
+        ) or self.server.ollama.context_lengths.get(f"{name}:latest")
+        if length:
+            model_info[f"{family}.context_length"] = length
         self._send_json(
             200,
             {
                 "modified_at": _now(),
                 "details": _details(name),
-                "model_info": {},
+                "model_info": model_info,
                 "capabilities": capabilities,
             },
         )

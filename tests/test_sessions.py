@@ -15,6 +15,8 @@ import pytest
 
 from netbox_chat.errors import ExitStatus
 from netbox_chat.sessions import (
+    _SCHEMA_V3_COLUMNS,
+    SCHEMA_VERSION,
     AmbiguousSession,
     InvalidSessionId,
     NoSuchSession,
@@ -183,6 +185,8 @@ def test_a_session_from_schema_1_is_migrated_on_open(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
     sid = make_session(store)
     conn = sqlite3.connect(store.path_for(sid))
+    for column in _SCHEMA_V3_COLUMNS:  # back to the columns schema 1 had
+        conn.execute(f"ALTER TABLE turns DROP COLUMN {column.split()[0]}")
     conn.executescript(
         "ALTER TABLE turns DROP COLUMN base_message_count;"
         "ALTER TABLE turns ADD COLUMN snapshot_message_ids TEXT;"
@@ -194,7 +198,7 @@ def test_a_session_from_schema_1_is_migrated_on_open(tmp_path: Path) -> None:
     conn.close()
 
     with SessionFile.open(store, sid) as session:
-        assert session.meta()["schema_version"] == "2"
+        assert session.meta()["schema_version"] == str(SCHEMA_VERSION)
         assert [(t.question, t.status) for t in session.turns()] == [
             ("which sites?", "done"),
             ("left running", "running"),
