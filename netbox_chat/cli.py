@@ -81,6 +81,17 @@ NetboxUrl = Annotated[
         show_default=False,
     ),
 ]
+Think = Annotated[
+    bool | None,
+    typer.Option(
+        "--think/--no-think",
+        help=(
+            "Let the model think (shown dimmed) or ask it not to. NETBOX_CHAT_THINK takes "
+            "on, off, low, medium or high (default: the model's own)."
+        ),
+        show_default=False,
+    ),
+]
 ThreadArg = Annotated[str, typer.Argument(help="Session id, or a unique prefix of one.")]
 
 # `ls` shows this many of the newest sessions unless --all: a table of a
@@ -109,10 +120,15 @@ def settings_from(
     ollama_url: str | None = None,
     model: str | None = None,
     netbox_url: str | None = None,
+    think: bool | None = None,
 ) -> Settings:
     try:
         return resolve_settings(
-            sessions_dir=sessions_dir, ollama_url=ollama_url, model=model, netbox_url=netbox_url
+            sessions_dir=sessions_dir,
+            ollama_url=ollama_url,
+            model=model,
+            netbox_url=netbox_url,
+            think=None if think is None else ("on" if think else "off"),
         )
     except ValueError as exc:
         raise fail(UserFacingError(str(exc))) from None
@@ -160,10 +176,12 @@ def main_callback(
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    think: Think = None,
 ) -> None:
     """Start a new chat session when no command is given."""
     if ctx.invoked_subcommand is None:
-        _chat(settings_from(sessions_dir, ollama_url, model, netbox_url), None, resume=False)
+        settings = settings_from(sessions_dir, ollama_url, model, netbox_url, think)
+        _chat(settings, None, resume=False)
 
 
 @app.command()
@@ -182,6 +200,7 @@ def resume(
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    think: Think = None,
 ) -> None:
     """Reopen a session and continue it, with its memory.
 
@@ -190,7 +209,7 @@ def resume(
     goes back to just after turn N (linearly: later turns are set aside, never
     replayed).
     """
-    settings = settings_from(sessions_dir, ollama_url, model, netbox_url)
+    settings = settings_from(sessions_dir, ollama_url, model, netbox_url, think)
     _chat(settings, thread, resume=True, rewind_to=at)
 
 
@@ -260,6 +279,7 @@ def ask(
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    think: Think = None,
 ) -> None:
     """Run one turn without the REPL, print the answer and exit (scripts, cron).
 
@@ -267,7 +287,7 @@ def ask(
     """
     import asyncio
 
-    settings = settings_from(sessions_dir, ollama_url, model, netbox_url)
+    settings = settings_from(sessions_dir, ollama_url, model, netbox_url, think)
     require_netbox(settings)
     store = SessionStore(settings.sessions_dir)
     try:
@@ -314,6 +334,8 @@ async def _ask_once(session: SessionFile, settings: Settings, question: str) -> 
     runtime = await asyncio.to_thread(
         build_runtime, session, settings, on_auth_failure=auth_warnings.append
     )
+    if runtime.thinking.note:
+        stderr.print(Text(f"netbox-chat: {runtime.thinking.note}", style="dim"), soft_wrap=True)
     try:
         for report in runtime.conversation.recover_interrupted():
             render.print_rollback(stderr, report, reason=f"turn {report.turn} was interrupted and ")
@@ -331,6 +353,8 @@ async def _ask_once(session: SessionFile, settings: Settings, question: str) -> 
         "turn": outcome.number,
         "status": outcome.status,
         "answer": outcome.answer,
+        "thinking": outcome.thinking or None,
+        "thinking_seconds": outcome.thinking_seconds,
         "tool_calls": [asdict(call) for call in outcome.tool_calls],
         "tokens": {"in": outcome.tokens_in, "out": outcome.tokens_out},
         "error": outcome.error,
@@ -347,6 +371,9 @@ def export_command(
         Path | None,
         typer.Option("--output", "-o", help="Write to this file (0600) instead of stdout."),
     ] = None,
+    thinking: Annotated[
+        bool, typer.Option("--thinking", help="Include the model's thinking in each turn.")
+    ] = False,
     sessions_dir: SessionsDir = None,
 ) -> None:
     """Print a session's transcript: questions, answers, tool calls, tokens per
@@ -364,6 +391,7 @@ def export_command(
             store.resolve(thread),
             "json" if fmt == "json" else "md",
             secrets=[settings.netbox_token],
+            thinking=thinking,
         )
     except UserFacingError as exc:
         raise fail(exc) from None

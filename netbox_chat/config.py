@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from netbox_chat.thinking import check_setting
+
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_MODEL = "qwen3:8b"
 DEFAULT_NUM_CTX = 16384
@@ -34,6 +36,7 @@ class Settings:
     num_ctx: int = DEFAULT_NUM_CTX
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     netbox_timeout: float = DEFAULT_NETBOX_TIMEOUT
+    think: str | None = None  # on, off, low, medium, high; None: the model's own default
 
 
 def _positive_number(env: Mapping[str, str], name: str, default: float) -> float:
@@ -55,6 +58,7 @@ def resolve_settings(
     ollama_url: str | None = None,
     model: str | None = None,
     netbox_url: str | None = None,
+    think: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Settings:
     """Merge flags (arguments) over the environment over defaults.
@@ -75,4 +79,5 @@ def resolve_settings(
         num_ctx=int(_positive_number(env, "NETBOX_CHAT_NUM_CTX", DEFAULT_NUM_CTX)),
         request_timeout=_positive_number(env, "NETBOX_CHAT_TIMEOUT", DEFAULT_REQUEST_TIMEOUT),
         netbox_timeout=_positive_number(env, "NETBOX_TIMEOUT", DEFAULT_NETBOX_TIMEOUT),
+        think=check_setting(think or env.get("NETBOX_CHAT_THINK"), "NETBOX_CHAT_THINK"),
     )

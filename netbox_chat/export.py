@@ -41,8 +41,14 @@ STATUS_NOTES = {
 }
 
 
-def read_transcript(store: SessionStore, session_id: str) -> dict[str, Any]:
-    """The session's transcript as plain data (what the JSON export prints)."""
+def read_transcript(
+    store: SessionStore, session_id: str, *, thinking: bool = False
+) -> dict[str, Any]:
+    """The session's transcript as plain data (what the JSON export prints).
+
+    How long and how much the model thought is always there; the thinking
+    itself only with `thinking`: it is a scratchpad, often longer than the
+    answer, and the model never sees it again."""
     path = store.path_for(session_id)
     try:
         with read_only_connection(path) as conn:
@@ -72,15 +78,15 @@ def read_transcript(store: SessionStore, session_id: str) -> dict[str, Any]:
             "tokens_out": sum(t.tokens_out for t in turns),
             "tool_calls": sum(len(t.tool_calls) for t in turns),
         },
-        "turns": [_turn_json(t) for t in turns],
+        "turns": [_turn_json(t, thinking=thinking) for t in turns],
         "edits": [
             {"kind": kind, "at": at, **json.loads(detail or "{}")} for kind, at, detail in edits
         ],
     }
 
 
-def _turn_json(turn: Turn) -> dict[str, Any]:
-    return {
+def _turn_json(turn: Turn, *, thinking: bool) -> dict[str, Any]:
+    data = {
         "number": turn.number,
         "status": turn.status,
         "seen_by_model": turn.status == "done",
@@ -92,7 +98,12 @@ def _turn_json(turn: Turn) -> dict[str, Any]:
         "tool_calls": [asdict(call) for call in turn.tool_calls],
         "rolled_back_messages": turn.rolled_back,
         "error": turn.error,
+        "thinking_seconds": turn.thinking_seconds,
+        "thinking_chars": turn.thinking_chars,
     }
+    if thinking:
+        data["thinking"] = turn.thinking
+    return data
 
 
 def export_session(
@@ -101,9 +112,10 @@ def export_session(
     fmt: Format = "md",
     *,
     secrets: Sequence[str | None] = (),
+    thinking: bool = False,
 ) -> str:
     """The transcript of `session_id` in `fmt`, with every secret masked."""
-    transcript = read_transcript(store, session_id)
+    transcript = read_transcript(store, session_id, thinking=thinking)
     if fmt == "json":
         text = json.dumps(transcript, indent=2, ensure_ascii=False) + "\n"
     elif fmt == "md":
@@ -216,6 +228,13 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
                 f"- `{call['name']}` `{args}` → {call['result_chars']} chars, "
                 f"{call['seconds']:.2f}s{flag}"
             )
+        lines.append("")
+    if turn["thinking_chars"]:
+        seconds = turn["thinking_seconds"] or 0.0
+        lines += [f"_thought for {seconds:.0f}s ({turn['thinking_chars']:,} characters)_", ""]
+    if turn.get("thinking"):
+        lines += ["**Thinking:**", ""]
+        lines += [f"> {line}".rstrip() for line in turn["thinking"].splitlines()]
         lines.append("")
     if turn["answer"]:
         lines += ["**Answer:**", "", turn["answer"], ""]

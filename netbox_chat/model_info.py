@@ -30,10 +30,19 @@ class ModelInfo:
     name: str
     capabilities: frozenset[str] | None
     context_length: int | None
+    family: str | None = None  # `details.family`: "qwen3", "gptoss", ...
 
     @property
     def can_think(self) -> bool:
         return self.capabilities is not None and "thinking" in self.capabilities
+
+    @property
+    def thinks_in_levels(self) -> bool:
+        """gpt-oss: `think` takes low/medium/high and `false` does not stop it.
+
+        Ollama runs these families through its harmony parser (server/routes.go,
+        `shouldUseHarmony`); turning thinking off is ignored (ollama #11751)."""
+        return self.can_think and self.family in HARMONY_FAMILIES
 
     @property
     def can_use_tools(self) -> bool | None:
@@ -43,11 +52,21 @@ class ModelInfo:
         """`qwen3:8b (tools, thinking; context 40,960)`, as `doctor` prints it."""
         parts = []
         if self.capabilities is not None:
-            shown = sorted(self.capabilities - {"completion"}) or ["no tools"]
+            shown = sorted(self.capabilities - {"completion"}, key=_shown_order) or ["no tools"]
             parts.append(", ".join(shown))
         if self.context_length:
             parts.append(f"context {self.context_length:,}")
         return f"{self.name} ({'; '.join(parts)})" if parts else self.name
+
+
+HARMONY_FAMILIES = frozenset({"gptoss", "gpt-oss"})
+
+# The capabilities netbox-chat cares about first, the rest alphabetically.
+_FIRST = ("tools", "thinking")
+
+
+def _shown_order(capability: str) -> tuple[int, str]:
+    return (_FIRST.index(capability) if capability in _FIRST else len(_FIRST), capability)
 
 
 class ModelInfoError(Exception):
@@ -75,7 +94,9 @@ def parse_show(name: str, payload: Mapping[str, Any]) -> ModelInfo:
             if str(key).endswith(".context_length") and isinstance(value, int | float)
         ]
         context_length = max(lengths) if lengths else None
-    return ModelInfo(name, capabilities, context_length)
+    details = payload.get("details")
+    family = details.get("family") if isinstance(details, Mapping) else None
+    return ModelInfo(name, capabilities, context_length, str(family) if family else None)
 
 
 def fetch_model_info(ollama_url: str, model: str, *, timeout: float) -> ModelInfo:

@@ -19,18 +19,35 @@ from typing import TYPE_CHECKING, Any
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import SessionFile, connect
+from netbox_chat.thinking import ThinkPlan, plan_thinking
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
+    from netbox_chat.model_info import ModelInfo
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.turns import Conversation
+
+
+# /api/show is a local lookup; a server that takes longer is not worth waiting for,
+# the session then runs without knowing the model's capabilities.
+MODEL_INFO_TIMEOUT = 10.0
 
 
 @dataclass
 class Runtime:
     conversation: Conversation
     netbox: NetBoxClient | None
+    # What Ollama said about the model (capabilities, context length), read once
+    # per session in build_runtime; None when /api/show could not be read.
+    model_info: ModelInfo | None
+    thinking: ThinkPlan
+
+    def set_thinking(self, setting: str | None) -> ThinkPlan:
+        """Ask the model to think (or not) from the next request on (`/think`)."""
+        self.thinking = plan_thinking(setting, self.model_info)
+        self.conversation.model.reasoning = self.thinking.reasoning
+        return self.thinking
 
     async def aclose(self) -> None:
         if self.netbox is not None:
@@ -48,6 +65,7 @@ def build_runtime(
     """Build the agent for `session` (slow: imports deepagents)."""
     from netbox_chat.agent import build_agent, build_model, find_end_node
     from netbox_chat.checkpointer import BridgedSqliteSaver
+    from netbox_chat.model_info import ModelInfoError, fetch_model_info
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.netbox.tools import build_netbox_tools
     from netbox_chat.turns import Conversation
@@ -63,12 +81,18 @@ def build_runtime(
             on_auth_failure=on_auth_failure,
         )
         tools = build_netbox_tools(netbox)
+    try:
+        model_info = fetch_model_info(
+            settings.ollama_url, settings.model, timeout=MODEL_INFO_TIMEOUT
+        )
+    except ModelInfoError:
+        model_info = None  # the first turn says what is wrong with Ollama
+    thinking = plan_thinking(settings.think, model_info)
     saver = BridgedSqliteSaver(connect(session.path))
-    model = build_model(settings)
+    model = build_model(settings, reasoning=thinking.reasoning)
     graph = build_agent(settings, tools, saver, model=model)
-    runtime = Runtime(
-        Conversation(session, graph, saver, find_end_node(graph), model=model), netbox
-    )
+    conversation = Conversation(session, graph, saver, find_end_node(graph), model=model)
+    runtime = Runtime(conversation, netbox, model_info, thinking)
     # LangChain's imports and the compiled graph are about 120,000 objects that
     # live as long as the process. Left in the collector, every full garbage
     # collection walks them (60 ms here), and one lands in most turns of a long

@@ -41,6 +41,7 @@ from langgraph.types import Overwrite, StateSnapshot
 from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import SessionFile, StoreError, ToolCallRecord, TurnStatus
+from netbox_chat.thinking import ThinkSplitter, split_thinking
 
 if TYPE_CHECKING:
     from netbox_chat.history import CompactResult, RewindResult
@@ -56,6 +57,20 @@ _STORE_ERRORS = (sqlite3.Error,)
 @dataclass(frozen=True)
 class TextDelta:
     text: str
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    """A piece of the model's thinking (never part of the answer)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingFinished:
+    """The model stopped thinking and began its answer or a tool call."""
+
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -87,7 +102,15 @@ class RollingBack:
     reason: str
 
 
-TurnEvent = TextDelta | ToolStarted | ToolFinished | ModelCallFinished | RollingBack
+TurnEvent = (
+    TextDelta
+    | ThinkingDelta
+    | ThinkingFinished
+    | ToolStarted
+    | ToolFinished
+    | ModelCallFinished
+    | RollingBack
+)
 EventSink = Callable[[TurnEvent], None]
 
 
@@ -113,6 +136,62 @@ class TurnOutcome:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     error: str | None = None
     rollback: RollbackReport | None = None
+    thinking: str = ""
+    thinking_seconds: float | None = None
+
+
+class _Thinking:
+    """Tells a turn's thinking from its answer as the model streams, and times it.
+
+    Each model call gets its own `<think>` splitter (a call is one message id);
+    thinking ends when the call's answer text or a tool call begins, or when the
+    call ends. The text and the seconds add up on the outcome.
+    """
+
+    def __init__(self, sink: EventSink, outcome: TurnOutcome) -> None:
+        self.sink = sink
+        self.outcome = outcome
+        self.call: str | None = None
+        self.splitter = ThinkSplitter()
+        self.started: float | None = None
+
+    def chunk(self, message: AIMessageChunk) -> None:
+        if message.id != self.call:
+            self.end_call()
+            self.call = message.id
+        inline, answer = self.splitter.feed(_text_of(message))
+        self._think(str(message.additional_kwargs.get("reasoning_content") or "") + inline)
+        if answer or message.tool_call_chunks:
+            self._stop()
+        if answer:
+            self.sink(TextDelta(answer))
+
+    def end_call(self) -> None:
+        inline, answer = self.splitter.finish()
+        self._think(inline)
+        self._stop()
+        if answer:
+            self.sink(TextDelta(answer))
+        self.splitter = ThinkSplitter()
+
+    def _think(self, text: str) -> None:
+        if not text:
+            return
+        if self.started is None:
+            self.started = time.monotonic()
+            if self.outcome.thinking:
+                self.outcome.thinking += "\n\n"
+        self.outcome.thinking += text
+        self.sink(ThinkingDelta(text))
+
+    def _stop(self) -> None:
+        if self.started is None:
+            return
+        seconds = round(time.monotonic() - self.started, 3)
+        self.started = None
+        self.outcome.thinking = self.outcome.thinking.rstrip()
+        self.outcome.thinking_seconds = (self.outcome.thinking_seconds or 0.0) + seconds
+        self.sink(ThinkingFinished(seconds))
 
 
 class DirtyHead(UserFacingError):
@@ -292,6 +371,8 @@ class Conversation:
                     tool_calls=outcome.tool_calls,
                     answer=outcome.answer,
                     message_count=len(messages),
+                    thinking=outcome.thinking or None,
+                    thinking_seconds=outcome.thinking_seconds,
                 )
             except _STORE_ERRORS as exc:  # the answer cannot be recorded: undo it
                 outcome.status = "failed"
@@ -311,6 +392,8 @@ class Conversation:
                 tool_calls=outcome.tool_calls,
                 rolled_back=outcome.rollback.removed_messages,
                 error=_join(outcome.error, outcome.rollback.problems),
+                thinking=outcome.thinking or None,
+                thinking_seconds=outcome.thinking_seconds,
             )
         except _STORE_ERRORS as exc:
             # Neither the rollback nor the ledger could be written. What is on
@@ -328,6 +411,7 @@ class Conversation:
 
     async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> None:
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
+        thinking = _Thinking(sink, outcome)
         inputs = {"messages": [HumanMessage(question)]}
         stream: Any = self.graph.astream(
             inputs, self.config, stream_mode=["messages", "updates"], durability="exit"
@@ -339,12 +423,12 @@ class Conversation:
                     isinstance(message, AIMessageChunk)
                     and metadata.get("langgraph_node") == "model"
                 ):
-                    text = _text_of(message)
-                    if text:
-                        sink(TextDelta(text))
+                    thinking.chunk(message)
                 continue
             for update in (chunk or {}).values():
                 for message in _update_messages(update):
+                    if isinstance(message, AIMessage):
+                        thinking.end_call()
                     self._on_message(message, sink, outcome, started)
 
     def _on_message(
@@ -364,7 +448,7 @@ class Conversation:
                 started[str(call["id"])] = (time.monotonic(), call["name"], call["args"])
                 sink(ToolStarted(str(call["id"]), call["name"], call["args"]))
             if not message.tool_calls:
-                outcome.answer = _text_of(message)
+                outcome.answer = split_thinking(_text_of(message))[1]
         elif isinstance(message, ToolMessage):
             began, name, args = started.pop(
                 message.tool_call_id, (time.monotonic(), message.name or "?", {})

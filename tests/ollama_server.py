@@ -49,19 +49,41 @@ __all__ = [
     "Step",
     "StreamError",
     "Text",
+    "Thinking",
     "ToolCall",
     "steps_from_json",
 ]
 
 DEFAULT_MODELS: Mapping[str, Sequence[str]] = {
-    "qwen3:8b": ["completion", "tools"],
+    "qwen3:8b": ["completion", "tools", "thinking"],
     "gemma:2b": ["completion"],
+    "qwen2.5:7b": ["completion", "tools"],
+    "gpt-oss:20b": ["completion", "tools", "thinking"],
 }
-"""One model that can call tools and one that cannot, so both paths are reachable."""
+"""Capabilities as `ollama show` lists them: qwen3:8b thinks and calls tools (our default
+model), gemma:2b cannot call tools, qwen2.5:7b calls tools but cannot think, and
+gpt-oss:20b thinks in levels and cannot stop (see `_Thinking`)."""
 
-DEFAULT_CONTEXT_LENGTHS: Mapping[str, int] = {"qwen3:8b": 40_960, "gemma:2b": 8_192}
-"""Trained context lengths, as `ollama show` reports them for these models (qwen3:8b's
-model card: 40,960; gemma:2b: 8,192). A model missing here reports none."""
+DEFAULT_CONTEXT_LENGTHS: Mapping[str, int] = {
+    "qwen3:8b": 40_960,
+    "gemma:2b": 8_192,
+    "qwen2.5:7b": 32_768,
+    "gpt-oss:20b": 131_072,
+}
+"""Trained context lengths, as `ollama show` reports them for these models (the model
+cards: qwen3:8b 40,960; gemma:2b 8,192; qwen2.5:7b 32,768; gpt-oss:20b 131,072). A model
+missing here reports none."""
+
+VERSION = "0.12.0"
+"""The version the server reports unless told otherwise; it decides how thinking is sent
+(see `_thinking_mode`)."""
+
+_HARMONY_FAMILIES = frozenset({"gptoss", "gpt-oss"})
+"""Model families Ollama runs through its harmony parser (server/routes.go,
+`shouldUseHarmony`): gpt-oss, which thinks in levels and cannot stop thinking."""
+
+_FAMILIES = {"gpt-oss": "gptoss"}
+"""`details.family` where it is not the name before the tag (`ollama show gpt-oss:20b`)."""
 
 _POLL = 0.02
 """How often a paused reply looks at its socket and at the stop flag, in seconds."""
@@ -93,6 +115,13 @@ class Text:
         if self.chunks is not None:
             return list(self.chunks)
         return [piece for piece in re.split(r"(?<=\s)(?=\S)", self.text) if piece]
+
+
+@dataclass(frozen=True)
+class Thinking(Text):
+    """The model's reasoning, streamed before its answer the way the server delivers it for
+    this request (`_thinking_mode`): as `message.thinking` chunks with empty content, as
+    `<think>...</think>` inside `content`, or not at all (the model did not think)."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +170,7 @@ class Stall:
     Nothing may follow it."""
 
 
-Step = Text | ToolCall | Delay | StreamError | HTTPError | Stall
+Step = Text | Thinking | ToolCall | Delay | StreamError | HTTPError | Stall
 Reply = Sequence[Step]
 Responder = Callable[[dict[str, Any]], Reply]
 
@@ -167,6 +196,9 @@ def steps_from_json(reply: Sequence[Mapping[str, Any]]) -> list[Step]:
         if "text" in item:
             chunks = item.get("chunks")
             steps.append(Text(item["text"], float(item.get("chunk_delay", 0.0)), chunks))
+        elif "thinking" in item:
+            chunks = item.get("chunks")
+            steps.append(Thinking(item["thinking"], float(item.get("chunk_delay", 0.0)), chunks))
         elif "tool_call" in item:
             steps.append(ToolCall(item["tool_call"]["name"], item["tool_call"].get("args", {})))
         elif "delay" in item:
@@ -203,7 +235,8 @@ def _now() -> str:
 
 
 def _details(name: str) -> dict[str, Any]:
-    family = name.split(":", 1)[0]
+    base = name.split(":", 1)[0]
+    family = _FAMILIES.get(base, base)
     return {
         "parent_model": "",
         "format": "gguf",
@@ -237,6 +270,7 @@ class ScriptedOllama:
         port: int = 0,
         lifetime: float = 900.0,
         context_lengths: Mapping[str, int] | None = None,
+        version: str = VERSION,
     ) -> None:
         self.models: dict[str, list[str]] = {
             name: list(caps)
@@ -245,6 +279,7 @@ class ScriptedOllama:
         self.context_lengths: dict[str, int] = dict(
             DEFAULT_CONTEXT_LENGTHS if context_lengths is None else context_lengths
         )
+        self.version = version
         self.responder: Responder | None = None
         self.requests: list[dict[str, Any]] = []
         self.disconnects: list[int] = []
@@ -379,11 +414,42 @@ class ScriptedOllama:
         return _check_reply(self.responder(body))
 
     def _capabilities(self, name: str) -> list[str] | None:
-        """Capabilities of a model, resolving a bare name to its ':latest' tag like Ollama."""
+        """Capabilities of a model, resolving a bare name to its ':latest' tag like Ollama.
+
+        Servers before 0.9.0 know no `thinking` capability (it came with the `think`
+        field), so they never list it."""
         for candidate in (name, f"{name}:latest"):
             if candidate in self.models:
+                if self._version < (0, 9, 0):
+                    return [c for c in self.models[candidate] if c != "thinking"]
                 return self.models[candidate]
         return None
+
+    @property
+    def _version(self) -> tuple[int, ...]:
+        return tuple(int(part) for part in self.version.split("."))
+
+    def _thinking_mode(self, model: str, capabilities: Sequence[str], think: Any) -> str:
+        """How this request's Thinking steps go out: "field", "inline" or "none".
+
+        As Ollama's ChatHandler decides it (server/routes.go): for a model with the
+        `thinking` capability an unset `think` means true since 0.12.4, and the thinking
+        parser then moves the trace into `message.thinking`; before 0.12.4 an unset
+        `think` left the template's default, a model that thinks by default, with its
+        `<think>` tags in `content`. `think: false` stops it, except on gpt-oss, whose
+        harmony template thinks whatever it is told (ollama #11751). Servers before
+        0.9.0 have no `think` field at all (Go's JSON decoder ignores unknown fields), and
+        a model Ollama does not know to think keeps whatever tags it writes in content.
+        A level ("low", "medium", "high") counts as true (api/types.go,
+        `ThinkValue.Bool`).
+        """
+        if self._version < (0, 9, 0) or "thinking" not in capabilities:
+            return "inline"
+        if _details(model)["family"] in _HARMONY_FAMILIES:
+            return "field"
+        if think is None:
+            return "field" if self._version >= (0, 12, 4) else "inline"
+        return "field" if think else "none"
 
     def _track(self, conn: socket.socket, thread: threading.Thread | None) -> None:
         """Remember a connection from accept on, so stop() can close it even mid-Stall."""
@@ -447,7 +513,7 @@ class _Handler(BaseHTTPRequestHandler):
             ollama = self.server.ollama
             self._send_json(200, {"models": [self._tag(name) for name in ollama.models]})
         elif path == "/api/version":
-            self._send_json(200, {"version": "0.12.0"})
+            self._send_json(200, {"version": self.server.ollama.version})
         elif path == "/":
             self._send(200, b"Ollama is running", "text/plain; charset=utf-8")
         else:
@@ -521,6 +587,12 @@ class _Handler(BaseHTTPRequestHandler):
                 400, {"error": f"registry.ollama.ai/library/{model} does not support tools"}
             )
             return
+        think = body.get("think")
+        # server/routes.go, ChatHandler: `think` true or a level for a model without the
+        # capability is refused before anything is generated, with the name quoted (%q).
+        if think and "thinking" not in capabilities and ollama._version >= (0, 9, 0):
+            self._send_json(400, {"error": f'"{model}" does not support thinking'})
+            return
         try:
             reply = ollama._next_reply(index, body)
         except _NoReply as err:
@@ -530,7 +602,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(500, {"error": f"scripted server: responder failed: {err!r}"})
             return
         try:
-            _ChatStream(self, model, body).play(reply)
+            thinking = ollama._thinking_mode(model, capabilities, think)
+            _ChatStream(self, model, body, thinking=thinking).play(reply)
         except _ClientGone:
             ollama._record_disconnect(index)
             self.close_connection = True
@@ -601,9 +674,12 @@ class _ChatStream:
     model, so a leading Delay or Stall holds back the status too.
     """
 
-    def __init__(self, handler: _Handler, model: str, body: dict[str, Any]) -> None:
+    def __init__(
+        self, handler: _Handler, model: str, body: dict[str, Any], *, thinking: str = "inline"
+    ) -> None:
         self.handler = handler
         self.model = model
+        self.thinking = thinking
         self.prompt_tokens = len(json.dumps(body.get("messages", []))) // 4
         self.started_ns = time.monotonic_ns()
         self.headers_sent = False
@@ -616,12 +692,10 @@ class _ChatStream:
                 self._send_tool_calls(pending_calls)
                 pending_calls = []
             match step:
+                case Thinking():
+                    self._send_thinking(step)
                 case Text():
-                    for position, piece in enumerate(step.pieces()):
-                        if position and step.chunk_delay:
-                            self.handler.pause(step.chunk_delay)
-                        self._line({"message": {"role": "assistant", "content": piece}})
-                        self.eval_count += 1
+                    self._send_pieces(step, "content")
                 case ToolCall():
                     pending_calls.append(step)
                 case Delay():
@@ -652,6 +726,24 @@ class _ChatStream:
             }
         )
         self._end()
+
+    def _send_pieces(self, step: Text, field: str) -> None:
+        for position, piece in enumerate(step.pieces()):
+            if position and step.chunk_delay:
+                self.handler.pause(step.chunk_delay)
+            message = {"role": "assistant", "content": ""}
+            message[field] = piece
+            self._line({"message": message})
+            self.eval_count += 1
+
+    def _send_thinking(self, step: Thinking) -> None:
+        if self.thinking == "field":
+            self._send_pieces(step, "thinking")
+        elif self.thinking == "inline":
+            # How qwen3 and deepseek-r1 write it when no parser takes it out.
+            self._line({"message": {"role": "assistant", "content": "<think>\n"}})
+            self._send_pieces(step, "content")
+            self._line({"message": {"role": "assistant", "content": "\n</think>\n\n"}})
 
     def _send_tool_calls(self, calls: list[ToolCall]) -> None:
         tool_calls = [{"function": {"name": c.name, "arguments": dict(c.args)}} for c in calls]

@@ -39,7 +39,7 @@ def test_all_good(chat_env: dict[str, str], sessions_dir: Path) -> None:
     assert code == 0, lines
     assert [text[0] for text in lines] == ["✓"] * 6
     assert "(version 0.12.0)" in line(lines, "Ollama")
-    assert "qwen3:8b (tools; context 40,960)" in line(lines, "model")
+    assert "qwen3:8b (tools, thinking; context 40,960)" in line(lines, "model")
     assert line(lines, "NetBox version").endswith("4.7.3")
     assert "will be created" in line(lines, "sessions folder")
     assert not sessions_dir.exists()  # doctor creates nothing
