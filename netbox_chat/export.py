@@ -28,6 +28,7 @@ from netbox_chat.sessions import (
     check_schema,
     read_only_connection,
 )
+from netbox_chat.thinking import thought_for
 
 Format = Literal["md", "json"]
 
@@ -230,8 +231,10 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
             )
         lines.append("")
     if turn["thinking_chars"]:
-        seconds = turn["thinking_seconds"] or 0.0
-        lines += [f"_thought for {seconds:.0f}s ({turn['thinking_chars']:,} characters)_", ""]
+        measured = (
+            f"{thought_for(turn['thinking_seconds'])} ({turn['thinking_chars']:,} characters)"
+        )
+        lines += [f"_{measured}_", ""]
     if turn.get("thinking"):
         lines += ["**Thinking:**", ""]
         lines += [f"> {line}".rstrip() for line in turn["thinking"].splitlines()]

@@ -7,6 +7,7 @@ cheap (rich only), because `ls` uses it.
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.text import Text
 
 from netbox_chat.sessions import Recap, SessionSummary, Turn
+from netbox_chat.thinking import thought_for
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -56,6 +58,29 @@ def tool_line(
     return line
 
 
+THINKING_LINES = 4
+"""How much of the thinking the live area shows while the model thinks."""
+
+
+def thinking_tail(text: str, width: int, lines: int = THINKING_LINES) -> Text:
+    """The last few lines of the thinking, wrapped to `width`, dimmed: enough to
+    follow the model, never a wall of text."""
+    wrapped: list[str] = []
+    for paragraph in text.splitlines()[-lines:]:
+        wrapped.extend(textwrap.wrap(paragraph, max(width - 2, 20)) or [""])
+    return Text("\n".join("  " + line for line in wrapped[-lines:]), style="dim italic")
+
+
+def thinking_text(turn: Turn) -> RenderableType:
+    """A turn's full thinking, for `/thinking`: a dim header, then the text as written."""
+    header = Text(
+        f"turn {turn.number} · {thought_for(turn.thinking_seconds)} · "
+        f"{turn.thinking_chars:,} characters",
+        style="dim",
+    )
+    return Group(header, Text(turn.thinking or "", style="dim italic"))
+
+
 class _Status:
     """The line under the answer while a turn runs; rich re-renders it on its
     own refresh thread, so the elapsed time keeps moving while we wait."""
@@ -74,6 +99,7 @@ class TurnView:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.answer = ""
+        self.thinking = ""  # of the model call under way, until it starts answering
         self.status = _Status()
         self.live: Live | None = None
         self.running_tools: dict[str, str] = {}
@@ -98,7 +124,11 @@ class TurnView:
             self.console.print(markdown(self.answer))
 
     def _renderable(self, final: bool = False) -> RenderableType:
-        parts: list[RenderableType] = [markdown(self.answer)] if self.answer else []
+        parts: list[RenderableType] = []
+        if self.thinking:
+            parts.append(thinking_tail(self.thinking, self.console.width))
+        if self.answer:
+            parts.append(markdown(self.answer))
         if not final:
             parts.append(self.status)
         return Group(*parts)
@@ -110,9 +140,26 @@ class TurnView:
             self.console.print(renderable)
 
     def on_event(self, event: TurnEvent) -> None:
-        from netbox_chat.turns import RollingBack, TextDelta, ToolFinished, ToolStarted
+        from netbox_chat.turns import (
+            RollingBack,
+            TextDelta,
+            ThinkingDelta,
+            ThinkingFinished,
+            ToolFinished,
+            ToolStarted,
+        )
 
-        if isinstance(event, TextDelta):
+        if isinstance(event, ThinkingDelta):
+            self.thinking += event.text
+            self.status.activity = "thinking"
+        elif isinstance(event, ThinkingFinished):
+            # The live area collapses to one line; /thinking prints it all. The
+            # area is redrawn without it first, or printing above would redraw it.
+            self.thinking = ""
+            if self.live is not None:
+                self.live.update(self._renderable(), refresh=True)
+            self._print_above(Text(f"  {thought_for(event.seconds)}", style="dim"))
+        elif isinstance(event, TextDelta):
             self.answer += event.text
             self.status.activity = "answering"
         elif isinstance(event, ToolStarted):

@@ -22,12 +22,14 @@ from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import History
 from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
+from rich.text import Text
 
 from netbox_chat import render
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime
 from netbox_chat.sessions import SessionFile
+from netbox_chat.thinking import check_setting, setting_label
 
 HELP = """\
 [bold]Ask a question about your network[/bold] and press Enter. Pasting several lines works.
@@ -36,6 +38,9 @@ HELP = """\
   /rewind [N]       go back to just after turn N (default: drop the last turn)
   /compact          summarize the conversation to make the next requests smaller
   /tokens           tokens in/out per turn
+  /think on|off     let the model think (or not) for the rest of the session;
+                    low|medium|high for models that take levels (gpt-oss)
+  /thinking [N]     the full thinking of the last turn (or of turn N)
   /help             this text
   /exit, Ctrl-D     leave (the session is saved; `netbox-chat resume` reopens it)
 
@@ -121,6 +126,7 @@ class Repl:
     background: BackgroundRuntime
     pending_input: str = ""
     auth_warnings: list[str] = field(default_factory=list)
+    thinking_noted: bool = False
 
     async def runtime(self) -> Runtime:
         if not self.background.future.done():
@@ -179,6 +185,10 @@ class Repl:
 
     async def ask(self, question: str) -> None:
         runtime = await self.runtime()
+        if runtime.thinking.note and not self.thinking_noted:
+            # Known once the agent is built (from /api/show), said before the first answer.
+            self.console.print(Text(runtime.thinking.note, style="yellow"))
+        self.thinking_noted = True
         view = render.TurnView(self.console)
         started = time.monotonic()
         with view:
@@ -209,6 +219,10 @@ class Repl:
             await self.rewind(argument)
         elif command == "/compact":
             await self.compact()
+        elif command == "/think":
+            await self.think(argument)
+        elif command == "/thinking":
+            self.show_thinking(argument)
         else:
             self.console.print(f"[red]unknown command {command}[/red]; /help lists them")
         return None
@@ -226,6 +240,33 @@ class Repl:
             self.console.print(f"[red]{exc}[/red]")
             return
         self.console.print(f"[green]{result}[/green]")
+
+    async def think(self, argument: str) -> None:
+        runtime = await self.runtime()
+        if not argument:
+            self.console.print(runtime.thinking.label)
+            return
+        try:
+            setting = check_setting(argument, "/think")
+        except ValueError as exc:
+            self.console.print(Text(str(exc), style="red"))
+            return
+        plan = runtime.set_thinking(setting)
+        self.thinking_noted = True
+        if plan.note:
+            self.console.print(Text(plan.note, style="yellow"))
+        else:
+            self.console.print(Text(f"{plan.label} for the rest of this session", style="green"))
+
+    def show_thinking(self, argument: str) -> None:
+        thought = [turn for turn in self.session.turns() if turn.thinking]
+        if argument:
+            thought = [turn for turn in thought if str(turn.number) == argument]
+        if not thought:
+            where = f"turn {argument}" if argument else "this session"
+            self.console.print(Text(f"no thinking recorded for {where}", style="dim"))
+            return
+        self.console.print(render.thinking_text(thought[-1]))
 
     async def compact(self) -> None:
         runtime = await self.runtime()
@@ -267,7 +308,8 @@ async def run_chat(
         else:
             console.print(
                 f"[bold]netbox-chat[/bold] session [bold]{session.id}[/bold] · model "
-                f"{settings.model} · /help for commands, Ctrl-D to leave"
+                f"{settings.model} · {setting_label(settings.think)} · /help for commands, "
+                "Ctrl-D to leave"
             )
         await repl.run()
     finally:

@@ -42,6 +42,12 @@ def setting_label(setting: str | None) -> str:
     return "thinking: the model's default" if setting is None else f"thinking {setting}"
 
 
+def thought_for(seconds: float | None) -> str:
+    """`thought for 12s` (tenths under ten seconds), as the REPL and the export say it."""
+    value = seconds or 0.0
+    return f"thought for {value:.1f}s" if value < 10 else f"thought for {value:.0f}s"
+
+
 @dataclass(frozen=True)
 class ThinkPlan:
     """How a session asks its model to think.

@@ -17,7 +17,7 @@ import pytest
 
 from tests.inspect_session import read_from_fresh_process as inspect
 from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, ScriptedOllama, Text, ToolCall
+from tests.ollama_server import Delay, ScriptedOllama, Text, Thinking, ToolCall
 from tests.test_crash import ask, first_session, wait_for_running
 
 PROMPT = re.compile(r"netbox\S*>")
@@ -112,6 +112,10 @@ def test_chat_quit_ls_resume_and_the_model_remembers(
 MOMENTS = {
     "before the first token": ([Delay(5.0), Text("too late")], "thinking"),
     "mid-stream": ([Text("one two three four five six seven eight", chunk_delay=0.4)], "two"),
+    "while the model thinks": (
+        [Thinking("hmm, which sites does the user mean here", chunk_delay=0.4), Text("never")],
+        "which",
+    ),
     "while NetBox answers": (
         [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
         "waiting for",
@@ -247,3 +251,64 @@ def test_resume_at_goes_back_before_the_prompt_and_the_recap_says_so(
     leave(child)
     sent = json.dumps(ollama.requests[-1]["messages"])
     assert "how many sites?" in sent and "how many devices?" not in sent
+
+
+DIM = r"\x1b\[2;3m"  # rich's dim italic, the thinking's style
+
+
+def test_thinking_streams_dimmed_then_collapses_and_can_be_switched_off(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    reasoning = "The user wants the sites. One call to the site list will do."
+    ollama.script(
+        [Thinking(reasoning, chunk_delay=0.05), Text("Three sites.", chunk_delay=0.05)],
+        [Text("Still three.")],
+        [Thinking("Levels are not for me."), Text("Three again.")],
+    )
+    child = spawn(chat_env)
+    assert "thinking: the model's default" in plain(child.before or "")
+    child.sendline("list the sites")
+    child.expect(DIM + r"\s*The user wants")  # the live area, dimmed
+    child.expect(r"thought for \d+\.\ds")  # collapsed to one line when the answer starts
+    child.expect(r"([\s\S]*?)tokens \d+ in")
+    assert "Three sites." in plain(child.match.group(1))
+    assert "The user wants" not in child.match.group(1)  # gone from the screen
+    child.expect(PROMPT)
+    child.sendline("/thinking")
+    child.expect("turn 1 · thought for")
+    child.expect("One call to the site list will do.")
+    child.expect(PROMPT)
+
+    child.sendline("/think off")
+    child.expect("thinking off for the rest of this session")
+    child.expect(PROMPT)
+    child.sendline("and now?")
+    child.expect("Still three.")
+    child.expect(PROMPT)
+    assert ollama.requests[0]["think"] is True and ollama.requests[1]["think"] is False
+    assert "One call to the site list" not in json.dumps(ollama.requests[1]["messages"])
+
+    child.sendline("/think high")
+    child.expect("qwen3:8b takes no thinking levels; thinking on")
+    child.expect(PROMPT)
+    child.sendline("once more")
+    child.expect("Three again.")
+    child.expect(PROMPT)
+    leave(child)
+    assert ollama.requests[2]["think"] is True
+    turns = inspect(sessions_dir, only_session(sessions_dir))["turns"]
+    assert [t["status"] for t in turns] == ["done", "done", "done"]
+
+
+def test_think_on_a_model_that_cannot_is_a_note_before_the_answer(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script([Text("Three sites.")])
+    child = spawn(chat_env, "--think", "--model", "qwen2.5:7b")
+    assert "thinking on" in plain(child.before or "")
+    child.sendline("list the sites")
+    child.expect("qwen2.5:7b cannot think; answering without thinking")
+    child.expect("Three sites.")
+    child.expect(PROMPT)
+    leave(child)
+    assert "think" not in ollama.requests[0]

@@ -34,8 +34,7 @@ def ledger_row(sessions_dir: Path, session: str, number: int = 1) -> tuple[Any, 
     conn = sqlite3.connect(sessions_dir / f"{session}.sqlite")
     try:
         row = conn.execute(
-            "SELECT answer, thinking, thinking_seconds, thinking_chars FROM turns "
-            "WHERE number = ?",
+            "SELECT answer, thinking, thinking_seconds, thinking_chars FROM turns WHERE number = ?",
             (number,),
         ).fetchone()
     finally:
