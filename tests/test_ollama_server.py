@@ -29,6 +29,7 @@ from tests.ollama_server import (
     Stall,
     StreamError,
     Text,
+    Thinking,
     ToolCall,
     steps_from_json,
 )
@@ -314,3 +315,91 @@ def test_ai_message_history_with_tool_calls_round_trips(server: ScriptedOllama) 
     chat(server).invoke([HumanMessage("go"), AIMessage("", tool_calls=[call])])
     sent = server.requests[0]["messages"][1]
     assert sent["tool_calls"] == [{"function": {"name": "x", "arguments": {"k": "v"}}}]
+
+
+# --- thinking, as real servers deliver it -------------------------------------------------
+
+
+def thinking_server(version: str = "0.12.4") -> ScriptedOllama:
+    return ScriptedOllama(version=version)  # the default models: qwen3 thinks, qwen2.5 not
+
+
+def raw_lines(server: ScriptedOllama, model: str, think: object = None) -> list[dict[str, Any]]:
+    body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+    if think is not None:
+        body["think"] = think
+    response = httpx.post(f"{server.url}/api/chat", json=body, timeout=5)
+    assert response.status_code == 200, response.text
+    return [json.loads(line) for line in response.text.splitlines()]
+
+
+REPLY = [Thinking("Let me see."), Text("Hello.")]
+
+
+@pytest.mark.parametrize("think", [None, True, "high"])
+def test_thinking_streams_in_its_own_field_before_the_content(think: object) -> None:
+    with thinking_server() as server:
+        server.script(REPLY)
+        lines = raw_lines(server, "qwen3:8b", think)
+    messages = [line["message"] for line in lines if not line["done"]]
+    assert [m.get("thinking") for m in messages] == ["Let ", "me ", "see.", None]
+    assert "".join(m["content"] for m in messages) == "Hello."
+
+
+def test_langchain_keeps_the_thinking_only_when_reasoning_is_set() -> None:
+    with thinking_server() as server:
+        server.script(REPLY, REPLY)
+        kept = chat(server, reasoning=True).invoke("hi")
+        dropped = chat(server).invoke("hi")
+    assert kept.additional_kwargs["reasoning_content"] == "Let me see."
+    assert kept.content == dropped.content == "Hello." and not dropped.additional_kwargs
+
+
+def test_think_false_stops_a_thinking_model_but_not_gpt_oss() -> None:
+    with thinking_server() as server:
+        server.script(REPLY, REPLY)
+        qwen = raw_lines(server, "qwen3:8b", False)
+        gpt_oss = raw_lines(server, "gpt-oss:20b", False)
+    assert not any(line["message"].get("thinking") for line in qwen)
+    assert "".join(line["message"].get("thinking", "") for line in gpt_oss) == "Let me see."
+
+
+def test_unset_think_before_0_12_4_leaves_think_tags_in_the_content() -> None:
+    with thinking_server("0.12.0") as server:
+        server.script(REPLY, REPLY)
+        unset = raw_lines(server, "qwen3:8b")
+        asked = raw_lines(server, "qwen3:8b", True)
+    assert "".join(line["message"]["content"] for line in unset) == (
+        "<think>\nLet me see.\n</think>\n\nHello."
+    )
+    assert "".join(line["message"].get("thinking", "") for line in asked) == "Let me see."
+
+
+def test_servers_before_0_9_have_no_think_and_no_thinking_capability() -> None:
+    with thinking_server("0.8.0") as server:
+        server.script(REPLY)
+        lines = raw_lines(server, "qwen3:8b", True)  # `think` unknown: ignored
+        shown = httpx.post(f"{server.url}/api/show", json={"model": "qwen3:8b"}).json()
+    assert "<think>" in "".join(line["message"]["content"] for line in lines)
+    assert "thinking" not in shown["capabilities"]
+
+
+@pytest.mark.parametrize("think", [True, "low"])
+def test_think_on_a_model_without_the_capability_is_400(think: object) -> None:
+    with thinking_server() as server:
+        server.script([Text("never")])
+        response = httpx.post(
+            f"{server.url}/api/chat",
+            json={"model": "qwen2.5:7b", "messages": [], "think": think},
+        )
+        assert response.status_code == 400
+        assert response.json() == {"error": '"qwen2.5:7b" does not support thinking'}
+        assert raw_lines(server, "qwen2.5:7b", False)[0]["message"]["content"] == "never"
+
+
+def test_show_reports_the_family_gpt_oss_is_run_as() -> None:
+    with thinking_server() as server:
+        shown = httpx.post(f"{server.url}/api/show", json={"model": "gpt-oss:20b"}).json()
+    assert shown["details"]["family"] == "gptoss"
+    assert shown["model_info"]["gptoss.context_length"] == 131_072
+    assert "thinking" in shown["capabilities"]

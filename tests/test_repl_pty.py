@@ -5,6 +5,7 @@ afterwards from the session file (fresh process) and the servers' records."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -312,3 +313,30 @@ def test_think_on_a_model_that_cannot_is_a_note_before_the_answer(
     child.expect(PROMPT)
     leave(child)
     assert "think" not in ollama.requests[0]
+
+
+def test_think_tags_in_the_content_are_shown_as_thinking_never_as_the_answer(
+    chat_env: dict[str, str],
+) -> None:
+    # Ollama before 0.9.0 has no `think`; the tags arrive inside the content, cut anywhere.
+    with ScriptedOllama(version="0.8.0") as old:
+        old.script(
+            [
+                Text(
+                    "<think>pondering the sites</think>\n\nThree sites.",
+                    chunk_delay=0.05,
+                    chunks=["<thi", "nk>pondering", " the sites</th", "ink>\n\n", "Three sites."],
+                )
+            ],
+        )
+        child = spawn({**chat_env, "OLLAMA_HOST": old.url})
+        screen = io.StringIO()
+        child.logfile_read = screen
+        child.sendline("list the sites")
+        child.expect(DIM + r"\s*pondering")
+        child.expect(r"([\s\S]*?)tokens \d+ in")
+        assert "Three sites." in plain(child.match.group(1))
+        child.expect(PROMPT)
+        leave(child)
+    shown = plain(screen.getvalue())
+    assert "pondering" in shown and "<th" not in shown and "ink>" not in shown

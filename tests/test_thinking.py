@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
+from netbox_chat.thinking import ThinkSplitter, split_thinking
 from tests.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
 
 REASONING = "The user wants the sites. I should call netbox_get_objects for dcim.site."
@@ -187,3 +188,31 @@ def test_export_shows_the_thinking_only_when_asked(
         app, ["export", session, "-f", "json", "--thinking"], env=chat_env
     ).stdout
     assert json.loads(with_text)["turns"][0]["thinking"] == REASONING
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        ["<think>\nplan it\n</think>\n\nThe answer."],
+        ["<thi", "nk>plan", " it</th", "ink>", "\n\n", "The answer."],
+        ["<", "think", ">plan it<", "/think>The", " answer."],
+    ],
+)
+def test_think_tags_cut_anywhere_never_reach_the_answer(chunks: list[str]) -> None:
+    splitter = ThinkSplitter()
+    parts = [splitter.feed(chunk) for chunk in chunks] + [splitter.finish()]
+    thinking = "".join(t for t, _ in parts)
+    answer = "".join(a for _, a in parts)
+    assert thinking.strip() == "plan it" and answer == "The answer."
+    assert all("<" not in a for _, a in parts)
+
+
+def test_an_unclosed_think_at_the_start_is_all_thinking_while_it_streams() -> None:
+    splitter = ThinkSplitter()
+    assert splitter.feed("<think>still ") == ("still ", "")
+    assert splitter.feed("going") == ("going", "")
+    assert split_thinking("<think>never closed") == ("never closed", "")
+
+
+def test_a_less_than_sign_in_an_answer_is_kept() -> None:
+    assert split_thinking("a < b and <b>bold</b>") == ("", "a < b and <b>bold</b>")
