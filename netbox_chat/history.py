@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import sqlite3
 import uuid
 from collections.abc import Iterator, Sequence
@@ -56,6 +55,7 @@ from langgraph.types import Overwrite
 from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import Turn
+from netbox_chat.thinking import split_thinking
 from netbox_chat.turns import Conversation, describe_error, message_ids
 
 # deepagents' own summarization middleware keeps its summary out of the message
@@ -87,8 +87,6 @@ the transcript. Write concise Markdown, no preamble.\
 # transcript keeps its beginning and (mostly) its end.
 TOOL_RESULT_CHARS = 1_500
 TRANSCRIPT_CHARS = 40_000
-
-_THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)
 
 
 class HistoryEditError(UserFacingError):
@@ -347,7 +345,7 @@ async def compact(
         raise HistoryEditError(
             f"compaction failed, nothing changed: {describe_error(exc)}"
         ) from exc
-    summary_text = _THINKING.sub("", _text(reply)).strip()
+    summary_text = split_thinking(_text(reply))[1].strip()
     if not summary_text:
         raise HistoryEditError("compaction failed, nothing changed: the model's summary was empty")
 
@@ -467,7 +465,7 @@ def _transcript(messages: Sequence[BaseMessage]) -> str:
             lines.append(f"Operator: {text}")
         elif isinstance(message, AIMessage):
             if text:
-                lines.append(f"Assistant: {_THINKING.sub('', text).strip()}")
+                lines.append(f"Assistant: {split_thinking(text)[1].strip()}")
             for call in message.tool_calls:
                 args = json.dumps(call["args"], ensure_ascii=False, sort_keys=True)
                 lines.append(f"Assistant called {call['name']}({args})")
