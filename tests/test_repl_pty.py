@@ -340,3 +340,17 @@ def test_think_tags_in_the_content_are_shown_as_thinking_never_as_the_answer(
         leave(child)
     shown = plain(screen.getvalue())
     assert "pondering" in shown and "<th" not in shown and "ink>" not in shown
+
+
+def test_resume_no_think_asks_the_model_not_to_think(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    session_id = first_session(chat_env, ollama, sessions_dir)
+    assert ollama.requests[0]["think"] is True  # qwen3:8b's own default: it thinks
+    ollama.script([Thinking("not wanted"), Text("Still three sites.")])
+    child = spawn(chat_env, "resume", session_id, "--no-think")
+    child.sendline("and now?")
+    child.expect("Still three sites.")
+    child.expect(PROMPT)
+    leave(child)
+    assert ollama.requests[-1]["think"] is False
