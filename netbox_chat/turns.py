@@ -185,13 +185,21 @@ class _Thinking:
         self.sink(ThinkingDelta(text))
 
     def _stop(self) -> None:
+        seconds = self.settle()
+        if seconds is not None:
+            self.sink(ThinkingFinished(seconds))
+
+    def settle(self) -> float | None:
+        """Count the thinking under way, if any (also when the turn ends
+        mid-thought: a cancelled turn's ledger row says how long it thought)."""
         if self.started is None:
-            return
+            return None
         seconds = round(time.monotonic() - self.started, 3)
         self.started = None
         self.outcome.thinking = self.outcome.thinking.rstrip()
-        self.outcome.thinking_seconds = (self.outcome.thinking_seconds or 0.0) + seconds
-        self.sink(ThinkingFinished(seconds))
+        total = (self.outcome.thinking_seconds or 0.0) + seconds
+        self.outcome.thinking_seconds = round(total, 3)
+        return seconds
 
 
 class DirtyHead(UserFacingError):
@@ -416,20 +424,23 @@ class Conversation:
         stream: Any = self.graph.astream(
             inputs, self.config, stream_mode=["messages", "updates"], durability="exit"
         )
-        async for mode, chunk in stream:
-            if mode == "messages":
-                message, metadata = chunk
-                if (
-                    isinstance(message, AIMessageChunk)
-                    and metadata.get("langgraph_node") == "model"
-                ):
-                    thinking.chunk(message)
-                continue
-            for update in (chunk or {}).values():
-                for message in _update_messages(update):
-                    if isinstance(message, AIMessage):
-                        thinking.end_call()
-                    self._on_message(message, sink, outcome, started)
+        try:
+            async for mode, chunk in stream:
+                if mode == "messages":
+                    message, metadata = chunk
+                    if (
+                        isinstance(message, AIMessageChunk)
+                        and metadata.get("langgraph_node") == "model"
+                    ):
+                        thinking.chunk(message)
+                    continue
+                for update in (chunk or {}).values():
+                    for message in _update_messages(update):
+                        if isinstance(message, AIMessage):
+                            thinking.end_call()
+                        self._on_message(message, sink, outcome, started)
+        finally:
+            thinking.settle()
 
     def _on_message(
         self,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -176,6 +177,12 @@ def test_ctrl_c_cancels_and_rolls_back_at_any_moment(
         assert any("dcim/sites" in path for path in netbox.disconnects)  # really aborted
     if moment == "mid-stream":
         ollama.wait_for_disconnects(1, timeout=2.0)
+    if moment == "while the model thinks":  # the ledger keeps what it thought, and how long
+        with sqlite3.connect(sessions_dir / f"{session_id}.sqlite") as conn:
+            thought, seconds = conn.execute(
+                "SELECT thinking, thinking_seconds FROM turns WHERE number = 2"
+            ).fetchone()
+        assert thought.startswith("hmm, which") and seconds > 0
 
     time.sleep(1.0)
     assert inspect(sessions_dir, session_id)["messages"] == state["messages"]  # I3
