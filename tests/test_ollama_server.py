@@ -283,6 +283,8 @@ def test_steps_from_json() -> None:
     assert steps == [Delay(0.5), Text("hi there", 0.01), ToolCall("f", {"a": 1}), Stall()]
     assert steps_from_json([{"http_error": [503, "busy"]}]) == [HTTPError(503, "busy")]
     assert steps_from_json([{"stream_error": "x"}]) == [StreamError("x")]
+    assert steps_from_json([{"thinking": "hmm", "chunk_delay": 0.1}]) == [Thinking("hmm", 0.1)]
+    assert Thinking("hmm") != Text("hmm")
 
 
 def test_standalone_process_serves_a_script_and_exits_on_sigterm(tmp_path: Path) -> None:
