@@ -54,6 +54,12 @@ _STORE_ERRORS = (sqlite3.Error,)
 
 
 @dataclass(frozen=True)
+class TurnStarted:
+    session: str
+    turn: int
+
+
+@dataclass(frozen=True)
 class TextDelta:
     text: str
 
@@ -87,7 +93,7 @@ class RollingBack:
     reason: str
 
 
-TurnEvent = TextDelta | ToolStarted | ToolFinished | ModelCallFinished | RollingBack
+TurnEvent = TurnStarted | TextDelta | ToolStarted | ToolFinished | ModelCallFinished | RollingBack
 EventSink = Callable[[TurnEvent], None]
 
 
@@ -271,6 +277,7 @@ class Conversation:
                 f"session {self.session.id}: cannot start the turn: {describe_error(exc)}"
             ) from exc
         outcome = TurnOutcome(number, "running")
+        sink(TurnStarted(self.session.id, number))
         store_failure: BaseException | None = None
         try:
             await self._stream(question, sink, outcome)
