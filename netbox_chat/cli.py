@@ -153,6 +153,10 @@ def fail(error: UserFacingError) -> typer.Exit:
     return typer.Exit(int(error.exit_status))
 
 
+# A config file's warnings, printed once per process however often it is read.
+_warned: set[str] = set()
+
+
 def settings_from(
     sessions_dir: Path | None = None,
     ollama_url: str | None = None,
@@ -190,9 +194,6 @@ def settings_from(
             _warned.add(warning)
             stderr.print(Text(f"netbox-chat: {warning}", style="yellow"), soft_wrap=True)
     return settings
-
-
-_warned: set[str] = set()
 
 
 def typed_on_command_line(**values: Any) -> dict[str, Any]:
@@ -378,14 +379,8 @@ def list_sessions(
     """List sessions, most recently active first. Never writes anything."""
     store = SessionStore(settings_from(sessions_dir, profile=profile).sessions_dir)
     limit = None if as_json or show_all else LS_ROWS
-    if grep is not None:
-        found = set(store.search(grep))
-        ids = [sid for sid in store.ids_by_recency() if sid in found]
-    else:
-        ids = store.ids_by_recency()
-    summaries = sorted(
-        (store.summarize(sid) for sid in ids[:limit]), key=lambda s: s.last_active, reverse=True
-    )
+    ids = store.search(grep) if grep is not None else store.ids_by_recency()
+    summaries = sorted(store.list_sessions(limit, ids), key=lambda s: s.last_active, reverse=True)
     if as_json:
         print(json.dumps([s.as_json() for s in summaries], indent=2))
     elif not summaries:
@@ -395,6 +390,8 @@ def list_sessions(
             stderr.print(f"no sessions in {store.root}; start one with `netbox-chat`")
     else:
         stdout.print(render.sessions_table(summaries))
+        if (netbox := render.one_netbox(summaries)) is not None:
+            stderr.print(Text(netbox, style="dim"), soft_wrap=True)
         hidden = len(ids) - len(summaries)
         if hidden > 0:
             stderr.print(
@@ -667,13 +664,17 @@ def doctor(
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    profile: Profile = None,
 ) -> None:
     """Check the setup: Ollama, the model and its tool support, NetBox, the
     token, the NetBox version, the sessions folder. One line each; exits 1 if
     anything is wrong."""
     from netbox_chat.doctor import run_checks
 
-    checks = run_checks(settings_from(sessions_dir, ollama_url, model, netbox_url))
+    settings = settings_from(
+        sessions_dir, ollama_url, model, netbox_url, profile=profile, need_token=True
+    )
+    checks = run_checks(settings)
     for check in checks:
         style = "green" if check.ok else "red"
         stdout.print(Text(check.line(), style=style), soft_wrap=True)

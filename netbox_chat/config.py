@@ -18,7 +18,6 @@ import os
 import re
 import shlex
 import stat
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -287,6 +286,8 @@ def load_config(path: Path) -> ConfigFile | None:
         return None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    import tomllib  # 6 ms, paid only by those who have a file
+
     text = raw.decode("utf-8", errors="replace")
     try:
         data = tomllib.loads(text)

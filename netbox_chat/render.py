@@ -220,9 +220,10 @@ class Columns:
 def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
     """`ls`: one row per session; user text is shown as typed, never as markup.
 
-    The netbox column (profile or host) appears once a session has one: older
-    sessions never recorded theirs, and a narrow terminal needs the room."""
-    with_netbox = any(netbox_label(s) for s in summaries)
+    The netbox column (profile or host) appears when the sessions listed are
+    on more than one NetBox: otherwise it would say one thing on every row and
+    take the room the titles need (`ls` names that one NetBox below)."""
+    with_netbox = len({netbox_label(s) for s in summaries}) > 1
     rows = []
     for s in summaries:
         ident = Text(s.id)
@@ -263,8 +264,16 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
 def netbox_label(summary: SessionSummary) -> str:
     """The profile a session was started with, else its NetBox's host."""
     if summary.profile:
-        return summary.profile
-    return urlsplit(summary.netbox_url).netloc if summary.netbox_url else ""
+        return _shorten(summary.profile, 20)
+    return _shorten(urlsplit(summary.netbox_url).netloc, 30) if summary.netbox_url else ""
+
+
+def one_netbox(summaries: Sequence[SessionSummary]) -> str | None:
+    """The line under `ls` when every session listed is on the same NetBox."""
+    labels = {netbox_label(s) for s in summaries}
+    if len(labels) != 1 or not (label := labels.pop()):
+        return None
+    return f"all on NetBox {label}"
 
 
 def _shorten(text: str, width: int) -> str:

@@ -107,8 +107,18 @@ def test_ls_shows_the_profile_or_the_host(
     session = ask_json(chat_env, "hello")["session"]
     listing = CliRunner().invoke(app, ["ls"], env={**chat_env, "COLUMNS": "200"})
     header, row = listing.stdout.splitlines()
-    assert "netbox" in header.split()
-    assert row.startswith(session) and netbox.url.split("//")[1] in row
+    assert row.startswith(session) and "netbox" not in header.split()
+    host = netbox.url.split("//")[1]
+    assert listing.stderr == f"all on NetBox {host}\n"
+    with NetBoxDouble(token=TEST_TOKEN) as other:
+        ollama.script([Text("Hi there.")])
+        elsewhere = ask_json({**chat_env, "NETBOX_URL": other.url}, "hello there")["session"]
+        listing = CliRunner().invoke(app, ["ls"], env={**chat_env, "COLUMNS": "200"})
+        header, *rows = listing.stdout.splitlines()
+        assert "netbox" in header.split() and listing.stderr == ""
+        by_id = {row.split()[0]: row for row in rows}
+        assert f" {host} " in by_id[session] and host not in by_id[elsewhere]
+        assert f" {other.url.split('//')[1]} " in by_id[elsewhere]
 
 
 # --- 3. streaming JSON ------------------------------------------------------------------------
@@ -331,3 +341,30 @@ def test_a_first_turn_killed_is_marked_in_ls_and_swept_by_forget(
     assert sessions_in(sessions_dir) == [f"{kept}.sqlite"]
     usage = CliRunner().invoke(app, ["forget"], env=env)
     assert usage.exit_code == 2
+
+
+def test_a_chat_left_before_any_answer_keeps_nothing(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    from tests.test_repl_pty import PROMPT, leave
+    from tests.test_repl_pty import spawn as spawn_repl
+
+    ollama.script([Delay(30)])
+    child = spawn_repl(chat_env)
+    child.sendline("a question that never gets its answer")
+    ollama.wait_for_requests(1, timeout=30)
+    child.sendintr()
+    child.expect("cancelled")
+    child.expect(PROMPT)
+    said = leave(child)
+    assert "nothing was kept" in said and "resume" not in said.split("cancelled")[-1]
+    assert sessions_in(sessions_dir) == []
+
+    ollama.script([Text("Kept.")])
+    child = spawn_repl(chat_env)
+    child.sendline("an answered question")
+    child.expect("Kept.")
+    child.expect(PROMPT)
+    said = leave(child)
+    (kept,) = sessions_in(sessions_dir)
+    assert f"netbox-chat resume {kept.split('.')[0]}" in said
