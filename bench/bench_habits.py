@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
@@ -103,6 +104,27 @@ def main() -> None:
             for name, (argv, extra) in commands.items():
                 times[name].append(C.timed_run(argv, {**env, **extra}))
 
+        # The work itself, in one process (no interpreter start-up, no imports).
+        probe = (
+            "import time\n"
+            "from netbox_chat.cli import complete_session_id\n"
+            "from netbox_chat.config import resolve_settings\n"
+            "from netbox_chat.sessions import SessionStore\n"
+            "def best(f):\n"
+            "    runs = []\n"
+            "    for _ in range(5):\n"
+            "        t = time.perf_counter(); f(); runs.append(time.perf_counter() - t)\n"
+            "    return min(runs) * 1000\n"
+            "store = SessionStore(resolve_settings().sessions_dir)\n"
+            f"print(best(lambda: complete_session_id('')),"
+            f" best(lambda: complete_session_id({one[:2]!r})),"
+            " best(lambda: store.search('no-such-text')))\n"
+        )
+        out = subprocess.run(
+            [C.PYTHON, "-c", probe], env=env, capture_output=True, text=True, check=True
+        ).stdout.split()
+        all_ids_ms, few_ids_ms, search_ms = (float(v) for v in out)
+
     base = statistics.median(times[next(iter(commands))])
     print(f"\n{'command':52} {'median':>9} {'min':>9} {'max':>9} {'x base':>7}")
     for name, values in times.items():
@@ -111,6 +133,11 @@ def main() -> None:
             f"{name:52} {s['median'] * 1000:7.0f}ms {s['min'] * 1000:7.0f}ms "
             f"{s['max'] * 1000:7.0f}ms {s['median'] / base:6.2f}x"
         )
+    print(
+        f"\nin-process: complete_session_id('') over {args.sessions} ids {all_ids_ms:.1f} ms; "
+        f"with a 2-character prefix (titles read) {few_ids_ms:.1f} ms; "
+        f"SessionStore.search over {args.sessions} ledgers {search_ms:.0f} ms"
+    )
     worst = max(statistics.median(v) for k, v in times.items() if k.startswith("complete"))
     grep = max(statistics.median(v) for k, v in times.items() if "--grep" in k)
     print(

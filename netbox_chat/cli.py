@@ -108,18 +108,18 @@ COMPLETE_TITLES = 40
 
 
 def complete_session_id(incomplete: str) -> list[tuple[str, str]] | list[str]:
-    """Session ids for the shell, newest first, with titles when few match.
+    """Session ids for the shell, with titles when few match.
 
-    Runs in the completing shell's every Tab press: it reads the folder (one
-    scan, one stat per file) and the titles of a few files, and never
-    imports LangChain. The folder is the one the environment or the config
-    file names (flags typed earlier on the line are not seen here)."""
+    Runs on every Tab press: it scans the folder once (no stat: bash and zsh
+    sort what they are given anyway), reads the titles of a few files, and
+    never imports LangChain. The folder is the one the environment or the
+    config file names (flags typed earlier on the line are not seen here)."""
     try:
         store = SessionStore(resolve_settings().sessions_dir)
         prefix = normalize_session_id(incomplete) if incomplete else ""
     except (ValueError, UserFacingError):
         return []
-    ids = [sid for sid in store.ids_by_recency() if sid.startswith(prefix)]
+    ids = [sid for sid in store.session_ids() if sid.startswith(prefix)]
     if len(ids) > COMPLETE_TITLES:
         return ids
     return [(sid, store.summarize(sid).title or "(no question yet)") for sid in ids]

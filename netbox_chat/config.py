@@ -346,7 +346,7 @@ def _pick_profile(
     """The profile and why: flag > the session's own > env > default_profile."""
     for name, why in (
         (flag, "--profile"),
-        (remembered, "the session's"),
+        (remembered, "the session"),
         (env.get(PROFILE_ENV), PROFILE_ENV),
         (config.default_profile if config else None, "default_profile"),
     ):
@@ -411,7 +411,12 @@ def resolve_settings(
     path = config_path(env)
     config = load_config(path) if path is not None else None
     remembered = {} if profile else dict(remembered or {})
-    chosen, why = _pick_profile(profile, env, remembered.pop("profile", None), config)
+    # A profile the session remembers but the file no longer has is dropped:
+    # the session's NetBox URL is remembered anyway, and the check against
+    # another NetBox still applies.
+    own = remembered.pop("profile", None)
+    own = own if config is not None and own in config.profiles else None
+    chosen, why = _pick_profile(profile, env, own, config)
     layers = [
         _Layer("flag", {k: v for k, v in flags.items() if v is not None}),
         _Layer("env", {s.name: env[s.env] for s in SETTINGS if s.env and env.get(s.env)}),

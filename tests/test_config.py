@@ -239,6 +239,18 @@ def test_a_profile_per_netbox_and_the_token_command_output_stays_secret(
         assert any("dcim/sites" in request for request in prod.requests)
         assert len(lab.requests) == len(prod.requests)  # neither saw the other's question
 
+        # Continued without -p, the prod session goes back to prod (its own
+        # profile, over default_profile), with prod's token.
+        ollama.script([SITES], [Text("Still three in prod.")])
+        prod_requests = len(prod.requests)
+        again = CliRunner().invoke(
+            app, ["ask", "again?", "--session", answers["prod"]["session"], "--json"], env=env
+        )
+        assert again.exit_code == 0, again.output
+        assert json.loads(again.stdout)["tool_calls"][0]["error"] is False
+        assert len(prod.requests) > prod_requests
+        outputs += [again.output]
+
         listing = CliRunner().invoke(app, ["ls"], env={**env, "COLUMNS": "200"})
         by_id = {line.split()[0]: line for line in listing.stdout.splitlines()[1:]}
         assert " prod " in by_id[answers["prod"]["session"]]
