@@ -194,8 +194,30 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 _BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+def _command(value: object, where: str) -> tuple[str, ...]:
+    """A token_command: a line split like a shell's (never run by one), or a list."""
+    if isinstance(value, list):
+        words = [_text(word, where) for word in value]
+    else:
+        try:
+            words = shlex.split(_text(value, where))
+        except ValueError as exc:  # an unclosed quote
+            raise ConfigError(f"{where}: {exc}") from exc
+    if not words:
+        raise ConfigError(f"{where} is empty")
+    return tuple(words)
+
+
+# Every key a table may set, with its reader (checked when the file is read).
+_READERS: dict[str, Callable[[object, str], Any]] = {
+    **{setting.name: setting.read for setting in SETTINGS},
+    "token_env": _text,
+    "token_command": _command,
+}
 _TOKEN_KEYS = ("token_env", "token_command")
-_TABLE_KEYS = frozenset(_BY_NAME) | frozenset(_TOKEN_KEYS)
+_TABLE_KEYS = frozenset(_READERS)
 _TOP_KEYS = _TABLE_KEYS | {"default_profile", "profiles"}
 
 
@@ -250,8 +272,8 @@ def _checked_table(
         if key not in allowed:
             known = ", ".join(sorted(allowed))
             raise ConfigError(f"{at}: unknown key {key!r} in {where} (known: {known})")
-        if key in _BY_NAME:  # checked here, where the line is known
-            _BY_NAME[key].read(value, f"{at}: {key}")
+        if key in _READERS:  # checked here, where the line is known
+            _READERS[key](value, f"{at}: {key}")
     if all(key in values for key in _TOKEN_KEYS):
         raise ConfigError(f"{path}: {where} names both token_env and token_command: keep one")
     return values
@@ -377,16 +399,9 @@ def _token_source(
             name = _text(table["token_env"], f"token_env ({origin})")
             return TokenSource(f"{origin}, token_env {name}", env=name)
         if "token_command" in table:
-            command = table["token_command"]
-            words = (
-                shlex.split(_text(command, f"token_command ({origin})"))
-                if not isinstance(command, list)
-                else [_text(word, f"token_command ({origin})") for word in command]
-            )
-            if not words:
-                raise ConfigError(f"token_command ({origin}) is empty")
+            command = _command(table["token_command"], f"token_command ({origin})")
             named = profile if origin.startswith("profile") else None
-            return TokenSource(f"{origin}, token_command", command=tuple(words), profile=named)
+            return TokenSource(f"{origin}, token_command", command=command, profile=named)
     return None
 
 

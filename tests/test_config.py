@@ -140,8 +140,12 @@ def test_config_lists_every_setting_with_its_origin_and_never_the_token(
         ('model = "a"\nnum_ctx = \n', "config.toml: Invalid value (at line 2, column 11)"),
         ('[profiles.lab]\nnum_ctx = "lots"\n', "config.toml line 2: num_ctx must be a number"),
         ('default_profile = "prod"\n', "config.toml line 1: default_profile 'prod' is not a"),
+        (
+            '[profiles.lab]\ntoken_command = "pass show \'x"\n',
+            "config.toml line 2: token_command: No closing quotation",
+        ),
     ],
-    ids=["unknown-key", "token-in-file", "malformed", "bad-value", "no-such-default"],
+    ids=["unknown-key", "token-in-file", "malformed", "bad-value", "no-such-default", "quote"],
 )
 def test_a_bad_file_is_one_line_with_its_line_number_and_exit_1(
     text: str, says: str, home: Path, tmp_path: Path
