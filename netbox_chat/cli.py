@@ -86,7 +86,7 @@ NetboxUrl = Annotated[
         "--netbox-url",
         envvar="NETBOX_URL",
         show_envvar=True,
-        help="NetBox base URL; the API token is read from NETBOX_TOKEN only.",
+        help="NetBox base URL; the token comes from NETBOX_TOKEN or the profile, never a flag.",
         show_default=False,
     ),
 ]
@@ -97,7 +97,7 @@ Profile = Annotated[
         "-p",
         envvar=PROFILE_ENV,
         show_envvar=True,
-        help="A [profiles.NAME] of the config file (see `netbox-chat config`).",
+        help="A profile of the config file: its NetBox, token, model… (see `netbox-chat config`).",
         show_default=False,
     ),
 ]
