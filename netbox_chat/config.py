@@ -453,8 +453,11 @@ def resolve_settings(
                 origins[setting.name] = layer.label(setting)
                 break
     token = _token_source(env, chosen, config)
-    if chosen is not None:
+    warnings = config.warnings if config else ()
+    if chosen is not None and config is not None:
         origins["profile"] = why
+        if why in ("--profile", PROFILE_ENV):
+            warnings += _shadowed(chosen, config.profiles[chosen], origins, token)
     return Settings(
         **values,
         netbox_token=(env.get(token.env) or None) if token and token.env else None,
@@ -462,5 +465,18 @@ def resolve_settings(
         token_source=token,
         config_file=config.path if config else None,
         origins=origins,
-        warnings=config.warnings if config else (),
+        warnings=warnings,
     )
+
+
+def _shadowed(
+    name: str, table: Mapping[str, Any], origins: Mapping[str, str], token: TokenSource | None
+) -> tuple[str, ...]:
+    """The profile asked for, but the environment decides some of it: with
+    NETBOX_URL and NETBOX_TOKEN still exported, `--profile prod` would talk to
+    the other NetBox. Said, since the order (env over profile) is the rule."""
+    keys = [key for key in table if key in origins and origins[key].startswith("env ")]
+    says = [f"{origins[key][4:]} overrides its {key}" for key in keys]
+    if token is not None and token.env == TOKEN_ENV and set(table) & set(_TOKEN_KEYS):
+        says.append(f"{TOKEN_ENV} overrides its {next(k for k in _TOKEN_KEYS if k in table)}")
+    return (f"warning: profile {name}: {'; '.join(says)}",) if says else ()

@@ -91,6 +91,22 @@ def test_the_profile_comes_from_the_flag_then_the_environment_then_default_profi
         resolve_settings(env=env, profile="stage")
 
 
+def test_a_profile_asked_for_but_overridden_by_the_environment_says_so(home: Path) -> None:
+    write_config(home, LAYERED)
+    env = {
+        "XDG_CONFIG_HOME": str(home),
+        "NETBOX_URL": "http://lab.example:8000",
+        "NETBOX_TOKEN": "lab-token",
+    }
+    asked = resolve_settings(env=env, profile="prod")
+    assert asked.netbox_url == "http://lab.example:8000"  # env > profile, as documented
+    assert asked.warnings == (
+        "warning: profile prod: NETBOX_URL overrides its netbox_url; "
+        "NETBOX_TOKEN overrides its token_command",
+    )
+    assert resolve_settings(env=env).warnings == ()  # default_profile: nothing was asked
+
+
 def test_the_token_comes_from_netbox_token_then_the_profile_then_the_file(home: Path) -> None:
     write_config(home, 'token_env = "TOP_TOKEN"\n' + LAYERED)
     env = {"XDG_CONFIG_HOME": str(home), "NETBOX_TOKEN_LAB": "lab-token", "TOP_TOKEN": "top"}

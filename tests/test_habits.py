@@ -330,7 +330,6 @@ def test_a_first_turn_killed_is_marked_in_ls_and_swept_by_forget(
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     (left,) = {p.name.split(".")[0] for p in sessions_dir.glob("*.sqlite")} - {kept}
-    time.sleep(0.1)  # the kernel drops the dead process's lock
     env = {**chat_env, "COLUMNS": "200"}
     listing = CliRunner().invoke(app, ["ls"], env=env)
     row = next(line for line in listing.stdout.splitlines() if line.startswith(left))
