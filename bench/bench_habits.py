@@ -106,7 +106,7 @@ def main() -> None:
 
         # The work itself, in one process (no interpreter start-up, no imports).
         probe = (
-            "import time\n"
+            "import time, types\n"
             "from netbox_chat.cli import complete_session_id\n"
             "from netbox_chat.config import resolve_settings\n"
             "from netbox_chat.sessions import SessionStore\n"
@@ -116,8 +116,9 @@ def main() -> None:
             "        t = time.perf_counter(); f(); runs.append(time.perf_counter() - t)\n"
             "    return min(runs) * 1000\n"
             "store = SessionStore(resolve_settings().sessions_dir)\n"
-            f"print(best(lambda: complete_session_id('')),"
-            f" best(lambda: complete_session_id({one[:2]!r})),"
+            "ctx = types.SimpleNamespace(params={})  # nothing typed before the id\n"
+            f"print(best(lambda: complete_session_id(ctx, '')),"
+            f" best(lambda: complete_session_id(ctx, {one[:2]!r})),"
             " best(lambda: store.search('no-such-text')))\n"
         )
         out = subprocess.run(

@@ -107,15 +107,18 @@ Profile = Annotated[
 COMPLETE_TITLES = 40
 
 
-def complete_session_id(incomplete: str) -> list[tuple[str, str]] | list[str]:
+def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]] | list[str]:
     """Session ids for the shell, with titles when few match.
 
     Runs on every Tab press: it scans the folder once (no stat: bash and zsh
     sort what they are given anyway), reads the titles of a few files, and
-    never imports LangChain. The folder is the one the environment or the
-    config file names (flags typed earlier on the line are not seen here)."""
+    never imports LangChain. The folder is the one a `--sessions-dir` or
+    `--profile` already on the line, the environment or the config file names."""
     try:
-        store = SessionStore(resolve_settings().sessions_dir)
+        settings = resolve_settings(
+            sessions_dir=ctx.params.get("sessions_dir"), profile=ctx.params.get("profile")
+        )
+        store = SessionStore(settings.sessions_dir)
         prefix = normalize_session_id(incomplete) if incomplete else ""
     except (ValueError, UserFacingError):
         return []

@@ -242,6 +242,11 @@ def test_completion_offers_session_ids_with_titles_without_loading_langchain(
     options = complete(chat_env, "bash", "netbox-chat ls --")
     assert {"--grep", "--json", "--profile"} <= set(options.stdout.split())
 
+    elsewhere = sessions_dir.parent / "elsewhere"
+    other = make_session(SessionStore(elsewhere), "somewhere else")
+    typed = complete(chat_env, "bash", f"netbox-chat resume --sessions-dir {elsewhere} ")
+    assert typed.stdout.split() == [other], typed.stderr
+
 
 # --- 5. ls --grep -------------------------------------------------------------------------------
 
