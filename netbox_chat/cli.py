@@ -14,16 +14,25 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
 from netbox_chat import render
-from netbox_chat.config import Settings, resolve_settings
+from netbox_chat.config import PROFILE_ENV, Settings, resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
-from netbox_chat.sessions import AmbiguousSession, SessionFile, SessionStore
+from netbox_chat.sessions import (
+    AmbiguousSession,
+    SessionFile,
+    SessionStore,
+    SessionSummary,
+    normalize_session_id,
+)
+
+if TYPE_CHECKING:
+    from netbox_chat.streamjson import JsonLines
 
 app = typer.Typer(
     name="netbox-chat",
@@ -35,7 +44,7 @@ app = typer.Typer(
         "or written, 4 session in use by another netbox-chat, 130 `ask` interrupted."
     ),
     no_args_is_help=False,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -77,7 +86,7 @@ NetboxUrl = Annotated[
         "--netbox-url",
         envvar="NETBOX_URL",
         show_envvar=True,
-        help="NetBox base URL; the API token is read from NETBOX_TOKEN only.",
+        help="NetBox base URL; the token comes from NETBOX_TOKEN or the profile, never a flag.",
         show_default=False,
     ),
 ]
@@ -92,7 +101,50 @@ Think = Annotated[
         show_default=False,
     ),
 ]
-ThreadArg = Annotated[str, typer.Argument(help="Session id, or a unique prefix of one.")]
+Profile = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        "-p",
+        envvar=PROFILE_ENV,
+        show_envvar=True,
+        help="A profile of the config file: its NetBox, token, model… (see `netbox-chat config`).",
+        show_default=False,
+    ),
+]
+
+# Shell completion offers titles only for this many matching ids: a title
+# costs opening the session file, and a longer list is read by nobody.
+COMPLETE_TITLES = 40
+
+
+def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]] | list[str]:
+    """Session ids for the shell, with titles when few match.
+
+    Runs on every Tab press: it scans the folder once (no stat: bash and zsh
+    sort what they are given anyway), reads the titles of a few files, and
+    never imports LangChain. The folder is the one a `--sessions-dir` or
+    `--profile` already on the line, the environment or the config file names."""
+    try:
+        settings = resolve_settings(
+            sessions_dir=ctx.params.get("sessions_dir"), profile=ctx.params.get("profile")
+        )
+        store = SessionStore(settings.sessions_dir)
+        prefix = normalize_session_id(incomplete) if incomplete else ""
+    except (ValueError, UserFacingError):
+        return []
+    ids = [sid for sid in store.session_ids() if sid.startswith(prefix)]
+    if len(ids) > COMPLETE_TITLES:
+        return ids
+    return [(sid, store.summarize(sid).title or "(no question yet)") for sid in ids]
+
+
+ThreadArg = Annotated[
+    str,
+    typer.Argument(
+        help="Session id, or a unique prefix of one.", autocompletion=complete_session_id
+    ),
+]
 
 # `ls` shows this many of the newest sessions unless --all: a table of a
 # thousand rows costs most of a second to draw and nobody reads it.
@@ -115,23 +167,65 @@ def fail(error: UserFacingError) -> typer.Exit:
     return typer.Exit(int(error.exit_status))
 
 
+# A config file's warnings, printed once per process however often it is read.
+_warned: set[str] = set()
+
+
 def settings_from(
     sessions_dir: Path | None = None,
     ollama_url: str | None = None,
     model: str | None = None,
     netbox_url: str | None = None,
     think: bool | None = None,
+    *,
+    profile: str | None = None,
+    remembered: dict[str, str] | None = None,
+    need_token: bool = False,
 ) -> Settings:
+    """Resolve the settings (config.py's layers) for this command line.
+
+    Typer reads each flag's environment variable itself; those values are
+    handed to `resolve_settings` as the environment, not as flags, so
+    `netbox-chat config` names the right origin and a `--profile` from
+    NETBOX_CHAT_PROFILE does not count as one typed on the command line.
+    With `need_token`, a profile's token_command is run (once per process)."""
+    from netbox_chat.credentials import with_token
+
+    typed = typed_on_command_line(
+        sessions_dir=sessions_dir,
+        ollama_url=ollama_url,
+        model=model,
+        netbox_url=netbox_url,
+        profile=profile,
+    )
+    typed["think"] = None if think is None else ("on" if think else "off")
     try:
-        return resolve_settings(
-            sessions_dir=sessions_dir,
-            ollama_url=ollama_url,
-            model=model,
-            netbox_url=netbox_url,
-            think=None if think is None else ("on" if think else "off"),
-        )
+        settings = resolve_settings(profile=typed.pop("profile"), remembered=remembered, **typed)
+        if need_token:
+            settings = with_token(settings)
     except ValueError as exc:
         raise fail(UserFacingError(str(exc))) from None
+    for warning in settings.warnings:
+        if warning not in _warned:
+            _warned.add(warning)
+            stderr.print(Text(f"netbox-chat: {warning}", style="yellow"), soft_wrap=True)
+    return settings
+
+
+def typed_on_command_line(**values: Any) -> dict[str, Any]:
+    """`values` with None for each parameter whose value Typer took from the
+    environment rather than from the command line."""
+    # typer 0.28 (pinned) vendors click as typer._click.
+    from typer._click.core import ParameterSource
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return {
+        name: None
+        if ctx is not None and ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT
+        else value
+        for name, value in values.items()
+    }
 
 
 def require_netbox(settings: Settings) -> None:
@@ -146,20 +240,27 @@ def require_netbox(settings: Settings) -> None:
 
 
 def _chat(
-    settings: Settings, thread: str | None, *, resume: bool, rewind_to: int | None = None
+    settings: Settings,
+    thread: str | None,
+    *,
+    resume: bool,
+    rewind_to: int | None = None,
+    flags: dict[str, Any] | None = None,
 ) -> None:
     import asyncio
 
     from netbox_chat.repl import run_chat
 
-    require_netbox(settings)
     store = SessionStore(settings.sessions_dir)
     try:
         if resume:
             session_id = store.resolve(thread) if thread is not None else store.most_recent()
+            settings = settings_for_session(store, session_id, flags or {})
+            require_netbox(settings)
             session = SessionFile.open(store, session_id)
         else:
-            session = SessionFile.create(store, model=settings.model)
+            require_netbox(settings)
+            session = new_session(store, settings)
     except UserFacingError as exc:
         raise fail(exc) from None
     with session:
@@ -167,6 +268,55 @@ def _chat(
             asyncio.run(run_chat(session, settings, stdout, resumed=resume, rewind_to=rewind_to))
         except UserFacingError as exc:
             raise fail(exc) from None
+
+
+def new_session(store: SessionStore, settings: Settings) -> SessionFile:
+    return SessionFile.create(
+        store, model=settings.model, netbox_url=settings.netbox_url, profile=settings.profile
+    )
+
+
+def settings_for_session(store: SessionStore, session_id: str, flags: dict[str, Any]) -> Settings:
+    """The settings to continue a session with: its own NetBox (and profile)
+    and model unless a flag or the environment says otherwise.
+
+    Against another NetBox than the one its answers came from, the earlier
+    answers describe the other instance: that needs `--netbox-url` or
+    `--profile` typed on the command line, and is said in one yellow line."""
+    summary = store.summarize(session_id)
+    remembered = {
+        "netbox_url": summary.netbox_url,
+        "model": summary.model,
+        "profile": summary.profile,
+    }
+    settings = settings_from(store.root, **flags, remembered=remembered, need_token=True)
+    change = netbox_change(summary, settings)
+    if change is None:
+        return settings
+    typed = typed_on_command_line(netbox_url=flags.get("netbox_url"), profile=flags.get("profile"))
+    if not any(typed.values()):
+        raise UserFacingError(
+            f"{change}; resume it with --netbox-url or --profile to go on against this one"
+        )
+    stderr.print(
+        Text(f"netbox-chat: {change}: its earlier answers describe the other NetBox", "yellow"),
+        soft_wrap=True,
+    )
+    return settings
+
+
+def netbox_change(summary: SessionSummary, settings: Settings) -> str | None:
+    """What differs between the NetBox a session was started with and the one
+    configured now, in words (None when they are the same or unknown)."""
+    if not summary.netbox_url or not settings.netbox_url:
+        return None
+    if summary.netbox_url == settings.netbox_url:
+        return None
+    origin = settings.origins.get("netbox_url", "")
+    return (
+        f"session {summary.id} was started against {summary.netbox_url}, "
+        f"this one talks to {settings.netbox_url} ({origin})"
+    )
 
 
 @app.callback(invoke_without_command=True)
@@ -177,10 +327,13 @@ def main_callback(
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
+    profile: Profile = None,
 ) -> None:
     """Start a new chat session when no command is given."""
     if ctx.invoked_subcommand is None:
-        settings = settings_from(sessions_dir, ollama_url, model, netbox_url, think)
+        settings = settings_from(
+            sessions_dir, ollama_url, model, netbox_url, think, profile=profile, need_token=True
+        )
         _chat(settings, None, resume=False)
 
 
@@ -188,7 +341,10 @@ def main_callback(
 def resume(
     thread: Annotated[
         str | None,
-        typer.Argument(help="Session id or unique prefix (default: the most recent session)."),
+        typer.Argument(
+            help="Session id or unique prefix (default: the most recent session).",
+            autocompletion=complete_session_id,
+        ),
     ] = None,
     at: Annotated[
         int | None,
@@ -201,16 +357,20 @@ def resume(
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
+    profile: Profile = None,
 ) -> None:
     """Reopen a session and continue it, with its memory.
 
     Prints what was restored (turns, messages, the last exchange). A turn that
     a crash left half-done is rolled back first. With --at N the conversation
     goes back to just after turn N (linearly: later turns are set aside, never
-    replayed).
+    replayed). The session's own NetBox and model are used unless a flag or
+    the environment names others; another NetBox needs --netbox-url or
+    --profile.
     """
-    settings = settings_from(sessions_dir, ollama_url, model, netbox_url, think)
-    _chat(settings, thread, resume=True, rewind_to=at)
+    flags = {"ollama_url": ollama_url, "model": model, "netbox_url": netbox_url, "think": think}
+    settings = settings_from(sessions_dir, profile=profile)
+    _chat(settings, thread, resume=True, rewind_to=at, flags={**flags, "profile": profile})
 
 
 @app.command("ls")
@@ -221,33 +381,77 @@ def list_sessions(
     show_all: Annotated[
         bool, typer.Option("--all", "-a", help=f"Show every session, not the newest {LS_ROWS}.")
     ] = False,
+    grep: Annotated[
+        str | None,
+        typer.Option(
+            "--grep",
+            "-q",
+            help="Only sessions whose questions or answers contain this text "
+            "(case-insensitive for ASCII letters).",
+            show_default=False,
+        ),
+    ] = None,
     sessions_dir: SessionsDir = None,
+    profile: Profile = None,
 ) -> None:
     """List sessions, most recently active first. Never writes anything."""
-    store = SessionStore(settings_from(sessions_dir).sessions_dir)
+    store = SessionStore(settings_from(sessions_dir, profile=profile).sessions_dir)
     limit = None if as_json or show_all else LS_ROWS
-    summaries = sorted(store.list_sessions(limit), key=lambda s: s.last_active, reverse=True)
+    ids = store.search(grep) if grep is not None else store.ids_by_recency()
+    summaries = sorted(store.list_sessions(limit, ids), key=lambda s: s.last_active, reverse=True)
     if as_json:
         print(json.dumps([s.as_json() for s in summaries], indent=2))
     elif not summaries:
-        stderr.print(f"no sessions in {store.root}; start one with `netbox-chat`")
+        if grep is not None:
+            stderr.print(Text(f"no session in {store.root} mentions {grep!r}"), soft_wrap=True)
+        else:
+            stderr.print(f"no sessions in {store.root}; start one with `netbox-chat`")
     else:
         stdout.print(render.sessions_table(summaries))
-        hidden = len(store.session_ids()) - len(summaries)
+        if (netbox := render.one_netbox(summaries)) is not None:
+            stderr.print(Text(netbox, style="dim"), soft_wrap=True)
+        hidden = len(ids) - len(summaries)
         if hidden > 0:
             stderr.print(
                 f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them"
+            )
+        if any(s.unanswered and not s.is_open for s in summaries):
+            stderr.print(
+                "sessions marked (never answered) were cut short in their first turn; "
+                "`netbox-chat forget --unanswered` removes them"
             )
 
 
 @app.command()
 def forget(
-    thread: ThreadArg,
+    thread: Annotated[
+        str | None,
+        typer.Argument(
+            help="Session id, or a unique prefix of one.",
+            autocompletion=complete_session_id,
+            show_default=False,
+        ),
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    unanswered: Annotated[
+        bool,
+        typer.Option(
+            "--unanswered",
+            help="Forget every session no turn ever finished in (left by a crash "
+            "in a first turn) that no process has open.",
+        ),
+    ] = False,
     sessions_dir: SessionsDir = None,
+    profile: Profile = None,
 ) -> None:
     """Delete a session for good (its .sqlite, -wal and -shm files)."""
-    store = SessionStore(settings_from(sessions_dir).sessions_dir)
+    store = SessionStore(settings_from(sessions_dir, profile=profile).sessions_dir)
+    if unanswered == (thread is not None):
+        raise typer.BadParameter("give a session id or --unanswered (one of the two)")
+    if unanswered:
+        _forget_unanswered(store)
+        return
+    assert thread is not None
     try:
         session_id = store.resolve(thread)
         summary = store.summarize(session_id)
@@ -262,12 +466,46 @@ def forget(
     stdout.print(f"forgot session {session_id}")
 
 
+def _forget_unanswered(store: SessionStore) -> None:
+    forgotten = []
+    for session_id in store.unanswered():
+        try:
+            store.forget(session_id)
+        except UserFacingError as exc:  # opened or changed since the scan: leave it
+            stderr.print(Text(f"netbox-chat: kept {session_id}: {exc}", "yellow"), soft_wrap=True)
+        else:
+            forgotten.append(session_id)
+    stdout.print(f"forgot {len(forgotten)} session(s) never answered: {' '.join(forgotten)}")
+
+
+@app.command("config")
+def config_command(
+    sessions_dir: SessionsDir = None,
+    ollama_url: OllamaUrl = None,
+    model: Model = None,
+    netbox_url: NetboxUrl = None,
+    profile: Profile = None,
+) -> None:
+    """Print every setting as resolved here and where it came from (flag,
+    environment, profile, config file, default). The token shows only as set
+    or missing; a token_command is run to check it works."""
+    settings = settings_from(
+        sessions_dir, ollama_url, model, netbox_url, profile=profile, need_token=True
+    )
+    stdout.print(render.settings_table(settings), soft_wrap=True)
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question, in quotes.")],
     session: Annotated[
         str | None,
-        typer.Option("--session", "-s", help="Continue this session instead of a new one."),
+        typer.Option(
+            "--session",
+            "-s",
+            help="Continue this session instead of a new one.",
+            autocompletion=complete_session_id,
+        ),
     ] = None,
     as_json: Annotated[
         bool,
@@ -275,35 +513,64 @@ def ask(
             "--json", help="Print a JSON object: session, answer, tool calls, tokens, status."
         ),
     ] = False,
+    stream_json: Annotated[
+        bool,
+        typer.Option(
+            "--stream-json",
+            help="Print one JSON object per line as the turn goes (text deltas, tool "
+            "calls, rollback), then one with the --json fields (type result).",
+        ),
+    ] = False,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
+    profile: Profile = None,
 ) -> None:
     """Run one turn without the REPL, print the answer and exit (scripts, cron).
 
-    Ctrl-C or SIGTERM cancels the turn, rolls it back and exits 130.
+    Ctrl-C or SIGTERM cancels the turn, rolls it back and exits 130. A new
+    session whose turn ends without an answer is not kept.
     """
     import asyncio
 
-    settings = settings_from(sessions_dir, ollama_url, model, netbox_url, think)
-    require_netbox(settings)
+    from netbox_chat.streamjson import JsonLines
+
+    flags = {"ollama_url": ollama_url, "model": model, "netbox_url": netbox_url, "think": think}
+    settings = settings_from(
+        sessions_dir,
+        ollama_url,
+        model,
+        netbox_url,
+        think,
+        profile=profile,
+        need_token=session is None,
+    )
     store = SessionStore(settings.sessions_dir)
     try:
-        opened = (
-            SessionFile.open(store, store.resolve(session))
-            if session is not None
-            else SessionFile.create(store, model=settings.model)
-        )
+        if session is not None:
+            session_id = store.resolve(session)
+            settings = settings_for_session(store, session_id, {**flags, "profile": profile})
+            require_netbox(settings)
+            opened = SessionFile.open(store, session_id)
+        else:
+            require_netbox(settings)
+            opened = new_session(store, settings)
     except UserFacingError as exc:
         raise fail(exc) from None
+    lines = JsonLines(sys.stdout) if stream_json else None
     with opened:
         try:
-            result = asyncio.run(_ask_once(opened, settings, question))
+            result = asyncio.run(_ask_once(opened, settings, question, lines))
         except UserFacingError as exc:
+            if session is None and _discard(opened):
+                exc = UserFacingError(f"{exc}; nothing was kept", exit_status=exc.exit_status)
             raise fail(exc) from None
-    if as_json:
+        result["kept"] = not (session is None and _discard(opened))
+    if lines is not None:
+        lines.write({"type": "result", **result})
+    elif as_json:
         print(json.dumps(result, indent=2))
     elif result["status"] == "done":
         if sys.stdout.isatty():
@@ -312,10 +579,14 @@ def ask(
             stdout.print(Markdown(result["answer"]))
         else:
             print(result["answer"])
-    if result["status"] != "done" and not as_json:
+    if result["status"] != "done" and not (as_json or stream_json):
+        kept = "" if result["kept"] else "; nothing was kept"
         stderr.print(
-            f"[red]netbox-chat: turn {result['turn']} {result['status']}: "
-            f"{result['error'] or 'rolled back'}[/red]",
+            Text(
+                f"netbox-chat: turn {result['turn']} {result['status']}: "
+                f"{result['error'] or 'rolled back'}{kept}",
+                style="red",
+            ),
             soft_wrap=True,
         )
     if result["status"] == "cancelled":
@@ -324,11 +595,23 @@ def ask(
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 
 
-async def _ask_once(session: SessionFile, settings: Settings, question: str) -> dict[str, Any]:
+def _discard(session: SessionFile) -> bool:
+    """Remove a new session none of whose turns finished; False if it stays
+    (it has an answer, or it cannot be removed: then it is kept as it is)."""
+    try:
+        return session.discard_if_unanswered()
+    except UserFacingError:
+        return False
+
+
+async def _ask_once(
+    session: SessionFile, settings: Settings, question: str, lines: JsonLines | None = None
+) -> dict[str, Any]:
     import asyncio
     from dataclasses import asdict
 
     from netbox_chat.runtime import CancelOnSignals, build_runtime
+    from netbox_chat.turns import ignore_events
 
     auth_warnings: list[str] = []
     runtime = await asyncio.to_thread(
@@ -339,7 +622,8 @@ async def _ask_once(session: SessionFile, settings: Settings, question: str) -> 
     try:
         for report in runtime.conversation.recover_interrupted():
             render.print_rollback(stderr, report, reason=f"turn {report.turn} was interrupted and ")
-        task = asyncio.create_task(runtime.conversation.run_turn(question))
+        sink = lines.event if lines is not None else ignore_events
+        task = asyncio.create_task(runtime.conversation.run_turn(question, sink))
         with CancelOnSignals(task):
             outcome = await task
     finally:
@@ -413,13 +697,17 @@ def doctor(
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    profile: Profile = None,
 ) -> None:
     """Check the setup: Ollama, the model and its tool support, NetBox, the
     token, the NetBox version, the sessions folder. One line each; exits 1 if
     anything is wrong."""
     from netbox_chat.doctor import run_checks
 
-    checks = run_checks(settings_from(sessions_dir, ollama_url, model, netbox_url))
+    settings = settings_from(
+        sessions_dir, ollama_url, model, netbox_url, profile=profile, need_token=True
+    )
+    checks = run_checks(settings)
     for check in checks:
         style = "green" if check.ok else "red"
         stdout.print(Text(check.line(), style=style), soft_wrap=True)

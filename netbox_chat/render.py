@@ -11,10 +11,12 @@ import textwrap
 import time
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
+from netbox_chat.config import SETTINGS, Settings
 from netbox_chat.sessions import Recap, SessionSummary, Turn
 from netbox_chat.thinking import thought_for
 
@@ -263,29 +265,62 @@ class Columns:
 
 
 def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
-    """`ls`: one row per session; user text is shown as typed, never as markup."""
+    """`ls`: one row per session; user text is shown as typed, never as markup.
+
+    The netbox column (profile or host) appears when the sessions listed are
+    on more than one NetBox: otherwise it would say one thing on every row and
+    take the room the titles need (`ls` names that one NetBox below)."""
+    with_netbox = len({netbox_label(s) for s in summaries}) > 1
     rows = []
     for s in summaries:
         ident = Text(s.id)
         if s.is_open:
             ident.append(" (open)", style="green")
         size = Text(human_size(s.size_bytes))
+        netbox = [Text(netbox_label(s))] if with_netbox else []
         if s.unreadable:
             unreadable = Text(f"unreadable: {s.unreadable}", style="red")
-            rows.append([ident, unreadable, Text(), Text(), Text(), size])
+            rows.append([ident, unreadable, Text(), Text(), Text(), *netbox, size])
             continue
+        title = Text(_shorten(s.title or "(no question yet)", 50))
+        if s.unanswered and s.title and not s.is_open:
+            title = Text.assemble(("(never answered) ", "yellow"), title)
         rows.append(
             [
                 ident,
-                Text(_shorten(s.title or "(no question yet)", 50)),
+                title,
                 Text(str(s.turns)),
                 Text(s.last_active.replace("T", " ").replace("+00:00", "Z")),
                 Text(s.model),
+                *netbox,
                 size,
             ]
         )
-    header = ("id", "title", "turns", "last active", "model", "size")
-    return Columns(rows, header=header, right={2, 5}, flexible=1)
+    header = (
+        "id",
+        "title",
+        "turns",
+        "last active",
+        "model",
+        *(("netbox",) if with_netbox else ()),
+        "size",
+    )
+    return Columns(rows, header=header, right={2, len(header) - 1}, flexible=1)
+
+
+def netbox_label(summary: SessionSummary) -> str:
+    """The profile a session was started with, else its NetBox's host."""
+    if summary.profile:
+        return _shorten(summary.profile, 20)
+    return _shorten(urlsplit(summary.netbox_url).netloc, 30) if summary.netbox_url else ""
+
+
+def one_netbox(summaries: Sequence[SessionSummary]) -> str | None:
+    """The line under `ls` when every session listed is on the same NetBox."""
+    labels = {netbox_label(s) for s in summaries}
+    if len(labels) != 1 or not (label := labels.pop()):
+        return None
+    return f"all on NetBox {label}"
 
 
 def _shorten(text: str, width: int) -> str:
@@ -349,3 +384,32 @@ def tokens_table(turns: Sequence[Turn]) -> Columns:
     rows.append([Text(value, style="bold") for value in totals])
     header = ("turn", "status", "in", "out", "tools")
     return Columns(rows, header=header, right={0, 2, 3, 4}, flexible=1)
+
+
+def settings_table(settings: Settings) -> Text:
+    """`netbox-chat config`: each setting, its value, where it came from, one
+    line each and never cut short (a path or URL is no use with an "…").
+
+    The token is never shown: only whether it is set and from where."""
+    source = settings.token_source
+    if settings.netbox_token and source is not None:
+        token = f"set (from {'token_command' if source.command else source.env})"
+    else:
+        token = "missing" + (f" ({source.env} is not set)" if source and source.env else "")
+    rows = [("config file", str(settings.config_file or "(none)"), "")]
+    if settings.profile is not None:
+        rows.append(("profile", settings.profile, f"from {settings.origins.get('profile', '')}"))
+    for setting in SETTINGS:
+        value = getattr(settings, setting.name)
+        shown = "(not set)" if value is None else str(value)
+        rows.append((setting.name, shown, settings.origins.get(setting.name, "")))
+    rows.append(("netbox_token", token, source.origin if source else ""))
+    names = max(len(name) for name, _, _ in rows)
+    values = max(len(value) for _, value, _ in rows)
+    lines = [
+        Text.assemble((name.ljust(names + 2), "bold"), value.ljust(values + 2), (origin, "dim"))
+        for name, value, origin in rows
+    ]
+    for line in lines:
+        line.rstrip()
+    return Text("\n", no_wrap=True).join(lines)

@@ -314,4 +314,9 @@ async def run_chat(
         await repl.run()
     finally:
         await background.aclose()
-    console.print(f"[dim]session {session.id} saved; `netbox-chat resume {session.id}`[/dim]")
+    if session.discard_if_unanswered():
+        console.print(
+            f"[dim]no question was answered in session {session.id}; nothing was kept[/dim]"
+        )
+    else:
+        console.print(f"[dim]session {session.id} saved; `netbox-chat resume {session.id}`[/dim]")

@@ -55,6 +55,12 @@ _STORE_ERRORS = (sqlite3.Error,)
 
 
 @dataclass(frozen=True)
+class TurnStarted:
+    session: str
+    turn: int
+
+
+@dataclass(frozen=True)
 class TextDelta:
     text: str
 
@@ -103,7 +109,8 @@ class RollingBack:
 
 
 TurnEvent = (
-    TextDelta
+    TurnStarted
+    | TextDelta
     | ThinkingDelta
     | ThinkingFinished
     | ToolStarted
@@ -358,6 +365,7 @@ class Conversation:
                 f"session {self.session.id}: cannot start the turn: {describe_error(exc)}"
             ) from exc
         outcome = TurnOutcome(number, "running")
+        sink(TurnStarted(self.session.id, number))
         store_failure: BaseException | None = None
         try:
             await self._stream(question, sink, outcome)

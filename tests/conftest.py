@@ -48,6 +48,7 @@ def chat_env(
         NETBOX_TOKEN=TEST_TOKEN,
         PROMPT_TOOLKIT_NO_CPR="1",
         XDG_CACHE_HOME=str(tmp_path / "cache"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),  # no config file unless a test writes one
         TERM="xterm",
         COLUMNS="100",
     )

@@ -309,6 +309,7 @@ async def test_drain_counts_calls_made_through_a_copy_of_the_saver(sessions_dir:
     saver (`with_allowlist`), while the rollback drains the original: both
     must count the same calls, or a write could commit after the rollback."""
     sessions_dir.mkdir(parents=True, exist_ok=True)
+    (sessions_dir / "copy.sqlite").touch()  # connect() opens, never creates
     saver = BridgedSqliteSaver(connect(sessions_dir / "copy.sqlite"))
     clone = copy.copy(saver)  # what `BaseCheckpointSaver.with_allowlist` returns
     release = asyncio.Event()
