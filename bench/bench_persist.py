@@ -36,8 +36,8 @@ async def run(turns: int) -> dict[str, list[float]]:
     from tests.ollama_server import ScriptedOllama
 
     class MemorySaver(InMemorySaver):
-        def drain(self, timeout: float = 30.0) -> bool:
-            return True
+        def drain(self, timeout: float = 30.0) -> None:
+            pass
 
     from netbox_chat.checkpointer import BridgedSqliteSaver
     from netbox_chat.sessions import connect

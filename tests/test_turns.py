@@ -18,7 +18,7 @@ from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.types import Command
 
 from netbox_chat.agent import build_agent, find_end_node
-from netbox_chat.checkpointer import BRIDGED_METHODS, BridgedSqliteSaver
+from netbox_chat.checkpointer import BRIDGED_METHODS, BridgedSqliteSaver, WritesStillRunning
 from netbox_chat.config import resolve_settings
 from netbox_chat.sessions import SessionFile, SessionStore, connect
 from netbox_chat.turns import Conversation, ToolFinished, TurnEvent
@@ -319,10 +319,11 @@ async def test_drain_counts_calls_made_through_a_copy_of_the_saver(sessions_dir:
 
     call = asyncio.create_task(clone._on_thread(blocked))
     await asyncio.sleep(0.05)
-    assert saver.drain(timeout=0.05) is False  # the clone's call is still running
+    with pytest.raises(WritesStillRunning):  # the clone's call is still running
+        saver.drain(timeout=0.05)
     release.set()
     await call
-    assert saver.drain(timeout=5) is True
+    saver.drain(timeout=5)
     saver.conn.close()
 
 
