@@ -36,7 +36,7 @@ async def run(turns: int) -> dict[str, list[float]]:
     from tests.ollama_server import ScriptedOllama
 
     class MemorySaver(InMemorySaver):
-        def drain(self, timeout: float = 30.0) -> None:
+        def drain(self, timeout: float | None = None) -> None:
             pass
 
     from netbox_chat.checkpointer import BridgedSqliteSaver

@@ -117,6 +117,7 @@ class BridgedSqliteSaver(SqliteSaver):
     def __init__(self, conn: Connection) -> None:
         super().__init__(conn, serde=EncryptedSerializer(ZlibBlobs(), JsonPlusSerializer()))
         self.in_flight = InFlightCalls()
+        self.drain_timeout = 30.0  # seconds `drain()` waits by default
         # Now, not on first use: a copy made before (`with_allowlist`) would
         # run its own setup, whose executescript commits, inside an atomic().
         self.setup()
@@ -137,11 +138,13 @@ class BridgedSqliteSaver(SqliteSaver):
         finally:
             self.in_flight.leave()
 
-    def drain(self, timeout: float = 30.0) -> None:
+    def drain(self, timeout: float | None = None) -> None:
         """Block until no bridged call is still running on a worker thread.
 
-        Raises `WritesStillRunning` after `timeout` seconds: a rollback or a
-        history edit that ran then could be overtaken by that write."""
+        Raises `WritesStillRunning` after `timeout` seconds (`drain_timeout` by
+        default): a rollback or a history edit that ran then could be
+        overtaken by that write, so the caller must not go on."""
+        timeout = self.drain_timeout if timeout is None else timeout
         if not self.in_flight.wait_idle(timeout):
             raise WritesStillRunning(
                 f"a write to the session file was still running after {timeout:g} s"

@@ -409,11 +409,11 @@ NETWORK_FILESYSTEMS = frozenset(
 MOUNTINFO = Path("/proc/self/mountinfo")
 
 
-def filesystem_type(path: Path, mountinfo: Path = MOUNTINFO) -> str | None:
+def filesystem_type(path: Path) -> str | None:
     """The type of the file system `path` is on, from the kernel's mount table
     (None where there is none to read, e.g. not Linux)."""
     try:
-        lines = mountinfo.read_text().splitlines()
+        lines = MOUNTINFO.read_text().splitlines()
     except OSError:
         return None
     target = str(path.resolve())
@@ -430,8 +430,8 @@ def filesystem_type(path: Path, mountinfo: Path = MOUNTINFO) -> str | None:
     return kind
 
 
-def refuse_network_filesystem(folder: Path, mountinfo: Path = MOUNTINFO) -> None:
-    kind = filesystem_type(folder, mountinfo)
+def refuse_network_filesystem(folder: Path) -> None:
+    kind = filesystem_type(folder)
     if kind is not None and (kind in NETWORK_FILESYSTEMS or kind.startswith("fuse.sshfs")):
         raise StoreError(
             f"sessions folder {folder} is on a network file system ({kind}), where SQLite "

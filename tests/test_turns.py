@@ -22,7 +22,7 @@ from netbox_chat.checkpointer import BRIDGED_METHODS, BridgedSqliteSaver, Writes
 from netbox_chat.config import resolve_settings
 from netbox_chat.sessions import SessionFile, SessionStore, connect
 from netbox_chat.turns import Conversation, ToolFinished, TurnEvent
-from tests.inspect_session import read_from_fresh_process
+from tests.inspect_session import assert_ledger_agrees, read_from_fresh_process
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 
 SLOW_SECONDS = 1.5
@@ -65,6 +65,7 @@ async def conversation(ollama: ScriptedOllama, sessions_dir: Path) -> AsyncItera
     yield Conversation(session, graph, saver, find_end_node(graph))
     saver.conn.close()
     session.close()
+    assert_ledger_agrees(session.path)
 
 
 def inspect(conversation: Conversation) -> dict[str, Any]:
