@@ -13,6 +13,7 @@ is checked against the checkpoint tables (`assert_ledger_agrees`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 import time
@@ -432,3 +433,61 @@ def test_a_sessions_folder_on_nfs_is_refused_with_exit_3(
     (line,) = ran.stderr.splitlines()
     assert "is on a network file system (nfs4)" in line and "local disk" in line
     assert list(sessions_dir.iterdir()) == []
+
+
+# --- defect 1 through the REPL, on a disk that is really full -------------------------------
+
+
+def test_the_repl_after_a_turn_the_full_disk_left_unrecorded_keeps_later_answers(
+    chat_env: dict[str, str], ollama: ScriptedOllama, tmp_path: Path
+) -> None:
+    """The disk fills up while turn 2 is answered: neither the turn nor its
+    rollback can be written, the REPL says so and goes on. Once there is room,
+    the next question first finishes turn 2, and its answer survives `resume`."""
+    from tests.test_repl_pty import PROMPT, leave, only_session, plain, spawn
+    from tests.test_safety import tmpfs
+
+    with tmpfs(tmp_path / "small", "size=2m,mode=0700") as mount:
+        sessions_dir = mount / "sessions"
+        env = dict(chat_env, NETBOX_CHAT_SESSIONS=str(sessions_dir))
+        filler = mount / "filler"
+
+        def fill_the_disk(body: dict[str, Any]) -> list[Any]:
+            with open(filler, "wb", buffering=0) as handle, contextlib.suppress(OSError):
+                while True:
+                    handle.write(b"\0" * 65536)
+            ollama.responder = None
+            return [Text("An answer nobody can store.")]
+
+        ollama.script([Text("Three sites.")])
+        child = spawn(env)
+        child.sendline("which sites?")
+        child.expect("Three sites.")
+        child.expect(PROMPT)
+        ollama.responder = fill_the_disk
+        child.sendline("which devices?")
+        child.expect("could not be rolled back now")
+        child.expect(PROMPT)
+
+        filler.unlink()
+        ollama.script([Text("Two devices are offline.")])
+        child.sendline("which devices are offline?")
+        child.expect("Two devices are offline.")
+        child.expect(PROMPT)
+        leave(child)
+        sid = only_session(sessions_dir)
+        assert_ledger_agrees(sessions_dir / f"{sid}.sqlite")
+
+        ollama.script([Text("Still two.")])
+        child = spawn(env, "resume", sid)
+        shown = plain(child.before or "")
+        assert "was interrupted and rolled back" not in shown
+        assert "Two devices are offline." in shown
+        child.sendline("and now?")
+        child.expect("Still two.")
+        child.expect(PROMPT)
+        leave(child)
+        questions = [m["content"] for m in ollama.requests[-1]["messages"] if m["role"] == "user"]
+        assert questions == ["which sites?", "which devices are offline?", "and now?"]
+        state = read_from_fresh_process(sessions_dir, sid)
+        assert [t["status"] for t in state["turns"]] == ["done", "failed", "done", "done"]
