@@ -309,17 +309,12 @@ async def test_drain_counts_calls_made_through_a_copy_of_the_saver(sessions_dir:
     """With strict msgpack on, LangGraph hands the graph a shallow copy of the
     saver (`with_allowlist`), while the rollback drains the original: both
     must count the same calls, or a write could commit after the rollback."""
+    from tests.test_integrity import stuck_write
+
     sessions_dir.mkdir(parents=True, exist_ok=True)
     saver = BridgedSqliteSaver(connect(sessions_dir / "copy.sqlite"))
     clone = copy.copy(saver)  # what `BaseCheckpointSaver.with_allowlist` returns
-    release = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def blocked() -> None:
-        asyncio.run_coroutine_threadsafe(release.wait(), loop).result(timeout=10)
-
-    call = asyncio.create_task(clone._on_thread(blocked))
-    await asyncio.sleep(0.05)
+    call, release = await stuck_write(clone)
     with pytest.raises(WritesStillRunning):  # the clone's call is still running
         saver.drain(timeout=0.05)
     release.set()
