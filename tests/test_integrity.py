@@ -402,6 +402,13 @@ async def test_a_rollback_waits_for_no_write_it_cannot_see_finish(
     assert (await conversation.run_turn("question three")).status == "done"
     assert [t.status for t in conversation.session.turns()] == ["done", "failed", "done"]
     assert "question two" not in json.dumps(ollama.requests[-1]["messages"])
+
+    call, release = await stuck_write(conversation.saver)  # and a rewind waits too
+    with pytest.raises(history.HistoryEditError, match=r"still running.*nothing changed"):
+        history.rewind(conversation, 1)
+    release.set()
+    await call
+    assert len(conversation.messages()) == 4
     close(conversation)
     assert_ledger_agrees(conversation.session.path)
 
