@@ -31,7 +31,7 @@ from netbox_chat.cli import app
 from netbox_chat.config import resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.sessions import SessionFile, SessionStore, StoreError, connect
-from netbox_chat.turns import Conversation, RollingBack, TurnEvent
+from netbox_chat.turns import Conversation, RollingBack, TextDelta, TurnEvent
 from tests.inspect_session import assert_ledger_agrees, read_from_fresh_process
 from tests.ollama_server import Delay, ScriptedOllama, StreamError, Text
 
@@ -359,6 +359,39 @@ async def test_a_turn_after_the_clock_stepped_back_is_seen_and_rolls_back(
     assert "answer two" in sent and "question three" not in sent
     close(resumed)
     assert_ledger_agrees(resumed.session.path)
+
+
+async def test_a_finished_turn_whose_checkpoint_did_not_become_the_head_is_rolled_back(
+    conversation: Conversation, ollama: ScriptedOllama, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check behind the fix above: should the clock step back while a
+    turn runs and LangGraph's id generator forget its last id, the finished
+    turn's checkpoint sorts below the old head. The turn must not be recorded
+    as done (the model would never see it); it fails and is rolled back."""
+    import langgraph.checkpoint.base.id as checkpoint_ids
+
+    ollama.script([Text("answer one")])
+    await conversation.run_turn("question one")
+    real = time.time_ns
+
+    def step_back(event: TurnEvent) -> None:
+        if isinstance(event, TextDelta):
+            monkeypatch.setattr(time, "time_ns", lambda: real() - 3600 * 10**9)
+            monkeypatch.setattr(checkpoint_ids, "_last_v6_timestamp", None)
+
+    ollama.script([Text("answer two")])
+    outcome = await conversation.run_turn("question two", step_back)
+    assert outcome.status == "failed" and outcome.error
+    assert "did not become the session's head" in outcome.error
+    assert outcome.rollback is not None and outcome.rollback.verified
+    assert contents(conversation) == ["question one", "answer one"]
+    assert conversation.saver.conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (2,)
+
+    ollama.script([Text("answer three")])
+    assert (await conversation.run_turn("question three")).status == "done"
+    assert contents(conversation)[-1] == "answer three"
+    close(conversation)
+    assert_ledger_agrees(conversation.session.path)
 
 
 # --- defect 9: a write still running when the rollback would start ----------------------------
