@@ -449,6 +449,16 @@ async def test_a_rollback_waits_for_no_write_it_cannot_see_finish(
 # --- defect 6: file systems SQLite's WAL mode does not work on ----------------------------------
 
 
+def nfs_mount_table(folder: Path, table: Path) -> Path:
+    """A kernel mount table (proc(5) format) that puts `folder` on NFS."""
+    table.write_text(
+        "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/root rw\n"
+        f"97 22 0:52 / {folder} rw,relatime shared:50 - nfs4 "
+        "filer:/export/sessions rw,vers=4.2\n"
+    )
+    return table
+
+
 def test_a_sessions_folder_on_nfs_is_refused_with_exit_3(
     chat_env: dict[str, str],
     sessions_dir: Path,
@@ -461,13 +471,7 @@ def test_a_sessions_folder_on_nfs_is_refused_with_exit_3(
     import netbox_chat.sessions as sessions
 
     sessions_dir.mkdir(parents=True)
-    mountinfo = tmp_path / "mountinfo"
-    mountinfo.write_text(
-        "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/root rw\n"
-        f"97 22 0:52 / {sessions_dir} rw,relatime shared:50 - nfs4 "
-        "filer:/export/sessions rw,vers=4.2\n"
-    )
-    monkeypatch.setattr(sessions, "MOUNTINFO", mountinfo)
+    monkeypatch.setattr(sessions, "MOUNTINFO", nfs_mount_table(sessions_dir, tmp_path / "mnt"))
     ran = CliRunner().invoke(app, ["ask", "which sites?"], env=chat_env)
     assert ran.exit_code == ExitStatus.STORE_ERROR
     (line,) = ran.stderr.splitlines()
@@ -531,3 +535,19 @@ def test_the_repl_after_a_turn_the_full_disk_left_unrecorded_keeps_later_answers
         assert questions == ["which sites?", "which devices are offline?", "and now?"]
         state = read_from_fresh_process(sessions_dir, sid)
         assert [t["status"] for t in state["turns"]] == ["done", "failed", "done", "done"]
+
+
+def test_doctor_flags_a_sessions_folder_on_nfs(
+    chat_env: dict[str, str],
+    sessions_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import netbox_chat.sessions as sessions
+
+    sessions_dir.mkdir(parents=True)
+    monkeypatch.setattr(sessions, "MOUNTINFO", nfs_mount_table(sessions_dir, tmp_path / "mnt"))
+    ran = CliRunner().invoke(app, ["doctor"], env=chat_env)
+    assert ran.exit_code == ExitStatus.USER_ERROR
+    (line,) = [line for line in ran.stdout.splitlines() if "sessions folder" in line]
+    assert line.startswith("✗") and "network file system (nfs4)" in line
