@@ -1,10 +1,11 @@
 """A turn's life: snapshot, stream, cancel, two-pass rollback, verification,
-crash recovery, rewind and compaction.
+crash recovery. (Rewind and compaction, which edit the past, are history.py.)
 
 The invariant this module keeps: the thread the model sees is always a thread
 of finished turns. Every turn is recorded as `running` with its rollback point
 before it starts; whatever ends it other than success (Ctrl-C, an error, a
-crash found on the next open) restores that point the same way.
+crash found on the next open) restores that point the same way, and no turn
+starts while an earlier one is still `running` in the ledger.
 
 A turn runs with `durability="exit"`: the graph keeps its steps in memory and
 writes one checkpoint when the run ends (or is cancelled), so a turn appends
