@@ -33,13 +33,12 @@ Nothing here prints; results carry a one-line `__str__` for the REPL.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 import sqlite3
 import uuid
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -183,14 +182,9 @@ def rewind(conversation: Conversation, to_turn: int | None = None) -> RewindResu
     if not update and not later and not conversation.head_problems():
         raise NothingToRewind(f"nothing to rewind: the conversation is already at {_where(target)}")
     target_messages = list(target_values.get("messages", []))
-    new_head = _write_verified(
-        conversation,
-        update,
-        target_values,
-        f"rewind to {_where(target)}",
-    )
     before = len(head_values.get("messages", []))
-    with _ledger_after_write(f"rewound to {_where(target)}"):
+
+    def record(new_head: str | None) -> None:
         session.mark_rewound(target)
         session.record_edit(
             "rewind",
@@ -202,6 +196,10 @@ def rewind(conversation: Conversation, to_turn: int | None = None) -> RewindResu
             head_before=head_id,
             head_after=new_head,
         )
+
+    new_head = _write_verified(
+        conversation, update, target_values, f"rewind to {_where(target)}", record
+    )
     return RewindResult(
         to_turn=target,
         set_aside=later,
@@ -363,8 +361,6 @@ async def compact(
     if plan.event_cleared:
         update[SUMMARIZATION_EVENT] = None
         target[SUMMARIZATION_EVENT] = None
-    new_head = _write_verified(conversation, update, target, "compaction")
-
     usage: dict[str, Any] = dict(getattr(reply, "usage_metadata", None) or {})
     turns = [t for t in session.turns() if t.status == "done"]
     result = CompactResult(
@@ -376,9 +372,9 @@ async def compact(
         chars_after=request_chars(new_messages),
         tokens_in=int(usage.get("input_tokens", 0)),
         tokens_out=int(usage.get("output_tokens", 0)),
-        head_checkpoint_id=new_head,
     )
-    with _ledger_after_write("compacted"):
+
+    def record(new_head: str | None) -> None:
         session.record_edit(
             "compact",
             after_turn=turns[-1].number if turns else 0,
@@ -393,7 +389,9 @@ async def compact(
             head_before=head_id,
             head_after=new_head,
         )
-    return result
+
+    new_head = _write_verified(conversation, update, target, "compaction", record)
+    return replace(result, head_checkpoint_id=new_head)
 
 
 def is_summary(message: BaseMessage) -> bool:
@@ -507,15 +505,18 @@ def _write_verified(
     update: dict[str, Any],
     target: dict[str, Any],
     what: str,
+    record: Callable[[str | None], None],
 ) -> str | None:
-    """Write `update` onto the head, verify the head equals `target`, and
-    commit both, or neither. Returns the new head's checkpoint id.
+    """Write `update` onto the head, verify the head equals `target`, `record`
+    the edit in the ledger (given the new head's id), and commit all of it, or
+    nothing. Returns the new head's checkpoint id.
 
     `update_state` saves the update's writes on the head and then the new
     checkpoint, and the saver commits after each call; inside `atomic()`
     those commits are held (for every copy of the saver: they share the
-    connection), and the verifying reads, on the same connection, see the
-    uncommitted rows. No turn may be running: bridged calls are drained first.
+    session's connection, which the ledger uses too), and the verifying reads
+    see the uncommitted rows. No turn may be running: bridged calls are
+    drained first.
     """
     saver = conversation.saver
     _drain(conversation, what)
@@ -528,7 +529,9 @@ def _write_verified(
             problems = verify(conversation, target)
             if problems:
                 raise _Mismatch("; ".join(problems))
-            return conversation.head_checkpoint_id()
+            new_head = conversation.head_checkpoint_id()
+            record(new_head)
+            return new_head
     except _Mismatch as exc:
         raise HistoryEditError(
             f"{what} not written: the result did not check out ({exc}); nothing changed"
@@ -550,20 +553,6 @@ def _drain(conversation: Conversation, what: str) -> None:
         conversation.saver.drain()
     except WritesStillRunning as exc:
         raise HistoryEditError(f"{what} not written: {exc}; nothing changed") from exc
-
-
-@contextlib.contextmanager
-def _ledger_after_write(done: str) -> Iterator[None]:
-    """The ledger lives on its own connection, so it is written after the
-    checkpoint commit; if that fails the user must hear that the conversation
-    did change."""
-    try:
-        yield
-    except (sqlite3.Error, OSError) as exc:
-        raise HistoryEditError(
-            f"{done}, but the session's ledger could not be updated ({exc}); "
-            "/history may be out of date"
-        ) from exc
 
 
 # --- writing a state onto the head, and checking it ------------------------------------

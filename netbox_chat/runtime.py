@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionFile, connect
+from netbox_chat.sessions import SessionFile
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -35,7 +35,7 @@ class Runtime:
     async def aclose(self) -> None:
         if self.netbox is not None:
             await self.netbox.aclose()
-        self.conversation.saver.conn.close()
+        # The saver writes through the session's connection: the session closes it.
 
 
 def build_runtime(
@@ -63,7 +63,7 @@ def build_runtime(
             on_auth_failure=on_auth_failure,
         )
         tools = build_netbox_tools(netbox)
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     model = build_model(settings)
     graph = build_agent(settings, tools, saver, model=model)
     runtime = Runtime(

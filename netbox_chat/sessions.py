@@ -529,10 +529,11 @@ def connect(path: Path) -> Connection:
 
 
 class SessionFile:
-    """A session opened for writing: the lock, and our tables on one connection.
+    """A session opened for writing: the lock, and the one connection.
 
-    LangGraph's saver gets its own connection to the same file (see
-    `checkpointer.py`); SQLite serializes the two writers.
+    LangGraph's saver writes through the same connection (`runtime.py` builds
+    it on `db`), so a rollback or a history edit and its ledger rows commit
+    together in one `db.atomic()`.
     """
 
     def __init__(self, store: SessionStore, session_id: str) -> None:

@@ -160,6 +160,10 @@ class Conversation:
         end_node: str,
         model: Any = None,
     ) -> None:
+        if getattr(saver, "conn", session.db) is not session.db:
+            # A rollback and its ledger record are one transaction: on two
+            # connections the ledger's write would wait for the saver's lock.
+            raise ValueError("the saver must write through the session's own connection")
         self.session = session
         self.graph = graph
         self.saver = saver
@@ -285,13 +289,12 @@ class Conversation:
         sink(RollingBack(number, outcome.status))
         self._unrecorded[number] = outcome
         try:
-            outcome.rollback = self.rollback(number, base, base_messages)
-            self._record_rolled_back(outcome)
+            self.rollback(outcome, base, base_messages)
         except (*_STORE_ERRORS, WritesStillRunning) as exc:
-            # The rollback or its record could not be written. What is on disk
-            # is still consistent: the ledger says the turn is `running` with
-            # its rollback point, which rolling back again only confirms; the
-            # next turn, or the next open, finishes it first.
+            # Neither the rollback nor its record was written (they are one
+            # transaction): the ledger says the turn is `running` with its
+            # rollback point, and the next turn, or the next open, finishes it
+            # first.
             raise StoreError(
                 f"turn {number} {outcome.status} and could not be rolled back now "
                 f"({describe_error(exc)}); the session is kept and the turn will be "
@@ -313,19 +316,6 @@ class Conversation:
                 "set back?); it was rolled back"
             )
         return end
-
-    def _record_rolled_back(self, outcome: TurnOutcome) -> None:
-        assert outcome.rollback is not None
-        self.session.finish_turn(
-            outcome.number,
-            outcome.status,
-            tokens_in=outcome.tokens_in,
-            tokens_out=outcome.tokens_out,
-            tool_calls=outcome.tool_calls,
-            rolled_back=outcome.rollback.removed_messages,
-            error=_join(outcome.error, outcome.rollback.problems),
-        )
-        self._unrecorded.pop(outcome.number, None)
 
     async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> None:
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
@@ -393,24 +383,45 @@ class Conversation:
     # rollback
 
     def rollback(
-        self, turn: int, base_checkpoint_id: str | None, base_message_count: int | None
-    ) -> RollbackReport:
-        """Snapshot-and-two-pass rollback, then verification.
+        self, outcome: TurnOutcome, base_checkpoint_id: str | None, base_message_count: int | None
+    ) -> None:
+        """Snapshot-and-two-pass rollback, verification, and the ledger's record
+        of it, in one transaction; sets `outcome.rollback`.
 
         The snapshot is the ledger's rollback point: the head the turn started
         from, an ancestor of everything the turn wrote. Pass 1 deletes the
         checkpoints the turn appended after it; pass 2 deletes the writes the
         turn left on it (its input, results of cancelled steps). What remains
         is the pre-turn thread, row for row: nothing is written, so nothing
-        forks and the file does not grow. Verification reads the committed
-        state at the head and checks it is that point, with nothing to run.
+        forks and the file does not grow. Verification reads the state at the
+        head (the transaction's own, not yet committed) and checks it is that
+        point, with nothing to run. The turn's row is closed in the same
+        transaction, so the ledger never says `running` about a turn that is
+        already rolled back, nor closes one that is not.
         """
-        # A bridged write still running on a worker thread would commit after
-        # the rollback; wait for it first.
+        # A bridged write still running on a worker thread would land after
+        # the rollback; wait for it first (WritesStillRunning if it does not end).
         self.saver.drain()
-        removed = self.saver.truncate_after(self.session.id, base_checkpoint_id, "messages")
-        problems = self.verify_rolled_back(base_checkpoint_id, base_message_count)
-        return RollbackReport(turn, _count_messages(removed), not problems, problems)
+        with self.session.db.atomic():
+            removed = self.saver.truncate_after(self.session.id, base_checkpoint_id, "messages")
+            problems = self.verify_rolled_back(base_checkpoint_id, base_message_count)
+            report = RollbackReport(
+                outcome.number, _count_messages(removed), not problems, problems
+            )
+            self._record(outcome, report)
+        outcome.rollback = report
+        self._unrecorded.pop(outcome.number, None)
+
+    def _record(self, outcome: TurnOutcome, report: RollbackReport) -> None:
+        self.session.finish_turn(
+            outcome.number,
+            outcome.status,
+            tokens_in=outcome.tokens_in,
+            tokens_out=outcome.tokens_out,
+            tool_calls=outcome.tool_calls,
+            rolled_back=report.removed_messages,
+            error=_join(outcome.error, report.problems),
+        )
 
     def verify_rolled_back(
         self, base_checkpoint_id: str | None, base_message_count: int | None
@@ -445,11 +456,11 @@ class Conversation:
                 )
                 if self.session.finished_after(turn.number):
                     outcome.rollback = RollbackReport(turn.number, 0, True)
+                    self._record(outcome, outcome.rollback)
+                    self._unrecorded.pop(turn.number, None)
                 else:
-                    outcome.rollback = self.rollback(
-                        turn.number, turn.base_checkpoint_id, turn.base_message_count
-                    )
-                self._record_rolled_back(outcome)
+                    self.rollback(outcome, turn.base_checkpoint_id, turn.base_message_count)
+                assert outcome.rollback is not None
                 reports.append(outcome.rollback)
         except (*_STORE_ERRORS, WritesStillRunning) as exc:
             raise StoreError(

@@ -24,7 +24,6 @@ from netbox_chat.config import resolve_settings
 from netbox_chat.sessions import (
     SessionFile,
     SessionStore,
-    connect,
     read_only_connection,
     read_turns,
 )
@@ -125,7 +124,7 @@ def main() -> None:
     store = SessionStore(Path(sys.argv[1]))
     settings = resolve_settings(sessions_dir=store.root, env={})
     with SessionFile.open(store, sys.argv[2]) as session:
-        saver = BridgedSqliteSaver(connect(session.path))
+        saver = BridgedSqliteSaver(session.db)
         graph = build_agent(settings, [], saver)
         print(json.dumps(describe(Conversation(session, graph, saver, find_end_node(graph)))))
 

@@ -30,7 +30,7 @@ from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.cli import app
 from netbox_chat.config import resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
-from netbox_chat.sessions import SessionFile, SessionStore, StoreError, connect
+from netbox_chat.sessions import SessionFile, SessionStore, StoreError
 from netbox_chat.turns import Conversation, RollingBack, TextDelta, TurnEvent
 from tests.inspect_session import assert_ledger_agrees, read_from_fresh_process
 from tests.ollama_server import Delay, ScriptedOllama, StreamError, Text
@@ -43,7 +43,7 @@ DISK_FULL = "database or disk is full"
 
 def open_conversation(session: SessionFile, ollama: ScriptedOllama) -> Conversation:
     settings = resolve_settings(sessions_dir=session.store.root, ollama_url=ollama.url, env={})
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     graph = build_agent(settings, [], saver)
     return Conversation(session, graph, saver, find_end_node(graph))
 
@@ -112,10 +112,21 @@ async def test_a_turn_whose_rollback_was_not_recorded_is_finished_before_the_nex
 
     ledger = conversation.session.db
     fail_statement(ledger, "full", "BEFORE UPDATE OF status ON turns WHEN new.number = 2")
+    seen: dict[str, Any] = {}
+
+    def sink(event: TurnEvent) -> None:
+        if isinstance(event, RollingBack):
+            seen["rows"] = thread_rows(conversation.saver.conn)
+
     ollama.script([Delay(3.0), Text("too late")])
+    task = asyncio.create_task(conversation.run_turn("question two", sink))
+    await asyncio.sleep(0.5)
+    task.cancel()
     with pytest.raises(StoreError, match="could not be rolled back now"):
-        await cancel_while_waiting(conversation, "question two")
+        await task
     assert [t.status for t in conversation.session.turns()] == ["done", "running"]
+    # the rollback and its record are one transaction: neither was written
+    assert thread_rows(conversation.saver.conn) == seen["rows"]
 
     # Still full: the next question is refused before the model is asked.
     requests = len(ollama.requests)
@@ -243,6 +254,27 @@ async def test_a_rewind_that_fails_half_way_through_a_saver_copy_changes_nothing
     assert contents(conversation) == ["question 1", "answer 1"]
     close(conversation)
     assert_ledger_agrees(session.path)
+
+
+async def test_a_rewind_whose_ledger_record_fails_changes_nothing(
+    conversation: Conversation, ollama: ScriptedOllama
+) -> None:
+    """The rewind and its record in the ledger are one transaction: a full
+    disk on the ledger's row leaves the conversation as it was, so /history
+    can never disagree with what the model sees."""
+    for n in (1, 2):
+        ollama.script([Text(f"answer {n}")])
+        await conversation.run_turn(f"question {n}")
+    before = thread_rows(conversation.saver.conn)
+    fail_statement(conversation.session.db, "full", "BEFORE INSERT ON history_edits")
+    with pytest.raises(history.HistoryEditError, match=f"{DISK_FULL}.*nothing changed"):
+        history.rewind(conversation, 1)
+    assert thread_rows(conversation.saver.conn) == before
+    assert [t.status for t in conversation.session.turns()] == ["done", "done"]
+    free_space(conversation.session.db, "full")
+    assert history.rewind(conversation, 1).set_aside == [2]
+    close(conversation)
+    assert_ledger_agrees(conversation.session.path)
 
 
 # --- defect 4: migrations -----------------------------------------------------------------

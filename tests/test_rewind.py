@@ -30,7 +30,7 @@ from netbox_chat.agent import build_agent, build_model, find_end_node
 from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.config import resolve_settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionFile, SessionStore, connect
+from netbox_chat.sessions import SessionFile, SessionStore
 from netbox_chat.turns import Conversation, TurnEvent, TurnOutcome
 from tests.graphs import build_graph
 from tests.inspect_session import assert_ledger_agrees, ledger_problems
@@ -92,7 +92,7 @@ def open_chat(session: SessionFile, kind: str, ollama_url: str) -> Chat:
     test tools; kind is "deepagents", "delta" (minimal DeltaChannel graph) or
     "plain" (minimal add_messages graph)."""
     settings = resolve_settings(sessions_dir=session.store.root, ollama_url=ollama_url, env={})
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     model = build_model(settings)
     if kind == "deepagents":
         graph = build_agent(settings, DEEPAGENTS_TOOLS, saver, model=model)
@@ -130,7 +130,7 @@ from pathlib import Path
 from netbox_chat.agent import build_agent, build_model, find_end_node
 from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.config import resolve_settings
-from netbox_chat.sessions import SessionFile, SessionStore, connect
+from netbox_chat.sessions import SessionFile, SessionStore
 from netbox_chat.turns import Conversation
 from tests.graphs import build_graph
 from tests.ollama_server import ScriptedOllama, Text
@@ -152,7 +152,7 @@ def dump(conv):
 async def main(root, session_id, kind, question, answer):
     with ScriptedOllama() as ollama, SessionFile.open(SessionStore(Path(root)), session_id) as session:
         settings = resolve_settings(sessions_dir=Path(root), ollama_url=ollama.url, env={})
-        saver = BridgedSqliteSaver(connect(session.path))
+        saver = BridgedSqliteSaver(session.db)
         model = build_model(settings)
         if kind == "deepagents":
             graph = build_agent(settings, [], saver, model=model)

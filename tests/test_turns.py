@@ -60,7 +60,7 @@ TOOLS = [fast_lookup, slow_lookup, blocking_lookup]
 async def conversation(ollama: ScriptedOllama, sessions_dir: Path) -> AsyncIterator[Conversation]:
     settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
     session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     graph = build_agent(settings, TOOLS, saver)
     yield Conversation(session, graph, saver, find_end_node(graph))
     saver.conn.close()
@@ -77,7 +77,7 @@ def inspect(conversation: Conversation) -> dict[str, Any]:
 
 def reopen(conversation: Conversation) -> Conversation:
     session = SessionFile.open(conversation.session.store, conversation.session.id)
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     return Conversation(
         session,
         conversation.graph.copy(update={"checkpointer": saver}),
@@ -219,15 +219,14 @@ async def test_sessions_written_without_compression_still_read(
 
     settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
     session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
-    plain = BridgedSqliteSaver(connect(session.path))
+    plain = BridgedSqliteSaver(session.db)
     plain.serde = JsonPlusSerializer()  # what the release before stored
     graph = build_agent(settings, TOOLS, plain)
     old = Conversation(session, graph, plain, find_end_node(graph))
     ollama.script([Text("an old answer")])
     assert (await old.run_turn("an old question")).status == "done"
-    plain.conn.close()
 
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     graph = build_agent(settings, TOOLS, saver)
     conversation = Conversation(session, graph, saver, find_end_node(graph))
     ollama.script([Text("a new answer")])
@@ -342,7 +341,7 @@ async def test_parallel_tool_cancel_on_a_minimal_graph(
     settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
     session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
     model = ChatOllama(model=settings.model, base_url=ollama.url)
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     graph = build_graph(model, [quick_lookup, slow_lookup], saver, delta=delta)
     conversation = Conversation(session, graph, saver, find_end_node(graph))
 
@@ -356,10 +355,11 @@ async def test_parallel_tool_cancel_on_a_minimal_graph(
     )
     assert outcome.status == "cancelled"
     assert outcome.rollback is not None and outcome.rollback.verified, outcome.rollback
-    saver.conn.close()
+    session.close()
     time.sleep(SLOW_SECONDS + 0.5)
 
-    fresh_saver = BridgedSqliteSaver(connect(session.path))
+    session = SessionFile.open(session.store, session.id)
+    fresh_saver = BridgedSqliteSaver(session.db)
     fresh = Conversation(
         session,
         graph.copy(update={"checkpointer": fresh_saver}),
