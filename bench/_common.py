@@ -137,11 +137,10 @@ def open_conversation(session: Any, settings: Any, tools: Sequence[Any], saver: 
     """A Conversation on `session` with injected tools (no NetBox client)."""
     from netbox_chat.agent import build_agent, find_end_node
     from netbox_chat.checkpointer import BridgedSqliteSaver
-    from netbox_chat.sessions import connect
     from netbox_chat.turns import Conversation
 
     if saver is None:
-        saver = BridgedSqliteSaver(connect(session.path))
+        saver = BridgedSqliteSaver(session.db)
     graph = build_agent(settings, tools, saver)
     return Conversation(session, graph, saver, find_end_node(graph))
 

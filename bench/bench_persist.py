@@ -36,11 +36,13 @@ async def run(turns: int) -> dict[str, list[float]]:
     from tests.ollama_server import ScriptedOllama
 
     class MemorySaver(InMemorySaver):
-        def drain(self, timeout: float = 30.0) -> bool:
-            return True
+        def drain(self, timeout: float | None = None) -> None:
+            pass
+
+        def ids_after(self, checkpoint_id: str | None) -> None:
+            pass
 
     from netbox_chat.checkpointer import BridgedSqliteSaver
-    from netbox_chat.sessions import connect
 
     times: dict[str, list[float]] = {}
     with C.temp_dir("nbc-bench-persist-") as tmp, ScriptedOllama(lifetime=900) as ollama:
@@ -60,7 +62,7 @@ async def run(turns: int) -> dict[str, list[float]]:
         }
         raw_session = SessionFile.create(store, model=settings.model)
         sessions.append(raw_session)
-        raw_file_saver = BridgedSqliteSaver(connect(raw_session.path))
+        raw_file_saver = BridgedSqliteSaver(raw_session.db)
         raws = {
             "raw graph, file saver": build_agent(settings, C.bench_tools(), raw_file_saver),
             "raw graph, memory saver": build_agent(settings, C.bench_tools(), MemorySaver()),
@@ -85,7 +87,6 @@ async def run(turns: int) -> dict[str, list[float]]:
         finally:
             for conv in conversations.values():
                 C.close_conversation(conv)
-            raw_file_saver.conn.close()
             for session in sessions:
                 session.close()
     return times

@@ -50,6 +50,19 @@ class TokenSource:
     profile: str | None = None  # named in a failing command's error
 
 
+def mask_token(text: str, token: str | None) -> str:
+    """`text` with the NetBox token masked: the whole token and, for a v2 token
+    (`nbt_<key>.<secret>`), the secret alone, which is sensitive too. Parts
+    shorter than 8 characters are left alone (they would mask ordinary words)."""
+    if not token:
+        return text
+    parts = [token, *([token.split(".", 1)[1]] if "." in token else [])]
+    for part in parts:
+        if len(part) >= 8:
+            text = text.replace(part, "***")
+    return text
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything a command needs to know about where things are.

@@ -21,6 +21,7 @@ import httpx
 
 from netbox_chat.config import Settings
 from netbox_chat.model_info import parse_show
+from netbox_chat.sessions import StoreError, refuse_network_filesystem
 
 TIMEOUT = 3.0
 
@@ -217,6 +218,10 @@ def check_sessions_folder(root: Path) -> Check:
         return Check(name, True, f"{root} (will be created, 0700)")
     if not root.is_dir():
         return Check(name, False, f"{root} is not a folder: {os.strerror(errno.ENOTDIR)}", fix)
+    try:
+        refuse_network_filesystem(root)
+    except StoreError as exc:
+        return Check(name, False, str(exc), "use a folder on a local disk")
     try:
         fd, probe = tempfile.mkstemp(prefix=".doctor-", dir=root)
     except OSError as exc:

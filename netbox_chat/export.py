@@ -19,14 +19,14 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any, Literal
 
+from netbox_chat.config import mask_token
 from netbox_chat.sessions import (
-    _TURN_COLUMNS,
     SessionStore,
     Turn,
     UnreadableSession,
-    _turn_from_row,
-    check_schema,
+    check_session,
     read_only_connection,
+    read_turns,
 )
 from netbox_chat.thinking import thought_for
 
@@ -53,10 +53,9 @@ def read_transcript(
     path = store.path_for(session_id)
     try:
         with read_only_connection(path) as conn:
-            if check_schema(conn) == 0:
-                raise UnreadableSession("not a netbox-chat session (no session tables)")
+            check_session(conn)
             meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
-            rows = conn.execute(f"SELECT {_TURN_COLUMNS} FROM turns ORDER BY number").fetchall()
+            turns = read_turns(conn, "ORDER BY number")
             edits = conn.execute(
                 "SELECT kind, at, detail FROM history_edits ORDER BY id"
             ).fetchall()
@@ -64,7 +63,6 @@ def read_transcript(
         raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
     except sqlite3.DatabaseError as exc:
         raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
-    turns = [_turn_from_row(row) for row in rows]
     done = [t for t in turns if t.status == "done"]
     return {
         "session": session_id,
@@ -123,17 +121,8 @@ def export_session(
         text = to_markdown(transcript)
     else:
         raise ValueError(f"unknown export format {fmt!r} (md or json)")
-    return mask(text, secrets)
-
-
-def mask(text: str, secrets: Sequence[str | None]) -> str:
     for secret in secrets:
-        if not secret:
-            continue
-        parts = [secret, *([secret.split(".", 1)[1]] if "." in secret else [])]
-        for part in parts:
-            if len(part) >= 8:
-                text = text.replace(part, "***")
+        text = mask_token(text, secret)
     return text
 
 

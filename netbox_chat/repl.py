@@ -234,8 +234,10 @@ class Repl:
         except ValueError:
             self.console.print(f"[red]/rewind takes a turn number, got {argument!r}[/red]")
             return
+        from netbox_chat.history import rewind
+
         try:
-            result = runtime.conversation.rewind(target)
+            result = rewind(runtime.conversation, target)
         except UserFacingError as exc:
             self.console.print(f"[red]{exc}[/red]")
             return
@@ -269,9 +271,11 @@ class Repl:
         self.console.print(render.thinking_text(thought[-1]))
 
     async def compact(self) -> None:
+        from netbox_chat.history import compact
+
         runtime = await self.runtime()
         with self.console.status("[dim]compacting…[/dim]"):
-            result = await asyncio.create_task(runtime.conversation.compact())
+            result = await asyncio.create_task(compact(runtime.conversation))
         self.console.print(result)
 
 
@@ -296,11 +300,11 @@ async def run_chat(
                     console, report, reason=f"turn {report.turn} was interrupted and "
                 )
         if rewind_to is not None:
-            from netbox_chat.history import NothingToRewind
+            from netbox_chat.history import NothingToRewind, rewind
 
             runtime = await repl.runtime()
             try:
-                console.print(f"[green]{runtime.conversation.rewind(rewind_to)}[/green]")
+                console.print(f"[green]{rewind(runtime.conversation, rewind_to)}[/green]")
             except NothingToRewind as exc:
                 console.print(f"[dim]{exc}[/dim]")
         if resumed:

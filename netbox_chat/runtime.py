@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionFile, connect
+from netbox_chat.sessions import SessionFile
 from netbox_chat.thinking import ThinkPlan, plan_thinking
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class Runtime:
     async def aclose(self) -> None:
         if self.netbox is not None:
             await self.netbox.aclose()
-        self.conversation.saver.conn.close()
+        # The saver writes through the session's connection: the session closes it.
 
 
 def build_runtime(
@@ -88,7 +88,7 @@ def build_runtime(
     except ModelInfoError:
         model_info = None  # the first turn says what is wrong with Ollama
     thinking = plan_thinking(settings.think, model_info)
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     model = build_model(settings, reasoning=thinking.reasoning)
     graph = build_agent(settings, tools, saver, model=model)
     conversation = Conversation(session, graph, saver, find_end_node(graph), model=model)

@@ -16,13 +16,16 @@ import os
 import re
 import sqlite3
 import stat
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from netbox_chat import migrations
+from netbox_chat.database import Connection
 from netbox_chat.errors import ExitStatus, UserFacingError
+from netbox_chat.migrations import schema_version
 
 # Crockford's base32 in lower case: no i, l, o or u, so ids survive being
 # read aloud or copied by hand.
@@ -32,8 +35,6 @@ _ID_PREFIX = re.compile(rf"[{ID_ALPHABET}]{{1,{ID_LENGTH}}}")
 SUFFIX = ".sqlite"
 COMPANIONS = ("-wal", "-shm")
 _FORGETTING_PREFIX = ".forgetting-"
-
-SCHEMA_VERSION = 3
 
 # A session holds an answer once one of its turns finished; a later rewind
 # does not make it a session that never happened.
@@ -107,69 +108,7 @@ def now_iso() -> str:
 
 # --- the session's own tables -------------------------------------------------
 
-_SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS session_meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS turns (
-    number INTEGER PRIMARY KEY,
-    question TEXT NOT NULL,
-    status TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    ended_at TEXT,
-    base_checkpoint_id TEXT,
-    snapshot_message_ids TEXT,
-    end_checkpoint_id TEXT,
-    tokens_in INTEGER NOT NULL DEFAULT 0,
-    tokens_out INTEGER NOT NULL DEFAULT 0,
-    tool_calls TEXT NOT NULL DEFAULT '[]',
-    rolled_back INTEGER NOT NULL DEFAULT 0,
-    error TEXT,
-    answer TEXT,
-    message_count INTEGER
-);
-CREATE TABLE IF NOT EXISTS history_edits (
-    id INTEGER PRIMARY KEY,
-    kind TEXT NOT NULL,
-    at TEXT NOT NULL,
-    detail TEXT NOT NULL DEFAULT '{}'
-);
-"""
-
-# Forward migrations: MIGRATIONS[n] takes a database at version n to n + 1.
-# Version 0 is a file with none of our tables (a brand-new session).
-# Version 2: a rollback truncates the rows a turn wrote instead of restoring a
-# list of message ids, so a turn keeps only the count of messages before it.
-_SCHEMA_V2 = """
-ALTER TABLE turns DROP COLUMN snapshot_message_ids;
-ALTER TABLE turns ADD COLUMN base_message_count INTEGER;
-"""
-
-# Version 3: what a turn measured of the model: the prompt sizes Ollama
-# counted (the context meter, truncation) and how long and how much it thought.
-_SCHEMA_V3_COLUMNS = (
-    "prompt_tokens_max INTEGER",
-    "prompt_tokens_last INTEGER",
-    "context_window INTEGER",
-    "truncated INTEGER NOT NULL DEFAULT 0",
-    "thinking TEXT",
-    "thinking_seconds REAL",
-    "thinking_chars INTEGER NOT NULL DEFAULT 0",
-)
-
-
-def _add_turn_columns(conn: sqlite3.Connection, columns: tuple[str, ...]) -> None:
-    for column in columns:
-        conn.execute(f"ALTER TABLE turns ADD COLUMN {column}")
-
-
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
-    0: lambda conn: conn.executescript(_SCHEMA_V1),
-    1: lambda conn: conn.executescript(_SCHEMA_V2),
-    2: lambda conn: _add_turn_columns(conn, _SCHEMA_V3_COLUMNS),
-}
-assert len(MIGRATIONS) == SCHEMA_VERSION
+SCHEMA_VERSION = schema_version()
 
 
 def _read_schema_version(conn: sqlite3.Connection) -> int:
@@ -197,18 +136,19 @@ def check_schema(conn: sqlite3.Connection) -> int:
     return version
 
 
-def migrate(conn: sqlite3.Connection) -> None:
-    """Bring our tables up to SCHEMA_VERSION, one step at a time, atomically."""
+def check_session(conn: sqlite3.Connection) -> int:
+    """`check_schema` for a file that must already be a session: `create()`
+    writes our tables before anyone can see the file, so a file without them
+    was not made by us."""
     version = check_schema(conn)
-    while version < SCHEMA_VERSION:
-        with conn:
-            MIGRATIONS[version](conn)
-            version += 1
-            conn.execute(
-                "INSERT INTO session_meta(key, value) VALUES ('schema_version', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (str(version),),
-            )
+    if version == 0:
+        raise UnreadableSession("not a netbox-chat session (no session tables)")
+    return version
+
+
+def migrate(conn: Connection) -> None:
+    """Bring our tables up to SCHEMA_VERSION, one recorded step at a time."""
+    migrations.migrate(conn, check_schema(conn))
 
 
 # --- records --------------------------------------------------------------------
@@ -249,19 +189,24 @@ class Turn:
     thinking_chars: int = 0
 
 
-_TURN_COLUMNS = (
-    "number, question, status, started_at, ended_at, base_checkpoint_id, "
-    "base_message_count, end_checkpoint_id, tokens_in, tokens_out, tool_calls, "
-    "rolled_back, error, answer, message_count, prompt_tokens_max, prompt_tokens_last, "
-    "context_window, truncated, thinking, thinking_seconds, thinking_chars"
-)
+_TURN_FIELDS = tuple(f.name for f in fields(Turn))
+
+
+def read_turns(conn: sqlite3.Connection, where: str = "", params: Sequence[Any] = ()) -> list[Turn]:
+    """Ledger rows as `Turn`s (`where` is the rest of the query), whatever the
+    file's schema: a column an older schema lacks reads as NULL, so `export`
+    works on a file no current netbox-chat has opened for writing yet."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
+    columns = ", ".join(name if name in present else f"NULL AS {name}" for name in _TURN_FIELDS)
+    rows = conn.execute(f"SELECT {columns} FROM turns {where}", params).fetchall()
+    return [_turn_from_row(row) for row in rows]
 
 
 def _turn_from_row(row: tuple[Any, ...]) -> Turn:
-    values = list(row)
-    values[10] = [ToolCallRecord(**call) for call in json.loads(values[10] or "[]")]
-    values[18] = bool(values[18])
-    return Turn(*values)
+    values = dict(zip(_TURN_FIELDS, row, strict=True))
+    calls = json.loads(values["tool_calls"] or "[]")
+    values["tool_calls"] = [ToolCallRecord(**call) for call in calls]
+    return Turn(**values)
 
 
 @dataclass(frozen=True)
@@ -318,6 +263,7 @@ class SessionStore:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create sessions folder {self.root}: {exc.strerror}") from exc
+        refuse_network_filesystem(self.root)
         if not os.access(self.root, os.W_OK | os.X_OK):
             # os.access only says no; name the reason the way the OS would.
             read_only = os.statvfs(self.root).f_flag & os.ST_RDONLY
@@ -403,8 +349,7 @@ class SessionStore:
         )
         try:
             with read_only_connection(path) as conn:
-                if check_schema(conn) == 0:
-                    raise UnreadableSession("not a netbox-chat session (no session tables)")
+                check_session(conn)
                 meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
                 turns, answered, last = conn.execute(
                     "SELECT count(*) FILTER (WHERE status = 'done'), "
@@ -512,6 +457,47 @@ def read_only_connection(path: Path) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
+# --- where sessions may live ---------------------------------------------------------
+
+# File systems SQLite's WAL mode does not work on: its shared-memory index and
+# its locks need every process on one host, and network locks are unreliable
+# (sqlite.org/wal.html, "WAL does not work over a network filesystem").
+NETWORK_FILESYSTEMS = frozenset(
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs", "afs", "ceph", "glusterfs", "lustre"}
+)
+MOUNTINFO = Path("/proc/self/mountinfo")
+
+
+def filesystem_type(path: Path) -> str | None:
+    """The type of the file system `path` is on, from the kernel's mount table
+    (None where there is none to read, e.g. not Linux)."""
+    try:
+        lines = MOUNTINFO.read_text().splitlines()
+    except OSError:
+        return None
+    target = str(path.resolve())
+    best, kind = "", None
+    for line in lines:
+        mount_fields, _, rest = line.partition(" - ")
+        parts = mount_fields.split()
+        if len(parts) < 5 or not rest:
+            continue
+        point = parts[4].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, rest.split()[0]
+    return kind
+
+
+def refuse_network_filesystem(folder: Path) -> None:
+    kind = filesystem_type(folder)
+    if kind is not None and (kind in NETWORK_FILESYSTEMS or kind.startswith("fuse.sshfs")):
+        raise StoreError(
+            f"sessions folder {folder} is on a network file system ({kind}), where SQLite "
+            "cannot keep a session safe: point NETBOX_CHAT_SESSIONS at a local disk"
+        )
+
+
 # --- the one-writer lock ------------------------------------------------------------
 
 
@@ -529,6 +515,8 @@ def lock_holder(path: Path) -> int | None:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return _recorded_pid(path) or 0
+    except OSError:  # no locks here at all (some network file systems)
+        return None
     else:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
@@ -561,18 +549,26 @@ class SessionLock:
         self._fd: int | None = None
 
     def acquire(self, *, create: bool = False) -> None:
-        flags = os.O_RDONLY | (os.O_CREAT | os.O_EXCL if create else 0)
+        # Opened for writing: NFS (v4, and v3 through its lock manager) answers
+        # an exclusive lock on a read-only descriptor with EBADF (flock(2)).
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         try:
             fd = os.open(self.path, flags, 0o600)
         except FileNotFoundError as exc:
             raise NoSuchSession(f"no session {self.session_id!r}") from exc
         except OSError as exc:
-            raise StoreError(f"cannot open session file {self.path}: {exc.strerror}") from exc
+            raise StoreError(f"cannot write session {self.session_id}: {exc.strerror}") from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise SessionBusy(self.session_id, _recorded_pid(self.path)) from None
+        except OSError as exc:
+            os.close(fd)
+            raise StoreError(
+                f"cannot lock session {self.session_id}: {exc.strerror}; "
+                "keep the sessions folder on a local disk"
+            ) from exc
         self._fd = fd
 
     def release(self) -> None:
@@ -584,22 +580,25 @@ class SessionLock:
 # --- an open session (held for writing) ------------------------------------------------
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path) -> Connection:
     """A connection to a session file that this process holds the lock on.
 
     `mode=rw`: it never creates the file, so a connection opened late (the
     agent build on its thread) cannot bring back a session just discarded."""
     uri = f"{path.resolve().as_uri()}?mode=rw"
-    conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=10.0)
+    conn = sqlite3.connect(
+        uri, uri=True, check_same_thread=False, timeout=10.0, factory=Connection
+    )
     conn.execute("PRAGMA busy_timeout = 10000")
     return conn
 
 
 class SessionFile:
-    """A session opened for writing: the lock, and our tables on one connection.
+    """A session opened for writing: the lock, and the one connection.
 
-    LangGraph's saver gets its own connection to the same file (see
-    `checkpointer.py`); SQLite serializes the two writers.
+    LangGraph's saver writes through the same connection (`runtime.py` builds
+    it on `db`), so a rollback or a history edit and its ledger rows commit
+    together in one `db.atomic()`.
     """
 
     def __init__(self, store: SessionStore, session_id: str) -> None:
@@ -607,7 +606,7 @@ class SessionFile:
         self.id = session_id
         self.path = store.path_for(session_id)
         self.lock = SessionLock(self.path, session_id)
-        self.conn: sqlite3.Connection | None = None
+        self.conn: Connection | None = None
 
     @classmethod
     def create(
@@ -643,6 +642,7 @@ class SessionFile:
     def open(cls, store: SessionStore, session_id: str) -> SessionFile:
         session = cls(store, session_id)
         session._refuse_unreadable()
+        refuse_network_filesystem(store.root)
         session.lock.acquire()
         try:
             session._connect()
@@ -656,10 +656,7 @@ class SessionFile:
             raise NoSuchSession(f"no session {self.id!r} in {self.store.root}")
         try:
             with read_only_connection(self.path) as conn:
-                if check_schema(conn) == 0:
-                    # create() writes our tables before anyone can see the
-                    # file, so a file without them was not made by us.
-                    raise UnreadableSession("not a netbox-chat session (no session tables)")
+                check_session(conn)
         except sqlite3.DatabaseError as exc:
             raise UnreadableSession(f"session {self.id} is unreadable: {exc}") from exc
         except UnreadableSession as exc:
@@ -711,7 +708,7 @@ class SessionFile:
         self.close()
 
     @property
-    def db(self) -> sqlite3.Connection:
+    def db(self) -> Connection:
         if self.conn is None:
             raise StoreError(f"session {self.id} is closed")
         return self.conn
@@ -719,7 +716,7 @@ class SessionFile:
     # meta
 
     def _set_meta(self, **values: str) -> None:
-        with self.db:
+        with self.db.atomic():
             self.db.executemany(
                 "INSERT INTO session_meta(key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -729,16 +726,13 @@ class SessionFile:
     def meta(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT key, value FROM session_meta").fetchall())
 
-    def set_model(self, model: str) -> None:
-        self._set_meta(model=model)
-
     # the turn ledger
 
     def begin_turn(
         self, question: str, *, base_checkpoint_id: str | None, base_message_count: int
     ) -> int:
         """Record a turn as running, with its rollback point, before it starts."""
-        with self.db:
+        with self.db.atomic():
             cur = self.db.execute(
                 "INSERT INTO turns(question, status, started_at, base_checkpoint_id, "
                 "base_message_count) VALUES (?, 'running', ?, ?, ?)",
@@ -772,7 +766,7 @@ class SessionFile:
         thinking_seconds: float | None = None,
     ) -> None:
         """Close a turn's row."""
-        with self.db:
+        with self.db.atomic():
             self.db.execute(
                 "UPDATE turns SET status = ?, ended_at = ?, end_checkpoint_id = ?, "
                 "tokens_in = ?, tokens_out = ?, tool_calls = ?, rolled_back = ?, error = ?, "
@@ -802,18 +796,21 @@ class SessionFile:
             )
 
     def turns(self) -> list[Turn]:
-        rows = self.db.execute(f"SELECT {_TURN_COLUMNS} FROM turns ORDER BY number").fetchall()
-        return [_turn_from_row(row) for row in rows]
+        return read_turns(self.db, "ORDER BY number")
 
     def running_turns(self) -> list[Turn]:
-        rows = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE status = 'running' ORDER BY number"
-        ).fetchall()
-        return [_turn_from_row(row) for row in rows]
+        return read_turns(self.db, "WHERE status = 'running' ORDER BY number")
+
+    def finished_after(self, number: int) -> bool:
+        """Whether any turn after `number` has ended (in whatever way)."""
+        row = self.db.execute(
+            "SELECT 1 FROM turns WHERE number > ? AND status != 'running' LIMIT 1", (number,)
+        ).fetchone()
+        return row is not None
 
     def mark_rewound(self, after_number: int) -> int:
         """Mark every finished turn after `after_number` as rewound."""
-        with self.db:
+        with self.db.atomic():
             cur = self.db.execute(
                 "UPDATE turns SET status = 'rewound' WHERE number > ? AND status = 'done'",
                 (after_number,),
@@ -821,7 +818,7 @@ class SessionFile:
         return cur.rowcount
 
     def record_edit(self, kind: str, **detail: Any) -> None:
-        with self.db:
+        with self.db.atomic():
             self.db.execute(
                 "INSERT INTO history_edits(kind, at, detail) VALUES (?, ?, ?)",
                 (kind, now_iso(), json.dumps(detail)),
@@ -849,16 +846,16 @@ class SessionFile:
         whole ledger (every row, its tool calls parsed) would make the prompt
         of a long session wait for rows nobody is shown."""
         (done,) = self.db.execute("SELECT count(*) FROM turns WHERE status = 'done'").fetchone()
-        row = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE status = 'done' ORDER BY number DESC LIMIT 1"
-        ).fetchone()
-        last = _turn_from_row(row) if row else None
-        rows = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE number > ? "
-            "AND status IN ('cancelled', 'failed', 'interrupted') ORDER BY number",
-            (last.number if last else 0,),
-        ).fetchall()
-        unfinished = tuple(_turn_from_row(row) for row in rows)
+        newest = read_turns(self.db, "WHERE status = 'done' ORDER BY number DESC LIMIT 1")
+        last = newest[0] if newest else None
+        unfinished = tuple(
+            read_turns(
+                self.db,
+                "WHERE number > ? AND status IN ('cancelled', 'failed', 'interrupted') "
+                "ORDER BY number",
+                (last.number if last else 0,),
+            )
+        )
         return Recap(done, self.message_count_now(), last, unfinished)
 
     def edits(self) -> list[tuple[str, str, dict[str, Any]]]:

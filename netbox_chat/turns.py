@@ -1,10 +1,11 @@
 """A turn's life: snapshot, stream, cancel, two-pass rollback, verification,
-crash recovery, rewind and compaction.
+crash recovery. (Rewind and compaction, which edit the past, are history.py.)
 
 The invariant this module keeps: the thread the model sees is always a thread
 of finished turns. Every turn is recorded as `running` with its rollback point
 before it starts; whatever ends it other than success (Ctrl-C, an error, a
-crash found on the next open) restores that point the same way.
+crash found on the next open) restores that point the same way, and no turn
+starts while an earlier one is still `running` in the ledger.
 
 A turn runs with `durability="exit"`: the graph keeps its steps in memory and
 writes one checkpoint when the run ends (or is cancelled), so a turn appends
@@ -18,13 +19,12 @@ or the one-shot `ask` renders them.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
@@ -34,17 +34,13 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
-from langgraph.channels import LastValue
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Overwrite, StateSnapshot
 
-from netbox_chat.checkpointer import BridgedSqliteSaver
+from netbox_chat.checkpointer import BridgedSqliteSaver, WritesStillRunning
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import SessionFile, StoreError, ToolCallRecord, TurnStatus
 from netbox_chat.thinking import ThinkSplitter, split_thinking
-
-if TYPE_CHECKING:
-    from netbox_chat.history import CompactResult, RewindResult
 
 # What a session file that cannot be written raises (disk full, I/O error,
 # read-only file system). Only SQLite's own errors: an OSError in a turn is
@@ -166,7 +162,7 @@ class _Thinking:
         if message.id != self.call:
             self.end_call()
             self.call = message.id
-        inline, answer = self.splitter.feed(_text_of(message))
+        inline, answer = self.splitter.feed(text_of(message))
         self._think(str(message.additional_kwargs.get("reasoning_content") or "") + inline)
         if answer or message.tool_call_chunks:
             self._stop()
@@ -209,6 +205,10 @@ class _Thinking:
         return seconds
 
 
+class HeadDidNotMove(Exception):
+    """A finished turn's checkpoint is not the session's head."""
+
+
 class DirtyHead(UserFacingError):
     """The head is not a clean end of a turn; taking a turn on it would let the
     model see a half-finished one."""
@@ -221,11 +221,7 @@ def message_ids(messages: Sequence[BaseMessage]) -> list[str]:
     return [str(m.id) for m in messages]
 
 
-def _message_key(message: BaseMessage) -> tuple[str, str, str]:
-    return (str(message.id), message.type, json.dumps(message.content, sort_keys=True))
-
-
-def _text_of(message: BaseMessage) -> str:
+def text_of(message: BaseMessage) -> str:
     content = message.content
     if isinstance(content, str):
         return content
@@ -234,22 +230,14 @@ def _text_of(message: BaseMessage) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Exchange:
-    """One finished question and its answer, for recaps and transcripts."""
-
-    question: str
-    answer: str
-
-
-def exchanges(messages: Sequence[BaseMessage]) -> list[Exchange]:
-    result: list[Exchange] = []
-    for message in messages:
-        if isinstance(message, HumanMessage):
-            result.append(Exchange(_text_of(message), ""))
-        elif isinstance(message, AIMessage) and result and not message.tool_calls:
-            result[-1] = Exchange(result[-1].question, _text_of(message))
-    return result
+def unpaired_tool_messages(messages: Sequence[BaseMessage]) -> list[str]:
+    """Why `messages` cannot go to a model as they are: a tool call without a
+    result, or a result without its call (empty when they can)."""
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    asked = {str(call["id"]) for m in messages if isinstance(m, AIMessage) for call in m.tool_calls}
+    problems = [f"tool call {c} has no result" for c in sorted(asked - answered)]
+    problems += [f"tool result {r} has no call" for r in sorted(answered - asked)]
+    return problems
 
 
 # --- the conversation -----------------------------------------------------------------
@@ -266,24 +254,18 @@ class Conversation:
         end_node: str,
         model: Any = None,
     ) -> None:
+        if getattr(saver, "conn", session.db) is not session.db:
+            # A rollback and its ledger record are one transaction: on two
+            # connections the ledger's write would wait for the saver's lock.
+            raise ValueError("the saver must write through the session's own connection")
         self.session = session
         self.graph = graph
         self.saver = saver
         self.end_node = end_node
         self.model = model  # the agent's chat model; /compact asks it for the summary
         self.config: RunnableConfig = {"configurable": {"thread_id": session.id}}
-
-    # history edits (history.py imports this module, hence the local imports)
-
-    def rewind(self, to_turn: int | None = None) -> RewindResult:
-        from netbox_chat.history import rewind
-
-        return rewind(self, to_turn)
-
-    async def compact(self, keep_exchanges: int = 2) -> CompactResult:
-        from netbox_chat.history import compact
-
-        return await compact(self, keep_exchanges=keep_exchanges, model=self.model)
+        # Turns whose rollback or record could not be written yet, by number.
+        self._unrecorded: dict[int, TurnOutcome] = {}
 
     # reading committed state
 
@@ -330,14 +312,7 @@ class Conversation:
         if head_tuple.pending_writes:
             problems.append(f"{len(head_tuple.pending_writes)} task result(s) pending on the head")
         messages = snapshot.values.get("messages", [])
-        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-        for message in messages:
-            if isinstance(message, AIMessage):
-                missing = [c["id"] for c in message.tool_calls if c["id"] not in answered]
-                if missing:
-                    problems.append(
-                        f"tool call(s) without a result: {', '.join(map(str, missing))}"
-                    )
+        problems += unpaired_tool_messages(messages)
         return head_id, len(messages), problems
 
     # a turn
@@ -348,7 +323,14 @@ class Conversation:
         Cancel this coroutine's task exactly once to stop the turn: the graph's
         own cleanup runs, then the rollback runs synchronously, which a second
         cancel cannot interrupt.
+
+        A turn never starts while the ledger still says an earlier one is
+        running (its rollback or its record could not be written): that one
+        is finished first, and if it still cannot be, this turn is refused.
+        Otherwise the next open's recovery would roll back to the old turn's
+        base and take every turn answered since with it.
         """
+        self.recover_interrupted()
         try:
             base, base_messages, problems = self._inspect_head()
             if problems:
@@ -357,6 +339,7 @@ class Conversation:
                     + "; ".join(problems)
                     + "); rewind to the last clean turn with /rewind"
                 )
+            self.saver.ids_after(base)
             number = self.session.begin_turn(
                 question, base_checkpoint_id=base, base_message_count=base_messages
             )
@@ -377,19 +360,22 @@ class Conversation:
             store_failure = exc if isinstance(exc, _STORE_ERRORS) else None
         else:
             try:
-                messages = self.messages()
+                end = self._new_head(base)
                 self.session.finish_turn(
                     number,
                     "done",
-                    end_checkpoint_id=self.head_checkpoint_id(),
+                    end_checkpoint_id=end,
                     tokens_in=outcome.tokens_in,
                     tokens_out=outcome.tokens_out,
                     tool_calls=outcome.tool_calls,
                     answer=outcome.answer,
-                    message_count=len(messages),
+                    message_count=len(self.messages()),
                     thinking=outcome.thinking or None,
                     thinking_seconds=outcome.thinking_seconds,
                 )
+            except HeadDidNotMove as exc:
+                outcome.status = "failed"
+                outcome.error = str(exc)
             except _STORE_ERRORS as exc:  # the answer cannot be recorded: undo it
                 outcome.status = "failed"
                 outcome.error = describe_error(exc)
@@ -398,32 +384,35 @@ class Conversation:
                 outcome.status = "done"
                 return outcome
         sink(RollingBack(number, outcome.status))
+        self._unrecorded[number] = outcome
         try:
-            outcome.rollback = self.rollback(number, base, base_messages)
-            self.session.finish_turn(
-                number,
-                outcome.status,
-                tokens_in=outcome.tokens_in,
-                tokens_out=outcome.tokens_out,
-                tool_calls=outcome.tool_calls,
-                rolled_back=outcome.rollback.removed_messages,
-                error=_join(outcome.error, outcome.rollback.problems),
-                thinking=outcome.thinking or None,
-                thinking_seconds=outcome.thinking_seconds,
-            )
-        except _STORE_ERRORS as exc:
-            # Neither the rollback nor the ledger could be written. What is on
-            # disk is still consistent: the ledger says the turn is `running`
-            # with its snapshot (or it was recorded as ended), so the next open
-            # rolls it back the way it would after a crash.
+            self.rollback(outcome, base, base_messages)
+        except (*_STORE_ERRORS, WritesStillRunning) as exc:
+            # Neither the rollback nor its record was written (they are one
+            # transaction): the ledger says the turn is `running` with its
+            # rollback point, and the next turn, or the next open, finishes it
+            # first.
             raise StoreError(
                 f"turn {number} {outcome.status} and could not be rolled back now "
                 f"({describe_error(exc)}); the session is kept and the turn will be "
-                f"rolled back the next time session {self.session.id} is opened"
+                f"rolled back before the next turn, or the next time session "
+                f"{self.session.id} is opened"
             ) from exc
         if store_failure is not None:
             raise StoreError(f"turn {number} failed and was rolled back: {outcome.error}")
         return outcome
+
+    def _new_head(self, base: str | None) -> str:
+        """The checkpoint a finished turn ended on, checked to be the head: a
+        checkpoint id that sorts before the old head (a clock stepped back
+        while LangGraph made it) would leave the answer invisible."""
+        end = self.head_checkpoint_id()
+        if end is None or end == base:
+            raise HeadDidNotMove(
+                "the turn's checkpoint did not become the session's head (was the clock "
+                "set back?); it was rolled back"
+            )
+        return end
 
     async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> None:
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
@@ -467,12 +456,12 @@ class Conversation:
                 started[str(call["id"])] = (time.monotonic(), call["name"], call["args"])
                 sink(ToolStarted(str(call["id"]), call["name"], call["args"]))
             if not message.tool_calls:
-                outcome.answer = split_thinking(_text_of(message))[1]
+                outcome.answer = split_thinking(text_of(message))[1]
         elif isinstance(message, ToolMessage):
             began, name, args = started.pop(
                 message.tool_call_id, (time.monotonic(), message.name or "?", {})
             )
-            text = _text_of(message)
+            text = text_of(message)
             record = ToolCallRecord(
                 name=name,
                 args=args,
@@ -495,24 +484,47 @@ class Conversation:
     # rollback
 
     def rollback(
-        self, turn: int, base_checkpoint_id: str | None, base_message_count: int | None
-    ) -> RollbackReport:
-        """Snapshot-and-two-pass rollback, then verification.
+        self, outcome: TurnOutcome, base_checkpoint_id: str | None, base_message_count: int | None
+    ) -> None:
+        """Snapshot-and-two-pass rollback, verification, and the ledger's record
+        of it, in one transaction; sets `outcome.rollback`.
 
         The snapshot is the ledger's rollback point: the head the turn started
         from, an ancestor of everything the turn wrote. Pass 1 deletes the
         checkpoints the turn appended after it; pass 2 deletes the writes the
         turn left on it (its input, results of cancelled steps). What remains
         is the pre-turn thread, row for row: nothing is written, so nothing
-        forks and the file does not grow. Verification reads the committed
-        state at the head and checks it is that point, with nothing to run.
+        forks and the file does not grow. Verification reads the state at the
+        head (the transaction's own, not yet committed) and checks it is that
+        point, with nothing to run. The turn's row is closed in the same
+        transaction, so the ledger never says `running` about a turn that is
+        already rolled back, nor closes one that is not.
         """
-        # A bridged write still running on a worker thread would commit after
-        # the rollback; wait for it first.
+        # A bridged write still running on a worker thread would land after
+        # the rollback; wait for it first (WritesStillRunning if it does not end).
         self.saver.drain()
-        removed = self.saver.truncate_after(self.session.id, base_checkpoint_id, "messages")
-        problems = self.verify_rolled_back(base_checkpoint_id, base_message_count)
-        return RollbackReport(turn, _count_messages(removed), not problems, problems)
+        with self.session.db.atomic():
+            removed = self.saver.truncate_after(self.session.id, base_checkpoint_id, "messages")
+            problems = self.verify_rolled_back(base_checkpoint_id, base_message_count)
+            report = RollbackReport(
+                outcome.number, _count_messages(removed), not problems, problems
+            )
+            self._record(outcome, report)
+        outcome.rollback = report
+        self._unrecorded.pop(outcome.number, None)
+
+    def _record(self, outcome: TurnOutcome, report: RollbackReport) -> None:
+        self.session.finish_turn(
+            outcome.number,
+            outcome.status,
+            tokens_in=outcome.tokens_in,
+            tokens_out=outcome.tokens_out,
+            tool_calls=outcome.tool_calls,
+            rolled_back=report.removed_messages,
+            error=_join(outcome.error, report.problems),
+            thinking=outcome.thinking or None,
+            thinking_seconds=outcome.thinking_seconds,
+        )
 
     def verify_rolled_back(
         self, base_checkpoint_id: str | None, base_message_count: int | None
@@ -529,71 +541,33 @@ class Conversation:
             )
         return problems
 
-    def _has_pending_writes(self) -> bool:
-        head_tuple = self.saver.get_tuple(self.config)
-        return bool(head_tuple and head_tuple.pending_writes)
-
-    def restore_update(self, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-        update: dict[str, Any] = {}
-        for channel in set(before) | set(after):
-            old = before.get(channel, self._empty_value(channel))
-            if after.get(channel, self._empty_value(channel)) == old:
-                continue
-            update[channel] = old if self._is_plain_value(channel) else Overwrite(old)
-        return update
-
-    def _is_plain_value(self, channel: str) -> bool:
-        return isinstance(self.graph.channels.get(channel), LastValue)
-
-    def _empty_value(self, channel: str) -> Any:
-        if self._is_plain_value(channel):
-            return None
-        return [] if channel == "messages" else {}
-
-    def verify(self, before: dict[str, Any], snapshot_ids: list[str]) -> list[str]:
-        """I1 (messages equal the snapshot), I2 (nothing left to run or pending),
-        I5 (every other channel back to its pre-turn value)."""
-        problems = []
-        head_id = self.head_checkpoint_id()
-        state = self.graph.get_state(self.pinned(head_id)) if head_id else None
-        now = dict(state.values) if state else {}
-        now_messages = now.get("messages", [])
-        if message_ids(now_messages) != snapshot_ids:
-            problems.append("messages differ from the pre-turn snapshot")
-        elif [_message_key(m) for m in now_messages] != [
-            _message_key(m) for m in before.get("messages", [])
-        ]:
-            problems.append("message contents differ from the pre-turn snapshot")
-        if state is not None and state.next:
-            problems.append(f"steps still scheduled: {', '.join(state.next)}")
-        if self._has_pending_writes():
-            problems.append("task results still pending on the head")
-        for channel in set(before) | set(now):
-            if channel == "messages":
-                continue
-            empty = self._empty_value(channel)
-            if now.get(channel, empty) != before.get(channel, empty):
-                problems.append(f"channel {channel!r} differs from its pre-turn value")
-        return problems
-
     def recover_interrupted(self) -> list[RollbackReport]:
-        """Roll back turns a crash left `running` (kill -9, power loss)."""
+        """Finish the turns the ledger still says are running: a crash (kill
+        -9, power loss) left them, or their rollback or its record could not
+        be written (disk full). Each is rolled back to its base and recorded,
+        as what this process saw it end as, or else as interrupted.
+
+        A running turn with a finished turn after it was already rolled back
+        (the later turn began on a clean head) and only its record is
+        missing: rolling back to its base now would delete the later turns.
+        """
         reports = []
         try:
             for turn in self.session.running_turns():
-                report = self.rollback(
-                    turn.number, turn.base_checkpoint_id, turn.base_message_count
+                outcome = self._unrecorded.get(turn.number) or TurnOutcome(
+                    turn.number, "interrupted", error="the process ended during this turn"
                 )
-                self.session.finish_turn(
-                    turn.number,
-                    "interrupted",
-                    rolled_back=report.removed_messages,
-                    error=_join("the process ended during this turn", report.problems),
-                )
-                reports.append(report)
-        except _STORE_ERRORS as exc:
+                if self.session.finished_after(turn.number):
+                    outcome.rollback = RollbackReport(turn.number, 0, True)
+                    self._record(outcome, outcome.rollback)
+                    self._unrecorded.pop(turn.number, None)
+                else:
+                    self.rollback(outcome, turn.base_checkpoint_id, turn.base_message_count)
+                assert outcome.rollback is not None
+                reports.append(outcome.rollback)
+        except (*_STORE_ERRORS, WritesStillRunning) as exc:
             raise StoreError(
-                f"session {self.session.id}: cannot roll back an interrupted turn: "
+                f"session {self.session.id}: cannot roll back an unfinished turn now: "
                 f"{describe_error(exc)}"
             ) from exc
         return reports
@@ -627,6 +601,8 @@ def describe_error(exc: BaseException) -> str:
     """One line that names the fix, for the errors users actually hit."""
     import httpx
 
+    if isinstance(exc, UserFacingError):
+        return str(exc)
     name = type(exc).__name__
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else name
     # ollama.ResponseError appends " (status code: N)"; the status is ours to word.

@@ -19,6 +19,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from netbox_chat.config import mask_token
+
 log = logging.getLogger(__name__)
 
 USER_AGENT = "netbox-chat"
@@ -115,7 +117,6 @@ class NetBoxClient:
         self.backoff = backoff
         self._on_auth_failure = on_auth_failure
         self._auth_reported = False
-        self._secrets = [s for s in self._secret_parts(self._token) if s]
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if self._token:
             headers["Authorization"] = auth_header(self._token)
@@ -127,20 +128,9 @@ class NetBoxClient:
             follow_redirects=True,
         )
 
-    @staticmethod
-    def _secret_parts(token: str | None) -> list[str]:
-        if not token:
-            return []
-        parts = [token]
-        if "." in token:  # nbt_<key>.<secret>: the secret alone is sensitive too
-            parts.append(token.split(".", 1)[1])
-        return [p for p in parts if len(p) >= 8]
-
     def scrub(self, text: str) -> str:
         """``text`` with the token (and its secret part) masked."""
-        for s in self._secrets:
-            text = text.replace(s, "***")
-        return text
+        return mask_token(text, self._token)
 
     def __repr__(self) -> str:
         tok = "***" if self._token else None

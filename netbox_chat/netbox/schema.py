@@ -18,14 +18,13 @@ list endpoint documents each filter as a query parameter (``name``, ``name__ic``
 
 ``__empty`` lookups are always single and boolean, so they are not listed. ``ordering``
 is not in the OpenAPI schema; it comes from NetBox itself
-(tests/netbox/netbox_ordering_fields.py) and is absent from a table derived at run time.
+(tests/netbox/netbox_ordering_fields.py).
 
 The shipped ``filters.json`` is generated with::
 
     tests/netbox/make_filter_table.sh   # schema from the live tier's NetBox + ordering
 
-(``--file schema.json`` reads a saved schema instead of ``--url``). The same function derives a
-table at run time for another NetBox version (see ``object_types.load_table_for``).
+(``--file schema.json`` reads a saved schema instead of ``--url``).
 """
 
 from __future__ import annotations
