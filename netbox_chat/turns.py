@@ -31,11 +31,17 @@ from langchain_core.messages import (
     AIMessageChunk,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels import LastValue
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel._algo import prepare_next_tasks
+from langgraph.pregel._checkpoint import channels_from_checkpoint
 from langgraph.types import Overwrite, StateSnapshot
 
 from netbox_chat.checkpointer import BridgedSqliteSaver
@@ -224,26 +230,90 @@ class Conversation:
 
     def _inspect_head(self) -> tuple[str | None, int, list[str]]:
         """(head checkpoint id, its message count, why it is not a clean end of
-        a turn), from one read of the committed state."""
+        a turn).
+
+        From rows when the head is where the ledger last left the conversation
+        (a few rows, however long the session): this runs on the event loop
+        before every turn and in every rollback, where a Ctrl-C may be
+        waiting. From a whole-state read otherwise, which decides whatever the
+        rows cannot vouch for.
+        """
         head_tuple = self.saver.get_tuple(self.config)
         if head_tuple is None:
             return None, 0, []
-        head_id = str(head_tuple.config["configurable"]["checkpoint_id"])
-        problems = []
+        from_rows = self._inspect_rows(head_tuple)
+        return from_rows if from_rows is not None else self._inspect_state(head_tuple)
+
+    def _inspect_rows(self, head: CheckpointTuple) -> tuple[str, int, list[str]] | None:
+        """The head check from rows, or None when the rows cannot vouch for it.
+
+        The head must be the ledger's clean point, made from the checkpoint
+        the ledger says, by writes that add up to the ledger's message count.
+        Every clean point was the head when the next turn started and passed
+        this check (or the state read), and checkpoints never change; so only
+        the last step can have left a tool call without its result, and only
+        its writes need reading. Steps to run and pending results come from
+        the head's own row, as LangGraph's state read computes them.
+        """
+        head_id = str(head.config["configurable"]["checkpoint_id"])
+        point = self.session.clean_point()
+        parent = head.parent_config["configurable"]["checkpoint_id"] if head.parent_config else None
+        if point.checkpoint_id != head_id or point.message_count is None or parent is None:
+            return None
+        if parent != point.parent_checkpoint_id:
+            return None
+        step = _messages_step(self.saver.channel_writes(self.session.id, parent, "messages"))
+        if step is None:
+            return None
+        replaced, written = step
+        before = 0 if replaced else point.parent_message_count
+        if before is None or before + len(written) != point.message_count:
+            return None
+        steps = self._steps_to_run(head)
+        if steps is None:
+            return None
+        problems = _unfinished_step_problems(steps, len(head.pending_writes or []))
+        problems += _unanswered_call_problems(written)
+        return head_id, point.message_count, problems
+
+    def _steps_to_run(self, head: CheckpointTuple) -> tuple[str, ...] | None:
+        """The nodes LangGraph would run next from this checkpoint, computed
+        the way its state read does (`prepare_next_tasks`) but without
+        replaying the delta channels, which no node is triggered by. None when
+        one is (the rows cannot tell then)."""
+        specs = self.graph.channels
+        if any(
+            isinstance(specs.get(trigger), DeltaChannel)
+            for node in self.graph.nodes.values()
+            for trigger in node.triggers
+        ):
+            return None
+        deltas = {k: v for k, v in specs.items() if isinstance(v, DeltaChannel)}
+        plain = {k: v for k, v in specs.items() if k not in deltas}
+        channels, managed = channels_from_checkpoint(plain, head.checkpoint)
+        # Present but empty: a node's input may name them; none is triggered by them.
+        empty = {k: v.from_checkpoint(None) for k, v in deltas.items()}
+        step = int(head.metadata.get("step", -1)) + 1 if head.metadata else 0
+        tasks = prepare_next_tasks(
+            head.checkpoint,
+            head.pending_writes or [],
+            self.graph.nodes,
+            {**channels, **empty},
+            managed,
+            head.config,
+            step,
+            step + 2,
+            for_execution=False,
+        )
+        return tuple(task.name for task in tasks.values())
+
+    def _inspect_state(self, head: CheckpointTuple) -> tuple[str, int, list[str]]:
+        """The head check from one read of the whole committed state."""
+        head_id = str(head.config["configurable"]["checkpoint_id"])
         snapshot = self.graph.get_state(self.pinned(head_id))
-        if snapshot.next:
-            problems.append(f"the graph still has steps to run: {', '.join(snapshot.next)}")
-        if head_tuple.pending_writes:
-            problems.append(f"{len(head_tuple.pending_writes)} task result(s) pending on the head")
         messages = snapshot.values.get("messages", [])
-        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-        for message in messages:
-            if isinstance(message, AIMessage):
-                missing = [c["id"] for c in message.tool_calls if c["id"] not in answered]
-                if missing:
-                    problems.append(
-                        f"tool call(s) without a result: {', '.join(map(str, missing))}"
-                    )
+        problems = _unfinished_step_problems(snapshot.next, len(head.pending_writes or []))
+        problems += _unanswered_call_problems(messages)
         return head_id, len(messages), problems
 
     # a turn
@@ -273,7 +343,7 @@ class Conversation:
         outcome = TurnOutcome(number, "running")
         store_failure: BaseException | None = None
         try:
-            await self._stream(question, sink, outcome)
+            message_count = await self._stream(question, sink, outcome)
         except asyncio.CancelledError:
             outcome.status = "cancelled"
         except Exception as exc:  # the turn failed: roll back and report
@@ -282,7 +352,6 @@ class Conversation:
             store_failure = exc if isinstance(exc, _STORE_ERRORS) else None
         else:
             try:
-                messages = self.messages()
                 self.session.finish_turn(
                     number,
                     "done",
@@ -291,7 +360,7 @@ class Conversation:
                     tokens_out=outcome.tokens_out,
                     tool_calls=outcome.tool_calls,
                     answer=outcome.answer,
-                    message_count=len(messages),
+                    message_count=message_count,
                 )
             except _STORE_ERRORS as exc:  # the answer cannot be recorded: undo it
                 outcome.status = "failed"
@@ -326,13 +395,20 @@ class Conversation:
             raise StoreError(f"turn {number} failed and was rolled back: {outcome.error}")
         return outcome
 
-    async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> None:
+    async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> int:
+        """Run the graph, report its events; return how many messages the
+        conversation has at the end, as the run's own state says (counting
+        them from the file would read the whole history again)."""
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
         inputs = {"messages": [HumanMessage(question)]}
         stream: Any = self.graph.astream(
-            inputs, self.config, stream_mode=["messages", "updates"], durability="exit"
+            inputs, self.config, stream_mode=["messages", "updates", "values"], durability="exit"
         )
+        message_count = 0
         async for mode, chunk in stream:
+            if mode == "values":
+                message_count = len(chunk.get("messages", []))
+                continue
             if mode == "messages":
                 message, metadata = chunk
                 if (
@@ -346,6 +422,7 @@ class Conversation:
             for update in (chunk or {}).values():
                 for message in _update_messages(update):
                     self._on_message(message, sink, outcome, started)
+        return message_count
 
     def _on_message(
         self,
@@ -494,6 +571,46 @@ class Conversation:
                 f"{describe_error(exc)}"
             ) from exc
         return reports
+
+
+def _unfinished_step_problems(steps: Sequence[str], pending: int) -> list[str]:
+    problems = []
+    if steps:
+        problems.append(f"the graph still has steps to run: {', '.join(steps)}")
+    if pending:
+        problems.append(f"{pending} task result(s) pending on the head")
+    return problems
+
+
+def _unanswered_call_problems(messages: Sequence[BaseMessage]) -> list[str]:
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    problems = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            missing = [c["id"] for c in message.tool_calls if c["id"] not in answered]
+            if missing:
+                problems.append(f"tool call(s) without a result: {', '.join(map(str, missing))}")
+    return problems
+
+
+def _messages_step(values: Sequence[Any]) -> tuple[bool, list[BaseMessage]] | None:
+    """What one step's writes to `messages` did: (whether they replaced the
+    list, the messages they put in it). None for anything else (a removal
+    by id, a value that is not a message): only a whole read can tell its
+    effect then."""
+    replaced = False
+    written: list[BaseMessage] = []
+    for value in values:
+        if isinstance(value, Overwrite):
+            replaced, written, value = True, [], value.value
+        for message in value if isinstance(value, list) else [value]:
+            if isinstance(message, RemoveMessage) and message.id == REMOVE_ALL_MESSAGES:
+                replaced, written = True, []
+            elif isinstance(message, BaseMessage) and not isinstance(message, RemoveMessage):
+                written.append(message)
+            else:
+                return None
+    return replaced, written
 
 
 def _update_messages(update: Any) -> list[BaseMessage]:
