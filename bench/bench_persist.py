@@ -13,15 +13,28 @@ so drift hits all of them alike:
 The ledger (our turns table) is written to a session file in both
 Conversation variants, so the difference is the checkpointer's cost.
 
-    .venv/bin/python bench/bench_persist.py [--turns 100]
+Then a turn's own overhead (issue 17): its wall time minus the time spent in
+the agent's `model` node (deepagents' middleware, building the request, HTTP,
+parsing the answer) and its `tools` node, on copies of the cached 50- and
+500-turn sessions, turn i on each before turn i + 1. What is left is ours and
+LangGraph's: the head check, loading the state, persisting, the ledger.
+Target: at 500 turns at most 10 ms more than at 50.
+
+`--against REV` first measures `netbox_chat/` as committed at REV (extracted
+with `git archive`; the same harness and cached sessions) and prints its
+figures beside this tree's.
+
+    .venv/bin/python bench/bench_persist.py [--turns 100] [--overhead-turns 30] [--against REV]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import _common as C
@@ -91,17 +104,70 @@ async def run(turns: int) -> dict[str, list[float]]:
     return times
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=100, help="turns on each conversation")
-    args = parser.parse_args()
+def time_node(graph: Any, name: str, spent: list[float]) -> None:
+    """Add the seconds `graph`'s node `name` runs to `spent[0]`."""
+    bound = graph.nodes[name].bound
+    inner = bound.afunc
 
-    C.header("bench 6: per-turn persistence cost")
-    times = asyncio.run(run(args.turns))
-    n = args.turns
+    async def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await inner(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    bound.afunc = timed
+
+
+async def overhead(turns: int) -> dict[str, list[float]]:
+    """Per-turn overhead (wall time minus the model and tools nodes) on the
+    cached 50- and 500-turn sessions, interleaved; the first turn on each is a
+    warm-up."""
+    from netbox_chat.sessions import SessionFile, SessionStore
+    from tests.ollama_server import ScriptedOllama
+
+    cached = C.cached_sessions()
+    spent = [0.0]
+    times: dict[str, list[float]] = {"50 turns": [], "500 turns": []}
+    with C.temp_dir("nbc-bench-overhead-") as tmp, ScriptedOllama(lifetime=900) as ollama:
+        ollama.responder = C.instant_responder
+        conversations = {}
+        for name, stage in (("50 turns", 50), ("500 turns", 500)):
+            sessions = C.fresh_copy(cached["stages"][stage], tmp / name.replace(" ", "-"))
+            session = SessionFile.open(SessionStore(sessions), cached["id"])
+            settings = C.settings_for(sessions, ollama.url)
+            conversations[name] = conv = C.open_conversation(session, settings, C.bench_tools())
+            for node in ("model", "tools"):
+                time_node(conv.graph, node, spent)
+        try:
+            for turn in range(turns + 1):
+                for name, conv in conversations.items():
+                    spent[0] = 0.0
+                    started = time.perf_counter()
+                    outcome = await conv.run_turn(C.question_for(turn))
+                    elapsed = time.perf_counter() - started
+                    if outcome.status != "done":
+                        raise RuntimeError(f"{name} turn {turn}: {outcome.error}")
+                    if turn:
+                        times[name].append(elapsed - spent[0])
+        finally:
+            for conv in conversations.values():
+                C.close_conversation(conv)
+                conv.session.close()
+    return times
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "persist": asyncio.run(run(args.turns)),
+        "overhead": asyncio.run(overhead(args.overhead_turns)),
+    }
+
+
+def report_persist(label: str, times: dict[str, list[float]], n: int) -> None:
     window = max(1, n // 5)
     early, late = slice(0, window), slice(n - window, n)
-    print(f"\nms per turn (mean), turns 1-{window}, {n - window + 1}-{n} and all:")
+    print(f"\n{label}: ms per turn (mean), turns 1-{window}, {n - window + 1}-{n} and all:")
     print(f"{'':34} {'early':>8} {'late':>8} {'all':>8}")
     for name, values in times.items():
         print(
@@ -116,7 +182,7 @@ def main() -> None:
         pairs = zip(times[a][part], times[b][part], strict=True)
         return statistics.median(x - y for x, y in pairs) * 1000
 
-    print("\nadded by the session file (ms per turn, median of the per-turn differences):")
+    print("added by the session file (ms per turn, median of the per-turn differences):")
     for a, b in (
         ("file (shipped)", "memory"),
         ("raw graph, file saver", "raw graph, memory saver"),
@@ -124,9 +190,58 @@ def main() -> None:
         print(
             f"  {a:32} vs {b:24} early {added(a, b, early):+6.1f}   late {added(a, b, late):+6.1f}"
         )
+
+
+def overhead_growth(times: dict[str, list[float]]) -> float:
+    """Median of the per-turn differences, 500 turns minus 50 (seconds)."""
+    pairs = zip(times["500 turns"], times["50 turns"], strict=True)
+    return statistics.median(x - y for x, y in pairs)
+
+
+def report_overhead(runs: dict[str, dict[str, Any]]) -> None:
+    print("\na turn's own overhead (wall time minus the model and tools nodes), median ms:")
+    print(f"   {'':24} {'50 turns':>9} {'500 turns':>10} {'500 - 50':>9}")
+    for label, figures in runs.items():
+        times = figures["overhead"]
+        print(
+            f"   {label:24} {statistics.median(times['50 turns']) * 1000:9.1f} "
+            f"{statistics.median(times['500 turns']) * 1000:10.1f} "
+            f"{overhead_growth(times) * 1000:+9.1f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=100, help="turns on each conversation")
+    parser.add_argument(
+        "--overhead-turns", type=int, default=30, help="turns on each cached session"
+    )
+    parser.add_argument("--against", metavar="REV", help="measure REV's netbox_chat/ first")
+    parser.add_argument("--figures", type=Path, help=argparse.SUPPRESS)  # JSON, for --against
+    args = parser.parse_args()
+
+    if args.figures:  # measuring another revision for --against: figures only
+        args.figures.write_text(json.dumps(measure(args)))
+        return
+    C.header("bench 6: per-turn persistence cost, and a turn's own overhead")
+    C.cached_sessions()  # built once, before a revision measured first could race for it
+    runs: dict[str, dict[str, Any]] = {}
+    if args.against:
+        forwarded = [f"--turns={args.turns}", f"--overhead-turns={args.overhead_turns}"]
+        runs[args.against] = C.figures_of_revision("bench_persist.py", args.against, forwarded)
+    runs["this tree"] = measure(args)
+    for label, figures in runs.items():
+        report_persist(label, figures["persist"], args.turns)
+    report_overhead(runs)
+    growth = overhead_growth(runs["this tree"]["overhead"])
+    verdict = "met" if growth <= 0.010 else "NOT met"
     print(
-        "\n(no target in the issue: this is the figure to watch; the scripted model "
-        "answers at once, so real turns are seconds longer and the share is smaller)"
+        f"\nTARGET (this tree) overhead at 500 turns <= at 50 turns + 10 ms: "
+        f"{growth * 1000:+.1f} ms -> {verdict}"
+    )
+    print(
+        "(the scripted model answers at once, so real turns are seconds longer and the "
+        "share is smaller)"
     )
 
 

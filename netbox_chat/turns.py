@@ -257,12 +257,19 @@ class Conversation:
         """
         head_id = str(head.config["configurable"]["checkpoint_id"])
         point = self.session.clean_point()
-        parent = head.parent_config["configurable"]["checkpoint_id"] if head.parent_config else None
-        if point.checkpoint_id != head_id or point.message_count is None or parent is None:
+        if point.checkpoint_id != head_id or point.message_count is None:
             return None
-        if parent != point.parent_checkpoint_id:
+        parent = self.saver.get_tuple(head.parent_config) if head.parent_config else None
+        if parent is None or parent.config["configurable"]["checkpoint_id"] != (
+            point.parent_checkpoint_id
+        ):
             return None
-        step = _messages_step(self.saver.channel_writes(self.session.id, parent, "messages"))
+        # With durability="exit" the writes that made a checkpoint are stored
+        # on its parent (a turn's messages, a rewind's Overwrite).
+        writes = [
+            value for _, channel, value in parent.pending_writes or [] if channel == "messages"
+        ]
+        step = _messages_step(writes)
         if step is None:
             return None
         replaced, written = step
