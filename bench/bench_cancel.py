@@ -19,8 +19,9 @@ instead of SIGINT, no REPL) and splits the time into the rollback's steps
 close the ledger row), then runs one whole turn to check the thread is healthy.
 
 Besides the cancels at a random moment of the turn, `--early` more land in
-its first 50 ms (before the first model request, the "oops, wrong question"
-moment), so that phase has figures of its own.
+its first 50 ms, counted from the status line the REPL draws as the turn
+starts (before the first model request, the "oops, wrong question" moment),
+so that phase has figures of its own.
 
 `--against REV` first measures `netbox_chat/` as committed at REV (extracted
 with `git archive`; the same harness, cached session and cancel moments) and
@@ -55,6 +56,7 @@ FIRST_WAIT = 0.3  # model call 1: seconds before it asks for the tool
 SLOW_TOOL = 1.0  # the tool's seconds
 STREAM = 0.8  # model call 2: seconds of streamed answer
 
+STATUS_LINE = re.compile(rb"thinking\xe2\x80\xa6")
 CANCELLED_THEN_PROMPT = re.compile(rb"turn \d+ cancelled(.*?)" + C.PROMPT_RE.pattern, re.S)
 DONE_THEN_PROMPT = re.compile(rb"turn \d+ \xc2\xb7 tokens.*?" + C.PROMPT_RE.pattern, re.S)
 
@@ -163,6 +165,11 @@ def part_a(cached: dict[str, Any], moments: list[tuple[bool, float]]) -> dict[st
             for i, planned in enumerate(moments):
                 since = len(clock.arrivals)
                 child.send("\x15" + C.question_for(i) + "\r")  # Ctrl-U clears a leftover
+                if planned[0]:
+                    # From the status line, drawn as the turn starts: a Ctrl-C
+                    # sent before the prompt has handed the line over is a key
+                    # press at the prompt, not a cancel.
+                    child.expect(STATUS_LINE, timeout=30)
                 entered = time.perf_counter()
                 read_for(child, entered + moment(planned, length) - time.perf_counter())
                 sent = time.perf_counter()

@@ -245,3 +245,31 @@ async def test_a_verified_rollback_is_checked_from_rows(
     assert reads == []
     head = head_tuple(conversation)
     assert conversation._inspect_state(head)[1:] == (8, [])
+
+
+async def test_a_rollback_waits_for_writes_in_flight_but_not_for_reads(sessions_dir: Path) -> None:
+    """After a Ctrl-C in a turn's first moments LangGraph may still be
+    decoding the history on a worker thread; a read commits nothing, so
+    drain() (which the rollback waits on) must not wait for it. A write still
+    running would commit after the rollback, so drain() waits for that."""
+    sessions_dir.mkdir(parents=True, exist_ok=True)
+    saver = BridgedSqliteSaver(connect(sessions_dir / "drain.sqlite"))
+    release = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def blocked(*args: object, **kwargs: object) -> None:
+        asyncio.run_coroutine_threadsafe(release.wait(), loop).result(timeout=10)
+
+    saver.get_tuple = blocked  # type: ignore[method-assign]
+    saver.put_writes = blocked  # type: ignore[method-assign]
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c"}}
+    read = asyncio.create_task(saver.aget_tuple(config))  # type: ignore[arg-type]
+    await asyncio.sleep(0.05)
+    assert saver.drain(timeout=0.05) is True
+    write = asyncio.create_task(saver.aput_writes(config, [], "task"))  # type: ignore[arg-type]
+    await asyncio.sleep(0.05)
+    assert saver.drain(timeout=0.05) is False
+    release.set()
+    await asyncio.gather(read, write)
+    assert saver.drain(timeout=5) is True
+    saver.conn.close()
