@@ -119,6 +119,52 @@ def time_node(graph: Any, name: str, spent: list[float]) -> None:
     bound.afunc = timed
 
 
+def history_cache_saver(path: Path) -> Any:
+    """WHAT-IF: a saver that keeps the decoded history of the last checkpoint
+    LangGraph loaded and extends it by one step's writes for the next.
+
+    History(C) is the writes on C's ancestors; they never change while C
+    exists (rows are only appended, or deleted newer than a checkpoint), so a
+    history keyed by checkpoint id stays right. A turn then decodes its own
+    few writes instead of the whole conversation. Not shipped: the decoded
+    messages are shared between turns, so anything that changed one in place
+    would change what the next turn sees.
+    """
+    from netbox_chat.checkpointer import BridgedSqliteSaver
+    from netbox_chat.sessions import connect
+
+    class HistoryCacheSaver(BridgedSqliteSaver):
+        cached: tuple[str, tuple[str, ...], dict[str, Any]] | None = None
+
+        def get_delta_channel_history(self, *, config: Any, channels: Any) -> Any:
+            target = self.get_tuple(config)
+            key = tuple(channels)
+            history = None
+            if target is not None and self.cached is not None and self.cached[1] == key:
+                target_id = target.config["configurable"]["checkpoint_id"]
+                parent = target.parent_config
+                if self.cached[0] == target_id:
+                    history = self.cached[2]
+                elif parent and parent["configurable"]["checkpoint_id"] == self.cached[0]:
+                    history = self._extended(parent, self.cached[2])
+            if history is None:
+                history = super().get_delta_channel_history(config=config, channels=channels)
+            if target is not None:
+                self.cached = (target.config["configurable"]["checkpoint_id"], key, history)
+            return {ch: {**h, "writes": list(h["writes"])} for ch, h in history.items()}
+
+        def _extended(self, parent: Any, history: dict[str, Any]) -> dict[str, Any] | None:
+            step = self.get_tuple(parent)
+            if step is None or any(ch in step.checkpoint["channel_values"] for ch in history):
+                return None  # the parent holds a seed: let LangGraph walk
+            return {
+                ch: {**h, "writes": [*h["writes"], *(w for w in step.pending_writes if w[1] == ch)]}
+                for ch, h in history.items()
+            }
+
+    return HistoryCacheSaver(connect(path))
+
+
 async def overhead(turns: int) -> dict[str, list[float]]:
     """Per-turn overhead (wall time minus the model and tools nodes) on the
     cached 50- and 500-turn sessions, interleaved; the first turn on each is a
@@ -128,17 +174,22 @@ async def overhead(turns: int) -> dict[str, list[float]]:
 
     cached = C.cached_sessions()
     spent = [0.0]
-    times: dict[str, list[float]] = {"50 turns": [], "500 turns": []}
+    times: dict[str, list[float]] = {}
     with C.temp_dir("nbc-bench-overhead-") as tmp, ScriptedOllama(lifetime=900) as ollama:
         ollama.responder = C.instant_responder
         conversations = {}
-        for name, stage in (("50 turns", 50), ("500 turns", 500)):
-            sessions = C.fresh_copy(cached["stages"][stage], tmp / name.replace(" ", "-"))
-            session = SessionFile.open(SessionStore(sessions), cached["id"])
-            settings = C.settings_for(sessions, ollama.url)
-            conversations[name] = conv = C.open_conversation(session, settings, C.bench_tools())
-            for node in ("model", "tools"):
-                time_node(conv.graph, node, spent)
+        for variant in ("", ", WHAT-IF history cache"):
+            for stage in (50, 500):
+                name = f"{stage} turns{variant}"
+                sessions = C.fresh_copy(cached["stages"][stage], tmp / f"{stage}{bool(variant)}")
+                session = SessionFile.open(SessionStore(sessions), cached["id"])
+                settings = C.settings_for(sessions, ollama.url)
+                saver = history_cache_saver(session.path) if variant else None
+                conv = C.open_conversation(session, settings, C.bench_tools(), saver)
+                for node in ("model", "tools"):
+                    time_node(conv.graph, node, spent)
+                conversations[name] = conv
+                times[name] = []
         try:
             for turn in range(turns + 1):
                 for name, conv in conversations.items():
@@ -150,6 +201,13 @@ async def overhead(turns: int) -> dict[str, list[float]]:
                         raise RuntimeError(f"{name} turn {turn}: {outcome.error}")
                     if turn:
                         times[name].append(elapsed - spent[0])
+            # the what-if must load what the file holds: compare with a fresh saver
+            for stage in (50, 500):
+                cached_view = conversations[f"{stage} turns, WHAT-IF history cache"]
+                fresh = C.open_conversation(cached_view.session, settings, C.bench_tools())
+                same = [m.id for m in cached_view.messages()] == [m.id for m in fresh.messages()]
+                C.close_conversation(fresh)
+                times[f"what-if at {stage} turns loads what the file holds"] = [float(same)]
         finally:
             for conv in conversations.values():
                 C.close_conversation(conv)
@@ -192,22 +250,24 @@ def report_persist(label: str, times: dict[str, list[float]], n: int) -> None:
         )
 
 
-def overhead_growth(times: dict[str, list[float]]) -> float:
+def overhead_growth(times: dict[str, list[float]], variant: str = "") -> float:
     """Median of the per-turn differences, 500 turns minus 50 (seconds)."""
-    pairs = zip(times["500 turns"], times["50 turns"], strict=True)
+    pairs = zip(times[f"500 turns{variant}"], times[f"50 turns{variant}"], strict=True)
     return statistics.median(x - y for x, y in pairs)
 
 
 def report_overhead(runs: dict[str, dict[str, Any]]) -> None:
     print("\na turn's own overhead (wall time minus the model and tools nodes), median ms:")
-    print(f"   {'':24} {'50 turns':>9} {'500 turns':>10} {'500 - 50':>9}")
+    print(f"   {'':44} {'50 turns':>9} {'500 turns':>10} {'500 - 50':>9}")
     for label, figures in runs.items():
         times = figures["overhead"]
-        print(
-            f"   {label:24} {statistics.median(times['50 turns']) * 1000:9.1f} "
-            f"{statistics.median(times['500 turns']) * 1000:10.1f} "
-            f"{overhead_growth(times) * 1000:+9.1f}"
-        )
+        for variant in ("", ", WHAT-IF history cache"):
+            print(
+                f"   {label + variant:44} "
+                f"{statistics.median(times[f'50 turns{variant}']) * 1000:9.1f} "
+                f"{statistics.median(times[f'500 turns{variant}']) * 1000:10.1f} "
+                f"{overhead_growth(times, variant) * 1000:+9.1f}"
+            )
 
 
 def main() -> None:
@@ -233,6 +293,12 @@ def main() -> None:
     for label, figures in runs.items():
         report_persist(label, figures["persist"], args.turns)
     report_overhead(runs)
+    for stage in (50, 500):
+        same = runs["this tree"]["overhead"][f"what-if at {stage} turns loads what the file holds"]
+        print(
+            f"CHECK the WHAT-IF history cache loads what the file holds ({stage} turns) -> "
+            f"{'ok' if same == [1.0] else 'FAILED'}"
+        )
     growth = overhead_growth(runs["this tree"]["overhead"])
     verdict = "met" if growth <= 0.010 else "NOT met"
     print(
