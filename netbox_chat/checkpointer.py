@@ -139,22 +139,6 @@ class BridgedSqliteSaver(SqliteSaver):
         """Block until no bridged call is still running on a worker thread."""
         return self.in_flight.wait_idle(timeout)
 
-    def channel_writes(self, thread_id: str, checkpoint_id: str, channel: str) -> list[Any]:
-        """The decoded values of `channel` written on one checkpoint, in the
-        order LangGraph applies them.
-
-        With `durability="exit"` these are the writes that made the next
-        checkpoint out of this one (a turn's messages, a rewind's
-        `Overwrite`), so checking them costs one turn, not the conversation.
-        """
-        with self.cursor(transaction=False) as cur:
-            rows = cur.execute(
-                "SELECT type, value FROM writes WHERE thread_id = ? AND checkpoint_ns = '' "
-                "AND checkpoint_id = ? AND channel = ? ORDER BY task_path, task_id, idx",
-                (thread_id, checkpoint_id, channel),
-            ).fetchall()
-        return [self.serde.loads_typed((kind, value)) for kind, value in rows]
-
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self._read_on_thread(self.get_tuple, config)
 

@@ -276,29 +276,23 @@ class Conversation:
         before = 0 if replaced else point.parent_message_count
         if before is None or before + len(written) != point.message_count:
             return None
-        steps = self._steps_to_run(head)
-        if steps is None:
-            return None
-        problems = _unfinished_step_problems(steps, len(head.pending_writes or []))
+        problems = _unfinished_step_problems(
+            self._steps_to_run(head), len(head.pending_writes or [])
+        )
         problems += _unanswered_call_problems(written)
         return head_id, point.message_count, problems
 
-    def _steps_to_run(self, head: CheckpointTuple) -> tuple[str, ...] | None:
+    def _steps_to_run(self, head: CheckpointTuple) -> tuple[str, ...]:
         """The nodes LangGraph would run next from this checkpoint, computed
         the way its state read does (`prepare_next_tasks`) but without
-        replaying the delta channels, which no node is triggered by. None when
-        one is (the rows cannot tell then)."""
+        replaying the delta channels. Which nodes run depends on the
+        checkpoint's channel versions and on whether each trigger channel has
+        a value; a delta channel always has one (empty or not), so an empty
+        stand-in gives the same answer."""
         specs = self.graph.channels
-        if any(
-            isinstance(specs.get(trigger), DeltaChannel)
-            for node in self.graph.nodes.values()
-            for trigger in node.triggers
-        ):
-            return None
         deltas = {k: v for k, v in specs.items() if isinstance(v, DeltaChannel)}
         plain = {k: v for k, v in specs.items() if k not in deltas}
         channels, managed = channels_from_checkpoint(plain, head.checkpoint)
-        # Present but empty: a node's input may name them; none is triggered by them.
         empty = {k: v.from_checkpoint(None) for k, v in deltas.items()}
         step = int(head.metadata.get("step", -1)) + 1 if head.metadata else 0
         tasks = prepare_next_tasks(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.base import CheckpointTuple
 
 from netbox_chat.agent import build_agent, find_end_node
 from netbox_chat.checkpointer import BridgedSqliteSaver
@@ -56,7 +57,7 @@ async def conversation(ollama: ScriptedOllama, sessions_dir: Path) -> AsyncItera
     session.close()
 
 
-def head_tuple(conversation: Conversation):  # type: ignore[no-untyped-def]
+def head_tuple(conversation: Conversation) -> CheckpointTuple:
     head = conversation.saver.get_tuple(conversation.config)
     assert head is not None
     return head
