@@ -4,8 +4,9 @@ Turns run on the async path (`astream` in a task) because only task
 cancellation really stops a turn: tool coroutines get `CancelledError` and
 their HTTP requests are aborted. The sync saver raises NotImplementedError for
 its async methods, so this bridge runs each sync method on a worker thread.
-It also counts in-flight worker calls: a write still running on a thread after
-a cancel would commit *after* the rollback, so rollback waits for `drain()`.
+It also counts in-flight worker writes: a write still running on a thread
+after a cancel would commit *after* the rollback, so rollback waits for
+`drain()`. Reads are not counted: they commit nothing.
 
 Blobs are stored zlib-compressed: messages (NetBox JSON above all) and the
 checkpoints' channel versions shrink two to four times, which keeps a session
@@ -130,6 +131,16 @@ class BridgedSqliteSaver(SqliteSaver):
         # count would never come back down; the call runs, and drain() waits.
         return await asyncio.shield(asyncio.get_running_loop().run_in_executor(None, call))
 
+    async def _read_on_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A read on a worker thread, not counted in `in_flight`: it commits
+        nothing, so a rollback need not wait for it. After a Ctrl-C in a
+        turn's first moments LangGraph may still be decoding the whole
+        history for the turn (tens of ms on a long session); the rollback
+        goes ahead and the abandoned result is dropped."""
+        context = contextvars.copy_context()
+        call = functools.partial(context.run, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
     def _tracked(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         # Decremented on the worker thread when the call really finishes, not
         # when the awaiting coroutine is cancelled.
@@ -166,7 +177,7 @@ class BridgedSqliteSaver(SqliteSaver):
             checkpoint_ids._last_v6_timestamp = stamp  # type: ignore[assignment]
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._on_thread(self.get_tuple, config)
+        return await self._read_on_thread(self.get_tuple, config)
 
     async def alist(
         self,
@@ -178,7 +189,7 @@ class BridgedSqliteSaver(SqliteSaver):
     ) -> AsyncIterator[CheckpointTuple]:
         # list() holds the saver's lock while it yields, so it is drained in
         # one worker call; interleaving other saver calls would deadlock.
-        items = await self._on_thread(
+        items = await self._read_on_thread(
             lambda: list(self.list(config, filter=filter, before=before, limit=limit))
         )
         for item in items:
@@ -208,7 +219,7 @@ class BridgedSqliteSaver(SqliteSaver):
     ) -> Mapping[str, DeltaChannelHistory]:
         # The base class's async fallback walks ancestors one thread hop at a
         # time; the sync override is a single recursive query.
-        return await self._on_thread(
+        return await self._read_on_thread(
             self.get_delta_channel_history, config=config, channels=channels
         )
 

@@ -235,6 +235,18 @@ class SessionSummary:
 
 
 @dataclass(frozen=True)
+class CleanPoint:
+    """A head the ledger recorded as the clean end of a turn or of a history
+    edit, with its message count and the checkpoint it was made from (whose
+    writes made it). None where the ledger does not know."""
+
+    checkpoint_id: str | None
+    message_count: int | None
+    parent_checkpoint_id: str | None
+    parent_message_count: int | None
+
+
+@dataclass(frozen=True)
 class Recap:
     """What `resume` prints before the prompt: the counts and the last exchange,
     then any cancelled, failed or interrupted turns after it."""
@@ -586,9 +598,7 @@ def connect(path: Path) -> Connection:
     `mode=rw`: it never creates the file, so a connection opened late (the
     agent build on its thread) cannot bring back a session just discarded."""
     uri = f"{path.resolve().as_uri()}?mode=rw"
-    conn = sqlite3.connect(
-        uri, uri=True, check_same_thread=False, timeout=10.0, factory=Connection
-    )
+    conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=10.0, factory=Connection)
     conn.execute("PRAGMA busy_timeout = 10000")
     return conn
 
@@ -827,19 +837,33 @@ class SessionFile:
     def message_count_now(self) -> int:
         """Messages in the conversation as the last finished turn or the last
         history edit (rewind, compaction) after it left it."""
+        return self.clean_point().message_count or 0
+
+    def clean_point(self) -> CleanPoint:
+        """Where the ledger says the conversation was last left: the end of
+        the last finished turn, or the head written by the last history edit
+        (rewind, compaction) after it. Lets a turn check its head from a few
+        rows instead of reading the whole conversation."""
         done = self.db.execute(
-            "SELECT number, message_count FROM turns WHERE status = 'done' "
-            "ORDER BY number DESC LIMIT 1"
+            "SELECT number, end_checkpoint_id, message_count, base_checkpoint_id, "
+            "base_message_count FROM turns WHERE status = 'done' ORDER BY number DESC LIMIT 1"
         ).fetchone()
         edit = self.db.execute(
             "SELECT detail FROM history_edits ORDER BY id DESC LIMIT 1"
         ).fetchone()
-        last, count = done if done else (0, 0)
+        last = done[0] if done else 0
         if edit:
             detail = json.loads(edit[0])
             if detail.get("after_turn") == last and "message_count" in detail:
-                return int(detail["message_count"])
-        return int(count or 0)
+                return CleanPoint(
+                    detail.get("head_after"),
+                    int(detail["message_count"]),
+                    detail.get("head_before"),
+                    detail.get("messages_before"),
+                )
+        if done is None:
+            return CleanPoint(None, 0, None, None)
+        return CleanPoint(*done[1:])
 
     def recap(self) -> Recap:
         """The recap `resume` shows, from a few small queries: reading the

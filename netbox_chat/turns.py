@@ -31,10 +31,16 @@ from langchain_core.messages import (
     AIMessageChunk,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel._algo import prepare_next_tasks
+from langgraph.pregel._checkpoint import channels_from_checkpoint
 from langgraph.types import Overwrite, StateSnapshot
 
 from netbox_chat.checkpointer import BridgedSqliteSaver, WritesStillRunning
@@ -300,18 +306,90 @@ class Conversation:
 
     def _inspect_head(self) -> tuple[str | None, int, list[str]]:
         """(head checkpoint id, its message count, why it is not a clean end of
-        a turn), from one read of the committed state."""
+        a turn).
+
+        From rows when the head is where the ledger last left the conversation
+        (a few rows, however long the session): this runs on the event loop
+        before every turn and in every rollback, where a Ctrl-C may be
+        waiting. From a whole-state read otherwise, which decides whatever the
+        rows cannot vouch for.
+        """
         head_tuple = self.saver.get_tuple(self.config)
         if head_tuple is None:
             return None, 0, []
-        head_id = str(head_tuple.config["configurable"]["checkpoint_id"])
-        problems = []
+        from_rows = self._inspect_rows(head_tuple)
+        return from_rows if from_rows is not None else self._inspect_state(head_tuple)
+
+    def _inspect_rows(self, head: CheckpointTuple) -> tuple[str, int, list[str]] | None:
+        """The head check from rows, or None when the rows cannot vouch for it.
+
+        The head must be the ledger's clean point, made from the checkpoint
+        the ledger says, by writes that add up to the ledger's message count.
+        Every clean point was the head when the next turn started and passed
+        this check (or the state read), and checkpoints never change; so only
+        the last step can have left a tool call without its result, and only
+        its writes need reading. Steps to run and pending results come from
+        the head's own row, as LangGraph's state read computes them.
+        """
+        head_id = str(head.config["configurable"]["checkpoint_id"])
+        point = self.session.clean_point()
+        if point.checkpoint_id != head_id or point.message_count is None:
+            return None
+        parent = self.saver.get_tuple(head.parent_config) if head.parent_config else None
+        if parent is None or parent.config["configurable"]["checkpoint_id"] != (
+            point.parent_checkpoint_id
+        ):
+            return None
+        # With durability="exit" the writes that made a checkpoint are stored
+        # on its parent (a turn's messages, a rewind's Overwrite).
+        writes = [
+            value for _, channel, value in parent.pending_writes or [] if channel == "messages"
+        ]
+        step = _messages_step(writes)
+        if step is None:
+            return None
+        replaced, written = step
+        before = 0 if replaced else point.parent_message_count
+        if before is None or before + len(written) != point.message_count:
+            return None
+        problems = _unfinished_step_problems(
+            self._steps_to_run(head), len(head.pending_writes or [])
+        )
+        problems += unpaired_tool_messages(written)
+        return head_id, point.message_count, problems
+
+    def _steps_to_run(self, head: CheckpointTuple) -> tuple[str, ...]:
+        """The nodes LangGraph would run next from this checkpoint, computed
+        the way its state read does (`prepare_next_tasks`) but without
+        replaying the delta channels. Which nodes run depends on the
+        checkpoint's channel versions and on whether each trigger channel has
+        a value; a delta channel always has one (empty or not), so an empty
+        stand-in gives the same answer."""
+        specs = self.graph.channels
+        deltas = {k: v for k, v in specs.items() if isinstance(v, DeltaChannel)}
+        plain = {k: v for k, v in specs.items() if k not in deltas}
+        channels, managed = channels_from_checkpoint(plain, head.checkpoint)
+        empty = {k: v.from_checkpoint(None) for k, v in deltas.items()}
+        step = int(head.metadata.get("step", -1)) + 1 if head.metadata else 0
+        tasks = prepare_next_tasks(
+            head.checkpoint,
+            head.pending_writes or [],
+            self.graph.nodes,
+            {**channels, **empty},
+            managed,
+            head.config,
+            step,
+            step + 2,
+            for_execution=False,
+        )
+        return tuple(task.name for task in tasks.values())
+
+    def _inspect_state(self, head: CheckpointTuple) -> tuple[str, int, list[str]]:
+        """The head check from one read of the whole committed state."""
+        head_id = str(head.config["configurable"]["checkpoint_id"])
         snapshot = self.graph.get_state(self.pinned(head_id))
-        if snapshot.next:
-            problems.append(f"the graph still has steps to run: {', '.join(snapshot.next)}")
-        if head_tuple.pending_writes:
-            problems.append(f"{len(head_tuple.pending_writes)} task result(s) pending on the head")
         messages = snapshot.values.get("messages", [])
+        problems = _unfinished_step_problems(snapshot.next, len(head.pending_writes or []))
         problems += unpaired_tool_messages(messages)
         return head_id, len(messages), problems
 
@@ -351,7 +429,7 @@ class Conversation:
         sink(TurnStarted(self.session.id, number))
         store_failure: BaseException | None = None
         try:
-            await self._stream(question, sink, outcome)
+            message_count = await self._stream(question, sink, outcome)
         except asyncio.CancelledError:
             outcome.status = "cancelled"
         except Exception as exc:  # the turn failed: roll back and report
@@ -369,7 +447,7 @@ class Conversation:
                     tokens_out=outcome.tokens_out,
                     tool_calls=outcome.tool_calls,
                     answer=outcome.answer,
-                    message_count=len(self.messages()),
+                    message_count=message_count,
                     thinking=outcome.thinking or None,
                     thinking_seconds=outcome.thinking_seconds,
                 )
@@ -414,15 +492,22 @@ class Conversation:
             )
         return end
 
-    async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> None:
+    async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> int:
+        """Run the graph, report its events; return how many messages the
+        conversation has at the end, as the run's own state says (counting
+        them from the file would read the whole history again)."""
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
         thinking = _Thinking(sink, outcome)
         inputs = {"messages": [HumanMessage(question)]}
         stream: Any = self.graph.astream(
-            inputs, self.config, stream_mode=["messages", "updates"], durability="exit"
+            inputs, self.config, stream_mode=["messages", "updates", "values"], durability="exit"
         )
+        message_count = 0
         try:
             async for mode, chunk in stream:
+                if mode == "values":
+                    message_count = len(chunk.get("messages", []))
+                    continue
                 if mode == "messages":
                     message, metadata = chunk
                     if (
@@ -438,6 +523,7 @@ class Conversation:
                         self._on_message(message, sink, outcome, started)
         finally:
             thinking.settle()
+        return message_count
 
     def _on_message(
         self,
@@ -571,6 +657,35 @@ class Conversation:
                 f"{describe_error(exc)}"
             ) from exc
         return reports
+
+
+def _unfinished_step_problems(steps: Sequence[str], pending: int) -> list[str]:
+    problems = []
+    if steps:
+        problems.append(f"the graph still has steps to run: {', '.join(steps)}")
+    if pending:
+        problems.append(f"{pending} task result(s) pending on the head")
+    return problems
+
+
+def _messages_step(values: Sequence[Any]) -> tuple[bool, list[BaseMessage]] | None:
+    """What one step's writes to `messages` did: (whether they replaced the
+    list, the messages they put in it). None for anything else (a removal
+    by id, a value that is not a message): only a whole read can tell its
+    effect then."""
+    replaced = False
+    written: list[BaseMessage] = []
+    for value in values:
+        if isinstance(value, Overwrite):
+            replaced, written, value = True, [], value.value
+        for message in value if isinstance(value, list) else [value]:
+            if isinstance(message, RemoveMessage) and message.id == REMOVE_ALL_MESSAGES:
+                replaced, written = True, []
+            elif isinstance(message, BaseMessage) and not isinstance(message, RemoveMessage):
+                written.append(message)
+            else:
+                return None
+    return replaced, written
 
 
 def _update_messages(update: Any) -> list[BaseMessage]:
