@@ -9,23 +9,65 @@ fast as Python does.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperGroup
 
 from netbox_chat import render
 from netbox_chat.config import Settings, resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.sessions import AmbiguousSession, SessionFile, SessionStore
 
+if TYPE_CHECKING:
+    from netbox_chat.runtime import CancelOnSignals
+
+def report(error: Exception) -> ExitStatus:
+    """The one place an exception becomes what the user sees (httpie's
+    `raw_main`): one red line on stderr starting with `netbox-chat:`, and the
+    documented exit status. Anything else than a `UserFacingError` is a bug
+    of ours; it still gets one line (set NETBOX_CHAT_TRACEBACK=1 for the
+    traceback), not a traceback over the user's terminal."""
+    stderr.print(render.error_line(error, prefix="netbox-chat: "))
+    if isinstance(error, AmbiguousSession):
+        stderr.print(Text("candidates: " + " ".join(error.candidates)))
+    return error.exit_status if isinstance(error, UserFacingError) else ExitStatus.USER_ERROR
+
+
+def fit_to_streams(*consoles: Console) -> None:
+    """Wrap lines only on a terminal: in a log or a pipe each message stays
+    one line, so a grep finds it. Done per command, because the streams are
+    only known then (Typer's test runner swaps them)."""
+    for console in consoles:
+        console.soft_wrap = not console.is_terminal
+
+
+class Commands(TyperGroup):
+    """Runs every command, from `netbox-chat` and from Typer's test runner
+    alike, through `report`: the commands raise, they never print errors."""
+
+    def invoke(self, ctx: Any) -> Any:
+        fit_to_streams(stdout, stderr)
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # usage errors, --help, and exit statuses a command chose
+        except Exception as exc:
+            if os.environ.get("NETBOX_CHAT_TRACEBACK"):
+                raise
+            raise typer.Exit(int(report(exc))) from None
+
+
 app = typer.Typer(
+    cls=Commands,
     name="netbox-chat",
     help=(
         "Ask your NetBox questions in plain words, answered by a local Ollama model.\n\n"
@@ -93,16 +135,6 @@ stdout = Console(highlight=False, emoji=False)
 stderr = Console(stderr=True, highlight=False, emoji=False)
 
 
-def fail(error: UserFacingError) -> typer.Exit:
-    """Print a one-line error (plus candidates when ambiguous) and pick the exit code.
-
-    The message often quotes what the user typed, so it is printed as text,
-    never parsed as rich markup (`forget '[/x]'` must not crash)."""
-    stderr.print(Text(f"netbox-chat: {error}", style="red"), soft_wrap=True)
-    if isinstance(error, AmbiguousSession):
-        stderr.print("candidates: " + " ".join(error.candidates), soft_wrap=True)
-    return typer.Exit(int(error.exit_status))
-
 
 def settings_from(
     sessions_dir: Path | None = None,
@@ -115,17 +147,15 @@ def settings_from(
             sessions_dir=sessions_dir, ollama_url=ollama_url, model=model, netbox_url=netbox_url
         )
     except ValueError as exc:
-        raise fail(UserFacingError(str(exc))) from None
+        raise UserFacingError(str(exc)) from None
 
 
 def require_netbox(settings: Settings) -> None:
     """Refuse before any session is created: without NetBox every answer fails."""
     if settings.netbox_url is None:
-        raise fail(
-            UserFacingError(
-                "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN "
-                "(or pass --netbox-url); `netbox-chat doctor` checks the setup"
-            )
+        raise UserFacingError(
+            "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN "
+            "(or pass --netbox-url); `netbox-chat doctor` checks the setup"
         )
 
 
@@ -138,19 +168,13 @@ def _chat(
 
     require_netbox(settings)
     store = SessionStore(settings.sessions_dir)
-    try:
-        if resume:
-            session_id = store.resolve(thread) if thread is not None else store.most_recent()
-            session = SessionFile.open(store, session_id)
-        else:
-            session = SessionFile.create(store, model=settings.model)
-    except UserFacingError as exc:
-        raise fail(exc) from None
+    if resume:
+        session_id = store.resolve(thread) if thread is not None else store.most_recent()
+        session = SessionFile.open(store, session_id)
+    else:
+        session = SessionFile.create(store, model=settings.model)
     with session:
-        try:
-            asyncio.run(run_chat(session, settings, stdout, resumed=resume, rewind_to=rewind_to))
-        except UserFacingError as exc:
-            raise fail(exc) from None
+        asyncio.run(run_chat(session, settings, stdout, resumed=resume, rewind_to=rewind_to))
 
 
 @app.callback(invoke_without_command=True)
@@ -211,13 +235,13 @@ def list_sessions(
     if as_json:
         print(json.dumps([s.as_json() for s in summaries], indent=2))
     elif not summaries:
-        stderr.print(f"no sessions in {store.root}; start one with `netbox-chat`")
+        stderr.print(Text(f"no sessions in {store.root}; start one with `netbox-chat`"))
     else:
         stdout.print(render.sessions_table(summaries))
         hidden = len(store.session_ids()) - len(summaries)
         if hidden > 0:
             stderr.print(
-                f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them"
+                Text(f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them")
             )
 
 
@@ -229,18 +253,15 @@ def forget(
 ) -> None:
     """Delete a session for good (its .sqlite, -wal and -shm files)."""
     store = SessionStore(settings_from(sessions_dir).sessions_dir)
-    try:
-        session_id = store.resolve(thread)
-        summary = store.summarize(session_id)
-        if not yes:
-            title = summary.title or summary.unreadable or "(no question yet)"
-            if not typer.confirm(f"Forget session {session_id} ({title})?", default=False):
-                stderr.print("kept")
-                raise typer.Exit(int(ExitStatus.USER_ERROR))
-        store.forget(session_id)
-    except UserFacingError as exc:
-        raise fail(exc) from None
-    stdout.print(f"forgot session {session_id}")
+    session_id = store.resolve(thread)
+    summary = store.summarize(session_id)
+    if not yes:
+        title = summary.title or summary.unreadable or "(no question yet)"
+        if not typer.confirm(f"Forget session {session_id} ({title})?", default=False):
+            stderr.print("kept")
+            raise typer.Exit(int(ExitStatus.USER_ERROR))
+    store.forget(session_id)
+    stdout.print(Text(f"forgot session {session_id}"))
 
 
 @app.command()
@@ -267,22 +288,22 @@ def ask(
     """
     import asyncio
 
-    settings = settings_from(sessions_dir, ollama_url, model, netbox_url)
-    require_netbox(settings)
-    store = SessionStore(settings.sessions_dir)
-    try:
+    from netbox_chat.runtime import CancelOnSignals
+
+    # Guarded from the first line: a signal before the turn starts stops it
+    # from starting (exit 130), and once the outcome is recorded none can
+    # change the exit status any more (see CancelOnSignals.settle).
+    with CancelOnSignals() as signals:
+        settings = settings_from(sessions_dir, ollama_url, model, netbox_url)
+        require_netbox(settings)
+        store = SessionStore(settings.sessions_dir)
         opened = (
             SessionFile.open(store, store.resolve(session))
             if session is not None
             else SessionFile.create(store, model=settings.model)
         )
-    except UserFacingError as exc:
-        raise fail(exc) from None
-    with opened:
-        try:
-            result = asyncio.run(_ask_once(opened, settings, question))
-        except UserFacingError as exc:
-            raise fail(exc) from None
+        with opened:
+            result = asyncio.run(_ask_once(opened, settings, question, signals))
     if as_json:
         print(json.dumps(result, indent=2))
     elif result["status"] == "done":
@@ -293,42 +314,55 @@ def ask(
         else:
             print(result["answer"])
     if result["status"] != "done" and not as_json:
-        stderr.print(
-            f"[red]netbox-chat: turn {result['turn']} {result['status']}: "
-            f"{result['error'] or 'rolled back'}[/red]",
-            soft_wrap=True,
-        )
+        what = "" if result["turn"] is None else f"turn {result['turn']} {result['status']}: "
+        stderr.print(Text(f"netbox-chat: {what}{result['error'] or 'rolled back'}", style="red"))
     if result["status"] == "cancelled":
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
     if result["status"] != "done":
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 
 
-async def _ask_once(session: SessionFile, settings: Settings, question: str) -> dict[str, Any]:
+NOT_STARTED = "interrupted before the turn started; nothing was recorded"
+
+
+async def _ask_once(
+    session: SessionFile, settings: Settings, question: str, signals: CancelOnSignals
+) -> dict[str, Any]:
     import asyncio
     from dataclasses import asdict
 
-    from netbox_chat.runtime import CancelOnSignals, build_runtime
+    from netbox_chat.runtime import build_runtime
+    from netbox_chat.turns import TurnOutcome
 
     auth_warnings: list[str] = []
-    runtime = await asyncio.to_thread(
-        build_runtime, session, settings, on_auth_failure=auth_warnings.append
-    )
     try:
-        for report in runtime.conversation.recover_interrupted():
-            render.print_rollback(stderr, report, reason=f"turn {report.turn} was interrupted and ")
-        task = asyncio.create_task(runtime.conversation.run_turn(question))
-        with CancelOnSignals(task):
-            outcome = await task
+        # Built whole even if a signal comes meanwhile: the imports cannot be
+        # interrupted, and asyncio.run would wait for the thread anyway.
+        runtime = await asyncio.to_thread(
+            build_runtime, session, settings, on_auth_failure=auth_warnings.append
+        )
+        try:
+            outcome = None
+            if signals.received is None:
+                for report in runtime.conversation.recover_interrupted():
+                    reason = f"turn {report.turn} was interrupted and "
+                    render.print_rollback(stderr, report, reason=reason)
+                with contextlib.suppress(asyncio.CancelledError):  # cancelled before it began
+                    outcome = await signals.run(runtime.conversation.run_turn(question))
+        finally:
+            await runtime.aclose()
     finally:
-        await runtime.aclose()
+        signals.settle()
     for warning in auth_warnings:
-        stderr.print(f"[bold red]{warning}[/bold red]")
-    if outcome.rollback is not None and not outcome.rollback.verified:
+        stderr.print(Text(warning, style="bold red"))
+    started = outcome is not None
+    if outcome is None:
+        outcome = TurnOutcome(0, "cancelled", error=NOT_STARTED)
+    elif outcome.rollback is not None and not outcome.rollback.verified:
         render.print_rollback(stderr, outcome.rollback)
     return {
         "session": session.id,
-        "turn": outcome.number,
+        "turn": outcome.number if started else None,
         "status": outcome.status,
         "answer": outcome.answer,
         "tool_calls": [asdict(call) for call in outcome.tool_calls],
@@ -356,17 +390,14 @@ def export_command(
     settings = settings_from(sessions_dir)
     fmt = fmt.lower()
     if fmt not in ("md", "json"):
-        raise fail(UserFacingError(f"unknown format {fmt!r}: use md or json"))
+        raise UserFacingError(f"unknown format {fmt!r}: use md or json")
     store = SessionStore(settings.sessions_dir)
-    try:
-        text = export_session(
-            store,
-            store.resolve(thread),
-            "json" if fmt == "json" else "md",
-            secrets=[settings.netbox_token],
-        )
-    except UserFacingError as exc:
-        raise fail(exc) from None
+    text = export_session(
+        store,
+        store.resolve(thread),
+        "json" if fmt == "json" else "md",
+        secrets=[settings.netbox_token],
+    )
     if output is None:
         sys.stdout.write(text)
         return
@@ -375,8 +406,8 @@ def export_command(
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
-        raise fail(UserFacingError(f"cannot write {output}: {exc.strerror}")) from None
-    stderr.print(f"wrote {output}", soft_wrap=True)
+        raise UserFacingError(f"cannot write {output}: {exc.strerror}") from None
+    stderr.print(Text(f"wrote {output}"))
 
 
 @app.command()
@@ -394,7 +425,7 @@ def doctor(
     checks = run_checks(settings_from(sessions_dir, ollama_url, model, netbox_url))
     for check in checks:
         style = "green" if check.ok else "red"
-        stdout.print(Text(check.line(), style=style), soft_wrap=True)
+        stdout.print(Text(check.line(), style=style))
     if not all(check.ok for check in checks):
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 

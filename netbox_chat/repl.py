@@ -22,10 +22,10 @@ from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import History
 from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
+from rich.text import Text
 
 from netbox_chat import render
 from netbox_chat.config import Settings
-from netbox_chat.errors import UserFacingError
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime
 from netbox_chat.sessions import SessionFile
 
@@ -156,20 +156,19 @@ class Repl:
             # Armed from right after the prompt returns until right before the
             # next one: a Ctrl-C anywhere in between cancels this line's work
             # (a turn, /compact, waiting for the agent) and nothing else.
-            task = asyncio.create_task(self.handle(line))
-            with CancelOnSignals(task, on_first=self._cancelling):
+            with CancelOnSignals(on_first=self._cancelling) as signals:
                 try:
-                    if await task == "exit":
+                    if await signals.run(self.handle(line)) == "exit":
                         return
                 except asyncio.CancelledError:
-                    self.console.print("[yellow]cancelled[/yellow]")
+                    self.console.print(Text("cancelled", style="yellow"))
                     self.pending_input = "" if line.startswith("/") else line
-                except UserFacingError as exc:
-                    self.console.print(f"[red]{exc}[/red]")
+                except Exception as exc:  # one line fails, the session goes on
+                    self.console.print(render.error_line(exc))
 
     def _cancelling(self, signum: int) -> None:
         del signum
-        self.console.print("[yellow]cancelling… rolling back[/yellow]")
+        self.console.print(Text("cancelling… rolling back", style="yellow"))
 
     async def handle(self, line: str) -> str | None:
         if line.startswith("/"):
@@ -188,7 +187,7 @@ class Repl:
                 runtime.conversation.run_turn(question, view.on_event)
             )
         for warning in self.auth_warnings:
-            self.console.print(f"[bold red]{warning}[/bold red]")
+            self.console.print(Text(warning, style="bold red"))
         self.auth_warnings.clear()
         render.print_outcome(self.console, outcome, time.monotonic() - started)
         if outcome.status == "cancelled":
@@ -200,7 +199,7 @@ class Repl:
         if command in ("/exit", "/quit"):
             return "exit"
         if command == "/help":
-            self.console.print(HELP)
+            self.console.print(Text.from_markup(HELP))
         elif command == "/history":
             self.console.print(render.history_table(self.session.turns()))
         elif command == "/tokens":
@@ -210,7 +209,9 @@ class Repl:
         elif command == "/compact":
             await self.compact()
         else:
-            self.console.print(f"[red]unknown command {command}[/red]; /help lists them")
+            self.console.print(
+                Text.assemble((f"unknown command {command}", "red"), "; /help lists them")
+            )
         return None
 
     async def rewind(self, argument: str) -> None:
@@ -218,20 +219,16 @@ class Repl:
         try:
             target = int(argument) if argument else None
         except ValueError:
-            self.console.print(f"[red]/rewind takes a turn number, got {argument!r}[/red]")
+            self.console.print(Text(f"/rewind takes a turn number, got {argument!r}", style="red"))
             return
-        try:
-            result = runtime.conversation.rewind(target)
-        except UserFacingError as exc:
-            self.console.print(f"[red]{exc}[/red]")
-            return
-        self.console.print(f"[green]{result}[/green]")
+        result = runtime.conversation.rewind(target)
+        self.console.print(Text(str(result), style="green"))
 
     async def compact(self) -> None:
         runtime = await self.runtime()
         with self.console.status("[dim]compacting…[/dim]"):
             result = await asyncio.create_task(runtime.conversation.compact())
-        self.console.print(result)
+        self.console.print(Text(str(result)))
 
 
 async def run_chat(
@@ -259,17 +256,23 @@ async def run_chat(
 
             runtime = await repl.runtime()
             try:
-                console.print(f"[green]{runtime.conversation.rewind(rewind_to)}[/green]")
+                console.print(Text(str(runtime.conversation.rewind(rewind_to)), style="green"))
             except NothingToRewind as exc:
-                console.print(f"[dim]{exc}[/dim]")
+                console.print(Text(str(exc), style="dim"))
         if resumed:
             render.print_recap(console, session.id, session.recap())
         else:
             console.print(
-                f"[bold]netbox-chat[/bold] session [bold]{session.id}[/bold] · model "
-                f"{settings.model} · /help for commands, Ctrl-D to leave"
+                Text.assemble(
+                    ("netbox-chat", "bold"),
+                    " session ",
+                    (session.id, "bold"),
+                    f" · model {settings.model} · /help for commands, Ctrl-D to leave",
+                )
             )
         await repl.run()
     finally:
         await background.aclose()
-    console.print(f"[dim]session {session.id} saved; `netbox-chat resume {session.id}`[/dim]")
+    console.print(
+        Text(f"session {session.id} saved; `netbox-chat resume {session.id}`", style="dim")
+    )
