@@ -30,6 +30,7 @@ from netbox_chat.sessions import AmbiguousSession, SessionFile, SessionStore
 if TYPE_CHECKING:
     from netbox_chat.runtime import CancelOnSignals
 
+
 def report(error: Exception) -> ExitStatus:
     """The one place an exception becomes what the user sees (httpie's
     `raw_main`): one red line on stderr starting with `netbox-chat:`, and the
@@ -133,7 +134,6 @@ LS_ROWS = 20
 # print as written, and rich's emoji table costs every command 3 ms to load.
 stdout = Console(highlight=False, emoji=False)
 stderr = Console(stderr=True, highlight=False, emoji=False)
-
 
 
 def settings_from(

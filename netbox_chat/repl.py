@@ -11,15 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import io
+import os
+import select
+import sys
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import Application
 from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import History
+from prompt_toolkit.input.vt100 import raw_mode
 from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
 from rich.text import Text
@@ -42,6 +49,41 @@ HELP = """\
 Ctrl-C during an answer cancels the turn and rolls it back: the model never sees it,
 and your question comes back to the input line to edit and resend.
 """
+
+
+class KeysWait(raw_mode):
+    """The terminal while a line's work runs: keys typed meanwhile wait, as
+    typed, for the next prompt, which reads them as typeahead.
+
+    In the terminal's normal (canonical) mode the kernel edits them as a
+    line instead: a Ctrl-D becomes an end-of-file mark that reaches the next
+    prompt as NUL, so it is lost; backspaces are applied before the prompt
+    sees them; the echo lands in the middle of the answer. This is
+    prompt_toolkit's own raw mode with ISIG kept, so Ctrl-C still raises
+    SIGINT and cancels the turn. (Ctrl-C also makes the kernel discard what
+    was typed before it, as in a shell; what comes after it is kept.)
+    """
+
+    def __init__(self, fileno: int | None) -> None:
+        super().__init__(-1 if fileno is None else fileno)  # -1: no terminal, no change
+
+    @classmethod
+    def _patch_lflag(cls, attrs: int) -> int:
+        return attrs & ~(termios.ECHO | termios.ICANON | termios.IEXTEN)
+
+
+def _terminal(stream: TextIO) -> int | None:
+    """The file descriptor of `stream` if it is a terminal."""
+    try:
+        fileno = stream.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        return None
+    return fileno if os.isatty(fileno) else None
+
+
+def _typed_ahead(terminal: int | None) -> bool:
+    """Whether keys are waiting on the terminal for the prompt."""
+    return terminal is not None and bool(select.select([terminal], [], [], 0)[0])
 
 
 class LedgerHistory(History):
@@ -138,25 +180,27 @@ class Repl:
         )
         # After every render, which makes the first one start the agent build.
         prompt.app.after_render += self._prompt_drawn
+        terminal = _terminal(sys.stdin)
         while True:
+            # Keys typed before the prompt is back were typed for a new line:
+            # the cancelled question would swallow them (a Ctrl-D deletes
+            # nothing, text is appended to it). ↑ still brings it back.
+            default = "" if _typed_ahead(terminal) else self.pending_input
+            self.pending_input = ""
             try:
                 with patch_stdout(raw=True):
-                    text = await prompt.prompt_async(
-                        HTML("<b>netbox</b>&gt; "), default=self.pending_input
-                    )
+                    text = await prompt.prompt_async(HTML("<b>netbox</b>&gt; "), default=default)
             except KeyboardInterrupt:
-                self.pending_input = ""
                 continue  # Ctrl-C at the prompt clears the line, nothing more
             except EOFError:
                 return
-            self.pending_input = ""
             line = text.strip()
             if not line:
                 continue
             # Armed from right after the prompt returns until right before the
             # next one: a Ctrl-C anywhere in between cancels this line's work
             # (a turn, /compact, waiting for the agent) and nothing else.
-            with CancelOnSignals(on_first=self._cancelling) as signals:
+            with KeysWait(terminal), CancelOnSignals(on_first=self._cancelling) as signals:
                 try:
                     if await signals.run(self.handle(line)) == "exit":
                         return
