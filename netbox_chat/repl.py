@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import io
 import os
 import select
@@ -63,9 +64,6 @@ class KeysWait(raw_mode):
     SIGINT and cancels the turn. (Ctrl-C also makes the kernel discard what
     was typed before it, as in a shell; what comes after it is kept.)
     """
-
-    def __init__(self, fileno: int | None) -> None:
-        super().__init__(-1 if fileno is None else fileno)  # -1: no terminal, no change
 
     @classmethod
     def _patch_lflag(cls, attrs: int) -> int:
@@ -200,7 +198,8 @@ class Repl:
             # Armed from right after the prompt returns until right before the
             # next one: a Ctrl-C anywhere in between cancels this line's work
             # (a turn, /compact, waiting for the agent) and nothing else.
-            with KeysWait(terminal), CancelOnSignals(on_first=self._cancelling) as signals:
+            keys_wait = contextlib.nullcontext() if terminal is None else KeysWait(terminal)
+            with keys_wait, CancelOnSignals(on_first=self._cancelling) as signals:
                 try:
                     if await signals.run(self.handle(line)) == "exit":
                         return
