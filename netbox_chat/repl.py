@@ -183,12 +183,13 @@ class Repl:
             # Keys typed before the prompt is back were typed for a new line:
             # the cancelled question would swallow them (a Ctrl-D deletes
             # nothing, text is appended to it). ↑ still brings it back.
-            default = "" if _typed_ahead(terminal) else self.pending_input
-            self.pending_input = ""
             try:
+                default = "" if _typed_ahead(terminal) else self.pending_input
+                self.pending_input = ""
                 with patch_stdout(raw=True):
                     text = await prompt.prompt_async(HTML("<b>netbox</b>&gt; "), default=default)
             except KeyboardInterrupt:
+                self.pending_input = ""
                 continue  # Ctrl-C at the prompt clears the line, nothing more
             except EOFError:
                 return
