@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.inspect_session import read_from_fresh_process as inspect
 from tests.ollama_server import ScriptedOllama, Stall, Text
 from tests.test_crash import ask, turn_rows
 
@@ -74,6 +75,10 @@ def test_sigints_in_a_row_during_a_cancel_still_print_the_output_and_exit_130(
     assert (result["status"], result["turn"]) == ("cancelled", 1)
     (path,) = sessions_dir.glob("*.sqlite")
     assert turn_rows(path) == [(1, "cancelled")]
+    # Cancelled once: a second cancel would end the turn early and let a
+    # write land after the rollback.
+    state = inspect(sessions_dir, path.stem)
+    assert state["messages"] == [] and state["pending_writes"] == 0 and state["next"] == []
 
 
 def test_signals_after_the_turn_is_recorded_do_not_change_the_exit_status(
