@@ -9,6 +9,7 @@ fast as Python does.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperGroup
 
 from netbox_chat import render
 from netbox_chat.config import PROFILE_ENV, Settings, resolve_settings
@@ -34,7 +36,48 @@ from netbox_chat.sessions import (
 if TYPE_CHECKING:
     from netbox_chat.streamjson import JsonLines
 
+if TYPE_CHECKING:
+    from netbox_chat.runtime import CancelOnSignals
+
+
+def report(error: Exception) -> ExitStatus:
+    """The one place an exception becomes what the user sees (httpie's
+    `raw_main`): one red line on stderr starting with `netbox-chat:`, and the
+    documented exit status. Anything else than a `UserFacingError` is a bug
+    of ours; it still gets one line (set NETBOX_CHAT_TRACEBACK=1 for the
+    traceback), not a traceback over the user's terminal."""
+    stderr.print(render.error_line(error, prefix="netbox-chat: "))
+    if isinstance(error, AmbiguousSession):
+        stderr.print(Text("candidates: " + " ".join(error.candidates)))
+    return error.exit_status if isinstance(error, UserFacingError) else ExitStatus.USER_ERROR
+
+
+def fit_to_streams(*consoles: Console) -> None:
+    """Wrap lines only on a terminal: in a log or a pipe each message stays
+    one line, so a grep finds it. Done per command, because the streams are
+    only known then (Typer's test runner swaps them)."""
+    for console in consoles:
+        console.soft_wrap = not console.is_terminal
+
+
+class Commands(TyperGroup):
+    """Runs every command, from `netbox-chat` and from Typer's test runner
+    alike, through `report`: the commands raise, they never print errors."""
+
+    def invoke(self, ctx: Any) -> Any:
+        fit_to_streams(stdout, stderr)
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # usage errors, --help, and exit statuses a command chose
+        except Exception as exc:
+            if os.environ.get("NETBOX_CHAT_TRACEBACK"):
+                raise
+            raise typer.Exit(int(report(exc))) from None
+
+
 app = typer.Typer(
+    cls=Commands,
     name="netbox-chat",
     help=(
         "Ask your NetBox questions in plain words, answered by a local Ollama model.\n\n"
@@ -156,17 +199,6 @@ stdout = Console(highlight=False, emoji=False)
 stderr = Console(stderr=True, highlight=False, emoji=False)
 
 
-def fail(error: UserFacingError) -> typer.Exit:
-    """Print a one-line error (plus candidates when ambiguous) and pick the exit code.
-
-    The message often quotes what the user typed, so it is printed as text,
-    never parsed as rich markup (`forget '[/x]'` must not crash)."""
-    stderr.print(Text(f"netbox-chat: {error}", style="red"), soft_wrap=True)
-    if isinstance(error, AmbiguousSession):
-        stderr.print("candidates: " + " ".join(error.candidates), soft_wrap=True)
-    return typer.Exit(int(error.exit_status))
-
-
 # A config file's warnings, printed once per process however often it is read.
 _warned: set[str] = set()
 
@@ -204,7 +236,7 @@ def settings_from(
         if need_token:
             settings = with_token(settings)
     except ValueError as exc:
-        raise fail(UserFacingError(str(exc))) from None
+        raise UserFacingError(str(exc)) from None
     for warning in settings.warnings:
         if warning not in _warned:
             _warned.add(warning)
@@ -231,11 +263,9 @@ def typed_on_command_line(**values: Any) -> dict[str, Any]:
 def require_netbox(settings: Settings) -> None:
     """Refuse before any session is created: without NetBox every answer fails."""
     if settings.netbox_url is None:
-        raise fail(
-            UserFacingError(
-                "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN "
-                "(or pass --netbox-url); `netbox-chat doctor` checks the setup"
-            )
+        raise UserFacingError(
+            "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN "
+            "(or pass --netbox-url); `netbox-chat doctor` checks the setup"
         )
 
 
@@ -252,22 +282,16 @@ def _chat(
     from netbox_chat.repl import run_chat
 
     store = SessionStore(settings.sessions_dir)
-    try:
-        if resume:
-            session_id = store.resolve(thread) if thread is not None else store.most_recent()
-            settings = settings_for_session(store, session_id, flags or {})
-            require_netbox(settings)
-            session = SessionFile.open(store, session_id)
-        else:
-            require_netbox(settings)
-            session = new_session(store, settings)
-    except UserFacingError as exc:
-        raise fail(exc) from None
+    if resume:
+        session_id = store.resolve(thread) if thread is not None else store.most_recent()
+        settings = settings_for_session(store, session_id, flags or {})
+        require_netbox(settings)
+        session = SessionFile.open(store, session_id)
+    else:
+        require_netbox(settings)
+        session = new_session(store, settings)
     with session:
-        try:
-            asyncio.run(run_chat(session, settings, stdout, resumed=resume, rewind_to=rewind_to))
-        except UserFacingError as exc:
-            raise fail(exc) from None
+        asyncio.run(run_chat(session, settings, stdout, resumed=resume, rewind_to=rewind_to))
 
 
 def new_session(store: SessionStore, settings: Settings) -> SessionFile:
@@ -403,9 +427,9 @@ def list_sessions(
         print(json.dumps([s.as_json() for s in summaries], indent=2))
     elif not summaries:
         if grep is not None:
-            stderr.print(Text(f"no session in {store.root} mentions {grep!r}"), soft_wrap=True)
+            stderr.print(Text(f"no session in {store.root} mentions {grep!r}"))
         else:
-            stderr.print(f"no sessions in {store.root}; start one with `netbox-chat`")
+            stderr.print(Text(f"no sessions in {store.root}; start one with `netbox-chat`"))
     else:
         stdout.print(render.sessions_table(summaries))
         if (netbox := render.one_netbox(summaries)) is not None:
@@ -413,7 +437,7 @@ def list_sessions(
         hidden = len(ids) - len(summaries)
         if hidden > 0:
             stderr.print(
-                f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them"
+                Text(f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them")
             )
         if any(s.unanswered and not s.is_open for s in summaries):
             stderr.print(
@@ -452,18 +476,15 @@ def forget(
         _forget_unanswered(store)
         return
     assert thread is not None
-    try:
-        session_id = store.resolve(thread)
-        summary = store.summarize(session_id)
-        if not yes:
-            title = summary.title or summary.unreadable or "(no question yet)"
-            if not typer.confirm(f"Forget session {session_id} ({title})?", default=False):
-                stderr.print("kept")
-                raise typer.Exit(int(ExitStatus.USER_ERROR))
-        store.forget(session_id)
-    except UserFacingError as exc:
-        raise fail(exc) from None
-    stdout.print(f"forgot session {session_id}")
+    session_id = store.resolve(thread)
+    summary = store.summarize(session_id)
+    if not yes:
+        title = summary.title or summary.unreadable or "(no question yet)"
+        if not typer.confirm(f"Forget session {session_id} ({title})?", default=False):
+            stderr.print("kept")
+            raise typer.Exit(int(ExitStatus.USER_ERROR))
+    store.forget(session_id)
+    stdout.print(Text(f"forgot session {session_id}"))
 
 
 def _forget_unanswered(store: SessionStore) -> None:
@@ -535,20 +556,25 @@ def ask(
     """
     import asyncio
 
+    from netbox_chat.runtime import CancelOnSignals
     from netbox_chat.streamjson import JsonLines
 
     flags = {"ollama_url": ollama_url, "model": model, "netbox_url": netbox_url, "think": think}
-    settings = settings_from(
-        sessions_dir,
-        ollama_url,
-        model,
-        netbox_url,
-        think,
-        profile=profile,
-        need_token=session is None,
-    )
-    store = SessionStore(settings.sessions_dir)
-    try:
+    lines = JsonLines(sys.stdout) if stream_json else None
+    # Guarded from the first line: a signal before the turn starts stops it
+    # from starting (exit 130), and once the outcome is recorded none can
+    # change the exit status any more (see CancelOnSignals.settle).
+    with CancelOnSignals() as signals:
+        settings = settings_from(
+            sessions_dir,
+            ollama_url,
+            model,
+            netbox_url,
+            think,
+            profile=profile,
+            need_token=session is None,
+        )
+        store = SessionStore(settings.sessions_dir)
         if session is not None:
             session_id = store.resolve(session)
             settings = settings_for_session(store, session_id, {**flags, "profile": profile})
@@ -557,17 +583,16 @@ def ask(
         else:
             require_netbox(settings)
             opened = new_session(store, settings)
-    except UserFacingError as exc:
-        raise fail(exc) from None
-    lines = JsonLines(sys.stdout) if stream_json else None
-    with opened:
-        try:
-            result = asyncio.run(_ask_once(opened, settings, question, lines))
-        except UserFacingError as exc:
-            if session is None and _discard(opened):
-                exc = UserFacingError(f"{exc}; nothing was kept", exit_status=exc.exit_status)
-            raise fail(exc) from None
-        result["kept"] = not (session is None and _discard(opened))
+        with opened:
+            try:
+                result = asyncio.run(_ask_once(opened, settings, question, signals, lines))
+            except UserFacingError as exc:
+                if session is None and _discard(opened):
+                    raise UserFacingError(
+                        f"{exc}; nothing was kept", exit_status=exc.exit_status
+                    ) from None
+                raise
+            result["kept"] = not (session is None and _discard(opened))
     if lines is not None:
         lines.write({"type": "result", **result})
     elif as_json:
@@ -580,14 +605,10 @@ def ask(
         else:
             print(result["answer"])
     if result["status"] != "done" and not (as_json or stream_json):
+        what = "" if result["turn"] is None else f"turn {result['turn']} {result['status']}: "
         kept = "" if result["kept"] else "; nothing was kept"
         stderr.print(
-            Text(
-                f"netbox-chat: turn {result['turn']} {result['status']}: "
-                f"{result['error'] or 'rolled back'}{kept}",
-                style="red",
-            ),
-            soft_wrap=True,
+            Text(f"netbox-chat: {what}{result['error'] or 'rolled back'}{kept}", style="red")
         )
     if result["status"] == "cancelled":
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
@@ -604,37 +625,55 @@ def _discard(session: SessionFile) -> bool:
         return False
 
 
+NOT_STARTED = "interrupted before the turn started; nothing was recorded"
+
+
 async def _ask_once(
-    session: SessionFile, settings: Settings, question: str, lines: JsonLines | None = None
+    session: SessionFile,
+    settings: Settings,
+    question: str,
+    signals: CancelOnSignals,
+    lines: JsonLines | None = None,
 ) -> dict[str, Any]:
     import asyncio
     from dataclasses import asdict
 
-    from netbox_chat.runtime import CancelOnSignals, build_runtime
-    from netbox_chat.turns import ignore_events
+    from netbox_chat.runtime import build_runtime
+    from netbox_chat.turns import TurnOutcome, ignore_events
 
     auth_warnings: list[str] = []
-    runtime = await asyncio.to_thread(
-        build_runtime, session, settings, on_auth_failure=auth_warnings.append
-    )
-    if runtime.thinking.note:
-        stderr.print(Text(f"netbox-chat: {runtime.thinking.note}", style="dim"), soft_wrap=True)
     try:
-        for report in runtime.conversation.recover_interrupted():
-            render.print_rollback(stderr, report, reason=f"turn {report.turn} was interrupted and ")
-        sink = lines.event if lines is not None else ignore_events
-        task = asyncio.create_task(runtime.conversation.run_turn(question, sink))
-        with CancelOnSignals(task):
-            outcome = await task
+        # Built whole even if a signal comes meanwhile: the imports cannot be
+        # interrupted, and asyncio.run would wait for the thread anyway.
+        runtime = await asyncio.to_thread(
+            build_runtime, session, settings, on_auth_failure=auth_warnings.append
+        )
+        try:
+            outcome = None
+            if runtime.thinking.note:
+                note = Text(f"netbox-chat: {runtime.thinking.note}", style="dim")
+                stderr.print(note)
+            if signals.received is None:
+                for report in runtime.conversation.recover_interrupted():
+                    reason = f"turn {report.turn} was interrupted and "
+                    render.print_rollback(stderr, report, reason=reason)
+                with contextlib.suppress(asyncio.CancelledError):  # cancelled before it began
+                    sink = lines.event if lines is not None else ignore_events
+                    outcome = await signals.run(runtime.conversation.run_turn(question, sink))
+        finally:
+            await runtime.aclose()
     finally:
-        await runtime.aclose()
+        signals.settle()
     for warning in auth_warnings:
-        stderr.print(f"[bold red]{warning}[/bold red]")
-    if outcome.rollback is not None and not outcome.rollback.verified:
+        stderr.print(Text(warning, style="bold red"))
+    started = outcome is not None
+    if outcome is None:
+        outcome = TurnOutcome(0, "cancelled", error=NOT_STARTED)
+    elif outcome.rollback is not None and not outcome.rollback.verified:
         render.print_rollback(stderr, outcome.rollback)
     return {
         "session": session.id,
-        "turn": outcome.number,
+        "turn": outcome.number if started else None,
         "status": outcome.status,
         "answer": outcome.answer,
         "thinking": outcome.thinking or None,
@@ -667,18 +706,15 @@ def export_command(
     settings = settings_from(sessions_dir)
     fmt = fmt.lower()
     if fmt not in ("md", "json"):
-        raise fail(UserFacingError(f"unknown format {fmt!r}: use md or json"))
+        raise UserFacingError(f"unknown format {fmt!r}: use md or json")
     store = SessionStore(settings.sessions_dir)
-    try:
-        text = export_session(
-            store,
-            store.resolve(thread),
-            "json" if fmt == "json" else "md",
-            secrets=[settings.netbox_token],
-            thinking=thinking,
-        )
-    except UserFacingError as exc:
-        raise fail(exc) from None
+    text = export_session(
+        store,
+        store.resolve(thread),
+        "json" if fmt == "json" else "md",
+        secrets=[settings.netbox_token],
+        thinking=thinking,
+    )
     if output is None:
         sys.stdout.write(text)
         return
@@ -687,8 +723,8 @@ def export_command(
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
-        raise fail(UserFacingError(f"cannot write {output}: {exc.strerror}")) from None
-    stderr.print(f"wrote {output}", soft_wrap=True)
+        raise UserFacingError(f"cannot write {output}: {exc.strerror}") from None
+    stderr.print(Text(f"wrote {output}"))
 
 
 @app.command()
@@ -710,7 +746,7 @@ def doctor(
     checks = run_checks(settings)
     for check in checks:
         style = "green" if check.ok else "red"
-        stdout.print(Text(check.line(), style=style), soft_wrap=True)
+        stdout.print(Text(check.line(), style=style))
     if not all(check.ok for check in checks):
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 

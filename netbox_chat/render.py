@@ -17,6 +17,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.text import Text
 
 from netbox_chat.config import SETTINGS, Settings
+from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import Recap, SessionSummary, Turn
 from netbox_chat.thinking import thought_for
 
@@ -191,14 +192,17 @@ def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> Non
     """The line after a turn: tokens and time, or what went wrong."""
     if outcome.status == "done":
         console.print(
-            f"[dim]turn {outcome.number} · tokens {outcome.tokens_in} in / "
-            f"{outcome.tokens_out} out · {seconds:.1f}s[/dim]"
+            Text(
+                f"turn {outcome.number} · tokens {outcome.tokens_in} in / "
+                f"{outcome.tokens_out} out · {seconds:.1f}s",
+                style="dim",
+            )
         )
         return
     if outcome.status == "cancelled":
-        console.print(f"[yellow]turn {outcome.number} cancelled[/yellow]", end=" ")
+        console.print(Text(f"turn {outcome.number} cancelled", style="yellow"), end=" ")
     else:
-        console.print(f"[red]turn {outcome.number} failed: {outcome.error}[/red]", end=" ")
+        console.print(Text(f"turn {outcome.number} failed: {outcome.error}", style="red"), end=" ")
     if outcome.rollback is not None:
         print_rollback(console, outcome.rollback)
 
@@ -206,15 +210,35 @@ def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> Non
 def print_rollback(console: Console, report: RollbackReport, *, reason: str = "") -> None:
     if report.verified:
         console.print(
-            f"[dim]{reason}rolled back ({report.removed_messages} message(s) removed); "
-            "the model will not see it[/dim]"
+            Text(
+                f"{reason}rolled back ({report.removed_messages} message(s) removed); "
+                "the model will not see it",
+                style="dim",
+            )
         )
     else:
         console.print(
-            f"[bold red]{reason}rollback of turn {report.turn} could not be verified: "
-            f"{'; '.join(report.problems)}. Use /rewind to return to the last clean turn."
-            "[/bold red]"
+            Text(
+                f"{reason}rollback of turn {report.turn} could not be verified: "
+                f"{'; '.join(report.problems)}. Use /rewind to return to the last clean turn.",
+                style="bold red",
+            )
         )
+
+
+def error_line(error: BaseException, *, prefix: str = "") -> Text:
+    """One red line for an error. A `UserFacingError` says what to do; anything
+    else is a bug of ours, named by its type and first line. Printed as text:
+    messages quote what the user typed, which must never be read as markup."""
+    if isinstance(error, UserFacingError):
+        message = str(error)
+    else:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        message = (
+            f"unexpected error ({type(error).__name__}{': ' + first if first else ''}); "
+            "this is a bug in netbox-chat, please report it"
+        )
+    return Text(prefix + message, style="red")
 
 
 class Columns:

@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import gc
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from netbox_chat.model_info import ModelInfo
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.turns import Conversation
+
+T = TypeVar("T")
 
 
 # /api/show is a local lookup; a server that takes longer is not worth waiting for,
@@ -102,42 +105,78 @@ def build_runtime(
 
 
 class CancelOnSignals:
-    """While armed, the first SIGINT/SIGTERM cancels the task exactly once;
-    later ones are ignored until the task is over (a second cancel would end
-    the turn early and let a bridged write commit after the rollback).
+    """While entered, the first SIGINT/SIGTERM cancels the task `run` started,
+    exactly once; later ones are ignored (a second cancel would end the turn
+    early and let a bridged write commit after the rollback).
 
-    Arm it right after the prompt returns and disarm it right before the next
-    prompt: prompt_toolkit installs and restores its own SIGINT handling.
+    The handlers are Python's own, not the event loop's: they are installed
+    before a loop exists (a one-shot `ask` is guarded from its first line) and
+    can give way to "ignore" without a gap, whereas `loop.remove_signal_handler`
+    puts the default back and a SIGTERM in that instant kills the process. A
+    handler runs between two bytecodes of the main thread, so it only records
+    the signal and hands the cancel to the loop, as `asyncio.Runner` does: the
+    cancel then lands at an `await`, never between a ledger commit and the
+    code that reports it.
+
+    The REPL enters one per line, right after the prompt returns, and leaves it
+    right before the next prompt (prompt_toolkit installs and restores its own
+    SIGINT handling); `ask` calls `settle` once its outcome is recorded.
     """
 
     def __init__(
         self,
-        task: asyncio.Task[Any],
         *,
         on_first: Callable[[int], None] | None = None,
         signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
     ) -> None:
-        self.task = task
         self.on_first = on_first
         self.signals = signals
         self.received: int | None = None
-
-    def _handle(self, signum: int) -> None:
-        if self.received is not None or self.task.done():
-            return
-        self.received = signum
-        if self.on_first is not None:
-            self.on_first(signum)
-        self.task.cancel()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelled = False
+        self._previous: dict[signal.Signals, Any] = {}
 
     def __enter__(self) -> CancelOnSignals:
-        loop = asyncio.get_running_loop()
         for sig in self.signals:
-            loop.add_signal_handler(sig, self._handle, int(sig))
+            self._previous[sig] = signal.signal(sig, self._on_signal)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        loop = asyncio.get_running_loop()
+        for sig, handler in self._previous.items():
+            if signal.getsignal(sig) == self._on_signal:  # not settled
+                signal.signal(sig, handler)
+
+    async def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Await `work` as a task that the first signal cancels. A signal that
+        came before cancels it before its first step (CancelledError)."""
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.create_task(work)
+        if self.received is not None:
+            self._loop.call_soon(self._cancel)
+        return await self._task
+
+    def settle(self) -> None:
+        """Ignore SIGINT and SIGTERM from now to the end of the process: what
+        happened is recorded, and the exit status must say so. SIG_IGN rather
+        than a handler, because interpreter shutdown resets Python handlers
+        to the default and would let a late signal kill the process."""
         for sig in self.signals:
-            with contextlib.suppress(Exception):
-                loop.remove_signal_handler(sig)
+            signal.signal(sig, signal.SIG_IGN)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        del frame
+        if self.received is not None:
+            return
+        self.received = signum
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                self._loop.call_soon_threadsafe(self._cancel)
+
+    def _cancel(self) -> None:
+        if self._cancelled or self._task is None or self._task.done():
+            return
+        self._cancelled = True
+        if self.on_first is not None and self.received is not None:
+            self.on_first(self.received)
+        self._task.cancel()

@@ -4,6 +4,7 @@ folder, and the environment the real CLI reads."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,3 +54,14 @@ def chat_env(
         COLUMNS="100",
     )
     return env
+
+
+@pytest.fixture(autouse=True)
+def signal_handlers_restored() -> Iterator[None]:
+    """`ask` ignores SIGINT and SIGTERM once its outcome is recorded, to the end
+    of the process (CancelOnSignals.settle); run in-process by Typer's runner,
+    it must not leave pytest deaf to Ctrl-C."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
