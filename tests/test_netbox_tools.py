@@ -802,7 +802,7 @@ def test_shipped_table_when_versions_match_no_schema_fetch():
     async def go():
         client = NetBoxClient("http://nb", TOKEN, transport=httpx.MockTransport(handler))
         impl = NetBoxTools(client)
-        await asyncio.gather(*(impl.get_objects("dcim.site") for _ in range(5)))
+        await asyncio.gather(*(impl.get_objects({"object_type": "dcim.site"}) for _ in range(5)))
 
     run(go())
     assert hits.count("/api/status/") == 1 and "/api/schema/" not in hits
@@ -840,4 +840,4 @@ def test_bad_argument_types_come_back_as_words():
         )
 
     out = run(go())
-    assert out.startswith("Error: bad arguments for netbox_get_object_by_id: object_id")
+    assert out == "Error: object_id must be a whole number (got 'x')."
