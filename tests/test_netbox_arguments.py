@@ -58,6 +58,7 @@ GET, BY_ID, SEARCH, CHANGES = (
 )
 DEVICE = {"object_type": "dcim.device"}
 
+# fmt: off
 CORPUS = [
     # filters flattened to the top level: the most common small-model slip
     Case(
@@ -112,12 +113,12 @@ CORPUS = [
         {"paths": "dcim/sites"},
     ),
     Case("order_by", GET, {**DEVICE, "order_by": "-name"}, [], "'order_by' read as ordering",
-         {"ordering": "-name"}),  # fmt: skip
+         {"ordering": "-name"}),
     Case("page_size", GET, {**DEVICE, "page_size": 3}, [], "'page_size' read as limit",
-         {"limit": "3"}),  # fmt: skip
+         {"limit": "3"}),
     Case("typo-limit", GET, {**DEVICE, "limt": 5}, None, "did you mean 'limit'?"),
     Case("typo-filters", GET, {**DEVICE, "fitlers": {"site": "x"}}, None,
-         "did you mean 'filters'?"),  # fmt: skip
+         "did you mean 'filters'?"),
     Case(
         "both-filter-and-filters",
         GET,
@@ -149,7 +150,7 @@ CORPUS = [
         {"fields": "id,name,status"},
     ),
     Case("ordering-list", GET, {**DEVICE, "ordering": ["name"]}, [],
-         "ordering ['name'] read as 'name'", {"ordering": "name"}),  # fmt: skip
+         "ordering ['name'] read as 'name'", {"ordering": "name"}),
     Case(
         "object_types-one-string",
         SEARCH,
@@ -160,18 +161,18 @@ CORPUS = [
     ),
     Case("limit-string", GET, {**DEVICE, "limit": "5"}, [], "count", {"limit": "5"}),
     Case("brief-yes", GET, {**DEVICE, "brief": "yes", "fields": None}, [], "count",
-         {"brief": "true"}),  # fmt: skip
+         {"brief": "true"}),
     Case("object_id-string", BY_ID, {**DEVICE, "object_id": "2"}, None, "dmi01-akron-sw02",
-         {"paths": "dcim/devices/2"}),  # fmt: skip
+         {"paths": "dcim/devices/2"}),
     Case("query-number", SEARCH, {"query": 100, "object_types": ["dcim.site"]}, [("q", "100")],
-         "query 100 read as the text '100'"),  # fmt: skip
+         "query 100 read as the text '100'"),
     # paging
     Case("changelog-offset", CHANGES, {"offset": 1, "limit": 1}, [], '"offset":1',
-         {"offset": "1", "limit": "1"}),  # fmt: skip
+         {"offset": "1", "limit": "1"}),
     Case("offset-in-filters", CHANGES, {"filters": {"offset": 1}}, [],
-         "offset (given inside filters) read as the offset argument", {"offset": "1"}),  # fmt: skip
+         "offset (given inside filters) read as the offset argument", {"offset": "1"}),
     Case("negative-offset", GET, {**DEVICE, "offset": -3}, None,
-         "offset must be 0 or more (got -3)"),  # fmt: skip
+         "offset must be 0 or more (got -3)"),
     Case(
         "limit-twice",
         GET,
@@ -181,21 +182,22 @@ CORPUS = [
     ),
     # wrong types, refused in words
     Case("limit-words", GET, {**DEVICE, "limit": "ten"}, None,
-         "limit must be a whole number (got 'ten')"),  # fmt: skip
+         "limit must be a whole number (got 'ten')"),
     Case("brief-maybe", GET, {**DEVICE, "brief": "maybe"}, None,
-         "brief must be true or false (got 'maybe')"),  # fmt: skip
+         "brief must be true or false (got 'maybe')"),
     Case("limit-bool", GET, {**DEVICE, "limit": True}, None, "limit must be a whole number"),
     Case("filters-list", GET, {**DEVICE, "filters": ["site"]}, None,
-         "filters must be an object"),  # fmt: skip
+         "filters must be an object"),
     Case("filters-text", GET, {**DEVICE, "filters": "site=dm-akron"}, None,
-         "filters must be an object"),  # fmt: skip
+         "filters must be an object"),
     Case("fields-object", GET, {**DEVICE, "fields": {"name": 1}}, None,
-         "fields must be a list of names"),  # fmt: skip
+         "fields must be a list of names"),
     Case("object_id-words", BY_ID, {**DEVICE, "object_id": "two"}, None,
-         "object_id must be a whole number (got 'two')"),  # fmt: skip
+         "object_id must be a whole number (got 'two')"),
     Case("no-object_type", GET, {"site": "dm-akron"}, None, "object_type is required"),
     Case("no-query", SEARCH, {"object_types": ["dcim.site"]}, None, "query is required"),
 ]
+# fmt: on
 
 
 def nb_calls(netbox: NetBoxDouble, since: int) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -220,7 +222,7 @@ def check(case: Case, told: str, calls: list[tuple[str, list[tuple[str, str]]]])
     wanted_paths = case.shape.get("paths")
     if wanted_paths:
         assert [p for p, _ in calls] == wanted_paths.split(","), calls
-    path, query = calls[0]
+    _, query = calls[0]
     if case.sent is not None:
         assert [(k, v) for k, v in query if k not in SHAPE] == case.sent, query
     sent_shape = dict((k, v) for k, v in query if k in SHAPE)
@@ -298,9 +300,7 @@ def test_sloppy_arguments_through_the_real_agent(
     """Each case as its own tool call of one model message, through ChatOllama's
     parsing and the deepagents graph; the calls NetBox saw are matched to each case by
     content (ToolNode runs one message's calls concurrently)."""
-    told = run_agent_turn(
-        tmp_path, ollama, netbox, [ToolCall(c.tool, c.args) for c in AGENT_CASES]
-    )
+    told = run_agent_turn(tmp_path, ollama, netbox, [ToolCall(c.tool, c.args) for c in AGENT_CASES])
     assert len(told) == len(AGENT_CASES)
     seen = nb_calls(netbox, 0)
     filters_seen = [[(k, v) for k, v in q if k not in SHAPE] for _, q in seen]

@@ -28,7 +28,9 @@ def main(path: str) -> int:
     token = os.environ["NETBOX_TOKEN"]
     scheme = "Bearer" if token.startswith("nbt_") else "Token"
     client = httpx.Client(
-        base_url=os.environ["NETBOX_URL"], headers={"Authorization": f"{scheme} {token}"}, timeout=60
+        base_url=os.environ["NETBOX_URL"],
+        headers={"Authorization": f"{scheme} {token}"},
+        timeout=60,
     )
     jobs = [
         (name, entry["path"], term)
