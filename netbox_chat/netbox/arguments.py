@@ -246,6 +246,9 @@ def read_arguments(tool: str, raw: Mapping[str, Any]) -> Reading:
             continue
         seen[name] = key
         if _is_empty(value):
+            if value is not None and name in REQUIRED.get(tool, ()):
+                problems.append(f"{name} is empty.")
+                failed.add(name)
             continue
         if name != key:
             notes.append(f"'{key}' read as {name}")

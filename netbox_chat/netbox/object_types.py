@@ -54,10 +54,6 @@ class ObjectType:
             return self.ordering
         return tuple(f for f in self.fields if f not in ("url", "display_url", "display"))
 
-    def describe(self, name: str) -> str:
-        hint = self.hints.get(name)
-        return f"{name} ({hint})" if hint and hint.lower() != name.replace("_", " ") else name
-
 
 class FilterTable:
     """Object types and their filters for one NetBox version."""
