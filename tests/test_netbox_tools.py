@@ -31,7 +31,7 @@ from netbox_chat.netbox import (
     NetBoxNotFound,
     NetBoxTimeout,
 )
-from netbox_chat.netbox.object_types import cached_table_path, shipped_table
+from netbox_chat.netbox.object_types import cached_table_path, schema_fingerprint, shipped_table
 from netbox_chat.netbox.tools import (
     DEFAULT_FIELDS,
     MAX_LIMIT,
@@ -787,7 +787,171 @@ def test_other_netbox_version_uses_its_own_schema_cached(tmp_path, monkeypatch):
 
     run(go())
     assert hits.count("/api/schema/") == 1  # the second client read the cache
-    assert cached_table_path("4.8.0").exists()
+    assert cached_table_path("4.8.0", schema_fingerprint({})).exists()
+
+
+def plugin_schema(version: str) -> dict[str, Any]:
+    """A 4.7.3 schema excerpt with one plugin endpoint, as drf-spectacular renders it."""
+    ok = {
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/PaginatedWidgetList"}}
+        }
+    }
+    return {
+        "info": {"version": f"{version} (4.7)"},
+        "paths": {
+            "/api/plugins/chat-demo/widgets/": {"get": {
+                "parameters": [
+                    {"in": "query", "name": "name", "schema": {"type": "array"}},
+                    {"in": "query", "name": "name__ic", "schema": {"type": "array"}},
+                    {"in": "query", "name": "colour", "schema": {"type": "array"}},
+                ],
+                "responses": {"200": ok},
+            }},
+            "/api/dcim/sites/": {"get": {
+                "parameters": [{"in": "query", "name": "name", "schema": {"type": "array"}}],
+                "responses": {"200": {"content": {"application/json": {"schema": {
+                    "$ref": "#/components/schemas/PaginatedSiteList"}}}}},
+            }},
+        },
+        "components": {"schemas": {
+            "PaginatedWidgetList": {"properties": {"results": {"items": {"$ref": "#/components/schemas/Widget"}}}},
+            "Widget": {"properties": {"id": {}, "name": {}, "colour": {}}},
+            "PaginatedSiteList": {"properties": {"results": {"items": {"$ref": "#/components/schemas/Site"}}}},
+            "Site": {"properties": {"id": {}, "name": {}}},
+        }},
+    }  # fmt: skip
+
+
+def test_plugins_make_the_tools_read_the_servers_schema_cached_by_fingerprint(
+    tmp_path, monkeypatch
+):
+    """Same version as the shipped table, but plugins: the plugin's object types come from
+    the server's own schema, cached per version and plugin set."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    plugins = {"netbox_chat_demo": "0.1"}
+    hits: list[str] = []
+
+    def handler(r: httpx.Request) -> httpx.Response:
+        hits.append(r.url.path)
+        if r.url.path == "/api/status/":
+            return httpx.Response(200, json={"netbox-version": "4.7.3", "plugins": plugins})
+        if r.url.path == "/api/schema/":
+            return httpx.Response(200, json=plugin_schema("4.7.3"))
+        return httpx.Response(200, json={"count": 0, "results": []})
+
+    async def ask() -> tuple[str, str]:
+        client = NetBoxClient("http://nb", TOKEN, transport=httpx.MockTransport(handler))
+        tools = {t.name: t for t in build_netbox_tools(client)}
+        ok = await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "widgets", "filters": {"colour": "red", "name__ic": "w"}}
+        )
+        no = await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "chat-demo.widget", "filters": {"color": "red"}}
+        )
+        await client.aclose()
+        return ok, no
+
+    ok, no = run(ask())
+    assert json.loads(ok)["object_type"] == "chat-demo.widget"
+    assert "/api/plugins/chat-demo/widgets/" in hits
+    assert no.startswith("Error: 'color' is not a chat-demo.widget filter") and "colour" in no
+    run(ask())
+    assert hits.count("/api/schema/") == 1  # cached for this version and plugin set
+    plugins["netbox_chat_demo"] = "0.2"
+    run(ask())
+    assert hits.count("/api/schema/") == 2  # another plugin version: another schema
+
+
+CUSTOM_FIELDS = [
+    {"name": "support_tier", "type": {"value": "integer"}, "object_types": ["dcim.site"],
+     "filter_logic": {"value": "exact"}},
+    {"name": "site_owner", "type": {"value": "text"}, "object_types": ["dcim.site", "dcim.device"],
+     "filter_logic": {"value": "loose"}},
+    {"name": "circuit_ref", "type": {"value": "text"}, "object_types": ["dcim.site"],
+     "filter_logic": {"value": "exact"}},
+    {"name": "internal_note", "type": {"value": "text"}, "object_types": ["dcim.site"],
+     "filter_logic": {"value": "disabled"}},
+    {"name": "monitored", "type": {"value": "boolean"}, "object_types": ["dcim.site"],
+     "filter_logic": {"value": "exact"}},
+    {"name": "raw", "type": {"value": "json"}, "object_types": ["dcim.site"],
+     "filter_logic": {"value": "exact"}},
+]  # fmt: skip
+
+
+def custom_field_tools(
+    custom: httpx.Response, reported: list[str] | None = None
+) -> tuple[dict[str, Any], list[httpx.Request]]:
+    sent: list[httpx.Request] = []
+
+    def handler(r: httpx.Request) -> httpx.Response:
+        if r.url.path == "/api/status/":
+            return httpx.Response(200, json={"netbox-version": "4.7.3", "plugins": {}})
+        if r.url.path == "/api/extras/custom-fields/":
+            return custom
+        sent.append(r)
+        return httpx.Response(200, json={"count": 0, "results": []})
+
+    on_auth = reported.append if reported is not None else None
+    client = NetBoxClient(
+        "http://nb", TOKEN, transport=httpx.MockTransport(handler), on_auth_failure=on_auth
+    )
+    return {t.name: t for t in build_netbox_tools(client)}, sent
+
+
+@pytest.mark.parametrize(
+    ("filters", "sent", "told"),
+    [
+        ({"cf_support_tier__gte": 2}, [("cf_support_tier__gte", "2")], None),
+        ({"cf_support_tier": [1, 2]}, [("cf_support_tier", "1"), ("cf_support_tier", "2")], None),
+        ({"cf_site_owner": "east"}, [("cf_site_owner", "east")], None),
+        ({"cf_circuit_ref__ic": "x"}, [("cf_circuit_ref__ic", "x")], None),
+        ({"cf_monitored": "yes"}, [("cf_monitored", "true")], None),
+        # loose text already means "contains": NetBox has no lookups on it (measured: ignored)
+        ({"cf_site_owner__ic": "east"}, None, "has no __ic lookup"),
+        ({"cf_support_tier__ic": "1"}, None, "has no __ic lookup"),
+        ({"cf_internal_note": "x"}, None, "filtering is disabled for this custom field"),
+        ({"cf_raw": "x"}, None, "NetBox cannot filter on json custom fields"),
+        ({"cf_monitored": [True, False]}, None, "takes a single value"),
+        ({"cf_owner": "x"}, None, "no custom field 'owner' on dcim.site"),
+    ],
+)
+def test_custom_fields_of_the_users_netbox(filters, sent, told):
+    async def go() -> tuple[str, list[httpx.Request]]:
+        tools, requests = custom_field_tools(
+            httpx.Response(200, json={"count": len(CUSTOM_FIELDS), "results": CUSTOM_FIELDS})
+        )
+        out = await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "dcim.site", "filters": filters, "fields": ["name"]}
+        )
+        return out, requests
+
+    out, requests = run(go())
+    if sent is None:
+        assert out.startswith("Error: ") and told in out and requests == [], out
+    else:
+        query = [(k, v) for k, v in requests[0].url.params.multi_items() if k.startswith("cf_")]
+        assert query == sent, out
+
+
+def test_custom_fields_unreadable_is_said_and_not_reported_as_a_bad_token():
+    reported: list[str] = []
+
+    async def go() -> tuple[str, str]:
+        tools, _ = custom_field_tools(
+            httpx.Response(403, json={"detail": "You do not have permission."}), reported
+        )
+        no = await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "dcim.site", "filters": {"cf_support_tier": 1}}
+        )
+        ok = await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "dcim.site", "filters": {"status": "active"}}
+        )
+        return no, ok
+
+    no, ok = run(go())
+    assert "no custom field 'support_tier'" in no and "could not be read" in no
+    assert json.loads(ok)["count"] == 0 and reported == []
 
 
 def test_shipped_table_when_versions_match_no_schema_fetch():

@@ -22,12 +22,14 @@ from langchain_core.tools import BaseTool
 
 from .arguments import Reading, read_arguments
 from .client import NetBoxAuthError, NetBoxClient, NetBoxError, NetBoxServerError
+from .custom_fields import with_custom_fields
 from .object_types import (
     FilterTable,
     ObjectType,
     UnknownObjectType,
     load_cached_table,
     save_cached_table,
+    schema_fingerprint,
     shipped_table,
 )
 from .validation import (
@@ -218,40 +220,62 @@ class NetBoxTools:
         self._live_schema = live_schema and table is None
         self._table_lock = asyncio.Lock()
         self.budget = budget
-        self.table_note: str | None = None
 
     async def table(self) -> FilterTable:
-        """The filter table for this NetBox: the shipped one when the version matches,
-        else one derived from the server's own schema (cached per version on disk)."""
+        """The filter table for this NetBox, read once: the shipped one when the server is
+        that version without plugins, else one derived from the server's own schema
+        (cached on disk by version and plugin fingerprint); plus its custom fields."""
         if self._table is not None:
             return self._table
         async with self._table_lock:
             if self._table is not None:
                 return self._table
-            shipped = shipped_table()
-            table = shipped
+            table = shipped_table()
             if self._live_schema:
-                version = str((await self.client.status()).get("netbox-version", ""))
-                if version and version != shipped.netbox_version:
-                    table = load_cached_table(version) or await self._derive(version, shipped)
+                status = await self.client.status()
+                version = str(status.get("netbox-version", ""))
+                fingerprint = schema_fingerprint(status)
+                if version and (version != table.netbox_version or status.get("plugins")):
+                    table = load_cached_table(version, fingerprint) or await self._derive(
+                        version, fingerprint, table
+                    )
+                table = await self._with_custom_fields(table)
             self._table = table
             return table
 
-    async def _derive(self, version: str, shipped: FilterTable) -> FilterTable:
+    async def _derive(self, version: str, fingerprint: str, shipped: FilterTable) -> FilterTable:
         from .schema import derive_table
 
         try:
             raw = derive_table(await self.client.schema())
+            if version == shipped.netbox_version:
+                # the same NetBox with plugins: its own types sort as the shipped ones do
+                for name, entry in raw["types"].items():
+                    known = shipped.types.get(name)
+                    if known is not None and known.ordering is not None:
+                        entry["ordering"] = list(known.ordering)
             table = FilterTable(raw)
         except (NetBoxError, ValueError, KeyError, TypeError) as e:
-            self.table_note = (
-                f"filters checked against NetBox {shipped.netbox_version}'s table: the schema "
-                f"of this NetBox {version} could not be read ({e})"
+            log.warning(
+                "netbox-chat: filters checked against NetBox %s's table: the schema of this "
+                "NetBox %s could not be read (%s)",
+                shipped.netbox_version,
+                version,
+                e,
             )
-            log.warning("netbox-chat: %s", self.table_note)
             return shipped
-        save_cached_table(version, raw)
+        save_cached_table(version, fingerprint, raw)
         return table
+
+    async def _with_custom_fields(self, table: FilterTable) -> FilterTable:
+        try:
+            fields = await self.client.custom_fields()
+        except NetBoxError as e:
+            table = table.with_types(dict(table.types))
+            table.custom_fields_note = f"this NetBox's custom fields could not be read ({e})"
+            log.warning("netbox-chat: %s", table.custom_fields_note)
+            return table
+        return with_custom_fields(table, fields)
 
     async def _resolve(self, object_type: str) -> tuple[FilterTable, ObjectType]:
         table = await self.table()

@@ -122,6 +122,17 @@ def _diagnose_key(ot: ObjectType, key: str, table: FilterTable | None) -> str:
     where = f"{ot.name}"
     if key in UNSUPPORTED_PARAMS:
         return UNSUPPORTED_PARAMS[key]
+    field = key.split("__", 1)[0]
+    if field in ot.unfilterable:
+        return f"'{key}': {ot.unfilterable[field]} (NetBox would ignore it)."
+    if field.startswith("cf_") and field not in ot.filters:
+        custom = [f for f in ot.filters if f.startswith("cf_")]
+        unknown = table.custom_fields_note if table is not None else None
+        return (
+            f"'{key}': this NetBox has no custom field '{field[3:]}' on {where} (NetBox would "
+            f"ignore it). Custom field filters here: {_names(ot, custom)}."
+            + (f" Note: {unknown}." if unknown else "")
+        )
     base, sep, lookup = key.rpartition("__")
     if sep and lookup == "in":
         if base in ot.filters:
