@@ -312,4 +312,13 @@ for site_name, values in [
     if any(site["custom_fields"].get(k) != v for k, v in values.items()):
         call("PATCH", f"dcim/sites/{site['id']}", body={"custom_fields": values})
 
+# The test plugin's own object type (tests/netbox/plugin/netbox_chat_demo): the tools
+# learn it from this NetBox's /api/schema/, since it is not in their shipped table.
+for w_name, colour, size in [("w-red-1", "red", 1), ("w-red-2", "red", 3), ("w-blue-1", "blue", 2)]:
+    ensure(
+        "plugins/chat-demo/widgets",
+        {"name": w_name},
+        {"name": w_name, "colour": colour, "size": size},
+    )
+
 print(f"    seeded in {time.time() - t0:.1f}s ({created} objects created)")

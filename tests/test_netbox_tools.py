@@ -838,6 +838,14 @@ def test_plugins_make_the_tools_read_the_servers_schema_cached_by_fingerprint(
             return httpx.Response(200, json={"netbox-version": "4.7.3", "plugins": plugins})
         if r.url.path == "/api/schema/":
             return httpx.Response(200, json=plugin_schema("4.7.3"))
+        if r.url.path == "/api/core/object-types/":  # the names paths do not say
+            endpoint = "/api/plugins/chat-demo/widgets/"
+            row = {
+                "app_label": "netbox_chat_demo",
+                "model": "widget",
+                "rest_api_endpoint": endpoint,
+            }
+            return httpx.Response(200, json={"count": 1, "results": [row]})
         return httpx.Response(200, json={"count": 0, "results": []})
 
     async def ask() -> tuple[str, str]:
@@ -847,15 +855,16 @@ def test_plugins_make_the_tools_read_the_servers_schema_cached_by_fingerprint(
             {"object_type": "widgets", "filters": {"colour": "red", "name__ic": "w"}}
         )
         no = await tools["netbox_get_objects"].ainvoke(
-            {"object_type": "chat-demo.widget", "filters": {"color": "red"}}
+            {"object_type": "netbox_chat_demo.widget", "filters": {"color": "red"}}
         )
         await client.aclose()
         return ok, no
 
     ok, no = run(ask())
-    assert json.loads(ok)["object_type"] == "chat-demo.widget"
+    assert json.loads(ok)["object_type"] == "netbox_chat_demo.widget"
     assert "/api/plugins/chat-demo/widgets/" in hits
-    assert no.startswith("Error: 'color' is not a chat-demo.widget filter") and "colour" in no
+    assert no.startswith("Error: 'color' is not a netbox_chat_demo.widget filter")
+    assert "colour" in no
     run(ask())
     assert hits.count("/api/schema/") == 1  # cached for this version and plugin set
     plugins["netbox_chat_demo"] = "0.2"

@@ -309,6 +309,21 @@ class NetBoxClient:
             raise self._error(NetBoxBadResponse, "NetBox custom-fields answer has no results.")
         return [r for r in results if isinstance(r, dict)]
 
+    async def object_type_names(self) -> dict[str, str]:
+        """NetBox's object type name for each API endpoint: ``{"/api/dcim/devices/":
+        "dcim.device", "/api/plugins/chat-demo/widgets/": "netbox_chat_demo.widget"}``."""
+        data = await self.get(
+            "core/object-types",
+            [("fields", "app_label,model,rest_api_endpoint"), ("limit", "1000")],
+            optional=True,
+        )
+        results = data.get("results") if isinstance(data, dict) else None
+        return {
+            str(r["rest_api_endpoint"]): f"{r.get('app_label')}.{r.get('model')}"
+            for r in results or ()
+            if isinstance(r, dict) and r.get("rest_api_endpoint")
+        }
+
     async def schema(self, timeout: float = 120.0) -> dict[str, Any]:
         """The OpenAPI schema (about 14.6 MB for 4.7; takes seconds)."""
         data = await self.get("schema", [("format", "json")], timeout=timeout)
