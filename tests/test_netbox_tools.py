@@ -31,13 +31,20 @@ from netbox_chat.netbox import (
     NetBoxNotFound,
     NetBoxTimeout,
 )
-from netbox_chat.netbox.object_types import cached_table_path, schema_fingerprint, shipped_table
+from netbox_chat.netbox.object_types import (
+    FilterTable,
+    cached_table_path,
+    schema_fingerprint,
+    shipped_table,
+)
+from netbox_chat.netbox.schema import derive_table
 from netbox_chat.netbox.tools import (
     DEFAULT_FIELDS,
     MAX_LIMIT,
     SEARCH_DEFAULT_TYPES,
     NetBoxTools,
     build_netbox_tools,
+    result_budget,
 )
 
 pytestmark = pytest.mark.timeout(30)
@@ -372,6 +379,86 @@ def test_results_over_budget_are_cut_with_a_marker():
     assert f"{r['returned']} of 50 results shown" in r["truncated"]
     assert r["results"][0] == {"id": 0, "display": "dev0", "name": "dev0", "status": "active",
                                "site": {"id": 1, "display": "S", "slug": "s"}, "comments": "x" * 900}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("window", "budget"),
+    [(None, 8000), (4096, 2048), (16384, 8192), (32768, 16384), (262144, 60000)],
+)
+def test_the_result_budget_scales_with_the_models_window(window, budget):
+    """Half the window's tokens in characters (a sixth of it at ~3 characters of JSON per
+    token), between 2,000 and 60,000; 8,000 when the window is not known."""
+    assert window is None or result_budget(window) == budget
+
+    def handler(r: httpx.Request) -> httpx.Response:
+        n = int(r.url.params["limit"])
+        return httpx.Response(
+            200, json={"count": 500, "results": [big_device(i) for i in range(n)]}
+        )
+
+    async def go():
+        client = NetBoxClient("http://nb", TOKEN, transport=httpx.MockTransport(handler))
+        kw = {} if window is None else {"window_tokens": window}
+        tools = {t.name: t for t in build_netbox_tools(client, table=shipped_table(), **kw)}
+        return await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "dcim.device", "limit": 100, "fields": ["name", "comments"]}
+        )
+
+    out = run(go())
+    answer = json.loads(out)
+    assert len(out) <= budget < len(out) + 1200  # filled, not merely under
+    assert f"cut to fit {budget} characters" in answer["truncated"]
+    assert answer["next_offset"] == answer["returned"] < 100
+
+
+def test_an_ordering_netbox_fails_on_says_to_drop_it():
+    """A table derived at run time knows no ordering terms (they are not in the schema),
+    so a term NetBox lists but cannot sort by can reach it: NetBox 4.7.3 answers 500."""
+    table = FilterTable(derive_excerpt())
+
+    def handler(r: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            500, text="<h1>Server Error</h1>", headers={"content-type": "text/html"}
+        )
+
+    async def go():
+        client = NetBoxClient("http://nb", TOKEN, transport=httpx.MockTransport(handler), retries=0)
+        tools = {t.name: t for t in build_netbox_tools(client, table=table)}
+        return await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "ipam.ipaddress", "ordering": "assigned_object"}
+        )
+
+    out = run(go())
+    assert "NetBox failed ordering ipam.ipaddress by 'assigned_object'" in out
+    assert "Ask again without ordering" in out and "\n" not in out
+
+
+def derive_excerpt() -> dict[str, Any]:
+    ok = {
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/PaginatedIPAddressList"}}
+        }
+    }
+    return derive_table({
+        "info": {"version": "4.9.0"},
+        "paths": {"/api/ipam/ip-addresses/": {"get": {"parameters": [], "responses": {"200": ok}}}},
+        "components": {"schemas": {
+            "PaginatedIPAddressList": {"properties": {"results": {"items": {"$ref": "#/components/schemas/IPAddress"}}}},
+            "IPAddress": {"properties": {"id": {}, "address": {}, "assigned_object": {}}},
+        }},
+    })  # fmt: skip
+
+
+def test_every_tool_argument_declares_its_type():
+    tools = build_netbox_tools(NetBoxClient("http://nb", TOKEN))
+    for tool in tools:
+        params = convert_to_openai_tool(tool)["function"]["parameters"]
+        assert params["type"] == "object"
+        for name, spec in params["properties"].items():
+            assert spec.get("type") in ("string", "integer", "boolean", "object", "array"), (
+                tool.name,
+                name,
+            )
 
 
 def test_one_huge_object_drops_its_largest_fields():
