@@ -232,14 +232,15 @@ class NetBoxTools:
                 return self._table
             table = shipped_table()
             if self._live_schema:
-                status = await self.client.status()
+                # one round trip for both, before the call the model is waiting for
+                status, custom = await asyncio.gather(self.client.status(), self._custom_fields())
                 version = str(status.get("netbox-version", ""))
                 fingerprint = schema_fingerprint(status)
                 if version and (version != table.netbox_version or status.get("plugins")):
                     table = load_cached_table(version, fingerprint) or await self._derive(
                         version, fingerprint, table
                     )
-                table = await self._with_custom_fields(table)
+                table = self._with_custom_fields(table, custom)
             self._table = table
             return table
 
@@ -278,15 +279,22 @@ class NetBoxTools:
             save_cached_table(version, fingerprint, raw)
         return table
 
-    async def _with_custom_fields(self, table: FilterTable) -> FilterTable:
+    async def _custom_fields(self) -> list[dict[str, Any]] | NetBoxError:
         try:
-            fields = await self.client.custom_fields()
+            return await self.client.custom_fields()
         except NetBoxError as e:
+            return e
+
+    @staticmethod
+    def _with_custom_fields(
+        table: FilterTable, custom: list[dict[str, Any]] | NetBoxError
+    ) -> FilterTable:
+        if isinstance(custom, NetBoxError):
             table = table.with_types(dict(table.types))
-            table.custom_fields_note = f"this NetBox's custom fields could not be read ({e})"
+            table.custom_fields_note = f"this NetBox's custom fields could not be read ({custom})"
             log.warning("netbox-chat: %s", table.custom_fields_note)
             return table
-        return with_custom_fields(table, fields)
+        return with_custom_fields(table, custom)
 
     async def _resolve(self, object_type: str) -> tuple[FilterTable, ObjectType]:
         table = await self.table()
