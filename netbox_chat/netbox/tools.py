@@ -217,32 +217,38 @@ class NetBoxTools:
     ) -> None:
         self.client = client
         self._table = table
+        self._custom_table: FilterTable | None = None
         self._live_schema = live_schema and table is None
         self._table_lock = asyncio.Lock()
         self.budget = budget
 
-    async def table(self) -> FilterTable:
+    async def table(self, *, custom_fields: bool = False) -> FilterTable:
         """The filter table for this NetBox, read once: the shipped one when the server is
         that version without plugins, else one derived from the server's own schema
-        (cached on disk by version and plugin fingerprint); plus its custom fields."""
-        if self._table is not None:
-            return self._table
+        (cached on disk by version and plugin fingerprint). ``custom_fields``: with the
+        ``cf_`` filters of its custom fields, read the first time a call uses one (so no
+        other call waits for that request)."""
         async with self._table_lock:
-            if self._table is not None:
-                return self._table
-            table = shipped_table()
-            if self._live_schema:
-                # one round trip for both, before the call the model is waiting for
-                status, custom = await asyncio.gather(self.client.status(), self._custom_fields())
-                version = str(status.get("netbox-version", ""))
-                fingerprint = schema_fingerprint(status)
-                if version and (version != table.netbox_version or status.get("plugins")):
-                    table = load_cached_table(version, fingerprint) or await self._derive(
-                        version, fingerprint, table
-                    )
-                table = self._with_custom_fields(table, custom)
-            self._table = table
+            if self._table is None:
+                self._table = await self._server_table()
+            if custom_fields and self._live_schema and self._custom_table is None:
+                self._custom_table = self._with_custom_fields(
+                    self._table, await self._custom_fields()
+                )
+            return (self._custom_table if custom_fields else None) or self._table
+
+    async def _server_table(self) -> FilterTable:
+        table = shipped_table()
+        if not self._live_schema:
             return table
+        status = await self.client.status()
+        version = str(status.get("netbox-version", ""))
+        fingerprint = schema_fingerprint(status)
+        if version and (version != table.netbox_version or status.get("plugins")):
+            table = load_cached_table(version, fingerprint) or await self._derive(
+                version, fingerprint, table
+            )
+        return table
 
     async def _derive(self, version: str, fingerprint: str, shipped: FilterTable) -> FilterTable:
         from .schema import derive_table
@@ -296,8 +302,11 @@ class NetBoxTools:
             return table
         return with_custom_fields(table, custom)
 
-    async def _resolve(self, object_type: str) -> tuple[FilterTable, ObjectType]:
-        table = await self.table()
+    async def _resolve(
+        self, object_type: str, filters: Mapping[str, Any] | None = None
+    ) -> tuple[FilterTable, ObjectType]:
+        wants_cf = any(str(k).strip().lower().startswith("cf_") for k in filters or ())
+        table = await self.table(custom_fields=wants_cf)
         return table, table.resolve(object_type)
 
     def _fail(self, e: BaseException) -> str:
@@ -318,7 +327,7 @@ class NetBoxTools:
 
     async def _get_objects(self, reading: Reading) -> str:
         args, notes = reading.args, list(reading.notes)
-        table, ot = await self._resolve(args["object_type"])
+        table, ot = await self._resolve(args["object_type"], args.get("filters"))
         params = build_params(ot, args.get("filters"), table)
         n = _limit(args.get("limit"), DEFAULT_LIMIT, MAX_LIMIT, notes)
         off = _offset(args.get("offset"))
@@ -490,7 +499,7 @@ class NetBoxTools:
 
     async def _changelogs(self, reading: Reading) -> str:
         args, notes = reading.args, list(reading.notes)
-        table, ot = await self._resolve(CHANGELOG_TYPE)
+        table, ot = await self._resolve(CHANGELOG_TYPE, args.get("filters"))
         params = build_params(ot, args.get("filters"), table)
         n = _limit(args.get("limit"), CHANGELOG_DEFAULT_LIMIT, MAX_LIMIT, notes)
         off = _offset(args.get("offset"))
