@@ -28,7 +28,7 @@ from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.config import resolve_settings
 from netbox_chat.netbox.client import NetBoxClient
 from netbox_chat.netbox.tools import build_netbox_tools
-from netbox_chat.sessions import SessionFile, SessionStore, connect
+from netbox_chat.sessions import SessionFile, SessionStore
 from netbox_chat.turns import Conversation
 from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
@@ -273,7 +273,7 @@ def run_agent_turn(
         folder = tmp_path / "sessions"
         settings = resolve_settings(sessions_dir=folder, ollama_url=ollama.url, env={})
         session = SessionFile.create(SessionStore(folder), model="qwen3:8b")
-        saver = BridgedSqliteSaver(connect(session.path))
+        saver = BridgedSqliteSaver(session.db)
         client = NetBoxClient(netbox.url, TEST_TOKEN)
         try:
             graph = build_agent(settings, build_netbox_tools(client), saver)
