@@ -20,6 +20,7 @@ from deepagents import (
 )
 from deepagents._messages_reducer import _messages_delta_reducer
 from deepagents.graph import DeepAgentState
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AnyMessage
 from langchain_core.tools import BaseTool
 from langchain_ollama import ChatOllama
@@ -87,11 +88,13 @@ def _exclude_subagents_for_ollama() -> None:
     )
 
 
-def build_model(settings: Settings) -> ChatOllama:
+def build_model(settings: Settings, *, num_ctx: int | None = None) -> ChatOllama:
+    """`num_ctx` is the session's window; it must stay the same for every
+    request of the session (a change makes Ollama reload the model, #9977)."""
     return ChatOllama(
         model=settings.model,
         base_url=settings.ollama_url,
-        num_ctx=settings.num_ctx,
+        num_ctx=num_ctx or settings.num_ctx,
         temperature=0,
         # ChatOllama has no timeout by default: a stalled server would hang a
         # turn forever. The timeout covers connect and each read of the stream.
@@ -105,19 +108,26 @@ def build_agent(
     checkpointer: BaseCheckpointSaver[Any],
     *,
     model: Any = None,
+    context_guard: AgentMiddleware[Any, Any, Any] | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The compiled deep agent for one session.
 
     deepagents' default in-state backend is kept, so virtual files and
     offloaded tool results live inside the checkpoint and die with the
-    session; nothing is written beside the session file.
+    session; nothing is written beside the session file. `context_guard`
+    (netbox_chat.context) takes the slot of deepagents' summarization.
     """
     _exclude_subagents_for_ollama()
+    middleware: list[AgentMiddleware[Any, Any, Any]] = [
+        FilesystemMiddleware(tools=FILE_TOOLS_KEPT, system_prompt=FILE_TOOLS_PROMPT)
+    ]
+    if context_guard is not None:
+        middleware.append(context_guard)
     return create_deep_agent(
         model=model if model is not None else build_model(settings),
         tools=list(tools),
         system_prompt=SYSTEM_PROMPT,
-        middleware=[FilesystemMiddleware(tools=FILE_TOOLS_KEPT, system_prompt=FILE_TOOLS_PROMPT)],
+        middleware=middleware,
         state_schema=SessionState,
         checkpointer=checkpointer,
     )

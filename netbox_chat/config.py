@@ -16,6 +16,7 @@ DEFAULT_MODEL = "qwen3:8b"
 DEFAULT_NUM_CTX = 16384
 DEFAULT_REQUEST_TIMEOUT = 120.0
 DEFAULT_NETBOX_TIMEOUT = 15.0
+DEFAULT_COMPACT_AT = 0.8
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Settings:
     num_ctx: int = DEFAULT_NUM_CTX
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     netbox_timeout: float = DEFAULT_NETBOX_TIMEOUT
+    compact_at: float = DEFAULT_COMPACT_AT  # share of the window that triggers a compaction
 
 
 def _positive_number(env: Mapping[str, str], name: str, default: float) -> float:
@@ -46,6 +48,20 @@ def _positive_number(env: Mapping[str, str], name: str, default: float) -> float
         raise ValueError(f"{name} must be a number, got {raw!r}") from exc
     if value <= 0:
         raise ValueError(f"{name} must be greater than zero, got {raw!r}")
+    return value
+
+
+def _fraction(env: Mapping[str, str], name: str, default: float) -> float:
+    """A share between 0 and 1; 0 turns the feature off."""
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number between 0 and 1, got {raw!r}") from exc
+    if not 0 <= value <= 1:
+        raise ValueError(f"{name} must be between 0 (off) and 1, got {raw!r}")
     return value
 
 
@@ -75,4 +91,5 @@ def resolve_settings(
         num_ctx=int(_positive_number(env, "NETBOX_CHAT_NUM_CTX", DEFAULT_NUM_CTX)),
         request_timeout=_positive_number(env, "NETBOX_CHAT_TIMEOUT", DEFAULT_REQUEST_TIMEOUT),
         netbox_timeout=_positive_number(env, "NETBOX_TIMEOUT", DEFAULT_NETBOX_TIMEOUT),
+        compact_at=_fraction(env, "NETBOX_CHAT_COMPACT_AT", DEFAULT_COMPACT_AT),
     )

@@ -88,7 +88,7 @@ the transcript. Write concise Markdown, no preamble.\
 TOOL_RESULT_CHARS = 1_500
 TRANSCRIPT_CHARS = 40_000
 
-_THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)
+THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)
 
 
 class HistoryEditError(UserFacingError):
@@ -340,14 +340,14 @@ async def compact(
     plan = _plan(values, keep_exchanges)
 
     try:
-        reply = await chat_model.ainvoke(_summary_request(plan.older))
+        reply = await chat_model.ainvoke(summary_request(plan.older))
     except asyncio.CancelledError:
         return CompactResult(cancelled=True)
     except Exception as exc:
         raise HistoryEditError(
             f"compaction failed, nothing changed: {describe_error(exc)}"
         ) from exc
-    summary_text = _THINKING.sub("", _text(reply)).strip()
+    summary_text = THINKING.sub("", text_of(reply)).strip()
     if not summary_text:
         raise HistoryEditError("compaction failed, nothing changed: the model's summary was empty")
 
@@ -412,7 +412,7 @@ def _plan(values: dict[str, Any], keep_exchanges: int) -> _Plan:
     """
     messages: list[BaseMessage] = list(values.get("messages", []))
     event = values.get(SUMMARIZATION_EVENT)
-    effective = _effective(messages, event)
+    effective = effective_messages(messages, event)
     starts = [
         i for i, m in enumerate(effective) if isinstance(m, HumanMessage) and not is_summary(m)
     ]
@@ -429,7 +429,7 @@ def _plan(values: dict[str, Any], keep_exchanges: int) -> _Plan:
     return _Plan(older, tail, kept, event is not None, effective)
 
 
-def _effective(messages: list[BaseMessage], event: Any) -> list[BaseMessage]:
+def effective_messages(messages: list[BaseMessage], event: Any) -> list[BaseMessage]:
     """What the model sees, given deepagents' own summarization event (if any)."""
     if not isinstance(event, dict):
         return messages
@@ -447,8 +447,12 @@ def _unanswered_calls(messages: Sequence[BaseMessage]) -> list[str]:
     return problems
 
 
-def _summary_request(older: Sequence[BaseMessage]) -> list[BaseMessage]:
-    transcript = _clip_middle(_transcript(older), TRANSCRIPT_CHARS)
+def summary_request(
+    older: Sequence[BaseMessage], transcript_chars: int = TRANSCRIPT_CHARS
+) -> list[BaseMessage]:
+    """The request that asks the model for a summary of `older`, its transcript
+    clipped to `transcript_chars` so the request fits the window."""
+    transcript = _clip_middle(_transcript(older), transcript_chars)
     return [
         SystemMessage(SUMMARY_INSTRUCTIONS),
         HumanMessage(
@@ -460,14 +464,14 @@ def _summary_request(older: Sequence[BaseMessage]) -> list[BaseMessage]:
 def _transcript(messages: Sequence[BaseMessage]) -> str:
     lines: list[str] = []
     for message in messages:
-        text = _text(message).strip()
+        text = text_of(message).strip()
         if is_summary(message):
             lines.append(f"[summary of the earlier conversation]\n{text}")
         elif isinstance(message, HumanMessage):
             lines.append(f"Operator: {text}")
         elif isinstance(message, AIMessage):
             if text:
-                lines.append(f"Assistant: {_THINKING.sub('', text).strip()}")
+                lines.append(f"Assistant: {THINKING.sub('', text).strip()}")
             for call in message.tool_calls:
                 args = json.dumps(call["args"], ensure_ascii=False, sort_keys=True)
                 lines.append(f"Assistant called {call['name']}({args})")
@@ -496,7 +500,7 @@ def request_chars(messages: Sequence[BaseMessage]) -> int:
     their text plus the tool calls' names and arguments."""
     total = 0
     for message in messages:
-        total += len(_text(message))
+        total += len(text_of(message))
         if isinstance(message, AIMessage):
             total += sum(
                 len(call["name"]) + len(json.dumps(call["args"], ensure_ascii=False))
@@ -505,7 +509,7 @@ def request_chars(messages: Sequence[BaseMessage]) -> int:
     return total
 
 
-def _text(message: BaseMessage) -> str:
+def text_of(message: BaseMessage) -> str:
     content = message.content
     if isinstance(content, str):
         return content

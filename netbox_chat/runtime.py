@@ -23,6 +23,8 @@ from netbox_chat.sessions import SessionFile, connect
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
+    from netbox_chat.context import ContextGuard
+    from netbox_chat.model_info import ModelInfo
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.turns import Conversation
 
@@ -31,6 +33,15 @@ if TYPE_CHECKING:
 class Runtime:
     conversation: Conversation
     netbox: NetBoxClient | None
+    model_info: ModelInfo | None = None
+    """What Ollama's /api/show said about the model (None: it could not be
+    read); fetched once per session, here, for the window and capabilities."""
+    context: ContextGuard | None = None
+    """The session's window and the compaction that keeps requests inside it."""
+
+    @property
+    def window(self) -> int | None:
+        return None if self.context is None else self.context.window
 
     async def aclose(self) -> None:
         if self.netbox is not None:
@@ -48,10 +59,14 @@ def build_runtime(
     """Build the agent for `session` (slow: imports deepagents)."""
     from netbox_chat.agent import build_agent, build_model, find_end_node
     from netbox_chat.checkpointer import BridgedSqliteSaver
+    from netbox_chat.context import ContextGuard, result_budget, session_window
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.netbox.tools import build_netbox_tools
     from netbox_chat.turns import Conversation
 
+    model_info = _read_model_info(settings)
+    window = session_window(settings.num_ctx, model_info.context_length if model_info else None)
+    guard = ContextGuard(window, settings.compact_at)
     netbox = None
     if tools is None:
         if settings.netbox_url is None:
@@ -62,12 +77,15 @@ def build_runtime(
             timeout=settings.netbox_timeout,
             on_auth_failure=on_auth_failure,
         )
-        tools = build_netbox_tools(netbox)
+        tools = build_netbox_tools(netbox, budget=result_budget(window))
     saver = BridgedSqliteSaver(connect(session.path))
-    model = build_model(settings)
-    graph = build_agent(settings, tools, saver, model=model)
+    model = build_model(settings, num_ctx=window)
+    graph = build_agent(settings, tools, saver, model=model, context_guard=guard)
     runtime = Runtime(
-        Conversation(session, graph, saver, find_end_node(graph), model=model), netbox
+        Conversation(session, graph, saver, find_end_node(graph), model=model),
+        netbox,
+        model_info,
+        guard,
     )
     # LangChain's imports and the compiled graph are about 120,000 objects that
     # live as long as the process. Left in the collector, every full garbage
@@ -75,6 +93,20 @@ def build_runtime(
     # session: a Ctrl-C or a keystroke waits for it. Frozen, they are skipped.
     gc.freeze()
     return runtime
+
+
+def _read_model_info(settings: Settings) -> ModelInfo | None:
+    """Ollama's facts about the model, or None when they cannot be read: the
+    session then keeps the configured window, and the first turn reports what
+    is wrong with Ollama the usual way."""
+    from netbox_chat.model_info import ModelInfoError, fetch_model_info
+
+    try:
+        return fetch_model_info(
+            settings.ollama_url, settings.model, timeout=settings.request_timeout
+        )
+    except ModelInfoError:
+        return None
 
 
 class CancelOnSignals:

@@ -87,7 +87,39 @@ class RollingBack:
     reason: str
 
 
-TurnEvent = TextDelta | ToolStarted | ToolFinished | ModelCallFinished | RollingBack
+@dataclass(frozen=True)
+class ContextMeasured:
+    """Ollama's count of one request (`prompt_eval_count`) against the window;
+    `truncated` when the count shows Ollama cut the request to fit."""
+
+    prompt_tokens: int
+    window: int
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class ContextCompacted:
+    """Before a model call, the older part of the conversation was summarized."""
+
+    summarized: int
+    tokens_before: int
+    tokens_after: int
+    window: int
+    summary_tokens_in: int = 0
+    summary_tokens_out: int = 0
+
+
+@dataclass(frozen=True)
+class ContextSummaryFailed:
+    """A compaction was due but did not happen: the call goes on uncompacted."""
+
+    tokens: int
+    window: int
+    reason: str
+
+
+ContextEvent = ContextMeasured | ContextCompacted | ContextSummaryFailed
+TurnEvent = TextDelta | ToolStarted | ToolFinished | ModelCallFinished | RollingBack | ContextEvent
 EventSink = Callable[[TurnEvent], None]
 
 
@@ -104,6 +136,35 @@ class RollbackReport:
 
 
 @dataclass
+class ContextUse:
+    """What a turn's requests took of the window, from Ollama's own counts."""
+
+    window: int | None = None
+    prompt_tokens_max: int | None = None
+    prompt_tokens_last: int | None = None
+    truncated: bool = False
+    compactions: list[ContextCompacted] = field(default_factory=list)
+
+    def record(self, event: ContextEvent) -> None:
+        if isinstance(event, ContextMeasured):
+            self.window = event.window
+            self.prompt_tokens_last = event.prompt_tokens
+            self.prompt_tokens_max = max(self.prompt_tokens_max or 0, event.prompt_tokens)
+            self.truncated = self.truncated or event.truncated
+        elif isinstance(event, ContextCompacted):
+            self.compactions.append(event)
+
+    def ledger(self) -> dict[str, Any]:
+        """The `finish_turn` fields."""
+        return {
+            "prompt_tokens_max": self.prompt_tokens_max,
+            "prompt_tokens_last": self.prompt_tokens_last,
+            "context_window": self.window,
+            "truncated": self.truncated,
+        }
+
+
+@dataclass
 class TurnOutcome:
     number: int
     status: TurnStatus
@@ -113,6 +174,7 @@ class TurnOutcome:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     error: str | None = None
     rollback: RollbackReport | None = None
+    context: ContextUse = field(default_factory=lambda: ContextUse())
 
 
 class DirtyHead(UserFacingError):
@@ -292,7 +354,9 @@ class Conversation:
                     tool_calls=outcome.tool_calls,
                     answer=outcome.answer,
                     message_count=len(messages),
+                    **outcome.context.ledger(),
                 )
+                self._record_compactions(number, outcome.context)
             except _STORE_ERRORS as exc:  # the answer cannot be recorded: undo it
                 outcome.status = "failed"
                 outcome.error = describe_error(exc)
@@ -311,6 +375,7 @@ class Conversation:
                 tool_calls=outcome.tool_calls,
                 rolled_back=outcome.rollback.removed_messages,
                 error=_join(outcome.error, outcome.rollback.problems),
+                **outcome.context.ledger(),
             )
         except _STORE_ERRORS as exc:
             # Neither the rollback nor the ledger could be written. What is on
@@ -326,13 +391,32 @@ class Conversation:
             raise StoreError(f"turn {number} failed and was rolled back: {outcome.error}")
         return outcome
 
+    def _record_compactions(self, turn: int, context: ContextUse) -> None:
+        """Automatic compactions go into the history-edit log (export notes them
+        where they happened); they leave the message list as it was, so they
+        carry no message count."""
+        for compaction in context.compactions:
+            self.session.record_edit(
+                "auto-compact",
+                turn=turn,
+                summarized=compaction.summarized,
+                tokens_before=compaction.tokens_before,
+                tokens_after=compaction.tokens_after,
+                window=compaction.window,
+            )
+
     async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> None:
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
         inputs = {"messages": [HumanMessage(question)]}
         stream: Any = self.graph.astream(
-            inputs, self.config, stream_mode=["messages", "updates"], durability="exit"
+            inputs, self.config, stream_mode=["messages", "updates", "custom"], durability="exit"
         )
         async for mode, chunk in stream:
+            if mode == "custom":
+                if isinstance(chunk, ContextEvent):
+                    outcome.context.record(chunk)
+                    sink(chunk)
+                continue
             if mode == "messages":
                 message, metadata = chunk
                 if (
