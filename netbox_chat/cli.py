@@ -324,6 +324,8 @@ async def _ask_once(session: SessionFile, settings: Settings, question: str) -> 
         await runtime.aclose()
     for warning in auth_warnings:
         stderr.print(f"[bold red]{warning}[/bold red]")
+    if outcome.context.truncated and outcome.context.window:
+        stderr.print(render.truncation_line(outcome.context.window))
     if outcome.rollback is not None and not outcome.rollback.verified:
         render.print_rollback(stderr, outcome.rollback)
     return {
@@ -333,6 +335,13 @@ async def _ask_once(session: SessionFile, settings: Settings, question: str) -> 
         "answer": outcome.answer,
         "tool_calls": [asdict(call) for call in outcome.tool_calls],
         "tokens": {"in": outcome.tokens_in, "out": outcome.tokens_out},
+        "context": {
+            "window": outcome.context.window,
+            "prompt_tokens_max": outcome.context.prompt_tokens_max,
+            "prompt_tokens_last": outcome.context.prompt_tokens_last,
+            "truncated": outcome.context.truncated,
+            "compactions": len(outcome.context.compactions),
+        },
         "error": outcome.error,
     }
 

@@ -56,10 +56,7 @@ from netbox_chat.turns import (
     ContextSummaryFailed,
     describe_error,
 )
-
-DEFAULT_CHARS_PER_TOKEN = 2.5
-"""The ratio before Ollama has counted anything: below NetBox JSON's (about 2.7
-to 3 characters a token), so a first estimate errs high, never low."""
+from netbox_chat.window import DEFAULT_CHARS_PER_TOKEN, REPLY_TOKENS
 
 SAFETY = 0.9
 """The ratio used is 90 % of the lowest one seen lately: err on the safe side."""
@@ -69,9 +66,6 @@ CALIBRATION_SAMPLES = 8
 KEEP_FRACTION = 0.3
 """At most this share of the window is kept verbatim after a compaction (the
 last steps); the rest of what the model saw goes into the summary."""
-
-SUMMARY_OUTPUT_TOKENS = 1024
-"""Room left in the window for the summary the model writes."""
 
 TRUNCATION_SHORTFALL = 0.85
 """A count below this share of the expected one means Ollama left part of the
@@ -104,18 +98,6 @@ class Calibration:
         """Tokens, as Ollama will most likely count them."""
         ratio = statistics.median(self.samples) if self.samples else MOST_CHARS_PER_TOKEN
         return math.ceil(chars / ratio)
-
-
-def session_window(num_ctx: int, context_length: int | None) -> int:
-    """The session's window: the setting, capped by what the model was trained
-    for (Ollama caps it the same way, with only a log line)."""
-    return min(num_ctx, context_length) if context_length else num_ctx
-
-
-def result_budget(window: int) -> int:
-    """Characters one NetBox tool result may take: about a sixth of the window
-    at JSON's 3 characters a token (8,192 at the default 16k window)."""
-    return max(1_000, window // 2)
 
 
 def message_chars(message: BaseMessage) -> int:
@@ -198,6 +180,7 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
         self.window = window
         self.compact_at = compact_at
         self.calibration = Calibration()
+        self.last_prompt_tokens: int | None = None
         self._tools_chars: dict[tuple[str, ...], int] = {}
 
     @property
@@ -255,7 +238,7 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
         if not [m for m in older if not is_summary(m)]:
             emit(ContextSummaryFailed(estimate, self.window, "nothing older to summarize"))
             return None
-        budget_tokens = self.window - SUMMARY_OUTPUT_TOKENS - 600
+        budget_tokens = self.window - REPLY_TOKENS - 600
         transcript_chars = max(2_000, int(budget_tokens * self.calibration.safe_ratio))
         try:
             reply = await request.model.ainvoke(
@@ -316,4 +299,10 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
         truncated = tokens >= self.window or tokens < expected * TRUNCATION_SHORTFALL
         if not truncated:
             self.calibration.observe(chars, tokens)
+        self.last_prompt_tokens = tokens
         emit(ContextMeasured(tokens, self.window, truncated))
+
+    def tokens_without(self, tokens: int, chars_removed: int) -> int:
+        """A request of `tokens` once `chars_removed` characters are gone from
+        it (what `/compact` reports as the meter after)."""
+        return max(0, tokens - int(chars_removed / self.calibration.safe_ratio))

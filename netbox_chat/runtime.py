@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import SessionFile, connect
+from netbox_chat.window import result_budget, session_window
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -59,7 +60,7 @@ def build_runtime(
     """Build the agent for `session` (slow: imports deepagents)."""
     from netbox_chat.agent import build_agent, build_model, find_end_node
     from netbox_chat.checkpointer import BridgedSqliteSaver
-    from netbox_chat.context import ContextGuard, result_budget, session_window
+    from netbox_chat.context import ContextGuard
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.netbox.tools import build_netbox_tools
     from netbox_chat.turns import Conversation

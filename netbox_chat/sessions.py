@@ -275,6 +275,9 @@ class SessionSummary:
     open_by: int | None = None
     is_open: bool = False
     unreadable: str | None = None
+    context_tokens: int | None = None
+    """Ollama's count of the last finished turn's last request (the meter)."""
+    context_window: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -398,6 +401,10 @@ class SessionStore:
                     "SELECT count(*) FILTER (WHERE status = 'done'), "
                     "max(coalesce(ended_at, started_at)) FROM turns"
                 ).fetchone()
+                context = conn.execute(
+                    "SELECT prompt_tokens_last, context_window FROM turns "
+                    "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
+                ).fetchone() or (None, None)
         except (UnreadableSession, sqlite3.DatabaseError) as exc:
             reason = str(exc) if isinstance(exc, UnreadableSession) else f"damaged ({exc})"
             return replace(base, unreadable=reason)
@@ -409,6 +416,8 @@ class SessionStore:
             created_at=created,
             last_active=max(last or "", created),
             turns=turns,
+            context_tokens=context[0],
+            context_window=context[1],
         )
 
     def forget(self, session_id: str) -> None:

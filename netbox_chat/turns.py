@@ -398,6 +398,7 @@ class Conversation:
         for compaction in context.compactions:
             self.session.record_edit(
                 "auto-compact",
+                after_turn=turn - 1,
                 turn=turn,
                 summarized=compaction.summarized,
                 tokens_before=compaction.tokens_before,

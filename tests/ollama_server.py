@@ -41,8 +41,8 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "DEFAULT_CONTEXT_LENGTHS",
-    "DEFAULT_NUM_CTX",
     "DEFAULT_MODELS",
+    "DEFAULT_NUM_CTX",
     "Delay",
     "HTTPError",
     "ScriptedOllama",
@@ -301,11 +301,16 @@ def fit_prompt(
         # messages before the cut plus everything from it on still fit.
         start = max(last, 0)
         for i in range(last - 1, -1, -1):
-            before = sum(size for size, is_system in zip(sizes[:i], system[:i]) if is_system)
+            before = sum(
+                size for size, is_system in zip(sizes[:i], system[:i], strict=True) if is_system
+            )
             if fixed + before + sum(sizes[i:]) > window:
                 break
             start = i
-    kept = [*(m for m, is_system in zip(messages[:start], system) if is_system), *messages[start:]]
+    kept = [
+        *(m for m, is_system in zip(messages[:start], system[:start], strict=True) if is_system),
+        *messages[start:],
+    ]
     dropped = len(messages) - len(kept)
     text = render_prompt(kept, tools)
     tokens = tokenize(text)

@@ -1,0 +1,39 @@
+"""The context window's arithmetic, cheap to import (doctor uses it without
+LangChain): the session's window, the NetBox result budget that scales with
+it, and the least a window must hold for one turn."""
+
+from __future__ import annotations
+
+import math
+
+DEFAULT_CHARS_PER_TOKEN = 2.5
+"""The ratio before Ollama has counted anything: below NetBox JSON's (about 2.7
+to 3 characters a token), so a first estimate errs high, never low."""
+
+FIXED_REQUEST_CHARS = 5_000
+"""What every request carries before the conversation: the system prompt and
+the tool definitions, as sent (4,720 characters measured with the four NetBox
+tools and read_file; tests/test_context.py keeps this above the real figure)."""
+
+REPLY_TOKENS = 1_024
+"""Room a request must leave for the question and the answer, or the summary."""
+
+
+def session_window(num_ctx: int, context_length: int | None) -> int:
+    """The session's window: the setting, capped by what the model was trained
+    for (Ollama caps it the same way, with only a log line). It never changes
+    while the session is open: a new num_ctx makes Ollama reload the model."""
+    return min(num_ctx, context_length) if context_length else num_ctx
+
+
+def result_budget(window: int) -> int:
+    """Characters one NetBox tool result may take: about a sixth of the window
+    at JSON's 3 characters a token (8,192 at the default 16k window)."""
+    return max(1_000, window // 2)
+
+
+def turn_floor(window: int) -> int:
+    """Tokens one turn needs at least: system prompt, tool definitions, one
+    tool result at its budget, and room for the question and the answer."""
+    chars = FIXED_REQUEST_CHARS + result_budget(window)
+    return math.ceil(chars / DEFAULT_CHARS_PER_TOKEN) + REPLY_TOKENS
