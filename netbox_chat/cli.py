@@ -325,7 +325,7 @@ async def _ask_once(session: SessionFile, settings: Settings, question: str) -> 
     for warning in auth_warnings:
         stderr.print(f"[bold red]{warning}[/bold red]")
     if outcome.context.truncated and outcome.context.window:
-        stderr.print(render.truncation_line(outcome.context.window))
+        stderr.print(render.truncation_line(outcome.context.window), soft_wrap=True)
     if outcome.rollback is not None and not outcome.rollback.verified:
         render.print_rollback(stderr, outcome.rollback)
     return {

@@ -30,11 +30,11 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Annotated, Any, NotRequired, cast
 
 from deepagents.middleware.summarization import SUMMARIZATION_EVENT_KEY, SummarizationState
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain.agents.middleware.types import ExtendedModelResponse
+from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_stream_writer
@@ -76,11 +76,26 @@ MOST_CHARS_PER_TOKEN = 5.0
 English prose runs up to about 5 characters a token, JSON well under."""
 
 
+CALIBRATION_KEY = "_context_calibration"
+"""State key holding the latest characters-per-token samples. In the state,
+they persist with the turn that measured them (and roll back with it), so a
+resumed session starts calibrated."""
+
+
+class ContextState(SummarizationState):
+    _context_calibration: Annotated[NotRequired[list[float] | None], PrivateStateAttr]
+
+
 @dataclass
 class Calibration:
     """Characters per token, learned from Ollama's counts of this session's requests."""
 
     samples: deque[float] = field(default_factory=lambda: deque(maxlen=CALIBRATION_SAMPLES))
+
+    @classmethod
+    def from_state(cls, stored: Any) -> Calibration:
+        samples = [float(x) for x in stored] if isinstance(stored, list) else []
+        return cls(deque(samples, maxlen=CALIBRATION_SAMPLES))
 
     def observe(self, chars: int, tokens: int) -> None:
         if tokens > 0 and chars > 0:
@@ -173,7 +188,7 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
     key), whose trigger would be 170,000 tokens for a model without a profile.
     """
 
-    state_schema = SummarizationState
+    state_schema = ContextState
 
     def __init__(self, window: int, compact_at: float) -> None:
         super().__init__()
@@ -206,25 +221,25 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse | ExtendedModelResponse[Any]:
         emit = get_stream_writer()
+        self.calibration = Calibration.from_state(request.state.get(CALIBRATION_KEY))
         event = request.state.get(SUMMARIZATION_EVENT_KEY)
         seen = effective_messages(list(request.messages), event)
         request = request.override(messages=cast("list[AnyMessage]", seen))
         chars = self.request_chars(request)
         estimate = self.calibration.estimate(chars)
-        new_event = None
+        update: dict[str, Any] = {}
         threshold = self.threshold
         if threshold is not None and estimate > threshold:
             compacted = await self._compact(request, event, estimate, emit)
             if compacted is not None:
-                request, new_event = compacted
+                request, update[SUMMARIZATION_EVENT_KEY] = compacted
                 chars = self.request_chars(request)
         response = await handler(request)
-        self._measure(response, chars, emit)
-        if new_event is None:
+        if self._measure(response, chars, emit):
+            update[CALIBRATION_KEY] = list(self.calibration.samples)
+        if not update:
             return response
-        return ExtendedModelResponse(
-            model_response=response, command=Command(update={SUMMARIZATION_EVENT_KEY: new_event})
-        )
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
     async def _compact(
         self, request: ModelRequest, event: Any, estimate: int, emit: Callable[[Any], None]
@@ -280,10 +295,10 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
         }
         return compacted, new_event
 
-    def _measure(self, response: ModelResponse, chars: int, emit: Callable[[Any], None]) -> None:
+    def _measure(self, response: ModelResponse, chars: int, emit: Callable[[Any], None]) -> bool:
         """Ollama's count of what it evaluated, for the meter, the ledger and the
         calibration; a count at the window, or well short of what was sent,
-        means Ollama cut the request."""
+        means Ollama cut the request. True when the calibration learned from it."""
         usage = next(
             (
                 m.usage_metadata
@@ -293,7 +308,7 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
             None,
         )
         if not usage:
-            return
+            return False
         tokens = int(usage.get("input_tokens", 0))
         expected = self.calibration.expected(chars)
         truncated = tokens >= self.window or tokens < expected * TRUNCATION_SHORTFALL
@@ -301,6 +316,7 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
             self.calibration.observe(chars, tokens)
         self.last_prompt_tokens = tokens
         emit(ContextMeasured(tokens, self.window, truncated))
+        return not truncated
 
     def tokens_without(self, tokens: int, chars_removed: int) -> int:
         """A request of `tokens` once `chars_removed` characters are gone from

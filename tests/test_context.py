@@ -12,6 +12,9 @@ import asyncio
 import contextlib
 import json
 import re
+import subprocess
+import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,9 @@ from netbox_chat.turns import (
     ContextSummaryFailed,
     TurnEvent,
 )
+from netbox_chat.window import FIXED_REQUEST_CHARS
+from tests.conftest import TEST_TOKEN
+from tests.inspect_session import read_from_fresh_process as inspect
 from tests.ollama_server import HTTPError, ScriptedOllama, Stall, Step, Text, ToolCall
 
 FACT = "FACT-rack-key: the DM-Akron rack key code is 4417"
@@ -386,3 +392,141 @@ async def test_compaction_off_lets_the_truncation_through_and_says_so(
 def test_compact_at_must_be_a_fraction(value: str, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="NETBOX_CHAT_COMPACT_AT"):
         resolve_settings(sessions_dir=tmp_path, env={"NETBOX_CHAT_COMPACT_AT": value})
+
+
+# --- through the real CLI ----------------------------------------------------------------
+
+ROOT = Path(__file__).parent.parent
+BIG_QUESTION = "check these devices: " + ", ".join(f"dmi01-akron-sw{n:03d}" for n in range(260))
+
+
+def run_ask(env: dict[str, str], question: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "ask", question, "--json", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_kill_9_during_an_automatic_compaction_leaves_the_pre_turn_state(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    summary_asked = threading.Event()
+
+    def respond(body: dict[str, Any]) -> list[Step]:
+        if is_summary_request(body):
+            summary_asked.set()
+            return [Stall()]
+        return [Text("Checked: all of them are active.")]
+
+    ollama.responder = respond
+    env = {**chat_env, "NETBOX_CHAT_NUM_CTX": "8192"}
+    first = run_ask(env, BIG_QUESTION)
+    assert first.returncode == 0, first.stderr
+    session_id = json.loads(first.stdout)["session"]
+    second = run_ask(env, BIG_QUESTION, "--session", session_id)
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["context"]["compactions"] == 0
+    before = inspect(sessions_dir, session_id)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netbox_chat", "ask", BIG_QUESTION, "--session", session_id],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert summary_asked.wait(30), "the third turn never asked for a summary"
+    finally:
+        proc.kill()
+        proc.wait(10)
+    after = inspect(sessions_dir, session_id)
+    assert after["messages"] == before["messages"]
+    assert after["next"] == [] and after["pending_writes"] == 0
+    assert [t["status"] for t in after["turns"]] == ["done", "done", "running"]
+
+    ollama.responder = lambda body: [Text("Short answer.")]
+    again = run_ask(env, "and now?", "--session", session_id)
+    assert again.returncode == 0, again.stderr
+    assert "turn 3 was interrupted and rolled back" in again.stderr
+    final = inspect(sessions_dir, session_id)
+    assert [t["status"] for t in final["turns"]] == ["done", "done", "interrupted", "done"]
+
+
+def test_ask_json_and_export_report_the_context_and_the_truncation(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.responder = lambda body: [Text("Checked.")]
+    env = {**chat_env, "NETBOX_CHAT_NUM_CTX": "8192", "NETBOX_CHAT_COMPACT_AT": "0"}
+    first = run_ask(env, BIG_QUESTION)
+    assert first.returncode == 0, first.stderr
+    result = json.loads(first.stdout)
+    context = result["context"]
+    assert context["window"] == 8192 and not context["truncated"]
+    assert context["prompt_tokens_last"] == ollama.seen[-1].evaluated  # type: ignore[union-attr]
+    session_id = result["session"]
+    for _ in range(3):  # compaction off: the fourth request no longer fits
+        done = run_ask(env, BIG_QUESTION, "--session", session_id)
+    cut = json.loads(done.stdout)
+    assert cut["context"]["truncated"] is True and cut["status"] == "done"
+    assert "Ollama cut this request to fit its 8k window" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+    listed = subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "ls", "--json"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (row,) = json.loads(listed.stdout)
+    assert row["context_window"] == 8192
+    assert row["context_tokens"] == cut["context"]["prompt_tokens_last"] < 8192
+    exported = subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "export", session_id],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert exported.count("Ollama cut a request of this turn") == 1
+    as_json = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "netbox_chat", "export", session_id, "--format", "json"],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert [t["context"]["truncated"] for t in as_json["turns"]] == [False, False, False, True]
+
+
+async def test_the_fixed_part_of_a_request_is_what_window_py_assumes(
+    ollama: ScriptedOllama, sessions_dir: Path, netbox: Any
+) -> None:
+    """window.FIXED_REQUEST_CHARS (doctor's floor) against the real system
+    prompt and tool definitions the agent sends."""
+    ollama.script([Text("ok")])
+    env = {"NETBOX_URL": netbox.url, "NETBOX_TOKEN": TEST_TOKEN}
+    store = SessionStore(sessions_dir)
+    session = SessionFile.create(store, model="qwen3:8b")
+    settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env=env)
+    runtime = await asyncio.to_thread(build_runtime, session, settings)
+    try:
+        await runtime.conversation.run_turn("hi")
+    finally:
+        await runtime.aclose()
+        session.close()
+    body = ollama.requests[0]
+    sent = len(json.dumps(body["tools"])) + sum(
+        len(m["content"]) for m in body["messages"] if m["role"] == "system"
+    )
+    assert sent <= FIXED_REQUEST_CHARS < sent * 1.2
