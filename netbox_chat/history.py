@@ -201,8 +201,15 @@ def rewind(conversation: Conversation, to_turn: int | None = None) -> RewindResu
         messages_before=before,
         messages_after=len(target_messages),
         head_checkpoint_id=new_head,
-        undid_compaction=any(is_summary(m) for m in head_values.get("messages", []))
-        and not any(is_summary(m) for m in target_messages),
+        undid_compaction=_summarized(head_values) and not _summarized(target_values),
+    )
+
+
+def _summarized(values: dict[str, Any]) -> bool:
+    """Whether the model sees a summary here: one written by /compact into the
+    messages, or an automatic one in the summarization event."""
+    return values.get(SUMMARIZATION_EVENT) is not None or any(
+        is_summary(m) for m in values.get("messages", [])
     )
 
 

@@ -22,6 +22,7 @@ from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import History
 from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
+from rich.text import Text
 
 from netbox_chat import render
 from netbox_chat.config import Settings
@@ -232,7 +233,8 @@ class Repl:
         before = self._last_request_tokens(runtime)
         with self.console.status("[dim]compacting…[/dim]"):
             result = await asyncio.create_task(runtime.conversation.compact())
-        self.console.print(result)
+        # as its one line: rich would pretty-print the dataclass's fields instead
+        self.console.print(Text(str(result)))
         if runtime.context is not None and before is not None and not result.cancelled:
             after = runtime.context.tokens_without(before, result.chars_before - result.chars_after)
             self.console.print(render.compaction_meter(before, after, runtime.context.window))

@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -348,6 +349,7 @@ async def test_rewind_to_a_turn_before_a_compaction_restores_its_full_conversati
 
         result = conversation.rewind(first)
         assert result.messages_after == full_after[first]
+        assert result.undid_compaction and "the compaction since then is undone" in str(result)
         assert committed(runtime)[2] is None  # the summary is gone with it
         before = len(ollama.requests)
         outcome = await conversation.run_turn("which devices match turn-9")
@@ -530,3 +532,49 @@ async def test_the_fixed_part_of_a_request_is_what_window_py_assumes(
         len(m["content"]) for m in body["messages"] if m["role"] == "system"
     )
     assert sent <= FIXED_REQUEST_CHARS < sent * 1.2
+
+
+def test_the_repl_shows_the_meter_the_compaction_and_compact_before_after(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    from tests.test_repl_pty import leave, plain, spawn
+
+    ollama.responder = lambda body: (
+        faithful_summary(body) if is_summary_request(body) else [Text("Checked.")]
+    )
+    child = spawn({**chat_env, "NETBOX_CHAT_NUM_CTX": "8192"})
+    child.sendline(BIG_QUESTION[:2000])
+    child.expect(r"context (\d+(\.\d)?k?) / 8k \((\d+) %\)")
+    first_fill = int(child.match.group(3))
+    for _ in range(2):
+        child.expect(r"netbox\S*>")
+        time.sleep(0.3)
+        child.sendline(BIG_QUESTION)
+        child.expect(r"context [\d.]+k / 8k \(\d+ %\)")
+    child.expect(r"netbox\S*>")
+    time.sleep(0.3)
+    child.sendline(BIG_QUESTION)
+    child.expect(r"context [\d.]+k/8k: summarized \d+ older messages")
+    child.expect(r"context [\d.]+k / 8k \((\d+) %\)")
+    for question in ("and the switches?", "and the routers?"):  # so /compact has work
+        child.expect(r"netbox\S*>")
+        time.sleep(0.3)
+        child.sendline(question)
+        child.expect(r"context [\d.]+k / 8k \(\d+ %\)")
+    child.expect(r"netbox\S*>")
+    child.sendline("/tokens")
+    child.expect("last request")
+    child.expect(r"netbox\S*>")
+    time.sleep(0.3)
+    child.sendline("/compact")
+    child.expect(r" %\)(\x1b\[0m)?\r\n")  # the meter after ends the line
+    printed = plain((child.before or "") + (child.after or ""))
+    assert re.search(r"compacted \d+ messages", printed), printed
+    meter = re.search(
+        r"context [\d.]+k? / 8k \((\d+) %\) → context [\d.]+k? / 8k \((\d+) %\)", printed
+    )
+    assert meter is not None, printed
+    before, after = int(meter.group(1)), int(meter.group(2))
+    out = leave(child)
+    assert 0 < first_fill < 60 and after < before
+    assert "Traceback" not in plain(out)
