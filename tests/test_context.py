@@ -162,6 +162,8 @@ async def test_forty_turns_of_big_results_never_overflow_and_keep_turn_one(
 
     seen = [s for s in ollama.seen if s is not None]
     assert all(not s.truncated for s in seen), "Ollama cut a request"
+    # one window for every request of the session, summaries included (#9977)
+    assert {r["options"]["num_ctx"] for r in ollama.requests} == {16384}
     assert max(s.requested_tokens for s in seen) <= int(16384 * 0.8) + 2_000
     compactions = events.of(ContextCompacted)
     assert len(compactions) >= 3
@@ -578,3 +580,60 @@ def test_the_repl_shows_the_meter_the_compaction_and_compact_before_after(
     out = leave(child)
     assert 0 < first_fill < 60 and after < before
     assert "Traceback" not in plain(out)
+
+
+@pytest.mark.parametrize(("num_ctx", "cut"), [("2048", True), ("16384", False)])
+async def test_the_netbox_result_budget_scales_with_the_window(
+    num_ctx: str,
+    cut: bool,
+    ollama: ScriptedOllama,
+    netbox: Any,
+    sessions_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests import netbox_double
+
+    many = [
+        {
+            "id": n,
+            "name": f"dmi01-akron-sw{n:03d}",
+            "site": {"id": 1, "slug": "dm-akron"},
+            "status": {"value": "active"},
+        }
+        for n in range(1, 41)
+    ]  # about 3,300 characters of JSON
+    monkeypatch.setitem(netbox_double.DATA, "dcim/devices", many)
+    ollama.responder = lambda body: (
+        faithful_summary(body)
+        if is_summary_request(body)
+        else [Text("Forty devices.")]
+        if body["messages"][-1]["role"] == "tool"
+        else [ToolCall("netbox_get_objects", {"object_type": "dcim.device", "limit": 50})]
+    )
+    env = {"NETBOX_URL": netbox.url, "NETBOX_TOKEN": TEST_TOKEN, "NETBOX_CHAT_NUM_CTX": num_ctx}
+    session = SessionFile.create(SessionStore(sessions_dir), model="qwen3:8b")
+    settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env=env)
+    runtime = await asyncio.to_thread(build_runtime, session, settings)
+    try:
+        outcome = await runtime.conversation.run_turn("list the devices")
+    finally:
+        await runtime.aclose()
+        session.close()
+    assert outcome.status == "done", outcome.error
+    (result,) = {
+        m["content"] for r in ollama.requests for m in r["messages"] if m["role"] == "tool"
+    }
+    assert ("cut to fit 1024 characters" in result) is cut
+    assert len(result) <= (1024 if cut else 8192)
+    assert {r["options"]["num_ctx"] for r in ollama.requests} == {int(num_ctx)}
+
+
+async def test_the_window_is_capped_at_the_model_s_own_length(
+    ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script([Text("ok")])
+    async with open_runtime(sessions_dir, ollama, NETBOX_CHAT_NUM_CTX="65536") as runtime:
+        assert runtime.model_info is not None and runtime.model_info.context_length == 40_960
+        assert runtime.window == 40_960
+        await runtime.conversation.run_turn("hi")
+    assert ollama.requests[-1]["options"]["num_ctx"] == 40_960
