@@ -25,6 +25,7 @@ from langchain_core.tools import BaseTool, tool
 
 from netbox_chat import history
 from netbox_chat.config import resolve_settings
+from netbox_chat.export import export_session
 from netbox_chat.runtime import Runtime, build_runtime
 from netbox_chat.sessions import SessionFile, SessionStore
 from netbox_chat.turns import (
@@ -150,6 +151,7 @@ async def test_forty_turns_of_big_results_never_overflow_and_keep_turn_one(
 ) -> None:
     ollama.responder = agent_responder
     async with open_runtime(sessions_dir, ollama) as runtime:
+        session_id = runtime.conversation.session.id
         assert runtime.window == 16384  # the setting, under qwen3:8b's 40,960
         events = Events()
         for number in range(1, 41):
@@ -179,6 +181,8 @@ async def test_forty_turns_of_big_results_never_overflow_and_keep_turn_one(
     assert [k for k, _, _ in edits].count("auto-compact") == len(compactions)
     measured = events.of(ContextMeasured)
     assert turns[-1].prompt_tokens_last == measured[-1].prompt_tokens
+    transcript = export_session(SessionStore(sessions_dir), session_id)
+    assert transcript.count("automatic compaction in turn") == len(compactions)
 
 
 async def test_one_turn_with_three_big_results_compacts_between_its_calls(
