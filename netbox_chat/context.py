@@ -56,7 +56,7 @@ from netbox_chat.turns import (
     ContextSummaryFailed,
     describe_error,
 )
-from netbox_chat.window import DEFAULT_CHARS_PER_TOKEN, REPLY_TOKENS
+from netbox_chat.window import DEFAULT_CHARS_PER_TOKEN, transcript_chars
 
 SAFETY = 0.9
 """The ratio used is 90 % of the lowest one seen lately: err on the safe side."""
@@ -253,11 +253,10 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
         if not [m for m in older if not is_summary(m)]:
             emit(ContextSummaryFailed(estimate, self.window, "nothing older to summarize"))
             return None
-        budget_tokens = self.window - REPLY_TOKENS - 600
-        transcript_chars = max(2_000, int(budget_tokens * self.calibration.safe_ratio))
+        budget = transcript_chars(self.window, self.calibration.safe_ratio)
         try:
             reply = await request.model.ainvoke(
-                summary_request(older, transcript_chars), config={"tags": [TAG_NOSTREAM]}
+                summary_request(older, budget), config={"tags": [TAG_NOSTREAM]}
             )
             text = THINKING.sub("", text_of(reply)).strip()
             if not text:

@@ -57,6 +57,7 @@ from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import Turn
 from netbox_chat.turns import Conversation, describe_error, message_ids
+from netbox_chat.window import transcript_chars
 
 # deepagents' own summarization middleware keeps its summary out of the message
 # list: `_summarization_event` holds the summary message and a cutoff index into
@@ -347,7 +348,9 @@ async def compact(
     plan = _plan(values, keep_exchanges)
 
     try:
-        reply = await chat_model.ainvoke(summary_request(plan.older))
+        reply = await chat_model.ainvoke(
+            summary_request(plan.older, _transcript_budget(chat_model))
+        )
     except asyncio.CancelledError:
         return CompactResult(cancelled=True)
     except Exception as exc:
@@ -403,6 +406,15 @@ async def compact(
             head_after=new_head,
         )
     return result
+
+
+def _transcript_budget(chat_model: BaseChatModel) -> int:
+    """The transcript that fits the model's window (ChatOllama's num_ctx is
+    the session's), so the summary request is not itself cut by Ollama."""
+    num_ctx = getattr(chat_model, "num_ctx", None)
+    if not isinstance(num_ctx, int):
+        return TRANSCRIPT_CHARS
+    return min(TRANSCRIPT_CHARS, transcript_chars(num_ctx))
 
 
 def is_summary(message: BaseMessage) -> bool:

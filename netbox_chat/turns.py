@@ -391,6 +391,13 @@ class Conversation:
             raise StoreError(f"turn {number} failed and was rolled back: {outcome.error}")
         return outcome
 
+    def _on_context(self, event: ContextEvent, sink: EventSink, outcome: TurnOutcome) -> None:
+        outcome.context.record(event)
+        if isinstance(event, ContextCompacted):  # the summary is a model call of the turn
+            outcome.tokens_in += event.summary_tokens_in
+            outcome.tokens_out += event.summary_tokens_out
+        sink(event)
+
     def _record_compactions(self, turn: int, context: ContextUse) -> None:
         """Automatic compactions go into the history-edit log (export notes them
         where they happened); they leave the message list as it was, so they
@@ -415,8 +422,7 @@ class Conversation:
         async for mode, chunk in stream:
             if mode == "custom":
                 if isinstance(chunk, ContextEvent):
-                    outcome.context.record(chunk)
-                    sink(chunk)
+                    self._on_context(chunk, sink, outcome)
                 continue
             if mode == "messages":
                 message, metadata = chunk

@@ -37,3 +37,14 @@ def turn_floor(window: int) -> int:
     tool result at its budget, and room for the question and the answer."""
     chars = FIXED_REQUEST_CHARS + result_budget(window)
     return math.ceil(chars / DEFAULT_CHARS_PER_TOKEN) + REPLY_TOKENS
+
+
+SUMMARY_INSTRUCTIONS_TOKENS = 600
+"""The summary request's own instructions, with room to spare."""
+
+
+def transcript_chars(window: int, chars_per_token: float = DEFAULT_CHARS_PER_TOKEN) -> int:
+    """How much transcript a summary request may carry and still fit the
+    window with its instructions and the summary the model writes."""
+    tokens = window - REPLY_TOKENS - SUMMARY_INSTRUCTIONS_TOKENS
+    return max(2_000, int(tokens * chars_per_token))

@@ -641,3 +641,24 @@ async def test_the_window_is_capped_at_the_model_s_own_length(
         assert runtime.window == 40_960
         await runtime.conversation.run_turn("hi")
     assert ollama.requests[-1]["options"]["num_ctx"] == 40_960
+
+
+async def test_compact_asks_for_a_summary_that_fits_the_window(
+    ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """/compact's own request is bounded by the session's window, not by a
+    fixed 40,000 characters that a 4k window cannot hold."""
+    ollama.responder = agent_responder
+    env = {"NETBOX_CHAT_NUM_CTX": "4096", "NETBOX_CHAT_COMPACT_AT": "0"}
+    async with open_runtime(sessions_dir, ollama, **env) as runtime:
+        for number in range(1, 31):  # a transcript of about 20,000 characters
+            await runtime.conversation.run_turn(f"which devices match turn-{number}")
+        result = await runtime.conversation.compact()
+    assert result.summarized > 0
+    (summary,) = [
+        seen
+        for body, seen in zip(ollama.requests, ollama.seen, strict=True)
+        if is_summary_request(body)
+    ]
+    assert summary is not None and not summary.truncated
+    assert summary.requested_tokens <= 4096
