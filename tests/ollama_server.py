@@ -195,7 +195,11 @@ def steps_from_json(reply: Sequence[Mapping[str, Any]]) -> list[Step]:
 # server/prompt.go `chatPrompt` drops the oldest messages, keeping every system message
 # and the latest message, until the rendered prompt fits; if it still does not, the
 # runner keeps `num_keep` tokens and discards a middle block so about half the window
-# remains (WARN "truncating input prompt"; ollama #4967, #3839, #7043).  The final line's
+# remains (WARN "truncating input prompt"; ollama #4967, #3839, #7043; a user's log at
+# num_ctx 40960 reads `limit=20482 prompt=45176 keep=4 new=20482`, which is what
+# `fit_prompt` gives: 4 + (40960 - 4) // 2).  A num_ctx above the model's trained length
+# is clamped to it first (llm/server.go, WARN "requested context size too large for
+# model").  The final line's
 # `prompt_eval_count` is what was actually evaluated, so never more than the window
 # (a maintainer in #7987).  This double does the same, with a tokenizer of its own.
 
