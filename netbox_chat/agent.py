@@ -152,13 +152,17 @@ def _thinking_apart(message: BaseMessage) -> BaseMessage:
     return message.model_copy(update={"additional_kwargs": kwargs, "content": answer})
 
 
-def build_model(settings: Settings, *, reasoning: bool | str | None = None) -> ChatOllama:
-    """The session's chat model; `reasoning` is sent as Ollama's `think`
-    (see thinking.plan_thinking)."""
+def build_model(
+    settings: Settings, *, reasoning: bool | str | None = None, num_ctx: int | None = None
+) -> ChatOllama:
+    """The session's chat model. `reasoning` is sent as Ollama's `think` (see
+    thinking.plan_thinking); `num_ctx` is the session's window, which must stay
+    the same for every request of the session (a change makes Ollama reload
+    the model, #9977)."""
     return ChatOllama(
         model=settings.model,
         base_url=settings.ollama_url,
-        num_ctx=settings.num_ctx,
+        num_ctx=num_ctx or settings.num_ctx,
         temperature=0,
         reasoning=reasoning,
         # ChatOllama has no timeout by default: a stalled server would hang a
@@ -173,22 +177,27 @@ def build_agent(
     checkpointer: BaseCheckpointSaver[Any],
     *,
     model: Any = None,
+    context_guard: AgentMiddleware[Any, Any, Any] | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The compiled deep agent for one session.
 
     deepagents' default in-state backend is kept, so virtual files and
     offloaded tool results live inside the checkpoint and die with the
-    session; nothing is written beside the session file.
+    session; nothing is written beside the session file. `context_guard`
+    (netbox_chat.context) takes the slot of deepagents' summarization.
     """
     _exclude_subagents_for_ollama()
+    middleware: list[AgentMiddleware[Any, Any, Any]] = [
+        FilesystemMiddleware(tools=FILE_TOOLS_KEPT, system_prompt=FILE_TOOLS_PROMPT),
+        ThinkingMiddleware(),
+    ]
+    if context_guard is not None:
+        middleware.append(context_guard)
     return create_deep_agent(
         model=model if model is not None else build_model(settings),
         tools=list(tools),
         system_prompt=SYSTEM_PROMPT,
-        middleware=[
-            FilesystemMiddleware(tools=FILE_TOOLS_KEPT, system_prompt=FILE_TOOLS_PROMPT),
-            ThinkingMiddleware(),
-        ],
+        middleware=middleware,
         state_schema=SessionState,
         checkpointer=checkpointer,
     )

@@ -671,6 +671,8 @@ async def _ask_once(
         outcome = TurnOutcome(0, "cancelled", error=NOT_STARTED)
     elif outcome.rollback is not None and not outcome.rollback.verified:
         render.print_rollback(stderr, outcome.rollback)
+    if outcome.context.truncated and outcome.context.window:
+        stderr.print(render.truncation_line(outcome.context.window))
     return {
         "session": session.id,
         "turn": outcome.number if started else None,
@@ -680,6 +682,13 @@ async def _ask_once(
         "thinking_seconds": outcome.thinking_seconds,
         "tool_calls": [asdict(call) for call in outcome.tool_calls],
         "tokens": {"in": outcome.tokens_in, "out": outcome.tokens_out},
+        "context": {
+            "window": outcome.context.window,
+            "prompt_tokens_max": outcome.context.prompt_tokens_max,
+            "prompt_tokens_last": outcome.context.prompt_tokens_last,
+            "truncated": outcome.context.truncated,
+            "compactions": len(outcome.context.compactions),
+        },
         "error": outcome.error,
     }
 

@@ -30,6 +30,7 @@ DEFAULT_MODEL = "qwen3:8b"
 DEFAULT_NUM_CTX = 16384
 DEFAULT_REQUEST_TIMEOUT = 120.0
 DEFAULT_NETBOX_TIMEOUT = 15.0
+DEFAULT_COMPACT_AT = 0.8
 
 TOKEN_ENV = "NETBOX_TOKEN"
 PROFILE_ENV = "NETBOX_CHAT_PROFILE"
@@ -81,7 +82,7 @@ class Settings:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     netbox_timeout: float = DEFAULT_NETBOX_TIMEOUT
     think: str | None = None
-    compact_at: float = 0.0
+    compact_at: float = DEFAULT_COMPACT_AT  # share of the window that triggers a compaction
     profile: str | None = None
     token_source: TokenSource | None = field(default=None, repr=False, compare=False)
     config_file: Path | None = field(default=None, compare=False)
@@ -203,7 +204,7 @@ SETTINGS: tuple[Setting, ...] = (
         "NETBOX_CHAT_COMPACT_AT",
         None,
         _fraction,
-        0.0,
+        DEFAULT_COMPACT_AT,
         "compact when the window is this full (0 = off)",
     ),
 )

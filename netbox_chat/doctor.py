@@ -20,8 +20,9 @@ from typing import Any
 import httpx
 
 from netbox_chat.config import Settings
-from netbox_chat.model_info import parse_show
+from netbox_chat.model_info import ModelInfo, parse_show
 from netbox_chat.sessions import StoreError, refuse_network_filesystem
+from netbox_chat.window import session_window, turn_floor
 
 TIMEOUT = 3.0
 
@@ -87,20 +88,52 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
         )
         return checks
     info = parse_show(model, _json(shown))
-    if info.capabilities is None:
-        checks.append(Check("model", True, f"{model} (this Ollama does not report tool support)"))
-    elif info.can_use_tools:
-        checks.append(Check("model", True, info.describe()))
-    else:
-        checks.append(
-            Check(
-                "model",
-                False,
-                f"{model} does not support tool calling",
-                "choose a tool-capable model (qwen3:8b, llama3.1, ...) with --model",
-            )
-        )
+    checks.append(_model_check(info))
+    checks.append(check_window(settings, info))
     return checks
+
+
+def _model_check(info: ModelInfo) -> Check:
+    model = info.name
+    if info.capabilities is None:
+        return Check("model", True, f"{model} (this Ollama does not report tool support)")
+    if info.can_use_tools:
+        return Check("model", True, info.describe())
+    return Check(
+        "model",
+        False,
+        f"{model} does not support tool calling",
+        "choose a tool-capable model (qwen3:8b, llama3.1, ...) with --model",
+    )
+
+
+def check_window(settings: Settings, info: ModelInfo) -> Check:
+    """The session's window: NETBOX_CHAT_NUM_CTX against the model's own
+    length, and against what one turn needs."""
+    name = "context window"
+    window = session_window(settings.num_ctx, info.context_length)
+    compaction = (
+        f"compacts at {settings.compact_at:.0%}" if settings.compact_at else "compaction off"
+    )
+    if info.context_length and settings.num_ctx > info.context_length:
+        return Check(
+            name,
+            False,
+            f"NETBOX_CHAT_NUM_CTX {settings.num_ctx:,} is more than {info.name}'s "
+            f"{info.context_length:,}: sessions get {window:,}",
+            f"set NETBOX_CHAT_NUM_CTX to {info.context_length} or less",
+        )
+    needed = turn_floor(window)
+    if window < needed:
+        return Check(
+            name,
+            False,
+            f"{window:,} tokens is less than one turn needs (about {needed:,}: system "
+            "prompt, tool definitions, one tool result, the answer)",
+            f"raise NETBOX_CHAT_NUM_CTX to at least {1 << (needed - 1).bit_length()}",
+        )
+    limit = f" of {info.context_length:,}" if info.context_length else ""
+    return Check(name, True, f"{window:,} tokens{limit} (NETBOX_CHAT_NUM_CTX; {compaction})")
 
 
 def _json(response: httpx.Response) -> dict[str, Any]:

@@ -99,6 +99,12 @@ def _turn_json(turn: Turn, *, thinking: bool) -> dict[str, Any]:
         "error": turn.error,
         "thinking_seconds": turn.thinking_seconds,
         "thinking_chars": turn.thinking_chars,
+        "context": {
+            "window": turn.context_window,
+            "prompt_tokens_max": turn.prompt_tokens_max,
+            "prompt_tokens_last": turn.prompt_tokens_last,
+            "truncated": turn.truncated,
+        },
     }
     if thinking:
         data["thinking"] = turn.thinking
@@ -187,6 +193,13 @@ def _edit_text(edit: dict[str, Any]) -> str:
             f"{edit.get('chars_before', '?')} → {edit.get('chars_after', '?')} characters "
             f"(tokens {edit.get('tokens_in', 0)} in / {edit.get('tokens_out', 0)} out)"
         )
+    if edit["kind"] == "auto-compact":
+        return (
+            f"automatic compaction in turn {edit.get('turn', '?')}: the request was about "
+            f"{edit.get('tokens_before', '?')} of {edit.get('window', '?')} tokens; "
+            f"{edit.get('summarized', '?')} older message(s) summarized by the model "
+            f"(about {edit.get('tokens_after', '?')} tokens after)"
+        )
     return f"{edit['kind']} after {where}"
 
 
@@ -194,12 +207,24 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
     status = turn["status"]
     mark = "" if status == "done" else f" · {status.upper()}"
     tokens = turn["tokens"]
+    context = turn.get("context") or {}
+    meter = (
+        f" · largest request {context['prompt_tokens_max']} of {context['window']} tokens"
+        if context.get("window") and context.get("prompt_tokens_max") is not None
+        else ""
+    )
     lines = [
         f"## Turn {turn['number']}{mark}",
         "",
-        f"_{turn['started_at']} · tokens {tokens['in']} in / {tokens['out']} out_",
+        f"_{turn['started_at']} · tokens {tokens['in']} in / {tokens['out']} out{meter}_",
         "",
     ]
+    if context.get("truncated"):
+        lines += [
+            "> ⚠ Ollama cut a request of this turn to fit its window: the model did not "
+            "see all of the conversation",
+            "",
+        ]
     if status != "done":
         note = STATUS_NOTES.get(status, status)
         if turn["rolled_back_messages"]:

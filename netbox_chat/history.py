@@ -63,6 +63,7 @@ from netbox_chat.turns import (
     text_of,
     unpaired_tool_messages,
 )
+from netbox_chat.window import transcript_chars
 
 # deepagents' own summarization middleware keeps its summary out of the message
 # list: `_summarization_event` holds the summary message and a cutoff index into
@@ -204,8 +205,15 @@ def rewind(conversation: Conversation, to_turn: int | None = None) -> RewindResu
         messages_before=before,
         messages_after=len(target_messages),
         head_checkpoint_id=new_head,
-        undid_compaction=any(is_summary(m) for m in head_values.get("messages", []))
-        and not any(is_summary(m) for m in target_messages),
+        undid_compaction=_summarized(head_values) and not _summarized(target_values),
+    )
+
+
+def _summarized(values: dict[str, Any]) -> bool:
+    """Whether the model sees a summary here: one written by /compact into the
+    messages, or an automatic one in the summarization event."""
+    return values.get(SUMMARIZATION_EVENT) is not None or any(
+        is_summary(m) for m in values.get("messages", [])
     )
 
 
@@ -334,7 +342,9 @@ async def compact(
     plan = _plan(values, keep_exchanges)
 
     try:
-        reply = await chat_model.ainvoke(_summary_request(plan.older))
+        reply = await chat_model.ainvoke(
+            summary_request(plan.older, _transcript_budget(chat_model))
+        )
     except asyncio.CancelledError:
         return CompactResult(cancelled=True)
     except Exception as exc:
@@ -392,6 +402,15 @@ async def compact(
     return replace(result, head_checkpoint_id=new_head)
 
 
+def _transcript_budget(chat_model: BaseChatModel) -> int:
+    """The transcript that fits the model's window (ChatOllama's num_ctx is
+    the session's), so the summary request is not itself cut by Ollama."""
+    num_ctx = getattr(chat_model, "num_ctx", None)
+    if not isinstance(num_ctx, int):
+        return TRANSCRIPT_CHARS
+    return min(TRANSCRIPT_CHARS, transcript_chars(num_ctx))
+
+
 def is_summary(message: BaseMessage) -> bool:
     return isinstance(message, HumanMessage) and (
         message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE["lc_source"]
@@ -406,7 +425,7 @@ def _plan(values: dict[str, Any], keep_exchanges: int) -> _Plan:
     """
     messages: list[BaseMessage] = list(values.get("messages", []))
     event = values.get(SUMMARIZATION_EVENT)
-    effective = _effective(messages, event)
+    effective = effective_messages(messages, event)
     starts = [
         i for i, m in enumerate(effective) if isinstance(m, HumanMessage) and not is_summary(m)
     ]
@@ -423,7 +442,7 @@ def _plan(values: dict[str, Any], keep_exchanges: int) -> _Plan:
     return _Plan(older, tail, kept, event is not None, effective)
 
 
-def _effective(messages: list[BaseMessage], event: Any) -> list[BaseMessage]:
+def effective_messages(messages: list[BaseMessage], event: Any) -> list[BaseMessage]:
     """What the model sees, given deepagents' own summarization event (if any)."""
     if not isinstance(event, dict):
         return messages
@@ -433,8 +452,12 @@ def _effective(messages: list[BaseMessage], event: Any) -> list[BaseMessage]:
     return [summary, *messages[cutoff:]]
 
 
-def _summary_request(older: Sequence[BaseMessage]) -> list[BaseMessage]:
-    transcript = _clip_middle(_transcript(older), TRANSCRIPT_CHARS)
+def summary_request(
+    older: Sequence[BaseMessage], transcript_chars: int = TRANSCRIPT_CHARS
+) -> list[BaseMessage]:
+    """The request that asks the model for a summary of `older`, its transcript
+    clipped to `transcript_chars` so the request fits the window."""
+    transcript = _clip_middle(_transcript(older), transcript_chars)
     return [
         SystemMessage(SUMMARY_INSTRUCTIONS),
         HumanMessage(

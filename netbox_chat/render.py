@@ -43,6 +43,36 @@ def human_size(size: int | float) -> str:
     raise AssertionError("unreachable")
 
 
+def short_tokens(tokens: int) -> str:
+    """9.8k, 16k: in units of 1,024, as windows are sized."""
+    if tokens < 1024:
+        return str(tokens)
+    return f"{tokens / 1024:.1f}".removesuffix(".0") + "k"
+
+
+def context_meter(tokens: int, window: int) -> Text:
+    """`context 9.8k / 16k (61 %)`, green under 60 %, yellow under 80 %, red above."""
+    fill = tokens / window if window else 0.0
+    style = "green" if fill < 0.6 else "yellow" if fill < 0.8 else "bold red"
+    return Text(
+        f"context {short_tokens(tokens)} / {short_tokens(window)} ({round(fill * 100)} %)",
+        style=style,
+    )
+
+
+def compaction_meter(before: int, after: int, window: int) -> Text:
+    """What `/compact` did to the next request: the meter before → after."""
+    return Text.assemble(context_meter(before, window), " → ", context_meter(after, window))
+
+
+def truncation_line(window: int) -> Text:
+    return Text(
+        f"Ollama cut this request to fit its {short_tokens(window)} window: the model did "
+        "not see all of the conversation. /compact, or raise NETBOX_CHAT_NUM_CTX",
+        style="bold red",
+    )
+
+
 def format_args(args: dict[str, Any], limit: int = 120) -> str:
     text = ", ".join(
         f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items()
@@ -144,6 +174,8 @@ class TurnView:
 
     def on_event(self, event: TurnEvent) -> None:
         from netbox_chat.turns import (
+            ContextCompacted,
+            ContextSummaryFailed,
             RollingBack,
             TextDelta,
             ThinkingDelta,
@@ -184,20 +216,43 @@ class TurnView:
             )
         elif isinstance(event, RollingBack):
             self.status.activity = "rolling back"
+        elif isinstance(event, ContextCompacted):
+            self._print_above(
+                Text(
+                    f"context {short_tokens(event.tokens_before)}/{short_tokens(event.window)}: "
+                    f"summarized {event.summarized} older messages",
+                    style="cyan",
+                )
+            )
+            self.status.activity = "thinking"
+        elif isinstance(event, ContextSummaryFailed):
+            self._print_above(
+                Text(
+                    f"context {short_tokens(event.tokens)}/{short_tokens(event.window)}: "
+                    f"could not summarize ({event.reason}); this request goes on uncompacted",
+                    style="yellow",
+                )
+            )
         if self.live is not None:
             self.live.update(self._renderable())
 
 
 def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> None:
-    """The line after a turn: tokens and time, or what went wrong."""
+    """The line after a turn: tokens, time and the context meter, or what went
+    wrong; and the red line when Ollama cut one of the turn's requests."""
+    if outcome.context.truncated and outcome.context.window:
+        console.print(truncation_line(outcome.context.window))
     if outcome.status == "done":
-        console.print(
-            Text(
-                f"turn {outcome.number} · tokens {outcome.tokens_in} in / "
-                f"{outcome.tokens_out} out · {seconds:.1f}s",
-                style="dim",
-            )
+        line = Text(
+            f"turn {outcome.number} · tokens {outcome.tokens_in} in / "
+            f"{outcome.tokens_out} out · {seconds:.1f}s",
+            style="dim",
         )
+        context = outcome.context
+        if context.window and context.prompt_tokens_last is not None:
+            line.append(" · ", style="dim")
+            line.append_text(context_meter(context.prompt_tokens_last, context.window))
+        console.print(line)
         return
     if outcome.status == "cancelled":
         console.print(Text(f"turn {outcome.number} cancelled", style="yellow"), end=" ")
@@ -397,17 +452,26 @@ def print_recap(console: Console, session_id: str, recap: Recap) -> None:
 
 
 def tokens_table(turns: Sequence[Turn]) -> Columns:
+    """Per turn: tokens in and out, tool calls, and the context it took (the
+    largest request, the last, of which window; "cut" when Ollama truncated)."""
     rows = []
     total_in = total_out = 0
     for turn in turns:
         total_in += turn.tokens_in
         total_out += turn.tokens_out
         values = (turn.number, turn.status, turn.tokens_in, turn.tokens_out, len(turn.tool_calls))
-        rows.append([Text(str(value)) for value in values])
-    totals = ("total", "", str(total_in), str(total_out), "")
+        row = [Text(str(value)) for value in values]
+        if turn.context_window and turn.prompt_tokens_last is not None:
+            row.append(Text(short_tokens(turn.prompt_tokens_max or 0)))
+            row.append(context_meter(turn.prompt_tokens_last, turn.context_window))
+        else:
+            row.extend([Text(), Text()])
+        row.append(Text("cut", style="bold red") if turn.truncated else Text())
+        rows.append(row)
+    totals = ("total", "", str(total_in), str(total_out), "", "", "", "")
     rows.append([Text(value, style="bold") for value in totals])
-    header = ("turn", "status", "in", "out", "tools")
-    return Columns(rows, header=header, right={0, 2, 3, 4}, flexible=1)
+    header = ("turn", "status", "in", "out", "tools", "largest", "last request", "")
+    return Columns(rows, header=header, right={0, 2, 3, 4, 5}, flexible=1)
 
 
 def settings_table(settings: Settings) -> Text:

@@ -314,9 +314,21 @@ class Repl:
         from netbox_chat.history import compact
 
         runtime = await self.runtime()
+        before = self._last_request_tokens(runtime)
         with self.console.status("[dim]compacting…[/dim]"):
             result = await asyncio.create_task(compact(runtime.conversation))
+        # as its one line: rich would pretty-print the dataclass's fields instead
         self.console.print(Text(str(result)))
+        if runtime.context is not None and before is not None and not result.cancelled:
+            after = runtime.context.tokens_without(before, result.chars_before - result.chars_after)
+            self.console.print(render.compaction_meter(before, after, runtime.context.window))
+
+    def _last_request_tokens(self, runtime: Runtime) -> int | None:
+        """Ollama's count of the last request: this process's, or the ledger's."""
+        if runtime.context is not None and runtime.context.last_prompt_tokens is not None:
+            return runtime.context.last_prompt_tokens
+        done = [t for t in self.session.turns() if t.status == "done"]
+        return done[-1].prompt_tokens_last if done else None
 
 
 async def run_chat(

@@ -21,10 +21,12 @@ from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import SessionFile
 from netbox_chat.thinking import ThinkPlan, plan_thinking
+from netbox_chat.window import session_window
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
+    from netbox_chat.context import ContextGuard
     from netbox_chat.model_info import ModelInfo
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.turns import Conversation
@@ -33,7 +35,7 @@ T = TypeVar("T")
 
 
 # /api/show is a local lookup; a server that takes longer is not worth waiting for,
-# the session then runs without knowing the model's capabilities.
+# the session then runs without knowing the model's capabilities or length.
 MODEL_INFO_TIMEOUT = 10.0
 
 
@@ -41,10 +43,17 @@ MODEL_INFO_TIMEOUT = 10.0
 class Runtime:
     conversation: Conversation
     netbox: NetBoxClient | None
-    # What Ollama said about the model (capabilities, context length), read once
-    # per session in build_runtime; None when /api/show could not be read.
     model_info: ModelInfo | None
+    """What Ollama's /api/show said about the model (None: it could not be
+    read); fetched once per session, in build_runtime, for the window and the
+    capabilities."""
     thinking: ThinkPlan
+    context: ContextGuard | None = None
+    """The session's window and the compaction that keeps requests inside it."""
+
+    @property
+    def window(self) -> int | None:
+        return None if self.context is None else self.context.window
 
     def set_thinking(self, setting: str | None) -> ThinkPlan:
         """Ask the model to think (or not) from the next request on (`/think`)."""
@@ -68,11 +77,14 @@ def build_runtime(
     """Build the agent for `session` (slow: imports deepagents)."""
     from netbox_chat.agent import build_agent, build_model, find_end_node
     from netbox_chat.checkpointer import BridgedSqliteSaver
-    from netbox_chat.model_info import ModelInfoError, fetch_model_info
+    from netbox_chat.context import ContextGuard
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.netbox.tools import build_netbox_tools
     from netbox_chat.turns import Conversation
 
+    model_info = _read_model_info(settings)
+    window = session_window(settings.num_ctx, model_info.context_length if model_info else None)
+    guard = ContextGuard(window, settings.compact_at)
     netbox = None
     if tools is None:
         if settings.netbox_url is None:
@@ -83,25 +95,31 @@ def build_runtime(
             timeout=settings.netbox_timeout,
             on_auth_failure=on_auth_failure,
         )
-        tools = build_netbox_tools(netbox)
-    try:
-        model_info = fetch_model_info(
-            settings.ollama_url, settings.model, timeout=MODEL_INFO_TIMEOUT
-        )
-    except ModelInfoError:
-        model_info = None  # the first turn says what is wrong with Ollama
+        tools = build_netbox_tools(netbox, window_tokens=window)
     thinking = plan_thinking(settings.think, model_info)
     saver = BridgedSqliteSaver(session.db)
-    model = build_model(settings, reasoning=thinking.reasoning)
-    graph = build_agent(settings, tools, saver, model=model)
+    model = build_model(settings, reasoning=thinking.reasoning, num_ctx=window)
+    graph = build_agent(settings, tools, saver, model=model, context_guard=guard)
     conversation = Conversation(session, graph, saver, find_end_node(graph), model=model)
-    runtime = Runtime(conversation, netbox, model_info, thinking)
+    runtime = Runtime(conversation, netbox, model_info, thinking, guard)
     # LangChain's imports and the compiled graph are about 120,000 objects that
     # live as long as the process. Left in the collector, every full garbage
     # collection walks them (60 ms here), and one lands in most turns of a long
     # session: a Ctrl-C or a keystroke waits for it. Frozen, they are skipped.
     gc.freeze()
     return runtime
+
+
+def _read_model_info(settings: Settings) -> ModelInfo | None:
+    """Ollama's facts about the model, or None when they cannot be read: the
+    session then keeps the configured window, and the first turn reports what
+    is wrong with Ollama the usual way."""
+    from netbox_chat.model_info import ModelInfoError, fetch_model_info
+
+    try:
+        return fetch_model_info(settings.ollama_url, settings.model, timeout=MODEL_INFO_TIMEOUT)
+    except ModelInfoError:
+        return None
 
 
 class CancelOnSignals:

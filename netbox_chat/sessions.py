@@ -227,6 +227,9 @@ class SessionSummary:
     is_open: bool = False
     unreadable: str | None = None
     unanswered: bool = False  # no turn ever finished (a first turn cut short by a crash)
+    context_tokens: int | None = None
+    """Ollama's count of the last finished turn's last request (the meter)."""
+    context_window: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -368,6 +371,10 @@ class SessionStore:
                     f"count(*) FILTER (WHERE status IN {_ANSWERED}), "
                     "max(coalesce(ended_at, started_at)) FROM turns"
                 ).fetchone()
+                context = conn.execute(
+                    "SELECT prompt_tokens_last, context_window FROM turns "
+                    "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
+                ).fetchone() or (None, None)
         except (UnreadableSession, sqlite3.DatabaseError) as exc:
             reason = str(exc) if isinstance(exc, UnreadableSession) else f"damaged ({exc})"
             return replace(base, unreadable=reason)
@@ -382,6 +389,8 @@ class SessionStore:
             last_active=max(last or "", created),
             turns=turns,
             unanswered=answered == 0,
+            context_tokens=context[0],
+            context_window=context[1],
         )
 
     def forget(self, session_id: str) -> None:

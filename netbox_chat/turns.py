@@ -110,6 +110,38 @@ class RollingBack:
     reason: str
 
 
+@dataclass(frozen=True)
+class ContextMeasured:
+    """Ollama's count of one request (`prompt_eval_count`) against the window;
+    `truncated` when the count shows Ollama cut the request to fit."""
+
+    prompt_tokens: int
+    window: int
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class ContextCompacted:
+    """Before a model call, the older part of the conversation was summarized."""
+
+    summarized: int
+    tokens_before: int
+    tokens_after: int
+    window: int
+    summary_tokens_in: int = 0
+    summary_tokens_out: int = 0
+
+
+@dataclass(frozen=True)
+class ContextSummaryFailed:
+    """A compaction was due but did not happen: the call goes on uncompacted."""
+
+    tokens: int
+    window: int
+    reason: str
+
+
+ContextEvent = ContextMeasured | ContextCompacted | ContextSummaryFailed
 TurnEvent = (
     TurnStarted
     | TextDelta
@@ -119,6 +151,7 @@ TurnEvent = (
     | ToolFinished
     | ModelCallFinished
     | RollingBack
+    | ContextEvent
 )
 EventSink = Callable[[TurnEvent], None]
 
@@ -136,6 +169,35 @@ class RollbackReport:
 
 
 @dataclass
+class ContextUse:
+    """What a turn's requests took of the window, from Ollama's own counts."""
+
+    window: int | None = None
+    prompt_tokens_max: int | None = None
+    prompt_tokens_last: int | None = None
+    truncated: bool = False
+    compactions: list[ContextCompacted] = field(default_factory=list)
+
+    def record(self, event: ContextEvent) -> None:
+        if isinstance(event, ContextMeasured):
+            self.window = event.window
+            self.prompt_tokens_last = event.prompt_tokens
+            self.prompt_tokens_max = max(self.prompt_tokens_max or 0, event.prompt_tokens)
+            self.truncated = self.truncated or event.truncated
+        elif isinstance(event, ContextCompacted):
+            self.compactions.append(event)
+
+    def ledger(self) -> dict[str, Any]:
+        """The `finish_turn` fields."""
+        return {
+            "prompt_tokens_max": self.prompt_tokens_max,
+            "prompt_tokens_last": self.prompt_tokens_last,
+            "context_window": self.window,
+            "truncated": self.truncated,
+        }
+
+
+@dataclass
 class TurnOutcome:
     number: int
     status: TurnStatus
@@ -147,6 +209,7 @@ class TurnOutcome:
     rollback: RollbackReport | None = None
     thinking: str = ""
     thinking_seconds: float | None = None
+    context: ContextUse = field(default_factory=lambda: ContextUse())
 
 
 class _Thinking:
@@ -439,18 +502,21 @@ class Conversation:
         else:
             try:
                 end = self._new_head(base)
-                self.session.finish_turn(
-                    number,
-                    "done",
-                    end_checkpoint_id=end,
-                    tokens_in=outcome.tokens_in,
-                    tokens_out=outcome.tokens_out,
-                    tool_calls=outcome.tool_calls,
-                    answer=outcome.answer,
-                    message_count=message_count,
-                    thinking=outcome.thinking or None,
-                    thinking_seconds=outcome.thinking_seconds,
-                )
+                with self.session.db.atomic():  # the answer and its compactions, or neither
+                    self.session.finish_turn(
+                        number,
+                        "done",
+                        end_checkpoint_id=end,
+                        tokens_in=outcome.tokens_in,
+                        tokens_out=outcome.tokens_out,
+                        tool_calls=outcome.tool_calls,
+                        answer=outcome.answer,
+                        message_count=message_count,
+                        thinking=outcome.thinking or None,
+                        thinking_seconds=outcome.thinking_seconds,
+                        **outcome.context.ledger(),
+                    )
+                    self._record_compactions(number, outcome.context)
             except HeadDidNotMove as exc:
                 outcome.status = "failed"
                 outcome.error = str(exc)
@@ -492,6 +558,28 @@ class Conversation:
             )
         return end
 
+    def _on_context(self, event: ContextEvent, sink: EventSink, outcome: TurnOutcome) -> None:
+        outcome.context.record(event)
+        if isinstance(event, ContextCompacted):  # the summary is a model call of the turn
+            outcome.tokens_in += event.summary_tokens_in
+            outcome.tokens_out += event.summary_tokens_out
+        sink(event)
+
+    def _record_compactions(self, turn: int, context: ContextUse) -> None:
+        """Automatic compactions go into the history-edit log (export notes them
+        where they happened); they leave the message list as it was, so they
+        carry no message count."""
+        for compaction in context.compactions:
+            self.session.record_edit(
+                "auto-compact",
+                after_turn=turn - 1,
+                turn=turn,
+                summarized=compaction.summarized,
+                tokens_before=compaction.tokens_before,
+                tokens_after=compaction.tokens_after,
+                window=compaction.window,
+            )
+
     async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> int:
         """Run the graph, report its events; return how many messages the
         conversation has at the end, as the run's own state says (counting
@@ -500,13 +588,20 @@ class Conversation:
         thinking = _Thinking(sink, outcome)
         inputs = {"messages": [HumanMessage(question)]}
         stream: Any = self.graph.astream(
-            inputs, self.config, stream_mode=["messages", "updates", "values"], durability="exit"
+            inputs,
+            self.config,
+            stream_mode=["messages", "updates", "values", "custom"],
+            durability="exit",
         )
         message_count = 0
         try:
             async for mode, chunk in stream:
                 if mode == "values":
                     message_count = len(chunk.get("messages", []))
+                    continue
+                if mode == "custom":
+                    if isinstance(chunk, ContextEvent):
+                        self._on_context(chunk, sink, outcome)
                     continue
                 if mode == "messages":
                     message, metadata = chunk
@@ -610,6 +705,7 @@ class Conversation:
             error=_join(outcome.error, report.problems),
             thinking=outcome.thinking or None,
             thinking_seconds=outcome.thinking_seconds,
+            **outcome.context.ledger(),
         )
 
     def verify_rolled_back(

@@ -42,16 +42,21 @@ from urllib.parse import urlsplit
 __all__ = [
     "DEFAULT_CONTEXT_LENGTHS",
     "DEFAULT_MODELS",
+    "DEFAULT_NUM_CTX",
     "Delay",
     "HTTPError",
     "ScriptedOllama",
+    "SeenPrompt",
     "Stall",
     "Step",
     "StreamError",
     "Text",
     "Thinking",
     "ToolCall",
+    "fit_prompt",
+    "render_prompt",
     "steps_from_json",
+    "tokenize",
 ]
 
 DEFAULT_MODELS: Mapping[str, Sequence[str]] = {
@@ -215,6 +220,145 @@ def steps_from_json(reply: Sequence[Mapping[str, Any]]) -> list[Step]:
     return _check_reply(steps)
 
 
+# --- The prompt as the model sees it -------------------------------------------------------
+#
+# Real Ollama renders the request with the model's chat template (tool definitions
+# included), tokenizes it, and fits it into the window `options.num_ctx` without an error:
+# server/prompt.go `chatPrompt` drops the oldest messages, keeping every system message
+# and the latest message, until the rendered prompt fits; if it still does not, the
+# runner keeps `num_keep` tokens and discards a middle block so about half the window
+# remains (WARN "truncating input prompt"; ollama #4967, #3839, #7043; a user's log at
+# num_ctx 40960 reads `limit=20482 prompt=45176 keep=4 new=20482`, which is what
+# `fit_prompt` gives: 4 + (40960 - 4) // 2).  A num_ctx above the model's trained length
+# is clamped to it first (llm/server.go, WARN "requested context size too large for
+# model").  The final line's
+# `prompt_eval_count` is what was actually evaluated, so never more than the window
+# (a maintainer in #7987).  This double does the same, with a tokenizer of its own.
+
+DEFAULT_NUM_CTX = 4096
+"""The window when a request sets no `options.num_ctx`: Ollama's default
+(envconfig `OLLAMA_CONTEXT_LENGTH`, 4096; docs/context-length.mdx)."""
+
+DEFAULT_NUM_KEEP = 4
+"""Tokens the runner's middle cut keeps at the front (api.DefaultOptions, NumKeep 4)."""
+
+_TOKEN = re.compile(r" ?[A-Za-z]{1,8}| ?[0-9]{1,3}| ?[^\sA-Za-z0-9]{1,4}|\s+")
+
+
+def tokenize(text: str) -> list[str]:
+    """A deterministic stand-in for a BPE tokenizer, with its proportions: a word of up
+    to eight letters is one token (a leading space included), digits go in threes,
+    punctuation in runs of up to four (`": "`, `"},`).  Prose comes out near 4.7
+    characters a token and NetBox JSON near 2.7, the way real BPE vocabularies treat
+    them (JSON nearer 3 than 4); the pieces join back to the text."""
+    return _TOKEN.findall(text)
+
+
+def _content(message: Mapping[str, Any]) -> str:
+    content = message.get("content") or ""
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def render_message(message: Mapping[str, Any]) -> str:
+    """One message in a ChatML template like qwen3's (Ollama's template for it puts tool
+    calls in <tool_call> and tool results in a user turn inside <tool_response>)."""
+    role = str(message.get("role", "user"))
+    text = _content(message)
+    if role == "tool":
+        return f"<|im_start|>user\n<tool_response>\n{text}\n</tool_response><|im_end|>\n"
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", {})
+        payload = {"name": function.get("name"), "arguments": function.get("arguments")}
+        text += f"\n<tool_call>\n{json.dumps(payload)}\n</tool_call>"
+    return f"<|im_start|>{role}\n{text}<|im_end|>\n"
+
+
+def render_prompt(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any]) -> str:
+    """The whole prompt: tool definitions go into the system turn, as qwen3's template
+    does, then every message, then the open assistant turn."""
+    parts = [render_message(m) for m in messages]
+    if tools:
+        listing = "\n".join(json.dumps(tool) for tool in tools)
+        tools_turn = f"<|im_start|>system\n# Tools\n<tools>\n{listing}\n</tools><|im_end|>\n"
+        if messages and messages[0].get("role") == "system":
+            parts.insert(1, tools_turn)
+        else:
+            parts.insert(0, tools_turn)
+    return "".join(parts) + "<|im_start|>assistant\n"
+
+
+@dataclass(frozen=True)
+class SeenPrompt:
+    """What the "model" of one request actually saw, after Ollama's truncation."""
+
+    window: int
+    requested_tokens: int
+    """Tokens of the whole request, rendered, before any truncation."""
+    evaluated: int
+    """What the final line reports as `prompt_eval_count`: at most the window."""
+    messages_dropped: int
+    """Oldest non-system messages chatPrompt left out."""
+    middle_cut: int
+    """Tokens the runner's middle cut discarded."""
+    text: str
+    """The prompt the model evaluated."""
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.messages_dropped or self.middle_cut)
+
+
+def request_window(body: Mapping[str, Any], trained: int | None) -> int:
+    """The request's window: `options.num_ctx`, else Ollama's default, capped at the
+    model's trained length (llm/server.go, NewLlamaServer: "requested context size too
+    large for model" sets num_ctx to n_ctx_train)."""
+    options = body.get("options") or {}
+    window = int(options.get("num_ctx") or DEFAULT_NUM_CTX)
+    return min(window, trained) if trained else window
+
+
+def fit_prompt(
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Any],
+    window: int,
+    num_keep: int = DEFAULT_NUM_KEEP,
+) -> SeenPrompt:
+    """Fit a chat request into `window` tokens the way Ollama does (see above)."""
+    # Every rendered message starts with "<" and ends with a newline, so token counts
+    # add up message by message: count each once instead of re-tokenizing each try.
+    sizes = [len(tokenize(render_message(m))) for m in messages]
+    fixed = len(tokenize(render_prompt([], tools)))
+    system = [m.get("role") == "system" for m in messages]
+    requested = fixed + sum(sizes)
+    last = len(messages) - 1
+    start = 0
+    if requested > window:
+        # chatPrompt: walk back from the latest message (always kept) while the system
+        # messages before the cut plus everything from it on still fit.
+        start = max(last, 0)
+        for i in range(last - 1, -1, -1):
+            before = sum(
+                size for size, is_system in zip(sizes[:i], system[:i], strict=True) if is_system
+            )
+            if fixed + before + sum(sizes[i:]) > window:
+                break
+            start = i
+    kept = [
+        *(m for m, is_system in zip(messages[:start], system[:start], strict=True) if is_system),
+        *messages[start:],
+    ]
+    dropped = len(messages) - len(kept)
+    text = render_prompt(kept, tools)
+    tokens = tokenize(text)
+    if len(tokens) <= window:
+        return SeenPrompt(window, requested, len(tokens), dropped, 0, text)
+    # The runner: keep num_keep tokens, discard a middle block, about half the window left.
+    keep = min(num_keep, window - 1)
+    tail = (window - keep) // 2
+    cut = tokens[:keep] + tokens[len(tokens) - tail :]
+    return SeenPrompt(window, requested, len(cut), dropped, len(tokens) - len(cut), "".join(cut))
+
+
 # --- Server ----------------------------------------------------------------------------------
 
 
@@ -282,6 +426,9 @@ class ScriptedOllama:
         self.version = version
         self.responder: Responder | None = None
         self.requests: list[dict[str, Any]] = []
+        self.seen: list[SeenPrompt | None] = []
+        """Per request (same index as `requests`): what the model saw after Ollama's
+        truncation, or None for a request refused before generation."""
         self.disconnects: list[int] = []
         self._port = port
         self._lifetime = lifetime
@@ -396,6 +543,7 @@ class ScriptedOllama:
     def _record(self, body: dict[str, Any]) -> int:
         with self._changed:
             self.requests.append(body)
+            self.seen.append(None)
             self._changed.notify_all()
             return len(self.requests) - 1
 
@@ -412,6 +560,18 @@ class ScriptedOllama:
         if self.responder is None:
             raise _NoReply(f"scripted server: no reply left for request {index}")
         return _check_reply(self.responder(body))
+
+    def _see(self, index: int, body: dict[str, Any], model: str) -> SeenPrompt:
+        trained = self.context_lengths.get(model) or self.context_lengths.get(f"{model}:latest")
+        seen = fit_prompt(
+            body.get("messages") or [],
+            body.get("tools") or [],
+            request_window(body, trained),
+            int((body.get("options") or {}).get("num_keep") or DEFAULT_NUM_KEEP),
+        )
+        with self._changed:
+            self.seen[index] = seen
+        return seen
 
     def _capabilities(self, name: str) -> list[str] | None:
         """Capabilities of a model, resolving a bare name to its ':latest' tag like Ollama.
@@ -602,8 +762,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(500, {"error": f"scripted server: responder failed: {err!r}"})
             return
         try:
+            seen = ollama._see(index, body, model)
             thinking = ollama._thinking_mode(model, capabilities, think)
-            _ChatStream(self, model, body, thinking=thinking).play(reply)
+            _ChatStream(self, model, seen.evaluated, thinking=thinking).play(reply)
         except _ClientGone:
             ollama._record_disconnect(index)
             self.close_connection = True
@@ -675,12 +836,12 @@ class _ChatStream:
     """
 
     def __init__(
-        self, handler: _Handler, model: str, body: dict[str, Any], *, thinking: str = "inline"
+        self, handler: _Handler, model: str, prompt_tokens: int, *, thinking: str = "inline"
     ) -> None:
         self.handler = handler
         self.model = model
         self.thinking = thinking
-        self.prompt_tokens = len(json.dumps(body.get("messages", []))) // 4
+        self.prompt_tokens = prompt_tokens
         self.started_ns = time.monotonic_ns()
         self.headers_sent = False
         self.eval_count = 0

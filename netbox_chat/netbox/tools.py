@@ -20,6 +20,8 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
+from netbox_chat.window import result_budget
+
 from .arguments import Reading, read_arguments
 from .client import NetBoxAuthError, NetBoxClient, NetBoxError, NetBoxServerError
 from .custom_fields import with_custom_fields
@@ -47,8 +49,6 @@ SEARCH_DEFAULT_LIMIT = 5
 SEARCH_MAX_LIMIT = 25
 CHANGELOG_DEFAULT_LIMIT = 10
 RESULT_BUDGET = 8000  # characters of JSON in one tool result, when the window is not known
-MIN_RESULT_BUDGET = 2000
-MAX_RESULT_BUDGET = 60000
 CHANGE_VALUE_MAX = 80  # characters of one before/after value in a changelog diff
 
 # What a list shows when the model asks for neither fields nor brief: enough to answer
@@ -171,16 +171,6 @@ def _fit_list(
 
 def _error(message: str) -> str:
     return "Error: " + " ".join(str(message).split())
-
-
-def result_budget(window_tokens: int) -> int:
-    """Characters one tool result may take in a window of ``window_tokens`` tokens.
-
-    A sixth of the window, at about 3 characters of compact JSON per token: half the
-    window's token count, kept between 2,000 (one readable page) and 60,000 (more is
-    not read better). A 16,384-token window gets 8,192, about today's 8,000.
-    """
-    return max(MIN_RESULT_BUDGET, min(MAX_RESULT_BUDGET, window_tokens // 2))
 
 
 def _limit(n: int | None, default: int, cap: int, notes: list[str]) -> int:
