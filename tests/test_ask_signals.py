@@ -56,29 +56,36 @@ def test_a_signal_before_the_turn_starts_exits_130_with_output_and_nothing_recor
     assert (result["status"], result["turn"]) == ("cancelled", None)
     assert "before the turn started" in result["error"]
     assert ollama.requests == []
-    (path,) = sessions_dir.glob("*.sqlite")
-    assert turn_rows(path) == []
+    # A new session that never answered is not kept (nothing was recorded in it).
+    assert result["kept"] is False
+    assert list(sessions_dir.iterdir()) == []
 
 
 def test_sigints_in_a_row_during_a_cancel_still_print_the_output_and_exit_130(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
-    ollama.script([Stall()])
-    proc = ask(chat_env, "a question to cancel", "--json")
-    ollama.wait_for_requests(1, timeout=60)  # the turn is waiting for the model
+    # On a session that already has an answer: a new one whose first turn is
+    # cancelled is not kept, and there would be nothing left to look at.
+    ollama.script([Text("Three sites.")], [Stall()])
+    first = ask(chat_env, "how many sites?", "--json")
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    session_id = json.loads(out)["session"]
+    proc = ask(chat_env, "a question to cancel", "--json", "--session", session_id)
+    ollama.wait_for_requests(2, timeout=60)  # the turn is waiting for the model
     # The first SIGINT cancels the turn; the next ones, 5 ms apart, land
     # during the rollback and after it, until the process has ended.
     assert signal_until_exit(proc, signal.SIGINT, every=0.005) > 1
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     result = json.loads(out)
-    assert (result["status"], result["turn"]) == ("cancelled", 1)
+    assert (result["status"], result["turn"]) == ("cancelled", 2)
     (path,) = sessions_dir.glob("*.sqlite")
-    assert turn_rows(path) == [(1, "cancelled")]
+    assert turn_rows(path) == [(1, "done"), (2, "cancelled")]
     # Cancelled once: a second cancel would end the turn early and let a
     # write land after the rollback.
     state = inspect(sessions_dir, path.stem)
-    assert state["messages"] == [] and state["pending_writes"] == 0 and state["next"] == []
+    assert len(state["messages"]) == 2 and state["pending_writes"] == 0 and state["next"] == []
 
 
 def test_signals_after_the_turn_is_recorded_do_not_change_the_exit_status(
