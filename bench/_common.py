@@ -139,7 +139,9 @@ def bench_tools(slow_seconds: float = 1.0) -> list[Any]:
 def settings_for(sessions_dir: Path, ollama_url: str) -> Any:
     from netbox_chat.config import resolve_settings
 
-    return resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama_url, env={})
+    # No automatic compaction: see bench_env.
+    env = {"NETBOX_CHAT_COMPACT_AT": "0"}
+    return resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama_url, env=env)
 
 
 def open_conversation(session: Any, settings: Any, tools: Sequence[Any], saver: Any = None) -> Any:
@@ -360,6 +362,10 @@ def bench_env(**extra: str) -> dict[str, str]:
         TERM="xterm-256color",
         COLUMNS="100",
         LINES="40",
+        # The cached sessions are long on purpose (the worst case for a turn's
+        # own overhead and for Ctrl-C); automatic compaction would shrink them
+        # on the first turn, and the scripted replies do not answer summaries.
+        NETBOX_CHAT_COMPACT_AT="0",
     )
     if CODE != ROOT:
         env["PYTHONPATH"] = str(CODE)  # a child REPL runs the measured revision too

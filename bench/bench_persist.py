@@ -120,7 +120,7 @@ def time_node(graph: Any, name: str, spent: list[float]) -> None:
     bound.afunc = timed
 
 
-def history_cache_saver(path: Path) -> Any:
+def history_cache_saver(session: Any) -> Any:
     """WHAT-IF: a saver that keeps the decoded history of the last checkpoint
     LangGraph loaded and extends it by one step's writes for the next.
 
@@ -132,7 +132,6 @@ def history_cache_saver(path: Path) -> Any:
     would change what the next turn sees.
     """
     from netbox_chat.checkpointer import BridgedSqliteSaver
-    from netbox_chat.sessions import connect
 
     class HistoryCacheSaver(BridgedSqliteSaver):
         cached: tuple[str, tuple[str, ...], dict[str, Any]] | None = None
@@ -163,7 +162,7 @@ def history_cache_saver(path: Path) -> Any:
                 for ch, h in history.items()
             }
 
-    return HistoryCacheSaver(connect(path))
+    return HistoryCacheSaver(session.db)
 
 
 async def overhead(turns: int) -> dict[str, list[float]]:
@@ -185,7 +184,7 @@ async def overhead(turns: int) -> dict[str, list[float]]:
                 sessions = C.fresh_copy(cached["stages"][stage], tmp / f"{stage}{bool(variant)}")
                 session = SessionFile.open(SessionStore(sessions), cached["id"])
                 settings = C.settings_for(sessions, ollama.url)
-                saver = history_cache_saver(session.path) if variant else None
+                saver = history_cache_saver(session) if variant else None
                 conv = C.open_conversation(session, settings, C.bench_tools(), saver)
                 for node in ("model", "tools"):
                     time_node(conv.graph, node, spent)
