@@ -23,7 +23,8 @@ from rich.text import Text
 from netbox_chat import render
 from netbox_chat.config import Settings, resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
-from netbox_chat.sessions import AmbiguousSession, SessionFile, SessionStore
+from netbox_chat.sessions import AmbiguousSession
+from netbox_chat.stores import OpenSession, open_store
 
 app = typer.Typer(
     name="netbox-chat",
@@ -47,6 +48,19 @@ SessionsDir = Annotated[
         envvar="NETBOX_CHAT_SESSIONS",
         show_envvar=True,
         help="Folder of session files (default ./sessions).",
+        show_default=False,
+    ),
+]
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        envvar="NETBOX_CHAT_STORE",
+        show_envvar=True,
+        help=(
+            "Where sessions live: a folder, or a postgresql:// URL for a team's database "
+            "(needs pip install 'netbox-chat[postgres]'). Overrides --sessions-dir."
+        ),
         show_default=False,
     ),
 ]
@@ -109,10 +123,15 @@ def settings_from(
     ollama_url: str | None = None,
     model: str | None = None,
     netbox_url: str | None = None,
+    store: str | None = None,
 ) -> Settings:
     try:
         return resolve_settings(
-            sessions_dir=sessions_dir, ollama_url=ollama_url, model=model, netbox_url=netbox_url
+            store=store,
+            sessions_dir=sessions_dir,
+            ollama_url=ollama_url,
+            model=model,
+            netbox_url=netbox_url,
         )
     except ValueError as exc:
         raise fail(UserFacingError(str(exc))) from None
@@ -137,13 +156,13 @@ def _chat(
     from netbox_chat.repl import run_chat
 
     require_netbox(settings)
-    store = SessionStore(settings.sessions_dir)
+    store = open_store(settings)
     try:
         if resume:
             session_id = store.resolve(thread) if thread is not None else store.most_recent()
-            session = SessionFile.open(store, session_id)
+            session: OpenSession = store.open(session_id)
         else:
-            session = SessionFile.create(store, model=settings.model)
+            session = store.create(model=settings.model)
     except UserFacingError as exc:
         raise fail(exc) from None
     with session:
@@ -160,10 +179,12 @@ def main_callback(
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    store: StoreOption = None,
 ) -> None:
     """Start a new chat session when no command is given."""
     if ctx.invoked_subcommand is None:
-        _chat(settings_from(sessions_dir, ollama_url, model, netbox_url), None, resume=False)
+        settings = settings_from(sessions_dir, ollama_url, model, netbox_url, store)
+        _chat(settings, None, resume=False)
 
 
 @app.command()
@@ -182,6 +203,7 @@ def resume(
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    store: StoreOption = None,
 ) -> None:
     """Reopen a session and continue it, with its memory.
 
@@ -190,7 +212,7 @@ def resume(
     goes back to just after turn N (linearly: later turns are set aside, never
     replayed).
     """
-    settings = settings_from(sessions_dir, ollama_url, model, netbox_url)
+    settings = settings_from(sessions_dir, ollama_url, model, netbox_url, store)
     _chat(settings, thread, resume=True, rewind_to=at)
 
 
@@ -203,18 +225,23 @@ def list_sessions(
         bool, typer.Option("--all", "-a", help=f"Show every session, not the newest {LS_ROWS}.")
     ] = False,
     sessions_dir: SessionsDir = None,
+    store_option: StoreOption = None,
 ) -> None:
     """List sessions, most recently active first. Never writes anything."""
-    store = SessionStore(settings_from(sessions_dir).sessions_dir)
+    store = open_store(settings_from(sessions_dir, store=store_option))
     limit = None if as_json or show_all else LS_ROWS
-    summaries = sorted(store.list_sessions(limit), key=lambda s: s.last_active, reverse=True)
+    try:
+        listed = store.list_sessions(limit)
+        hidden = 0 if limit is None else len(store.session_ids()) - len(listed)
+    except UserFacingError as exc:
+        raise fail(exc) from None
+    summaries = sorted(listed, key=lambda s: s.last_active, reverse=True)
     if as_json:
         print(json.dumps([s.as_json() for s in summaries], indent=2))
     elif not summaries:
         stderr.print(f"no sessions in {store.root}; start one with `netbox-chat`")
     else:
         stdout.print(render.sessions_table(summaries))
-        hidden = len(store.session_ids()) - len(summaries)
         if hidden > 0:
             stderr.print(
                 f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them"
@@ -226,9 +253,10 @@ def forget(
     thread: ThreadArg,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     sessions_dir: SessionsDir = None,
+    store_option: StoreOption = None,
 ) -> None:
-    """Delete a session for good (its .sqlite, -wal and -shm files)."""
-    store = SessionStore(settings_from(sessions_dir).sessions_dir)
+    """Delete a session for good (its .sqlite, -wal and -shm files, or its rows)."""
+    store = open_store(settings_from(sessions_dir, store=store_option))
     try:
         session_id = store.resolve(thread)
         summary = store.summarize(session_id)
@@ -260,6 +288,7 @@ def ask(
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    store_option: StoreOption = None,
 ) -> None:
     """Run one turn without the REPL, print the answer and exit (scripts, cron).
 
@@ -267,14 +296,14 @@ def ask(
     """
     import asyncio
 
-    settings = settings_from(sessions_dir, ollama_url, model, netbox_url)
+    settings = settings_from(sessions_dir, ollama_url, model, netbox_url, store_option)
     require_netbox(settings)
-    store = SessionStore(settings.sessions_dir)
+    store = open_store(settings)
     try:
         opened = (
-            SessionFile.open(store, store.resolve(session))
+            store.open(store.resolve(session))
             if session is not None
-            else SessionFile.create(store, model=settings.model)
+            else store.create(model=settings.model)
         )
     except UserFacingError as exc:
         raise fail(exc) from None
@@ -304,7 +333,7 @@ def ask(
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 
 
-async def _ask_once(session: SessionFile, settings: Settings, question: str) -> dict[str, Any]:
+async def _ask_once(session: OpenSession, settings: Settings, question: str) -> dict[str, Any]:
     import asyncio
     from dataclasses import asdict
 
@@ -348,16 +377,17 @@ def export_command(
         typer.Option("--output", "-o", help="Write to this file (0600) instead of stdout."),
     ] = None,
     sessions_dir: SessionsDir = None,
+    store_option: StoreOption = None,
 ) -> None:
     """Print a session's transcript: questions, answers, tool calls, tokens per
     turn; cancelled, failed and rewound turns marked. Never writes the session."""
     from netbox_chat.export import export_session
 
-    settings = settings_from(sessions_dir)
+    settings = settings_from(sessions_dir, store=store_option)
     fmt = fmt.lower()
     if fmt not in ("md", "json"):
         raise fail(UserFacingError(f"unknown format {fmt!r}: use md or json"))
-    store = SessionStore(settings.sessions_dir)
+    store = open_store(settings)
     try:
         text = export_session(
             store,
@@ -381,17 +411,39 @@ def export_command(
 
 @app.command()
 def doctor(
+    init_store: Annotated[
+        bool,
+        typer.Option(
+            "--init-store",
+            help="Create or migrate the schema of a postgresql:// store, then exit.",
+        ),
+    ] = False,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    store_option: StoreOption = None,
 ) -> None:
     """Check the setup: Ollama, the model and its tool support, NetBox, the
-    token, the NetBox version, the sessions folder. One line each; exits 1 if
-    anything is wrong."""
-    from netbox_chat.doctor import run_checks
+    token, the NetBox version, the session store. One line each; exits 1 if
+    anything is wrong. With --init-store, create the database store's schema."""
+    from netbox_chat.doctor import init_database_store, run_checks
 
-    checks = run_checks(settings_from(sessions_dir, ollama_url, model, netbox_url))
+    settings = settings_from(sessions_dir, ollama_url, model, netbox_url, store_option)
+    if init_store:
+        if settings.store_url is None:
+            raise fail(
+                UserFacingError(
+                    "--init-store is for a postgresql:// store (--store / NETBOX_CHAT_STORE); "
+                    "a sessions folder is created when it is first used"
+                )
+            )
+        try:
+            stdout.print(Text("✓ " + init_database_store(settings.store_url), style="green"))
+        except UserFacingError as exc:
+            raise fail(exc) from None
+        return
+    checks = run_checks(settings)
     for check in checks:
         style = "green" if check.ok else "red"
         stdout.print(Text(check.line(), style=style), soft_wrap=True)

@@ -27,6 +27,9 @@ class Settings:
     """
 
     sessions_dir: Path
+    # A postgresql:// URL when the sessions live on a database server. It may
+    # carry a password, so it stays out of `repr` like the token.
+    store_url: str | None = field(default=None, repr=False)
     ollama_url: str = DEFAULT_OLLAMA_URL
     model: str = DEFAULT_MODEL
     netbox_url: str | None = None
@@ -49,8 +52,29 @@ def _positive_number(env: Mapping[str, str], name: str, default: float) -> float
     return value
 
 
+DATABASE_SCHEMES = ("postgresql://", "postgres://")
+
+
+def _store(
+    store: str | None, sessions_dir: Path | None, env: Mapping[str, str]
+) -> tuple[Path, str | None]:
+    """(sessions folder, database URL or None): `--store` over `--sessions-dir`
+    over NETBOX_CHAT_STORE over NETBOX_CHAT_SESSIONS over ./sessions."""
+    value = store or (str(sessions_dir) if sessions_dir else None)
+    value = value or env.get("NETBOX_CHAT_STORE") or env.get("NETBOX_CHAT_SESSIONS") or "sessions"
+    if value.startswith(DATABASE_SCHEMES):
+        return Path("sessions"), value
+    if "://" in value:
+        scheme = value.split("://", 1)[0]
+        raise ValueError(
+            f"unknown session store {scheme}://...: use a folder or a postgresql:// URL"
+        )
+    return Path(value), None
+
+
 def resolve_settings(
     *,
+    store: str | None = None,
     sessions_dir: Path | None = None,
     ollama_url: str | None = None,
     model: str | None = None,
@@ -66,8 +90,10 @@ def resolve_settings(
     if "://" not in url:
         # Ollama's own CLI accepts OLLAMA_HOST=127.0.0.1:11434; so do we.
         url = f"http://{url}"
+    folder, store_url = _store(store, sessions_dir, env)
     return Settings(
-        sessions_dir=Path(sessions_dir or env.get("NETBOX_CHAT_SESSIONS") or "sessions"),
+        sessions_dir=folder,
+        store_url=store_url,
         ollama_url=url.rstrip("/"),
         model=model or env.get("NETBOX_CHAT_MODEL") or DEFAULT_MODEL,
         netbox_url=(netbox_url or env.get("NETBOX_URL") or "").rstrip("/") or None,

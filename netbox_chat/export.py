@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any, Literal
 
+from netbox_chat.pgstore import PgSessionStore
 from netbox_chat.sessions import (
     _TURN_COLUMNS,
     SessionStore,
@@ -29,6 +30,7 @@ from netbox_chat.sessions import (
     read_only_connection,
 )
 
+Store = SessionStore | PgSessionStore
 Format = Literal["md", "json"]
 
 STATUS_NOTES = {
@@ -41,23 +43,13 @@ STATUS_NOTES = {
 }
 
 
-def read_transcript(store: SessionStore, session_id: str) -> dict[str, Any]:
+def read_transcript(store: Store, session_id: str) -> dict[str, Any]:
     """The session's transcript as plain data (what the JSON export prints)."""
-    path = store.path_for(session_id)
-    try:
-        with read_only_connection(path) as conn:
-            if check_schema(conn) == 0:
-                raise UnreadableSession("not a netbox-chat session (no session tables)")
-            meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
-            rows = conn.execute(f"SELECT {_TURN_COLUMNS} FROM turns ORDER BY number").fetchall()
-            edits = conn.execute(
-                "SELECT kind, at, detail FROM history_edits ORDER BY id"
-            ).fetchall()
-    except UnreadableSession as exc:
-        raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
-    except sqlite3.DatabaseError as exc:
-        raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
-    turns = [_turn_from_row(row) for row in rows]
+    if isinstance(store, PgSessionStore):
+        meta, turns, edits, askers = store.ledger(session_id)
+    else:
+        meta, turns, edits = _read_file(store, session_id)
+        askers = {}
     done = [t for t in turns if t.status == "done"]
     return {
         "session": session_id,
@@ -72,16 +64,37 @@ def read_transcript(store: SessionStore, session_id: str) -> dict[str, Any]:
             "tokens_out": sum(t.tokens_out for t in turns),
             "tool_calls": sum(len(t.tool_calls) for t in turns),
         },
-        "turns": [_turn_json(t) for t in turns],
+        "turns": [_turn_json(t, askers.get(t.number)) for t in turns],
         "edits": [
             {"kind": kind, "at": at, **json.loads(detail or "{}")} for kind, at, detail in edits
         ],
     }
 
 
-def _turn_json(turn: Turn) -> dict[str, Any]:
+def _read_file(
+    store: SessionStore, session_id: str
+) -> tuple[dict[str, str], list[Turn], list[tuple[str, str, str]]]:
+    path = store.path_for(session_id)
+    try:
+        with read_only_connection(path) as conn:
+            if check_schema(conn) == 0:
+                raise UnreadableSession("not a netbox-chat session (no session tables)")
+            meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
+            rows = conn.execute(f"SELECT {_TURN_COLUMNS} FROM turns ORDER BY number").fetchall()
+            edits = conn.execute(
+                "SELECT kind, at, detail FROM history_edits ORDER BY id"
+            ).fetchall()
+    except UnreadableSession as exc:
+        raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
+    return meta, [_turn_from_row(row) for row in rows], edits
+
+
+def _turn_json(turn: Turn, asked_by: str | None) -> dict[str, Any]:
     return {
         "number": turn.number,
+        **({"asked_by": asked_by} if asked_by else {}),
         "status": turn.status,
         "seen_by_model": turn.status == "done",
         "question": turn.question,
@@ -96,7 +109,7 @@ def _turn_json(turn: Turn) -> dict[str, Any]:
 
 
 def export_session(
-    store: SessionStore,
+    store: Store,
     session_id: str,
     fmt: Format = "md",
     *,
@@ -192,10 +205,11 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
     status = turn["status"]
     mark = "" if status == "done" else f" · {status.upper()}"
     tokens = turn["tokens"]
+    asked = f" · asked by {turn['asked_by']}" if turn.get("asked_by") else ""
     lines = [
         f"## Turn {turn['number']}{mark}",
         "",
-        f"_{turn['started_at']} · tokens {tokens['in']} in / {tokens['out']} out_",
+        f"_{turn['started_at']}{asked} · tokens {tokens['in']} in / {tokens['out']} out_",
         "",
     ]
     if status != "done":

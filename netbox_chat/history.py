@@ -39,7 +39,7 @@ import sqlite3
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -53,10 +53,14 @@ from langgraph.channels import BinaryOperatorAggregate, LastValue
 from langgraph.channels.delta import DeltaChannel
 from langgraph.types import Overwrite
 
-from netbox_chat.checkpointer import BridgedSqliteSaver
+from netbox_chat.checkpointer import BridgedSqliteSaver, SyncSaverBridge
 from netbox_chat.errors import UserFacingError
+from netbox_chat.pgstore import database_errors
 from netbox_chat.sessions import Turn
 from netbox_chat.turns import Conversation, describe_error, message_ids
+
+if TYPE_CHECKING:
+    from netbox_chat.pgsaver import BridgedPostgresSaver
 
 # deepagents' own summarization middleware keeps its summary out of the message
 # list: `_summarization_event` holds the summary message and a cutoff index into
@@ -554,6 +558,9 @@ def _write_verified(
         ) from exc
 
 
+_LEDGER_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, OSError, *database_errors())
+
+
 @contextlib.contextmanager
 def _ledger_after_write(done: str) -> Iterator[None]:
     """The ledger lives on its own connection, so it is written after the
@@ -561,7 +568,7 @@ def _ledger_after_write(done: str) -> Iterator[None]:
     did change."""
     try:
         yield
-    except (sqlite3.Error, OSError) as exc:
+    except _LEDGER_ERRORS as exc:
         raise HistoryEditError(
             f"{done}, but the session's ledger could not be updated ({exc}); "
             "/history may be out of date"
@@ -582,7 +589,7 @@ class _HeldCommits:
 
 
 @contextlib.contextmanager
-def _one_transaction(saver: BridgedSqliteSaver) -> Iterator[None]:
+def _one_transaction(saver: SyncSaverBridge) -> Iterator[None]:
     """Make one `update_state` (and the reads that verify it) atomic.
 
     `update_state` saves the update's writes on the current head and then the
@@ -594,8 +601,13 @@ def _one_transaction(saver: BridgedSqliteSaver) -> Iterator[None]:
     writes, which is what lets verification run before the commit.
 
     Only for code that owns the saver for the duration: no turn may be
-    running (bridged calls are drained first).
+    running (bridged calls are drained first). A database saver has real
+    transactions on its connection and uses its own `atomic()`.
     """
+    if not isinstance(saver, BridgedSqliteSaver):
+        with cast("BridgedPostgresSaver", saver).atomic():
+            yield
+        return
     saver.drain()
     real = saver.conn
     saver.setup()  # its executescript would commit on its own

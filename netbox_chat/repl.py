@@ -27,7 +27,7 @@ from netbox_chat import render
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime
-from netbox_chat.sessions import SessionFile
+from netbox_chat.stores import OpenSession
 
 HELP = """\
 [bold]Ask a question about your network[/bold] and press Enter. Pasting several lines works.
@@ -49,7 +49,7 @@ class LedgerHistory(History):
     survives restarts without a second file. Cancelled questions are in it too.
     Storing is a no-op: the ledger records a question when its turn begins."""
 
-    def __init__(self, session: SessionFile) -> None:
+    def __init__(self, session: OpenSession) -> None:
         super().__init__()
         self.session = session
 
@@ -76,7 +76,7 @@ class BackgroundRuntime:
     """
 
     def __init__(
-        self, session: SessionFile, settings: Settings, on_auth_failure: Callable[[str], None]
+        self, session: OpenSession, settings: Settings, on_auth_failure: Callable[[str], None]
     ) -> None:
         self.session = session
         self.settings = settings
@@ -115,7 +115,7 @@ class BackgroundRuntime:
 
 @dataclass
 class Repl:
-    session: SessionFile
+    session: OpenSession
     settings: Settings
     console: Console
     background: BackgroundRuntime
@@ -235,7 +235,7 @@ class Repl:
 
 
 async def run_chat(
-    session: SessionFile,
+    session: OpenSession,
     settings: Settings,
     console: Console,
     *,

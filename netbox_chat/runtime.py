@@ -18,11 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionFile, connect
+from netbox_chat.pgstore import PgSession
+from netbox_chat.sessions import connect
+from netbox_chat.stores import OpenSession
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
+    from netbox_chat.checkpointer import SyncSaverBridge
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.turns import Conversation
 
@@ -35,11 +38,22 @@ class Runtime:
     async def aclose(self) -> None:
         if self.netbox is not None:
             await self.netbox.aclose()
-        self.conversation.saver.conn.close()
+        self.conversation.saver.close()
+
+
+def open_saver(session: OpenSession) -> SyncSaverBridge:
+    """The session's LangGraph saver, behind the async bridge (slow imports)."""
+    if isinstance(session, PgSession):
+        from netbox_chat.pgsaver import BridgedPostgresSaver
+
+        return BridgedPostgresSaver(session.db, session.store.url)
+    from netbox_chat.checkpointer import BridgedSqliteSaver
+
+    return BridgedSqliteSaver(connect(session.path))
 
 
 def build_runtime(
-    session: SessionFile,
+    session: OpenSession,
     settings: Settings,
     *,
     tools: Sequence[BaseTool] | None = None,
@@ -47,7 +61,6 @@ def build_runtime(
 ) -> Runtime:
     """Build the agent for `session` (slow: imports deepagents)."""
     from netbox_chat.agent import build_agent, build_model, find_end_node
-    from netbox_chat.checkpointer import BridgedSqliteSaver
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.netbox.tools import build_netbox_tools
     from netbox_chat.turns import Conversation
@@ -63,7 +76,7 @@ def build_runtime(
             on_auth_failure=on_auth_failure,
         )
         tools = build_netbox_tools(netbox)
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = open_saver(session)
     model = build_model(settings)
     graph = build_agent(settings, tools, saver, model=model)
     runtime = Runtime(

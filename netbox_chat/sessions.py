@@ -339,6 +339,12 @@ class SessionStore:
         scanned = self._scan()
         return sorted(sorted(scanned), key=lambda sid: last_written(scanned[sid]), reverse=True)
 
+    def open(self, session_id: str) -> SessionFile:
+        return SessionFile.open(self, session_id)
+
+    def create(self, *, model: str) -> SessionFile:
+        return SessionFile.create(self, model=model)
+
     def most_recent(self) -> str:
         for session_id in self.ids_by_recency():
             if self.summarize(session_id).unreadable is None:

@@ -38,17 +38,21 @@ from langgraph.channels import LastValue
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Overwrite, StateSnapshot
 
-from netbox_chat.checkpointer import BridgedSqliteSaver
+from netbox_chat.checkpointer import SyncSaverBridge
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionFile, StoreError, ToolCallRecord, TurnStatus
+from netbox_chat.pgstore import database_errors
+from netbox_chat.sessions import StoreError, ToolCallRecord, TurnStatus
+from netbox_chat.stores import OpenSession
 
 if TYPE_CHECKING:
     from netbox_chat.history import CompactResult, RewindResult
 
-# What a session file that cannot be written raises (disk full, I/O error,
-# read-only file system). Only SQLite's own errors: an OSError in a turn is
-# far more likely a connection to Ollama or NetBox going away.
-_STORE_ERRORS = (sqlite3.Error,)
+# What a session store that cannot be written raises (disk full, I/O error,
+# read-only file system; a database connection lost or refused). Only the
+# stores' own errors: an OSError in a turn is far more likely a connection to
+# Ollama or NetBox going away.
+_DATABASE_ERRORS = database_errors()
+_STORE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, *_DATABASE_ERRORS)
 
 # --- events -----------------------------------------------------------------------
 
@@ -166,9 +170,9 @@ class Conversation:
 
     def __init__(
         self,
-        session: SessionFile,
+        session: OpenSession,
         graph: CompiledStateGraph[Any, Any, Any, Any],
-        saver: BridgedSqliteSaver,
+        saver: SyncSaverBridge,
         end_node: str,
         model: Any = None,
     ) -> None:
@@ -533,6 +537,11 @@ def describe_error(exc: BaseException) -> str:
         return (
             f"the session file could not be written ({text}): free disk space or fix "
             "the sessions folder (NETBOX_CHAT_SESSIONS), then try again"
+        )
+    if isinstance(exc, _DATABASE_ERRORS):
+        return (
+            f"the session database could not be written ({text}): check the database "
+            "server and the connection to it (NETBOX_CHAT_STORE), then try again"
         )
     if isinstance(exc, httpx.ConnectError | ConnectionError):
         return f"cannot reach Ollama ({text}): is `ollama serve` running and OLLAMA_HOST right?"

@@ -1,0 +1,678 @@
+"""Sessions on a PostgreSQL server: the team's store (`--store postgresql://...`).
+
+The same sessions as the folder store (`sessions.py`), for a team: every
+session lives in one database, in one schema (`netbox_chat`) that holds
+LangGraph's checkpoint tables (written by its `PostgresSaver`, see
+`pgsaver.py`) and our own small tables, keyed by session id. The schema is
+created and migrated only by `netbox-chat doctor --init-store`; a store without
+it is refused (exit 3), so a typo in a URL never starts an empty store.
+
+One writer per session, across machines: the writer holds a session-level
+advisory lock on its one connection, and LangGraph's saver writes through that
+same connection. If the connection goes (kill -9, a network cut), the server
+drops the lock with it, and no write of that process can land afterwards.
+
+Like `sessions.py`, this module never imports LangChain, and it imports
+psycopg only when a database URL is used, so `ls` of a folder stays fast and
+the extra stays optional.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import re
+import socket
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from netbox_chat.errors import UserFacingError
+from netbox_chat.sessions import (
+    _TURN_COLUMNS,
+    AmbiguousSession,
+    NoSuchSession,
+    Recap,
+    SessionBusy,
+    SessionSummary,
+    StoreError,
+    ToolCallRecord,
+    Turn,
+    TurnStatus,
+    UnreadableSession,
+    _turn_from_row,
+    new_session_id,
+    normalize_session_id,
+    now_iso,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+
+SCHEMA = "netbox_chat"
+PG_SCHEMA_VERSION = 1
+INSTALL_HINT = "pip install 'netbox-chat[postgres]'"
+
+# pg_try_advisory_lock(key1, key2): key1 marks the lock as netbox-chat's
+# ("nbch" in ASCII), key2 is the server's hashtext() of the session id, so
+# `ls` can find every holder in the same query that lists the sessions.
+LOCK_CLASS = 0x6E626368
+_LOCK_MATCH = (
+    "l.locktype = 'advisory' AND l.classid = {cls}::bigint::oid AND l.objsubid = 2 "
+    "AND l.granted AND l.objid = (hashtext({sid})::bigint & 4294967295)::oid"
+)
+
+# Our tables. LangGraph's (checkpoints, checkpoint_blobs, checkpoint_writes,
+# checkpoint_migrations) are created beside them by its own `setup()`.
+_SCHEMA_V1 = f"""
+CREATE TABLE IF NOT EXISTS {SCHEMA}.store_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {SCHEMA}.session_meta (
+    session_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (session_id, key)
+);
+CREATE TABLE IF NOT EXISTS {SCHEMA}.turns (
+    session_id TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    question TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    ended_at TEXT,
+    base_checkpoint_id TEXT,
+    base_message_count INTEGER,
+    end_checkpoint_id TEXT,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    tool_calls TEXT NOT NULL DEFAULT '[]',
+    rolled_back INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    answer TEXT,
+    message_count INTEGER,
+    asked_by TEXT,
+    PRIMARY KEY (session_id, number)
+);
+CREATE TABLE IF NOT EXISTS {SCHEMA}.history_edits (
+    id BIGSERIAL PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    at TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '{{}}'
+);
+CREATE INDEX IF NOT EXISTS history_edits_session_idx ON {SCHEMA}.history_edits (session_id);
+"""
+
+# MIGRATIONS[n] takes the schema from version n to n + 1 (0: no schema); its
+# statements run one by one (a prepared statement holds only one).
+MIGRATIONS = {0: _SCHEMA_V1}
+assert len(MIGRATIONS) == PG_SCHEMA_VERSION
+
+
+def shown_url(url: str) -> str:
+    """The URL without its password, for messages and `ls`."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def asked_by() -> str:
+    """Who asks a turn: the OS user and host, as the ledger records it."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
+
+
+def application_name() -> str:
+    """What the server shows for our connection, and what a second writer is
+    told: `netbox-chat <pid>@<host>` (the server keeps 63 bytes)."""
+    return f"netbox-chat {os.getpid()}@{socket.gethostname()}"[:63]
+
+
+_HOLDER = re.compile(r"netbox-chat (\d+)@(.*)")
+
+
+def database_errors() -> tuple[type[Exception], ...]:
+    """The exception types a session database raises (none without the extra)."""
+    try:
+        import psycopg
+    except ImportError:
+        return ()
+    return (psycopg.Error,)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(
+            f"a PostgreSQL session store needs the postgres extra: {INSTALL_HINT}"
+        ) from None
+    return psycopg
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else type(exc).__name__
+
+
+def connect(url: str, *, read_only: bool = False) -> psycopg.Connection[Any]:
+    """A connection to the store, in autocommit (what LangGraph's saver needs),
+    with our schema first on the search path. One-line errors, exit 3."""
+    psycopg = _psycopg()
+    try:
+        conn = psycopg.connect(
+            url,
+            autocommit=True,
+            prepare_threshold=0,
+            connect_timeout=10,
+            application_name=application_name(),
+            options=f"-c search_path={SCHEMA}",
+        )
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"cannot open the session store {shown_url(url)}: {_first_line(exc)}"
+        ) from exc
+    if read_only:
+        conn.read_only = True
+    return conn  # type: ignore[no-any-return]
+
+
+def scalar(conn: psycopg.Connection[Any], sql: str, params: Any = ()) -> Any:
+    """The first column of the one row `sql` returns (an aggregate, a probe)."""
+    row = conn.execute(sql, params).fetchone()
+    assert row is not None, sql
+    return row[0]
+
+
+def schema_version(conn: psycopg.Connection[Any]) -> int:
+    """Our schema's version in this database (0: none)."""
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{SCHEMA}.store_meta",)).fetchone()
+    if not row or not row[0]:
+        return 0
+    found = conn.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()
+    return int(found[0]) if found and str(found[0]).isdigit() else 0
+
+
+def check_schema(conn: psycopg.Connection[Any], url: str) -> None:
+    """Refuse a database without our schema, or with a newer one (exit 3)."""
+    version = schema_version(conn)
+    if version == 0:
+        raise StoreError(
+            f"the session store {shown_url(url)} has no netbox-chat schema: "
+            "create it with `netbox-chat doctor --init-store`"
+        )
+    if version > PG_SCHEMA_VERSION:
+        raise UnreadableSession(
+            f"the session store {shown_url(url)} was made by a newer netbox-chat "
+            f"(schema {version}, this one knows {PG_SCHEMA_VERSION})"
+        )
+    if version < PG_SCHEMA_VERSION:
+        raise StoreError(
+            f"the session store {shown_url(url)} has schema {version}: "
+            "migrate it with `netbox-chat doctor --init-store`"
+        )
+
+
+def migrate(conn: psycopg.Connection[Any]) -> int:
+    """Create or bring our tables up to PG_SCHEMA_VERSION, each step in one
+    transaction; returns the version found before."""
+    found = schema_version(conn)
+    version = found
+    while version < PG_SCHEMA_VERSION:
+        with conn.transaction():
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            version += 1
+            conn.execute(
+                "INSERT INTO store_meta(key, value) VALUES ('schema_version', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(version),),
+            )
+    return found
+
+
+_HOLDER_SQL = (
+    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+    "WHERE " + _LOCK_MATCH.format(cls="%s", sid="%s")
+)
+
+
+def _holder(conn: psycopg.Connection[Any], session_id: str) -> str | None:
+    row = conn.execute(_HOLDER_SQL, (LOCK_CLASS, session_id)).fetchone()
+    return None if row is None else str(row[0] or "")
+
+
+class HeldElsewhere(SessionBusy):
+    """The session's advisory lock is held by another connection."""
+
+    def __init__(self, session_id: str, holder: str) -> None:
+        found = _HOLDER.fullmatch(holder)
+        who = f"pid {found.group(1)} on {found.group(2)}" if found else holder or "unknown"
+        UserFacingError.__init__(
+            self, f"session {session_id} is open in another netbox-chat ({who})"
+        )
+        self.pid = int(found.group(1)) if found else None
+        self.holder = holder
+
+
+# One query for `ls`: the meta of every session, its ledger's counts, and who
+# holds its lock (pg_locks is read once, not once per session).
+_SUMMARY_SQL = """
+WITH holders AS MATERIALIZED (
+    SELECT l.objid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+    WHERE l.locktype = 'advisory' AND l.classid = %(cls)s::bigint::oid AND l.objsubid = 2
+      AND l.granted
+), sessions AS (
+    SELECT session_id,
+           max(value) FILTER (WHERE key = 'created_at') AS created_at,
+           max(value) FILTER (WHERE key = 'title') AS title,
+           max(value) FILTER (WHERE key = 'model') AS model
+    FROM session_meta WHERE %(sid)s::text IS NULL OR session_id = %(sid)s
+    GROUP BY session_id
+)
+SELECT s.session_id, s.created_at, s.title, s.model, t.turns, t.last, t.askers,
+       h.application_name
+FROM sessions s
+LEFT JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE status = 'done') AS turns,
+           max(coalesce(ended_at, started_at)) AS last,
+           array_agg(DISTINCT asked_by) FILTER (WHERE asked_by IS NOT NULL) AS askers
+    FROM turns WHERE turns.session_id = s.session_id
+) t ON true
+LEFT JOIN holders h ON h.objid = (hashtext(s.session_id)::bigint & 4294967295)::oid
+WHERE s.created_at IS NOT NULL
+ORDER BY greatest(t.last, s.created_at) DESC, s.session_id
+"""
+
+
+@dataclass(frozen=True)
+class PgSessionSummary(SessionSummary):
+    """`ls` for a database session: where it is, who has it open, who asked."""
+
+    store: str = ""
+    holder: str | None = None
+    asked_by: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        del data["path"]
+        data["asked_by"] = list(self.asked_by)
+        return data
+
+
+# --- the store ------------------------------------------------------------------------
+
+
+class PgSessionStore:
+    """Every session in one PostgreSQL database. Reading never writes: `ls`,
+    `export` and the lock probe use a read-only connection."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.root = shown_url(url)  # what messages call the store
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[psycopg.Connection[Any]]:
+        conn = connect(self.url, read_only=True)
+        try:
+            check_schema(conn, self.url)
+            yield conn
+        finally:
+            conn.close()
+
+    def session_ids(self) -> list[str]:
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT session_id FROM session_meta WHERE key = 'created_at' ORDER BY 1"
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def resolve(self, text: str) -> str:
+        """A full id or unique prefix → the full id (one-line errors otherwise)."""
+        prefix = normalize_session_id(text)
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT session_id FROM session_meta WHERE key = 'created_at' "
+                "AND starts_with(session_id, %s) ORDER BY 1",
+                (prefix,),
+            ).fetchall()
+        matches = [row[0] for row in rows]
+        if not matches:
+            raise NoSuchSession(f"no session {prefix!r} in {self.root} (see `netbox-chat ls`)")
+        if prefix in matches:
+            return prefix
+        if len(matches) > 1:
+            raise AmbiguousSession(prefix, matches)
+        return str(matches[0])
+
+    def most_recent(self) -> str:
+        summaries = self.list_sessions(1)
+        if not summaries:
+            raise NoSuchSession(f"no sessions to resume in {self.root}")
+        return summaries[0].id
+
+    def list_sessions(self, limit: int | None = None) -> list[SessionSummary]:
+        """The `limit` most recently active sessions, from one query."""
+        return self._summaries(None, limit)
+
+    def summarize(self, session_id: str) -> SessionSummary:
+        found = self._summaries(session_id, None)
+        if not found:
+            raise NoSuchSession(f"no session {session_id!r} in {self.root}")
+        return found[0]
+
+    def _summaries(self, session_id: str | None, limit: int | None) -> list[SessionSummary]:
+        with self.reading() as conn:
+            rows = conn.execute(
+                _SUMMARY_SQL + (" LIMIT %(limit)s" if limit is not None else ""),
+                {"cls": LOCK_CLASS, "sid": session_id, "limit": limit},
+            ).fetchall()
+        return [self._summary(row) for row in rows]
+
+    def _summary(self, row: tuple[Any, ...]) -> SessionSummary:
+        sid, created, title, model, turns, last, askers, holder = row
+        found = _HOLDER.fullmatch(holder or "")
+        return PgSessionSummary(
+            sid,
+            Path(),
+            0,
+            title=title or "",
+            model=model or "",
+            created_at=created or "",
+            last_active=max(last or "", created or ""),
+            turns=int(turns or 0),
+            open_by=int(found.group(1)) if found else None,
+            is_open=holder is not None,
+            store=self.root,
+            holder=holder,
+            asked_by=tuple(sorted(askers or ())),
+        )
+
+    def ledger(
+        self, session_id: str
+    ) -> tuple[dict[str, str], list[Turn], list[tuple[str, str, str]], dict[int, str]]:
+        """Meta, turns and history edits of one session, read-only (for export)."""
+        with self.reading() as conn:
+            meta = dict(
+                conn.execute(
+                    "SELECT key, value FROM session_meta WHERE session_id = %s", (session_id,)
+                ).fetchall()
+            )
+            if not meta:
+                raise NoSuchSession(f"no session {session_id!r} in {self.root}")
+            rows = conn.execute(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE session_id = %s ORDER BY number",
+                (session_id,),
+            ).fetchall()
+            edits = conn.execute(
+                "SELECT kind, at, detail FROM history_edits WHERE session_id = %s ORDER BY id",
+                (session_id,),
+            ).fetchall()
+            askers = dict(
+                conn.execute(
+                    "SELECT number, asked_by FROM turns WHERE session_id = %s", (session_id,)
+                ).fetchall()
+            )
+        meta["schema_version"] = str(PG_SCHEMA_VERSION)
+        turns = [_turn_from_row(tuple(row)) for row in rows]
+        return meta, turns, [(kind, at, detail) for kind, at, detail in edits], askers
+
+    def open(self, session_id: str) -> PgSession:
+        return PgSession.open(self, session_id)
+
+    def create(self, *, model: str) -> PgSession:
+        return PgSession.create(self, model=model)
+
+    def forget(self, session_id: str) -> None:
+        """Delete every row of the session, in one transaction, only if nobody
+        has it open (the lock is taken for the duration)."""
+        with PgSession.open(self, session_id) as session, session.db.transaction():
+            for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
+                session.db.execute(f"DELETE FROM {table} WHERE thread_id = %s", (session_id,))
+            for table in ("history_edits", "turns", "session_meta"):
+                session.db.execute(f"DELETE FROM {table} WHERE session_id = %s", (session_id,))
+
+
+# --- an open session (held for writing) --------------------------------------------------
+
+
+class PgSession:
+    """A session opened for writing: the advisory lock and the ledger on one
+    connection, the same connection LangGraph's saver writes through."""
+
+    def __init__(self, store: PgSessionStore, session_id: str) -> None:
+        self.store = store
+        self.id = session_id
+        self.conn: psycopg.Connection[Any] | None = None
+        self.asked_by = asked_by()
+
+    @classmethod
+    def create(cls, store: PgSessionStore, *, model: str) -> PgSession:
+        session = cls(store, new_session_id())
+        session._connect()
+        try:
+            session._lock()
+            session._set_meta(created_at=now_iso(), model=model, title="")
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    @classmethod
+    def open(cls, store: PgSessionStore, session_id: str) -> PgSession:
+        session = cls(store, session_id)
+        session._connect()
+        try:
+            found = session.db.execute(
+                "SELECT 1 FROM session_meta WHERE session_id = %s AND key = 'created_at'",
+                (session_id,),
+            ).fetchone()
+            if found is None:
+                raise NoSuchSession(f"no session {session_id!r} in {store.root}")
+            session._lock()
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    def _connect(self) -> None:
+        self.conn = connect(self.store.url)
+        try:
+            check_schema(self.conn, self.store.url)
+        except BaseException:
+            self.close()
+            raise
+
+    def _lock(self) -> None:
+        if not scalar(
+            self.db, "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.id)
+        ):
+            raise HeldElsewhere(self.id, _holder(self.db, self.id) or "")
+
+    def close(self) -> None:
+        """Closing the connection releases the advisory lock."""
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                self.conn.close()
+            self.conn = None
+
+    def __enter__(self) -> PgSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def db(self) -> psycopg.Connection[Any]:
+        if self.conn is None:
+            raise StoreError(f"session {self.id} is closed")
+        return self.conn
+
+    # meta
+
+    def _set_meta(self, **values: str) -> None:
+        with self.db.transaction(), self.db.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO session_meta(session_id, key, value) VALUES (%s, %s, %s) "
+                "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
+                [(self.id, key, value) for key, value in values.items()],
+            )
+
+    def meta(self) -> dict[str, str]:
+        rows = self.db.execute(
+            "SELECT key, value FROM session_meta WHERE session_id = %s", (self.id,)
+        ).fetchall()
+        return {**dict(rows), "schema_version": str(PG_SCHEMA_VERSION)}
+
+    def set_model(self, model: str) -> None:
+        self._set_meta(model=model)
+
+    # the turn ledger
+
+    def begin_turn(
+        self, question: str, *, base_checkpoint_id: str | None, base_message_count: int
+    ) -> int:
+        """Record a turn as running, with its rollback point and who asked it."""
+        with self.db.transaction():
+            row = self.db.execute(
+                "INSERT INTO turns(session_id, number, question, status, started_at, "
+                "base_checkpoint_id, base_message_count, asked_by) "
+                "SELECT %s, coalesce(max(number), 0) + 1, %s, 'running', %s, %s, %s, %s "
+                "FROM turns WHERE session_id = %s RETURNING number",
+                (
+                    self.id,
+                    question,
+                    now_iso(),
+                    base_checkpoint_id,
+                    base_message_count,
+                    self.asked_by,
+                    self.id,
+                ),
+            ).fetchone()
+            self.db.execute(
+                "UPDATE session_meta SET value = %s "
+                "WHERE session_id = %s AND key = 'title' AND value = ''",
+                (question.strip().splitlines()[0][:200] if question.strip() else "", self.id),
+            )
+        assert row is not None
+        return int(row[0])
+
+    def finish_turn(
+        self,
+        number: int,
+        status: TurnStatus,
+        *,
+        end_checkpoint_id: str | None = None,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        tool_calls: list[ToolCallRecord] | None = None,
+        rolled_back: int = 0,
+        error: str | None = None,
+        answer: str | None = None,
+        message_count: int | None = None,
+    ) -> None:
+        self.db.execute(
+            "UPDATE turns SET status = %s, ended_at = %s, end_checkpoint_id = %s, "
+            "tokens_in = %s, tokens_out = %s, tool_calls = %s, rolled_back = %s, error = %s, "
+            "answer = %s, message_count = %s WHERE session_id = %s AND number = %s",
+            (
+                status,
+                now_iso(),
+                end_checkpoint_id,
+                tokens_in,
+                tokens_out,
+                json.dumps([asdict(c) for c in tool_calls or []]),
+                rolled_back,
+                error,
+                answer,
+                message_count,
+                self.id,
+                number,
+            ),
+        )
+
+    def _turns(
+        self, where: str = "", params: tuple[Any, ...] = (), *, order: str = ""
+    ) -> list[Turn]:
+        rows = self.db.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE session_id = %s {where} "
+            f"ORDER BY number {order}",
+            (self.id, *params),
+        ).fetchall()
+        return [_turn_from_row(tuple(row)) for row in rows]
+
+    def turns(self) -> list[Turn]:
+        return self._turns()
+
+    def running_turns(self) -> list[Turn]:
+        return self._turns("AND status = 'running'")
+
+    def mark_rewound(self, after_number: int) -> int:
+        cur = self.db.execute(
+            "UPDATE turns SET status = 'rewound' "
+            "WHERE session_id = %s AND number > %s AND status = 'done'",
+            (self.id, after_number),
+        )
+        return cur.rowcount
+
+    def record_edit(self, kind: str, **detail: Any) -> None:
+        self.db.execute(
+            "INSERT INTO history_edits(session_id, kind, at, detail) VALUES (%s, %s, %s, %s)",
+            (self.id, kind, now_iso(), json.dumps(detail)),
+        )
+
+    def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
+        rows = self.db.execute(
+            "SELECT kind, at, detail FROM history_edits WHERE session_id = %s ORDER BY id",
+            (self.id,),
+        ).fetchall()
+        return [(kind, at, json.loads(detail)) for kind, at, detail in rows]
+
+    def _last_done(self) -> Turn | None:
+        found = self._turns("AND status = 'done'", order="DESC LIMIT 1")
+        return found[0] if found else None
+
+    def message_count_now(self) -> int:
+        """Messages in the conversation as the last finished turn or the last
+        history edit after it left it (the same rule as a session file)."""
+        done = self._last_done()
+        edit = self.db.execute(
+            "SELECT detail FROM history_edits WHERE session_id = %s ORDER BY id DESC LIMIT 1",
+            (self.id,),
+        ).fetchone()
+        last, count = (done.number, done.message_count) if done else (0, 0)
+        if edit:
+            detail = json.loads(edit[0])
+            if detail.get("after_turn") == last and "message_count" in detail:
+                return int(detail["message_count"])
+        return int(count or 0)
+
+    def recap(self) -> Recap:
+        """A few small queries, like a session file's recap."""
+        done = scalar(
+            self.db,
+            "SELECT count(*) FROM turns WHERE session_id = %s AND status = 'done'",
+            (self.id,),
+        )
+        last = self._last_done()
+        unfinished = self._turns(
+            "AND number > %s AND status IN ('cancelled', 'failed', 'interrupted')",
+            (last.number if last else 0,),
+        )
+        return Recap(int(done), self.message_count_now(), last, tuple(unfinished))

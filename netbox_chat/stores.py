@@ -1,0 +1,23 @@
+"""Which session store a command uses: a folder of session files (the
+default) or a PostgreSQL database, from `--store` / `NETBOX_CHAT_STORE`.
+
+Both kinds answer the same calls (`resolve`, `most_recent`, `list_sessions`,
+`summarize`, `forget`, `open`, `create`), and their open sessions the same
+ledger calls, so the commands never ask which one they have.
+"""
+
+from __future__ import annotations
+
+from netbox_chat.config import Settings
+from netbox_chat.pgstore import PgSession, PgSessionStore
+from netbox_chat.sessions import SessionFile, SessionStore
+
+Store = SessionStore | PgSessionStore
+OpenSession = SessionFile | PgSession
+
+
+def open_store(settings: Settings) -> Store:
+    """The configured store; nothing is connected or created yet."""
+    if settings.store_url is not None:
+        return PgSessionStore(settings.store_url)
+    return SessionStore(settings.sessions_dir)
