@@ -46,9 +46,10 @@ for _ in $(seq 50); do psql_su -tAc 'select 1' >/dev/null 2>&1 && break; sleep 0
 psql_su <<SQL
 DO \$\$BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$ROLE') THEN
-    CREATE ROLE $ROLE LOGIN PASSWORD '$PASS';
+    CREATE ROLE $ROLE LOGIN CREATEDB PASSWORD '$PASS';
   END IF;
 END\$\$;
+ALTER ROLE $ROLE CREATEDB;  -- the tests make scratch databases (a store without the schema)
 SQL
 if ! psql_su -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB'" | grep -q 1; then
   psql_su -c "CREATE DATABASE $DB OWNER $ROLE"

@@ -4,7 +4,9 @@ Tests run this in a subprocess so the invariants after a cancel or a crash are
 checked the way the next `resume` would see them, not through the objects of
 the process that did the writing.
 
-    python -m tests.inspect_session SESSIONS_DIR SESSION_ID
+    python -m tests.inspect_session STORE SESSION_ID
+
+STORE is a sessions folder or a postgresql:// URL.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from netbox_chat.agent import build_agent, find_end_node
-from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.config import resolve_settings
-from netbox_chat.sessions import SessionFile, SessionStore, connect
+from netbox_chat.runtime import open_saver
+from netbox_chat.stores import open_store
 from netbox_chat.turns import Conversation
 
 
@@ -48,10 +50,10 @@ def describe(conversation: Conversation) -> dict[str, Any]:
     }
 
 
-def read_from_fresh_process(sessions_dir: Path, session_id: str) -> dict[str, Any]:
-    """What a brand-new process (the next `resume`) reads from the session file."""
+def read_from_fresh_process(store: Path | str, session_id: str) -> dict[str, Any]:
+    """What a brand-new process (the next `resume`) reads from the session store."""
     out = subprocess.run(
-        [sys.executable, "-m", "tests.inspect_session", str(sessions_dir), session_id],
+        [sys.executable, "-m", "tests.inspect_session", str(store), session_id],
         capture_output=True,
         text=True,
         check=True,
@@ -61,12 +63,12 @@ def read_from_fresh_process(sessions_dir: Path, session_id: str) -> dict[str, An
 
 
 def main() -> None:
-    store = SessionStore(Path(sys.argv[1]))
-    settings = resolve_settings(sessions_dir=store.root, env={})
-    with SessionFile.open(store, sys.argv[2]) as session:
-        saver = BridgedSqliteSaver(connect(session.path))
+    settings = resolve_settings(store=sys.argv[1], env={})
+    with open_store(settings).open(sys.argv[2]) as session:
+        saver = open_saver(session)
         graph = build_agent(settings, [], saver)
         print(json.dumps(describe(Conversation(session, graph, saver, find_end_node(graph)))))
+        saver.close()
 
 
 if __name__ == "__main__":
