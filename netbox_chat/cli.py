@@ -439,7 +439,8 @@ def doctor(
                 )
             )
         try:
-            stdout.print(Text("✓ " + init_database_store(settings.store_url), style="green"))
+            line = "✓ " + init_database_store(settings.store_url)
+            stdout.print(Text(line, style="green"), soft_wrap=True)
         except UserFacingError as exc:
             raise fail(exc) from None
         return

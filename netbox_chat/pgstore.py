@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import json
+import logging
 import os
 import re
 import socket
@@ -161,6 +162,11 @@ def _psycopg() -> Any:
         raise StoreError(
             f"a PostgreSQL session store needs the postgres extra: {INSTALL_HINT}"
         ) from None
+    # psycopg logs a warning when it tears down a pipeline on a lost
+    # connection; with no logging set up, Python would print it to stderr
+    # beside our own one-line error. The error itself reaches the user.
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
+    logging.getLogger("psycopg").propagate = False
     return psycopg
 
 

@@ -63,10 +63,14 @@ def wait_until(condition: Any, what: str, timeout: float = 20.0) -> None:
 
 
 def hold_in_a_tool(
-    env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble, session_id: str
+    env: dict[str, str],
+    ollama: ScriptedOllama,
+    netbox: NetBoxDouble,
+    session_id: str,
+    seconds: float = 10.0,
 ) -> subprocess.Popen[str]:
-    """An `ask` on the session that waits inside a NetBox request (10 s)."""
-    netbox.delays["dcim/sites"] = 10.0
+    """An `ask` on the session that waits inside a NetBox request."""
+    netbox.delays["dcim/sites"] = seconds
     ollama.script([SITES])
     seen = len(netbox.requests)
     proc = start_ask(env, "list the sites slowly", "--session", session_id)

@@ -1,0 +1,193 @@
+"""What only a database store has: a connection that can drop mid-turn, a
+writer on another machine, a server that refuses or lacks the schema, and an
+install without the postgres extra.
+
+Real PostgreSQL (scripts/postgres_up.sh, NETBOX_CHAT_TEST_PG), the real CLI in
+subprocesses, the scripted Ollama server and the NetBox double.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from tests.inspect_session import read_from_fresh_process as inspect
+from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import ScriptedOllama, Text
+from tests.stores import StoreUnderTest
+from tests.test_stores import cli, first_turn, hold_in_a_tool
+
+INSTALL_HINT = "pip install 'netbox-chat[postgres]'"
+
+
+@pytest.fixture
+def pg(store: StoreUnderTest) -> StoreUnderTest:
+    if store.kind != "postgres":
+        pytest.skip("a database-only behaviour")
+    return store
+
+
+def with_url(env: dict[str, str], url: str) -> dict[str, str]:
+    return {**env, "NETBOX_CHAT_STORE": url}
+
+
+def replaced(url: str, **parts: str) -> str:
+    split = urlsplit(url)
+    user = parts.get("user", split.username or "")
+    password = parts.get("password", split.password or "")
+    netloc = (
+        f"{user}:{password}@{parts.get('host', split.hostname)}:{parts.get('port', split.port)}"
+    )
+    return urlunsplit(split._replace(netloc=netloc, path=parts.get("path", split.path)))
+
+
+def test_a_connection_dropped_mid_turn_is_rolled_back_when_next_opened(
+    pg: StoreUnderTest,
+    store_env: dict[str, str],
+    ollama: ScriptedOllama,
+    netbox: NetBoxDouble,
+) -> None:
+    from netbox_chat import pgstore
+
+    session_id = first_turn(store_env, ollama)
+    before = inspect(pg.value, session_id)["messages"]
+    holder = hold_in_a_tool(store_env, ollama, netbox, session_id, seconds=3.0)
+    with contextlib.closing(pgstore.connect(pg.value)) as admin:
+        (killed,) = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name LIKE %s",
+            (f"netbox-chat {holder.pid}@%",),
+        ).fetchone()
+    assert killed == 1
+    ollama.script([Text("Sites: a, b.")])  # the model's answer after the tool
+    _, err = holder.communicate(timeout=60)
+    assert holder.returncode == 3, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "session database" in lines[0]
+    assert f"rolled back the next time session {session_id} is opened" in lines[0]
+
+    ollama.script([Text("Two sites.")])
+    resumed = cli(store_env, "ask", "how many now?", "--session", session_id)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "turn 2 was interrupted and rolled back" in resumed.stderr
+    state = inspect(pg.value, session_id)
+    assert state["messages"][: len(before)] == before
+    assert [t["status"] for t in state["turns"]] == ["done", "interrupted", "done"]
+    assert state["head_problems"] == [] and state["pending_writes"] == 0
+
+
+def test_a_writer_on_another_machine_is_named_and_its_lock_dies_with_it(
+    pg: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """Two connections with different `application_name`: the other machine's
+    netbox-chat, as the server reports it, holds the session's advisory lock."""
+    import psycopg
+
+    from netbox_chat.pgstore import LOCK_CLASS
+
+    session_id = first_turn(store_env, ollama)
+    other = psycopg.connect(
+        pg.value, autocommit=True, application_name="netbox-chat 4242@night-shift-laptop"
+    )
+    try:
+        other.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, session_id))
+        refused = cli(store_env, "ask", "mine now?", "--session", session_id)
+        assert refused.returncode == 4, refused.stderr
+        assert refused.stderr.strip() == (
+            f"netbox-chat: session {session_id} is open in another netbox-chat "
+            "(pid 4242 on night-shift-laptop)"
+        )
+        (summary,) = json.loads(cli(store_env, "ls", "--json").stdout)
+        assert summary["is_open"] and summary["open_by"] == 4242
+        assert summary["holder"] == "netbox-chat 4242@night-shift-laptop"
+        assert len(ollama.requests) == 1  # refused before any model call
+    finally:
+        other.close()  # the server drops the lock with the connection
+    ollama.script([Text("Yours.")])
+    mine = cli(store_env, "ask", "mine now?", "--session", session_id)
+    assert mine.returncode == 0, mine.stderr
+
+
+def test_an_unreachable_or_refusing_server_fails_closed_with_exit_3(
+    pg: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    secret = urlsplit(pg.value).password or ""
+    for url, words in [
+        (replaced(pg.value, port="1"), "Connection refused"),
+        (replaced(pg.value, password="not-the-password"), "password authentication failed"),
+    ]:
+        for args in (["ask", "hello?"], ["ls"], ["resume", "abc"]):
+            out = cli(with_url(store_env, url), *args)
+            assert out.returncode == 3, (args, out.stderr)
+            lines = out.stderr.strip().splitlines()
+            assert len(lines) == 1 and words in lines[0], lines
+            assert lines[0].startswith("netbox-chat: cannot open the session store postgresql://")
+            assert secret not in out.stderr and "not-the-password" not in out.stderr
+    assert ollama.requests == []  # never a model call, never a fallback
+
+
+def test_a_database_without_the_schema_is_refused_until_init_store(
+    pg: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    from netbox_chat import pgstore
+
+    scratch = f"netbox_chat_scratch_{uuid.uuid4().hex[:8]}"
+    url = replaced(pg.value, path=f"/{scratch}")
+    with contextlib.closing(pgstore.connect(pg.value)) as admin:
+        admin.execute(f"CREATE DATABASE {scratch}")
+    try:
+        env = with_url(store_env, url)
+        for args in (["ask", "hello?"], ["ls"]):
+            out = cli(env, *args)
+            assert out.returncode == 3, out.stderr
+            assert out.stderr.strip().endswith(
+                "has no netbox-chat schema: create it with `netbox-chat doctor --init-store`"
+            )
+        assert ollama.requests == []
+        with contextlib.closing(pgstore.connect(url)) as conn:
+            assert conn.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = 'netbox_chat'"
+            ).fetchone() == (0,)
+
+        checked = cli(env, "doctor")
+        assert "✗ session store" in checked.stdout and "--init-store" in checked.stdout
+        made = cli(env, "doctor", "--init-store")
+        assert made.returncode == 0, made.stderr
+        assert "schema netbox_chat created (version 1" in made.stdout
+        again = cli(env, "doctor", "--init-store")
+        assert "already current" in again.stdout
+        assert "✓ session store" in cli(env, "doctor").stdout
+
+        ollama.script([Text("Hello.")])
+        asked = cli(env, "ask", "hello?")
+        assert asked.returncode == 0, asked.stderr
+    finally:
+        with contextlib.closing(pgstore.connect(pg.value)) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {scratch} WITH (FORCE)")
+
+
+def test_without_the_extra_a_database_url_names_the_install_command(
+    chat_env: dict[str, str], tmp_path: Path
+) -> None:
+    """An install without psycopg: a package named psycopg that cannot be
+    imported stands first on the path, as a missing one would fail."""
+    blocked = tmp_path / "no-extra" / "psycopg"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('No module named psycopg')\n")
+    env = {
+        **chat_env,
+        "PYTHONPATH": os.pathsep.join([str(blocked.parent), str(Path(__file__).parent.parent)]),
+        "NETBOX_CHAT_STORE": "postgresql://team@db.example:5432/netbox_chat",
+    }
+    for args in (["ls"], ["ask", "hello?"], ["export", "abc"]):
+        out = cli(env, *args)
+        assert out.returncode == 3, out.stderr
+        assert out.stderr.strip() == (
+            f"netbox-chat: a PostgreSQL session store needs the postgres extra: {INSTALL_HINT}"
+        )
