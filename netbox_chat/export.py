@@ -46,10 +46,9 @@ STATUS_NOTES = {
 def read_transcript(store: Store, session_id: str) -> dict[str, Any]:
     """The session's transcript as plain data (what the JSON export prints)."""
     if isinstance(store, PgSessionStore):
-        meta, turns, edits, askers = store.ledger(session_id)
+        meta, turns, edits = store.ledger(session_id)
     else:
         meta, turns, edits = _read_file(store, session_id)
-        askers = {}
     done = [t for t in turns if t.status == "done"]
     return {
         "session": session_id,
@@ -64,7 +63,7 @@ def read_transcript(store: Store, session_id: str) -> dict[str, Any]:
             "tokens_out": sum(t.tokens_out for t in turns),
             "tool_calls": sum(len(t.tool_calls) for t in turns),
         },
-        "turns": [_turn_json(t, askers.get(t.number)) for t in turns],
+        "turns": [_turn_json(t) for t in turns],
         "edits": [
             {"kind": kind, "at": at, **json.loads(detail or "{}")} for kind, at, detail in edits
         ],
@@ -91,10 +90,10 @@ def _read_file(
     return meta, [_turn_from_row(row) for row in rows], edits
 
 
-def _turn_json(turn: Turn, asked_by: str | None) -> dict[str, Any]:
+def _turn_json(turn: Turn) -> dict[str, Any]:
     return {
         "number": turn.number,
-        **({"asked_by": asked_by} if asked_by else {}),
+        "asked_by": turn.asked_by,
         "status": turn.status,
         "seen_by_model": turn.status == "done",
         "question": turn.question,

@@ -20,7 +20,6 @@ the extra stays optional.
 from __future__ import annotations
 
 import contextlib
-import getpass
 import json
 import logging
 import os
@@ -46,6 +45,7 @@ from netbox_chat.sessions import (
     TurnStatus,
     UnreadableSession,
     _turn_from_row,
+    asked_by,
     new_session_id,
     normalize_session_id,
     now_iso,
@@ -126,15 +126,6 @@ def shown_url(url: str) -> str:
     if parts.port:
         netloc += f":{parts.port}"
     return urlunsplit(parts._replace(netloc=netloc))
-
-
-def asked_by() -> str:
-    """Who asks a turn: the OS user and host, as the ledger records it."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return f"{user}@{socket.gethostname()}"
 
 
 def application_name() -> str:
@@ -309,16 +300,14 @@ ORDER BY greatest(t.last, s.created_at) DESC, s.session_id
 
 @dataclass(frozen=True)
 class PgSessionSummary(SessionSummary):
-    """`ls` for a database session: where it is, who has it open, who asked."""
+    """`ls` for a database session: where it is and who has it open."""
 
     store: str = ""
     holder: str | None = None
-    asked_by: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         del data["path"]
-        data["asked_by"] = list(self.asked_by)
         return data
 
 
@@ -412,7 +401,7 @@ class PgSessionStore:
 
     def ledger(
         self, session_id: str
-    ) -> tuple[dict[str, str], list[Turn], list[tuple[str, str, str]], dict[int, str]]:
+    ) -> tuple[dict[str, str], list[Turn], list[tuple[str, str, str]]]:
         """Meta, turns and history edits of one session, read-only (for export)."""
         with self.reading() as conn:
             meta = dict(
@@ -430,14 +419,9 @@ class PgSessionStore:
                 "SELECT kind, at, detail FROM history_edits WHERE session_id = %s ORDER BY id",
                 (session_id,),
             ).fetchall()
-            askers = dict(
-                conn.execute(
-                    "SELECT number, asked_by FROM turns WHERE session_id = %s", (session_id,)
-                ).fetchall()
-            )
         meta["schema_version"] = str(PG_SCHEMA_VERSION)
         turns = [_turn_from_row(tuple(row)) for row in rows]
-        return meta, turns, [(kind, at, detail) for kind, at, detail in edits], askers
+        return meta, turns, [(kind, at, detail) for kind, at, detail in edits]
 
     def open(self, session_id: str) -> PgSession:
         return PgSession.open(self, session_id)

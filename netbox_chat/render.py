@@ -216,16 +216,21 @@ class Columns:
 
 
 def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
-    """`ls`: one row per session; user text is shown as typed, never as markup."""
+    """`ls`: one row per session; user text is shown as typed, never as markup.
+
+    An "asked by" column appears when more than one user@host asked the
+    listed turns (a team's store); alone, it would only repeat your name."""
+    team = len({who for s in summaries for who in s.asked_by}) > 1
     rows = []
     for s in summaries:
         ident = Text(s.id)
         if s.is_open:
             ident.append(" (open)", style="green")
-        size = Text(human_size(s.size_bytes))
+        # A database session has no file of its own to measure.
+        size = Text(human_size(s.size_bytes) if s.size_bytes else "-")
         if s.unreadable:
             unreadable = Text(f"unreadable: {s.unreadable}", style="red")
-            rows.append([ident, unreadable, Text(), Text(), Text(), size])
+            rows.append([ident, unreadable, Text(), Text(), Text(), size, *[Text()] * team])
             continue
         rows.append(
             [
@@ -235,9 +240,10 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
                 Text(s.last_active.replace("T", " ").replace("+00:00", "Z")),
                 Text(s.model),
                 size,
+                *[Text(_shorten(", ".join(s.asked_by), 30))] * team,
             ]
         )
-    header = ("id", "title", "turns", "last active", "model", "size")
+    header = ("id", "title", "turns", "last active", "model", "size", *["asked by"] * team)
     return Columns(rows, header=header, right={2, 5}, flexible=1)
 
 

@@ -17,7 +17,7 @@ import re
 import sqlite3
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -33,7 +33,7 @@ SUFFIX = ".sqlite"
 COMPANIONS = ("-wal", "-shm")
 _FORGETTING_PREFIX = ".forgetting-"
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 TurnStatus = Literal["running", "done", "cancelled", "failed", "interrupted", "rewound"]
 
@@ -142,9 +142,13 @@ ALTER TABLE turns DROP COLUMN snapshot_message_ids;
 ALTER TABLE turns ADD COLUMN base_message_count INTEGER;
 """
 
+# Version 3: each turn records who asked it (OS user and host), for a team.
+_SCHEMA_V3 = "ALTER TABLE turns ADD COLUMN asked_by TEXT;"
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
     0: lambda conn: conn.executescript(_SCHEMA_V1),
     1: lambda conn: conn.executescript(_SCHEMA_V2),
+    2: lambda conn: conn.executescript(_SCHEMA_V3),
 }
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -217,12 +221,13 @@ class Turn:
     error: str | None = None
     answer: str | None = None
     message_count: int | None = None
+    asked_by: str | None = None
 
 
 _TURN_COLUMNS = (
     "number, question, status, started_at, ended_at, base_checkpoint_id, "
     "base_message_count, end_checkpoint_id, tokens_in, tokens_out, tool_calls, "
-    "rolled_back, error, answer, message_count"
+    "rolled_back, error, answer, message_count, asked_by"
 )
 
 
@@ -230,6 +235,25 @@ def _turn_from_row(row: tuple[Any, ...]) -> Turn:
     values = list(row)
     values[10] = [ToolCallRecord(**call) for call in json.loads(values[10] or "[]")]
     return Turn(*values)
+
+
+def _turn_to_row(turn: Turn) -> tuple[Any, ...]:
+    """The inverse of `_turn_from_row`, in `_TURN_COLUMNS` order (for `copy`)."""
+    values = [getattr(turn, f.name) for f in fields(Turn)]
+    values[10] = json.dumps([asdict(call) for call in turn.tool_calls])
+    return tuple(values)
+
+
+def asked_by() -> str:
+    """Who asks a turn: the OS user and host, as the ledger records it."""
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
 
 
 @dataclass(frozen=True)
@@ -247,6 +271,7 @@ class SessionSummary:
     open_by: int | None = None
     is_open: bool = False
     unreadable: str | None = None
+    asked_by: tuple[str, ...] = ()  # everyone who asked a turn, user@host
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -376,6 +401,9 @@ class SessionStore:
                     "SELECT count(*) FILTER (WHERE status = 'done'), "
                     "max(coalesce(ended_at, started_at)) FROM turns"
                 ).fetchone()
+                askers = conn.execute(
+                    "SELECT DISTINCT asked_by FROM turns WHERE asked_by IS NOT NULL ORDER BY 1"
+                ).fetchall()
         except (UnreadableSession, sqlite3.DatabaseError) as exc:
             reason = str(exc) if isinstance(exc, UnreadableSession) else f"damaged ({exc})"
             return replace(base, unreadable=reason)
@@ -387,6 +415,7 @@ class SessionStore:
             created_at=created,
             last_active=max(last or "", created),
             turns=turns,
+            asked_by=tuple(row[0] for row in askers),
         )
 
     def forget(self, session_id: str) -> None:
@@ -530,6 +559,7 @@ class SessionFile:
         self.path = store.path_for(session_id)
         self.lock = SessionLock(self.path, session_id)
         self.conn: sqlite3.Connection | None = None
+        self.asked_by = asked_by()
 
     @classmethod
     def create(cls, store: SessionStore, *, model: str) -> SessionFile:
@@ -630,8 +660,8 @@ class SessionFile:
         with self.db:
             cur = self.db.execute(
                 "INSERT INTO turns(question, status, started_at, base_checkpoint_id, "
-                "base_message_count) VALUES (?, 'running', ?, ?, ?)",
-                (question, now_iso(), base_checkpoint_id, base_message_count),
+                "base_message_count, asked_by) VALUES (?, 'running', ?, ?, ?, ?)",
+                (question, now_iso(), base_checkpoint_id, base_message_count, self.asked_by),
             )
             self.db.execute(
                 "UPDATE session_meta SET value = ? WHERE key = 'title' AND value = ''",

@@ -15,6 +15,7 @@ import pytest
 
 from netbox_chat.errors import ExitStatus
 from netbox_chat.sessions import (
+    SCHEMA_VERSION,
     AmbiguousSession,
     InvalidSessionId,
     NoSuchSession,
@@ -185,6 +186,7 @@ def test_a_session_from_schema_1_is_migrated_on_open(tmp_path: Path) -> None:
     conn = sqlite3.connect(store.path_for(sid))
     conn.executescript(
         "ALTER TABLE turns DROP COLUMN base_message_count;"
+        "ALTER TABLE turns DROP COLUMN asked_by;"
         "ALTER TABLE turns ADD COLUMN snapshot_message_ids TEXT;"
         "UPDATE session_meta SET value = '1' WHERE key = 'schema_version';"
         "INSERT INTO turns(question, status, started_at, snapshot_message_ids) "
@@ -194,7 +196,7 @@ def test_a_session_from_schema_1_is_migrated_on_open(tmp_path: Path) -> None:
     conn.close()
 
     with SessionFile.open(store, sid) as session:
-        assert session.meta()["schema_version"] == "2"
+        assert session.meta()["schema_version"] == str(SCHEMA_VERSION)
         assert [(t.question, t.status) for t in session.turns()] == [
             ("which sites?", "done"),
             ("left running", "running"),

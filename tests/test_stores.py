@@ -9,8 +9,10 @@ Postgres parameter runs against the database scripts/postgres_up.sh starts.
 
 from __future__ import annotations
 
+import getpass
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -101,10 +103,17 @@ def test_a_session_resumes_with_its_memory_and_lists_read_only(
     assert summary["id"] == session_id and summary["turns"] == 2
     assert summary["title"] == "how many sites?" and not summary["is_open"]
 
+    me = f"{getpass.getuser()}@{socket.gethostname()}"
+    assert summary["asked_by"] == [me]  # who asked, never a token
+
     exported = cli(store_env, "export", session_id, "--format", "json")
     assert exported.returncode == 0, exported.stderr
-    questions = [t["question"] for t in json.loads(exported.stdout)["turns"]]
-    assert questions == ["how many sites?", "and now?"]
+    turns = json.loads(exported.stdout)["turns"]
+    assert [(t["question"], t["asked_by"]) for t in turns] == [
+        ("how many sites?", me),
+        ("and now?", me),
+    ]
+    assert f"asked by {me}" in cli(store_env, "export", session_id).stdout
 
 
 # --- Ctrl-C and kill -9 ------------------------------------------------------------------
