@@ -410,6 +410,38 @@ def export_command(
 
 
 @app.command()
+def copy(
+    thread: ThreadArg,
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            help="The store to copy into: a folder or a postgresql:// URL.",
+            show_default=False,
+        ),
+    ],
+    sessions_dir: SessionsDir = None,
+    store_option: StoreOption = None,
+) -> None:
+    """Copy a session, with its memory and its ledger, to another store (a
+    folder to the team's database, or back). It keeps its id; the original
+    stays where it is."""
+    from netbox_chat.copying import copy_session
+
+    source = open_store(settings_from(sessions_dir, store=store_option))
+    target = open_store(settings_from(store=to))
+    try:
+        session_id = source.resolve(thread)
+        count = copy_session(source, session_id, target)
+    except UserFacingError as exc:
+        raise fail(exc) from None
+    stdout.print(
+        Text(f"copied session {session_id} ({count} checkpoint(s)) to {target.root}"),
+        soft_wrap=True,
+    )
+
+
+@app.command()
 def doctor(
     init_store: Annotated[
         bool,

@@ -26,7 +26,7 @@ import os
 import re
 import socket
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -34,6 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import (
     _TURN_COLUMNS,
+    COPIED_META,
     AmbiguousSession,
     NoSuchSession,
     Recap,
@@ -45,6 +46,7 @@ from netbox_chat.sessions import (
     TurnStatus,
     UnreadableSession,
     _turn_from_row,
+    _turn_to_row,
     asked_by,
     new_session_id,
     normalize_session_id,
@@ -426,8 +428,8 @@ class PgSessionStore:
     def open(self, session_id: str) -> PgSession:
         return PgSession.open(self, session_id)
 
-    def create(self, *, model: str) -> PgSession:
-        return PgSession.create(self, model=model)
+    def create(self, *, model: str, session_id: str | None = None) -> PgSession:
+        return PgSession.create(self, model=model, session_id=session_id)
 
     def forget(self, session_id: str) -> None:
         """Delete every row of the session, in one transaction, only if nobody
@@ -453,11 +455,16 @@ class PgSession:
         self.asked_by = asked_by()
 
     @classmethod
-    def create(cls, store: PgSessionStore, *, model: str) -> PgSession:
-        session = cls(store, new_session_id())
+    def create(
+        cls, store: PgSessionStore, *, model: str, session_id: str | None = None
+    ) -> PgSession:
+        """A new session (a given id only for `copy`, which keeps it)."""
+        session = cls(store, session_id or new_session_id())
         session._connect()
         try:
             session._lock()
+            if session._exists():
+                raise UserFacingError(f"session {session.id} is already in {store.root}")
             session._set_meta(created_at=now_iso(), model=model, title="")
         except BaseException:
             session.close()
@@ -469,17 +476,21 @@ class PgSession:
         session = cls(store, session_id)
         session._connect()
         try:
-            found = session.db.execute(
-                "SELECT 1 FROM session_meta WHERE session_id = %s AND key = 'created_at'",
-                (session_id,),
-            ).fetchone()
-            if found is None:
+            if not session._exists():
                 raise NoSuchSession(f"no session {session_id!r} in {store.root}")
             session._lock()
         except BaseException:
             session.close()
             raise
         return session
+
+    def _exists(self) -> bool:
+        return bool(
+            self.db.execute(
+                "SELECT 1 FROM session_meta WHERE session_id = %s AND key = 'created_at'",
+                (self.id,),
+            ).fetchone()
+        )
 
     def _connect(self) -> None:
         self.conn = connect(self.store.url)
@@ -633,6 +644,29 @@ class PgSession:
             (self.id,),
         ).fetchall()
         return [(kind, at, json.loads(detail)) for kind, at, detail in rows]
+
+    def load_ledger(
+        self,
+        meta: dict[str, str],
+        turns: list[Turn],
+        edits: list[tuple[str, str, dict[str, Any]]],
+    ) -> None:
+        """Write a copied session's ledger as it was, in one transaction (`copy`)."""
+        marks = ", ".join(["%s"] * (len(fields(Turn)) + 1))
+        with self.db.transaction(), self.db.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO session_meta(session_id, key, value) VALUES (%s, %s, %s) "
+                "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
+                [(self.id, key, meta[key]) for key in COPIED_META if key in meta],
+            )
+            cur.executemany(
+                f"INSERT INTO turns(session_id, {_TURN_COLUMNS}) VALUES ({marks})",
+                [(self.id, *_turn_to_row(turn)) for turn in turns],
+            )
+            cur.executemany(
+                "INSERT INTO history_edits(session_id, kind, at, detail) VALUES (%s, %s, %s, %s)",
+                [(self.id, kind, at, json.dumps(detail)) for kind, at, detail in edits],
+            )
 
     def _last_done(self) -> Turn | None:
         found = self._turns("AND status = 'done'", order="DESC LIMIT 1")

@@ -237,6 +237,10 @@ def _turn_from_row(row: tuple[Any, ...]) -> Turn:
     return Turn(*values)
 
 
+# What `copy` carries over of a session's meta (the rest belongs to the store).
+COPIED_META = ("created_at", "title", "model")
+
+
 def _turn_to_row(turn: Turn) -> tuple[Any, ...]:
     """The inverse of `_turn_from_row`, in `_TURN_COLUMNS` order (for `copy`)."""
     values = [getattr(turn, f.name) for f in fields(Turn)]
@@ -367,8 +371,8 @@ class SessionStore:
     def open(self, session_id: str) -> SessionFile:
         return SessionFile.open(self, session_id)
 
-    def create(self, *, model: str) -> SessionFile:
-        return SessionFile.create(self, model=model)
+    def create(self, *, model: str, session_id: str | None = None) -> SessionFile:
+        return SessionFile.create(self, model=model, session_id=session_id)
 
     def most_recent(self) -> str:
         for session_id in self.ids_by_recency():
@@ -562,9 +566,12 @@ class SessionFile:
         self.asked_by = asked_by()
 
     @classmethod
-    def create(cls, store: SessionStore, *, model: str) -> SessionFile:
+    def create(
+        cls, store: SessionStore, *, model: str, session_id: str | None = None
+    ) -> SessionFile:
+        """A new session (a given id only for `copy`, which keeps it)."""
         store.ensure_root()
-        session = cls(store, new_session_id())
+        session = cls(store, session_id or new_session_id())
         session.lock.acquire(create=True)
         try:
             session._connect()
@@ -768,3 +775,26 @@ class SessionFile:
     def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
         rows = self.db.execute("SELECT kind, at, detail FROM history_edits ORDER BY id")
         return [(kind, at, json.loads(detail)) for kind, at, detail in rows]
+
+    def load_ledger(
+        self,
+        meta: dict[str, str],
+        turns: list[Turn],
+        edits: list[tuple[str, str, dict[str, Any]]],
+    ) -> None:
+        """Write a copied session's ledger as it was, in one transaction (`copy`)."""
+        marks = ", ".join("?" * len(fields(Turn)))
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO session_meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [(key, meta[key]) for key in COPIED_META if key in meta],
+            )
+            self.db.executemany(
+                f"INSERT INTO turns({_TURN_COLUMNS}) VALUES ({marks})",
+                [_turn_to_row(turn) for turn in turns],
+            )
+            self.db.executemany(
+                "INSERT INTO history_edits(kind, at, detail) VALUES (?, ?, ?)",
+                [(kind, at, json.dumps(detail)) for kind, at, detail in edits],
+            )

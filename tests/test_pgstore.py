@@ -21,6 +21,7 @@ from tests.inspect_session import read_from_fresh_process as inspect
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, Text
 from tests.stores import StoreUnderTest
+from tests.test_stores import SITES as SITES_CALL
 from tests.test_stores import cli, first_turn, hold_in_a_tool
 
 INSTALL_HINT = "pip install 'netbox-chat[postgres]'"
@@ -191,3 +192,47 @@ def test_without_the_extra_a_database_url_names_the_install_command(
         assert out.stderr.strip() == (
             f"netbox-chat: a PostgreSQL session store needs the postgres extra: {INSTALL_HINT}"
         )
+
+
+def test_copy_hands_a_session_to_the_team_and_back_with_its_memory(
+    pg: StoreUnderTest,
+    store_env: dict[str, str],
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    netbox: NetBoxDouble,
+    tmp_path: Path,
+) -> None:
+    laptop = tmp_path / "laptop"
+    local = {**chat_env, "NETBOX_CHAT_SESSIONS": str(laptop)}
+    ollama.script([SITES_CALL], [Text("Three sites: DM-Akron, DM-Columbus, DM-Dayton.")])
+    made = cli(local, "ask", "which sites are there?", "--json")
+    assert made.returncode == 0, made.stderr
+    session_id = json.loads(made.stdout)["session"]
+    local_export = json.loads(cli(local, "export", session_id, "--format", "json").stdout)
+
+    copied = cli(local, "copy", session_id[:4], "--to", pg.value)
+    assert copied.returncode == 0, copied.stderr
+    assert copied.stdout.startswith(f"copied session {session_id} (")
+    assert pg.value.split("@")[0].split(":")[-1] not in copied.stdout  # no password shown
+    team_export = json.loads(cli(store_env, "export", session_id, "--format", "json").stdout)
+    assert team_export["turns"] == local_export["turns"]  # times and who asked, as they were
+
+    ollama.script([Text("Dayton is the newest.")])
+    resumed = cli(store_env, "ask", "which is the newest?", "--session", session_id)
+    assert resumed.returncode == 0, resumed.stderr
+    sent = json.dumps(ollama.requests[-1]["messages"])
+    assert "which sites are there?" in sent and "DM-Akron, DM-Columbus" in sent
+    assert '"role": "tool"' in sent  # the tool result came along too
+
+    again = cli(local, "copy", session_id, "--to", pg.value)
+    assert again.returncode == 1 and "is already in" in again.stderr
+
+    back = tmp_path / "back"
+    returned = cli(store_env, "copy", session_id, "--to", str(back))
+    assert returned.returncode == 0, returned.stderr
+    home = {**chat_env, "NETBOX_CHAT_SESSIONS": str(back)}
+    ollama.script([Text("Three, still.")])
+    last = cli(home, "ask", "how many in all?", "--session", session_id)
+    assert last.returncode == 0, last.stderr
+    humans = [m["content"] for m in inspect(back, session_id)["messages"] if m["type"] == "human"]
+    assert humans == ["which sites are there?", "which is the newest?", "how many in all?"]
