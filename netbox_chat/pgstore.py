@@ -13,18 +13,16 @@ same connection. If the connection goes (kill -9, a network cut), the server
 drops the lock with it, and no write of that process can land afterwards.
 
 Like `sessions.py`, this module never imports LangChain, and it imports
-psycopg only when a database URL is used, so `ls` of a folder stays fast and
-the extra stays optional.
+psycopg (and logging, socket) only when a database URL is used, so `ls` of a
+folder stays fast and the extra stays optional.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import re
-import socket
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -133,6 +131,8 @@ def shown_url(url: str) -> str:
 def application_name() -> str:
     """What the server shows for our connection, and what a second writer is
     told: `netbox-chat <pid>@<host>` (the server keeps 63 bytes)."""
+    import socket
+
     return f"netbox-chat {os.getpid()}@{socket.gethostname()}"[:63]
 
 
@@ -155,6 +155,8 @@ def _psycopg() -> Any:
         raise StoreError(
             f"a PostgreSQL session store needs the postgres extra: {INSTALL_HINT}"
         ) from None
+    import logging
+
     # psycopg logs a warning when it tears down a pipeline on a lost
     # connection; with no logging set up, Python would print it to stderr
     # beside our own one-line error. The error itself reaches the user.

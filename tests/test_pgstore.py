@@ -236,3 +236,21 @@ def test_copy_hands_a_session_to_the_team_and_back_with_its_memory(
     assert last.returncode == 0, last.stderr
     humans = [m["content"] for m in inspect(back, session_id)["messages"] if m["type"] == "human"]
     assert humans == ["which sites are there?", "which is the newest?", "how many in all?"]
+
+
+def test_the_postgres_saver_crosses_the_same_bridge_as_the_sqlite_one() -> None:
+    """Every async method the Pregel loop may call runs the sync PostgresSaver's
+    own method on a worker thread, through the one bridge (and so is drained
+    before a rollback), never PostgresSaver's NotImplementedError."""
+    pytest.importorskip("psycopg")
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from netbox_chat.checkpointer import BRIDGED_METHODS, BridgedSqliteSaver, SyncSaverBridge
+    from netbox_chat.pgsaver import BridgedPostgresSaver
+
+    for name in BRIDGED_METHODS:
+        bridged = getattr(BridgedPostgresSaver, name)
+        assert bridged is getattr(SyncSaverBridge, name) is getattr(BridgedSqliteSaver, name)
+        assert bridged is not getattr(PostgresSaver, name)
+        assert bridged is not getattr(BaseCheckpointSaver, name)
