@@ -558,7 +558,8 @@ def _write_verified(
         ) from exc
 
 
-_LEDGER_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, OSError, *database_errors())
+def _ledger_errors() -> tuple[type[Exception], ...]:
+    return (sqlite3.Error, OSError, *database_errors())
 
 
 @contextlib.contextmanager
@@ -568,7 +569,7 @@ def _ledger_after_write(done: str) -> Iterator[None]:
     did change."""
     try:
         yield
-    except _LEDGER_ERRORS as exc:
+    except _ledger_errors() as exc:
         raise HistoryEditError(
             f"{done}, but the session's ledger could not be updated ({exc}); "
             "/history may be out of date"

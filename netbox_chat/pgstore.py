@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -140,12 +141,11 @@ _HOLDER = re.compile(r"netbox-chat (\d+)@(.*)")
 
 
 def database_errors() -> tuple[type[Exception], ...]:
-    """The exception types a session database raises (none without the extra)."""
-    try:
-        import psycopg
-    except ImportError:
-        return ()
-    return (psycopg.Error,)
+    """The exception types a session database raises: none until psycopg is
+    loaded, which only a database store does (importing it costs a folder
+    user's every `ask` 100 ms or more, so nothing else may)."""
+    psycopg = sys.modules.get("psycopg")
+    return () if psycopg is None else (psycopg.Error,)
 
 
 def _psycopg() -> Any:
@@ -325,15 +325,26 @@ class PgSessionStore:
     def __init__(self, url: str) -> None:
         self.url = url
         self.root = shown_url(url)  # what messages call the store
+        self._reader: psycopg.Connection[Any] | None = None
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[psycopg.Connection[Any]]:
-        conn = connect(self.url, read_only=True)
-        try:
-            check_schema(conn, self.url)
-            yield conn
-        finally:
-            conn.close()
+        """The store's read-only connection, opened (and the schema checked)
+        once per command: `ls` lists and counts on one login, not two."""
+        if self._reader is None or self._reader.closed:
+            conn = connect(self.url, read_only=True)
+            try:
+                check_schema(conn, self.url)
+            except BaseException:
+                conn.close()
+                raise
+            self._reader = conn
+        yield self._reader
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     def session_ids(self) -> list[str]:
         with self.reading() as conn:

@@ -51,8 +51,8 @@ if TYPE_CHECKING:
 # read-only file system; a database connection lost or refused). Only the
 # stores' own errors: an OSError in a turn is far more likely a connection to
 # Ollama or NetBox going away.
-_DATABASE_ERRORS = database_errors()
-_STORE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, *_DATABASE_ERRORS)
+def _store_errors() -> tuple[type[Exception], ...]:
+    return (sqlite3.Error, *database_errors())
 
 # --- events -----------------------------------------------------------------------
 
@@ -270,7 +270,7 @@ class Conversation:
             number = self.session.begin_turn(
                 question, base_checkpoint_id=base, base_message_count=base_messages
             )
-        except _STORE_ERRORS as exc:  # no snapshot, no turn (and no model call)
+        except _store_errors() as exc:  # no snapshot, no turn (and no model call)
             raise StoreError(
                 f"session {self.session.id}: cannot start the turn: {describe_error(exc)}"
             ) from exc
@@ -283,7 +283,7 @@ class Conversation:
         except Exception as exc:  # the turn failed: roll back and report
             outcome.status = "failed"
             outcome.error = describe_error(exc)
-            store_failure = exc if isinstance(exc, _STORE_ERRORS) else None
+            store_failure = exc if isinstance(exc, _store_errors()) else None
         else:
             try:
                 messages = self.messages()
@@ -297,7 +297,7 @@ class Conversation:
                     answer=outcome.answer,
                     message_count=len(messages),
                 )
-            except _STORE_ERRORS as exc:  # the answer cannot be recorded: undo it
+            except _store_errors() as exc:  # the answer cannot be recorded: undo it
                 outcome.status = "failed"
                 outcome.error = describe_error(exc)
                 store_failure = exc
@@ -316,7 +316,7 @@ class Conversation:
                 rolled_back=outcome.rollback.removed_messages,
                 error=_join(outcome.error, outcome.rollback.problems),
             )
-        except _STORE_ERRORS as exc:
+        except _store_errors() as exc:
             # Neither the rollback nor the ledger could be written. What is on
             # disk is still consistent: the ledger says the turn is `running`
             # with its snapshot (or it was recorded as ended), so the next open
@@ -492,7 +492,7 @@ class Conversation:
                     error=_join("the process ended during this turn", report.problems),
                 )
                 reports.append(report)
-        except _STORE_ERRORS as exc:
+        except _store_errors() as exc:
             raise StoreError(
                 f"session {self.session.id}: cannot roll back an interrupted turn: "
                 f"{describe_error(exc)}"
@@ -538,7 +538,7 @@ def describe_error(exc: BaseException) -> str:
             f"the session file could not be written ({text}): free disk space or fix "
             "the sessions folder (NETBOX_CHAT_SESSIONS), then try again"
         )
-    if isinstance(exc, _DATABASE_ERRORS):
+    if isinstance(exc, database_errors()):
         return (
             f"the session database could not be written ({text}): check the database "
             "server and the connection to it (NETBOX_CHAT_STORE), then try again"

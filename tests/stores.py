@@ -20,6 +20,7 @@ import pytest
 
 from netbox_chat.config import Settings, resolve_settings
 from netbox_chat.export import read_transcript
+from netbox_chat.pgstore import PgSessionStore
 from netbox_chat.sessions import read_only_connection
 from netbox_chat.stores import Store, open_store
 
@@ -63,10 +64,14 @@ class StoreUnderTest:
 
     def statuses(self, session_id: str) -> list[tuple[int, str]]:
         """The ledger's (number, status) pairs, read without the lock ([] if none yet)."""
+        store = self.store()
         try:
-            turns = read_transcript(self.store(), session_id)["turns"]
+            turns = read_transcript(store, session_id)["turns"]
         except Exception:
             return []
+        finally:
+            if isinstance(store, PgSessionStore):
+                store.close()
         return [(t["number"], t["status"]) for t in turns]
 
     def thread_rows(self, session_id: str) -> dict[str, list[tuple[Any, ...]]]:
