@@ -438,16 +438,21 @@ class PgSessionStore:
         turns = [_turn_from_row(tuple(row)) for row in rows]
         return meta, turns, [(kind, at, detail) for kind, at, detail in edits]
 
+    # A process with a session open holds one connection, the writer's: the
+    # read-only one that found the session is closed first.
+
     def open(self, session_id: str) -> PgSession:
+        self.close()
         return PgSession.open(self, session_id)
 
     def create(self, *, model: str, session_id: str | None = None) -> PgSession:
+        self.close()
         return PgSession.create(self, model=model, session_id=session_id)
 
     def forget(self, session_id: str) -> None:
         """Delete every row of the session, in one transaction, only if nobody
         has it open (the lock is taken for the duration)."""
-        with PgSession.open(self, session_id) as session, session.db.transaction():
+        with self.open(session_id) as session, session.db.transaction():
             for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
                 session.db.execute(f"DELETE FROM {table} WHERE thread_id = %s", (session_id,))
             for table in ("history_edits", "turns", "session_meta"):

@@ -47,12 +47,14 @@ from netbox_chat.stores import OpenSession
 if TYPE_CHECKING:
     from netbox_chat.history import CompactResult, RewindResult
 
+
 # What a session store that cannot be written raises (disk full, I/O error,
 # read-only file system; a database connection lost or refused). Only the
 # stores' own errors: an OSError in a turn is far more likely a connection to
 # Ollama or NetBox going away.
 def _store_errors() -> tuple[type[Exception], ...]:
     return (sqlite3.Error, *database_errors())
+
 
 # --- events -----------------------------------------------------------------------
 

@@ -65,7 +65,7 @@ def test_a_connection_dropped_mid_turn_is_rolled_back_when_next_opened(
             "WHERE application_name LIKE %s",
             (f"netbox-chat {holder.pid}@%",),
         ).fetchone()
-    assert killed == 1
+    assert killed == 1  # a process with a session open holds one connection
     ollama.script([Text("Sites: a, b.")])  # the model's answer after the tool
     _, err = holder.communicate(timeout=60)
     assert holder.returncode == 3, err
