@@ -305,3 +305,41 @@ def test_rewind_and_compaction_hold_from_a_fresh_process(store: StoreUnderTest) 
         "answer 3",
         "question 5",
     ]
+
+
+# --- the REPL ------------------------------------------------------------------------------
+
+
+def test_the_repl_chats_cancels_and_resumes_the_latest_on_either_store(
+    store: StoreUnderTest,
+    store_env: dict[str, str],
+    ollama: ScriptedOllama,
+    netbox: NetBoxDouble,
+) -> None:
+    from tests.test_repl_pty import PROMPT, leave, plain, spawn
+
+    ollama.script([Text("Three sites.")])
+    child = spawn(store_env)
+    child.sendline("how many sites?")
+    child.expect("Three sites.")
+    child.expect(PROMPT)
+    netbox.delays["dcim/sites"] = 10.0
+    ollama.script([SITES])
+    seen = len(netbox.requests)
+    child.sendline("list them slowly")
+    wait_until(lambda: len(netbox.requests) > seen, "the tool never called NetBox")
+    child.sendintr()
+    child.expect("cancelled")
+    child.expect(PROMPT)
+    leave(child)
+
+    ollama.script([Text("Still three.")])
+    child = spawn(store_env, "resume")  # no id: the most recent session
+    recap = plain(child.before or "")
+    assert "how many sites?" in recap and "Three sites." in recap
+    child.sendline("and now?")
+    child.expect("Still three.")
+    child.expect(PROMPT)
+    leave(child)
+    sent = json.dumps(ollama.requests[-1]["messages"])
+    assert "how many sites?" in sent and "list them slowly" not in sent
