@@ -180,7 +180,9 @@ def test_without_the_extra_a_database_url_names_the_install_command(
     imported stands first on the path, as a missing one would fail."""
     blocked = tmp_path / "no-extra" / "psycopg"
     blocked.mkdir(parents=True)
-    (blocked / "__init__.py").write_text("raise ImportError('No module named psycopg')\n")
+    (blocked / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'psycopg'\")\n"
+    )
     env = {
         **chat_env,
         "PYTHONPATH": os.pathsep.join([str(blocked.parent), str(Path(__file__).parent.parent)]),
