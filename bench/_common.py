@@ -1,6 +1,6 @@
 """Shared pieces of the benchmarks: the machine line, scripted turns, bench tools,
 building a Conversation against the scripted Ollama server, and the cached long
-sessions (10, 20, 100 and 500 turns) that several benchmarks start from.
+sessions (10, 20, 50, 100 and 500 turns) that several benchmarks start from.
 
 Nothing here is imported by netbox_chat or the tests. Heavy imports (deepagents)
 happen inside functions, so the cold-process benchmarks can import this module
@@ -31,13 +31,22 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+CODE_ENV = "NETBOX_CHAT_BENCH_CODE"
+"""Set (by `figures_of_revision`) to a folder holding another revision's
+`netbox_chat/`: the benchmark then measures that code, with this tree's bench
+helpers, test doubles and cached sessions, so both sets of figures come from
+the same harness and the same session files."""
+CODE = Path(os.environ[CODE_ENV]) if os.environ.get(CODE_ENV) else ROOT
+if CODE != ROOT:
+    sys.path.insert(0, str(CODE))
+
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 NETBOX_CHAT = str(ROOT / ".venv" / "bin" / "netbox-chat")
 
 CACHE = Path(
     os.environ.get("NETBOX_CHAT_BENCH_CACHE") or Path(tempfile.gettempdir()) / "netbox-chat-bench"
 )
-STAGES = (10, 20, 100, 500)
+STAGES = (10, 20, 50, 100, 500)
 """Turn counts at which the builder closes the session and keeps a copy."""
 
 BUILDER_VERSION = "1"
@@ -137,11 +146,10 @@ def open_conversation(session: Any, settings: Any, tools: Sequence[Any], saver: 
     """A Conversation on `session` with injected tools (no NetBox client)."""
     from netbox_chat.agent import build_agent, find_end_node
     from netbox_chat.checkpointer import BridgedSqliteSaver
-    from netbox_chat.sessions import connect
     from netbox_chat.turns import Conversation
 
     if saver is None:
-        saver = BridgedSqliteSaver(connect(session.path))
+        saver = BridgedSqliteSaver(session.db)
     graph = build_agent(settings, tools, saver)
     return Conversation(session, graph, saver, find_end_node(graph))
 
@@ -290,6 +298,31 @@ def header(title: str) -> None:
     print(f"code: {code_version()}")
 
 
+def figures_of_revision(script: str, revision: str, args: Sequence[str]) -> dict[str, Any]:
+    """Run a benchmark on `netbox_chat/` as committed at `revision` and
+    return the figures it wrote (`--figures FILE`), for a side-by-side table.
+
+    The revision's package is extracted with `git archive` into a temporary
+    folder (no checkout, no worktree); everything else is this tree's.
+    """
+    with temp_dir("nbc-bench-code-") as code:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", revision, "netbox_chat"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(code)], input=archive, check=True)
+        figures = code / "figures.json"
+        print(f"measuring {revision} first (netbox_chat/ from git archive)...", flush=True)
+        subprocess.run(
+            [PYTHON, str(Path(__file__).with_name(script)), *args, "--figures", str(figures)],
+            env={**os.environ, CODE_ENV: str(code)},
+            stdout=subprocess.DEVNULL,
+            check=True,
+        )
+        return dict(json.loads(figures.read_text()))
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
@@ -328,6 +361,8 @@ def bench_env(**extra: str) -> dict[str, str]:
         COLUMNS="100",
         LINES="40",
     )
+    if CODE != ROOT:
+        env["PYTHONPATH"] = str(CODE)  # a child REPL runs the measured revision too
     env.update(extra)
     return env
 

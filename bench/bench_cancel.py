@@ -18,16 +18,27 @@ instead of SIGINT, no REPL) and splits the time into the rollback's steps
 (drain the saver bridge, delete the turn's rows, verify with one state read,
 close the ledger row), then runs one whole turn to check the thread is healthy.
 
-Target (issue 7): median at most 100 ms, p95 at most 250 ms (part A).
+Besides the cancels at a random moment of the turn, `--early` more land in
+its first 50 ms, counted from the status line the REPL draws as the turn
+starts (before the first model request, the "oops, wrong question" moment),
+so that phase has figures of its own.
 
-    .venv/bin/python bench/bench_cancel.py [--cancels 50] [--inproc 20] [--seed 7]
-        [--skip-repl]
+`--against REV` first measures `netbox_chat/` as committed at REV (extracted
+with `git archive`; the same harness, cached session and cancel moments) and
+prints its figures beside this tree's.
+
+Targets: issue 7, median at most 100 ms and p95 at most 250 ms (part A);
+issue 17, in every phase a median of at most 25 ms and a max of at most 60 ms.
+
+    .venv/bin/python bench/bench_cancel.py [--cancels 50] [--early 10] [--inproc 20]
+        [--seed 7] [--skip-repl] [--against REV]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import re
 import statistics
@@ -40,10 +51,12 @@ from typing import Any
 import _common as C
 import pexpect
 
+EARLY = 0.05  # the early cancels land this many seconds into the turn, or sooner
 FIRST_WAIT = 0.3  # model call 1: seconds before it asks for the tool
 SLOW_TOOL = 1.0  # the tool's seconds
 STREAM = 0.8  # model call 2: seconds of streamed answer
 
+STATUS_LINE = re.compile(rb"thinking\xe2\x80\xa6")
 CANCELLED_THEN_PROMPT = re.compile(rb"turn \d+ cancelled(.*?)" + C.PROMPT_RE.pattern, re.S)
 DONE_THEN_PROMPT = re.compile(rb"turn \d+ \xc2\xb7 tokens.*?" + C.PROMPT_RE.pattern, re.S)
 
@@ -102,19 +115,32 @@ def file_probe(path: Path) -> dict[str, int]:
         }
 
 
+def cancel_moments(cancels: int, early: int, rng: random.Random) -> list[tuple[bool, float]]:
+    """(early?, fraction of its window) for each cancel, shuffled: the same
+    seed gives the same moments to every revision measured."""
+    moments = [(False, rng.random()) for _ in range(cancels)]
+    moments += [(True, rng.random()) for _ in range(early)]
+    rng.shuffle(moments)
+    return moments
+
+
+def moment(planned: tuple[bool, float], length: float) -> float:
+    early, fraction = planned
+    return fraction * (EARLY if early else 0.9 * length)
+
+
 def cancel_in_repl(
     env: dict[str, str],
     session_id: str,
-    cancels: int,
-    rng: random.Random,
+    moments: list[tuple[bool, float]],
     clock: Clock,
     between: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
     """`resume` the session in the real REPL through a pty, take two whole
-    turns, then `cancels` Ctrl-Cs at random moments of a turn; `between` runs
-    once after the warm-up turns (to read the store's rows before the cancels).
-    Returns the times (with the phase each Ctrl-C hit), and how many Ctrl-Cs
-    came too late and how many rollbacks were reported unverified."""
+    turns, then one Ctrl-C at each of `moments`; `between` runs once after the
+    warm-up turns (to read the store's rows before the cancels). Returns the
+    times (with the phase each Ctrl-C hit), and how many Ctrl-Cs came too late
+    and how many rollbacks were reported unverified."""
     repl = str(Path(__file__).with_name("_repl.py"))
     results: list[tuple[float, str]] = []
     late = 0
@@ -134,12 +160,16 @@ def cancel_in_repl(
             length = time.perf_counter() - started
         print(f"an uninterrupted turn takes {length * 1000:.0f} ms on this session")
         between()
-        for i in range(cancels):
+        for i, planned in enumerate(moments):
             since = len(clock.arrivals)
             child.send("\x15" + C.question_for(i) + "\r")  # Ctrl-U clears a leftover
+            if planned[0]:
+                # From the status line, drawn as the turn starts: a Ctrl-C
+                # sent before the prompt has handed the line over is a key
+                # press at the prompt, not a cancel.
+                child.expect(STATUS_LINE, timeout=30)
             entered = time.perf_counter()
-            moment = rng.uniform(0.0, 0.9 * length)
-            read_for(child, entered + moment - time.perf_counter())
+            read_for(child, entered + moment(planned, length) - time.perf_counter())
             sent = time.perf_counter()
             phase = clock.phase(since, sent)
             child.sendintr()
@@ -159,7 +189,7 @@ def cancel_in_repl(
     return {"times": results, "late": late, "unverified": unverified}
 
 
-def part_a(cached: dict[str, Any], cancels: int, rng: random.Random) -> dict[str, Any]:
+def part_a(cached: dict[str, Any], moments: list[tuple[bool, float]]) -> dict[str, Any]:
     from tests.ollama_server import ScriptedOllama
 
     clock = Clock()
@@ -175,7 +205,7 @@ def part_a(cached: dict[str, Any], cancels: int, rng: random.Random) -> dict[str
         )
         probes: list[dict[str, int]] = []
         run = cancel_in_repl(
-            env, cached["id"], cancels, rng, clock, lambda: probes.append(file_probe(path))
+            env, cached["id"], moments, clock, lambda: probes.append(file_probe(path))
         )
         after = file_probe(path)
         check = asyncio.run(check_session(sessions, cached["id"], ollama.url))
@@ -216,6 +246,8 @@ class StepTimer:
         self.current: dict[str, float] | None = None
 
     def wrap(self, obj: Any, name: str, label: str) -> None:
+        if not hasattr(obj, name):
+            return  # a step the measured revision does not have
         inner = getattr(obj, name)
 
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -234,7 +266,7 @@ class StepTimer:
 ROLLBACK = "rollback, all of it"
 
 
-async def part_b(cached: dict[str, Any], count: int, rng: random.Random) -> dict[str, Any]:
+async def part_b(cached: dict[str, Any], moments: list[tuple[bool, float]]) -> dict[str, Any]:
     from netbox_chat.sessions import SessionFile, SessionStore
     from netbox_chat.turns import message_ids
     from tests.ollama_server import ScriptedOllama
@@ -255,6 +287,7 @@ async def part_b(cached: dict[str, Any], count: int, rng: random.Random) -> dict
         timer.wrap(saver, "drain", "drain the saver bridge")
         timer.wrap(saver, "truncate_after", "truncate_after (delete the turn's rows)")
         timer.wrap(conversation, "verify_rolled_back", "verify_rolled_back")
+        timer.wrap(conversation, "_inspect_rows", "  head check from rows")
         timer.wrap(conversation.graph, "get_state", "  state read (graph.get_state)")
         timer.wrap(saver, "get_tuple", "    head row (saver.get_tuple)")
         timer.wrap(saver, "get_delta_channel_history", "    message history (delta query)")
@@ -266,10 +299,10 @@ async def part_b(cached: dict[str, Any], count: int, rng: random.Random) -> dict
             outcome = await conversation.run_turn("warm-up")
             length = time.perf_counter() - started
             before = file_probe(path)
-            for i in range(count):
+            for i, planned in enumerate(moments):
                 ids_before = message_ids(conversation.messages())  # not timed
                 task = asyncio.create_task(conversation.run_turn(C.question_for(i)))
-                await asyncio.sleep(rng.uniform(0.0, 0.9 * length))
+                await asyncio.sleep(moment(planned, length))
                 timer.current = {}
                 sent = time.perf_counter()
                 task.cancel()
@@ -311,25 +344,17 @@ def growth(before: dict[str, int], after: dict[str, int], cancels: int) -> str:
     )
 
 
-def report_a(a: dict[str, Any]) -> None:
+def report_a(label: str, a: dict[str, Any]) -> None:
     times = [t for t, _ in a["times"]]
     if not times:
-        print("no cancel landed inside a turn")
+        print(f"\nA. {label}: no cancel landed inside a turn")
         return
     s = C.summary(times)
     print(
-        f"\nA. real REPL through a pty, SIGINT -> prompt back (rollback done), "
+        f"\nA. {label}: real REPL through a pty, SIGINT -> prompt back (rollback done), "
         f"{s['n']} cancels: median {C.ms(s['median'])}, p95 {C.ms(s['p95'])}, "
         f"min {C.ms(s['min'])}, max {C.ms(s['max'])}"
     )
-    by_phase: dict[str, list[float]] = {}
-    for t, phase in a["times"]:
-        by_phase.setdefault(phase, []).append(t)
-    for phase, values in sorted(by_phase.items()):
-        print(
-            f"   {phase:34} n={len(values):2}  median {C.ms(statistics.median(values))}"
-            f"  max {C.ms(max(values))}"
-        )
     print(
         f"   Ctrl-C after the turn had ended (not counted): {a['late']}; "
         f"rollbacks reported unverified: {a['unverified']}"
@@ -338,13 +363,45 @@ def report_a(a: dict[str, Any]) -> None:
     print(f"   {growth(a['before'], a['after'], len(a['times']) + a['late'])}")
 
 
-def report_b(b: dict[str, Any]) -> None:
+def by_phase(a: dict[str, Any]) -> dict[str, list[float]]:
+    phases: dict[str, list[float]] = {}
+    for t, phase in a["times"]:
+        phases.setdefault(phase, []).append(t)
+    return phases
+
+
+PHASES = (
+    "before the first model request",
+    "model call 1",
+    "tool running",
+    "streaming the answer",
+)
+
+
+def phase_table(runs: dict[str, dict[str, Any]]) -> None:
+    """Where the Ctrl-C landed, one column group per measured revision."""
+    labels = [label for label, figures in runs.items() if figures["a"]]
+    print(f"\n   {'where the Ctrl-C landed':32}" + "".join(f" | {lb:>24}" for lb in labels))
+    print(f"   {'':32}" + " | {:>3} {:>9} {:>9}".format("n", "median", "max") * len(labels))
+    for phase in PHASES:
+        cells = []
+        for label in labels:
+            values = by_phase(runs[label]["a"]).get(phase, [])
+            cells.append(
+                f" | {len(values):3} {C.ms(statistics.median(values)):>9} {C.ms(max(values)):>9}"
+                if values
+                else f" | {0:3} {'-':>9} {'-':>9}"
+            )
+        print(f"   {phase:32}" + "".join(cells))
+
+
+def report_b(label: str, b: dict[str, Any]) -> None:
     rows = b["rows"]
     if not rows:
         return
     s = C.summary([r[0] for r in rows])
     print(
-        f"\nB. Conversation only (task.cancel(), no REPL), {s['n']} cancels: "
+        f"\nB. {label}: Conversation only (task.cancel(), no REPL), {s['n']} cancels: "
         f"median {C.ms(s['median'])}, p95 {C.ms(s['p95'])}, max {C.ms(s['max'])}; "
         f"verified {sum(r[2] for r in rows)}/{len(rows)}; messages differing from the "
         f"pre-turn ones afterwards (checked untimed): {b['mismatches']}"
@@ -353,10 +410,10 @@ def report_b(b: dict[str, Any]) -> None:
     for _, steps, _ in rows:
         labels.update(dict.fromkeys(k for k in steps if not k.startswith("#")))
     print("   where the time goes (median over cancels; calls per cancel):")
-    for label in labels:
-        values = [steps.get(label, 0.0) for _, steps, _ in rows]
-        calls = statistics.median([steps.get(f"#{label}", 0) for _, steps, _ in rows])
-        print(f"     {label:42} {statistics.median(values) * 1000:6.1f} ms  x{calls:g}")
+    for step in labels:
+        values = [steps.get(step, 0.0) for _, steps, _ in rows]
+        calls = statistics.median([steps.get(f"#{step}", 0) for _, steps, _ in rows])
+        print(f"     {step:42} {statistics.median(values) * 1000:6.1f} ms  x{calls:g}")
     unwinding = [t - steps.get(ROLLBACK, 0.0) for t, steps, _ in rows]
     print(
         f"     {'outside the rollback (task unwinding)':42} "
@@ -366,39 +423,85 @@ def report_b(b: dict[str, Any]) -> None:
     print(f"   a whole turn after the cancels: {'healthy' if b['healthy'] else 'BROKEN'}")
 
 
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    cached = C.cached_sessions()
+    rng = random.Random(args.seed)
+    a = None if args.skip_repl else part_a(cached, cancel_moments(args.cancels, args.early, rng))
+    b = None
+    if args.inproc:
+        b = asyncio.run(part_b(cached, cancel_moments(args.inproc, args.early // 2, rng)))
+    return {"a": a, "b": b}
+
+
+def verdicts(a: dict[str, Any]) -> None:
+    times = [t for t, _ in a["times"]]
+    if not times:
+        return
+    s = C.summary(times)
+    median = "met" if s["median"] <= 0.100 else "NOT met"
+    p95 = "met" if s["p95"] <= 0.250 else "NOT met"
+    print(f"\nTARGET median <= 100 ms: {C.ms(s['median'])} -> {median}")
+    print(f"TARGET p95 <= 250 ms: {C.ms(s['p95'])} -> {p95}")
+    phases = by_phase(a)
+    for phase in PHASES:
+        values = phases.get(phase)
+        if not values:
+            print(f"TARGET {phase}: no cancel landed there -> NOT measured")
+            continue
+        met = statistics.median(values) <= 0.025 and max(values) <= 0.060
+        print(
+            f"TARGET {phase}: median {C.ms(statistics.median(values))} <= 25 ms, "
+            f"max {C.ms(max(values))} <= 60 ms -> {'met' if met else 'NOT met'}"
+        )
+    checks = (
+        a["unverified"] == 0
+        and "head clean" in a["check"]
+        and a["after"]["checkpoints"] == a["before"]["checkpoints"] + a["late"]
+    )
+    print(
+        "CHECK every rollback verified, head clean, no rows left by the cancels -> "
+        f"{'ok' if checks else 'FAILED'}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cancels", type=int, default=50, help="part A cancels (REPL)")
+    parser.add_argument("--early", type=int, default=10, help="more cancels in the first 50 ms")
     parser.add_argument("--inproc", type=int, default=20, help="part B cancels (0: skip)")
     parser.add_argument("--skip-repl", action="store_true", help="part B only")
     parser.add_argument("--seed", type=int, default=7, help="seed of the cancel moments")
+    parser.add_argument("--against", metavar="REV", help="measure REV's netbox_chat/ first")
+    parser.add_argument("--figures", type=Path, help=argparse.SUPPRESS)  # JSON, for --against
     args = parser.parse_args()
 
+    if args.figures:  # measuring another revision for --against: figures only
+        args.figures.write_text(json.dumps(measure(args)))
+        return
     C.header("bench 3: Ctrl-C to prompt on a 500-turn session")
-    cached = C.cached_sessions()
-    rng = random.Random(args.seed)
-    a = None if args.skip_repl else part_a(cached, args.cancels, rng)
-    b = asyncio.run(part_b(cached, args.inproc, rng)) if args.inproc else None
-    if a is not None:
-        report_a(a)
-    if b is not None:
-        report_b(b)
-    times = [t for t, _ in a["times"]] if a is not None else []
-    if times:
-        s = C.summary(times)
-        median = "met" if s["median"] <= 0.100 else "NOT met"
-        p95 = "met" if s["p95"] <= 0.250 else "NOT met"
-        print(f"\nTARGET median <= 100 ms: {C.ms(s['median'])} -> {median}")
-        print(f"TARGET p95 <= 250 ms: {C.ms(s['p95'])} -> {p95}")
-        checks = (
-            a["unverified"] == 0
-            and "head clean" in a["check"]
-            and a["after"]["checkpoints"] == a["before"]["checkpoints"] + a["late"]
-        )
-        print(
-            "CHECK every rollback verified, head clean, no rows left by the cancels -> "
-            f"{'ok' if checks else 'FAILED'}"
-        )
+    C.cached_sessions()  # built once, before a revision measured first could race for it
+    runs: dict[str, dict[str, Any]] = {}
+    if args.against:
+        forwarded = [
+            f"--cancels={args.cancels}",
+            f"--early={args.early}",
+            f"--inproc={args.inproc}",
+            f"--seed={args.seed}",
+            *(["--skip-repl"] if args.skip_repl else []),
+        ]
+        runs[args.against] = C.figures_of_revision("bench_cancel.py", args.against, forwarded)
+    runs["this tree"] = measure(args)
+    for label, figures in runs.items():
+        if figures["a"] is not None:
+            report_a(label, figures["a"])
+    if any(figures["a"] for figures in runs.values()):
+        phase_table(runs)
+    for label, figures in runs.items():
+        if figures["b"] is not None:
+            report_b(label, figures["b"])
+    if runs["this tree"]["a"] is not None:
+        print("\n(targets: this tree)")
+        verdicts(runs["this tree"]["a"])
 
 
 if __name__ == "__main__":

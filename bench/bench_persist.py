@@ -13,15 +13,28 @@ so drift hits all of them alike:
 The ledger (our turns table) is written to a session file in both
 Conversation variants, so the difference is the checkpointer's cost.
 
-    .venv/bin/python bench/bench_persist.py [--turns 100]
+Then a turn's own overhead (issue 17): its wall time minus the time spent in
+the agent's `model` node (deepagents' middleware, building the request, HTTP,
+parsing the answer) and its `tools` node, on copies of the cached 50- and
+500-turn sessions, turn i on each before turn i + 1. What is left is ours and
+LangGraph's: the head check, loading the state, persisting, the ledger.
+Target: at 500 turns at most 10 ms more than at 50.
+
+`--against REV` first measures `netbox_chat/` as committed at REV (extracted
+with `git archive`; the same harness and cached sessions) and prints its
+figures beside this tree's.
+
+    .venv/bin/python bench/bench_persist.py [--turns 100] [--overhead-turns 30] [--against REV]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import _common as C
@@ -36,11 +49,13 @@ async def run(turns: int) -> dict[str, list[float]]:
     from tests.ollama_server import ScriptedOllama
 
     class MemorySaver(InMemorySaver):
-        def drain(self, timeout: float = 30.0) -> bool:
-            return True
+        def drain(self, timeout: float | None = None) -> None:
+            pass
+
+        def ids_after(self, checkpoint_id: str | None) -> None:
+            pass
 
     from netbox_chat.checkpointer import BridgedSqliteSaver
-    from netbox_chat.sessions import connect
 
     times: dict[str, list[float]] = {}
     with C.temp_dir("nbc-bench-persist-") as tmp, ScriptedOllama(lifetime=900) as ollama:
@@ -60,7 +75,7 @@ async def run(turns: int) -> dict[str, list[float]]:
         }
         raw_session = SessionFile.create(store, model=settings.model)
         sessions.append(raw_session)
-        raw_file_saver = BridgedSqliteSaver(connect(raw_session.path))
+        raw_file_saver = BridgedSqliteSaver(raw_session.db)
         raws = {
             "raw graph, file saver": build_agent(settings, C.bench_tools(), raw_file_saver),
             "raw graph, memory saver": build_agent(settings, C.bench_tools(), MemorySaver()),
@@ -85,23 +100,133 @@ async def run(turns: int) -> dict[str, list[float]]:
         finally:
             for conv in conversations.values():
                 C.close_conversation(conv)
-            raw_file_saver.conn.close()
             for session in sessions:
                 session.close()
     return times
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=100, help="turns on each conversation")
-    args = parser.parse_args()
+def time_node(graph: Any, name: str, spent: list[float]) -> None:
+    """Add the seconds `graph`'s node `name` runs to `spent[0]`."""
+    bound = graph.nodes[name].bound
+    inner = bound.afunc
 
-    C.header("bench 6: per-turn persistence cost")
-    times = asyncio.run(run(args.turns))
-    n = args.turns
+    async def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await inner(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    bound.afunc = timed
+
+
+def history_cache_saver(path: Path) -> Any:
+    """WHAT-IF: a saver that keeps the decoded history of the last checkpoint
+    LangGraph loaded and extends it by one step's writes for the next.
+
+    History(C) is the writes on C's ancestors; they never change while C
+    exists (rows are only appended, or deleted newer than a checkpoint), so a
+    history keyed by checkpoint id stays right. A turn then decodes its own
+    few writes instead of the whole conversation. Not shipped: the decoded
+    messages are shared between turns, so anything that changed one in place
+    would change what the next turn sees.
+    """
+    from netbox_chat.checkpointer import BridgedSqliteSaver
+    from netbox_chat.sessions import connect
+
+    class HistoryCacheSaver(BridgedSqliteSaver):
+        cached: tuple[str, tuple[str, ...], dict[str, Any]] | None = None
+
+        def get_delta_channel_history(self, *, config: Any, channels: Any) -> Any:
+            target = self.get_tuple(config)
+            key = tuple(channels)
+            history = None
+            if target is not None and self.cached is not None and self.cached[1] == key:
+                target_id = target.config["configurable"]["checkpoint_id"]
+                parent = target.parent_config
+                if self.cached[0] == target_id:
+                    history = self.cached[2]
+                elif parent and parent["configurable"]["checkpoint_id"] == self.cached[0]:
+                    history = self._extended(parent, self.cached[2])
+            if history is None:
+                history = super().get_delta_channel_history(config=config, channels=channels)
+            if target is not None:
+                self.cached = (target.config["configurable"]["checkpoint_id"], key, history)
+            return {ch: {**h, "writes": list(h["writes"])} for ch, h in history.items()}
+
+        def _extended(self, parent: Any, history: dict[str, Any]) -> dict[str, Any] | None:
+            step = self.get_tuple(parent)
+            if step is None or any(ch in step.checkpoint["channel_values"] for ch in history):
+                return None  # the parent holds a seed: let LangGraph walk
+            return {
+                ch: {**h, "writes": [*h["writes"], *(w for w in step.pending_writes if w[1] == ch)]}
+                for ch, h in history.items()
+            }
+
+    return HistoryCacheSaver(connect(path))
+
+
+async def overhead(turns: int) -> dict[str, list[float]]:
+    """Per-turn overhead (wall time minus the model and tools nodes) on the
+    cached 50- and 500-turn sessions, interleaved; the first turn on each is a
+    warm-up."""
+    from netbox_chat.sessions import SessionFile, SessionStore
+    from tests.ollama_server import ScriptedOllama
+
+    cached = C.cached_sessions()
+    spent = [0.0]
+    times: dict[str, list[float]] = {}
+    with C.temp_dir("nbc-bench-overhead-") as tmp, ScriptedOllama(lifetime=900) as ollama:
+        ollama.responder = C.instant_responder
+        conversations = {}
+        for variant in ("", ", WHAT-IF history cache"):
+            for stage in (50, 500):
+                name = f"{stage} turns{variant}"
+                sessions = C.fresh_copy(cached["stages"][stage], tmp / f"{stage}{bool(variant)}")
+                session = SessionFile.open(SessionStore(sessions), cached["id"])
+                settings = C.settings_for(sessions, ollama.url)
+                saver = history_cache_saver(session.path) if variant else None
+                conv = C.open_conversation(session, settings, C.bench_tools(), saver)
+                for node in ("model", "tools"):
+                    time_node(conv.graph, node, spent)
+                conversations[name] = conv
+                times[name] = []
+        try:
+            for turn in range(turns + 1):
+                for name, conv in conversations.items():
+                    spent[0] = 0.0
+                    started = time.perf_counter()
+                    outcome = await conv.run_turn(C.question_for(turn))
+                    elapsed = time.perf_counter() - started
+                    if outcome.status != "done":
+                        raise RuntimeError(f"{name} turn {turn}: {outcome.error}")
+                    if turn:
+                        times[name].append(elapsed - spent[0])
+            # the what-if must load what the file holds: compare with a fresh saver
+            for stage in (50, 500):
+                cached_view = conversations[f"{stage} turns, WHAT-IF history cache"]
+                fresh = C.open_conversation(cached_view.session, settings, C.bench_tools())
+                same = [m.id for m in cached_view.messages()] == [m.id for m in fresh.messages()]
+                C.close_conversation(fresh)
+                times[f"what-if at {stage} turns loads what the file holds"] = [float(same)]
+        finally:
+            for conv in conversations.values():
+                C.close_conversation(conv)
+                conv.session.close()
+    return times
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "persist": asyncio.run(run(args.turns)),
+        "overhead": asyncio.run(overhead(args.overhead_turns)),
+    }
+
+
+def report_persist(label: str, times: dict[str, list[float]], n: int) -> None:
     window = max(1, n // 5)
     early, late = slice(0, window), slice(n - window, n)
-    print(f"\nms per turn (mean), turns 1-{window}, {n - window + 1}-{n} and all:")
+    print(f"\n{label}: ms per turn (mean), turns 1-{window}, {n - window + 1}-{n} and all:")
     print(f"{'':34} {'early':>8} {'late':>8} {'all':>8}")
     for name, values in times.items():
         print(
@@ -116,7 +241,7 @@ def main() -> None:
         pairs = zip(times[a][part], times[b][part], strict=True)
         return statistics.median(x - y for x, y in pairs) * 1000
 
-    print("\nadded by the session file (ms per turn, median of the per-turn differences):")
+    print("added by the session file (ms per turn, median of the per-turn differences):")
     for a, b in (
         ("file (shipped)", "memory"),
         ("raw graph, file saver", "raw graph, memory saver"),
@@ -124,9 +249,66 @@ def main() -> None:
         print(
             f"  {a:32} vs {b:24} early {added(a, b, early):+6.1f}   late {added(a, b, late):+6.1f}"
         )
+
+
+def overhead_growth(times: dict[str, list[float]], variant: str = "") -> float:
+    """Median of the per-turn differences, 500 turns minus 50 (seconds)."""
+    pairs = zip(times[f"500 turns{variant}"], times[f"50 turns{variant}"], strict=True)
+    return statistics.median(x - y for x, y in pairs)
+
+
+def report_overhead(runs: dict[str, dict[str, Any]]) -> None:
+    print("\na turn's own overhead (wall time minus the model and tools nodes), median ms:")
+    print(f"   {'':44} {'50 turns':>9} {'500 turns':>10} {'500 - 50':>9}")
+    for label, figures in runs.items():
+        times = figures["overhead"]
+        for variant in ("", ", WHAT-IF history cache"):
+            print(
+                f"   {label + variant:44} "
+                f"{statistics.median(times[f'50 turns{variant}']) * 1000:9.1f} "
+                f"{statistics.median(times[f'500 turns{variant}']) * 1000:10.1f} "
+                f"{overhead_growth(times, variant) * 1000:+9.1f}"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=100, help="turns on each conversation")
+    parser.add_argument(
+        "--overhead-turns", type=int, default=30, help="turns on each cached session"
+    )
+    parser.add_argument("--against", metavar="REV", help="measure REV's netbox_chat/ first")
+    parser.add_argument("--figures", type=Path, help=argparse.SUPPRESS)  # JSON, for --against
+    args = parser.parse_args()
+
+    if args.figures:  # measuring another revision for --against: figures only
+        args.figures.write_text(json.dumps(measure(args)))
+        return
+    C.header("bench 6: per-turn persistence cost, and a turn's own overhead")
+    C.cached_sessions()  # built once, before a revision measured first could race for it
+    runs: dict[str, dict[str, Any]] = {}
+    if args.against:
+        forwarded = [f"--turns={args.turns}", f"--overhead-turns={args.overhead_turns}"]
+        runs[args.against] = C.figures_of_revision("bench_persist.py", args.against, forwarded)
+    runs["this tree"] = measure(args)
+    for label, figures in runs.items():
+        report_persist(label, figures["persist"], args.turns)
+    report_overhead(runs)
+    for stage in (50, 500):
+        same = runs["this tree"]["overhead"][f"what-if at {stage} turns loads what the file holds"]
+        print(
+            f"CHECK the WHAT-IF history cache loads what the file holds ({stage} turns) -> "
+            f"{'ok' if same == [1.0] else 'FAILED'}"
+        )
+    growth = overhead_growth(runs["this tree"]["overhead"])
+    verdict = "met" if growth <= 0.010 else "NOT met"
     print(
-        "\n(no target in the issue: this is the figure to watch; the scripted model "
-        "answers at once, so real turns are seconds longer and the share is smaller)"
+        f"\nTARGET (this tree) overhead at 500 turns <= at 50 turns + 10 ms: "
+        f"{growth * 1000:+.1f} ms -> {verdict}"
+    )
+    print(
+        "(the scripted model answers at once, so real turns are seconds longer and the "
+        "share is smaller)"
     )
 
 

@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import _common as C
-from bench_cancel import SLOW_TOOL, Clock, cancel_in_repl, responder
+from bench_cancel import SLOW_TOOL, Clock, cancel_in_repl, cancel_moments, responder
 from bench_ls import make_store
 
 # Each session's rows, by table and the column that names the session.
@@ -163,9 +163,8 @@ def part_cancel(cached: dict[str, Any], url: str, cancels: int, seed: int) -> di
                     NETBOX_CHAT_BENCH_SLOW_TOOL=str(SLOW_TOOL),
                 )
                 print(f"{kind}:", end=" ", flush=True)
-                results[kind] = cancel_in_repl(
-                    env, cached["id"], cancels, random.Random(seed), clock
-                )
+                moments = cancel_moments(cancels, 0, random.Random(seed))
+                results[kind] = cancel_in_repl(env, cached["id"], moments, clock)
         results["rows"] = thread_rows(url, cached["id"])
     return results
 
@@ -193,7 +192,7 @@ def main() -> None:
     if not url:
         sys.exit("bench_postgres.py needs NETBOX_CHAT_TEST_PG (scripts/postgres_up.sh)")
 
-    C.header("bench 7: the PostgreSQL store beside the session folder")
+    C.header("bench 9: the PostgreSQL store beside the session folder")
     cached = C.cached_sessions()
     with scratch_database(url) as scratch:
         ls = part_ls(cached, scratch, args.sessions, args.runs)

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Run the six benchmarks one after the other; figures go to stdout.
+# Run the benchmarks one after the other; figures go to stdout.
 # Each is bounded (well under 10 minutes); the first run also builds the
 # cached sessions (about 1-2 minutes) under ${NETBOX_CHAT_BENCH_CACHE:-/tmp/netbox-chat-bench}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=.venv/bin/python
-for bench in bench_ls bench_startup bench_cancel bench_size bench_request bench_persist; do
+for bench in bench_ls bench_startup bench_cancel bench_size bench_request bench_persist bench_habits bench_context; do
     "$py" -W ignore "bench/$bench.py"
     echo
 done
@@ -13,5 +13,5 @@ done
 if [ -n "${NETBOX_CHAT_TEST_PG:-}" ]; then
     "$py" -W ignore bench/bench_postgres.py
 else
-    echo "bench 7 (bench_postgres.py) skipped: set NETBOX_CHAT_TEST_PG (scripts/postgres_up.sh)"
+    echo "bench 9 (bench_postgres.py) skipped: set NETBOX_CHAT_TEST_PG (scripts/postgres_up.sh)"
 fi

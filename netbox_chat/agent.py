@@ -8,7 +8,7 @@ why the REPL builds the agent on a background thread while the user types.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Required
 
 from deepagents import (
@@ -20,7 +20,8 @@ from deepagents import (
 )
 from deepagents._messages_reducer import _messages_delta_reducer
 from deepagents.graph import DeepAgentState
-from langchain_core.messages import AnyMessage
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from langchain_ollama import ChatOllama
 from langgraph.channels.delta import DeltaChannel
@@ -28,6 +29,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from netbox_chat.config import Settings
+from netbox_chat.thinking import split_thinking
 
 SYSTEM_PROMPT = """\
 You are netbox-chat, an assistant for network operators. NetBox is the \
@@ -87,12 +89,82 @@ def _exclude_subagents_for_ollama() -> None:
     )
 
 
-def build_model(settings: Settings) -> ChatOllama:
+# Where langchain-ollama 1.1.0 keeps Ollama's `message.thinking` (when `reasoning`
+# is truthy) and what it sends back as `thinking` on later requests.
+REASONING_KEY = "reasoning_content"
+
+
+class ThinkingMiddleware(AgentMiddleware[Any, Any, Any]):
+    """Keeps the model's scratchpad out of the conversation it is sent.
+
+    A request carries no thinking from earlier turns, so thinking costs no
+    context later on. The current turn's thinking stays: Ollama's templates for
+    qwen3 and gpt-oss render thinking only for the assistant messages after the
+    last user message, which is what a model in the middle of a tool loop
+    expects. A reply's `<think>...</think>` content is moved to where
+    `message.thinking` goes, so the stored answer is only the answer.
+    """
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        response = await handler(request.override(messages=without_old_thinking(request.messages)))
+        response.result = [_thinking_apart(message) for message in response.result]
+        return response
+
+
+def without_old_thinking(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The messages with the thinking of every turn before the last question removed."""
+    last_question = max(
+        (i for i, message in enumerate(messages) if isinstance(message, HumanMessage)), default=0
+    )
+    return [
+        _without_thinking(message) if i < last_question else message
+        for i, message in enumerate(messages)
+    ]
+
+
+def _without_thinking(message: AnyMessage) -> AnyMessage:
+    if not isinstance(message, AIMessage):
+        return message
+    kwargs = {k: v for k, v in message.additional_kwargs.items() if k != REASONING_KEY}
+    content = message.content
+    if isinstance(content, str):
+        content = split_thinking(content)[1]
+    if kwargs == message.additional_kwargs and content == message.content:
+        return message
+    return message.model_copy(update={"additional_kwargs": kwargs, "content": content})
+
+
+def _thinking_apart(message: BaseMessage) -> BaseMessage:
+    if not isinstance(message, AIMessage) or not isinstance(message.content, str):
+        return message
+    thinking, answer = split_thinking(message.content)
+    if not thinking:
+        return message
+    earlier = message.additional_kwargs.get(REASONING_KEY) or ""
+    kwargs = {
+        **message.additional_kwargs,
+        REASONING_KEY: "\n\n".join(filter(None, [earlier, thinking])),
+    }
+    return message.model_copy(update={"additional_kwargs": kwargs, "content": answer})
+
+
+def build_model(
+    settings: Settings, *, reasoning: bool | str | None = None, num_ctx: int | None = None
+) -> ChatOllama:
+    """The session's chat model. `reasoning` is sent as Ollama's `think` (see
+    thinking.plan_thinking); `num_ctx` is the session's window, which must stay
+    the same for every request of the session (a change makes Ollama reload
+    the model, #9977)."""
     return ChatOllama(
         model=settings.model,
         base_url=settings.ollama_url,
-        num_ctx=settings.num_ctx,
+        num_ctx=num_ctx or settings.num_ctx,
         temperature=0,
+        reasoning=reasoning,
         # ChatOllama has no timeout by default: a stalled server would hang a
         # turn forever. The timeout covers connect and each read of the stream.
         client_kwargs={"timeout": settings.request_timeout},
@@ -105,19 +177,27 @@ def build_agent(
     checkpointer: BaseCheckpointSaver[Any],
     *,
     model: Any = None,
+    context_guard: AgentMiddleware[Any, Any, Any] | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The compiled deep agent for one session.
 
     deepagents' default in-state backend is kept, so virtual files and
     offloaded tool results live inside the checkpoint and die with the
-    session; nothing is written beside the session file.
+    session; nothing is written beside the session file. `context_guard`
+    (netbox_chat.context) takes the slot of deepagents' summarization.
     """
     _exclude_subagents_for_ollama()
+    middleware: list[AgentMiddleware[Any, Any, Any]] = [
+        FilesystemMiddleware(tools=FILE_TOOLS_KEPT, system_prompt=FILE_TOOLS_PROMPT),
+        ThinkingMiddleware(),
+    ]
+    if context_guard is not None:
+        middleware.append(context_guard)
     return create_deep_agent(
         model=model if model is not None else build_model(settings),
         tools=list(tools),
         system_prompt=SYSTEM_PROMPT,
-        middleware=[FilesystemMiddleware(tools=FILE_TOOLS_KEPT, system_prompt=FILE_TOOLS_PROMPT)],
+        middleware=middleware,
         state_schema=SessionState,
         checkpointer=checkpointer,
     )

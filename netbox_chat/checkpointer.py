@@ -6,8 +6,9 @@ their HTTP requests are aborted. The sync savers raise NotImplementedError for
 their async methods, so one bridge (`SyncSaverBridge`, used by the SQLite saver
 here and the PostgreSQL one in `pgsaver.py`) runs each sync method on a worker
 thread.
-It also counts in-flight worker calls: a write still running on a thread after
-a cancel would commit *after* the rollback, so rollback waits for `drain()`.
+It also counts in-flight worker writes: a write still running on a thread
+after a cancel would commit *after* the rollback, so rollback waits for
+`drain()`. Reads are not counted: they commit nothing.
 
 Blobs are stored zlib-compressed: messages (NetBox JSON above all) and the
 checkpoints' channel versions shrink two to four times, which keeps a session
@@ -24,12 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import sqlite3
 import threading
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+import langgraph.checkpoint.base.id as checkpoint_ids
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
@@ -42,6 +43,9 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
+
+from netbox_chat.database import Connection
+from netbox_chat.sessions import StoreError
 
 T = TypeVar("T")
 
@@ -109,15 +113,22 @@ class InFlightCalls:
             return self.changed.wait_for(lambda: self.count == 0, timeout=timeout)
 
 
+class WritesStillRunning(StoreError):
+    """A bridged call is still running on a worker thread: it may yet write,
+    so nothing that depends on the thread's rows being final may run."""
+
+
 class SyncSaverBridge(BaseCheckpointSaver[str]):
     """Async methods that run a sync saver's own methods on worker threads.
 
     Mixed in before a sync saver (`SqliteSaver`, `PostgresSaver`), so both
     stores cross into the async Pregel loop the same way and a rollback drains
-    both the same way. The saver's `__init__` sets `in_flight`.
+    both the same way. The saver's `__init__` sets `in_flight` and
+    `drain_timeout`.
     """
 
     in_flight: InFlightCalls
+    drain_timeout: float
 
     async def _on_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         self.in_flight.enter()
@@ -127,6 +138,16 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
         # count would never come back down; the call runs, and drain() waits.
         return await asyncio.shield(asyncio.get_running_loop().run_in_executor(None, call))
 
+    async def _read_on_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A read on a worker thread, not counted in `in_flight`: it commits
+        nothing, so a rollback need not wait for it. After a Ctrl-C in a
+        turn's first moments LangGraph may still be decoding the whole
+        history for the turn (tens of ms on a long session); the rollback
+        goes ahead and the abandoned result is dropped."""
+        context = contextvars.copy_context()
+        call = functools.partial(context.run, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
     def _tracked(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         # Decremented on the worker thread when the call really finishes, not
         # when the awaiting coroutine is cancelled.
@@ -135,12 +156,35 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
         finally:
             self.in_flight.leave()
 
-    def drain(self, timeout: float = 30.0) -> bool:
-        """Block until no bridged call is still running on a worker thread."""
-        return self.in_flight.wait_idle(timeout)
+    def drain(self, timeout: float | None = None) -> None:
+        """Block until no bridged call is still running on a worker thread.
+
+        Raises `WritesStillRunning` after `timeout` seconds (`drain_timeout` by
+        default): a rollback or a history edit that ran then could be
+        overtaken by that write, so the caller must not go on."""
+        timeout = self.drain_timeout if timeout is None else timeout
+        if not self.in_flight.wait_idle(timeout):
+            raise WritesStillRunning(
+                f"a write to the session file was still running after {timeout:g} s"
+            )
+
+    @staticmethod
+    def ids_after(checkpoint_id: str | None) -> None:
+        """Make the next checkpoint ids sort after `checkpoint_id`.
+
+        Ids are uuid6 from the wall clock, kept increasing only within one
+        process (`langgraph.checkpoint.base.id`); SqliteSaver takes the
+        greatest id as the head. A clock stepped back since the head was
+        written (NTP, a restored VM) would give the next checkpoint a smaller
+        id, and the finished turn would vanish under the old head."""
+        if checkpoint_id is None:
+            return
+        stamp = checkpoint_ids.UUID(checkpoint_id).time
+        if stamp > (checkpoint_ids._last_v6_timestamp or 0):
+            checkpoint_ids._last_v6_timestamp = stamp  # type: ignore[assignment]
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._on_thread(self.get_tuple, config)
+        return await self._read_on_thread(self.get_tuple, config)
 
     async def alist(
         self,
@@ -152,7 +196,7 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
     ) -> AsyncIterator[CheckpointTuple]:
         # list() holds the saver's lock while it yields, so it is drained in
         # one worker call; interleaving other saver calls would deadlock.
-        items = await self._on_thread(
+        items = await self._read_on_thread(
             lambda: list(self.list(config, filter=filter, before=before, limit=limit))
         )
         for item in items:
@@ -182,7 +226,7 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
     ) -> Mapping[str, DeltaChannelHistory]:
         # The base class's async fallback walks ancestors one thread hop at a
         # time; the sync override is a single recursive query.
-        return await self._on_thread(
+        return await self._read_on_thread(
             self.get_delta_channel_history, config=config, channels=channels
         )
 
@@ -195,39 +239,58 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
         writes held for `channel`. Each store implements it on its own tables."""
         raise NotImplementedError
 
-    def close(self) -> None:
-        """Let go of what the saver opened itself."""
-
 
 class BridgedSqliteSaver(SyncSaverBridge, SqliteSaver):
     """`SqliteSaver` whose async methods delegate to the sync ones on threads."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    conn: Connection
+
+    def __init__(self, conn: Connection) -> None:
         SqliteSaver.__init__(self, conn, serde=blob_serializer())
         self.in_flight = InFlightCalls()
-
-    def close(self) -> None:
-        self.conn.close()
+        self.drain_timeout = 30.0  # seconds `drain()` waits by default
+        # Now, not on first use: a copy made before (`with_allowlist`) would
+        # run its own setup, whose executescript commits, inside an atomic().
+        self.setup()
 
     def truncate_after(self, thread_id: str, checkpoint_id: str | None, channel: str) -> list[Any]:
         """Delete what was written on the thread after `checkpoint_id` (None: all of it).
 
-        Pass 1 deletes the checkpoints newer than it (ids are time-ordered, the
-        order SqliteSaver itself uses to find the head) with their writes; pass
-        2 deletes the writes left on `checkpoint_id` itself, where a run puts its
-        input and a cancelled step its pending results. Ancestors are never
-        touched, so every delta channel replays exactly as before. Returns the
-        decoded values the deleted writes held for `channel`, for the report.
+        Pass 1 deletes the turn's checkpoints with their writes: those newer
+        than it (ids are time-ordered, the order SqliteSaver itself uses to
+        find the head) and its children, which only the turn can have written
+        (one writer per session) even when a clock stepped back gave them
+        smaller ids. Pass 2 deletes the writes left on `checkpoint_id` itself,
+        where a run puts its input and a cancelled step its pending results.
+        Ancestors are never touched, so every delta channel replays exactly as
+        before. Both passes are one transaction: `atomic()` holds back the
+        commit the saver's cursor makes even when a statement raised. Returns
+        the decoded values the deleted writes held for `channel`, for the report.
         """
-        after = checkpoint_id or ""
-        newer = "thread_id = ? AND checkpoint_id > ?"
-        on_base = "thread_id = ? AND checkpoint_id = ?"
-        with self.cursor(transaction=True) as cur:
-            rows = cur.execute(
-                f"SELECT type, value FROM writes WHERE channel = ? AND (({newer}) OR ({on_base}))",
-                (channel, thread_id, after, thread_id, after),
-            ).fetchall()
-            cur.execute(f"DELETE FROM checkpoints WHERE {newer}", (thread_id, after))
-            cur.execute(f"DELETE FROM writes WHERE {newer}", (thread_id, after))
-            cur.execute(f"DELETE FROM writes WHERE {on_base}", (thread_id, after))
+        with self.conn.atomic(), self.cursor() as cur:
+            turn_ids = [
+                row[0]
+                for row in cur.execute(
+                    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? "
+                    "AND (checkpoint_id > ? OR parent_checkpoint_id = ?)",
+                    (thread_id, checkpoint_id or "", checkpoint_id),
+                )
+            ]
+            doomed = [(thread_id, cid) for cid in turn_ids]
+            if checkpoint_id is not None:
+                doomed.append((thread_id, checkpoint_id))
+            rows = [
+                row
+                for key in doomed
+                for row in cur.execute(
+                    "SELECT type, value FROM writes WHERE thread_id = ? AND checkpoint_id = ? "
+                    "AND channel = ? ORDER BY task_id, idx",
+                    (*key, channel),
+                )
+            ]
+            cur.executemany(
+                "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
+                doomed[: len(turn_ids)],
+            )
+            cur.executemany("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id = ?", doomed)
         return [self.serde.loads_typed((kind, value)) for kind, value in rows]

@@ -9,24 +9,75 @@ fast as Python does.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperGroup
 
 from netbox_chat import render
-from netbox_chat.config import Settings, resolve_settings
+from netbox_chat.config import PROFILE_ENV, Settings, resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
-from netbox_chat.sessions import AmbiguousSession
-from netbox_chat.stores import OpenSession, open_store
+from netbox_chat.sessions import (
+    AmbiguousSession,
+    SessionStore,
+    SessionSummary,
+    normalize_session_id,
+)
+from netbox_chat.stores import OpenSession, Store, open_store
+
+if TYPE_CHECKING:
+    from netbox_chat.streamjson import JsonLines
+
+if TYPE_CHECKING:
+    from netbox_chat.runtime import CancelOnSignals
+
+
+def report(error: Exception) -> ExitStatus:
+    """The one place an exception becomes what the user sees (httpie's
+    `raw_main`): one red line on stderr starting with `netbox-chat:`, and the
+    documented exit status. Anything else than a `UserFacingError` is a bug
+    of ours; it still gets one line (set NETBOX_CHAT_TRACEBACK=1 for the
+    traceback), not a traceback over the user's terminal."""
+    stderr.print(render.error_line(error, prefix="netbox-chat: "))
+    if isinstance(error, AmbiguousSession):
+        stderr.print(Text("candidates: " + " ".join(error.candidates)))
+    return error.exit_status if isinstance(error, UserFacingError) else ExitStatus.USER_ERROR
+
+
+def fit_to_streams(*consoles: Console) -> None:
+    """Wrap lines only on a terminal: in a log or a pipe each message stays
+    one line, so a grep finds it. Done per command, because the streams are
+    only known then (Typer's test runner swaps them)."""
+    for console in consoles:
+        console.soft_wrap = not console.is_terminal
+
+
+class Commands(TyperGroup):
+    """Runs every command, from `netbox-chat` and from Typer's test runner
+    alike, through `report`: the commands raise, they never print errors."""
+
+    def invoke(self, ctx: Any) -> Any:
+        fit_to_streams(stdout, stderr)
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # usage errors, --help, and exit statuses a command chose
+        except Exception as exc:
+            if os.environ.get("NETBOX_CHAT_TRACEBACK"):
+                raise
+            raise typer.Exit(int(report(exc))) from None
+
 
 app = typer.Typer(
+    cls=Commands,
     name="netbox-chat",
     help=(
         "Ask your NetBox questions in plain words, answered by a local Ollama model.\n\n"
@@ -36,7 +87,7 @@ app = typer.Typer(
         "or written, 4 session in use by another netbox-chat, 130 `ask` interrupted."
     ),
     no_args_is_help=False,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -59,7 +110,7 @@ StoreOption = Annotated[
         show_envvar=True,
         help=(
             "Where sessions live: a folder, or a postgresql:// URL for a team's database "
-            "(needs pip install 'netbox-chat[postgres]'). Overrides --sessions-dir."
+            "(needs pip install 'netbox-chat[postgres]')."
         ),
         show_default=False,
     ),
@@ -91,11 +142,65 @@ NetboxUrl = Annotated[
         "--netbox-url",
         envvar="NETBOX_URL",
         show_envvar=True,
-        help="NetBox base URL; the API token is read from NETBOX_TOKEN only.",
+        help="NetBox base URL; the token comes from NETBOX_TOKEN or the profile, never a flag.",
         show_default=False,
     ),
 ]
-ThreadArg = Annotated[str, typer.Argument(help="Session id, or a unique prefix of one.")]
+Think = Annotated[
+    bool | None,
+    typer.Option(
+        "--think/--no-think",
+        help=(
+            "Let the model think (shown dimmed) or ask it not to. NETBOX_CHAT_THINK takes "
+            "on, off, low, medium or high (default: the model's own)."
+        ),
+        show_default=False,
+    ),
+]
+Profile = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        "-p",
+        envvar=PROFILE_ENV,
+        show_envvar=True,
+        help="A profile of the config file: its NetBox, token, model… (see `netbox-chat config`).",
+        show_default=False,
+    ),
+]
+
+# Shell completion offers titles only for this many matching ids: a title
+# costs opening the session file, and a longer list is read by nobody.
+COMPLETE_TITLES = 40
+
+
+def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]] | list[str]:
+    """Session ids for the shell, with titles when few match.
+
+    Runs on every Tab press: it scans the folder once (no stat: bash and zsh
+    sort what they are given anyway), reads the titles of a few files, and
+    never imports LangChain. The folder is the one a `--sessions-dir` or
+    `--profile` already on the line, the environment or the config file names."""
+    try:
+        settings = resolve_settings(
+            sessions_dir=ctx.params.get("sessions_dir"), profile=ctx.params.get("profile")
+        )
+        store = SessionStore(settings.sessions_dir)
+        prefix = normalize_session_id(incomplete) if incomplete else ""
+    except (ValueError, UserFacingError):
+        return []
+    ids = [sid for sid in store.session_ids() if sid.startswith(prefix)]
+    if len(ids) > COMPLETE_TITLES:
+        return ids
+    return [(sid, store.summarize(sid).title or "(no question yet)") for sid in ids]
+
+
+ThreadArg = Annotated[
+    str,
+    typer.Argument(
+        help="Session id, or a unique prefix of one.", autocompletion=complete_session_id
+    ),
+]
 
 # `ls` shows this many of the newest sessions unless --all: a table of a
 # thousand rows costs most of a second to draw and nobody reads it.
@@ -107,15 +212,8 @@ stdout = Console(highlight=False, emoji=False)
 stderr = Console(stderr=True, highlight=False, emoji=False)
 
 
-def fail(error: UserFacingError) -> typer.Exit:
-    """Print a one-line error (plus candidates when ambiguous) and pick the exit code.
-
-    The message often quotes what the user typed, so it is printed as text,
-    never parsed as rich markup (`forget '[/x]'` must not crash)."""
-    stderr.print(Text(f"netbox-chat: {error}", style="red"), soft_wrap=True)
-    if isinstance(error, AmbiguousSession):
-        stderr.print("candidates: " + " ".join(error.candidates), soft_wrap=True)
-    return typer.Exit(int(error.exit_status))
+# A config file's warnings, printed once per process however often it is read.
+_warned: set[str] = set()
 
 
 def settings_from(
@@ -123,53 +221,142 @@ def settings_from(
     ollama_url: str | None = None,
     model: str | None = None,
     netbox_url: str | None = None,
+    think: bool | None = None,
+    *,
     store: str | None = None,
+    profile: str | None = None,
+    remembered: dict[str, str] | None = None,
+    need_token: bool = False,
 ) -> Settings:
+    """Resolve the settings (config.py's layers) for this command line.
+
+    Typer reads each flag's environment variable itself; those values are
+    handed to `resolve_settings` as the environment, not as flags, so
+    `netbox-chat config` names the right origin and a `--profile` from
+    NETBOX_CHAT_PROFILE does not count as one typed on the command line.
+    With `need_token`, a profile's token_command is run (once per process)."""
+    from netbox_chat.credentials import with_token
+
+    typed = typed_on_command_line(
+        sessions_dir=sessions_dir,
+        ollama_url=ollama_url,
+        model=model,
+        netbox_url=netbox_url,
+        store=store,
+        profile=profile,
+    )
+    typed["think"] = None if think is None else ("on" if think else "off")
     try:
-        return resolve_settings(
-            store=store,
-            sessions_dir=sessions_dir,
-            ollama_url=ollama_url,
-            model=model,
-            netbox_url=netbox_url,
-        )
+        settings = resolve_settings(profile=typed.pop("profile"), remembered=remembered, **typed)
+        if need_token:
+            settings = with_token(settings)
     except ValueError as exc:
-        raise fail(UserFacingError(str(exc))) from None
+        raise UserFacingError(str(exc)) from None
+    for warning in settings.warnings:
+        if warning not in _warned:
+            _warned.add(warning)
+            stderr.print(Text(f"netbox-chat: {warning}", style="yellow"), soft_wrap=True)
+    return settings
+
+
+def typed_on_command_line(**values: Any) -> dict[str, Any]:
+    """`values` with None for each parameter whose value Typer took from the
+    environment rather than from the command line."""
+    # typer 0.28 (pinned) vendors click as typer._click.
+    from typer._click.core import ParameterSource
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return {
+        name: None
+        if ctx is not None and ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT
+        else value
+        for name, value in values.items()
+    }
 
 
 def require_netbox(settings: Settings) -> None:
     """Refuse before any session is created: without NetBox every answer fails."""
     if settings.netbox_url is None:
-        raise fail(
-            UserFacingError(
-                "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN "
-                "(or pass --netbox-url); `netbox-chat doctor` checks the setup"
-            )
+        raise UserFacingError(
+            "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN "
+            "(or pass --netbox-url); `netbox-chat doctor` checks the setup"
         )
 
 
 def _chat(
-    settings: Settings, thread: str | None, *, resume: bool, rewind_to: int | None = None
+    settings: Settings,
+    thread: str | None,
+    *,
+    resume: bool,
+    rewind_to: int | None = None,
+    flags: dict[str, Any] | None = None,
 ) -> None:
     import asyncio
 
     from netbox_chat.repl import run_chat
 
-    require_netbox(settings)
     store = open_store(settings)
-    try:
-        if resume:
-            session_id = store.resolve(thread) if thread is not None else store.most_recent()
-            session: OpenSession = store.open(session_id)
-        else:
-            session = store.create(model=settings.model)
-    except UserFacingError as exc:
-        raise fail(exc) from None
+    if resume:
+        session_id = store.resolve(thread) if thread is not None else store.most_recent()
+        settings = settings_for_session(store, session_id, flags or {})
+        require_netbox(settings)
+        session: OpenSession = store.open(session_id)
+    else:
+        require_netbox(settings)
+        session = new_session(store, settings)
     with session:
-        try:
-            asyncio.run(run_chat(session, settings, stdout, resumed=resume, rewind_to=rewind_to))
-        except UserFacingError as exc:
-            raise fail(exc) from None
+        asyncio.run(run_chat(session, settings, stdout, resumed=resume, rewind_to=rewind_to))
+
+
+def new_session(store: Store, settings: Settings) -> OpenSession:
+    return store.create(
+        model=settings.model, netbox_url=settings.netbox_url, profile=settings.profile
+    )
+
+
+def settings_for_session(store: Store, session_id: str, flags: dict[str, Any]) -> Settings:
+    """The settings to continue a session with: its own NetBox (and profile)
+    and model unless a flag or the environment says otherwise.
+
+    Against another NetBox than the one its answers came from, the earlier
+    answers describe the other instance: that needs `--netbox-url` or
+    `--profile` typed on the command line, and is said in one yellow line."""
+    summary = store.summarize(session_id)
+    remembered = {
+        "netbox_url": summary.netbox_url,
+        "model": summary.model,
+        "profile": summary.profile,
+    }
+    folder = store.root if isinstance(store, SessionStore) else None
+    settings = settings_from(folder, **flags, remembered=remembered, need_token=True)
+    change = netbox_change(summary, settings)
+    if change is None:
+        return settings
+    typed = typed_on_command_line(netbox_url=flags.get("netbox_url"), profile=flags.get("profile"))
+    if not any(typed.values()):
+        raise UserFacingError(
+            f"{change}; resume it with --netbox-url or --profile to go on against this one"
+        )
+    stderr.print(
+        Text(f"netbox-chat: {change}: its earlier answers describe the other NetBox", "yellow"),
+        soft_wrap=True,
+    )
+    return settings
+
+
+def netbox_change(summary: SessionSummary, settings: Settings) -> str | None:
+    """What differs between the NetBox a session was started with and the one
+    configured now, in words (None when they are the same or unknown)."""
+    if not summary.netbox_url or not settings.netbox_url:
+        return None
+    if summary.netbox_url == settings.netbox_url:
+        return None
+    origin = settings.origins.get("netbox_url", "")
+    return (
+        f"session {summary.id} was started against {summary.netbox_url}, "
+        f"this one talks to {settings.netbox_url} ({origin})"
+    )
 
 
 @app.callback(invoke_without_command=True)
@@ -179,11 +366,22 @@ def main_callback(
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    think: Think = None,
+    profile: Profile = None,
     store: StoreOption = None,
 ) -> None:
     """Start a new chat session when no command is given."""
     if ctx.invoked_subcommand is None:
-        settings = settings_from(sessions_dir, ollama_url, model, netbox_url, store)
+        settings = settings_from(
+            sessions_dir,
+            ollama_url,
+            model,
+            netbox_url,
+            think,
+            store=store,
+            profile=profile,
+            need_token=True,
+        )
         _chat(settings, None, resume=False)
 
 
@@ -191,7 +389,10 @@ def main_callback(
 def resume(
     thread: Annotated[
         str | None,
-        typer.Argument(help="Session id or unique prefix (default: the most recent session)."),
+        typer.Argument(
+            help="Session id or unique prefix (default: the most recent session).",
+            autocompletion=complete_session_id,
+        ),
     ] = None,
     at: Annotated[
         int | None,
@@ -203,6 +404,8 @@ def resume(
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    think: Think = None,
+    profile: Profile = None,
     store: StoreOption = None,
 ) -> None:
     """Reopen a session and continue it, with its memory.
@@ -210,10 +413,19 @@ def resume(
     Prints what was restored (turns, messages, the last exchange). A turn that
     a crash left half-done is rolled back first. With --at N the conversation
     goes back to just after turn N (linearly: later turns are set aside, never
-    replayed).
+    replayed). The session's own NetBox and model are used unless a flag or
+    the environment names others; another NetBox needs --netbox-url or
+    --profile.
     """
-    settings = settings_from(sessions_dir, ollama_url, model, netbox_url, store)
-    _chat(settings, thread, resume=True, rewind_to=at)
+    flags = {
+        "ollama_url": ollama_url,
+        "model": model,
+        "netbox_url": netbox_url,
+        "think": think,
+        "store": store,
+    }
+    settings = settings_from(sessions_dir, store=store, profile=profile)
+    _chat(settings, thread, resume=True, rewind_to=at, flags={**flags, "profile": profile})
 
 
 @app.command("ls")
@@ -224,51 +436,124 @@ def list_sessions(
     show_all: Annotated[
         bool, typer.Option("--all", "-a", help=f"Show every session, not the newest {LS_ROWS}.")
     ] = False,
+    grep: Annotated[
+        str | None,
+        typer.Option(
+            "--grep",
+            "-q",
+            help="Only sessions whose questions or answers contain this text "
+            "(case-insensitive for ASCII letters).",
+            show_default=False,
+        ),
+    ] = None,
     sessions_dir: SessionsDir = None,
+    profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
     """List sessions, most recently active first. Never writes anything."""
-    store = open_store(settings_from(sessions_dir, store=store_option))
+    store = open_store(settings_from(sessions_dir, store=store_option, profile=profile))
     limit = None if as_json or show_all else LS_ROWS
-    try:
-        listed = store.list_sessions(limit)
-        hidden = 0 if limit is None else len(store.session_ids()) - len(listed)
-    except UserFacingError as exc:
-        raise fail(exc) from None
-    summaries = sorted(listed, key=lambda s: s.last_active, reverse=True)
+    ids = store.search(grep) if grep is not None else store.ids_by_recency()
+    summaries = sorted(store.list_sessions(limit, ids), key=lambda s: s.last_active, reverse=True)
     if as_json:
         print(json.dumps([s.as_json() for s in summaries], indent=2))
     elif not summaries:
-        stderr.print(f"no sessions in {store.root}; start one with `netbox-chat`")
+        if grep is not None:
+            stderr.print(Text(f"no session in {store.root} mentions {grep!r}"))
+        else:
+            stderr.print(Text(f"no sessions in {store.root}; start one with `netbox-chat`"))
     else:
         stdout.print(render.sessions_table(summaries))
+        if (netbox := render.one_netbox(summaries)) is not None:
+            stderr.print(Text(netbox, style="dim"), soft_wrap=True)
+        hidden = len(ids) - len(summaries)
         if hidden > 0:
             stderr.print(
-                f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them"
+                Text(f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them")
+            )
+        if any(s.unanswered and not s.is_open for s in summaries):
+            stderr.print(
+                "sessions marked (never answered) were cut short in their first turn; "
+                "`netbox-chat forget --unanswered` removes them"
             )
 
 
 @app.command()
 def forget(
-    thread: ThreadArg,
+    thread: Annotated[
+        str | None,
+        typer.Argument(
+            help="Session id, or a unique prefix of one.",
+            autocompletion=complete_session_id,
+            show_default=False,
+        ),
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    unanswered: Annotated[
+        bool,
+        typer.Option(
+            "--unanswered",
+            help="Forget every session no turn ever finished in (left by a crash "
+            "in a first turn) that no process has open.",
+        ),
+    ] = False,
     sessions_dir: SessionsDir = None,
+    profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
     """Delete a session for good (its .sqlite, -wal and -shm files, or its rows)."""
-    store = open_store(settings_from(sessions_dir, store=store_option))
-    try:
-        session_id = store.resolve(thread)
-        summary = store.summarize(session_id)
-        if not yes:
-            title = summary.title or summary.unreadable or "(no question yet)"
-            if not typer.confirm(f"Forget session {session_id} ({title})?", default=False):
-                stderr.print("kept")
-                raise typer.Exit(int(ExitStatus.USER_ERROR))
-        store.forget(session_id)
-    except UserFacingError as exc:
-        raise fail(exc) from None
-    stdout.print(f"forgot session {session_id}")
+    store = open_store(settings_from(sessions_dir, store=store_option, profile=profile))
+    if unanswered == (thread is not None):
+        raise typer.BadParameter("give a session id or --unanswered (one of the two)")
+    if unanswered:
+        _forget_unanswered(store)
+        return
+    assert thread is not None
+    session_id = store.resolve(thread)
+    summary = store.summarize(session_id)
+    if not yes:
+        title = summary.title or summary.unreadable or "(no question yet)"
+        if not typer.confirm(f"Forget session {session_id} ({title})?", default=False):
+            stderr.print("kept")
+            raise typer.Exit(int(ExitStatus.USER_ERROR))
+    store.forget(session_id)
+    stdout.print(Text(f"forgot session {session_id}"))
+
+
+def _forget_unanswered(store: Store) -> None:
+    forgotten = []
+    for session_id in store.unanswered():
+        try:
+            store.forget(session_id)
+        except UserFacingError as exc:  # opened or changed since the scan: leave it
+            stderr.print(Text(f"netbox-chat: kept {session_id}: {exc}", "yellow"), soft_wrap=True)
+        else:
+            forgotten.append(session_id)
+    stdout.print(f"forgot {len(forgotten)} session(s) never answered: {' '.join(forgotten)}")
+
+
+@app.command("config")
+def config_command(
+    sessions_dir: SessionsDir = None,
+    ollama_url: OllamaUrl = None,
+    model: Model = None,
+    netbox_url: NetboxUrl = None,
+    profile: Profile = None,
+    store_option: StoreOption = None,
+) -> None:
+    """Print every setting as resolved here and where it came from (flag,
+    environment, profile, config file, default). The token shows only as set
+    or missing; a token_command is run to check it works."""
+    settings = settings_from(
+        sessions_dir,
+        ollama_url,
+        model,
+        netbox_url,
+        store=store_option,
+        profile=profile,
+        need_token=True,
+    )
+    stdout.print(render.settings_table(settings), soft_wrap=True)
 
 
 @app.command()
@@ -276,7 +561,12 @@ def ask(
     question: Annotated[str, typer.Argument(help="The question, in quotes.")],
     session: Annotated[
         str | None,
-        typer.Option("--session", "-s", help="Continue this session instead of a new one."),
+        typer.Option(
+            "--session",
+            "-s",
+            help="Continue this session instead of a new one.",
+            autocompletion=complete_session_id,
+        ),
     ] = None,
     as_json: Annotated[
         bool,
@@ -284,35 +574,76 @@ def ask(
             "--json", help="Print a JSON object: session, answer, tool calls, tokens, status."
         ),
     ] = False,
+    stream_json: Annotated[
+        bool,
+        typer.Option(
+            "--stream-json",
+            help="Print one JSON object per line as the turn goes (text deltas, tool "
+            "calls, rollback), then one with the --json fields (type result).",
+        ),
+    ] = False,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    think: Think = None,
+    profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
     """Run one turn without the REPL, print the answer and exit (scripts, cron).
 
-    Ctrl-C or SIGTERM cancels the turn, rolls it back and exits 130.
+    Ctrl-C or SIGTERM cancels the turn, rolls it back and exits 130. A new
+    session whose turn ends without an answer is not kept.
     """
     import asyncio
 
-    settings = settings_from(sessions_dir, ollama_url, model, netbox_url, store_option)
-    require_netbox(settings)
-    store = open_store(settings)
-    try:
-        opened = (
-            store.open(store.resolve(session))
-            if session is not None
-            else store.create(model=settings.model)
+    from netbox_chat.runtime import CancelOnSignals
+    from netbox_chat.streamjson import JsonLines
+
+    flags = {
+        "ollama_url": ollama_url,
+        "model": model,
+        "netbox_url": netbox_url,
+        "think": think,
+        "store": store_option,
+    }
+    lines = JsonLines(sys.stdout) if stream_json else None
+    # Guarded from the first line: a signal before the turn starts stops it
+    # from starting (exit 130), and once the outcome is recorded none can
+    # change the exit status any more (see CancelOnSignals.settle).
+    with CancelOnSignals() as signals:
+        settings = settings_from(
+            sessions_dir,
+            ollama_url,
+            model,
+            netbox_url,
+            think,
+            store=store_option,
+            profile=profile,
+            need_token=session is None,
         )
-    except UserFacingError as exc:
-        raise fail(exc) from None
-    with opened:
-        try:
-            result = asyncio.run(_ask_once(opened, settings, question))
-        except UserFacingError as exc:
-            raise fail(exc) from None
-    if as_json:
+        store = open_store(settings)
+        if session is not None:
+            session_id = store.resolve(session)
+            settings = settings_for_session(store, session_id, {**flags, "profile": profile})
+            require_netbox(settings)
+            opened: OpenSession = store.open(session_id)
+        else:
+            require_netbox(settings)
+            opened = new_session(store, settings)
+        with opened:
+            try:
+                result = asyncio.run(_ask_once(opened, settings, question, signals, lines))
+            except UserFacingError as exc:
+                if session is None and _discard(opened):
+                    raise UserFacingError(
+                        f"{exc}; nothing was kept", exit_status=exc.exit_status
+                    ) from None
+                raise
+            result["kept"] = not (session is None and _discard(opened))
+    if lines is not None:
+        lines.write({"type": "result", **result})
+    elif as_json:
         print(json.dumps(result, indent=2))
     elif result["status"] == "done":
         if sys.stdout.isatty():
@@ -321,11 +652,11 @@ def ask(
             stdout.print(Markdown(result["answer"]))
         else:
             print(result["answer"])
-    if result["status"] != "done" and not as_json:
+    if result["status"] != "done" and not (as_json or stream_json):
+        what = "" if result["turn"] is None else f"turn {result['turn']} {result['status']}: "
+        kept = "" if result["kept"] else "; nothing was kept"
         stderr.print(
-            f"[red]netbox-chat: turn {result['turn']} {result['status']}: "
-            f"{result['error'] or 'rolled back'}[/red]",
-            soft_wrap=True,
+            Text(f"netbox-chat: {what}{result['error'] or 'rolled back'}{kept}", style="red")
         )
     if result["status"] == "cancelled":
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
@@ -333,35 +664,79 @@ def ask(
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 
 
-async def _ask_once(session: OpenSession, settings: Settings, question: str) -> dict[str, Any]:
+def _discard(session: OpenSession) -> bool:
+    """Remove a new session none of whose turns finished; False if it stays
+    (it has an answer, or it cannot be removed: then it is kept as it is)."""
+    try:
+        return session.discard_if_unanswered()
+    except UserFacingError:
+        return False
+
+
+NOT_STARTED = "interrupted before the turn started; nothing was recorded"
+
+
+async def _ask_once(
+    session: OpenSession,
+    settings: Settings,
+    question: str,
+    signals: CancelOnSignals,
+    lines: JsonLines | None = None,
+) -> dict[str, Any]:
     import asyncio
     from dataclasses import asdict
 
-    from netbox_chat.runtime import CancelOnSignals, build_runtime
+    from netbox_chat.runtime import build_runtime
+    from netbox_chat.turns import TurnOutcome, ignore_events
 
     auth_warnings: list[str] = []
-    runtime = await asyncio.to_thread(
-        build_runtime, session, settings, on_auth_failure=auth_warnings.append
-    )
     try:
-        for report in runtime.conversation.recover_interrupted():
-            render.print_rollback(stderr, report, reason=f"turn {report.turn} was interrupted and ")
-        task = asyncio.create_task(runtime.conversation.run_turn(question))
-        with CancelOnSignals(task):
-            outcome = await task
+        # Built whole even if a signal comes meanwhile: the imports cannot be
+        # interrupted, and asyncio.run would wait for the thread anyway.
+        runtime = await asyncio.to_thread(
+            build_runtime, session, settings, on_auth_failure=auth_warnings.append
+        )
+        try:
+            outcome = None
+            if runtime.thinking.note:
+                note = Text(f"netbox-chat: {runtime.thinking.note}", style="dim")
+                stderr.print(note)
+            if signals.received is None:
+                for report in runtime.conversation.recover_interrupted():
+                    reason = f"turn {report.turn} was interrupted and "
+                    render.print_rollback(stderr, report, reason=reason)
+                with contextlib.suppress(asyncio.CancelledError):  # cancelled before it began
+                    sink = lines.event if lines is not None else ignore_events
+                    outcome = await signals.run(runtime.conversation.run_turn(question, sink))
+        finally:
+            await runtime.aclose()
     finally:
-        await runtime.aclose()
+        signals.settle()
     for warning in auth_warnings:
-        stderr.print(f"[bold red]{warning}[/bold red]")
-    if outcome.rollback is not None and not outcome.rollback.verified:
+        stderr.print(Text(warning, style="bold red"))
+    started = outcome is not None
+    if outcome is None:
+        outcome = TurnOutcome(0, "cancelled", error=NOT_STARTED)
+    elif outcome.rollback is not None and not outcome.rollback.verified:
         render.print_rollback(stderr, outcome.rollback)
+    if outcome.context.truncated and outcome.context.window:
+        stderr.print(render.truncation_line(outcome.context.window))
     return {
         "session": session.id,
-        "turn": outcome.number,
+        "turn": outcome.number if started else None,
         "status": outcome.status,
         "answer": outcome.answer,
+        "thinking": outcome.thinking or None,
+        "thinking_seconds": outcome.thinking_seconds,
         "tool_calls": [asdict(call) for call in outcome.tool_calls],
         "tokens": {"in": outcome.tokens_in, "out": outcome.tokens_out},
+        "context": {
+            "window": outcome.context.window,
+            "prompt_tokens_max": outcome.context.prompt_tokens_max,
+            "prompt_tokens_last": outcome.context.prompt_tokens_last,
+            "truncated": outcome.context.truncated,
+            "compactions": len(outcome.context.compactions),
+        },
         "error": outcome.error,
     }
 
@@ -376,6 +751,9 @@ def export_command(
         Path | None,
         typer.Option("--output", "-o", help="Write to this file (0600) instead of stdout."),
     ] = None,
+    thinking: Annotated[
+        bool, typer.Option("--thinking", help="Include the model's thinking in each turn.")
+    ] = False,
     sessions_dir: SessionsDir = None,
     store_option: StoreOption = None,
 ) -> None:
@@ -386,17 +764,15 @@ def export_command(
     settings = settings_from(sessions_dir, store=store_option)
     fmt = fmt.lower()
     if fmt not in ("md", "json"):
-        raise fail(UserFacingError(f"unknown format {fmt!r}: use md or json"))
+        raise UserFacingError(f"unknown format {fmt!r}: use md or json")
     store = open_store(settings)
-    try:
-        text = export_session(
-            store,
-            store.resolve(thread),
-            "json" if fmt == "json" else "md",
-            secrets=[settings.netbox_token],
-        )
-    except UserFacingError as exc:
-        raise fail(exc) from None
+    text = export_session(
+        store,
+        store.resolve(thread),
+        "json" if fmt == "json" else "md",
+        secrets=[settings.netbox_token],
+        thinking=thinking,
+    )
     if output is None:
         sys.stdout.write(text)
         return
@@ -405,8 +781,8 @@ def export_command(
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
-        raise fail(UserFacingError(f"cannot write {output}: {exc.strerror}")) from None
-    stderr.print(f"wrote {output}", soft_wrap=True)
+        raise UserFacingError(f"cannot write {output}: {exc.strerror}") from None
+    stderr.print(Text(f"wrote {output}"))
 
 
 @app.command()
@@ -429,16 +805,18 @@ def copy(
     from netbox_chat.copying import copy_session
 
     source = open_store(settings_from(sessions_dir, store=store_option))
-    target = open_store(settings_from(store=to))
+    target = open_store(resolve_target(to))
+    session_id = source.resolve(thread)
+    count = copy_session(source, session_id, target)
+    stdout.print(Text(f"copied session {session_id} ({count} checkpoint(s)) to {target.root}"))
+
+
+def resolve_target(to: str) -> Settings:
+    """The settings naming `copy --to`'s store: that value alone decides."""
     try:
-        session_id = source.resolve(thread)
-        count = copy_session(source, session_id, target)
-    except UserFacingError as exc:
-        raise fail(exc) from None
-    stdout.print(
-        Text(f"copied session {session_id} ({count} checkpoint(s)) to {target.root}"),
-        soft_wrap=True,
-    )
+        return resolve_settings(store=to, env={})
+    except ValueError as exc:
+        raise UserFacingError(str(exc)) from None
 
 
 @app.command()
@@ -454,6 +832,7 @@ def doctor(
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
+    profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
     """Check the setup: Ollama, the model and its tool support, NetBox, the
@@ -461,25 +840,28 @@ def doctor(
     anything is wrong. With --init-store, create the database store's schema."""
     from netbox_chat.doctor import init_database_store, run_checks
 
-    settings = settings_from(sessions_dir, ollama_url, model, netbox_url, store_option)
     if init_store:
-        if settings.store_url is None:
-            raise fail(
-                UserFacingError(
-                    "--init-store is for a postgresql:// store (--store / NETBOX_CHAT_STORE); "
-                    "a sessions folder is created when it is first used"
-                )
+        settings = settings_from(sessions_dir, store=store_option, profile=profile)
+        if settings.store is None:
+            raise UserFacingError(
+                "--init-store is for a postgresql:// store (--store / NETBOX_CHAT_STORE); "
+                "a sessions folder is created when it is first used"
             )
-        try:
-            line = "✓ " + init_database_store(settings.store_url)
-            stdout.print(Text(line, style="green"), soft_wrap=True)
-        except UserFacingError as exc:
-            raise fail(exc) from None
+        stdout.print(Text("✓ " + init_database_store(settings.store), style="green"))
         return
+    settings = settings_from(
+        sessions_dir,
+        ollama_url,
+        model,
+        netbox_url,
+        store=store_option,
+        profile=profile,
+        need_token=True,
+    )
     checks = run_checks(settings)
     for check in checks:
         style = "green" if check.ok else "red"
-        stdout.print(Text(check.line(), style=style), soft_wrap=True)
+        stdout.print(Text(check.line(), style=style))
     if not all(check.ok for check in checks):
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 

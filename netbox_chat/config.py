@@ -1,21 +1,67 @@
-"""Settings from flags, then environment, then defaults.
+"""Settings from flags, the environment, a session's memory, a config file's
+profile and its top-level defaults, then built-in defaults, in that order.
 
-Kept free of I/O beyond reading the environment so every command (even `ls`)
-can resolve settings without paying for imports or network calls.
+The settings are a table (`SETTINGS`): one entry per setting names its
+environment variable, its flag, its config key, how to read it and its
+default, so `netbox-chat config` can say where each value came from and a new
+setting gets file, profile and environment support by adding one entry.
+
+Kept free of I/O beyond reading the environment and the config file, so every
+command (even `ls`) can resolve settings without paying for imports or network
+calls. A profile's `token_command` is only described here; running it is
+`credentials.py`'s job, for the commands that talk to NetBox.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+import shlex
+import stat
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from netbox_chat.thinking import THINK_SETTINGS
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_MODEL = "qwen3:8b"
 DEFAULT_NUM_CTX = 16384
 DEFAULT_REQUEST_TIMEOUT = 120.0
 DEFAULT_NETBOX_TIMEOUT = 15.0
+DEFAULT_COMPACT_AT = 0.8
+
+TOKEN_ENV = "NETBOX_TOKEN"
+PROFILE_ENV = "NETBOX_CHAT_PROFILE"
+CONFIG_NAME = Path("netbox-chat") / "config.toml"
+
+
+class ConfigError(ValueError):
+    """A setting or the config file is wrong; the message is one line."""
+
+
+@dataclass(frozen=True)
+class TokenSource:
+    """Where the NetBox token comes from, without the token itself."""
+
+    origin: str  # "env NETBOX_TOKEN", "profile prod", "file", ...
+    env: str | None = None  # read this variable
+    command: tuple[str, ...] | None = None  # or run this, once per process
+    profile: str | None = None  # named in a failing command's error
+
+
+def mask_token(text: str, token: str | None) -> str:
+    """`text` with the NetBox token masked: the whole token and, for a v2 token
+    (`nbt_<key>.<secret>`), the secret alone, which is sensitive too. Parts
+    shorter than 8 characters are left alone (they would mask ordinary words)."""
+    if not token:
+        return text
+    parts = [token, *([token.split(".", 1)[1]] if "." in token else [])]
+    for part in parts:
+        if len(part) >= 8:
+            text = text.replace(part, "***")
+    return text
 
 
 @dataclass(frozen=True)
@@ -23,13 +69,14 @@ class Settings:
     """Everything a command needs to know about where things are.
 
     The token is excluded from `repr` so a settings object that ends up in a
-    traceback or a log line cannot leak it.
+    traceback or a log line cannot leak it. `origins` says, per setting, which
+    layer its value came from (`netbox-chat config` prints it).
     """
 
     sessions_dir: Path
     # A postgresql:// URL when the sessions live on a database server. It may
     # carry a password, so it stays out of `repr` like the token.
-    store_url: str | None = field(default=None, repr=False)
+    store: str | None = field(default=None, repr=False)
     ollama_url: str = DEFAULT_OLLAMA_URL
     model: str = DEFAULT_MODEL
     netbox_url: str | None = None
@@ -37,68 +84,457 @@ class Settings:
     num_ctx: int = DEFAULT_NUM_CTX
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     netbox_timeout: float = DEFAULT_NETBOX_TIMEOUT
+    think: str | None = None
+    compact_at: float = DEFAULT_COMPACT_AT  # share of the window that triggers a compaction
+    profile: str | None = None
+    token_source: TokenSource | None = field(default=None, repr=False, compare=False)
+    config_file: Path | None = field(default=None, compare=False)
+    origins: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    warnings: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
 
-def _positive_number(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
-    if value <= 0:
-        raise ValueError(f"{name} must be greater than zero, got {raw!r}")
+# --- reading one value ------------------------------------------------------------------
+
+
+def _text(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{where} must be a string, got {value!r}")
     return value
+
+
+def _positive(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ConfigError(f"{where} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except ValueError as exc:
+        raise ConfigError(f"{where} must be a number, got {value!r}") from exc
+    if number <= 0:
+        raise ConfigError(f"{where} must be greater than zero, got {value!r}")
+    return number
+
+
+def _fraction(value: object, where: str) -> float:
+    number = 0.0 if value in (0, "0") else _positive(value, where)
+    if number >= 1:
+        raise ConfigError(f"{where} must be a fraction below 1 (0 = off), got {value!r}")
+    return number
+
+
+def _ollama_url(value: object, where: str) -> str:
+    url = _text(value, where)
+    if "://" not in url:
+        # Ollama's own CLI accepts OLLAMA_HOST=127.0.0.1:11434; so do we.
+        url = f"http://{url}"
+    return url.rstrip("/")
+
+
+def _netbox_url(value: object, where: str) -> str | None:
+    return _text(value, where).rstrip("/") or None
+
+
+def _think(value: object, where: str) -> str:
+    if isinstance(value, bool):  # think = true in TOML
+        return "on" if value else "off"
+    word = _text(value, where).strip().lower()
+    if word not in THINK_SETTINGS:
+        raise ConfigError(f"{where} must be one of {', '.join(THINK_SETTINGS)}, got {value!r}")
+    return word
+
+
+def _path(value: object, where: str) -> Path:
+    return Path(_text(value, where)).expanduser()
 
 
 DATABASE_SCHEMES = ("postgresql://", "postgres://")
 
 
-def _store(
-    store: str | None, sessions_dir: Path | None, env: Mapping[str, str]
-) -> tuple[Path, str | None]:
-    """(sessions folder, database URL or None): `--store` over `--sessions-dir`
-    over NETBOX_CHAT_STORE over NETBOX_CHAT_SESSIONS over ./sessions."""
-    value = store or (str(sessions_dir) if sessions_dir else None)
-    value = value or env.get("NETBOX_CHAT_STORE") or env.get("NETBOX_CHAT_SESSIONS") or "sessions"
-    if value.startswith(DATABASE_SCHEMES):
-        return Path("sessions"), value
-    if "://" in value:
-        scheme = value.split("://", 1)[0]
-        raise ValueError(
-            f"unknown session store {scheme}://...: use a folder or a postgresql:// URL"
+def _store(value: object, where: str) -> str:
+    """A folder or a postgresql:// URL; any other scheme is a typo to refuse."""
+    text = _text(value, where)
+    if "://" in text and not text.startswith(DATABASE_SCHEMES):
+        scheme = text.split("://", 1)[0]
+        raise ConfigError(
+            f"{where}: unknown session store {scheme}://...: use a folder or a postgresql:// URL"
         )
-    return Path(value), None
+    return text
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the table: the `Settings` field and config key share `name`."""
+
+    name: str
+    env: str | None
+    flag: str | None
+    read: Callable[[object, str], Any]
+    default: Any
+    help: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("netbox_url", "NETBOX_URL", "--netbox-url", _netbox_url, None, "NetBox base URL"),
+    Setting("model", "NETBOX_CHAT_MODEL", "--model", _text, DEFAULT_MODEL, "Ollama model"),
+    Setting("ollama_url", "OLLAMA_HOST", "--ollama-url", _ollama_url, DEFAULT_OLLAMA_URL, "Ollama"),
+    Setting(
+        "sessions_dir",
+        "NETBOX_CHAT_SESSIONS",
+        "--sessions-dir",
+        _path,
+        Path("sessions"),
+        "folder of session files",
+    ),
+    Setting(
+        "store",
+        "NETBOX_CHAT_STORE",
+        "--store",
+        _store,
+        None,
+        "where sessions live: a folder, or a postgresql:// URL (a team's database)",
+    ),
+    Setting(
+        "num_ctx",
+        "NETBOX_CHAT_NUM_CTX",
+        None,
+        lambda v, w: int(_positive(v, w)),
+        DEFAULT_NUM_CTX,
+        "model context window (tokens)",
+    ),
+    Setting(
+        "request_timeout",
+        "NETBOX_CHAT_TIMEOUT",
+        None,
+        _positive,
+        DEFAULT_REQUEST_TIMEOUT,
+        "Ollama request timeout (s)",
+    ),
+    Setting(
+        "netbox_timeout",
+        "NETBOX_TIMEOUT",
+        None,
+        _positive,
+        DEFAULT_NETBOX_TIMEOUT,
+        "NetBox request timeout (s)",
+    ),
+    Setting(
+        "think",
+        "NETBOX_CHAT_THINK",
+        "--think",
+        _think,
+        None,
+        "thinking: on, off, low, medium, high (default: the model's own)",
+    ),
+    Setting(
+        "compact_at",
+        "NETBOX_CHAT_COMPACT_AT",
+        None,
+        _fraction,
+        DEFAULT_COMPACT_AT,
+        "compact when the window is this full (0 = off)",
+    ),
+)
+_BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+def _command(value: object, where: str) -> tuple[str, ...]:
+    """A token_command: a line split like a shell's (never run by one), or a list."""
+    if isinstance(value, list):
+        words = [_text(word, where) for word in value]
+    else:
+        try:
+            words = shlex.split(_text(value, where))
+        except ValueError as exc:  # an unclosed quote
+            raise ConfigError(f"{where}: {exc}") from exc
+    if not words:
+        raise ConfigError(f"{where} is empty")
+    return tuple(words)
+
+
+# Every key a table may set, with its reader (checked when the file is read).
+_READERS: dict[str, Callable[[object, str], Any]] = {
+    **{setting.name: setting.read for setting in SETTINGS},
+    "token_env": _text,
+    "token_command": _command,
+}
+_TOKEN_KEYS = ("token_env", "token_command")
+_TABLE_KEYS = frozenset(_READERS)
+_TOP_KEYS = _TABLE_KEYS | {"default_profile", "profiles"}
+
+
+# --- the config file ----------------------------------------------------------------------
+
+
+def config_path(env: Mapping[str, str]) -> Path | None:
+    """`$XDG_CONFIG_HOME/netbox-chat/config.toml`, else under `$HOME/.config`.
+
+    Only from the given environment, so a caller passing `env={}` (tests,
+    benchmarks) reads no file at all."""
+    base = env.get("XDG_CONFIG_HOME") or (
+        str(Path(env["HOME"]) / ".config") if env.get("HOME") else ""
+    )
+    return Path(base) / CONFIG_NAME if base else None
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    path: Path
+    defaults: Mapping[str, Any]
+    profiles: Mapping[str, Mapping[str, Any]]
+    default_profile: str | None
+    warnings: tuple[str, ...] = ()
+
+
+_HEADER = re.compile(r"\s*\[\s*([^\]\[]+?)\s*\]")
+_KEY = re.compile(r"""\s*["']?([A-Za-z0-9_.-]+?)["']?\s*=""")
+
+
+def _line_of(text: str, table: str, key: str) -> int | None:
+    """The line where `key` is set in `[table]` ("" for the top level):
+    tomllib reports syntax errors with lines but keeps none for good keys."""
+    current = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        if header := _HEADER.match(line):
+            current = header.group(1).replace('"', "").replace(" ", "")
+        elif (found := _KEY.match(line)) and current == table and found.group(1) == key:
+            return number
+    return None
+
+
+def _checked_table(
+    path: Path, text: str, table: str, values: object, allowed: frozenset[str]
+) -> dict[str, Any]:
+    where = f"[{table}]" if table else "the top level"
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: {where} must be a table")
+    for key, value in values.items():
+        line = _line_of(text, table, key)
+        at = f"{path} line {line}" if line else str(path)
+        if key not in allowed:
+            known = ", ".join(sorted(allowed))
+            raise ConfigError(f"{at}: unknown key {key!r} in {where} (known: {known})")
+        if key in _READERS:  # checked here, where the line is known
+            _READERS[key](value, f"{at}: {key}")
+    if all(key in values for key in _TOKEN_KEYS):
+        raise ConfigError(f"{path}: {where} names both token_env and token_command: keep one")
+    return values
+
+
+def _permission_warnings(path: Path, data: Mapping[str, Any]) -> tuple[str, ...]:
+    """ssh refuses keys and configs others can read or write; a config that
+    names a token command is as sensitive (it says how to get the secret, and
+    whoever can edit it chooses a command we run)."""
+    tables = [data, *dict(data.get("profiles", {})).values()]
+    if not any(isinstance(t, dict) and "token_command" in t for t in tables):
+        return ()
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o022:
+        raise ConfigError(
+            f"permissions {mode:04o} for {path} are too open: others can change the "
+            f"token_command it runs; chmod 600 {path}"
+        )
+    if mode & 0o044:
+        return (
+            f"warning: permissions {mode:04o} for {path} are too open: it names a "
+            f"token_command; chmod 600 {path}",
+        )
+    return ()
+
+
+def load_config(path: Path) -> ConfigFile | None:
+    """Read and check the file; None when there is none. One-line errors."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    import tomllib  # 6 ms, paid only by those who have a file
+
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib's message ends "(at line N, column M)".
+        raise ConfigError(f"{path}: {exc}") from exc
+    _checked_table(path, text, "", data, frozenset(_TOP_KEYS))
+    profiles = data.pop("profiles", {})
+    if not isinstance(profiles, dict):
+        raise ConfigError(f"{path}: profiles must be tables, [profiles.NAME]")
+    checked = {
+        name: _checked_table(path, text, f"profiles.{name}", values, _TABLE_KEYS)
+        for name, values in profiles.items()
+    }
+    default_profile = data.pop("default_profile", None)
+    if default_profile is not None and default_profile not in checked:
+        line = _line_of(text, "", "default_profile")
+        raise ConfigError(
+            f"{path} line {line}: default_profile {default_profile!r} is not a profile "
+            f"({_profile_list(checked)})"
+        )
+    warnings = _permission_warnings(path, {**data, "profiles": checked})
+    return ConfigFile(path, data, checked, default_profile, warnings)
+
+
+def _profile_list(profiles: Mapping[str, object]) -> str:
+    return "profiles: " + ", ".join(sorted(profiles)) if profiles else "it has no profiles"
+
+
+# --- merging the layers ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Layer:
+    origin: str
+    values: Mapping[str, Any]
+
+    def where(self, setting: Setting) -> str:
+        """How an error names the value: the variable, the flag, or the key."""
+        if self.origin == "env":
+            return str(setting.env)
+        if self.origin == "flag":
+            return str(setting.flag)
+        return f"{setting.name} ({self.origin})"
+
+    def label(self, setting: Setting) -> str:
+        """What `netbox-chat config` prints as the value's origin."""
+        if self.origin in ("env", "flag"):
+            return f"{self.origin} {self.where(setting)}"
+        return self.origin
+
+
+def _pick_profile(
+    flag: str | None, env: Mapping[str, str], remembered: str | None, config: ConfigFile | None
+) -> tuple[str | None, str]:
+    """The profile and why: flag > the session's own > env > default_profile."""
+    for name, why in (
+        (flag, "--profile"),
+        (remembered, "the session"),
+        (env.get(PROFILE_ENV), PROFILE_ENV),
+        (config.default_profile if config else None, "default_profile"),
+    ):
+        if name:
+            profiles = config.profiles if config else {}
+            if name not in profiles:
+                where = config.path if config else "no config file"
+                raise ConfigError(
+                    f"no profile {name!r} (from {why}) in {where} ({_profile_list(profiles)})"
+                )
+            return name, why
+    return None, ""
+
+
+def _token_source(
+    env: Mapping[str, str], profile: str | None, config: ConfigFile | None
+) -> TokenSource | None:
+    """NETBOX_TOKEN > the profile's token_env/token_command > the file's."""
+    if env.get(TOKEN_ENV):
+        return TokenSource(f"env {TOKEN_ENV}", env=TOKEN_ENV)
+    tables: list[tuple[str, Mapping[str, Any]]] = []
+    if config is not None:
+        if profile is not None:
+            tables.append((f"profile {profile}", config.profiles[profile]))
+        tables.append(("file", config.defaults))
+    for origin, table in tables:
+        if "token_env" in table:
+            name = _text(table["token_env"], f"token_env ({origin})")
+            return TokenSource(f"{origin}, token_env {name}", env=name)
+        if "token_command" in table:
+            command = _command(table["token_command"], f"token_command ({origin})")
+            named = profile if origin.startswith("profile") else None
+            return TokenSource(f"{origin}, token_command", command=command, profile=named)
+    return None
 
 
 def resolve_settings(
     *,
-    store: str | None = None,
-    sessions_dir: Path | None = None,
-    ollama_url: str | None = None,
-    model: str | None = None,
-    netbox_url: str | None = None,
     env: Mapping[str, str] | None = None,
+    profile: str | None = None,
+    remembered: Mapping[str, str] | None = None,
+    **flags: Any,
 ) -> Settings:
-    """Merge flags (arguments) over the environment over defaults.
+    """Merge the layers: flags > environment > the session's memory (for a
+    resumed session: its NetBox and model, unless a profile was given as a
+    flag) > the profile > the file's top level > built-in defaults.
 
-    Raises ValueError with a one-line message for malformed environment values.
+    `flags` are keyword arguments named like the settings (None: not given).
+    Raises ConfigError (a ValueError) with a one-line message.
     """
     env = os.environ if env is None else env
-    url = ollama_url or env.get("OLLAMA_HOST") or DEFAULT_OLLAMA_URL
-    if "://" not in url:
-        # Ollama's own CLI accepts OLLAMA_HOST=127.0.0.1:11434; so do we.
-        url = f"http://{url}"
-    folder, store_url = _store(store, sessions_dir, env)
+    unknown = set(flags) - set(_BY_NAME)
+    if unknown:
+        raise TypeError(f"not settings: {', '.join(sorted(unknown))}")
+    path = config_path(env)
+    config = load_config(path) if path is not None else None
+    remembered = {} if profile else dict(remembered or {})
+    # A profile the session remembers but the file no longer has is dropped:
+    # the session's NetBox URL is remembered anyway, and the check against
+    # another NetBox still applies.
+    own = remembered.pop("profile", None)
+    own = own if config is not None and own in config.profiles else None
+    chosen, why = _pick_profile(profile, env, own, config)
+    layers = [
+        _Layer("flag", {k: v for k, v in flags.items() if v is not None}),
+        _Layer("env", {s.name: env[s.env] for s in SETTINGS if s.env and env.get(s.env)}),
+        _Layer("session", {k: v for k, v in remembered.items() if k in _BY_NAME and v}),
+    ]
+    if config is not None:
+        if chosen is not None:
+            layers.append(_Layer(f"profile {chosen}", config.profiles[chosen]))
+        layers.append(_Layer("file", config.defaults))
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    ranks: dict[str, int] = {}  # which layer a value came from (0: the flags)
+    for setting in SETTINGS:
+        values[setting.name], origins[setting.name] = setting.default, "default"
+        ranks[setting.name] = len(layers)
+        for rank, layer in enumerate(layers):
+            if setting.name in layer.values:
+                raw = layer.values[setting.name]
+                raw = str(raw) if isinstance(raw, Path) else raw  # typer's Path flags
+                values[setting.name] = setting.read(raw, layer.where(setting))
+                origins[setting.name] = layer.label(setting)
+                ranks[setting.name] = rank
+                break
+    _place_store(values, origins, ranks)
+    token = _token_source(env, chosen, config)
+    warnings = config.warnings if config else ()
+    if chosen is not None and config is not None:
+        origins["profile"] = why
+        if why in ("--profile", PROFILE_ENV):
+            warnings += _shadowed(chosen, config.profiles[chosen], origins, token)
     return Settings(
-        sessions_dir=folder,
-        store_url=store_url,
-        ollama_url=url.rstrip("/"),
-        model=model or env.get("NETBOX_CHAT_MODEL") or DEFAULT_MODEL,
-        netbox_url=(netbox_url or env.get("NETBOX_URL") or "").rstrip("/") or None,
-        netbox_token=env.get("NETBOX_TOKEN") or None,
-        num_ctx=int(_positive_number(env, "NETBOX_CHAT_NUM_CTX", DEFAULT_NUM_CTX)),
-        request_timeout=_positive_number(env, "NETBOX_CHAT_TIMEOUT", DEFAULT_REQUEST_TIMEOUT),
-        netbox_timeout=_positive_number(env, "NETBOX_TIMEOUT", DEFAULT_NETBOX_TIMEOUT),
+        **values,
+        netbox_token=(env.get(token.env) or None) if token and token.env else None,
+        profile=chosen,
+        token_source=token,
+        config_file=config.path if config else None,
+        origins=origins,
+        warnings=warnings,
     )
+
+
+def _place_store(values: dict[str, Any], origins: dict[str, str], ranks: dict[str, int]) -> None:
+    """`store` names a folder or a database. A folder is the sessions folder,
+    unless `sessions_dir` was set by a layer above (a --sessions-dir flag
+    over NETBOX_CHAT_STORE); a database URL stays in `store`, and wins."""
+    store = values["store"]
+    if store is None or store.startswith(DATABASE_SCHEMES):
+        return
+    values["store"] = None
+    if ranks["store"] <= ranks["sessions_dir"]:
+        values["sessions_dir"] = _path(store, "store")
+        origins["sessions_dir"] = origins["store"]
+    origins["store"] = "default"
+
+
+def _shadowed(
+    name: str, table: Mapping[str, Any], origins: Mapping[str, str], token: TokenSource | None
+) -> tuple[str, ...]:
+    """The profile asked for, but the environment decides some of it: with
+    NETBOX_URL and NETBOX_TOKEN still exported, `--profile prod` would talk to
+    the other NetBox. Said, since the order (env over profile) is the rule."""
+    keys = [key for key in table if key in origins and origins[key].startswith("env ")]
+    says = [f"{origins[key][4:]} overrides its {key}" for key in keys]
+    if token is not None and token.env == TOKEN_ENV and set(table) & set(_TOKEN_KEYS):
+        says.append(f"{TOKEN_ENV} overrides its {next(k for k in _TOKEN_KEYS if k in table)}")
+    return (f"warning: profile {name}: {'; '.join(says)}",) if says else ()

@@ -44,12 +44,8 @@ def copy_session(source: Store, session_id: str, target: Store) -> int:
         done = False
         try:
             source_saver, target_saver = open_saver(original), open_saver(copied)
-            try:
-                count = _copy_checkpoints(source_saver, target_saver, session_id)
-                _add_writes(target_saver, session_id, _writes(source_saver, session_id))
-            finally:
-                source_saver.close()
-                target_saver.close()
+            count = _copy_checkpoints(source_saver, target_saver, session_id)
+            _add_writes(target_saver, session_id, _writes(source_saver, session_id))
             copied.load_ledger(meta, original.turns(), original.edits())
             done = True
         finally:
@@ -81,7 +77,6 @@ def _copy_checkpoints(source: SyncSaverBridge, target: SyncSaverBridge, thread_i
 
 def _writes(saver: SyncSaverBridge, thread_id: str) -> list[tuple[Any, ...]]:
     if isinstance(saver, BridgedSqliteSaver):
-        saver.setup()
         query = f"SELECT {_WRITE_COLUMNS}, value FROM writes WHERE thread_id = ?"
         return list(saver.conn.execute(query, (thread_id,)).fetchall())
     query = f"SELECT {_WRITE_COLUMNS}, blob FROM checkpoint_writes WHERE thread_id = %s"
@@ -90,8 +85,7 @@ def _writes(saver: SyncSaverBridge, thread_id: str) -> list[tuple[Any, ...]]:
 
 def _add_writes(saver: SyncSaverBridge, thread_id: str, rows: list[tuple[Any, ...]]) -> None:
     if isinstance(saver, BridgedSqliteSaver):
-        saver.setup()
-        with saver.conn:
+        with saver.conn.atomic():
             saver.conn.executemany(
                 f"INSERT INTO writes (thread_id, {_WRITE_COLUMNS}, value) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -99,7 +93,7 @@ def _add_writes(saver: SyncSaverBridge, thread_id: str, rows: list[tuple[Any, ..
             )
         return
     conn = _pg(saver)
-    with conn.transaction(), conn.cursor() as cur:
+    with conn.atomic(), conn.cursor() as cur:
         cur.executemany(
             f"INSERT INTO checkpoint_writes (thread_id, {_WRITE_COLUMNS}, blob) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",

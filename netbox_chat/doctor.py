@@ -21,7 +21,9 @@ import httpx
 
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import StoreError
+from netbox_chat.model_info import ModelInfo, parse_show
+from netbox_chat.sessions import StoreError, refuse_network_filesystem
+from netbox_chat.window import session_window, turn_floor
 
 TIMEOUT = 3.0
 
@@ -43,8 +45,8 @@ def run_checks(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
     """Every check, in the order a user would fix them."""
     checks = check_ollama(settings, timeout=timeout)
     checks += asyncio.run(check_netbox(settings, timeout=timeout))
-    if settings.store_url is not None:
-        checks.append(check_database_store(settings.store_url))
+    if settings.store is not None:
+        checks.append(check_database_store(settings.store))
     else:
         checks.append(check_sessions_folder(settings.sessions_dir))
     return checks
@@ -89,21 +91,53 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
             Check("model", False, f"{model}: Ollama answered {shown.status_code}: {message}")
         )
         return checks
-    capabilities = _json(shown).get("capabilities")
-    if capabilities is None:
-        checks.append(Check("model", True, f"{model} (this Ollama does not report tool support)"))
-    elif "tools" in capabilities:
-        checks.append(Check("model", True, f"{model} (supports tools)"))
-    else:
-        checks.append(
-            Check(
-                "model",
-                False,
-                f"{model} does not support tool calling",
-                "choose a tool-capable model (qwen3:8b, llama3.1, ...) with --model",
-            )
-        )
+    info = parse_show(model, _json(shown))
+    checks.append(_model_check(info))
+    checks.append(check_window(settings, info))
     return checks
+
+
+def _model_check(info: ModelInfo) -> Check:
+    model = info.name
+    if info.capabilities is None:
+        return Check("model", True, f"{model} (this Ollama does not report tool support)")
+    if info.can_use_tools:
+        return Check("model", True, info.describe())
+    return Check(
+        "model",
+        False,
+        f"{model} does not support tool calling",
+        "choose a tool-capable model (qwen3:8b, llama3.1, ...) with --model",
+    )
+
+
+def check_window(settings: Settings, info: ModelInfo) -> Check:
+    """The session's window: NETBOX_CHAT_NUM_CTX against the model's own
+    length, and against what one turn needs."""
+    name = "context window"
+    window = session_window(settings.num_ctx, info.context_length)
+    compaction = (
+        f"compacts at {settings.compact_at:.0%}" if settings.compact_at else "compaction off"
+    )
+    if info.context_length and settings.num_ctx > info.context_length:
+        return Check(
+            name,
+            False,
+            f"NETBOX_CHAT_NUM_CTX {settings.num_ctx:,} is more than {info.name}'s "
+            f"{info.context_length:,}: sessions get {window:,}",
+            f"set NETBOX_CHAT_NUM_CTX to {info.context_length} or less",
+        )
+    needed = turn_floor(window)
+    if window < needed:
+        return Check(
+            name,
+            False,
+            f"{window:,} tokens is less than one turn needs (about {needed:,}: system "
+            "prompt, tool definitions, one tool result, the answer)",
+            f"raise NETBOX_CHAT_NUM_CTX to at least {1 << (needed - 1).bit_length()}",
+        )
+    limit = f" of {info.context_length:,}" if info.context_length else ""
+    return Check(name, True, f"{window:,} tokens{limit} (NETBOX_CHAT_NUM_CTX; {compaction})")
 
 
 def _json(response: httpx.Response) -> dict[str, Any]:
@@ -221,6 +255,10 @@ def check_sessions_folder(root: Path) -> Check:
         return Check(name, True, f"{root} (will be created, 0700)")
     if not root.is_dir():
         return Check(name, False, f"{root} is not a folder: {os.strerror(errno.ENOTDIR)}", fix)
+    try:
+        refuse_network_filesystem(root)
+    except StoreError as exc:
+        return Check(name, False, str(exc), "use a folder on a local disk")
     try:
         fd, probe = tempfile.mkstemp(prefix=".doctor-", dir=root)
     except OSError as exc:

@@ -19,16 +19,17 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any, Literal
 
+from netbox_chat.config import mask_token
 from netbox_chat.pgstore import PgSessionStore
 from netbox_chat.sessions import (
-    _TURN_COLUMNS,
     SessionStore,
     Turn,
     UnreadableSession,
-    _turn_from_row,
-    check_schema,
+    check_session,
     read_only_connection,
+    read_turns,
 )
+from netbox_chat.thinking import thought_for
 
 Store = SessionStore | PgSessionStore
 Format = Literal["md", "json"]
@@ -43,8 +44,12 @@ STATUS_NOTES = {
 }
 
 
-def read_transcript(store: Store, session_id: str) -> dict[str, Any]:
-    """The session's transcript as plain data (what the JSON export prints)."""
+def read_transcript(store: Store, session_id: str, *, thinking: bool = False) -> dict[str, Any]:
+    """The session's transcript as plain data (what the JSON export prints).
+
+    How long and how much the model thought is always there; the thinking
+    itself only with `thinking`: it is a scratchpad, often longer than the
+    answer, and the model never sees it again."""
     if isinstance(store, PgSessionStore):
         meta, turns, edits = store.ledger(session_id)
     else:
@@ -63,7 +68,7 @@ def read_transcript(store: Store, session_id: str) -> dict[str, Any]:
             "tokens_out": sum(t.tokens_out for t in turns),
             "tool_calls": sum(len(t.tool_calls) for t in turns),
         },
-        "turns": [_turn_json(t) for t in turns],
+        "turns": [_turn_json(t, thinking=thinking) for t in turns],
         "edits": [
             {"kind": kind, "at": at, **json.loads(detail or "{}")} for kind, at, detail in edits
         ],
@@ -76,10 +81,9 @@ def _read_file(
     path = store.path_for(session_id)
     try:
         with read_only_connection(path) as conn:
-            if check_schema(conn) == 0:
-                raise UnreadableSession("not a netbox-chat session (no session tables)")
+            check_session(conn)
             meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
-            rows = conn.execute(f"SELECT {_TURN_COLUMNS} FROM turns ORDER BY number").fetchall()
+            turns = read_turns(conn, "ORDER BY number")
             edits = conn.execute(
                 "SELECT kind, at, detail FROM history_edits ORDER BY id"
             ).fetchall()
@@ -87,11 +91,11 @@ def _read_file(
         raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
     except sqlite3.DatabaseError as exc:
         raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
-    return meta, [_turn_from_row(row) for row in rows], edits
+    return meta, turns, edits
 
 
-def _turn_json(turn: Turn) -> dict[str, Any]:
-    return {
+def _turn_json(turn: Turn, *, thinking: bool) -> dict[str, Any]:
+    data = {
         "number": turn.number,
         "asked_by": turn.asked_by,
         "status": turn.status,
@@ -104,7 +108,18 @@ def _turn_json(turn: Turn) -> dict[str, Any]:
         "tool_calls": [asdict(call) for call in turn.tool_calls],
         "rolled_back_messages": turn.rolled_back,
         "error": turn.error,
+        "thinking_seconds": turn.thinking_seconds,
+        "thinking_chars": turn.thinking_chars,
+        "context": {
+            "window": turn.context_window,
+            "prompt_tokens_max": turn.prompt_tokens_max,
+            "prompt_tokens_last": turn.prompt_tokens_last,
+            "truncated": turn.truncated,
+        },
     }
+    if thinking:
+        data["thinking"] = turn.thinking
+    return data
 
 
 def export_session(
@@ -113,26 +128,18 @@ def export_session(
     fmt: Format = "md",
     *,
     secrets: Sequence[str | None] = (),
+    thinking: bool = False,
 ) -> str:
     """The transcript of `session_id` in `fmt`, with every secret masked."""
-    transcript = read_transcript(store, session_id)
+    transcript = read_transcript(store, session_id, thinking=thinking)
     if fmt == "json":
         text = json.dumps(transcript, indent=2, ensure_ascii=False) + "\n"
     elif fmt == "md":
         text = to_markdown(transcript)
     else:
         raise ValueError(f"unknown export format {fmt!r} (md or json)")
-    return mask(text, secrets)
-
-
-def mask(text: str, secrets: Sequence[str | None]) -> str:
     for secret in secrets:
-        if not secret:
-            continue
-        parts = [secret, *([secret.split(".", 1)[1]] if "." in secret else [])]
-        for part in parts:
-            if len(part) >= 8:
-                text = text.replace(part, "***")
+        text = mask_token(text, secret)
     return text
 
 
@@ -197,6 +204,13 @@ def _edit_text(edit: dict[str, Any]) -> str:
             f"{edit.get('chars_before', '?')} → {edit.get('chars_after', '?')} characters "
             f"(tokens {edit.get('tokens_in', 0)} in / {edit.get('tokens_out', 0)} out)"
         )
+    if edit["kind"] == "auto-compact":
+        return (
+            f"automatic compaction in turn {edit.get('turn', '?')}: the request was about "
+            f"{edit.get('tokens_before', '?')} of {edit.get('window', '?')} tokens; "
+            f"{edit.get('summarized', '?')} older message(s) summarized by the model "
+            f"(about {edit.get('tokens_after', '?')} tokens after)"
+        )
     return f"{edit['kind']} after {where}"
 
 
@@ -205,12 +219,24 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
     mark = "" if status == "done" else f" · {status.upper()}"
     tokens = turn["tokens"]
     asked = f" · asked by {turn['asked_by']}" if turn.get("asked_by") else ""
+    context = turn.get("context") or {}
+    meter = (
+        f" · largest request {context['prompt_tokens_max']} of {context['window']} tokens"
+        if context.get("window") and context.get("prompt_tokens_max") is not None
+        else ""
+    )
     lines = [
         f"## Turn {turn['number']}{mark}",
         "",
-        f"_{turn['started_at']}{asked} · tokens {tokens['in']} in / {tokens['out']} out_",
+        f"_{turn['started_at']}{asked} · tokens {tokens['in']} in / {tokens['out']} out{meter}_",
         "",
     ]
+    if context.get("truncated"):
+        lines += [
+            "> ⚠ Ollama cut a request of this turn to fit its window: the model did not "
+            "see all of the conversation",
+            "",
+        ]
     if status != "done":
         note = STATUS_NOTES.get(status, status)
         if turn["rolled_back_messages"]:
@@ -229,6 +255,15 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
                 f"- `{call['name']}` `{args}` → {call['result_chars']} chars, "
                 f"{call['seconds']:.2f}s{flag}"
             )
+        lines.append("")
+    if turn["thinking_chars"]:
+        measured = (
+            f"{thought_for(turn['thinking_seconds'])} ({turn['thinking_chars']:,} characters)"
+        )
+        lines += [f"_{measured}_", ""]
+    if turn.get("thinking"):
+        lines += ["**Thinking:**", ""]
+        lines += [f"> {line}".rstrip() for line in turn["thinking"].splitlines()]
         lines.append("")
     if turn["answer"]:
         lines += ["**Answer:**", "", turn["answer"], ""]

@@ -24,22 +24,21 @@ snapshot on.
   materializes the full, uncompacted state of that turn.
 
 Both fail closed: the write and its verification run in one SQLite
-transaction on the saver's connection, so a failure or a state that does not
-match what was intended rolls everything back and nothing is written.
+transaction (`Connection.atomic()`) on the connection every copy of the saver
+writes through, so a failure or a state that does not match what was intended
+rolls everything back and nothing is written.
 Nothing here prints; results carry a one-line `__str__` for the REPL.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import re
 import sqlite3
 import uuid
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -53,14 +52,19 @@ from langgraph.channels import BinaryOperatorAggregate, LastValue
 from langgraph.channels.delta import DeltaChannel
 from langgraph.types import Overwrite
 
-from netbox_chat.checkpointer import BridgedSqliteSaver, SyncSaverBridge
+from netbox_chat.checkpointer import WritesStillRunning
 from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import database_errors
 from netbox_chat.sessions import Turn
-from netbox_chat.turns import Conversation, describe_error, message_ids
-
-if TYPE_CHECKING:
-    from netbox_chat.pgsaver import BridgedPostgresSaver
+from netbox_chat.thinking import split_thinking
+from netbox_chat.turns import (
+    Conversation,
+    describe_error,
+    message_ids,
+    text_of,
+    unpaired_tool_messages,
+)
+from netbox_chat.window import transcript_chars
 
 # deepagents' own summarization middleware keeps its summary out of the message
 # list: `_summarization_event` holds the summary message and a cutoff index into
@@ -91,8 +95,6 @@ the transcript. Write concise Markdown, no preamble.\
 # transcript keeps its beginning and (mostly) its end.
 TOOL_RESULT_CHARS = 1_500
 TRANSCRIPT_CHARS = 40_000
-
-_THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)
 
 
 class HistoryEditError(UserFacingError):
@@ -160,8 +162,8 @@ def rewind(conversation: Conversation, to_turn: int | None = None) -> RewindResu
     """Return the conversation to just after finished turn `to_turn` (0: the
     start; None: drop the last finished turn), linearly, failing closed."""
     session = conversation.session
+    conversation.recover_interrupted()
     turns = session.turns()
-    _refuse_running(turns, "rewind")
     done = [t for t in turns if t.status == "done"]
     if to_turn is None:
         if not done:
@@ -173,21 +175,16 @@ def rewind(conversation: Conversation, to_turn: int | None = None) -> RewindResu
     target_values = _materialize(conversation, target, target_checkpoint)
     later = [t.number for t in done if t.number > target]
 
-    conversation.saver.drain()
+    _drain(conversation, f"rewind to {_where(target)}")
     head_id = conversation.head_checkpoint_id()
     head_values = conversation.committed_values(head_id)
     update = _linear_update(conversation, target_values, head_values)
     if not update and not later and not conversation.head_problems():
         raise NothingToRewind(f"nothing to rewind: the conversation is already at {_where(target)}")
     target_messages = list(target_values.get("messages", []))
-    new_head = _write_verified(
-        conversation,
-        update,
-        target_values,
-        f"rewind to {_where(target)}",
-    )
     before = len(head_values.get("messages", []))
-    with _ledger_after_write(f"rewound to {_where(target)}"):
+
+    def record(new_head: str | None) -> None:
         session.mark_rewound(target)
         session.record_edit(
             "rewind",
@@ -199,28 +196,30 @@ def rewind(conversation: Conversation, to_turn: int | None = None) -> RewindResu
             head_before=head_id,
             head_after=new_head,
         )
+
+    new_head = _write_verified(
+        conversation, update, target_values, f"rewind to {_where(target)}", record
+    )
     return RewindResult(
         to_turn=target,
         set_aside=later,
         messages_before=before,
         messages_after=len(target_messages),
         head_checkpoint_id=new_head,
-        undid_compaction=any(is_summary(m) for m in head_values.get("messages", []))
-        and not any(is_summary(m) for m in target_messages),
+        undid_compaction=_summarized(head_values) and not _summarized(target_values),
+    )
+
+
+def _summarized(values: dict[str, Any]) -> bool:
+    """Whether the model sees a summary here: one written by /compact into the
+    messages, or an automatic one in the summarization event."""
+    return values.get(SUMMARIZATION_EVENT) is not None or any(
+        is_summary(m) for m in values.get("messages", [])
     )
 
 
 def _where(turn: int) -> str:
     return f"turn {turn}" if turn else "the start"
-
-
-def _refuse_running(turns: Sequence[Turn], action: str) -> None:
-    running = [t.number for t in turns if t.status == "running"]
-    if running:
-        raise HistoryEditError(
-            f"cannot {action}: turn {running[0]} is still marked running; "
-            "reopen the session to recover it first"
-        )
 
 
 def _target_checkpoint(turns: Sequence[Turn], target: int) -> str | None:
@@ -273,7 +272,7 @@ def _materialize(
             f"({type(exc).__name__}: {exc})"
         ) from exc
     values = dict(snapshot.values)
-    problems = _unanswered_calls(values.get("messages", []))
+    problems = unpaired_tool_messages(values.get("messages", []))
     if snapshot.next or problems:
         raise HistoryEditError(
             f"cannot rewind to turn {target}: its stored state is not the end of a turn"
@@ -290,7 +289,7 @@ def _linear_update(
     Channels that are not part of the checkpointed state (ephemeral routing
     values, untracked payloads) are never written.
     """
-    update = conversation.restore_update(target, head)
+    update = restore_update(conversation, target, head)
     kept = (LastValue, BinaryOperatorAggregate, DeltaChannel)
     return {
         channel: value
@@ -331,7 +330,7 @@ async def compact(
     if chat_model is None:
         raise HistoryEditError("cannot compact: this conversation has no model to summarize with")
     session = conversation.session
-    _refuse_running(session.turns(), "compact")
+    conversation.recover_interrupted()
     problems = conversation.head_problems()
     if problems:
         raise HistoryEditError(
@@ -344,14 +343,16 @@ async def compact(
     plan = _plan(values, keep_exchanges)
 
     try:
-        reply = await chat_model.ainvoke(_summary_request(plan.older))
+        reply = await chat_model.ainvoke(
+            summary_request(plan.older, _transcript_budget(chat_model))
+        )
     except asyncio.CancelledError:
         return CompactResult(cancelled=True)
     except Exception as exc:
         raise HistoryEditError(
             f"compaction failed, nothing changed: {describe_error(exc)}"
         ) from exc
-    summary_text = _THINKING.sub("", _text(reply)).strip()
+    summary_text = split_thinking(text_of(reply))[1].strip()
     if not summary_text:
         raise HistoryEditError("compaction failed, nothing changed: the model's summary was empty")
 
@@ -369,8 +370,6 @@ async def compact(
     if plan.event_cleared:
         update[SUMMARIZATION_EVENT] = None
         target[SUMMARIZATION_EVENT] = None
-    new_head = _write_verified(conversation, update, target, "compaction")
-
     usage: dict[str, Any] = dict(getattr(reply, "usage_metadata", None) or {})
     turns = [t for t in session.turns() if t.status == "done"]
     result = CompactResult(
@@ -382,9 +381,9 @@ async def compact(
         chars_after=request_chars(new_messages),
         tokens_in=int(usage.get("input_tokens", 0)),
         tokens_out=int(usage.get("output_tokens", 0)),
-        head_checkpoint_id=new_head,
     )
-    with _ledger_after_write("compacted"):
+
+    def record(new_head: str | None) -> None:
         session.record_edit(
             "compact",
             after_turn=turns[-1].number if turns else 0,
@@ -399,7 +398,18 @@ async def compact(
             head_before=head_id,
             head_after=new_head,
         )
-    return result
+
+    new_head = _write_verified(conversation, update, target, "compaction", record)
+    return replace(result, head_checkpoint_id=new_head)
+
+
+def _transcript_budget(chat_model: BaseChatModel) -> int:
+    """The transcript that fits the model's window (ChatOllama's num_ctx is
+    the session's), so the summary request is not itself cut by Ollama."""
+    num_ctx = getattr(chat_model, "num_ctx", None)
+    if not isinstance(num_ctx, int):
+        return TRANSCRIPT_CHARS
+    return min(TRANSCRIPT_CHARS, transcript_chars(num_ctx))
 
 
 def is_summary(message: BaseMessage) -> bool:
@@ -416,7 +426,7 @@ def _plan(values: dict[str, Any], keep_exchanges: int) -> _Plan:
     """
     messages: list[BaseMessage] = list(values.get("messages", []))
     event = values.get(SUMMARIZATION_EVENT)
-    effective = _effective(messages, event)
+    effective = effective_messages(messages, event)
     starts = [
         i for i, m in enumerate(effective) if isinstance(m, HumanMessage) and not is_summary(m)
     ]
@@ -428,12 +438,12 @@ def _plan(values: dict[str, Any], keep_exchanges: int) -> _Plan:
             f"nothing to compact: the conversation has {len(starts)} exchange(s) "
             f"and the last {keep_exchanges} are kept as they are"
         )
-    if _unanswered_calls(tail):
+    if unpaired_tool_messages(tail):
         raise HistoryEditError("cannot compact: a tool call in the kept exchanges has no result")
     return _Plan(older, tail, kept, event is not None, effective)
 
 
-def _effective(messages: list[BaseMessage], event: Any) -> list[BaseMessage]:
+def effective_messages(messages: list[BaseMessage], event: Any) -> list[BaseMessage]:
     """What the model sees, given deepagents' own summarization event (if any)."""
     if not isinstance(event, dict):
         return messages
@@ -443,16 +453,12 @@ def _effective(messages: list[BaseMessage], event: Any) -> list[BaseMessage]:
     return [summary, *messages[cutoff:]]
 
 
-def _unanswered_calls(messages: Sequence[BaseMessage]) -> list[str]:
-    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-    asked = {str(call["id"]) for m in messages if isinstance(m, AIMessage) for call in m.tool_calls}
-    problems = [f"call {c} has no result" for c in sorted(asked - answered)]
-    problems += [f"result {r} has no call" for r in sorted(answered - asked)]
-    return problems
-
-
-def _summary_request(older: Sequence[BaseMessage]) -> list[BaseMessage]:
-    transcript = _clip_middle(_transcript(older), TRANSCRIPT_CHARS)
+def summary_request(
+    older: Sequence[BaseMessage], transcript_chars: int = TRANSCRIPT_CHARS
+) -> list[BaseMessage]:
+    """The request that asks the model for a summary of `older`, its transcript
+    clipped to `transcript_chars` so the request fits the window."""
+    transcript = _clip_middle(_transcript(older), transcript_chars)
     return [
         SystemMessage(SUMMARY_INSTRUCTIONS),
         HumanMessage(
@@ -464,14 +470,14 @@ def _summary_request(older: Sequence[BaseMessage]) -> list[BaseMessage]:
 def _transcript(messages: Sequence[BaseMessage]) -> str:
     lines: list[str] = []
     for message in messages:
-        text = _text(message).strip()
+        text = text_of(message).strip()
         if is_summary(message):
             lines.append(f"[summary of the earlier conversation]\n{text}")
         elif isinstance(message, HumanMessage):
             lines.append(f"Operator: {text}")
         elif isinstance(message, AIMessage):
             if text:
-                lines.append(f"Assistant: {_THINKING.sub('', text).strip()}")
+                lines.append(f"Assistant: {split_thinking(text)[1].strip()}")
             for call in message.tool_calls:
                 args = json.dumps(call["args"], ensure_ascii=False, sort_keys=True)
                 lines.append(f"Assistant called {call['name']}({args})")
@@ -500,22 +506,13 @@ def request_chars(messages: Sequence[BaseMessage]) -> int:
     their text plus the tool calls' names and arguments."""
     total = 0
     for message in messages:
-        total += len(_text(message))
+        total += len(text_of(message))
         if isinstance(message, AIMessage):
             total += sum(
                 len(call["name"]) + len(json.dumps(call["args"], ensure_ascii=False))
                 for call in message.tool_calls
             )
     return total
-
-
-def _text(message: BaseMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return "".join(
-        part.get("text", "") if isinstance(part, dict) else str(part) for part in content
-    )
 
 
 # --- the one write ----------------------------------------------------------------------
@@ -525,32 +522,54 @@ class _Mismatch(Exception):
     pass
 
 
+def _store_errors() -> tuple[type[Exception], ...]:
+    return (sqlite3.Error, OSError, *database_errors())
+
+
 def _write_verified(
     conversation: Conversation,
     update: dict[str, Any],
     target: dict[str, Any],
     what: str,
+    record: Callable[[str | None], None],
 ) -> str | None:
-    """Write `update` onto the head, verify the head equals `target`, and
-    commit both, or neither. Returns the new head's checkpoint id."""
+    """Write `update` onto the head, verify the head equals `target`, `record`
+    the edit in the ledger (given the new head's id), and commit all of it, or
+    nothing. Returns the new head's checkpoint id.
+
+    `update_state` saves the update's writes on the head and then the new
+    checkpoint, and the saver commits after each call; inside `atomic()`
+    those commits are held (for every copy of the saver: they share the
+    session's connection, which the ledger uses too), and the verifying reads
+    see the uncommitted rows. No turn may be running: bridged calls are
+    drained first.
+    """
+    saver = conversation.saver
+    _drain(conversation, what)
+    saver.ids_after(conversation.head_checkpoint_id())
     try:
-        with _one_transaction(conversation.saver):
+        with conversation.session.db.atomic():
             conversation.graph.update_state(
                 conversation.config, update, as_node=conversation.end_node
             )
-            problems = conversation.verify(target, message_ids(target.get("messages", [])))
+            problems = verify(conversation, target)
             if problems:
                 raise _Mismatch("; ".join(problems))
-            return conversation.head_checkpoint_id()
+            new_head = conversation.head_checkpoint_id()
+            record(new_head)
+            return new_head
     except _Mismatch as exc:
         raise HistoryEditError(
             f"{what} not written: the result did not check out ({exc}); nothing changed"
         ) from exc
     except HistoryEditError:
         raise
-    except (sqlite3.Error, OSError) as exc:
+    except _store_errors() as exc:
+        where = "session database" if isinstance(exc, database_errors()) else "session file"
+        # One line: a server's error adds CONTEXT lines.
+        said = (str(exc).strip() or type(exc).__name__).splitlines()[0]
         raise HistoryEditError(
-            f"{what} not written: the session file could not be written ({exc}); nothing changed"
+            f"{what} not written: the {where} could not be written ({said}); nothing changed"
         ) from exc
     except Exception as exc:
         raise HistoryEditError(
@@ -558,69 +577,66 @@ def _write_verified(
         ) from exc
 
 
-def _ledger_errors() -> tuple[type[Exception], ...]:
-    return (sqlite3.Error, OSError, *database_errors())
-
-
-@contextlib.contextmanager
-def _ledger_after_write(done: str) -> Iterator[None]:
-    """The ledger lives on its own connection, so it is written after the
-    checkpoint commit; if that fails the user must hear that the conversation
-    did change."""
+def _drain(conversation: Conversation, what: str) -> None:
     try:
-        yield
-    except _ledger_errors() as exc:
-        raise HistoryEditError(
-            f"{done}, but the session's ledger could not be updated ({exc}); "
-            "/history may be out of date"
-        ) from exc
+        conversation.saver.drain()
+    except WritesStillRunning as exc:
+        raise HistoryEditError(f"{what} not written: {exc}; nothing changed") from exc
 
 
-class _HeldCommits:
-    """The saver's connection with its commits held back (see `_one_transaction`)."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def commit(self) -> None:
-        """Held: the enclosing `_one_transaction` commits or rolls back."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._conn, name)
+# --- writing a state onto the head, and checking it ------------------------------------
 
 
-@contextlib.contextmanager
-def _one_transaction(saver: SyncSaverBridge) -> Iterator[None]:
-    """Make one `update_state` (and the reads that verify it) atomic.
+def restore_update(
+    conversation: Conversation, before: dict[str, Any], after: dict[str, Any]
+) -> dict[str, Any]:
+    """The update that turns channel values `after` back into `before`."""
+    update: dict[str, Any] = {}
+    for channel in set(before) | set(after):
+        old = before.get(channel, _empty_value(conversation, channel))
+        if after.get(channel, _empty_value(conversation, channel)) == old:
+            continue
+        update[channel] = old if _is_plain_value(conversation, channel) else Overwrite(old)
+    return update
 
-    `update_state` saves the update's writes on the current head and then the
-    new checkpoint, and the saver commits after each call; a failure between
-    the two would leave writes pending on the head. While this is active the
-    saver's commits are held, so everything lands in one SQLite transaction
-    that commits at the end or rolls back on any error. The saver's reads in
-    the meantime go through the same connection and see the uncommitted
-    writes, which is what lets verification run before the commit.
 
-    Only for code that owns the saver for the duration: no turn may be
-    running (bridged calls are drained first). A database saver has real
-    transactions on its connection and uses its own `atomic()`.
-    """
-    if not isinstance(saver, BridgedSqliteSaver):
-        with cast("BridgedPostgresSaver", saver).atomic():
-            yield
-        return
-    saver.drain()
-    real = saver.conn
-    saver.setup()  # its executescript would commit on its own
-    if real.in_transaction:
-        real.commit()
-    saver.conn = cast(sqlite3.Connection, _HeldCommits(real))
-    try:
-        yield
-    except BaseException:
-        saver.conn = real
-        real.rollback()
-        raise
-    else:
-        saver.conn = real
-        real.commit()
+def _is_plain_value(conversation: Conversation, channel: str) -> bool:
+    return isinstance(conversation.graph.channels.get(channel), LastValue)
+
+
+def _empty_value(conversation: Conversation, channel: str) -> Any:
+    if _is_plain_value(conversation, channel):
+        return None
+    return [] if channel == "messages" else {}
+
+
+def _message_key(message: BaseMessage) -> tuple[str, str, str]:
+    return (str(message.id), message.type, json.dumps(message.content, sort_keys=True))
+
+
+def verify(conversation: Conversation, target: dict[str, Any]) -> list[str]:
+    """Why the committed head is not `target` (empty when it is): the same
+    messages (ids and contents), nothing scheduled or pending, every other
+    channel equal."""
+    problems = []
+    head = conversation.saver.get_tuple(conversation.config)
+    head_id = conversation.head_checkpoint_id()
+    state = conversation.graph.get_state(conversation.pinned(head_id)) if head_id else None
+    now = dict(state.values) if state else {}
+    now_messages = now.get("messages", [])
+    wanted = target.get("messages", [])
+    if message_ids(now_messages) != message_ids(wanted):
+        problems.append("messages differ from the intended ones")
+    elif [_message_key(m) for m in now_messages] != [_message_key(m) for m in wanted]:
+        problems.append("message contents differ from the intended ones")
+    if state is not None and state.next:
+        problems.append(f"steps still scheduled: {', '.join(state.next)}")
+    if head is not None and head.pending_writes:
+        problems.append("task results still pending on the head")
+    for channel in set(target) | set(now):
+        if channel == "messages":
+            continue
+        empty = _empty_value(conversation, channel)
+        if now.get(channel, empty) != target.get(channel, empty):
+            problems.append(f"channel {channel!r} differs from its intended value")
+    return problems

@@ -14,8 +14,6 @@ no remaining checkpoint refers to: the ones the turn created.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 from langgraph.checkpoint.postgres import PostgresSaver
@@ -23,6 +21,7 @@ from langgraph.checkpoint.postgres.base import MIGRATIONS
 from psycopg import Connection
 
 from netbox_chat.checkpointer import InFlightCalls, SyncSaverBridge, blob_serializer
+from netbox_chat.pgdatabase import PgConnection
 from netbox_chat.pgstore import shown_url
 from netbox_chat.sessions import StoreError
 
@@ -64,9 +63,12 @@ def langgraph_tables_current(conn: Connection[Any]) -> bool:
 class BridgedPostgresSaver(SyncSaverBridge, PostgresSaver):
     """`PostgresSaver` whose async methods delegate to the sync ones on threads."""
 
-    def __init__(self, conn: Connection[Any], url: str) -> None:
+    conn: PgConnection
+
+    def __init__(self, conn: PgConnection, url: str) -> None:
         PostgresSaver.__init__(self, conn, serde=blob_serializer())
         self.in_flight = InFlightCalls()
+        self.drain_timeout = 30.0  # seconds `drain()` waits by default
         if not langgraph_tables_current(conn):
             raise StoreError(
                 f"the session store {shown_url(url)} lacks LangGraph's checkpoint tables "
@@ -78,7 +80,7 @@ class BridgedPostgresSaver(SyncSaverBridge, PostgresSaver):
         blobs only they refer to; pass 2: the writes left on `checkpoint_id`
         itself. One transaction; ancestors and their blobs are never touched."""
         after = checkpoint_id or ""
-        with self._cursor() as cur, cur.connection.transaction():
+        with self.conn.atomic(), self._cursor() as cur:
             cur.execute(
                 "SELECT type, blob FROM checkpoint_writes WHERE channel = %s "
                 f"AND (({_AFTER}) OR ({_ON_BASE}))",
@@ -90,15 +92,3 @@ class BridgedPostgresSaver(SyncSaverBridge, PostgresSaver):
             cur.execute(f"DELETE FROM checkpoint_writes WHERE {_AFTER}", (thread_id, after))
             cur.execute(f"DELETE FROM checkpoint_writes WHERE {_ON_BASE}", (thread_id, after))
         return [self.serde.loads_typed((kind, value)) for kind, value in rows]
-
-    @contextlib.contextmanager
-    def atomic(self) -> Iterator[None]:
-        """Every write of this saver inside is one transaction on its
-        connection, committed at the end or rolled back on any error. Reads in
-        the meantime see the uncommitted writes (they share the connection),
-        which is what lets a rewind verify before it commits."""
-        self.drain()
-        conn = self.conn
-        assert isinstance(conn, Connection)
-        with conn.transaction():
-            yield

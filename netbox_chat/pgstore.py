@@ -32,9 +32,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import (
+    _ANSWERED,
     _TURN_COLUMNS,
     COPIED_META,
     AmbiguousSession,
+    CleanPoint,
     NoSuchSession,
     Recap,
     SessionBusy,
@@ -47,6 +49,7 @@ from netbox_chat.sessions import (
     _turn_from_row,
     _turn_to_row,
     asked_by,
+    clean_point_of,
     new_session_id,
     normalize_session_id,
     now_iso,
@@ -55,8 +58,10 @@ from netbox_chat.sessions import (
 if TYPE_CHECKING:
     import psycopg
 
+    from netbox_chat.pgdatabase import PgConnection
+
 SCHEMA = "netbox_chat"
-PG_SCHEMA_VERSION = 1
+PG_SCHEMA_VERSION = 2
 INSTALL_HINT = "pip install 'netbox-chat[postgres]'"
 
 # pg_try_advisory_lock(key1, key2): key1 marks the lock as netbox-chat's
@@ -111,9 +116,21 @@ CREATE TABLE IF NOT EXISTS {SCHEMA}.history_edits (
 CREATE INDEX IF NOT EXISTS history_edits_session_idx ON {SCHEMA}.history_edits (session_id);
 """
 
+# Version 2: what a turn measured of the model (the session file's m003).
+_SCHEMA_V2 = f"""
+ALTER TABLE {SCHEMA}.turns
+    ADD COLUMN IF NOT EXISTS prompt_tokens_max INTEGER,
+    ADD COLUMN IF NOT EXISTS prompt_tokens_last INTEGER,
+    ADD COLUMN IF NOT EXISTS context_window INTEGER,
+    ADD COLUMN IF NOT EXISTS truncated INTEGER NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS thinking TEXT,
+    ADD COLUMN IF NOT EXISTS thinking_seconds DOUBLE PRECISION,
+    ADD COLUMN IF NOT EXISTS thinking_chars INTEGER NOT NULL DEFAULT 0
+"""
+
 # MIGRATIONS[n] takes the schema from version n to n + 1 (0: no schema); its
 # statements run one by one (a prepared statement holds only one).
-MIGRATIONS = {0: _SCHEMA_V1}
+MIGRATIONS = {0: _SCHEMA_V1, 1: _SCHEMA_V2}
 assert len(MIGRATIONS) == PG_SCHEMA_VERSION
 
 
@@ -170,12 +187,14 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0].strip() if text else type(exc).__name__
 
 
-def connect(url: str, *, read_only: bool = False) -> psycopg.Connection[Any]:
+def connect(url: str, *, read_only: bool = False) -> PgConnection:
     """A connection to the store, in autocommit (what LangGraph's saver needs),
     with our schema first on the search path. One-line errors, exit 3."""
     psycopg = _psycopg()
+    from netbox_chat.pgdatabase import PgConnection
+
     try:
-        conn = psycopg.connect(
+        conn = PgConnection.connect(
             url,
             autocommit=True,
             prepare_threshold=0,
@@ -189,7 +208,7 @@ def connect(url: str, *, read_only: bool = False) -> psycopg.Connection[Any]:
         ) from exc
     if read_only:
         conn.read_only = True
-    return conn  # type: ignore[no-any-return]
+    return conn
 
 
 def scalar(conn: psycopg.Connection[Any], sql: str, params: Any = ()) -> Any:
@@ -228,13 +247,13 @@ def check_schema(conn: psycopg.Connection[Any], url: str) -> None:
         )
 
 
-def migrate(conn: psycopg.Connection[Any]) -> int:
+def migrate(conn: PgConnection) -> int:
     """Create or bring our tables up to PG_SCHEMA_VERSION, each step in one
     transaction; returns the version found before."""
     found = schema_version(conn)
     version = found
     while version < PG_SCHEMA_VERSION:
-        with conn.transaction():
+        with conn.atomic():
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
             for statement in MIGRATIONS[version].split(";"):
                 if statement.strip():
@@ -274,7 +293,7 @@ class HeldElsewhere(SessionBusy):
 
 # One query for `ls`: the meta of every session, its ledger's counts, and who
 # holds its lock (pg_locks is read once, not once per session).
-_SUMMARY_SQL = """
+_SUMMARY_SQL = f"""
 WITH holders AS MATERIALIZED (
     SELECT l.objid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
     WHERE l.locktype = 'advisory' AND l.classid = %(cls)s::bigint::oid AND l.objsubid = 2
@@ -283,19 +302,27 @@ WITH holders AS MATERIALIZED (
     SELECT session_id,
            max(value) FILTER (WHERE key = 'created_at') AS created_at,
            max(value) FILTER (WHERE key = 'title') AS title,
-           max(value) FILTER (WHERE key = 'model') AS model
+           max(value) FILTER (WHERE key = 'model') AS model,
+           max(value) FILTER (WHERE key = 'netbox_url') AS netbox_url,
+           max(value) FILTER (WHERE key = 'profile') AS profile
     FROM session_meta WHERE %(sid)s::text IS NULL OR session_id = %(sid)s
     GROUP BY session_id
 )
-SELECT s.session_id, s.created_at, s.title, s.model, t.turns, t.last, t.askers,
+SELECT s.session_id, s.created_at, s.title, s.model, s.netbox_url, s.profile,
+       t.turns, t.answered, t.last, t.askers, c.prompt_tokens_last, c.context_window,
        h.application_name
 FROM sessions s
 LEFT JOIN LATERAL (
     SELECT count(*) FILTER (WHERE status = 'done') AS turns,
+           count(*) FILTER (WHERE status IN {_ANSWERED}) AS answered,
            max(coalesce(ended_at, started_at)) AS last,
            array_agg(DISTINCT asked_by) FILTER (WHERE asked_by IS NOT NULL) AS askers
     FROM turns WHERE turns.session_id = s.session_id
 ) t ON true
+LEFT JOIN LATERAL (
+    SELECT prompt_tokens_last, context_window FROM turns
+    WHERE turns.session_id = s.session_id AND status = 'done' ORDER BY number DESC LIMIT 1
+) c ON true
 LEFT JOIN holders h ON h.objid = (hashtext(s.session_id)::bigint & 4294967295)::oid
 WHERE s.created_at IS NOT NULL
 ORDER BY greatest(t.last, s.created_at) DESC, s.session_id
@@ -326,6 +353,9 @@ class PgSessionStore:
         self.url = url
         self.root = shown_url(url)  # what messages call the store
         self._reader: psycopg.Connection[Any] | None = None
+        # Every session's summary, read once per command: `ls` orders the ids
+        # and then shows their summaries, one query on one login.
+        self._listed: list[SessionSummary] | None = None
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[psycopg.Connection[Any]]:
@@ -342,6 +372,7 @@ class PgSessionStore:
         yield self._reader
 
     def close(self) -> None:
+        self._listed = None
         if self._reader is not None:
             self._reader.close()
             self._reader = None
@@ -377,9 +408,40 @@ class PgSessionStore:
             raise NoSuchSession(f"no sessions to resume in {self.root}")
         return summaries[0].id
 
-    def list_sessions(self, limit: int | None = None) -> list[SessionSummary]:
-        """The `limit` most recently active sessions, from one query."""
-        return self._summaries(None, limit)
+    def list_sessions(
+        self, limit: int | None = None, ids: list[str] | None = None
+    ) -> list[SessionSummary]:
+        """Summaries of the first `limit` of `ids` (by default the most
+        recently active sessions, from one query)."""
+        if ids is None:
+            return self._summaries(None, limit) if self._listed is None else self._listed[:limit]
+        found = {s.id: s for s in self._every_summary()}
+        return [found[sid] for sid in ids if sid in found][:limit]
+
+    def _every_summary(self) -> list[SessionSummary]:
+        if self._listed is None:
+            self._listed = self._summaries(None, None)
+        return self._listed
+
+    def ids_by_recency(self) -> list[str]:
+        return [s.id for s in self._every_summary()]
+
+    def unanswered(self) -> list[str]:
+        """Sessions no turn ever finished in and no process has open."""
+        return [s.id for s in self._every_summary() if s.unanswered and not s.is_open]
+
+    def search(self, text: str) -> list[str]:
+        """Sessions whose questions or answers contain `text` (case-insensitive
+        for ASCII letters, as a session file's LIKE), newest first."""
+        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT session_id FROM turns WHERE question ILIKE %(p)s "
+                "OR answer ILIKE %(p)s",
+                {"p": pattern},
+            ).fetchall()
+        matching = {row[0] for row in rows}
+        return [sid for sid in self.ids_by_recency() if sid in matching]
 
     def summarize(self, session_id: str) -> SessionSummary:
         found = self._summaries(session_id, None)
@@ -396,7 +458,8 @@ class PgSessionStore:
         return [self._summary(row) for row in rows]
 
     def _summary(self, row: tuple[Any, ...]) -> SessionSummary:
-        sid, created, title, model, turns, last, askers, holder = row
+        sid, created, title, model, netbox_url, profile = row[:6]
+        turns, answered, last, askers, context_tokens, context_window, holder = row[6:]
         found = _HOLDER.fullmatch(holder or "")
         return PgSessionSummary(
             sid,
@@ -404,9 +467,14 @@ class PgSessionStore:
             0,
             title=title or "",
             model=model or "",
+            netbox_url=netbox_url or "",
+            profile=profile or "",
             created_at=created or "",
             last_active=max(last or "", created or ""),
             turns=int(turns or 0),
+            unanswered=not answered,
+            context_tokens=context_tokens,
+            context_window=context_window,
             open_by=int(found.group(1)) if found else None,
             is_open=holder is not None,
             store=self.root,
@@ -445,18 +513,33 @@ class PgSessionStore:
         self.close()
         return PgSession.open(self, session_id)
 
-    def create(self, *, model: str, session_id: str | None = None) -> PgSession:
+    def create(
+        self,
+        *,
+        model: str,
+        netbox_url: str | None = None,
+        profile: str | None = None,
+        session_id: str | None = None,
+    ) -> PgSession:
         self.close()
-        return PgSession.create(self, model=model, session_id=session_id)
+        return PgSession.create(
+            self, model=model, netbox_url=netbox_url, profile=profile, session_id=session_id
+        )
 
     def forget(self, session_id: str) -> None:
         """Delete every row of the session, in one transaction, only if nobody
         has it open (the lock is taken for the duration)."""
-        with self.open(session_id) as session, session.db.transaction():
+        with self.open(session_id) as session:
+            self.delete_rows(session)
+
+    @staticmethod
+    def delete_rows(session: PgSession) -> None:
+        """Every row of an open session, in one transaction."""
+        with session.db.atomic():
             for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
-                session.db.execute(f"DELETE FROM {table} WHERE thread_id = %s", (session_id,))
+                session.db.execute(f"DELETE FROM {table} WHERE thread_id = %s", (session.id,))
             for table in ("history_edits", "turns", "session_meta"):
-                session.db.execute(f"DELETE FROM {table} WHERE session_id = %s", (session_id,))
+                session.db.execute(f"DELETE FROM {table} WHERE session_id = %s", (session.id,))
 
 
 # --- an open session (held for writing) --------------------------------------------------
@@ -469,21 +552,34 @@ class PgSession:
     def __init__(self, store: PgSessionStore, session_id: str) -> None:
         self.store = store
         self.id = session_id
-        self.conn: psycopg.Connection[Any] | None = None
+        self.conn: PgConnection | None = None
         self.asked_by = asked_by()
 
     @classmethod
     def create(
-        cls, store: PgSessionStore, *, model: str, session_id: str | None = None
+        cls,
+        store: PgSessionStore,
+        *,
+        model: str,
+        netbox_url: str | None = None,
+        profile: str | None = None,
+        session_id: str | None = None,
     ) -> PgSession:
-        """A new session (a given id only for `copy`, which keeps it)."""
+        """A new session, remembering the model and the NetBox (URL and
+        profile, never the token); a given id only for `copy`, which keeps it."""
         session = cls(store, session_id or new_session_id())
         session._connect()
         try:
             session._lock()
             if session._exists():
                 raise UserFacingError(f"session {session.id} is already in {store.root}")
-            session._set_meta(created_at=now_iso(), model=model, title="")
+            remembered = {"netbox_url": netbox_url, "profile": profile}
+            session._set_meta(
+                created_at=now_iso(),
+                model=model,
+                title="",
+                **{key: value for key, value in remembered.items() if value},
+            )
         except BaseException:
             session.close()
             raise
@@ -524,6 +620,21 @@ class PgSession:
         ):
             raise HeldElsewhere(self.id, _holder(self.db, self.id) or "")
 
+    def discard_if_unanswered(self) -> bool:
+        """Delete this session if none of its turns ever finished (a session
+        whose only question failed or was cancelled never happened), still
+        holding the lock. True if deleted."""
+        answered = scalar(
+            self.db,
+            f"SELECT count(*) FROM turns WHERE session_id = %s AND status IN {_ANSWERED}",
+            (self.id,),
+        )
+        if answered:
+            return False
+        self.store.delete_rows(self)
+        self.close()
+        return True
+
     def close(self) -> None:
         """Closing the connection releases the advisory lock."""
         if self.conn is not None:
@@ -538,7 +649,7 @@ class PgSession:
         self.close()
 
     @property
-    def db(self) -> psycopg.Connection[Any]:
+    def db(self) -> PgConnection:
         if self.conn is None:
             raise StoreError(f"session {self.id} is closed")
         return self.conn
@@ -546,7 +657,7 @@ class PgSession:
     # meta
 
     def _set_meta(self, **values: str) -> None:
-        with self.db.transaction(), self.db.cursor() as cur:
+        with self.db.atomic(), self.db.cursor() as cur:
             cur.executemany(
                 "INSERT INTO session_meta(session_id, key, value) VALUES (%s, %s, %s) "
                 "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
@@ -568,7 +679,7 @@ class PgSession:
         self, question: str, *, base_checkpoint_id: str | None, base_message_count: int
     ) -> int:
         """Record a turn as running, with its rollback point and who asked it."""
-        with self.db.transaction():
+        with self.db.atomic():
             row = self.db.execute(
                 "INSERT INTO turns(session_id, number, question, status, started_at, "
                 "base_checkpoint_id, base_message_count, asked_by) "
@@ -605,11 +716,20 @@ class PgSession:
         error: str | None = None,
         answer: str | None = None,
         message_count: int | None = None,
+        prompt_tokens_max: int | None = None,
+        prompt_tokens_last: int | None = None,
+        context_window: int | None = None,
+        truncated: bool = False,
+        thinking: str | None = None,
+        thinking_seconds: float | None = None,
     ) -> None:
+        """Close a turn's row."""
         self.db.execute(
             "UPDATE turns SET status = %s, ended_at = %s, end_checkpoint_id = %s, "
             "tokens_in = %s, tokens_out = %s, tool_calls = %s, rolled_back = %s, error = %s, "
-            "answer = %s, message_count = %s WHERE session_id = %s AND number = %s",
+            "answer = %s, message_count = %s, prompt_tokens_max = %s, prompt_tokens_last = %s, "
+            "context_window = %s, truncated = %s, thinking = %s, thinking_seconds = %s, "
+            "thinking_chars = %s WHERE session_id = %s AND number = %s",
             (
                 status,
                 now_iso(),
@@ -621,6 +741,13 @@ class PgSession:
                 error,
                 answer,
                 message_count,
+                prompt_tokens_max,
+                prompt_tokens_last,
+                context_window,
+                int(truncated),
+                thinking,
+                thinking_seconds,
+                len(thinking or ""),
                 self.id,
                 number,
             ),
@@ -641,6 +768,15 @@ class PgSession:
 
     def running_turns(self) -> list[Turn]:
         return self._turns("AND status = 'running'")
+
+    def finished_after(self, number: int) -> bool:
+        """Whether any turn after `number` has ended (in whatever way)."""
+        row = self.db.execute(
+            "SELECT 1 FROM turns WHERE session_id = %s AND number > %s "
+            "AND status != 'running' LIMIT 1",
+            (self.id, number),
+        ).fetchone()
+        return row is not None
 
     def mark_rewound(self, after_number: int) -> int:
         cur = self.db.execute(
@@ -671,7 +807,7 @@ class PgSession:
     ) -> None:
         """Write a copied session's ledger as it was, in one transaction (`copy`)."""
         marks = ", ".join(["%s"] * (len(fields(Turn)) + 1))
-        with self.db.transaction(), self.db.cursor() as cur:
+        with self.db.atomic(), self.db.cursor() as cur:
             cur.executemany(
                 "INSERT INTO session_meta(session_id, key, value) VALUES (%s, %s, %s) "
                 "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
@@ -693,17 +829,22 @@ class PgSession:
     def message_count_now(self) -> int:
         """Messages in the conversation as the last finished turn or the last
         history edit after it left it (the same rule as a session file)."""
-        done = self._last_done()
+        return self.clean_point().message_count or 0
+
+    def clean_point(self) -> CleanPoint:
+        """Where the ledger says the conversation was last left (the same rule
+        as `SessionFile.clean_point`)."""
+        done = self.db.execute(
+            "SELECT number, end_checkpoint_id, message_count, base_checkpoint_id, "
+            "base_message_count FROM turns WHERE session_id = %s AND status = 'done' "
+            "ORDER BY number DESC LIMIT 1",
+            (self.id,),
+        ).fetchone()
         edit = self.db.execute(
             "SELECT detail FROM history_edits WHERE session_id = %s ORDER BY id DESC LIMIT 1",
             (self.id,),
         ).fetchone()
-        last, count = (done.number, done.message_count) if done else (0, 0)
-        if edit:
-            detail = json.loads(edit[0])
-            if detail.get("after_turn") == last and "message_count" in detail:
-                return int(detail["message_count"])
-        return int(count or 0)
+        return clean_point_of(done, edit[0] if edit else None)
 
     def recap(self) -> Recap:
         """A few small queries, like a session file's recap."""

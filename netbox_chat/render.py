@@ -7,14 +7,19 @@ cheap (rich only), because `ls` uses it.
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
+from netbox_chat.config import SETTINGS, Settings
+from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import Recap, SessionSummary, Turn
+from netbox_chat.thinking import thought_for
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -38,6 +43,36 @@ def human_size(size: int | float) -> str:
     raise AssertionError("unreachable")
 
 
+def short_tokens(tokens: int) -> str:
+    """9.8k, 16k: in units of 1,024, as windows are sized."""
+    if tokens < 1024:
+        return str(tokens)
+    return f"{tokens / 1024:.1f}".removesuffix(".0") + "k"
+
+
+def context_meter(tokens: int, window: int) -> Text:
+    """`context 9.8k / 16k (61 %)`, green under 60 %, yellow under 80 %, red above."""
+    fill = tokens / window if window else 0.0
+    style = "green" if fill < 0.6 else "yellow" if fill < 0.8 else "bold red"
+    return Text(
+        f"context {short_tokens(tokens)} / {short_tokens(window)} ({round(fill * 100)} %)",
+        style=style,
+    )
+
+
+def compaction_meter(before: int, after: int, window: int) -> Text:
+    """What `/compact` did to the next request: the meter before → after."""
+    return Text.assemble(context_meter(before, window), " → ", context_meter(after, window))
+
+
+def truncation_line(window: int) -> Text:
+    return Text(
+        f"Ollama cut this request to fit its {short_tokens(window)} window: the model did "
+        "not see all of the conversation. /compact, or raise NETBOX_CHAT_NUM_CTX",
+        style="bold red",
+    )
+
+
 def format_args(args: dict[str, Any], limit: int = 120) -> str:
     text = ", ".join(
         f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items()
@@ -54,6 +89,29 @@ def tool_line(
     line.append(f"({format_args(args)})", style="dim")
     line.append(f"  {human_size(result_chars)}  {seconds:.2f}s", style="dim")
     return line
+
+
+THINKING_LINES = 4
+"""How much of the thinking the live area shows while the model thinks."""
+
+
+def thinking_tail(text: str, width: int, lines: int = THINKING_LINES) -> Text:
+    """The last few lines of the thinking, wrapped to `width`, dimmed: enough to
+    follow the model, never a wall of text."""
+    wrapped: list[str] = []
+    for paragraph in text.splitlines()[-lines:]:
+        wrapped.extend(textwrap.wrap(paragraph, max(width - 2, 20)) or [""])
+    return Text("\n".join("  " + line for line in wrapped[-lines:]), style="dim italic")
+
+
+def thinking_text(turn: Turn) -> RenderableType:
+    """A turn's full thinking, for `/thinking`: a dim header, then the text as written."""
+    header = Text(
+        f"turn {turn.number} · {thought_for(turn.thinking_seconds)} · "
+        f"{turn.thinking_chars:,} characters",
+        style="dim",
+    )
+    return Group(header, Text(turn.thinking or "", style="dim italic"))
 
 
 class _Status:
@@ -74,6 +132,7 @@ class TurnView:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.answer = ""
+        self.thinking = ""  # of the model call under way, until it starts answering
         self.status = _Status()
         self.live: Live | None = None
         self.running_tools: dict[str, str] = {}
@@ -98,7 +157,11 @@ class TurnView:
             self.console.print(markdown(self.answer))
 
     def _renderable(self, final: bool = False) -> RenderableType:
-        parts: list[RenderableType] = [markdown(self.answer)] if self.answer else []
+        parts: list[RenderableType] = []
+        if self.thinking:
+            parts.append(thinking_tail(self.thinking, self.console.width))
+        if self.answer:
+            parts.append(markdown(self.answer))
         if not final:
             parts.append(self.status)
         return Group(*parts)
@@ -110,9 +173,28 @@ class TurnView:
             self.console.print(renderable)
 
     def on_event(self, event: TurnEvent) -> None:
-        from netbox_chat.turns import RollingBack, TextDelta, ToolFinished, ToolStarted
+        from netbox_chat.turns import (
+            ContextCompacted,
+            ContextSummaryFailed,
+            RollingBack,
+            TextDelta,
+            ThinkingDelta,
+            ThinkingFinished,
+            ToolFinished,
+            ToolStarted,
+        )
 
-        if isinstance(event, TextDelta):
+        if isinstance(event, ThinkingDelta):
+            self.thinking += event.text
+            self.status.activity = "thinking"
+        elif isinstance(event, ThinkingFinished):
+            # The live area collapses to one line; /thinking prints it all. The
+            # area is redrawn without it first, or printing above would redraw it.
+            self.thinking = ""
+            if self.live is not None:
+                self.live.update(self._renderable(), refresh=True)
+            self._print_above(Text(f"  {thought_for(event.seconds)}", style="dim"))
+        elif isinstance(event, TextDelta):
             self.answer += event.text
             self.status.activity = "answering"
         elif isinstance(event, ToolStarted):
@@ -134,22 +216,48 @@ class TurnView:
             )
         elif isinstance(event, RollingBack):
             self.status.activity = "rolling back"
+        elif isinstance(event, ContextCompacted):
+            self._print_above(
+                Text(
+                    f"context {short_tokens(event.tokens_before)}/{short_tokens(event.window)}: "
+                    f"summarized {event.summarized} older messages",
+                    style="cyan",
+                )
+            )
+            self.status.activity = "thinking"
+        elif isinstance(event, ContextSummaryFailed):
+            self._print_above(
+                Text(
+                    f"context {short_tokens(event.tokens)}/{short_tokens(event.window)}: "
+                    f"could not summarize ({event.reason}); this request goes on uncompacted",
+                    style="yellow",
+                )
+            )
         if self.live is not None:
             self.live.update(self._renderable())
 
 
 def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> None:
-    """The line after a turn: tokens and time, or what went wrong."""
+    """The line after a turn: tokens, time and the context meter, or what went
+    wrong; and the red line when Ollama cut one of the turn's requests."""
+    if outcome.context.truncated and outcome.context.window:
+        console.print(truncation_line(outcome.context.window))
     if outcome.status == "done":
-        console.print(
-            f"[dim]turn {outcome.number} · tokens {outcome.tokens_in} in / "
-            f"{outcome.tokens_out} out · {seconds:.1f}s[/dim]"
+        line = Text(
+            f"turn {outcome.number} · tokens {outcome.tokens_in} in / "
+            f"{outcome.tokens_out} out · {seconds:.1f}s",
+            style="dim",
         )
+        context = outcome.context
+        if context.window and context.prompt_tokens_last is not None:
+            line.append(" · ", style="dim")
+            line.append_text(context_meter(context.prompt_tokens_last, context.window))
+        console.print(line)
         return
     if outcome.status == "cancelled":
-        console.print(f"[yellow]turn {outcome.number} cancelled[/yellow]", end=" ")
+        console.print(Text(f"turn {outcome.number} cancelled", style="yellow"), end=" ")
     else:
-        console.print(f"[red]turn {outcome.number} failed: {outcome.error}[/red]", end=" ")
+        console.print(Text(f"turn {outcome.number} failed: {outcome.error}", style="red"), end=" ")
     if outcome.rollback is not None:
         print_rollback(console, outcome.rollback)
 
@@ -157,15 +265,35 @@ def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> Non
 def print_rollback(console: Console, report: RollbackReport, *, reason: str = "") -> None:
     if report.verified:
         console.print(
-            f"[dim]{reason}rolled back ({report.removed_messages} message(s) removed); "
-            "the model will not see it[/dim]"
+            Text(
+                f"{reason}rolled back ({report.removed_messages} message(s) removed); "
+                "the model will not see it",
+                style="dim",
+            )
         )
     else:
         console.print(
-            f"[bold red]{reason}rollback of turn {report.turn} could not be verified: "
-            f"{'; '.join(report.problems)}. Use /rewind to return to the last clean turn."
-            "[/bold red]"
+            Text(
+                f"{reason}rollback of turn {report.turn} could not be verified: "
+                f"{'; '.join(report.problems)}. Use /rewind to return to the last clean turn.",
+                style="bold red",
+            )
         )
+
+
+def error_line(error: BaseException, *, prefix: str = "") -> Text:
+    """One red line for an error. A `UserFacingError` says what to do; anything
+    else is a bug of ours, named by its type and first line. Printed as text:
+    messages quote what the user typed, which must never be read as markup."""
+    if isinstance(error, UserFacingError):
+        message = str(error)
+    else:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        message = (
+            f"unexpected error ({type(error).__name__}{': ' + first if first else ''}); "
+            "this is a bug in netbox-chat, please report it"
+        )
+    return Text(prefix + message, style="red")
 
 
 class Columns:
@@ -218,8 +346,12 @@ class Columns:
 def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
     """`ls`: one row per session; user text is shown as typed, never as markup.
 
-    An "asked by" column appears when more than one user@host asked the
-    listed turns (a team's store); alone, it would only repeat your name."""
+    The netbox column (profile or host) appears when the sessions listed are
+    on more than one NetBox: otherwise it would say one thing on every row and
+    take the room the titles need (`ls` names that one NetBox below). An
+    "asked by" column appears when more than one user@host asked the listed
+    turns (a team's store); alone, it would only repeat your name."""
+    with_netbox = len({netbox_label(s) for s in summaries}) > 1
     team = len({who for s in summaries for who in s.asked_by}) > 1
     rows = []
     for s in summaries:
@@ -228,23 +360,54 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
             ident.append(" (open)", style="green")
         # A database session has no file of its own to measure.
         size = Text(human_size(s.size_bytes) if s.size_bytes else "-")
+        netbox = [Text(netbox_label(s))] if with_netbox else []
         if s.unreadable:
             unreadable = Text(f"unreadable: {s.unreadable}", style="red")
-            rows.append([ident, unreadable, Text(), Text(), Text(), size, *[Text()] * team])
+            rows.append(
+                [ident, unreadable, Text(), Text(), Text(), *netbox, size, *[Text()] * team]
+            )
             continue
+        title = Text(_shorten(s.title or "(no question yet)", 50))
+        if s.unanswered and s.title and not s.is_open:
+            title = Text.assemble(("(never answered) ", "yellow"), title)
         rows.append(
             [
                 ident,
-                Text(_shorten(s.title or "(no question yet)", 50)),
+                title,
                 Text(str(s.turns)),
                 Text(s.last_active.replace("T", " ").replace("+00:00", "Z")),
                 Text(s.model),
+                *netbox,
                 size,
                 *[Text(_shorten(", ".join(s.asked_by), 30))] * team,
             ]
         )
-    header = ("id", "title", "turns", "last active", "model", "size", *["asked by"] * team)
-    return Columns(rows, header=header, right={2, 5}, flexible=1)
+    header = (
+        "id",
+        "title",
+        "turns",
+        "last active",
+        "model",
+        *(("netbox",) if with_netbox else ()),
+        "size",
+        *(("asked by",) if team else ()),
+    )
+    return Columns(rows, header=header, right={2, header.index("size")}, flexible=1)
+
+
+def netbox_label(summary: SessionSummary) -> str:
+    """The profile a session was started with, else its NetBox's host."""
+    if summary.profile:
+        return _shorten(summary.profile, 20)
+    return _shorten(urlsplit(summary.netbox_url).netloc, 30) if summary.netbox_url else ""
+
+
+def one_netbox(summaries: Sequence[SessionSummary]) -> str | None:
+    """The line under `ls` when every session listed is on the same NetBox."""
+    labels = {netbox_label(s) for s in summaries}
+    if len(labels) != 1 or not (label := labels.pop()):
+        return None
+    return f"all on NetBox {label}"
 
 
 def _shorten(text: str, width: int) -> str:
@@ -297,14 +460,56 @@ def print_recap(console: Console, session_id: str, recap: Recap) -> None:
 
 
 def tokens_table(turns: Sequence[Turn]) -> Columns:
+    """Per turn: tokens in and out, tool calls, and the context it took (the
+    largest request, the last, of which window; "cut" when Ollama truncated)."""
     rows = []
     total_in = total_out = 0
     for turn in turns:
         total_in += turn.tokens_in
         total_out += turn.tokens_out
         values = (turn.number, turn.status, turn.tokens_in, turn.tokens_out, len(turn.tool_calls))
-        rows.append([Text(str(value)) for value in values])
-    totals = ("total", "", str(total_in), str(total_out), "")
+        row = [Text(str(value)) for value in values]
+        if turn.context_window and turn.prompt_tokens_last is not None:
+            row.append(Text(short_tokens(turn.prompt_tokens_max or 0)))
+            row.append(context_meter(turn.prompt_tokens_last, turn.context_window))
+        else:
+            row.extend([Text(), Text()])
+        row.append(Text("cut", style="bold red") if turn.truncated else Text())
+        rows.append(row)
+    totals = ("total", "", str(total_in), str(total_out), "", "", "", "")
     rows.append([Text(value, style="bold") for value in totals])
-    header = ("turn", "status", "in", "out", "tools")
-    return Columns(rows, header=header, right={0, 2, 3, 4}, flexible=1)
+    header = ("turn", "status", "in", "out", "tools", "largest", "last request", "")
+    return Columns(rows, header=header, right={0, 2, 3, 4, 5}, flexible=1)
+
+
+def settings_table(settings: Settings) -> Text:
+    """`netbox-chat config`: each setting, its value, where it came from, one
+    line each and never cut short (a path or URL is no use with an "…").
+
+    The token is never shown: only whether it is set and from where."""
+    source = settings.token_source
+    if settings.netbox_token and source is not None:
+        token = f"set (from {'token_command' if source.command else source.env})"
+    else:
+        token = "missing" + (f" ({source.env} is not set)" if source and source.env else "")
+    rows = [("config file", str(settings.config_file or "(none)"), "")]
+    if settings.profile is not None:
+        rows.append(("profile", settings.profile, f"from {settings.origins.get('profile', '')}"))
+    for setting in SETTINGS:
+        value = getattr(settings, setting.name)
+        shown = "(not set)" if value is None else str(value)
+        if setting.name == "store" and value is not None:
+            from netbox_chat.pgstore import shown_url
+
+            shown = shown_url(value)  # a database URL may carry a password
+        rows.append((setting.name, shown, settings.origins.get(setting.name, "")))
+    rows.append(("netbox_token", token, source.origin if source else ""))
+    names = max(len(name) for name, _, _ in rows)
+    values = max(len(value) for _, value, _ in rows)
+    lines = [
+        Text.assemble((name.ljust(names + 2), "bold"), value.ljust(values + 2), (origin, "dim"))
+        for name, value, origin in rows
+    ]
+    for line in lines:
+        line.rstrip()
+    return Text("\n", no_wrap=True).join(lines)

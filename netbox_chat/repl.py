@@ -11,23 +11,32 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import io
+import os
+import select
+import sys
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import Application
 from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import History
+from prompt_toolkit.input.vt100 import raw_mode
 from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
+from rich.text import Text
 
 from netbox_chat import render
 from netbox_chat.config import Settings
-from netbox_chat.errors import UserFacingError
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime
 from netbox_chat.stores import OpenSession
+from netbox_chat.thinking import check_setting, setting_label
 
 HELP = """\
 [bold]Ask a question about your network[/bold] and press Enter. Pasting several lines works.
@@ -36,12 +45,47 @@ HELP = """\
   /rewind [N]       go back to just after turn N (default: drop the last turn)
   /compact          summarize the conversation to make the next requests smaller
   /tokens           tokens in/out per turn
+  /think on|off     let the model think (or not) for the rest of the session;
+                    low|medium|high for models that take levels (gpt-oss)
+  /thinking [N]     the full thinking of the last turn (or of turn N)
   /help             this text
   /exit, Ctrl-D     leave (the session is saved; `netbox-chat resume` reopens it)
 
 Ctrl-C during an answer cancels the turn and rolls it back: the model never sees it,
 and your question comes back to the input line to edit and resend.
 """
+
+
+class KeysWait(raw_mode):
+    """The terminal while a line's work runs: keys typed meanwhile wait, as
+    typed, for the next prompt, which reads them as typeahead.
+
+    In the terminal's normal (canonical) mode the kernel edits them as a
+    line instead: a Ctrl-D becomes an end-of-file mark that reaches the next
+    prompt as NUL, so it is lost; backspaces are applied before the prompt
+    sees them; the echo lands in the middle of the answer. This is
+    prompt_toolkit's own raw mode with ISIG kept, so Ctrl-C still raises
+    SIGINT and cancels the turn. (Ctrl-C also makes the kernel discard what
+    was typed before it, as in a shell; what comes after it is kept.)
+    """
+
+    @classmethod
+    def _patch_lflag(cls, attrs: int) -> int:
+        return attrs & ~(termios.ECHO | termios.ICANON | termios.IEXTEN)
+
+
+def _terminal(stream: TextIO) -> int | None:
+    """The file descriptor of `stream` if it is a terminal."""
+    try:
+        fileno = stream.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        return None
+    return fileno if os.isatty(fileno) else None
+
+
+def _typed_ahead(terminal: int | None) -> bool:
+    """Whether keys are waiting on the terminal for the prompt."""
+    return terminal is not None and bool(select.select([terminal], [], [], 0)[0])
 
 
 class LedgerHistory(History):
@@ -121,6 +165,7 @@ class Repl:
     background: BackgroundRuntime
     pending_input: str = ""
     auth_warnings: list[str] = field(default_factory=list)
+    thinking_noted: bool = False
 
     async def runtime(self) -> Runtime:
         if not self.background.future.done():
@@ -138,38 +183,41 @@ class Repl:
         )
         # After every render, which makes the first one start the agent build.
         prompt.app.after_render += self._prompt_drawn
+        terminal = _terminal(sys.stdin)
         while True:
+            # Keys typed before the prompt is back were typed for a new line:
+            # the cancelled question would swallow them (a Ctrl-D deletes
+            # nothing, text is appended to it). ↑ still brings it back.
             try:
+                default = "" if _typed_ahead(terminal) else self.pending_input
+                self.pending_input = ""
                 with patch_stdout(raw=True):
-                    text = await prompt.prompt_async(
-                        HTML("<b>netbox</b>&gt; "), default=self.pending_input
-                    )
+                    text = await prompt.prompt_async(HTML("<b>netbox</b>&gt; "), default=default)
             except KeyboardInterrupt:
                 self.pending_input = ""
                 continue  # Ctrl-C at the prompt clears the line, nothing more
             except EOFError:
                 return
-            self.pending_input = ""
             line = text.strip()
             if not line:
                 continue
             # Armed from right after the prompt returns until right before the
             # next one: a Ctrl-C anywhere in between cancels this line's work
             # (a turn, /compact, waiting for the agent) and nothing else.
-            task = asyncio.create_task(self.handle(line))
-            with CancelOnSignals(task, on_first=self._cancelling):
+            keys_wait = contextlib.nullcontext() if terminal is None else KeysWait(terminal)
+            with keys_wait, CancelOnSignals(on_first=self._cancelling) as signals:
                 try:
-                    if await task == "exit":
+                    if await signals.run(self.handle(line)) == "exit":
                         return
                 except asyncio.CancelledError:
-                    self.console.print("[yellow]cancelled[/yellow]")
+                    self.console.print(Text("cancelled", style="yellow"))
                     self.pending_input = "" if line.startswith("/") else line
-                except UserFacingError as exc:
-                    self.console.print(f"[red]{exc}[/red]")
+                except Exception as exc:  # one line fails, the session goes on
+                    self.console.print(render.error_line(exc))
 
     def _cancelling(self, signum: int) -> None:
         del signum
-        self.console.print("[yellow]cancelling… rolling back[/yellow]")
+        self.console.print(Text("cancelling… rolling back", style="yellow"))
 
     async def handle(self, line: str) -> str | None:
         if line.startswith("/"):
@@ -179,6 +227,10 @@ class Repl:
 
     async def ask(self, question: str) -> None:
         runtime = await self.runtime()
+        if runtime.thinking.note and not self.thinking_noted:
+            # Known once the agent is built (from /api/show), said before the first answer.
+            self.console.print(Text(runtime.thinking.note, style="yellow"))
+        self.thinking_noted = True
         view = render.TurnView(self.console)
         started = time.monotonic()
         with view:
@@ -188,7 +240,7 @@ class Repl:
                 runtime.conversation.run_turn(question, view.on_event)
             )
         for warning in self.auth_warnings:
-            self.console.print(f"[bold red]{warning}[/bold red]")
+            self.console.print(Text(warning, style="bold red"))
         self.auth_warnings.clear()
         render.print_outcome(self.console, outcome, time.monotonic() - started)
         if outcome.status == "cancelled":
@@ -200,7 +252,7 @@ class Repl:
         if command in ("/exit", "/quit"):
             return "exit"
         if command == "/help":
-            self.console.print(HELP)
+            self.console.print(Text.from_markup(HELP))
         elif command == "/history":
             self.console.print(render.history_table(self.session.turns()))
         elif command == "/tokens":
@@ -209,8 +261,14 @@ class Repl:
             await self.rewind(argument)
         elif command == "/compact":
             await self.compact()
+        elif command == "/think":
+            await self.think(argument)
+        elif command == "/thinking":
+            self.show_thinking(argument)
         else:
-            self.console.print(f"[red]unknown command {command}[/red]; /help lists them")
+            self.console.print(
+                Text.assemble((f"unknown command {command}", "red"), "; /help lists them")
+            )
         return None
 
     async def rewind(self, argument: str) -> None:
@@ -218,20 +276,59 @@ class Repl:
         try:
             target = int(argument) if argument else None
         except ValueError:
-            self.console.print(f"[red]/rewind takes a turn number, got {argument!r}[/red]")
+            self.console.print(Text(f"/rewind takes a turn number, got {argument!r}", style="red"))
+            return
+        from netbox_chat.history import rewind
+
+        result = rewind(runtime.conversation, target)
+        self.console.print(Text(str(result), style="green"))
+
+    async def think(self, argument: str) -> None:
+        runtime = await self.runtime()
+        if not argument:
+            self.console.print(runtime.thinking.label)
             return
         try:
-            result = runtime.conversation.rewind(target)
-        except UserFacingError as exc:
-            self.console.print(f"[red]{exc}[/red]")
+            setting = check_setting(argument, "/think")
+        except ValueError as exc:
+            self.console.print(Text(str(exc), style="red"))
             return
-        self.console.print(f"[green]{result}[/green]")
+        plan = runtime.set_thinking(setting)
+        self.thinking_noted = True
+        if plan.note:
+            self.console.print(Text(plan.note, style="yellow"))
+        else:
+            self.console.print(Text(f"{plan.label} for the rest of this session", style="green"))
+
+    def show_thinking(self, argument: str) -> None:
+        thought = [turn for turn in self.session.turns() if turn.thinking]
+        if argument:
+            thought = [turn for turn in thought if str(turn.number) == argument]
+        if not thought:
+            where = f"turn {argument}" if argument else "this session"
+            self.console.print(Text(f"no thinking recorded for {where}", style="dim"))
+            return
+        self.console.print(render.thinking_text(thought[-1]))
 
     async def compact(self) -> None:
+        from netbox_chat.history import compact
+
         runtime = await self.runtime()
+        before = self._last_request_tokens(runtime)
         with self.console.status("[dim]compacting…[/dim]"):
-            result = await asyncio.create_task(runtime.conversation.compact())
-        self.console.print(result)
+            result = await asyncio.create_task(compact(runtime.conversation))
+        # as its one line: rich would pretty-print the dataclass's fields instead
+        self.console.print(Text(str(result)))
+        if runtime.context is not None and before is not None and not result.cancelled:
+            after = runtime.context.tokens_without(before, result.chars_before - result.chars_after)
+            self.console.print(render.compaction_meter(before, after, runtime.context.window))
+
+    def _last_request_tokens(self, runtime: Runtime) -> int | None:
+        """Ollama's count of the last request: this process's, or the ledger's."""
+        if runtime.context is not None and runtime.context.last_prompt_tokens is not None:
+            return runtime.context.last_prompt_tokens
+        done = [t for t in self.session.turns() if t.status == "done"]
+        return done[-1].prompt_tokens_last if done else None
 
 
 async def run_chat(
@@ -255,21 +352,33 @@ async def run_chat(
                     console, report, reason=f"turn {report.turn} was interrupted and "
                 )
         if rewind_to is not None:
-            from netbox_chat.history import NothingToRewind
+            from netbox_chat.history import NothingToRewind, rewind
 
             runtime = await repl.runtime()
             try:
-                console.print(f"[green]{runtime.conversation.rewind(rewind_to)}[/green]")
+                console.print(Text(str(rewind(runtime.conversation, rewind_to)), style="green"))
             except NothingToRewind as exc:
-                console.print(f"[dim]{exc}[/dim]")
+                console.print(Text(str(exc), style="dim"))
         if resumed:
             render.print_recap(console, session.id, session.recap())
         else:
             console.print(
-                f"[bold]netbox-chat[/bold] session [bold]{session.id}[/bold] · model "
-                f"{settings.model} · /help for commands, Ctrl-D to leave"
+                Text.assemble(
+                    ("netbox-chat", "bold"),
+                    " session ",
+                    (session.id, "bold"),
+                    f" · model {settings.model} · {setting_label(settings.think)}"
+                    " · /help for commands, Ctrl-D to leave",
+                )
             )
         await repl.run()
     finally:
         await background.aclose()
-    console.print(f"[dim]session {session.id} saved; `netbox-chat resume {session.id}`[/dim]")
+    if session.discard_if_unanswered():
+        console.print(
+            Text(f"no question was answered in session {session.id}; nothing was kept", "dim")
+        )
+    else:
+        console.print(
+            Text(f"session {session.id} saved; `netbox-chat resume {session.id}`", style="dim")
+        )

@@ -12,44 +12,73 @@ import asyncio
 import contextlib
 import gc
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import PgSession
-from netbox_chat.sessions import connect
 from netbox_chat.stores import OpenSession
+from netbox_chat.thinking import ThinkPlan, plan_thinking
+from netbox_chat.window import session_window
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
     from netbox_chat.checkpointer import SyncSaverBridge
+    from netbox_chat.context import ContextGuard
+    from netbox_chat.model_info import ModelInfo
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.turns import Conversation
+
+T = TypeVar("T")
+
+
+# /api/show is a local lookup; a server that takes longer is not worth waiting for,
+# the session then runs without knowing the model's capabilities or length.
+MODEL_INFO_TIMEOUT = 10.0
 
 
 @dataclass
 class Runtime:
     conversation: Conversation
     netbox: NetBoxClient | None
+    model_info: ModelInfo | None
+    """What Ollama's /api/show said about the model (None: it could not be
+    read); fetched once per session, in build_runtime, for the window and the
+    capabilities."""
+    thinking: ThinkPlan
+    context: ContextGuard | None = None
+    """The session's window and the compaction that keeps requests inside it."""
+
+    @property
+    def window(self) -> int | None:
+        return None if self.context is None else self.context.window
+
+    def set_thinking(self, setting: str | None) -> ThinkPlan:
+        """Ask the model to think (or not) from the next request on (`/think`)."""
+        self.thinking = plan_thinking(setting, self.model_info)
+        self.conversation.model.reasoning = self.thinking.reasoning
+        return self.thinking
 
     async def aclose(self) -> None:
         if self.netbox is not None:
             await self.netbox.aclose()
-        self.conversation.saver.close()
+        # The saver writes through the session's connection: the session closes it.
 
 
 def open_saver(session: OpenSession) -> SyncSaverBridge:
-    """The session's LangGraph saver, behind the async bridge (slow imports)."""
+    """The session's LangGraph saver, on the session's own connection, behind
+    the async bridge (slow imports)."""
     if isinstance(session, PgSession):
         from netbox_chat.pgsaver import BridgedPostgresSaver
 
         return BridgedPostgresSaver(session.db, session.store.url)
     from netbox_chat.checkpointer import BridgedSqliteSaver
 
-    return BridgedSqliteSaver(connect(session.path))
+    return BridgedSqliteSaver(session.db)
 
 
 def build_runtime(
@@ -61,10 +90,14 @@ def build_runtime(
 ) -> Runtime:
     """Build the agent for `session` (slow: imports deepagents)."""
     from netbox_chat.agent import build_agent, build_model, find_end_node
+    from netbox_chat.context import ContextGuard
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.netbox.tools import build_netbox_tools
     from netbox_chat.turns import Conversation
 
+    model_info = _read_model_info(settings)
+    window = session_window(settings.num_ctx, model_info.context_length if model_info else None)
+    guard = ContextGuard(window, settings.compact_at)
     netbox = None
     if tools is None:
         if settings.netbox_url is None:
@@ -75,13 +108,13 @@ def build_runtime(
             timeout=settings.netbox_timeout,
             on_auth_failure=on_auth_failure,
         )
-        tools = build_netbox_tools(netbox)
+        tools = build_netbox_tools(netbox, window_tokens=window)
+    thinking = plan_thinking(settings.think, model_info)
     saver = open_saver(session)
-    model = build_model(settings)
-    graph = build_agent(settings, tools, saver, model=model)
-    runtime = Runtime(
-        Conversation(session, graph, saver, find_end_node(graph), model=model), netbox
-    )
+    model = build_model(settings, reasoning=thinking.reasoning, num_ctx=window)
+    graph = build_agent(settings, tools, saver, model=model, context_guard=guard)
+    conversation = Conversation(session, graph, saver, find_end_node(graph), model=model)
+    runtime = Runtime(conversation, netbox, model_info, thinking, guard)
     # LangChain's imports and the compiled graph are about 120,000 objects that
     # live as long as the process. Left in the collector, every full garbage
     # collection walks them (60 ms here), and one lands in most turns of a long
@@ -90,43 +123,91 @@ def build_runtime(
     return runtime
 
 
-class CancelOnSignals:
-    """While armed, the first SIGINT/SIGTERM cancels the task exactly once;
-    later ones are ignored until the task is over (a second cancel would end
-    the turn early and let a bridged write commit after the rollback).
+def _read_model_info(settings: Settings) -> ModelInfo | None:
+    """Ollama's facts about the model, or None when they cannot be read: the
+    session then keeps the configured window, and the first turn reports what
+    is wrong with Ollama the usual way."""
+    from netbox_chat.model_info import ModelInfoError, fetch_model_info
 
-    Arm it right after the prompt returns and disarm it right before the next
-    prompt: prompt_toolkit installs and restores its own SIGINT handling.
+    try:
+        return fetch_model_info(settings.ollama_url, settings.model, timeout=MODEL_INFO_TIMEOUT)
+    except ModelInfoError:
+        return None
+
+
+class CancelOnSignals:
+    """While entered, the first SIGINT/SIGTERM cancels the task `run` started,
+    exactly once; later ones are ignored (a second cancel would end the turn
+    early and let a bridged write commit after the rollback).
+
+    The handlers are Python's own, not the event loop's: they are installed
+    before a loop exists (a one-shot `ask` is guarded from its first line) and
+    can give way to "ignore" without a gap, whereas `loop.remove_signal_handler`
+    puts the default back and a SIGTERM in that instant kills the process. A
+    handler runs between two bytecodes of the main thread, so it only records
+    the signal and hands the cancel to the loop, as `asyncio.Runner` does: the
+    cancel then lands at an `await`, never between a ledger commit and the
+    code that reports it.
+
+    The REPL enters one per line, right after the prompt returns, and leaves it
+    right before the next prompt (prompt_toolkit installs and restores its own
+    SIGINT handling); `ask` calls `settle` once its outcome is recorded.
     """
 
     def __init__(
         self,
-        task: asyncio.Task[Any],
         *,
         on_first: Callable[[int], None] | None = None,
         signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
     ) -> None:
-        self.task = task
         self.on_first = on_first
         self.signals = signals
         self.received: int | None = None
-
-    def _handle(self, signum: int) -> None:
-        if self.received is not None or self.task.done():
-            return
-        self.received = signum
-        if self.on_first is not None:
-            self.on_first(signum)
-        self.task.cancel()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelled = False
+        self._previous: dict[signal.Signals, Any] = {}
 
     def __enter__(self) -> CancelOnSignals:
-        loop = asyncio.get_running_loop()
         for sig in self.signals:
-            loop.add_signal_handler(sig, self._handle, int(sig))
+            self._previous[sig] = signal.signal(sig, self._on_signal)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        loop = asyncio.get_running_loop()
+        for sig, handler in self._previous.items():
+            if signal.getsignal(sig) == self._on_signal:  # not settled
+                signal.signal(sig, handler)
+
+    async def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Await `work` as a task that the first signal cancels. A signal that
+        came before cancels it before its first step (CancelledError)."""
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.create_task(work)
+        if self.received is not None:
+            self._loop.call_soon(self._cancel)
+        return await self._task
+
+    def settle(self) -> None:
+        """Ignore SIGINT and SIGTERM from now to the end of the process: what
+        happened is recorded, and the exit status must say so. SIG_IGN rather
+        than a handler, because interpreter shutdown resets Python handlers
+        to the default and would let a late signal kill the process."""
         for sig in self.signals:
-            with contextlib.suppress(Exception):
-                loop.remove_signal_handler(sig)
+            signal.signal(sig, signal.SIG_IGN)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        del frame
+        if self.received is not None:
+            return
+        self.received = signum
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                self._loop.call_soon_threadsafe(self._cancel)
+
+    def _cancel(self) -> None:
+        if self._cancelled or self._task is None or self._task.done():
+            return
+        self._cancelled = True
+        if self.on_first is not None and self.received is not None:
+            self.on_first(self.received)
+        self._task.cancel()

@@ -16,13 +16,16 @@ import os
 import re
 import sqlite3
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from netbox_chat import migrations
+from netbox_chat.database import Connection
 from netbox_chat.errors import ExitStatus, UserFacingError
+from netbox_chat.migrations import schema_version
 
 # Crockford's base32 in lower case: no i, l, o or u, so ids survive being
 # read aloud or copied by hand.
@@ -33,7 +36,9 @@ SUFFIX = ".sqlite"
 COMPANIONS = ("-wal", "-shm")
 _FORGETTING_PREFIX = ".forgetting-"
 
-SCHEMA_VERSION = 3
+# A session holds an answer once one of its turns finished; a later rewind
+# does not make it a session that never happened.
+_ANSWERED = "('done', 'rewound')"
 
 TurnStatus = Literal["running", "done", "cancelled", "failed", "interrupted", "rewound"]
 
@@ -103,54 +108,7 @@ def now_iso() -> str:
 
 # --- the session's own tables -------------------------------------------------
 
-_SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS session_meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS turns (
-    number INTEGER PRIMARY KEY,
-    question TEXT NOT NULL,
-    status TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    ended_at TEXT,
-    base_checkpoint_id TEXT,
-    snapshot_message_ids TEXT,
-    end_checkpoint_id TEXT,
-    tokens_in INTEGER NOT NULL DEFAULT 0,
-    tokens_out INTEGER NOT NULL DEFAULT 0,
-    tool_calls TEXT NOT NULL DEFAULT '[]',
-    rolled_back INTEGER NOT NULL DEFAULT 0,
-    error TEXT,
-    answer TEXT,
-    message_count INTEGER
-);
-CREATE TABLE IF NOT EXISTS history_edits (
-    id INTEGER PRIMARY KEY,
-    kind TEXT NOT NULL,
-    at TEXT NOT NULL,
-    detail TEXT NOT NULL DEFAULT '{}'
-);
-"""
-
-# Forward migrations: MIGRATIONS[n] takes a database at version n to n + 1.
-# Version 0 is a file with none of our tables (a brand-new session).
-# Version 2: a rollback truncates the rows a turn wrote instead of restoring a
-# list of message ids, so a turn keeps only the count of messages before it.
-_SCHEMA_V2 = """
-ALTER TABLE turns DROP COLUMN snapshot_message_ids;
-ALTER TABLE turns ADD COLUMN base_message_count INTEGER;
-"""
-
-# Version 3: each turn records who asked it (OS user and host), for a team.
-_SCHEMA_V3 = "ALTER TABLE turns ADD COLUMN asked_by TEXT;"
-
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
-    0: lambda conn: conn.executescript(_SCHEMA_V1),
-    1: lambda conn: conn.executescript(_SCHEMA_V2),
-    2: lambda conn: conn.executescript(_SCHEMA_V3),
-}
-assert len(MIGRATIONS) == SCHEMA_VERSION
+SCHEMA_VERSION = schema_version()
 
 
 def _read_schema_version(conn: sqlite3.Connection) -> int:
@@ -178,18 +136,19 @@ def check_schema(conn: sqlite3.Connection) -> int:
     return version
 
 
-def migrate(conn: sqlite3.Connection) -> None:
-    """Bring our tables up to SCHEMA_VERSION, one step at a time, atomically."""
+def check_session(conn: sqlite3.Connection) -> int:
+    """`check_schema` for a file that must already be a session: `create()`
+    writes our tables before anyone can see the file, so a file without them
+    was not made by us."""
     version = check_schema(conn)
-    while version < SCHEMA_VERSION:
-        with conn:
-            MIGRATIONS[version](conn)
-            version += 1
-            conn.execute(
-                "INSERT INTO session_meta(key, value) VALUES ('schema_version', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (str(version),),
-            )
+    if version == 0:
+        raise UnreadableSession("not a netbox-chat session (no session tables)")
+    return version
+
+
+def migrate(conn: Connection) -> None:
+    """Bring our tables up to SCHEMA_VERSION, one recorded step at a time."""
+    migrations.migrate(conn, check_schema(conn))
 
 
 # --- records --------------------------------------------------------------------
@@ -221,31 +180,57 @@ class Turn:
     error: str | None = None
     answer: str | None = None
     message_count: int | None = None
+    prompt_tokens_max: int | None = None
+    prompt_tokens_last: int | None = None
+    context_window: int | None = None
+    truncated: bool = False
+    thinking: str | None = None
+    thinking_seconds: float | None = None
+    thinking_chars: int = 0
     asked_by: str | None = None
 
 
-_TURN_COLUMNS = (
-    "number, question, status, started_at, ended_at, base_checkpoint_id, "
-    "base_message_count, end_checkpoint_id, tokens_in, tokens_out, tool_calls, "
-    "rolled_back, error, answer, message_count, asked_by"
-)
+_TURN_FIELDS = tuple(f.name for f in fields(Turn))
+_TURN_COLUMNS = ", ".join(_TURN_FIELDS)
+
+
+def read_turns(conn: sqlite3.Connection, where: str = "", params: Sequence[Any] = ()) -> list[Turn]:
+    """Ledger rows as `Turn`s (`where` is the rest of the query), whatever the
+    file's schema: a column an older schema lacks reads as NULL, so `export`
+    works on a file no current netbox-chat has opened for writing yet."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
+    columns = ", ".join(name if name in present else f"NULL AS {name}" for name in _TURN_FIELDS)
+    rows = conn.execute(f"SELECT {columns} FROM turns {where}", params).fetchall()
+    return [_turn_from_row(row) for row in rows]
+
+
+def _askers(conn: sqlite3.Connection) -> tuple[str, ...]:
+    """Everyone who asked a turn of the file (none before the ledger kept it)."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
+    if "asked_by" not in present:
+        return ()
+    rows = conn.execute(
+        "SELECT DISTINCT asked_by FROM turns WHERE asked_by IS NOT NULL ORDER BY 1"
+    ).fetchall()
+    return tuple(row[0] for row in rows)
 
 
 def _turn_from_row(row: tuple[Any, ...]) -> Turn:
-    values = list(row)
-    values[10] = [ToolCallRecord(**call) for call in json.loads(values[10] or "[]")]
-    return Turn(*values)
+    values = dict(zip(_TURN_FIELDS, row, strict=True))
+    calls = json.loads(values["tool_calls"] or "[]")
+    values["tool_calls"] = [ToolCallRecord(**call) for call in calls]
+    return Turn(**values)
 
 
 # What `copy` carries over of a session's meta (the rest belongs to the store).
-COPIED_META = ("created_at", "title", "model")
+COPIED_META = ("created_at", "title", "model", "netbox_url", "profile")
 
 
 def _turn_to_row(turn: Turn) -> tuple[Any, ...]:
-    """The inverse of `_turn_from_row`, in `_TURN_COLUMNS` order (for `copy`)."""
-    values = [getattr(turn, f.name) for f in fields(Turn)]
-    values[10] = json.dumps([asdict(call) for call in turn.tool_calls])
-    return tuple(values)
+    """The inverse of `_turn_from_row`, in `_TURN_FIELDS` order (for `copy`)."""
+    values = asdict(turn)
+    values["tool_calls"] = json.dumps(values["tool_calls"])
+    return tuple(values[name] for name in _TURN_FIELDS)
 
 
 def asked_by() -> str:
@@ -269,18 +254,55 @@ class SessionSummary:
     size_bytes: int
     title: str = ""
     model: str = ""
+    netbox_url: str = ""
+    profile: str = ""
     created_at: str = ""
     last_active: str = ""
     turns: int = 0
     open_by: int | None = None
     is_open: bool = False
     unreadable: str | None = None
+    unanswered: bool = False  # no turn ever finished (a first turn cut short by a crash)
+    context_tokens: int | None = None
+    """Ollama's count of the last finished turn's last request (the meter)."""
+    context_window: int | None = None
     asked_by: tuple[str, ...] = ()  # everyone who asked a turn, user@host
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["path"] = str(self.path)
         return data
+
+
+@dataclass(frozen=True)
+class CleanPoint:
+    """A head the ledger recorded as the clean end of a turn or of a history
+    edit, with its message count and the checkpoint it was made from (whose
+    writes made it). None where the ledger does not know."""
+
+    checkpoint_id: str | None
+    message_count: int | None
+    parent_checkpoint_id: str | None
+    parent_message_count: int | None
+
+
+def clean_point_of(done: Sequence[Any] | None, edit_detail: str | None) -> CleanPoint:
+    """The clean point from the last finished turn's row (number, end
+    checkpoint, message count, base checkpoint, base message count) and the
+    last history edit's detail: the edit counts if it was made after that turn."""
+    last = done[0] if done else 0
+    if edit_detail:
+        detail = json.loads(edit_detail)
+        if detail.get("after_turn") == last and "message_count" in detail:
+            return CleanPoint(
+                detail.get("head_after"),
+                int(detail["message_count"]),
+                detail.get("head_before"),
+                detail.get("messages_before"),
+            )
+    if done is None:
+        return CleanPoint(None, 0, None, None)
+    return CleanPoint(*done[1:])
 
 
 @dataclass(frozen=True)
@@ -312,6 +334,7 @@ class SessionStore:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create sessions folder {self.root}: {exc.strerror}") from exc
+        refuse_network_filesystem(self.root)
         if not os.access(self.root, os.W_OK | os.X_OK):
             # os.access only says no; name the reason the way the OS would.
             read_only = os.statvfs(self.root).f_flag & os.ST_RDONLY
@@ -371,8 +394,17 @@ class SessionStore:
     def open(self, session_id: str) -> SessionFile:
         return SessionFile.open(self, session_id)
 
-    def create(self, *, model: str, session_id: str | None = None) -> SessionFile:
-        return SessionFile.create(self, model=model, session_id=session_id)
+    def create(
+        self,
+        *,
+        model: str,
+        netbox_url: str | None = None,
+        profile: str | None = None,
+        session_id: str | None = None,
+    ) -> SessionFile:
+        return SessionFile.create(
+            self, model=model, netbox_url=netbox_url, profile=profile, session_id=session_id
+        )
 
     def most_recent(self) -> str:
         for session_id in self.ids_by_recency():
@@ -380,9 +412,14 @@ class SessionStore:
                 return session_id
         raise NoSuchSession(f"no sessions to resume in {self.root}")
 
-    def list_sessions(self, limit: int | None = None) -> list[SessionSummary]:
-        """Summaries of the `limit` most recently written sessions (all by default)."""
-        return [self.summarize(sid) for sid in self.ids_by_recency()[:limit]]
+    def list_sessions(
+        self, limit: int | None = None, ids: list[str] | None = None
+    ) -> list[SessionSummary]:
+        """Summaries of the first `limit` of `ids` (by default every session,
+        most recently written first)."""
+        return [
+            self.summarize(sid) for sid in (self.ids_by_recency() if ids is None else ids)[:limit]
+        ]
 
     def summarize(self, session_id: str) -> SessionSummary:
         """Read one session's summary without writing anything anywhere."""
@@ -398,16 +435,18 @@ class SessionStore:
         )
         try:
             with read_only_connection(path) as conn:
-                if check_schema(conn) == 0:
-                    raise UnreadableSession("not a netbox-chat session (no session tables)")
+                check_session(conn)
                 meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
-                turns, last = conn.execute(
+                turns, answered, last = conn.execute(
                     "SELECT count(*) FILTER (WHERE status = 'done'), "
+                    f"count(*) FILTER (WHERE status IN {_ANSWERED}), "
                     "max(coalesce(ended_at, started_at)) FROM turns"
                 ).fetchone()
-                askers = conn.execute(
-                    "SELECT DISTINCT asked_by FROM turns WHERE asked_by IS NOT NULL ORDER BY 1"
-                ).fetchall()
+                context = conn.execute(
+                    "SELECT prompt_tokens_last, context_window FROM turns "
+                    "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
+                ).fetchone() or (None, None)
+                askers = _askers(conn)
         except (UnreadableSession, sqlite3.DatabaseError) as exc:
             reason = str(exc) if isinstance(exc, UnreadableSession) else f"damaged ({exc})"
             return replace(base, unreadable=reason)
@@ -416,10 +455,15 @@ class SessionStore:
             base,
             title=meta.get("title", ""),
             model=meta.get("model", ""),
+            netbox_url=meta.get("netbox_url", ""),
+            profile=meta.get("profile", ""),
             created_at=created,
             last_active=max(last or "", created),
             turns=turns,
-            asked_by=tuple(row[0] for row in askers),
+            unanswered=answered == 0,
+            context_tokens=context[0],
+            context_window=context[1],
+            asked_by=askers,
         )
 
     def forget(self, session_id: str) -> None:
@@ -429,22 +473,58 @@ class SessionStore:
         half-way leaves no half-deleted session, only a hidden leftover that
         the next forget sweeps away.
         """
-        path = self.path_for(session_id)
-        lock = SessionLock(path, session_id)
+        lock = SessionLock(self.path_for(session_id), session_id)
         lock.acquire()
         try:
-            tomb = self.root / f"{_FORGETTING_PREFIX}{session_id}{SUFFIX}"
-            try:
-                os.rename(path, tomb)
-                for companion in COMPANIONS:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(f"{path}{companion}")
-                os.unlink(tomb)
-            except OSError as exc:
-                raise StoreError(f"cannot delete session {session_id}: {exc.strerror}") from exc
+            self._remove_files(session_id)
         finally:
             lock.release()
         self.sweep_leftovers()
+
+    def _remove_files(self, session_id: str) -> None:
+        """Delete a session's file and companions; the caller holds its lock."""
+        path = self.path_for(session_id)
+        tomb = self.root / f"{_FORGETTING_PREFIX}{session_id}{SUFFIX}"
+        try:
+            os.rename(path, tomb)
+            for companion in COMPANIONS:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{path}{companion}")
+            os.unlink(tomb)
+        except OSError as exc:
+            raise StoreError(f"cannot delete session {session_id}: {exc.strerror}") from exc
+
+    def unanswered(self) -> list[str]:
+        """Sessions no turn ever finished in and no process has open: what a
+        crash during a new session's first turn leaves behind."""
+        return [
+            s.id
+            for s in map(self.summarize, self.session_ids())
+            if s.unanswered and not s.is_open and s.unreadable is None
+        ]
+
+    def search(self, text: str) -> list[str]:
+        """Sessions whose questions or answers contain `text` (case-insensitive
+        for ASCII letters, SQLite's LIKE), newest first, from the ledger only,
+        read-only. A LIKE scan of every ledger: 1,000 sessions take a fraction
+        of a second (bench 7), so there is no full-text index to keep."""
+        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"
+        found = []
+        for session_id in self.ids_by_recency():
+            with (
+                contextlib.suppress(sqlite3.DatabaseError, UnreadableSession),
+                read_only_connection(self.path_for(session_id)) as conn,
+            ):
+                if (
+                    check_schema(conn)
+                    and conn.execute(
+                        "SELECT 1 FROM turns WHERE question LIKE ?1 ESCAPE '\\' "
+                        "OR answer LIKE ?1 ESCAPE '\\' LIMIT 1",
+                        (pattern,),
+                    ).fetchone()
+                ):
+                    found.append(session_id)
+        return found
 
     def sweep_leftovers(self) -> None:
         for entry in os.scandir(self.root):
@@ -471,6 +551,47 @@ def read_only_connection(path: Path) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
+# --- where sessions may live ---------------------------------------------------------
+
+# File systems SQLite's WAL mode does not work on: its shared-memory index and
+# its locks need every process on one host, and network locks are unreliable
+# (sqlite.org/wal.html, "WAL does not work over a network filesystem").
+NETWORK_FILESYSTEMS = frozenset(
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs", "afs", "ceph", "glusterfs", "lustre"}
+)
+MOUNTINFO = Path("/proc/self/mountinfo")
+
+
+def filesystem_type(path: Path) -> str | None:
+    """The type of the file system `path` is on, from the kernel's mount table
+    (None where there is none to read, e.g. not Linux)."""
+    try:
+        lines = MOUNTINFO.read_text().splitlines()
+    except OSError:
+        return None
+    target = str(path.resolve())
+    best, kind = "", None
+    for line in lines:
+        mount_fields, _, rest = line.partition(" - ")
+        parts = mount_fields.split()
+        if len(parts) < 5 or not rest:
+            continue
+        point = parts[4].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, rest.split()[0]
+    return kind
+
+
+def refuse_network_filesystem(folder: Path) -> None:
+    kind = filesystem_type(folder)
+    if kind is not None and (kind in NETWORK_FILESYSTEMS or kind.startswith("fuse.sshfs")):
+        raise StoreError(
+            f"sessions folder {folder} is on a network file system ({kind}), where SQLite "
+            "cannot keep a session safe: point NETBOX_CHAT_SESSIONS at a local disk"
+        )
+
+
 # --- the one-writer lock ------------------------------------------------------------
 
 
@@ -488,6 +609,8 @@ def lock_holder(path: Path) -> int | None:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return _recorded_pid(path) or 0
+    except OSError:  # no locks here at all (some network file systems)
+        return None
     else:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
@@ -520,18 +643,26 @@ class SessionLock:
         self._fd: int | None = None
 
     def acquire(self, *, create: bool = False) -> None:
-        flags = os.O_RDONLY | (os.O_CREAT | os.O_EXCL if create else 0)
+        # Opened for writing: NFS (v4, and v3 through its lock manager) answers
+        # an exclusive lock on a read-only descriptor with EBADF (flock(2)).
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         try:
             fd = os.open(self.path, flags, 0o600)
         except FileNotFoundError as exc:
             raise NoSuchSession(f"no session {self.session_id!r}") from exc
         except OSError as exc:
-            raise StoreError(f"cannot open session file {self.path}: {exc.strerror}") from exc
+            raise StoreError(f"cannot write session {self.session_id}: {exc.strerror}") from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise SessionBusy(self.session_id, _recorded_pid(self.path)) from None
+        except OSError as exc:
+            os.close(fd)
+            raise StoreError(
+                f"cannot lock session {self.session_id}: {exc.strerror}; "
+                "keep the sessions folder on a local disk"
+            ) from exc
         self._fd = fd
 
     def release(self) -> None:
@@ -543,18 +674,23 @@ class SessionLock:
 # --- an open session (held for writing) ------------------------------------------------
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection to a session file that this process holds the lock on."""
-    conn = sqlite3.connect(path, check_same_thread=False, timeout=10.0)
+def connect(path: Path) -> Connection:
+    """A connection to a session file that this process holds the lock on.
+
+    `mode=rw`: it never creates the file, so a connection opened late (the
+    agent build on its thread) cannot bring back a session just discarded."""
+    uri = f"{path.resolve().as_uri()}?mode=rw"
+    conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=10.0, factory=Connection)
     conn.execute("PRAGMA busy_timeout = 10000")
     return conn
 
 
 class SessionFile:
-    """A session opened for writing: the lock, and our tables on one connection.
+    """A session opened for writing: the lock, and the one connection.
 
-    LangGraph's saver gets its own connection to the same file (see
-    `checkpointer.py`); SQLite serializes the two writers.
+    LangGraph's saver writes through the same connection (`runtime.py` builds
+    it on `db`), so a rollback or a history edit and its ledger rows commit
+    together in one `db.atomic()`.
     """
 
     def __init__(self, store: SessionStore, session_id: str) -> None:
@@ -562,20 +698,34 @@ class SessionFile:
         self.id = session_id
         self.path = store.path_for(session_id)
         self.lock = SessionLock(self.path, session_id)
-        self.conn: sqlite3.Connection | None = None
+        self.conn: Connection | None = None
         self.asked_by = asked_by()
 
     @classmethod
     def create(
-        cls, store: SessionStore, *, model: str, session_id: str | None = None
+        cls,
+        store: SessionStore,
+        *,
+        model: str,
+        netbox_url: str | None = None,
+        profile: str | None = None,
+        session_id: str | None = None,
     ) -> SessionFile:
-        """A new session (a given id only for `copy`, which keeps it)."""
+        """A new session, remembering the model and the NetBox (URL, and the
+        profile that named it; never the token) it was started with. A given
+        id only for `copy`, which keeps it."""
         store.ensure_root()
         session = cls(store, session_id or new_session_id())
         session.lock.acquire(create=True)
+        remembered = {"netbox_url": netbox_url, "profile": profile}
         try:
             session._connect()
-            session._set_meta(created_at=now_iso(), model=model, title="")
+            session._set_meta(
+                created_at=now_iso(),
+                model=model,
+                title="",
+                **{key: value for key, value in remembered.items() if value},
+            )
         except BaseException:
             session.close()
             with contextlib.suppress(OSError):
@@ -587,6 +737,7 @@ class SessionFile:
     def open(cls, store: SessionStore, session_id: str) -> SessionFile:
         session = cls(store, session_id)
         session._refuse_unreadable()
+        refuse_network_filesystem(store.root)
         session.lock.acquire()
         try:
             session._connect()
@@ -600,10 +751,7 @@ class SessionFile:
             raise NoSuchSession(f"no session {self.id!r} in {self.store.root}")
         try:
             with read_only_connection(self.path) as conn:
-                if check_schema(conn) == 0:
-                    # create() writes our tables before anyone can see the
-                    # file, so a file without them was not made by us.
-                    raise UnreadableSession("not a netbox-chat session (no session tables)")
+                check_session(conn)
         except sqlite3.DatabaseError as exc:
             raise UnreadableSession(f"session {self.id} is unreadable: {exc}") from exc
         except UnreadableSession as exc:
@@ -623,6 +771,24 @@ class SessionFile:
         except OSError as exc:
             raise StoreError(f"cannot open session {self.id}: {exc.strerror}") from exc
 
+    def discard_if_unanswered(self) -> bool:
+        """Delete this session if none of its turns ever finished: a session
+        whose only question failed or was cancelled never happened. Still
+        holding the lock, so nobody can open it in between. True if deleted."""
+        (answered,) = self.db.execute(
+            f"SELECT count(*) FROM turns WHERE status IN {_ANSWERED}"
+        ).fetchone()
+        if answered:
+            return False
+        with contextlib.suppress(sqlite3.Error):
+            self.db.close()
+        self.conn = None
+        try:
+            self.store._remove_files(self.id)
+        finally:
+            self.lock.release()
+        return True
+
     def close(self) -> None:
         if self.conn is not None:
             with contextlib.suppress(sqlite3.Error):
@@ -637,7 +803,7 @@ class SessionFile:
         self.close()
 
     @property
-    def db(self) -> sqlite3.Connection:
+    def db(self) -> Connection:
         if self.conn is None:
             raise StoreError(f"session {self.id} is closed")
         return self.conn
@@ -645,7 +811,7 @@ class SessionFile:
     # meta
 
     def _set_meta(self, **values: str) -> None:
-        with self.db:
+        with self.db.atomic():
             self.db.executemany(
                 "INSERT INTO session_meta(key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -655,16 +821,13 @@ class SessionFile:
     def meta(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT key, value FROM session_meta").fetchall())
 
-    def set_model(self, model: str) -> None:
-        self._set_meta(model=model)
-
     # the turn ledger
 
     def begin_turn(
         self, question: str, *, base_checkpoint_id: str | None, base_message_count: int
     ) -> int:
         """Record a turn as running, with its rollback point, before it starts."""
-        with self.db:
+        with self.db.atomic():
             cur = self.db.execute(
                 "INSERT INTO turns(question, status, started_at, base_checkpoint_id, "
                 "base_message_count, asked_by) VALUES (?, 'running', ?, ?, ?, ?)",
@@ -690,13 +853,21 @@ class SessionFile:
         error: str | None = None,
         answer: str | None = None,
         message_count: int | None = None,
+        prompt_tokens_max: int | None = None,
+        prompt_tokens_last: int | None = None,
+        context_window: int | None = None,
+        truncated: bool = False,
+        thinking: str | None = None,
+        thinking_seconds: float | None = None,
     ) -> None:
         """Close a turn's row."""
-        with self.db:
+        with self.db.atomic():
             self.db.execute(
                 "UPDATE turns SET status = ?, ended_at = ?, end_checkpoint_id = ?, "
                 "tokens_in = ?, tokens_out = ?, tool_calls = ?, rolled_back = ?, error = ?, "
-                "answer = ?, message_count = ? WHERE number = ?",
+                "answer = ?, message_count = ?, prompt_tokens_max = ?, prompt_tokens_last = ?, "
+                "context_window = ?, truncated = ?, thinking = ?, thinking_seconds = ?, "
+                "thinking_chars = ? WHERE number = ?",
                 (
                     status,
                     now_iso(),
@@ -708,23 +879,33 @@ class SessionFile:
                     error,
                     answer,
                     message_count,
+                    prompt_tokens_max,
+                    prompt_tokens_last,
+                    context_window,
+                    int(truncated),
+                    thinking,
+                    thinking_seconds,
+                    len(thinking or ""),
                     number,
                 ),
             )
 
     def turns(self) -> list[Turn]:
-        rows = self.db.execute(f"SELECT {_TURN_COLUMNS} FROM turns ORDER BY number").fetchall()
-        return [_turn_from_row(row) for row in rows]
+        return read_turns(self.db, "ORDER BY number")
 
     def running_turns(self) -> list[Turn]:
-        rows = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE status = 'running' ORDER BY number"
-        ).fetchall()
-        return [_turn_from_row(row) for row in rows]
+        return read_turns(self.db, "WHERE status = 'running' ORDER BY number")
+
+    def finished_after(self, number: int) -> bool:
+        """Whether any turn after `number` has ended (in whatever way)."""
+        row = self.db.execute(
+            "SELECT 1 FROM turns WHERE number > ? AND status != 'running' LIMIT 1", (number,)
+        ).fetchone()
+        return row is not None
 
     def mark_rewound(self, after_number: int) -> int:
         """Mark every finished turn after `after_number` as rewound."""
-        with self.db:
+        with self.db.atomic():
             cur = self.db.execute(
                 "UPDATE turns SET status = 'rewound' WHERE number > ? AND status = 'done'",
                 (after_number,),
@@ -732,7 +913,7 @@ class SessionFile:
         return cur.rowcount
 
     def record_edit(self, kind: str, **detail: Any) -> None:
-        with self.db:
+        with self.db.atomic():
             self.db.execute(
                 "INSERT INTO history_edits(kind, at, detail) VALUES (?, ?, ?)",
                 (kind, now_iso(), json.dumps(detail)),
@@ -741,35 +922,37 @@ class SessionFile:
     def message_count_now(self) -> int:
         """Messages in the conversation as the last finished turn or the last
         history edit (rewind, compaction) after it left it."""
+        return self.clean_point().message_count or 0
+
+    def clean_point(self) -> CleanPoint:
+        """Where the ledger says the conversation was last left: the end of
+        the last finished turn, or the head written by the last history edit
+        (rewind, compaction) after it. Lets a turn check its head from a few
+        rows instead of reading the whole conversation."""
         done = self.db.execute(
-            "SELECT number, message_count FROM turns WHERE status = 'done' "
-            "ORDER BY number DESC LIMIT 1"
+            "SELECT number, end_checkpoint_id, message_count, base_checkpoint_id, "
+            "base_message_count FROM turns WHERE status = 'done' ORDER BY number DESC LIMIT 1"
         ).fetchone()
         edit = self.db.execute(
             "SELECT detail FROM history_edits ORDER BY id DESC LIMIT 1"
         ).fetchone()
-        last, count = done if done else (0, 0)
-        if edit:
-            detail = json.loads(edit[0])
-            if detail.get("after_turn") == last and "message_count" in detail:
-                return int(detail["message_count"])
-        return int(count or 0)
+        return clean_point_of(done, edit[0] if edit else None)
 
     def recap(self) -> Recap:
         """The recap `resume` shows, from a few small queries: reading the
         whole ledger (every row, its tool calls parsed) would make the prompt
         of a long session wait for rows nobody is shown."""
         (done,) = self.db.execute("SELECT count(*) FROM turns WHERE status = 'done'").fetchone()
-        row = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE status = 'done' ORDER BY number DESC LIMIT 1"
-        ).fetchone()
-        last = _turn_from_row(row) if row else None
-        rows = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE number > ? "
-            "AND status IN ('cancelled', 'failed', 'interrupted') ORDER BY number",
-            (last.number if last else 0,),
-        ).fetchall()
-        unfinished = tuple(_turn_from_row(row) for row in rows)
+        newest = read_turns(self.db, "WHERE status = 'done' ORDER BY number DESC LIMIT 1")
+        last = newest[0] if newest else None
+        unfinished = tuple(
+            read_turns(
+                self.db,
+                "WHERE number > ? AND status IN ('cancelled', 'failed', 'interrupted') "
+                "ORDER BY number",
+                (last.number if last else 0,),
+            )
+        )
         return Recap(done, self.message_count_now(), last, unfinished)
 
     def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
@@ -783,8 +966,8 @@ class SessionFile:
         edits: list[tuple[str, str, dict[str, Any]]],
     ) -> None:
         """Write a copied session's ledger as it was, in one transaction (`copy`)."""
-        marks = ", ".join("?" * len(fields(Turn)))
-        with self.db:
+        marks = ", ".join("?" * len(_TURN_FIELDS))
+        with self.db.atomic():
             self.db.executemany(
                 "INSERT INTO session_meta(key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",

@@ -23,8 +23,8 @@ OpenSession: TypeAlias = "SessionFile | PgSession"
 
 def open_store(settings: Settings) -> Store:
     """The configured store; nothing is connected or created yet."""
-    if settings.store_url is not None:
+    if settings.store is not None:
         from netbox_chat.pgstore import PgSessionStore
 
-        return PgSessionStore(settings.store_url)
+        return PgSessionStore(settings.store)
     return SessionStore(settings.sessions_dir)

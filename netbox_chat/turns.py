@@ -1,10 +1,11 @@
 """A turn's life: snapshot, stream, cancel, two-pass rollback, verification,
-crash recovery, rewind and compaction.
+crash recovery. (Rewind and compaction, which edit the past, are history.py.)
 
 The invariant this module keeps: the thread the model sees is always a thread
 of finished turns. Every turn is recorded as `running` with its rollback point
 before it starts; whatever ends it other than success (Ctrl-C, an error, a
-crash found on the next open) restores that point the same way.
+crash found on the next open) restores that point the same way, and no turn
+starts while an earlier one is still `running` in the ledger.
 
 A turn runs with `durability="exit"`: the graph keeps its steps in memory and
 writes one checkpoint when the run ends (or is cancelled), so a turn appends
@@ -18,50 +19,72 @@ or the one-shot `ask` renders them.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
-from langgraph.channels import LastValue
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel._algo import prepare_next_tasks
+from langgraph.pregel._checkpoint import channels_from_checkpoint
 from langgraph.types import Overwrite, StateSnapshot
 
-from netbox_chat.checkpointer import SyncSaverBridge
+from netbox_chat.checkpointer import SyncSaverBridge, WritesStillRunning
 from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import database_errors
 from netbox_chat.sessions import StoreError, ToolCallRecord, TurnStatus
 from netbox_chat.stores import OpenSession
-
-if TYPE_CHECKING:
-    from netbox_chat.history import CompactResult, RewindResult
+from netbox_chat.thinking import ThinkSplitter, split_thinking
 
 
 # What a session store that cannot be written raises (disk full, I/O error,
 # read-only file system; a database connection lost or refused). Only the
 # stores' own errors: an OSError in a turn is far more likely a connection to
 # Ollama or NetBox going away.
-def _store_errors() -> tuple[type[Exception], ...]:
-    return (sqlite3.Error, *database_errors())
+def _store_errors(*more: type[Exception]) -> tuple[type[Exception], ...]:
+    return (sqlite3.Error, *database_errors(), *more)
 
 
 # --- events -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
+class TurnStarted:
+    session: str
+    turn: int
+
+
+@dataclass(frozen=True)
 class TextDelta:
     text: str
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    """A piece of the model's thinking (never part of the answer)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingFinished:
+    """The model stopped thinking and began its answer or a tool call."""
+
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -93,7 +116,49 @@ class RollingBack:
     reason: str
 
 
-TurnEvent = TextDelta | ToolStarted | ToolFinished | ModelCallFinished | RollingBack
+@dataclass(frozen=True)
+class ContextMeasured:
+    """Ollama's count of one request (`prompt_eval_count`) against the window;
+    `truncated` when the count shows Ollama cut the request to fit."""
+
+    prompt_tokens: int
+    window: int
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class ContextCompacted:
+    """Before a model call, the older part of the conversation was summarized."""
+
+    summarized: int
+    tokens_before: int
+    tokens_after: int
+    window: int
+    summary_tokens_in: int = 0
+    summary_tokens_out: int = 0
+
+
+@dataclass(frozen=True)
+class ContextSummaryFailed:
+    """A compaction was due but did not happen: the call goes on uncompacted."""
+
+    tokens: int
+    window: int
+    reason: str
+
+
+ContextEvent = ContextMeasured | ContextCompacted | ContextSummaryFailed
+TurnEvent = (
+    TurnStarted
+    | TextDelta
+    | ThinkingDelta
+    | ThinkingFinished
+    | ToolStarted
+    | ToolFinished
+    | ModelCallFinished
+    | RollingBack
+    | ContextEvent
+)
 EventSink = Callable[[TurnEvent], None]
 
 
@@ -110,6 +175,35 @@ class RollbackReport:
 
 
 @dataclass
+class ContextUse:
+    """What a turn's requests took of the window, from Ollama's own counts."""
+
+    window: int | None = None
+    prompt_tokens_max: int | None = None
+    prompt_tokens_last: int | None = None
+    truncated: bool = False
+    compactions: list[ContextCompacted] = field(default_factory=list)
+
+    def record(self, event: ContextEvent) -> None:
+        if isinstance(event, ContextMeasured):
+            self.window = event.window
+            self.prompt_tokens_last = event.prompt_tokens
+            self.prompt_tokens_max = max(self.prompt_tokens_max or 0, event.prompt_tokens)
+            self.truncated = self.truncated or event.truncated
+        elif isinstance(event, ContextCompacted):
+            self.compactions.append(event)
+
+    def ledger(self) -> dict[str, Any]:
+        """The `finish_turn` fields."""
+        return {
+            "prompt_tokens_max": self.prompt_tokens_max,
+            "prompt_tokens_last": self.prompt_tokens_last,
+            "context_window": self.window,
+            "truncated": self.truncated,
+        }
+
+
+@dataclass
 class TurnOutcome:
     number: int
     status: TurnStatus
@@ -119,6 +213,75 @@ class TurnOutcome:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     error: str | None = None
     rollback: RollbackReport | None = None
+    thinking: str = ""
+    thinking_seconds: float | None = None
+    context: ContextUse = field(default_factory=lambda: ContextUse())
+
+
+class _Thinking:
+    """Tells a turn's thinking from its answer as the model streams, and times it.
+
+    Each model call gets its own `<think>` splitter (a call is one message id);
+    thinking ends when the call's answer text or a tool call begins, or when the
+    call ends. The text and the seconds add up on the outcome.
+    """
+
+    def __init__(self, sink: EventSink, outcome: TurnOutcome) -> None:
+        self.sink = sink
+        self.outcome = outcome
+        self.call: str | None = None
+        self.splitter = ThinkSplitter()
+        self.started: float | None = None
+
+    def chunk(self, message: AIMessageChunk) -> None:
+        if message.id != self.call:
+            self.end_call()
+            self.call = message.id
+        inline, answer = self.splitter.feed(text_of(message))
+        self._think(str(message.additional_kwargs.get("reasoning_content") or "") + inline)
+        if answer or message.tool_call_chunks:
+            self._stop()
+        if answer:
+            self.sink(TextDelta(answer))
+
+    def end_call(self) -> None:
+        inline, answer = self.splitter.finish()
+        self._think(inline)
+        self._stop()
+        if answer:
+            self.sink(TextDelta(answer))
+        self.splitter = ThinkSplitter()
+
+    def _think(self, text: str) -> None:
+        if not text:
+            return
+        if self.started is None:
+            self.started = time.monotonic()
+            if self.outcome.thinking:
+                self.outcome.thinking += "\n\n"
+        self.outcome.thinking += text
+        self.sink(ThinkingDelta(text))
+
+    def _stop(self) -> None:
+        seconds = self.settle()
+        if seconds is not None:
+            self.sink(ThinkingFinished(seconds))
+
+    def settle(self) -> float | None:
+        """Count the thinking under way, if any (also when the turn ends
+        mid-thought: a cancelled turn's ledger row says how long it thought)."""
+        if self.started is None:
+            return None
+        seconds = round(time.monotonic() - self.started, 3)
+        self.started = None
+        self.outcome.thinking = self.outcome.thinking.rstrip()
+        total = (self.outcome.thinking_seconds or 0.0) + seconds
+        self.outcome.thinking_seconds = round(total, 3)
+        return seconds
+
+
+class HeadDidNotMove(Exception):
+    """A finished turn's checkpoint is not the session's head."""
 
 
 class DirtyHead(UserFacingError):
@@ -133,11 +296,7 @@ def message_ids(messages: Sequence[BaseMessage]) -> list[str]:
     return [str(m.id) for m in messages]
 
 
-def _message_key(message: BaseMessage) -> tuple[str, str, str]:
-    return (str(message.id), message.type, json.dumps(message.content, sort_keys=True))
-
-
-def _text_of(message: BaseMessage) -> str:
+def text_of(message: BaseMessage) -> str:
     content = message.content
     if isinstance(content, str):
         return content
@@ -146,22 +305,14 @@ def _text_of(message: BaseMessage) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Exchange:
-    """One finished question and its answer, for recaps and transcripts."""
-
-    question: str
-    answer: str
-
-
-def exchanges(messages: Sequence[BaseMessage]) -> list[Exchange]:
-    result: list[Exchange] = []
-    for message in messages:
-        if isinstance(message, HumanMessage):
-            result.append(Exchange(_text_of(message), ""))
-        elif isinstance(message, AIMessage) and result and not message.tool_calls:
-            result[-1] = Exchange(result[-1].question, _text_of(message))
-    return result
+def unpaired_tool_messages(messages: Sequence[BaseMessage]) -> list[str]:
+    """Why `messages` cannot go to a model as they are: a tool call without a
+    result, or a result without its call (empty when they can)."""
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    asked = {str(call["id"]) for m in messages if isinstance(m, AIMessage) for call in m.tool_calls}
+    problems = [f"tool call {c} has no result" for c in sorted(asked - answered)]
+    problems += [f"tool result {r} has no call" for r in sorted(answered - asked)]
+    return problems
 
 
 # --- the conversation -----------------------------------------------------------------
@@ -178,24 +329,18 @@ class Conversation:
         end_node: str,
         model: Any = None,
     ) -> None:
+        if getattr(saver, "conn", session.db) is not session.db:
+            # A rollback and its ledger record are one transaction: on two
+            # connections the ledger's write would wait for the saver's lock.
+            raise ValueError("the saver must write through the session's own connection")
         self.session = session
         self.graph = graph
         self.saver = saver
         self.end_node = end_node
         self.model = model  # the agent's chat model; /compact asks it for the summary
         self.config: RunnableConfig = {"configurable": {"thread_id": session.id}}
-
-    # history edits (history.py imports this module, hence the local imports)
-
-    def rewind(self, to_turn: int | None = None) -> RewindResult:
-        from netbox_chat.history import rewind
-
-        return rewind(self, to_turn)
-
-    async def compact(self, keep_exchanges: int = 2) -> CompactResult:
-        from netbox_chat.history import compact
-
-        return await compact(self, keep_exchanges=keep_exchanges, model=self.model)
+        # Turns whose rollback or record could not be written yet, by number.
+        self._unrecorded: dict[int, TurnOutcome] = {}
 
     # reading committed state
 
@@ -230,26 +375,91 @@ class Conversation:
 
     def _inspect_head(self) -> tuple[str | None, int, list[str]]:
         """(head checkpoint id, its message count, why it is not a clean end of
-        a turn), from one read of the committed state."""
+        a turn).
+
+        From rows when the head is where the ledger last left the conversation
+        (a few rows, however long the session): this runs on the event loop
+        before every turn and in every rollback, where a Ctrl-C may be
+        waiting. From a whole-state read otherwise, which decides whatever the
+        rows cannot vouch for.
+        """
         head_tuple = self.saver.get_tuple(self.config)
         if head_tuple is None:
             return None, 0, []
-        head_id = str(head_tuple.config["configurable"]["checkpoint_id"])
-        problems = []
+        from_rows = self._inspect_rows(head_tuple)
+        return from_rows if from_rows is not None else self._inspect_state(head_tuple)
+
+    def _inspect_rows(self, head: CheckpointTuple) -> tuple[str, int, list[str]] | None:
+        """The head check from rows, or None when the rows cannot vouch for it.
+
+        The head must be the ledger's clean point, made from the checkpoint
+        the ledger says, by writes that add up to the ledger's message count.
+        Every clean point was the head when the next turn started and passed
+        this check (or the state read), and checkpoints never change; so only
+        the last step can have left a tool call without its result, and only
+        its writes need reading. Steps to run and pending results come from
+        the head's own row, as LangGraph's state read computes them.
+        """
+        head_id = str(head.config["configurable"]["checkpoint_id"])
+        point = self.session.clean_point()
+        if point.checkpoint_id != head_id or point.message_count is None:
+            return None
+        parent = self.saver.get_tuple(head.parent_config) if head.parent_config else None
+        if parent is None or parent.config["configurable"]["checkpoint_id"] != (
+            point.parent_checkpoint_id
+        ):
+            return None
+        # With durability="exit" the writes that made a checkpoint are stored
+        # on its parent (a turn's messages, a rewind's Overwrite).
+        writes = [
+            value for _, channel, value in parent.pending_writes or [] if channel == "messages"
+        ]
+        step = _messages_step(writes)
+        if step is None:
+            return None
+        replaced, written = step
+        before = 0 if replaced else point.parent_message_count
+        if before is None or before + len(written) != point.message_count:
+            return None
+        problems = _unfinished_step_problems(
+            self._steps_to_run(head), len(head.pending_writes or [])
+        )
+        problems += unpaired_tool_messages(written)
+        return head_id, point.message_count, problems
+
+    def _steps_to_run(self, head: CheckpointTuple) -> tuple[str, ...]:
+        """The nodes LangGraph would run next from this checkpoint, computed
+        the way its state read does (`prepare_next_tasks`) but without
+        replaying the delta channels. Which nodes run depends on the
+        checkpoint's channel versions and on whether each trigger channel has
+        a value; a delta channel always has one (empty or not), so an empty
+        stand-in gives the same answer."""
+        specs = self.graph.channels
+        deltas = {k: v for k, v in specs.items() if isinstance(v, DeltaChannel)}
+        plain = {k: v for k, v in specs.items() if k not in deltas}
+        channels, managed = channels_from_checkpoint(plain, head.checkpoint)
+        empty = {k: v.from_checkpoint(None) for k, v in deltas.items()}
+        step = int(head.metadata.get("step", -1)) + 1 if head.metadata else 0
+        tasks = prepare_next_tasks(
+            head.checkpoint,
+            head.pending_writes or [],
+            self.graph.nodes,
+            {**channels, **empty},
+            managed,
+            head.config,
+            step,
+            step + 2,
+            for_execution=False,
+        )
+        return tuple(task.name for task in tasks.values())
+
+    def _inspect_state(self, head: CheckpointTuple) -> tuple[str, int, list[str]]:
+        """The head check from one read of the whole committed state."""
+        head_id = str(head.config["configurable"]["checkpoint_id"])
         snapshot = self.graph.get_state(self.pinned(head_id))
-        if snapshot.next:
-            problems.append(f"the graph still has steps to run: {', '.join(snapshot.next)}")
-        if head_tuple.pending_writes:
-            problems.append(f"{len(head_tuple.pending_writes)} task result(s) pending on the head")
         messages = snapshot.values.get("messages", [])
-        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-        for message in messages:
-            if isinstance(message, AIMessage):
-                missing = [c["id"] for c in message.tool_calls if c["id"] not in answered]
-                if missing:
-                    problems.append(
-                        f"tool call(s) without a result: {', '.join(map(str, missing))}"
-                    )
+        problems = _unfinished_step_problems(snapshot.next, len(head.pending_writes or []))
+        problems += unpaired_tool_messages(messages)
         return head_id, len(messages), problems
 
     # a turn
@@ -260,7 +470,14 @@ class Conversation:
         Cancel this coroutine's task exactly once to stop the turn: the graph's
         own cleanup runs, then the rollback runs synchronously, which a second
         cancel cannot interrupt.
+
+        A turn never starts while the ledger still says an earlier one is
+        running (its rollback or its record could not be written): that one
+        is finished first, and if it still cannot be, this turn is refused.
+        Otherwise the next open's recovery would roll back to the old turn's
+        base and take every turn answered since with it.
         """
+        self.recover_interrupted()
         try:
             base, base_messages, problems = self._inspect_head()
             if problems:
@@ -269,6 +486,7 @@ class Conversation:
                     + "; ".join(problems)
                     + "); rewind to the last clean turn with /rewind"
                 )
+            self.saver.ids_after(base)
             number = self.session.begin_turn(
                 question, base_checkpoint_id=base, base_message_count=base_messages
             )
@@ -277,9 +495,10 @@ class Conversation:
                 f"session {self.session.id}: cannot start the turn: {describe_error(exc)}"
             ) from exc
         outcome = TurnOutcome(number, "running")
+        sink(TurnStarted(self.session.id, number))
         store_failure: BaseException | None = None
         try:
-            await self._stream(question, sink, outcome)
+            message_count = await self._stream(question, sink, outcome)
         except asyncio.CancelledError:
             outcome.status = "cancelled"
         except Exception as exc:  # the turn failed: roll back and report
@@ -288,17 +507,25 @@ class Conversation:
             store_failure = exc if isinstance(exc, _store_errors()) else None
         else:
             try:
-                messages = self.messages()
-                self.session.finish_turn(
-                    number,
-                    "done",
-                    end_checkpoint_id=self.head_checkpoint_id(),
-                    tokens_in=outcome.tokens_in,
-                    tokens_out=outcome.tokens_out,
-                    tool_calls=outcome.tool_calls,
-                    answer=outcome.answer,
-                    message_count=len(messages),
-                )
+                end = self._new_head(base)
+                with self.session.db.atomic():  # the answer and its compactions, or neither
+                    self.session.finish_turn(
+                        number,
+                        "done",
+                        end_checkpoint_id=end,
+                        tokens_in=outcome.tokens_in,
+                        tokens_out=outcome.tokens_out,
+                        tool_calls=outcome.tool_calls,
+                        answer=outcome.answer,
+                        message_count=message_count,
+                        thinking=outcome.thinking or None,
+                        thinking_seconds=outcome.thinking_seconds,
+                        **outcome.context.ledger(),
+                    )
+                    self._record_compactions(number, outcome.context)
+            except HeadDidNotMove as exc:
+                outcome.status = "failed"
+                outcome.error = str(exc)
             except _store_errors() as exc:  # the answer cannot be recorded: undo it
                 outcome.status = "failed"
                 outcome.error = describe_error(exc)
@@ -307,51 +534,97 @@ class Conversation:
                 outcome.status = "done"
                 return outcome
         sink(RollingBack(number, outcome.status))
+        self._unrecorded[number] = outcome
         try:
-            outcome.rollback = self.rollback(number, base, base_messages)
-            self.session.finish_turn(
-                number,
-                outcome.status,
-                tokens_in=outcome.tokens_in,
-                tokens_out=outcome.tokens_out,
-                tool_calls=outcome.tool_calls,
-                rolled_back=outcome.rollback.removed_messages,
-                error=_join(outcome.error, outcome.rollback.problems),
-            )
-        except _store_errors() as exc:
-            # Neither the rollback nor the ledger could be written. What is on
-            # disk is still consistent: the ledger says the turn is `running`
-            # with its snapshot (or it was recorded as ended), so the next open
-            # rolls it back the way it would after a crash.
+            self.rollback(outcome, base, base_messages)
+        except _store_errors(WritesStillRunning) as exc:
+            # Neither the rollback nor its record was written (they are one
+            # transaction): the ledger says the turn is `running` with its
+            # rollback point, and the next turn, or the next open, finishes it
+            # first.
             raise StoreError(
                 f"turn {number} {outcome.status} and could not be rolled back now "
                 f"({describe_error(exc)}); the session is kept and the turn will be "
-                f"rolled back the next time session {self.session.id} is opened"
+                f"rolled back before the next turn, or the next time session "
+                f"{self.session.id} is opened"
             ) from exc
         if store_failure is not None:
             raise StoreError(f"turn {number} failed and was rolled back: {outcome.error}")
         return outcome
 
-    async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> None:
+    def _new_head(self, base: str | None) -> str:
+        """The checkpoint a finished turn ended on, checked to be the head: a
+        checkpoint id that sorts before the old head (a clock stepped back
+        while LangGraph made it) would leave the answer invisible."""
+        end = self.head_checkpoint_id()
+        if end is None or end == base:
+            raise HeadDidNotMove(
+                "the turn's checkpoint did not become the session's head (was the clock "
+                "set back?); it was rolled back"
+            )
+        return end
+
+    def _on_context(self, event: ContextEvent, sink: EventSink, outcome: TurnOutcome) -> None:
+        outcome.context.record(event)
+        if isinstance(event, ContextCompacted):  # the summary is a model call of the turn
+            outcome.tokens_in += event.summary_tokens_in
+            outcome.tokens_out += event.summary_tokens_out
+        sink(event)
+
+    def _record_compactions(self, turn: int, context: ContextUse) -> None:
+        """Automatic compactions go into the history-edit log (export notes them
+        where they happened); they leave the message list as it was, so they
+        carry no message count."""
+        for compaction in context.compactions:
+            self.session.record_edit(
+                "auto-compact",
+                after_turn=turn - 1,
+                turn=turn,
+                summarized=compaction.summarized,
+                tokens_before=compaction.tokens_before,
+                tokens_after=compaction.tokens_after,
+                window=compaction.window,
+            )
+
+    async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> int:
+        """Run the graph, report its events; return how many messages the
+        conversation has at the end, as the run's own state says (counting
+        them from the file would read the whole history again)."""
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
+        thinking = _Thinking(sink, outcome)
         inputs = {"messages": [HumanMessage(question)]}
         stream: Any = self.graph.astream(
-            inputs, self.config, stream_mode=["messages", "updates"], durability="exit"
+            inputs,
+            self.config,
+            stream_mode=["messages", "updates", "values", "custom"],
+            durability="exit",
         )
-        async for mode, chunk in stream:
-            if mode == "messages":
-                message, metadata = chunk
-                if (
-                    isinstance(message, AIMessageChunk)
-                    and metadata.get("langgraph_node") == "model"
-                ):
-                    text = _text_of(message)
-                    if text:
-                        sink(TextDelta(text))
-                continue
-            for update in (chunk or {}).values():
-                for message in _update_messages(update):
-                    self._on_message(message, sink, outcome, started)
+        message_count = 0
+        try:
+            async for mode, chunk in stream:
+                if mode == "values":
+                    message_count = len(chunk.get("messages", []))
+                    continue
+                if mode == "custom":
+                    if isinstance(chunk, ContextEvent):
+                        self._on_context(chunk, sink, outcome)
+                    continue
+                if mode == "messages":
+                    message, metadata = chunk
+                    if (
+                        isinstance(message, AIMessageChunk)
+                        and metadata.get("langgraph_node") == "model"
+                    ):
+                        thinking.chunk(message)
+                    continue
+                for update in (chunk or {}).values():
+                    for message in _update_messages(update):
+                        if isinstance(message, AIMessage):
+                            thinking.end_call()
+                        self._on_message(message, sink, outcome, started)
+        finally:
+            thinking.settle()
+        return message_count
 
     def _on_message(
         self,
@@ -370,12 +643,12 @@ class Conversation:
                 started[str(call["id"])] = (time.monotonic(), call["name"], call["args"])
                 sink(ToolStarted(str(call["id"]), call["name"], call["args"]))
             if not message.tool_calls:
-                outcome.answer = _text_of(message)
+                outcome.answer = split_thinking(text_of(message))[1]
         elif isinstance(message, ToolMessage):
             began, name, args = started.pop(
                 message.tool_call_id, (time.monotonic(), message.name or "?", {})
             )
-            text = _text_of(message)
+            text = text_of(message)
             record = ToolCallRecord(
                 name=name,
                 args=args,
@@ -398,24 +671,48 @@ class Conversation:
     # rollback
 
     def rollback(
-        self, turn: int, base_checkpoint_id: str | None, base_message_count: int | None
-    ) -> RollbackReport:
-        """Snapshot-and-two-pass rollback, then verification.
+        self, outcome: TurnOutcome, base_checkpoint_id: str | None, base_message_count: int | None
+    ) -> None:
+        """Snapshot-and-two-pass rollback, verification, and the ledger's record
+        of it, in one transaction; sets `outcome.rollback`.
 
         The snapshot is the ledger's rollback point: the head the turn started
         from, an ancestor of everything the turn wrote. Pass 1 deletes the
         checkpoints the turn appended after it; pass 2 deletes the writes the
         turn left on it (its input, results of cancelled steps). What remains
         is the pre-turn thread, row for row: nothing is written, so nothing
-        forks and the file does not grow. Verification reads the committed
-        state at the head and checks it is that point, with nothing to run.
+        forks and the file does not grow. Verification reads the state at the
+        head (the transaction's own, not yet committed) and checks it is that
+        point, with nothing to run. The turn's row is closed in the same
+        transaction, so the ledger never says `running` about a turn that is
+        already rolled back, nor closes one that is not.
         """
-        # A bridged write still running on a worker thread would commit after
-        # the rollback; wait for it first.
+        # A bridged write still running on a worker thread would land after
+        # the rollback; wait for it first (WritesStillRunning if it does not end).
         self.saver.drain()
-        removed = self.saver.truncate_after(self.session.id, base_checkpoint_id, "messages")
-        problems = self.verify_rolled_back(base_checkpoint_id, base_message_count)
-        return RollbackReport(turn, _count_messages(removed), not problems, problems)
+        with self.session.db.atomic():
+            removed = self.saver.truncate_after(self.session.id, base_checkpoint_id, "messages")
+            problems = self.verify_rolled_back(base_checkpoint_id, base_message_count)
+            report = RollbackReport(
+                outcome.number, _count_messages(removed), not problems, problems
+            )
+            self._record(outcome, report)
+        outcome.rollback = report
+        self._unrecorded.pop(outcome.number, None)
+
+    def _record(self, outcome: TurnOutcome, report: RollbackReport) -> None:
+        self.session.finish_turn(
+            outcome.number,
+            outcome.status,
+            tokens_in=outcome.tokens_in,
+            tokens_out=outcome.tokens_out,
+            tool_calls=outcome.tool_calls,
+            rolled_back=report.removed_messages,
+            error=_join(outcome.error, report.problems),
+            thinking=outcome.thinking or None,
+            thinking_seconds=outcome.thinking_seconds,
+            **outcome.context.ledger(),
+        )
 
     def verify_rolled_back(
         self, base_checkpoint_id: str | None, base_message_count: int | None
@@ -432,74 +729,65 @@ class Conversation:
             )
         return problems
 
-    def _has_pending_writes(self) -> bool:
-        head_tuple = self.saver.get_tuple(self.config)
-        return bool(head_tuple and head_tuple.pending_writes)
-
-    def restore_update(self, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-        update: dict[str, Any] = {}
-        for channel in set(before) | set(after):
-            old = before.get(channel, self._empty_value(channel))
-            if after.get(channel, self._empty_value(channel)) == old:
-                continue
-            update[channel] = old if self._is_plain_value(channel) else Overwrite(old)
-        return update
-
-    def _is_plain_value(self, channel: str) -> bool:
-        return isinstance(self.graph.channels.get(channel), LastValue)
-
-    def _empty_value(self, channel: str) -> Any:
-        if self._is_plain_value(channel):
-            return None
-        return [] if channel == "messages" else {}
-
-    def verify(self, before: dict[str, Any], snapshot_ids: list[str]) -> list[str]:
-        """I1 (messages equal the snapshot), I2 (nothing left to run or pending),
-        I5 (every other channel back to its pre-turn value)."""
-        problems = []
-        head_id = self.head_checkpoint_id()
-        state = self.graph.get_state(self.pinned(head_id)) if head_id else None
-        now = dict(state.values) if state else {}
-        now_messages = now.get("messages", [])
-        if message_ids(now_messages) != snapshot_ids:
-            problems.append("messages differ from the pre-turn snapshot")
-        elif [_message_key(m) for m in now_messages] != [
-            _message_key(m) for m in before.get("messages", [])
-        ]:
-            problems.append("message contents differ from the pre-turn snapshot")
-        if state is not None and state.next:
-            problems.append(f"steps still scheduled: {', '.join(state.next)}")
-        if self._has_pending_writes():
-            problems.append("task results still pending on the head")
-        for channel in set(before) | set(now):
-            if channel == "messages":
-                continue
-            empty = self._empty_value(channel)
-            if now.get(channel, empty) != before.get(channel, empty):
-                problems.append(f"channel {channel!r} differs from its pre-turn value")
-        return problems
-
     def recover_interrupted(self) -> list[RollbackReport]:
-        """Roll back turns a crash left `running` (kill -9, power loss)."""
+        """Finish the turns the ledger still says are running: a crash (kill
+        -9, power loss) left them, or their rollback or its record could not
+        be written (disk full). Each is rolled back to its base and recorded,
+        as what this process saw it end as, or else as interrupted.
+
+        A running turn with a finished turn after it was already rolled back
+        (the later turn began on a clean head) and only its record is
+        missing: rolling back to its base now would delete the later turns.
+        """
         reports = []
         try:
             for turn in self.session.running_turns():
-                report = self.rollback(
-                    turn.number, turn.base_checkpoint_id, turn.base_message_count
+                outcome = self._unrecorded.get(turn.number) or TurnOutcome(
+                    turn.number, "interrupted", error="the process ended during this turn"
                 )
-                self.session.finish_turn(
-                    turn.number,
-                    "interrupted",
-                    rolled_back=report.removed_messages,
-                    error=_join("the process ended during this turn", report.problems),
-                )
-                reports.append(report)
-        except _store_errors() as exc:
+                if self.session.finished_after(turn.number):
+                    outcome.rollback = RollbackReport(turn.number, 0, True)
+                    self._record(outcome, outcome.rollback)
+                    self._unrecorded.pop(turn.number, None)
+                else:
+                    self.rollback(outcome, turn.base_checkpoint_id, turn.base_message_count)
+                assert outcome.rollback is not None
+                reports.append(outcome.rollback)
+        except _store_errors(WritesStillRunning) as exc:
             raise StoreError(
-                f"session {self.session.id}: cannot roll back an interrupted turn: "
+                f"session {self.session.id}: cannot roll back an unfinished turn now: "
                 f"{describe_error(exc)}"
             ) from exc
         return reports
+
+
+def _unfinished_step_problems(steps: Sequence[str], pending: int) -> list[str]:
+    problems = []
+    if steps:
+        problems.append(f"the graph still has steps to run: {', '.join(steps)}")
+    if pending:
+        problems.append(f"{pending} task result(s) pending on the head")
+    return problems
+
+
+def _messages_step(values: Sequence[Any]) -> tuple[bool, list[BaseMessage]] | None:
+    """What one step's writes to `messages` did: (whether they replaced the
+    list, the messages they put in it). None for anything else (a removal
+    by id, a value that is not a message): only a whole read can tell its
+    effect then."""
+    replaced = False
+    written: list[BaseMessage] = []
+    for value in values:
+        if isinstance(value, Overwrite):
+            replaced, written, value = True, [], value.value
+        for message in value if isinstance(value, list) else [value]:
+            if isinstance(message, RemoveMessage) and message.id == REMOVE_ALL_MESSAGES:
+                replaced, written = True, []
+            elif isinstance(message, BaseMessage) and not isinstance(message, RemoveMessage):
+                written.append(message)
+            else:
+                return None
+    return replaced, written
 
 
 def _update_messages(update: Any) -> list[BaseMessage]:
@@ -530,6 +818,8 @@ def describe_error(exc: BaseException) -> str:
     """One line that names the fix, for the errors users actually hit."""
     import httpx
 
+    if isinstance(exc, UserFacingError):
+        return str(exc)
     name = type(exc).__name__
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else name
     # ollama.ResponseError appends " (status code: N)"; the status is ours to word.

@@ -286,4 +286,39 @@ for addr, status, desc in [
         {"address": addr, "status": status, "description": desc},
     )
 
+# The user's own NetBox has custom fields: the tools must learn their cf_ filters from
+# the server (issue 14). filter_logic "disabled" is a field NetBox does not filter on.
+for cf_name, cf_type, logic in [
+    ("support_tier", "integer", "exact"),
+    ("site_owner", "text", "loose"),
+    ("internal_note", "text", "disabled"),
+]:
+    ensure(
+        "extras/custom-fields",
+        {"name": cf_name},
+        {
+            "name": cf_name,
+            "type": cf_type,
+            "object_types": ["dcim.site"],
+            "filter_logic": logic,
+        },
+    )
+for site_name, values in [
+    ("DM-Akron", {"support_tier": 1, "site_owner": "netops-east", "internal_note": "x"}),
+    ("DM-Columbus", {"support_tier": 2, "site_owner": "netops-east"}),
+    ("DM-Dayton", {"support_tier": 2, "site_owner": "netops-west"}),
+]:
+    site = call("GET", f"dcim/sites/{sites[site_name]['id']}")
+    if any(site["custom_fields"].get(k) != v for k, v in values.items()):
+        call("PATCH", f"dcim/sites/{site['id']}", body={"custom_fields": values})
+
+# The test plugin's own object type (tests/netbox/plugin/netbox_chat_demo): the tools
+# learn it from this NetBox's /api/schema/, since it is not in their shipped table.
+for w_name, colour, size in [("w-red-1", "red", 1), ("w-red-2", "red", 3), ("w-blue-1", "blue", 2)]:
+    ensure(
+        "plugins/chat-demo/widgets",
+        {"name": w_name},
+        {"name": w_name, "colour": colour, "size": size},
+    )
+
 print(f"    seeded in {time.time() - t0:.1f}s ({created} objects created)")

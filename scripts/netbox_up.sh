@@ -43,6 +43,8 @@ if [ -z "${PYTHON:-}" ]; then
   [ -n "$PYTHON" ] || PYTHON=$(command -v python3.12 || true)
 fi
 export NETBOX_ROOT=$NB_BASE/nbroot   # NetBox from the wheel reads $NETBOX_ROOT/conf/configuration.py
+# a test-only plugin with an object type of its own (tests/netbox/plugin/netbox_chat_demo)
+export PYTHONPATH=$REPO/tests/netbox/plugin${PYTHONPATH:+:$PYTHONPATH}
 DB_NAME=netbox DB_USER=netbox DB_PASS=netbox-test-only
 PG_SUPER_PASS=postgres-test-only
 V2_KEY=chatkey00001                                       # 12 alnum chars
@@ -179,6 +181,7 @@ API_TOKEN_PEPPERS = {1: 'test-only-pepper-netbox-chat-0123456789-abcdefghijklmno
 CENSUS_REPORTING_ENABLED = False
 ISOLATED_DEPLOYMENT = True
 TIME_ZONE = 'UTC'
+PLUGINS = ['netbox_chat_demo']
 EOF
 done_step
 
@@ -196,6 +199,10 @@ elif [ "$NEW_DB" = 1 ]; then
   grep -c ' OK' "$NB_BASE/migrate.log" | sed 's/^/    migrations applied: /'
   done_step
 fi
+
+step "migrate the test plugin (netbox_chat_demo)"
+nb migrate netbox_chat_demo --no-input -v 0
+done_step
 
 step "superuser + API tokens"
 nb shell -v 0 <<EOF
@@ -217,6 +224,8 @@ else
   if [ "$(http_code "$URL/")" != 000 ]; then
     die "something else already answers on $URL (not ours: no live pid in $SERVER_PID); set NB_PORT"
   fi
+  # NetBox caches /api/schema/ for a day per release: drop it, so it shows the plugins configured now
+  redis-cli -h 127.0.0.1 -p "$NB_REDIS_PORT" -n 1 flushdb >/dev/null
   setsid nohup "$NB_VENV/bin/gunicorn" --bind "127.0.0.1:$NB_PORT" --workers 2 --threads 2 --timeout 120 \
     --pid "$SERVER_PID" --chdir "$NB_BASE" netbox.wsgi \
     > "$NB_BASE/netbox-server.log" 2>&1 < /dev/null &

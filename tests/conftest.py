@@ -4,6 +4,7 @@ folder, and the environment the real CLI reads."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,6 +50,7 @@ def chat_env(
         NETBOX_TOKEN=TEST_TOKEN,
         PROMPT_TOOLKIT_NO_CPR="1",
         XDG_CACHE_HOME=str(tmp_path / "cache"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),  # no config file unless a test writes one
         TERM="xterm",
         COLUMNS="100",
     )
@@ -72,3 +74,14 @@ def store_env(chat_env: dict[str, str], store: StoreUnderTest) -> dict[str, str]
     env = {key: value for key, value in chat_env.items() if key != "NETBOX_CHAT_SESSIONS"}
     env["NETBOX_CHAT_STORE"] = store.value
     return env
+
+
+@pytest.fixture(autouse=True)
+def signal_handlers_restored() -> Iterator[None]:
+    """`ask` ignores SIGINT and SIGTERM once its outcome is recorded, to the end
+    of the process (CancelOnSignals.settle); run in-process by Typer's runner,
+    it must not leave pytest deaf to Ctrl-C."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)

@@ -2,7 +2,10 @@
 
 Tests run this in a subprocess so the invariants after a cancel or a crash are
 checked the way the next `resume` would see them, not through the objects of
-the process that did the writing.
+the process that did the writing. `assert_ledger_agrees(path)` checks, from the
+file alone, that the turn ledger and LangGraph's checkpoint tables tell the same
+story (docs/design-notes.md, "The ledger and the checkpoints agree"); the
+fresh-process read checks it too, and adds the message count.
 
     python -m tests.inspect_session STORE SESSION_ID
 
@@ -18,10 +21,65 @@ from pathlib import Path
 from typing import Any
 
 from netbox_chat.agent import build_agent, find_end_node
-from netbox_chat.config import resolve_settings
+from netbox_chat.config import DATABASE_SCHEMES, resolve_settings
 from netbox_chat.runtime import open_saver
+from netbox_chat.sessions import read_only_connection, read_turns
 from netbox_chat.stores import open_store
 from netbox_chat.turns import Conversation
+
+
+def ledger_problems(path: Path, *, after_crash: bool = False) -> list[str]:
+    """Where the ledger and the checkpoint tables of a session file disagree,
+    once no process is in the middle of a turn (empty when they agree):
+
+    - no turn is still `running` (`after_crash`: only the last one may be, as a
+      kill -9 leaves it for the next open to roll back);
+    - every `done` turn's end checkpoint is stored;
+    - the head (the greatest checkpoint id) is the latest finished state: the
+      end of the last `done` turn, or the head a rewind or compaction after it
+      wrote; no checkpoint at all when there is neither;
+    - nothing is pending on the head.
+    """
+    with read_only_connection(path) as conn:
+        turns = read_turns(conn, "ORDER BY number")
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        stored: set[str] = set()
+        head: str | None = None
+        pending = 0
+        if "checkpoints" in tables:
+            stored = {row[0] for row in conn.execute("SELECT checkpoint_id FROM checkpoints")}
+            head = max(stored, default=None)
+            (pending,) = conn.execute(
+                "SELECT count(*) FROM writes WHERE checkpoint_id = ?", (head,)
+            ).fetchone()
+        edits = [json.loads(row[0]) for row in conn.execute("SELECT detail FROM history_edits")]
+    allowed = {turns[-1].number} if after_crash and turns else set()
+    problems = [
+        f"turn {t.number} is still running"
+        for t in turns
+        if t.status == "running" and t.number not in allowed
+    ]
+    done = [t for t in turns if t.status == "done"]
+    problems += [
+        f"done turn {t.number} ended on {t.end_checkpoint_id}, which is not stored"
+        for t in done
+        if t.end_checkpoint_id not in stored
+    ]
+    last = done[-1] if done else None
+    expected = last.end_checkpoint_id if last else None
+    for edit in edits:
+        if edit.get("after_turn", 0) >= (last.number if last else 0):
+            expected = edit.get("head_after")
+    if head != expected:
+        problems.append(f"the head is {head}, but the last finished state is {expected}")
+    if pending:
+        problems.append(f"{pending} write(s) pending on the head")
+    return problems
+
+
+def assert_ledger_agrees(path: Path, *, after_crash: bool = False) -> None:
+    problems = ledger_problems(path, after_crash=after_crash)
+    assert not problems, f"{path.name}: " + "; ".join(problems)
 
 
 def describe(conversation: Conversation) -> dict[str, Any]:
@@ -37,6 +95,7 @@ def describe(conversation: Conversation) -> dict[str, Any]:
         "next": list(snapshot.next) if snapshot else [],
         "pending_writes": len(head_tuple.pending_writes or []) if head_tuple else 0,
         "head_problems": conversation.head_problems(),
+        "ledger_messages": conversation.session.recap().messages,
         "turns": [
             {
                 "number": t.number,
@@ -50,8 +109,11 @@ def describe(conversation: Conversation) -> dict[str, Any]:
     }
 
 
-def read_from_fresh_process(store: Path | str, session_id: str) -> dict[str, Any]:
-    """What a brand-new process (the next `resume`) reads from the session store."""
+def read_from_fresh_process(
+    store: Path | str, session_id: str, *, after_crash: bool = False
+) -> dict[str, Any]:
+    """What a brand-new process (the next `resume`) reads from the session
+    store (a folder or a postgresql:// URL)."""
     out = subprocess.run(
         [sys.executable, "-m", "tests.inspect_session", str(store), session_id],
         capture_output=True,
@@ -59,7 +121,11 @@ def read_from_fresh_process(store: Path | str, session_id: str) -> dict[str, Any
         check=True,
         cwd=Path(__file__).parent.parent,
     )
-    return dict(json.loads(out.stdout))
+    state = dict(json.loads(out.stdout))
+    if not str(store).startswith(DATABASE_SCHEMES):
+        assert_ledger_agrees(Path(store, f"{session_id}.sqlite"), after_crash=after_crash)
+    assert state["ledger_messages"] == len(state["messages"]), state
+    return state
 
 
 def main() -> None:
@@ -68,7 +134,6 @@ def main() -> None:
         saver = open_saver(session)
         graph = build_agent(settings, [], saver)
         print(json.dumps(describe(Conversation(session, graph, saver, find_end_node(graph)))))
-        saver.close()
 
 
 if __name__ == "__main__":

@@ -46,7 +46,27 @@ DEVICES = [
         "status": {"value": "active"},
     },
 ]
-DATA: dict[str, list[dict[str, Any]]] = {"dcim/sites": SITES, "dcim/devices": DEVICES}
+CHANGES = [
+    {
+        "id": 10 + i,
+        "time": f"2026-01-0{i + 1}T10:00:00Z",
+        "user_name": "admin",
+        "action": {"value": "update"},
+        "changed_object_type": kind,
+        "changed_object_id": oid,
+        "object_repr": name,
+        "prechange_data": {"status": "active"},
+        "postchange_data": {"status": "offline"},
+    }
+    for i, (kind, oid, name) in enumerate(
+        [("dcim.device", 2, "dmi01-akron-sw02"), ("dcim.site", 3, "DM-Dayton")]
+    )
+]
+DATA: dict[str, list[dict[str, Any]]] = {
+    "dcim/sites": SITES,
+    "dcim/devices": DEVICES,
+    "core/object-changes": CHANGES,
+}
 
 
 def _matches(obj: dict[str, Any], key: str, values: list[str]) -> bool:
@@ -111,6 +131,10 @@ class NetBoxDouble:
                     return None
                 if path == "status":
                     return self._json(200, double.status)
+                listing, _, oid = path.rpartition("/")
+                if listing in DATA and oid.isdigit():  # GET /api/<list>/<id>/
+                    found = [obj for obj in DATA[listing] if obj["id"] == int(oid)]
+                    return self._json(200, found[0]) if found else self._json(404, {})
                 if path not in DATA:
                     return self._html(404)
                 params: dict[str, list[str]] = {}

@@ -40,23 +40,55 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 __all__ = [
+    "DEFAULT_CONTEXT_LENGTHS",
     "DEFAULT_MODELS",
+    "DEFAULT_NUM_CTX",
     "Delay",
     "HTTPError",
     "ScriptedOllama",
+    "SeenPrompt",
     "Stall",
     "Step",
     "StreamError",
     "Text",
+    "Thinking",
     "ToolCall",
+    "fit_prompt",
+    "render_prompt",
     "steps_from_json",
+    "tokenize",
 ]
 
 DEFAULT_MODELS: Mapping[str, Sequence[str]] = {
-    "qwen3:8b": ["completion", "tools"],
+    "qwen3:8b": ["completion", "tools", "thinking"],
     "gemma:2b": ["completion"],
+    "qwen2.5:7b": ["completion", "tools"],
+    "gpt-oss:20b": ["completion", "tools", "thinking"],
 }
-"""One model that can call tools and one that cannot, so both paths are reachable."""
+"""Capabilities as `ollama show` lists them: qwen3:8b thinks and calls tools (our default
+model), gemma:2b cannot call tools, qwen2.5:7b calls tools but cannot think, and
+gpt-oss:20b thinks in levels and cannot stop (see `_Thinking`)."""
+
+DEFAULT_CONTEXT_LENGTHS: Mapping[str, int] = {
+    "qwen3:8b": 40_960,
+    "gemma:2b": 8_192,
+    "qwen2.5:7b": 32_768,
+    "gpt-oss:20b": 131_072,
+}
+"""Trained context lengths, as `ollama show` reports them for these models (the model
+cards: qwen3:8b 40,960; gemma:2b 8,192; qwen2.5:7b 32,768; gpt-oss:20b 131,072). A model
+missing here reports none."""
+
+VERSION = "0.12.0"
+"""The version the server reports unless told otherwise; it decides how thinking is sent
+(see `_thinking_mode`)."""
+
+_HARMONY_FAMILIES = frozenset({"gptoss", "gpt-oss"})
+"""Model families Ollama runs through its harmony parser (server/routes.go,
+`shouldUseHarmony`): gpt-oss, which thinks in levels and cannot stop thinking."""
+
+_FAMILIES = {"gpt-oss": "gptoss"}
+"""`details.family` where it is not the name before the tag (`ollama show gpt-oss:20b`)."""
 
 _POLL = 0.02
 """How often a paused reply looks at its socket and at the stop flag, in seconds."""
@@ -88,6 +120,13 @@ class Text:
         if self.chunks is not None:
             return list(self.chunks)
         return [piece for piece in re.split(r"(?<=\s)(?=\S)", self.text) if piece]
+
+
+@dataclass(frozen=True)
+class Thinking(Text):
+    """The model's reasoning, streamed before its answer the way the server delivers it for
+    this request (`_thinking_mode`): as `message.thinking` chunks with empty content, as
+    `<think>...</think>` inside `content`, or not at all (the model did not think)."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +175,7 @@ class Stall:
     Nothing may follow it."""
 
 
-Step = Text | ToolCall | Delay | StreamError | HTTPError | Stall
+Step = Text | Thinking | ToolCall | Delay | StreamError | HTTPError | Stall
 Reply = Sequence[Step]
 Responder = Callable[[dict[str, Any]], Reply]
 
@@ -162,6 +201,9 @@ def steps_from_json(reply: Sequence[Mapping[str, Any]]) -> list[Step]:
         if "text" in item:
             chunks = item.get("chunks")
             steps.append(Text(item["text"], float(item.get("chunk_delay", 0.0)), chunks))
+        elif "thinking" in item:
+            chunks = item.get("chunks")
+            steps.append(Thinking(item["thinking"], float(item.get("chunk_delay", 0.0)), chunks))
         elif "tool_call" in item:
             steps.append(ToolCall(item["tool_call"]["name"], item["tool_call"].get("args", {})))
         elif "delay" in item:
@@ -176,6 +218,145 @@ def steps_from_json(reply: Sequence[Mapping[str, Any]]) -> list[Step]:
         else:
             raise ValueError(f"unknown script step: {item!r}")
     return _check_reply(steps)
+
+
+# --- The prompt as the model sees it -------------------------------------------------------
+#
+# Real Ollama renders the request with the model's chat template (tool definitions
+# included), tokenizes it, and fits it into the window `options.num_ctx` without an error:
+# server/prompt.go `chatPrompt` drops the oldest messages, keeping every system message
+# and the latest message, until the rendered prompt fits; if it still does not, the
+# runner keeps `num_keep` tokens and discards a middle block so about half the window
+# remains (WARN "truncating input prompt"; ollama #4967, #3839, #7043; a user's log at
+# num_ctx 40960 reads `limit=20482 prompt=45176 keep=4 new=20482`, which is what
+# `fit_prompt` gives: 4 + (40960 - 4) // 2).  A num_ctx above the model's trained length
+# is clamped to it first (llm/server.go, WARN "requested context size too large for
+# model").  The final line's
+# `prompt_eval_count` is what was actually evaluated, so never more than the window
+# (a maintainer in #7987).  This double does the same, with a tokenizer of its own.
+
+DEFAULT_NUM_CTX = 4096
+"""The window when a request sets no `options.num_ctx`: Ollama's default
+(envconfig `OLLAMA_CONTEXT_LENGTH`, 4096; docs/context-length.mdx)."""
+
+DEFAULT_NUM_KEEP = 4
+"""Tokens the runner's middle cut keeps at the front (api.DefaultOptions, NumKeep 4)."""
+
+_TOKEN = re.compile(r" ?[A-Za-z]{1,8}| ?[0-9]{1,3}| ?[^\sA-Za-z0-9]{1,4}|\s+")
+
+
+def tokenize(text: str) -> list[str]:
+    """A deterministic stand-in for a BPE tokenizer, with its proportions: a word of up
+    to eight letters is one token (a leading space included), digits go in threes,
+    punctuation in runs of up to four (`": "`, `"},`).  Prose comes out near 4.7
+    characters a token and NetBox JSON near 2.7, the way real BPE vocabularies treat
+    them (JSON nearer 3 than 4); the pieces join back to the text."""
+    return _TOKEN.findall(text)
+
+
+def _content(message: Mapping[str, Any]) -> str:
+    content = message.get("content") or ""
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def render_message(message: Mapping[str, Any]) -> str:
+    """One message in a ChatML template like qwen3's (Ollama's template for it puts tool
+    calls in <tool_call> and tool results in a user turn inside <tool_response>)."""
+    role = str(message.get("role", "user"))
+    text = _content(message)
+    if role == "tool":
+        return f"<|im_start|>user\n<tool_response>\n{text}\n</tool_response><|im_end|>\n"
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", {})
+        payload = {"name": function.get("name"), "arguments": function.get("arguments")}
+        text += f"\n<tool_call>\n{json.dumps(payload)}\n</tool_call>"
+    return f"<|im_start|>{role}\n{text}<|im_end|>\n"
+
+
+def render_prompt(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any]) -> str:
+    """The whole prompt: tool definitions go into the system turn, as qwen3's template
+    does, then every message, then the open assistant turn."""
+    parts = [render_message(m) for m in messages]
+    if tools:
+        listing = "\n".join(json.dumps(tool) for tool in tools)
+        tools_turn = f"<|im_start|>system\n# Tools\n<tools>\n{listing}\n</tools><|im_end|>\n"
+        if messages and messages[0].get("role") == "system":
+            parts.insert(1, tools_turn)
+        else:
+            parts.insert(0, tools_turn)
+    return "".join(parts) + "<|im_start|>assistant\n"
+
+
+@dataclass(frozen=True)
+class SeenPrompt:
+    """What the "model" of one request actually saw, after Ollama's truncation."""
+
+    window: int
+    requested_tokens: int
+    """Tokens of the whole request, rendered, before any truncation."""
+    evaluated: int
+    """What the final line reports as `prompt_eval_count`: at most the window."""
+    messages_dropped: int
+    """Oldest non-system messages chatPrompt left out."""
+    middle_cut: int
+    """Tokens the runner's middle cut discarded."""
+    text: str
+    """The prompt the model evaluated."""
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.messages_dropped or self.middle_cut)
+
+
+def request_window(body: Mapping[str, Any], trained: int | None) -> int:
+    """The request's window: `options.num_ctx`, else Ollama's default, capped at the
+    model's trained length (llm/server.go, NewLlamaServer: "requested context size too
+    large for model" sets num_ctx to n_ctx_train)."""
+    options = body.get("options") or {}
+    window = int(options.get("num_ctx") or DEFAULT_NUM_CTX)
+    return min(window, trained) if trained else window
+
+
+def fit_prompt(
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Any],
+    window: int,
+    num_keep: int = DEFAULT_NUM_KEEP,
+) -> SeenPrompt:
+    """Fit a chat request into `window` tokens the way Ollama does (see above)."""
+    # Every rendered message starts with "<" and ends with a newline, so token counts
+    # add up message by message: count each once instead of re-tokenizing each try.
+    sizes = [len(tokenize(render_message(m))) for m in messages]
+    fixed = len(tokenize(render_prompt([], tools)))
+    system = [m.get("role") == "system" for m in messages]
+    requested = fixed + sum(sizes)
+    last = len(messages) - 1
+    start = 0
+    if requested > window:
+        # chatPrompt: walk back from the latest message (always kept) while the system
+        # messages before the cut plus everything from it on still fit.
+        start = max(last, 0)
+        for i in range(last - 1, -1, -1):
+            before = sum(
+                size for size, is_system in zip(sizes[:i], system[:i], strict=True) if is_system
+            )
+            if fixed + before + sum(sizes[i:]) > window:
+                break
+            start = i
+    kept = [
+        *(m for m, is_system in zip(messages[:start], system[:start], strict=True) if is_system),
+        *messages[start:],
+    ]
+    dropped = len(messages) - len(kept)
+    text = render_prompt(kept, tools)
+    tokens = tokenize(text)
+    if len(tokens) <= window:
+        return SeenPrompt(window, requested, len(tokens), dropped, 0, text)
+    # The runner: keep num_keep tokens, discard a middle block, about half the window left.
+    keep = min(num_keep, window - 1)
+    tail = (window - keep) // 2
+    cut = tokens[:keep] + tokens[len(tokens) - tail :]
+    return SeenPrompt(window, requested, len(cut), dropped, len(tokens) - len(cut), "".join(cut))
 
 
 # --- Server ----------------------------------------------------------------------------------
@@ -198,7 +379,8 @@ def _now() -> str:
 
 
 def _details(name: str) -> dict[str, Any]:
-    family = name.split(":", 1)[0]
+    base = name.split(":", 1)[0]
+    family = _FAMILIES.get(base, base)
     return {
         "parent_model": "",
         "format": "gguf",
@@ -231,13 +413,22 @@ class ScriptedOllama:
         *,
         port: int = 0,
         lifetime: float = 900.0,
+        context_lengths: Mapping[str, int] | None = None,
+        version: str = VERSION,
     ) -> None:
         self.models: dict[str, list[str]] = {
             name: list(caps)
             for name, caps in (DEFAULT_MODELS if models is None else models).items()
         }
+        self.context_lengths: dict[str, int] = dict(
+            DEFAULT_CONTEXT_LENGTHS if context_lengths is None else context_lengths
+        )
+        self.version = version
         self.responder: Responder | None = None
         self.requests: list[dict[str, Any]] = []
+        self.seen: list[SeenPrompt | None] = []
+        """Per request (same index as `requests`): what the model saw after Ollama's
+        truncation, or None for a request refused before generation."""
         self.disconnects: list[int] = []
         self._port = port
         self._lifetime = lifetime
@@ -352,6 +543,7 @@ class ScriptedOllama:
     def _record(self, body: dict[str, Any]) -> int:
         with self._changed:
             self.requests.append(body)
+            self.seen.append(None)
             self._changed.notify_all()
             return len(self.requests) - 1
 
@@ -369,12 +561,55 @@ class ScriptedOllama:
             raise _NoReply(f"scripted server: no reply left for request {index}")
         return _check_reply(self.responder(body))
 
+    def _see(self, index: int, body: dict[str, Any], model: str) -> SeenPrompt:
+        trained = self.context_lengths.get(model) or self.context_lengths.get(f"{model}:latest")
+        seen = fit_prompt(
+            body.get("messages") or [],
+            body.get("tools") or [],
+            request_window(body, trained),
+            int((body.get("options") or {}).get("num_keep") or DEFAULT_NUM_KEEP),
+        )
+        with self._changed:
+            self.seen[index] = seen
+        return seen
+
     def _capabilities(self, name: str) -> list[str] | None:
-        """Capabilities of a model, resolving a bare name to its ':latest' tag like Ollama."""
+        """Capabilities of a model, resolving a bare name to its ':latest' tag like Ollama.
+
+        Servers before 0.9.0 know no `thinking` capability (it came with the `think`
+        field), so they never list it."""
         for candidate in (name, f"{name}:latest"):
             if candidate in self.models:
+                if self._version < (0, 9, 0):
+                    return [c for c in self.models[candidate] if c != "thinking"]
                 return self.models[candidate]
         return None
+
+    @property
+    def _version(self) -> tuple[int, ...]:
+        return tuple(int(part) for part in self.version.split("."))
+
+    def _thinking_mode(self, model: str, capabilities: Sequence[str], think: Any) -> str:
+        """How this request's Thinking steps go out: "field", "inline" or "none".
+
+        As Ollama's ChatHandler decides it (server/routes.go): for a model with the
+        `thinking` capability an unset `think` means true since 0.12.4, and the thinking
+        parser then moves the trace into `message.thinking`; before 0.12.4 an unset
+        `think` left the template's default, a model that thinks by default, with its
+        `<think>` tags in `content`. `think: false` stops it, except on gpt-oss, whose
+        harmony template thinks whatever it is told (ollama #11751). Servers before
+        0.9.0 have no `think` field at all (Go's JSON decoder ignores unknown fields), and
+        a model Ollama does not know to think keeps whatever tags it writes in content.
+        A level ("low", "medium", "high") counts as true (api/types.go,
+        `ThinkValue.Bool`).
+        """
+        if self._version < (0, 9, 0) or "thinking" not in capabilities:
+            return "inline"
+        if _details(model)["family"] in _HARMONY_FAMILIES:
+            return "field"
+        if think is None:
+            return "field" if self._version >= (0, 12, 4) else "inline"
+        return "field" if think else "none"
 
     def _track(self, conn: socket.socket, thread: threading.Thread | None) -> None:
         """Remember a connection from accept on, so stop() can close it even mid-Stall."""
@@ -438,7 +673,7 @@ class _Handler(BaseHTTPRequestHandler):
             ollama = self.server.ollama
             self._send_json(200, {"models": [self._tag(name) for name in ollama.models]})
         elif path == "/api/version":
-            self._send_json(200, {"version": "0.12.0"})
+            self._send_json(200, {"version": self.server.ollama.version})
         elif path == "/":
             self._send(200, b"Ollama is running", "text/plain; charset=utf-8")
         else:
@@ -478,12 +713,22 @@ class _Handler(BaseHTTPRequestHandler):
         if capabilities is None:
             self._send_json(404, {"error": f"model '{name}' not found"})
             return
+        # Real Ollama keys the trained length by architecture, e.g.
+        # "qwen3.context_length" next to "general.architecture": "qwen3"
+        # (server/routes.go, ShowHandler -> model_info from the GGUF metadata).
+        family = _details(name)["family"]
+        model_info: dict[str, Any] = {"general.architecture": family}
+        length = self.server.ollama.context_lengths.get(
+            name
+        ) or self.server.ollama.context_lengths.get(f"{name}:latest")
+        if length:
+            model_info[f"{family}.context_length"] = length
         self._send_json(
             200,
             {
                 "modified_at": _now(),
                 "details": _details(name),
-                "model_info": {},
+                "model_info": model_info,
                 "capabilities": capabilities,
             },
         )
@@ -502,6 +747,12 @@ class _Handler(BaseHTTPRequestHandler):
                 400, {"error": f"registry.ollama.ai/library/{model} does not support tools"}
             )
             return
+        think = body.get("think")
+        # server/routes.go, ChatHandler: `think` true or a level for a model without the
+        # capability is refused before anything is generated, with the name quoted (%q).
+        if think and "thinking" not in capabilities and ollama._version >= (0, 9, 0):
+            self._send_json(400, {"error": f'"{model}" does not support thinking'})
+            return
         try:
             reply = ollama._next_reply(index, body)
         except _NoReply as err:
@@ -511,7 +762,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(500, {"error": f"scripted server: responder failed: {err!r}"})
             return
         try:
-            _ChatStream(self, model, body).play(reply)
+            seen = ollama._see(index, body, model)
+            thinking = ollama._thinking_mode(model, capabilities, think)
+            _ChatStream(self, model, seen.evaluated, thinking=thinking).play(reply)
         except _ClientGone:
             ollama._record_disconnect(index)
             self.close_connection = True
@@ -582,10 +835,13 @@ class _ChatStream:
     model, so a leading Delay or Stall holds back the status too.
     """
 
-    def __init__(self, handler: _Handler, model: str, body: dict[str, Any]) -> None:
+    def __init__(
+        self, handler: _Handler, model: str, prompt_tokens: int, *, thinking: str = "inline"
+    ) -> None:
         self.handler = handler
         self.model = model
-        self.prompt_tokens = len(json.dumps(body.get("messages", []))) // 4
+        self.thinking = thinking
+        self.prompt_tokens = prompt_tokens
         self.started_ns = time.monotonic_ns()
         self.headers_sent = False
         self.eval_count = 0
@@ -597,12 +853,10 @@ class _ChatStream:
                 self._send_tool_calls(pending_calls)
                 pending_calls = []
             match step:
+                case Thinking():
+                    self._send_thinking(step)
                 case Text():
-                    for position, piece in enumerate(step.pieces()):
-                        if position and step.chunk_delay:
-                            self.handler.pause(step.chunk_delay)
-                        self._line({"message": {"role": "assistant", "content": piece}})
-                        self.eval_count += 1
+                    self._send_pieces(step, "content")
                 case ToolCall():
                     pending_calls.append(step)
                 case Delay():
@@ -633,6 +887,24 @@ class _ChatStream:
             }
         )
         self._end()
+
+    def _send_pieces(self, step: Text, field: str) -> None:
+        for position, piece in enumerate(step.pieces()):
+            if position and step.chunk_delay:
+                self.handler.pause(step.chunk_delay)
+            message = {"role": "assistant", "content": ""}
+            message[field] = piece
+            self._line({"message": message})
+            self.eval_count += 1
+
+    def _send_thinking(self, step: Thinking) -> None:
+        if self.thinking == "field":
+            self._send_pieces(step, "thinking")
+        elif self.thinking == "inline":
+            # How qwen3 and deepseek-r1 write it when no parser takes it out.
+            self._line({"message": {"role": "assistant", "content": "<think>\n"}})
+            self._send_pieces(step, "content")
+            self._line({"message": {"role": "assistant", "content": "\n</think>\n\n"}})
 
     def _send_tool_calls(self, calls: list[ToolCall]) -> None:
         tool_calls = [{"function": {"name": c.name, "arguments": dict(c.args)}} for c in calls]

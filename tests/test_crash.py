@@ -36,6 +36,8 @@ def ask(env: dict[str, str], question: str, *args: str) -> subprocess.Popen[str]
 
 
 def turn_rows(path: Path) -> list[tuple[int, str]]:
+    """The ledger's rows as they are, even mid-turn (not checked: a process
+    may be writing it)."""
     uri = f"{path.resolve().as_uri()}?mode=ro"
     conn = sqlite3.connect(uri, uri=True)
     try:

@@ -37,9 +37,12 @@ def test_all_good(chat_env: dict[str, str], sessions_dir: Path) -> None:
     started = time.monotonic()
     code, lines = doctor(chat_env)
     assert code == 0, lines
-    assert [text[0] for text in lines] == ["✓"] * 6
+    assert [text[0] for text in lines] == ["✓"] * 7
     assert "(version 0.12.0)" in line(lines, "Ollama")
-    assert "qwen3:8b (supports tools)" in line(lines, "model")
+    assert "qwen3:8b (tools, thinking; context 40,960)" in line(lines, "model")
+    assert line(lines, "context window").endswith(
+        "16,384 tokens of 40,960 (NETBOX_CHAT_NUM_CTX; compacts at 80%)"
+    )
     assert line(lines, "NetBox version").endswith("4.7.3")
     assert "will be created" in line(lines, "sessions folder")
     assert not sessions_dir.exists()  # doctor creates nothing
@@ -56,6 +59,8 @@ def test_all_good(chat_env: dict[str, str], sessions_dir: Path) -> None:
         ({"NETBOX_URL": ""}, "NetBox", "set NETBOX_URL"),
         ({"NETBOX_TOKEN": "nbt_nope0000000.wrongwrongwrongwrong"}, "token", "create a new one"),
         ({"NETBOX_TOKEN": ""}, "token", "set NETBOX_TOKEN"),
+        ({"NETBOX_CHAT_NUM_CTX": "65536"}, "context window", "to 40960 or less"),
+        ({"NETBOX_CHAT_NUM_CTX": "2048"}, "context window", "at least 4096"),
     ],
     ids=[
         "ollama-down",
@@ -65,6 +70,8 @@ def test_all_good(chat_env: dict[str, str], sessions_dir: Path) -> None:
         "netbox-unset",
         "token-wrong",
         "token-unset",
+        "window-over-the-model",
+        "window-below-one-turn",
     ],
 )
 def test_each_failure_is_one_line_with_its_fix(
@@ -76,7 +83,8 @@ def test_each_failure_is_one_line_with_its_fix(
     failed = line(lines, check)
     assert failed.startswith("✗") and words in failed
     assert "→" in failed  # the fix is on the same line
-    assert len(lines) == 6
+    model_unchecked = check == "Ollama" or "ollama pull" in words
+    assert len(lines) == (6 if model_unchecked else 7)  # the window needs the model's facts
     for text in lines:
         assert TEST_TOKEN not in text and TEST_TOKEN.split(".")[1] not in text
 

@@ -31,13 +31,20 @@ from netbox_chat.netbox import (
     NetBoxNotFound,
     NetBoxTimeout,
 )
-from netbox_chat.netbox.object_types import cached_table_path, shipped_table
+from netbox_chat.netbox.object_types import (
+    FilterTable,
+    cached_table_path,
+    schema_fingerprint,
+    shipped_table,
+)
+from netbox_chat.netbox.schema import derive_table
 from netbox_chat.netbox.tools import (
     DEFAULT_FIELDS,
     MAX_LIMIT,
     SEARCH_DEFAULT_TYPES,
     NetBoxTools,
     build_netbox_tools,
+    result_budget,
 )
 
 pytestmark = pytest.mark.timeout(30)
@@ -372,6 +379,86 @@ def test_results_over_budget_are_cut_with_a_marker():
     assert f"{r['returned']} of 50 results shown" in r["truncated"]
     assert r["results"][0] == {"id": 0, "display": "dev0", "name": "dev0", "status": "active",
                                "site": {"id": 1, "display": "S", "slug": "s"}, "comments": "x" * 900}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("window", "budget"),
+    [(None, 8000), (4096, 2048), (16384, 8192), (32768, 16384), (262144, 60000)],
+)
+def test_the_result_budget_scales_with_the_models_window(window, budget):
+    """Half the window's tokens in characters (a sixth of it at ~3 characters of JSON per
+    token), between 2,000 and 60,000; 8,000 when the window is not known."""
+    assert window is None or result_budget(window) == budget
+
+    def handler(r: httpx.Request) -> httpx.Response:
+        n = int(r.url.params["limit"])
+        return httpx.Response(
+            200, json={"count": 500, "results": [big_device(i) for i in range(n)]}
+        )
+
+    async def go():
+        client = NetBoxClient("http://nb", TOKEN, transport=httpx.MockTransport(handler))
+        kw = {} if window is None else {"window_tokens": window}
+        tools = {t.name: t for t in build_netbox_tools(client, table=shipped_table(), **kw)}
+        return await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "dcim.device", "limit": 100, "fields": ["name", "comments"]}
+        )
+
+    out = run(go())
+    answer = json.loads(out)
+    assert len(out) <= budget < len(out) + 1200  # filled, not merely under
+    assert f"cut to fit {budget} characters" in answer["truncated"]
+    assert answer["next_offset"] == answer["returned"] < 100
+
+
+def test_an_ordering_netbox_fails_on_says_to_drop_it():
+    """A table derived at run time knows no ordering terms (they are not in the schema),
+    so a term NetBox lists but cannot sort by can reach it: NetBox 4.7.3 answers 500."""
+    table = FilterTable(derive_excerpt())
+
+    def handler(r: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            500, text="<h1>Server Error</h1>", headers={"content-type": "text/html"}
+        )
+
+    async def go():
+        client = NetBoxClient("http://nb", TOKEN, transport=httpx.MockTransport(handler), retries=0)
+        tools = {t.name: t for t in build_netbox_tools(client, table=table)}
+        return await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "ipam.ipaddress", "ordering": "assigned_object"}
+        )
+
+    out = run(go())
+    assert "NetBox failed ordering ipam.ipaddress by 'assigned_object'" in out
+    assert "Ask again without ordering" in out and "\n" not in out
+
+
+def derive_excerpt() -> dict[str, Any]:
+    ok = {
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/PaginatedIPAddressList"}}
+        }
+    }
+    return derive_table({
+        "info": {"version": "4.9.0"},
+        "paths": {"/api/ipam/ip-addresses/": {"get": {"parameters": [], "responses": {"200": ok}}}},
+        "components": {"schemas": {
+            "PaginatedIPAddressList": {"properties": {"results": {"items": {"$ref": "#/components/schemas/IPAddress"}}}},
+            "IPAddress": {"properties": {"id": {}, "address": {}, "assigned_object": {}}},
+        }},
+    })  # fmt: skip
+
+
+def test_every_tool_argument_declares_its_type():
+    tools = build_netbox_tools(NetBoxClient("http://nb", TOKEN))
+    for tool in tools:
+        params = convert_to_openai_tool(tool)["function"]["parameters"]
+        assert params["type"] == "object"
+        for name, spec in params["properties"].items():
+            assert spec.get("type") in ("string", "integer", "boolean", "object", "array"), (
+                tool.name,
+                name,
+            )
 
 
 def test_one_huge_object_drops_its_largest_fields():
@@ -783,11 +870,184 @@ def test_other_netbox_version_uses_its_own_schema_cached(tmp_path, monkeypatch):
             no = await tools["netbox_get_objects"].ainvoke(
                 {"object_type": "dcim.site", "filters": {"status": "active"}}
             )
-            assert no.startswith("Error: Rejected")
+            assert no.startswith("Error: 'status' is not a dcim.site filter")
 
     run(go())
     assert hits.count("/api/schema/") == 1  # the second client read the cache
-    assert cached_table_path("4.8.0").exists()
+    assert cached_table_path("4.8.0", schema_fingerprint({})).exists()
+
+
+def plugin_schema(version: str) -> dict[str, Any]:
+    """A 4.7.3 schema excerpt with one plugin endpoint, as drf-spectacular renders it."""
+    ok = {
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/PaginatedWidgetList"}}
+        }
+    }
+    return {
+        "info": {"version": f"{version} (4.7)"},
+        "paths": {
+            "/api/plugins/chat-demo/widgets/": {"get": {
+                "parameters": [
+                    {"in": "query", "name": "name", "schema": {"type": "array"}},
+                    {"in": "query", "name": "name__ic", "schema": {"type": "array"}},
+                    {"in": "query", "name": "colour", "schema": {"type": "array"}},
+                ],
+                "responses": {"200": ok},
+            }},
+            "/api/dcim/sites/": {"get": {
+                "parameters": [{"in": "query", "name": "name", "schema": {"type": "array"}}],
+                "responses": {"200": {"content": {"application/json": {"schema": {
+                    "$ref": "#/components/schemas/PaginatedSiteList"}}}}},
+            }},
+        },
+        "components": {"schemas": {
+            "PaginatedWidgetList": {"properties": {"results": {"items": {"$ref": "#/components/schemas/Widget"}}}},
+            "Widget": {"properties": {"id": {}, "name": {}, "colour": {}}},
+            "PaginatedSiteList": {"properties": {"results": {"items": {"$ref": "#/components/schemas/Site"}}}},
+            "Site": {"properties": {"id": {}, "name": {}}},
+        }},
+    }  # fmt: skip
+
+
+def test_plugins_make_the_tools_read_the_servers_schema_cached_by_fingerprint(
+    tmp_path, monkeypatch
+):
+    """Same version as the shipped table, but plugins: the plugin's object types come from
+    the server's own schema, cached per version and plugin set."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    plugins = {"netbox_chat_demo": "0.1"}
+    hits: list[str] = []
+
+    def handler(r: httpx.Request) -> httpx.Response:
+        hits.append(r.url.path)
+        if r.url.path == "/api/status/":
+            return httpx.Response(200, json={"netbox-version": "4.7.3", "plugins": plugins})
+        if r.url.path == "/api/schema/":
+            return httpx.Response(200, json=plugin_schema("4.7.3"))
+        if r.url.path == "/api/core/object-types/":  # the names paths do not say
+            endpoint = "/api/plugins/chat-demo/widgets/"
+            row = {
+                "app_label": "netbox_chat_demo",
+                "model": "widget",
+                "rest_api_endpoint": endpoint,
+            }
+            return httpx.Response(200, json={"count": 1, "results": [row]})
+        return httpx.Response(200, json={"count": 0, "results": []})
+
+    async def ask() -> tuple[str, str]:
+        client = NetBoxClient("http://nb", TOKEN, transport=httpx.MockTransport(handler))
+        tools = {t.name: t for t in build_netbox_tools(client)}
+        ok = await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "widgets", "filters": {"colour": "red", "name__ic": "w"}}
+        )
+        no = await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "netbox_chat_demo.widget", "filters": {"color": "red"}}
+        )
+        await client.aclose()
+        return ok, no
+
+    ok, no = run(ask())
+    assert json.loads(ok)["object_type"] == "netbox_chat_demo.widget"
+    assert "/api/plugins/chat-demo/widgets/" in hits
+    assert no.startswith("Error: 'color' is not a netbox_chat_demo.widget filter")
+    assert "colour" in no
+    run(ask())
+    assert hits.count("/api/schema/") == 1  # cached for this version and plugin set
+    plugins["netbox_chat_demo"] = "0.2"
+    run(ask())
+    assert hits.count("/api/schema/") == 2  # another plugin version: another schema
+
+
+CUSTOM_FIELDS = [
+    {"name": "support_tier", "type": {"value": "integer"}, "object_types": ["dcim.site"],
+     "filter_logic": {"value": "exact"}},
+    {"name": "site_owner", "type": {"value": "text"}, "object_types": ["dcim.site", "dcim.device"],
+     "filter_logic": {"value": "loose"}},
+    {"name": "circuit_ref", "type": {"value": "text"}, "object_types": ["dcim.site"],
+     "filter_logic": {"value": "exact"}},
+    {"name": "internal_note", "type": {"value": "text"}, "object_types": ["dcim.site"],
+     "filter_logic": {"value": "disabled"}},
+    {"name": "monitored", "type": {"value": "boolean"}, "object_types": ["dcim.site"],
+     "filter_logic": {"value": "exact"}},
+    {"name": "raw", "type": {"value": "json"}, "object_types": ["dcim.site"],
+     "filter_logic": {"value": "exact"}},
+]  # fmt: skip
+
+
+def custom_field_tools(
+    custom: httpx.Response, reported: list[str] | None = None
+) -> tuple[dict[str, Any], list[httpx.Request]]:
+    sent: list[httpx.Request] = []
+
+    def handler(r: httpx.Request) -> httpx.Response:
+        if r.url.path == "/api/status/":
+            return httpx.Response(200, json={"netbox-version": "4.7.3", "plugins": {}})
+        if r.url.path == "/api/extras/custom-fields/":
+            return custom
+        sent.append(r)
+        return httpx.Response(200, json={"count": 0, "results": []})
+
+    on_auth = reported.append if reported is not None else None
+    client = NetBoxClient(
+        "http://nb", TOKEN, transport=httpx.MockTransport(handler), on_auth_failure=on_auth
+    )
+    return {t.name: t for t in build_netbox_tools(client)}, sent
+
+
+@pytest.mark.parametrize(
+    ("filters", "sent", "told"),
+    [
+        ({"cf_support_tier__gte": 2}, [("cf_support_tier__gte", "2")], None),
+        ({"cf_support_tier": [1, 2]}, [("cf_support_tier", "1"), ("cf_support_tier", "2")], None),
+        ({"cf_site_owner": "east"}, [("cf_site_owner", "east")], None),
+        ({"cf_circuit_ref__ic": "x"}, [("cf_circuit_ref__ic", "x")], None),
+        ({"cf_monitored": "yes"}, [("cf_monitored", "true")], None),
+        # loose text already means "contains": NetBox has no lookups on it (measured: ignored)
+        ({"cf_site_owner__ic": "east"}, None, "has no __ic lookup"),
+        ({"cf_support_tier__ic": "1"}, None, "has no __ic lookup"),
+        ({"cf_internal_note": "x"}, None, "filtering is disabled for this custom field"),
+        ({"cf_raw": "x"}, None, "NetBox cannot filter on json custom fields"),
+        ({"cf_monitored": [True, False]}, None, "takes a single value"),
+        ({"cf_owner": "x"}, None, "no custom field 'owner' on dcim.site"),
+    ],
+)
+def test_custom_fields_of_the_users_netbox(filters, sent, told):
+    async def go() -> tuple[str, list[httpx.Request]]:
+        tools, requests = custom_field_tools(
+            httpx.Response(200, json={"count": len(CUSTOM_FIELDS), "results": CUSTOM_FIELDS})
+        )
+        out = await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "dcim.site", "filters": filters, "fields": ["name"]}
+        )
+        return out, requests
+
+    out, requests = run(go())
+    if sent is None:
+        assert out.startswith("Error: ") and told in out and requests == [], out
+    else:
+        query = [(k, v) for k, v in requests[0].url.params.multi_items() if k.startswith("cf_")]
+        assert query == sent, out
+
+
+def test_custom_fields_unreadable_is_said_and_not_reported_as_a_bad_token():
+    reported: list[str] = []
+
+    async def go() -> tuple[str, str]:
+        tools, _ = custom_field_tools(
+            httpx.Response(403, json={"detail": "You do not have permission."}), reported
+        )
+        no = await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "dcim.site", "filters": {"cf_support_tier": 1}}
+        )
+        ok = await tools["netbox_get_objects"].ainvoke(
+            {"object_type": "dcim.site", "filters": {"status": "active"}}
+        )
+        return no, ok
+
+    no, ok = run(go())
+    assert "no custom field 'support_tier'" in no and "could not be read" in no
+    assert json.loads(ok)["count"] == 0 and reported == []
 
 
 def test_shipped_table_when_versions_match_no_schema_fetch():
@@ -802,7 +1062,7 @@ def test_shipped_table_when_versions_match_no_schema_fetch():
     async def go():
         client = NetBoxClient("http://nb", TOKEN, transport=httpx.MockTransport(handler))
         impl = NetBoxTools(client)
-        await asyncio.gather(*(impl.get_objects("dcim.site") for _ in range(5)))
+        await asyncio.gather(*(impl.get_objects({"object_type": "dcim.site"}) for _ in range(5)))
 
     run(go())
     assert hits.count("/api/status/") == 1 and "/api/schema/" not in hits
@@ -840,4 +1100,4 @@ def test_bad_argument_types_come_back_as_words():
         )
 
     out = run(go())
-    assert out.startswith("Error: bad arguments for netbox_get_object_by_id: object_id")
+    assert out == "Error: object_id must be a whole number (got 'x')."

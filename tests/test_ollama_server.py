@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import ollama as ollama_lib
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langchain_ollama import ChatOllama
 
@@ -29,8 +29,12 @@ from tests.ollama_server import (
     Stall,
     StreamError,
     Text,
+    Thinking,
     ToolCall,
+    fit_prompt,
+    render_prompt,
     steps_from_json,
+    tokenize,
 )
 
 MODELS = {"qwen3:8b": ["completion", "tools"], "gemma:2b": ["completion"]}
@@ -107,7 +111,9 @@ def test_usage_metadata_comes_from_final_line_and_grows_with_history(
     history = [HumanMessage("question one"), first, HumanMessage("question two")]
     second = llm.invoke(history)
 
-    prompt_tokens = [len(json.dumps(r["messages"])) // 4 for r in server.requests]
+    prompt_tokens = [
+        len(tokenize(render_prompt(r["messages"], r["tools"]))) for r in server.requests
+    ]
     assert first.usage_metadata is not None and second.usage_metadata is not None
     assert first.usage_metadata["input_tokens"] == prompt_tokens[0]
     assert first.usage_metadata["output_tokens"] == 2  # "first ", "answer"
@@ -282,6 +288,8 @@ def test_steps_from_json() -> None:
     assert steps == [Delay(0.5), Text("hi there", 0.01), ToolCall("f", {"a": 1}), Stall()]
     assert steps_from_json([{"http_error": [503, "busy"]}]) == [HTTPError(503, "busy")]
     assert steps_from_json([{"stream_error": "x"}]) == [StreamError("x")]
+    assert steps_from_json([{"thinking": "hmm", "chunk_delay": 0.1}]) == [Thinking("hmm", 0.1)]
+    assert Thinking("hmm") != Text("hmm")
 
 
 def test_standalone_process_serves_a_script_and_exits_on_sigterm(tmp_path: Path) -> None:
@@ -314,3 +322,183 @@ def test_ai_message_history_with_tool_calls_round_trips(server: ScriptedOllama) 
     chat(server).invoke([HumanMessage("go"), AIMessage("", tool_calls=[call])])
     sent = server.requests[0]["messages"][1]
     assert sent["tool_calls"] == [{"function": {"name": "x", "arguments": {"k": "v"}}}]
+
+
+# --- thinking, as real servers deliver it -------------------------------------------------
+
+
+def thinking_server(version: str = "0.12.4") -> ScriptedOllama:
+    return ScriptedOllama(version=version)  # the default models: qwen3 thinks, qwen2.5 not
+
+
+def raw_lines(server: ScriptedOllama, model: str, think: object = None) -> list[dict[str, Any]]:
+    body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+    if think is not None:
+        body["think"] = think
+    response = httpx.post(f"{server.url}/api/chat", json=body, timeout=5)
+    assert response.status_code == 200, response.text
+    return [json.loads(line) for line in response.text.splitlines()]
+
+
+REPLY = [Thinking("Let me see."), Text("Hello.")]
+
+
+@pytest.mark.parametrize("think", [None, True, "high"])
+def test_thinking_streams_in_its_own_field_before_the_content(think: object) -> None:
+    with thinking_server() as server:
+        server.script(REPLY)
+        lines = raw_lines(server, "qwen3:8b", think)
+    messages = [line["message"] for line in lines if not line["done"]]
+    assert [m.get("thinking") for m in messages] == ["Let ", "me ", "see.", None]
+    assert "".join(m["content"] for m in messages) == "Hello."
+
+
+def test_langchain_keeps_the_thinking_only_when_reasoning_is_set() -> None:
+    with thinking_server() as server:
+        server.script(REPLY, REPLY)
+        kept = chat(server, reasoning=True).invoke("hi")
+        dropped = chat(server).invoke("hi")
+    assert kept.additional_kwargs["reasoning_content"] == "Let me see."
+    assert kept.content == dropped.content == "Hello." and not dropped.additional_kwargs
+
+
+def test_think_false_stops_a_thinking_model_but_not_gpt_oss() -> None:
+    with thinking_server() as server:
+        server.script(REPLY, REPLY)
+        qwen = raw_lines(server, "qwen3:8b", False)
+        gpt_oss = raw_lines(server, "gpt-oss:20b", False)
+    assert not any(line["message"].get("thinking") for line in qwen)
+    assert "".join(line["message"].get("thinking", "") for line in gpt_oss) == "Let me see."
+
+
+def test_unset_think_before_0_12_4_leaves_think_tags_in_the_content() -> None:
+    with thinking_server("0.12.0") as server:
+        server.script(REPLY, REPLY)
+        unset = raw_lines(server, "qwen3:8b")
+        asked = raw_lines(server, "qwen3:8b", True)
+    assert "".join(line["message"]["content"] for line in unset) == (
+        "<think>\nLet me see.\n</think>\n\nHello."
+    )
+    assert "".join(line["message"].get("thinking", "") for line in asked) == "Let me see."
+
+
+def test_servers_before_0_9_have_no_think_and_no_thinking_capability() -> None:
+    with thinking_server("0.8.0") as server:
+        server.script(REPLY)
+        lines = raw_lines(server, "qwen3:8b", True)  # `think` unknown: ignored
+        shown = httpx.post(f"{server.url}/api/show", json={"model": "qwen3:8b"}).json()
+    assert "<think>" in "".join(line["message"]["content"] for line in lines)
+    assert "thinking" not in shown["capabilities"]
+
+
+@pytest.mark.parametrize("think", [True, "low"])
+def test_think_on_a_model_without_the_capability_is_400(think: object) -> None:
+    with thinking_server() as server:
+        server.script([Text("never")])
+        response = httpx.post(
+            f"{server.url}/api/chat",
+            json={"model": "qwen2.5:7b", "messages": [], "think": think},
+        )
+        assert response.status_code == 400
+        assert response.json() == {"error": '"qwen2.5:7b" does not support thinking'}
+        assert raw_lines(server, "qwen2.5:7b", False)[0]["message"]["content"] == "never"
+
+
+def test_show_reports_the_family_gpt_oss_is_run_as() -> None:
+    with thinking_server() as server:
+        shown = httpx.post(f"{server.url}/api/show", json={"model": "gpt-oss:20b"}).json()
+    assert shown["details"]["family"] == "gptoss"
+    assert shown["model_info"]["gptoss.context_length"] == 131_072
+    assert "thinking" in shown["capabilities"]
+
+
+# --- the window, as Ollama fits a request into it -------------------------------------------
+
+NETBOX_JSON = json.dumps(
+    {
+        "count": 40,
+        "results": [
+            {
+                "id": i,
+                "url": f"http://127.0.0.1:8000/api/dcim/devices/{i}/",
+                "name": f"dmi01-akron-sw{i:02d}",
+                "status": {"value": "active", "label": "Active"},
+                "site": {"id": 3, "slug": "dm-akron", "display": "DM-Akron"},
+            }
+            for i in range(40)
+        ],
+    }
+)
+
+
+def test_tokenizer_counts_json_nearer_three_characters_a_token_than_four() -> None:
+    prose = "One device is offline at DM-Akron: the access switch in the second rack."
+    assert "".join(tokenize(NETBOX_JSON)) == NETBOX_JSON
+    assert 2.4 < len(NETBOX_JSON) / len(tokenize(NETBOX_JSON)) < 3.2
+    assert len(prose) / len(tokenize(prose)) > 4
+
+
+def test_window_comes_from_num_ctx_and_defaults_like_ollama(server: ScriptedOllama) -> None:
+    big = "word " * 3000  # about 3,000 tokens: twice fits 16k, but not Ollama's default 4,096
+    server.script([Text("a")], [Text("b")])
+    chat(server).invoke([HumanMessage(big), HumanMessage(big), HumanMessage("last")])
+    chat(server, num_ctx=16384).invoke([HumanMessage(big), HumanMessage(big), HumanMessage("last")])
+    default, wide = server.seen
+    assert default is not None and wide is not None
+    assert default.window == 4096 and default.messages_dropped == 1 and default.evaluated < 4096
+    assert wide.window == 16384 and not wide.truncated
+    assert wide.evaluated == wide.requested_tokens > 6000
+
+
+def test_num_ctx_above_the_trained_length_is_capped(server: ScriptedOllama) -> None:
+    server.script([Text("a")])
+    chat(server, model="gemma:2b", num_ctx=65536).invoke("hi")
+    seen = server.seen[0]
+    assert seen is not None and seen.window == server.context_lengths["gemma:2b"]
+
+
+def test_overflow_is_answered_200_dropping_oldest_non_system_messages(
+    server: ScriptedOllama,
+) -> None:
+    """chatPrompt keeps the system message and the latest one; the model never sees the
+    first question, the client gets a normal answer and a prompt_eval_count below what
+    it sent."""
+    server.script([Text("fine")])
+    history = [
+        SystemMessage("You are netbox-chat."),
+        HumanMessage("FACT-ONE " + NETBOX_JSON),
+        AIMessage("noted"),
+        HumanMessage("FACT-TWO " + NETBOX_JSON),
+        AIMessage("noted"),
+        HumanMessage("which fact?"),
+    ]
+    reply = chat(server, num_ctx=2048).invoke(history)
+    seen = server.seen[0]
+    assert seen is not None and reply.content == "fine"
+    assert seen.messages_dropped >= 2
+    assert "You are netbox-chat." in seen.text and "which fact?" in seen.text
+    assert "FACT-ONE" not in seen.text
+    assert reply.usage_metadata is not None
+    assert reply.usage_metadata["input_tokens"] == seen.evaluated <= 2048
+    assert seen.requested_tokens > 2 * seen.evaluated
+
+
+def test_a_latest_message_longer_than_the_window_is_cut_in_the_middle(
+    server: ScriptedOllama,
+) -> None:
+    server.script([Text("fine")])
+    reply = chat(server, num_ctx=1024).invoke([HumanMessage("START " + NETBOX_JSON + " END")])
+    seen = server.seen[0]
+    assert seen is not None and seen.middle_cut > 0
+    assert reply.usage_metadata is not None
+    assert reply.usage_metadata["input_tokens"] == seen.evaluated
+    assert 500 <= seen.evaluated <= 520  # num_keep plus half of what is left
+    # num_keep tokens are the template's first few: the start of the question is gone.
+    assert "START" not in seen.text and "END" in seen.text
+
+
+def test_tool_definitions_count_toward_the_prompt() -> None:
+    tools = [{"type": "function", "function": {"name": "x", "description": "d " * 200}}]
+    with_tools = fit_prompt([{"role": "user", "content": "hi"}], tools, 4096)
+    without = fit_prompt([{"role": "user", "content": "hi"}], [], 4096)
+    assert with_tools.evaluated > without.evaluated + 150

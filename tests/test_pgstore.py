@@ -8,18 +8,26 @@ subprocesses, the scripted Ollama server and the NetBox double.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from netbox_chat import history
+from netbox_chat.agent import build_agent, find_end_node
+from netbox_chat.sessions import StoreError
+from netbox_chat.stores import open_store
+from netbox_chat.turns import Conversation, RollingBack, TurnEvent
 from tests.inspect_session import read_from_fresh_process as inspect
 from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text
+from tests.ollama_server import Delay, ScriptedOllama, Text
 from tests.stores import StoreUnderTest
 from tests.test_stores import SITES as SITES_CALL
 from tests.test_stores import cli, first_turn, hold_in_a_tool
@@ -71,7 +79,7 @@ def test_a_connection_dropped_mid_turn_is_rolled_back_when_next_opened(
     assert holder.returncode == 3, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "session database" in lines[0]
-    assert f"rolled back the next time session {session_id} is opened" in lines[0]
+    assert f"the next time session {session_id} is opened" in lines[0]
 
     ollama.script([Text("Two sites.")])
     resumed = cli(store_env, "ask", "how many now?", "--session", session_id)
@@ -160,7 +168,7 @@ def test_a_database_without_the_schema_is_refused_until_init_store(
         assert "✗ session store" in checked.stdout and "--init-store" in checked.stdout
         made = cli(env, "doctor", "--init-store")
         assert made.returncode == 0, made.stderr
-        assert "schema netbox_chat created (version 1" in made.stdout
+        assert f"schema netbox_chat created (version {pgstore.PG_SCHEMA_VERSION}" in made.stdout
         again = cli(env, "doctor", "--init-store")
         assert "already current" in again.stdout
         assert "✓ session store" in cli(env, "doctor").stdout
@@ -256,3 +264,103 @@ def test_the_postgres_saver_crosses_the_same_bridge_as_the_sqlite_one() -> None:
         assert bridged is getattr(SyncSaverBridge, name) is getattr(BridgedSqliteSaver, name)
         assert bridged is not getattr(PostgresSaver, name)
         assert bridged is not getattr(BaseCheckpointSaver, name)
+
+
+# --- one transaction on PostgreSQL too ------------------------------------------------------
+
+# What PostgreSQL says when its disk fills up, raised by a trigger on one
+# statement, in the middle of the transaction it belongs to.
+DISK_FULL = "could not extend file: No space left on device"
+
+
+@contextlib.contextmanager
+def failing(url: str, table: str, when: str) -> Iterator[None]:
+    """Make one kind of statement on `table` fail as a full disk does."""
+    from netbox_chat import pgstore
+
+    with contextlib.closing(pgstore.connect(url)) as admin:
+        admin.execute(
+            "CREATE OR REPLACE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS "
+            f"$$ BEGIN RAISE EXCEPTION '{DISK_FULL}'; END $$"
+        )
+        admin.execute(
+            f"CREATE TRIGGER disk_full BEFORE {when} ON {table} FOR EACH ROW "
+            "EXECUTE FUNCTION disk_full()"
+        )
+        try:
+            yield
+        finally:
+            admin.execute(f"DROP TRIGGER disk_full ON {table}")
+
+
+def pg_conversation(pg: StoreUnderTest, ollama: ScriptedOllama) -> Conversation:
+    from netbox_chat.runtime import open_saver
+
+    settings = pg.settings(ollama_url=ollama.url)
+    session = open_store(settings).create(model=settings.model)
+    saver = open_saver(session)
+    graph = build_agent(settings, [], saver)
+    return Conversation(session, graph, saver, find_end_node(graph))
+
+
+async def test_a_rewind_whose_ledger_record_fails_changes_nothing_on_postgres(
+    pg: StoreUnderTest, ollama: ScriptedOllama
+) -> None:
+    """The rewind's `update_state`, its check and its ledger row are one
+    transaction on the database too: a full disk on the ledger's row leaves
+    every checkpoint row as it was."""
+    conversation = pg_conversation(pg, ollama)
+    session_id = conversation.session.id
+    for n in (1, 2):
+        ollama.script([Text(f"answer {n}")])
+        assert (await conversation.run_turn(f"question {n}")).status == "done"
+    before = pg.thread_rows(session_id)
+    with failing(pg.value, "history_edits", "INSERT"):
+        with pytest.raises(history.HistoryEditError, match=f"{DISK_FULL}.*nothing changed"):
+            history.rewind(conversation, 1)
+        assert pg.thread_rows(session_id) == before
+        assert pg.statuses(session_id) == [(1, "done"), (2, "done")]
+    assert history.rewind(conversation, 1).set_aside == [2]
+    conversation.session.close()
+    state = inspect(pg.value, session_id)
+    assert [m["content"] for m in state["messages"]] == ["question 1", "answer 1"]
+
+
+async def test_a_rollback_whose_ledger_record_fails_leaves_nothing_half_done_on_postgres(
+    pg: StoreUnderTest, ollama: ScriptedOllama
+) -> None:
+    """A cancelled turn's rollback and the ledger row that records it are one
+    transaction: when the row cannot be written the turn's rows stay as they
+    were (the ledger still says `running`), and the next turn finishes the
+    rollback first."""
+    conversation = pg_conversation(pg, ollama)
+    session_id = conversation.session.id
+    ollama.script([Text("answer one")])
+    assert (await conversation.run_turn("question one")).status == "done"
+    seen: dict[str, Any] = {}
+
+    def sink(event: TurnEvent) -> None:
+        if isinstance(event, RollingBack):  # right before the rollback starts
+            seen["rows"] = pg.thread_rows(session_id)
+
+    with failing(pg.value, "turns", "UPDATE"):
+        ollama.script([Delay(3.0), Text("too late")])
+        task = asyncio.create_task(conversation.run_turn("question two", sink))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(StoreError, match="could not be rolled back now"):
+            await task
+        assert pg.thread_rows(session_id) == seen["rows"]
+        assert pg.statuses(session_id) == [(1, "done"), (2, "running")]
+    ollama.script([Text("answer three")])
+    assert (await conversation.run_turn("question three")).status == "done"
+    assert pg.statuses(session_id) == [(1, "done"), (2, "cancelled"), (3, "done")]
+    assert "question two" not in json.dumps(ollama.requests[-1]["messages"])
+    conversation.session.close()
+    state = inspect(pg.value, session_id)
+    assert [m["content"] for m in state["messages"]] == [
+        "question one",
+        "answer one",
+        "question three",
+        "answer three",
+    ]

@@ -5,8 +5,10 @@ afterwards from the session file (fresh process) and the servers' records."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -17,7 +19,7 @@ import pytest
 
 from tests.inspect_session import read_from_fresh_process as inspect
 from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, ScriptedOllama, Text, ToolCall
+from tests.ollama_server import Delay, ScriptedOllama, Text, Thinking, ToolCall
 from tests.test_crash import ask, first_session, wait_for_running
 
 PROMPT = re.compile(r"netbox\S*>")
@@ -112,6 +114,10 @@ def test_chat_quit_ls_resume_and_the_model_remembers(
 MOMENTS = {
     "before the first token": ([Delay(5.0), Text("too late")], "thinking"),
     "mid-stream": ([Text("one two three four five six seven eight", chunk_delay=0.4)], "two"),
+    "while the model thinks": (
+        [Thinking("hmm, which sites does the user mean here", chunk_delay=0.4), Text("never")],
+        "which",
+    ),
     "while NetBox answers": (
         [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
         "waiting for",
@@ -171,6 +177,12 @@ def test_ctrl_c_cancels_and_rolls_back_at_any_moment(
         assert any("dcim/sites" in path for path in netbox.disconnects)  # really aborted
     if moment == "mid-stream":
         ollama.wait_for_disconnects(1, timeout=2.0)
+    if moment == "while the model thinks":  # the ledger keeps what it thought, and how long
+        with sqlite3.connect(sessions_dir / f"{session_id}.sqlite") as conn:
+            thought, seconds = conn.execute(
+                "SELECT thinking, thinking_seconds FROM turns WHERE number = 2"
+            ).fetchone()
+        assert thought.startswith("hmm, which") and seconds > 0
 
     time.sleep(1.0)
     assert inspect(sessions_dir, session_id)["messages"] == state["messages"]  # I3
@@ -247,3 +259,105 @@ def test_resume_at_goes_back_before_the_prompt_and_the_recap_says_so(
     leave(child)
     sent = json.dumps(ollama.requests[-1]["messages"])
     assert "how many sites?" in sent and "how many devices?" not in sent
+
+
+DIM = r"\x1b\[2;3m"  # rich's dim italic, the thinking's style
+
+
+def test_thinking_streams_dimmed_then_collapses_and_can_be_switched_off(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    reasoning = "The user wants the sites. One call to the site list will do."
+    ollama.script(
+        [Thinking(reasoning, chunk_delay=0.05), Text("Three sites.", chunk_delay=0.05)],
+        [Text("Still three.")],
+        [Thinking("Levels are not for me."), Text("Three again.")],
+    )
+    child = spawn(chat_env)
+    assert "thinking: the model's default" in plain(child.before or "")
+    child.sendline("list the sites")
+    child.expect(DIM + r"\s*The user wants")  # the live area, dimmed
+    child.expect(r"thought for \d+\.\ds")  # collapsed to one line when the answer starts
+    child.expect(r"([\s\S]*?)tokens \d+ in")
+    assert "Three sites." in plain(child.match.group(1))
+    assert "The user wants" not in child.match.group(1)  # gone from the screen
+    child.expect(PROMPT)
+    child.sendline("/thinking")
+    child.expect("turn 1 · thought for")
+    child.expect("One call to the site list will do.")
+    child.expect(PROMPT)
+
+    child.sendline("/think off")
+    child.expect("thinking off for the rest of this session")
+    child.expect(PROMPT)
+    child.sendline("and now?")
+    child.expect("Still three.")
+    child.expect(PROMPT)
+    assert ollama.requests[0]["think"] is True and ollama.requests[1]["think"] is False
+    assert "One call to the site list" not in json.dumps(ollama.requests[1]["messages"])
+
+    child.sendline("/think high")
+    child.expect("qwen3:8b takes no thinking levels; thinking on")
+    child.expect(PROMPT)
+    child.sendline("once more")
+    child.expect("Three again.")
+    child.expect(PROMPT)
+    leave(child)
+    assert ollama.requests[2]["think"] is True
+    turns = inspect(sessions_dir, only_session(sessions_dir))["turns"]
+    assert [t["status"] for t in turns] == ["done", "done", "done"]
+
+
+def test_think_on_a_model_that_cannot_is_a_note_before_the_answer(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script([Text("Three sites.")])
+    child = spawn(chat_env, "--think", "--model", "qwen2.5:7b")
+    assert "thinking on" in plain(child.before or "")
+    child.sendline("list the sites")
+    child.expect("qwen2.5:7b cannot think; answering without thinking")
+    child.expect("Three sites.")
+    child.expect(PROMPT)
+    leave(child)
+    assert "think" not in ollama.requests[0]
+
+
+def test_think_tags_in_the_content_are_shown_as_thinking_never_as_the_answer(
+    chat_env: dict[str, str],
+) -> None:
+    # Ollama before 0.9.0 has no `think`; the tags arrive inside the content, cut anywhere.
+    with ScriptedOllama(version="0.8.0") as old:
+        old.script(
+            [
+                Text(
+                    "<think>pondering the sites</think>\n\nThree sites.",
+                    chunk_delay=0.05,
+                    chunks=["<thi", "nk>pondering", " the sites</th", "ink>\n\n", "Three sites."],
+                )
+            ],
+        )
+        child = spawn({**chat_env, "OLLAMA_HOST": old.url})
+        screen = io.StringIO()
+        child.logfile_read = screen
+        child.sendline("list the sites")
+        child.expect(DIM + r"\s*pondering")
+        child.expect(r"([\s\S]*?)tokens \d+ in")
+        assert "Three sites." in plain(child.match.group(1))
+        child.expect(PROMPT)
+        leave(child)
+    shown = plain(screen.getvalue())
+    assert "pondering" in shown and "<th" not in shown and "ink>" not in shown
+
+
+def test_resume_no_think_asks_the_model_not_to_think(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    session_id = first_session(chat_env, ollama, sessions_dir)
+    assert ollama.requests[0]["think"] is True  # qwen3:8b's own default: it thinks
+    ollama.script([Thinking("not wanted"), Text("Still three sites.")])
+    child = spawn(chat_env, "resume", session_id, "--no-think")
+    child.sendline("and now?")
+    child.expect("Still three sites.")
+    child.expect(PROMPT)
+    leave(child)
+    assert ollama.requests[-1]["think"] is False

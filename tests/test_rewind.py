@@ -30,9 +30,10 @@ from netbox_chat.agent import build_agent, build_model, find_end_node
 from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.config import resolve_settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionFile, SessionStore, connect
+from netbox_chat.sessions import SessionFile, SessionStore
 from netbox_chat.turns import Conversation, TurnEvent, TurnOutcome
 from tests.graphs import build_graph
+from tests.inspect_session import assert_ledger_agrees, ledger_problems
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 
 ROOT = Path(__file__).parent.parent
@@ -91,7 +92,7 @@ def open_chat(session: SessionFile, kind: str, ollama_url: str) -> Chat:
     test tools; kind is "deepagents", "delta" (minimal DeltaChannel graph) or
     "plain" (minimal add_messages graph)."""
     settings = resolve_settings(sessions_dir=session.store.root, ollama_url=ollama_url, env={})
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     model = build_model(settings)
     if kind == "deepagents":
         graph = build_agent(settings, DEEPAGENTS_TOOLS, saver, model=model)
@@ -101,7 +102,11 @@ def open_chat(session: SessionFile, kind: str, ollama_url: str) -> Chat:
 
 
 @contextlib.asynccontextmanager
-async def new_chat(kind: str, ollama: ScriptedOllama, sessions_dir: Path) -> AsyncIterator[Chat]:
+async def new_chat(
+    kind: str, ollama: ScriptedOllama, sessions_dir: Path, *, check_ledger: bool = True
+) -> AsyncIterator[Chat]:
+    """A chat on a new session; when it closes, its ledger must agree with its
+    checkpoints (unless the test damaged the ledger on purpose)."""
     session = SessionFile.create(SessionStore(sessions_dir), model="qwen3:8b")
     chat = open_chat(session, kind, ollama.url)
     try:
@@ -109,6 +114,8 @@ async def new_chat(kind: str, ollama: ScriptedOllama, sessions_dir: Path) -> Asy
     finally:
         with contextlib.suppress(sqlite3.Error):
             chat.close()
+    if check_ledger:
+        assert_ledger_agrees(session.path)
 
 
 def reopen(chat: Chat, ollama: ScriptedOllama) -> Chat:
@@ -123,7 +130,7 @@ from pathlib import Path
 from netbox_chat.agent import build_agent, build_model, find_end_node
 from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.config import resolve_settings
-from netbox_chat.sessions import SessionFile, SessionStore, connect
+from netbox_chat.sessions import SessionFile, SessionStore
 from netbox_chat.turns import Conversation
 from tests.graphs import build_graph
 from tests.ollama_server import ScriptedOllama, Text
@@ -145,7 +152,7 @@ def dump(conv):
 async def main(root, session_id, kind, question, answer):
     with ScriptedOllama() as ollama, SessionFile.open(SessionStore(Path(root)), session_id) as session:
         settings = resolve_settings(sessions_dir=Path(root), ollama_url=ollama.url, env={})
-        saver = BridgedSqliteSaver(connect(session.path))
+        saver = BridgedSqliteSaver(session.db)
         model = build_model(settings)
         if kind == "deepagents":
             graph = build_agent(settings, [], saver, model=model)
@@ -191,6 +198,7 @@ def fresh_process(chat: Chat, question: str = "", answer: str = "") -> dict[str,
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
+    assert_ledger_agrees(chat.session.path)
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 
@@ -447,7 +455,7 @@ async def test_a_rewind_with_nothing_to_rewind_writes_nothing(
 async def test_a_turn_whose_state_cannot_be_materialized_is_refused(
     ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+    async with new_chat("deepagents", ollama, sessions_dir, check_ledger=False) as chat:
         await turn(chat, ollama, "one", [Text("answer one")])
         await turn(chat, ollama, "two", [Text("answer two")])
         # A damaged ledger: turn 1 points at a checkpoint this file does not hold.
@@ -462,6 +470,9 @@ async def test_a_turn_whose_state_cannot_be_materialized_is_refused(
         ):
             history.rewind(chat.conversation, 1)
         assert file_snapshot(chat.session.path) == before
+        assert ledger_problems(chat.session.path) == [
+            "done turn 1 ended on 1f000000-0000-6000-8000-000000000000, which is not stored"
+        ]
 
 
 async def test_a_failed_write_leaves_nothing_behind(

@@ -41,11 +41,12 @@ NOT_FOR_LS = (
 )
 
 
-def test_ls_loads_nothing_it_does_not_show(sessions_dir: Path) -> None:
+@pytest.mark.parametrize("command", [["ls"], ["ls", "--grep", "SITES"]], ids=["ls", "grep"])
+def test_ls_loads_nothing_it_does_not_show(sessions_dir: Path, command: list[str]) -> None:
     make_session(SessionStore(sessions_dir), "which sites?")
     probe = (
         "import contextlib, sys\n"
-        "sys.argv = ['netbox-chat', 'ls']\n"
+        f"sys.argv = ['netbox-chat', *{command!r}]\n"
         "from netbox_chat.cli import main\n"
         "with contextlib.suppress(SystemExit):\n"
         "    main()\n"

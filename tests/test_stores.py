@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.inspect_session import read_from_fresh_process as inspect
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
@@ -237,6 +239,7 @@ from netbox_chat.agent import build_agent, build_model, find_end_node
 from netbox_chat.config import resolve_settings
 from netbox_chat.runtime import open_saver
 from netbox_chat.stores import open_store
+from netbox_chat import history
 from netbox_chat.turns import Conversation
 from tests.ollama_server import ScriptedOllama, Text
 
@@ -255,14 +258,13 @@ async def main(store_value, action):
                 ollama.script([Text(f"answer {n}")])
                 assert (await conv.run_turn(f"question {n}")).status == "done"
             ollama.script([Text("SUMMARY of questions 1 and 2")])
-            out["compact"] = str(await conv.compact())
-            out["rewind"] = str(conv.rewind(3))
+            out["compact"] = str(await history.compact(conv))
+            out["rewind"] = str(history.rewind(conv, 3))
         else:
             ollama.script([Text("answer 5")])
             out["status"] = (await conv.run_turn("question 5")).status
             out["sent"] = [m["content"] for m in ollama.requests[-1]["messages"]
                            if m["role"] != "system"]
-        saver.close()
         session.close()
     print(json.dumps(out))
 
@@ -343,3 +345,38 @@ def test_the_repl_chats_cancels_and_resumes_the_latest_on_either_store(
     leave(child)
     sent = json.dumps(ollama.requests[-1]["messages"])
     assert "how many sites?" in sent and "list them slowly" not in sent
+
+
+def test_the_store_is_a_setting_like_the_others_and_its_password_is_never_shown(
+    tmp_path: Path,
+) -> None:
+    """`store` comes from a flag, the environment, a profile or the file's top
+    level; a folder there is the sessions folder (a --sessions-dir flag still
+    wins over a file's), a database URL is used over any folder, and
+    `netbox-chat config` shows the URL without its password."""
+    from typer.testing import CliRunner
+
+    from netbox_chat.cli import app
+    from netbox_chat.config import ConfigError, resolve_settings
+
+    url = "postgresql://alice:s3cret-pw@db.example:5432/netops"
+    path = tmp_path / "config" / "netbox-chat" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(f'store = "{tmp_path / "from-file"}"\n\n[profiles.team]\nstore = "{url}"\n')
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    plain = resolve_settings(env=env)
+    assert (plain.store, plain.sessions_dir) == (None, tmp_path / "from-file")
+    assert plain.origins["sessions_dir"] == "file"
+    flagged = resolve_settings(env=env, sessions_dir=tmp_path / "flag")
+    assert flagged.sessions_dir == tmp_path / "flag"
+    team = resolve_settings(env=env, profile="team", sessions_dir=tmp_path / "flag")
+    assert team.store == url and "s3cret" not in repr(team)
+    with pytest.raises(ConfigError, match=r"unknown session store mysql://"):
+        resolve_settings(env={}, store="mysql://db/x")
+
+    shown = CliRunner().invoke(
+        app, ["config", "--profile", "team"], env={**env, "NETBOX_CHAT_STORE": "", "COLUMNS": "200"}
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "postgresql://alice@db.example:5432/netops" in shown.stdout
+    assert "s3cret-pw" not in shown.output

@@ -18,11 +18,11 @@ from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.types import Command
 
 from netbox_chat.agent import build_agent, find_end_node
-from netbox_chat.checkpointer import BRIDGED_METHODS, BridgedSqliteSaver
+from netbox_chat.checkpointer import BRIDGED_METHODS, BridgedSqliteSaver, WritesStillRunning
 from netbox_chat.config import resolve_settings
 from netbox_chat.sessions import SessionFile, SessionStore, connect
 from netbox_chat.turns import Conversation, ToolFinished, TurnEvent
-from tests.inspect_session import read_from_fresh_process
+from tests.inspect_session import assert_ledger_agrees, read_from_fresh_process
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 
 SLOW_SECONDS = 1.5
@@ -60,11 +60,12 @@ TOOLS = [fast_lookup, slow_lookup, blocking_lookup]
 async def conversation(ollama: ScriptedOllama, sessions_dir: Path) -> AsyncIterator[Conversation]:
     settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
     session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     graph = build_agent(settings, TOOLS, saver)
     yield Conversation(session, graph, saver, find_end_node(graph))
     saver.conn.close()
     session.close()
+    assert_ledger_agrees(session.path)
 
 
 def inspect(conversation: Conversation) -> dict[str, Any]:
@@ -76,7 +77,7 @@ def inspect(conversation: Conversation) -> dict[str, Any]:
 
 def reopen(conversation: Conversation) -> Conversation:
     session = SessionFile.open(conversation.session.store, conversation.session.id)
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     return Conversation(
         session,
         conversation.graph.copy(update={"checkpointer": saver}),
@@ -218,15 +219,14 @@ async def test_sessions_written_without_compression_still_read(
 
     settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
     session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
-    plain = BridgedSqliteSaver(connect(session.path))
+    plain = BridgedSqliteSaver(session.db)
     plain.serde = JsonPlusSerializer()  # what the release before stored
     graph = build_agent(settings, TOOLS, plain)
     old = Conversation(session, graph, plain, find_end_node(graph))
     ollama.script([Text("an old answer")])
     assert (await old.run_turn("an old question")).status == "done"
-    plain.conn.close()
 
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     graph = build_agent(settings, TOOLS, saver)
     conversation = Conversation(session, graph, saver, find_end_node(graph))
     ollama.script([Text("a new answer")])
@@ -308,21 +308,18 @@ async def test_drain_counts_calls_made_through_a_copy_of_the_saver(sessions_dir:
     """With strict msgpack on, LangGraph hands the graph a shallow copy of the
     saver (`with_allowlist`), while the rollback drains the original: both
     must count the same calls, or a write could commit after the rollback."""
+    from tests.test_integrity import stuck_write
+
     sessions_dir.mkdir(parents=True, exist_ok=True)
+    (sessions_dir / "copy.sqlite").touch()  # connect() opens, never creates
     saver = BridgedSqliteSaver(connect(sessions_dir / "copy.sqlite"))
     clone = copy.copy(saver)  # what `BaseCheckpointSaver.with_allowlist` returns
-    release = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def blocked() -> None:
-        asyncio.run_coroutine_threadsafe(release.wait(), loop).result(timeout=10)
-
-    call = asyncio.create_task(clone._on_thread(blocked))
-    await asyncio.sleep(0.05)
-    assert saver.drain(timeout=0.05) is False  # the clone's call is still running
+    call, release = await stuck_write(clone)
+    with pytest.raises(WritesStillRunning):  # the clone's call is still running
+        saver.drain(timeout=0.05)
     release.set()
     await call
-    assert saver.drain(timeout=5) is True
+    saver.drain(timeout=5)
     saver.conn.close()
 
 
@@ -345,7 +342,7 @@ async def test_parallel_tool_cancel_on_a_minimal_graph(
     settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
     session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
     model = ChatOllama(model=settings.model, base_url=ollama.url)
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(session.db)
     graph = build_graph(model, [quick_lookup, slow_lookup], saver, delta=delta)
     conversation = Conversation(session, graph, saver, find_end_node(graph))
 
@@ -359,10 +356,11 @@ async def test_parallel_tool_cancel_on_a_minimal_graph(
     )
     assert outcome.status == "cancelled"
     assert outcome.rollback is not None and outcome.rollback.verified, outcome.rollback
-    saver.conn.close()
+    session.close()
     time.sleep(SLOW_SECONDS + 0.5)
 
-    fresh_saver = BridgedSqliteSaver(connect(session.path))
+    session = SessionFile.open(session.store, session.id)
+    fresh_saver = BridgedSqliteSaver(session.db)
     fresh = Conversation(
         session,
         graph.copy(update={"checkpointer": fresh_saver}),

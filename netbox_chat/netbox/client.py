@@ -19,6 +19,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from netbox_chat.config import mask_token
+
 log = logging.getLogger(__name__)
 
 USER_AGENT = "netbox-chat"
@@ -115,7 +117,6 @@ class NetBoxClient:
         self.backoff = backoff
         self._on_auth_failure = on_auth_failure
         self._auth_reported = False
-        self._secrets = [s for s in self._secret_parts(self._token) if s]
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if self._token:
             headers["Authorization"] = auth_header(self._token)
@@ -127,20 +128,9 @@ class NetBoxClient:
             follow_redirects=True,
         )
 
-    @staticmethod
-    def _secret_parts(token: str | None) -> list[str]:
-        if not token:
-            return []
-        parts = [token]
-        if "." in token:  # nbt_<key>.<secret>: the secret alone is sensitive too
-            parts.append(token.split(".", 1)[1])
-        return [p for p in parts if len(p) >= 8]
-
     def scrub(self, text: str) -> str:
         """``text`` with the token (and its secret part) masked."""
-        for s in self._secrets:
-            text = text.replace(s, "***")
-        return text
+        return mask_token(text, self._token)
 
     def __repr__(self) -> str:
         tok = "***" if self._token else None
@@ -164,8 +154,13 @@ class NetBoxClient:
         params: Sequence[tuple[str, str]] | None = None,
         *,
         timeout: float | None = None,
+        optional: bool = False,
     ) -> Any:
-        """GET /api/<path>/ and return the parsed JSON, or raise a ``NetBoxError``."""
+        """GET /api/<path>/ and return the parsed JSON, or raise a ``NetBoxError``.
+
+        ``optional``: a 401/403 here is not reported through ``on_auth_failure`` (the
+        tools can do without the answer; the user's question may not need it).
+        """
         rel = "/api/" + path.strip("/") + "/"
         if rel == "/api//":
             rel = "/api/"
@@ -204,9 +199,11 @@ class NetBoxClient:
                 await asyncio.sleep(self.backoff * (2**attempt))
                 attempt += 1
                 continue
-            return self._handle(resp, rel, where)
+            return self._handle(resp, rel, where, report_auth=not optional)
 
-    def _handle(self, resp: httpx.Response, rel: str, where: str) -> Any:
+    def _handle(
+        self, resp: httpx.Response, rel: str, where: str, *, report_auth: bool = True
+    ) -> Any:
         code = resp.status_code
         ctype = resp.headers.get("content-type", "")
         is_json = "json" in ctype
@@ -239,7 +236,8 @@ class NetBoxClient:
                 else "The token lacks permission for this."
             )
             err = self._error(NetBoxAuthError, msg, status=code, detail=detail)
-            self._report_auth(str(err))
+            if report_auth:
+                self._report_auth(str(err))
             raise err
         if code == 404:
             if is_json:
@@ -289,6 +287,32 @@ class NetBoxClient:
         if not isinstance(data, dict):
             raise self._error(NetBoxBadResponse, "NetBox /api/status/ did not return an object.")
         return data
+
+    async def custom_fields(self) -> list[dict[str, Any]]:
+        """Every custom field: name, type, object types, filter logic (one small request)."""
+        fields = "name,label,type,object_types,filter_logic"
+        data = await self.get(
+            "extras/custom-fields", [("fields", fields), ("limit", "1000")], optional=True
+        )
+        results = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(results, list):
+            raise self._error(NetBoxBadResponse, "NetBox custom-fields answer has no results.")
+        return [r for r in results if isinstance(r, dict)]
+
+    async def object_type_names(self) -> dict[str, str]:
+        """NetBox's object type name for each API endpoint: ``{"/api/dcim/devices/":
+        "dcim.device", "/api/plugins/chat-demo/widgets/": "netbox_chat_demo.widget"}``."""
+        data = await self.get(
+            "core/object-types",
+            [("fields", "app_label,model,rest_api_endpoint"), ("limit", "1000")],
+            optional=True,
+        )
+        results = data.get("results") if isinstance(data, dict) else None
+        return {
+            str(r["rest_api_endpoint"]): f"{r.get('app_label')}.{r.get('model')}"
+            for r in results or ()
+            if isinstance(r, dict) and r.get("rest_api_endpoint")
+        }
 
     async def schema(self, timeout: float = 120.0) -> dict[str, Any]:
         """The OpenAPI schema (about 14.6 MB for 4.7; takes seconds)."""

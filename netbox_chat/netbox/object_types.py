@@ -11,11 +11,13 @@ cached per version under ``${XDG_CACHE_HOME:-~/.cache}/netbox-chat/`` (see
 
 from __future__ import annotations
 
+import copy
 import difflib
+import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -34,6 +36,8 @@ class ObjectType:
     single: frozenset[str] = frozenset()  # filters taking one value (NetBox keeps the last)
     boolean: frozenset[str] = frozenset()  # filters taking only true/false
     ordering: tuple[str, ...] | None = None  # ?ordering= terms NetBox honours, if known
+    # names that look like filters but that NetBox ignores here, and why (custom fields)
+    unfilterable: dict[str, str] = field(default_factory=dict)
 
     def has_filter(self, key: str) -> bool:
         """True when ``key`` (plain name or name__lookup) is a filter NetBox honours here."""
@@ -54,16 +58,14 @@ class ObjectType:
             return self.ordering
         return tuple(f for f in self.fields if f not in ("url", "display_url", "display"))
 
-    def describe(self, name: str) -> str:
-        hint = self.hints.get(name)
-        return f"{name} ({hint})" if hint and hint.lower() != name.replace("_", " ") else name
-
 
 class FilterTable:
     """Object types and their filters for one NetBox version."""
 
     def __init__(self, raw: dict[str, Any]) -> None:
         self.netbox_version: str = str(raw.get("netbox_version", "unknown"))
+        # why cf_ filters are not known, when the custom fields could not be read
+        self.custom_fields_note: str | None = None
         sets = [frozenset(s) for s in raw["lookup_sets"]]
         self.types: dict[str, ObjectType] = {}
         for name, entry in raw["types"].items():
@@ -89,6 +91,12 @@ class FilterTable:
             for short in {name.split(".", 1)[1], ot.path.rsplit("/", 1)[-1]}:
                 if counts[short] == 1 and short not in self.types:
                     self._aliases[short] = name
+
+    def with_types(self, types: dict[str, ObjectType]) -> FilterTable:
+        """The same table with ``types`` (same names and paths, other filters)."""
+        other = copy.copy(self)
+        other.types = types
+        return other
 
     def resolve(self, object_type: str) -> ObjectType:
         """The object type for a name, or ``UnknownObjectType`` naming the closest ones."""
@@ -142,13 +150,21 @@ def cache_dir() -> Path:
     return Path(base) / "netbox-chat"
 
 
-def cached_table_path(version: str) -> Path:
+def schema_fingerprint(status: dict[str, Any]) -> str:
+    """What decides a NetBox's schema besides its version: its plugins and their versions
+    (from ``/api/status/``). Custom fields are not in the schema; they are read apart."""
+    plugins = status.get("plugins") or {}
+    text = json.dumps(sorted(plugins.items()) if isinstance(plugins, dict) else plugins)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def cached_table_path(version: str, fingerprint: str) -> Path:
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", version)
-    return cache_dir() / f"filters-netbox-{safe}.json"
+    return cache_dir() / f"filters-netbox-{safe}-{fingerprint}.json"
 
 
-def load_cached_table(version: str) -> FilterTable | None:
-    path = cached_table_path(version)
+def load_cached_table(version: str, fingerprint: str) -> FilterTable | None:
+    path = cached_table_path(version, fingerprint)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         return FilterTable(raw)
@@ -156,10 +172,10 @@ def load_cached_table(version: str) -> FilterTable | None:
         return None
 
 
-def save_cached_table(version: str, raw: dict[str, Any]) -> None:
+def save_cached_table(version: str, fingerprint: str, raw: dict[str, Any]) -> None:
     from .schema import dumps_table
 
-    path = cached_table_path(version)
+    path = cached_table_path(version, fingerprint)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

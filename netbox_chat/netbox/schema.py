@@ -18,14 +18,13 @@ list endpoint documents each filter as a query parameter (``name``, ``name__ic``
 
 ``__empty`` lookups are always single and boolean, so they are not listed. ``ordering``
 is not in the OpenAPI schema; it comes from NetBox itself
-(tests/netbox/netbox_ordering_fields.py) and is absent from a table derived at run time.
+(tests/netbox/netbox_ordering_fields.py).
 
 The shipped ``filters.json`` is generated with::
 
     tests/netbox/make_filter_table.sh   # schema from the live tier's NetBox + ordering
 
-(``--file schema.json`` reads a saved schema instead of ``--url``). The same function derives a
-table at run time for another NetBox version (see ``object_types.load_table_for``).
+(``--file schema.json`` reads a saved schema instead of ``--url``).
 """
 
 from __future__ import annotations
@@ -59,11 +58,19 @@ def _hint(description: str | None) -> str | None:
 
 
 def derive_table(
-    schema: dict[str, Any], ordering: dict[str, list[str]] | None = None
+    schema: dict[str, Any],
+    ordering: dict[str, list[str]] | None = None,
+    *,
+    type_names: dict[str, str] | None = None,
+    plugins: bool = True,
 ) -> dict[str, Any]:
     """Build the filter table from a parsed NetBox OpenAPI schema.
 
-    ``ordering`` maps object types to the ``?ordering=`` terms NetBox honours.
+    ``ordering`` maps object types to the ``?ordering=`` terms NetBox honours. ``type_names``
+    maps endpoints (``/api/plugins/chat-demo/widgets/``) to NetBox's own object type
+    names (``netbox_chat_demo.widget``, from ``/api/core/object-types/``): a plugin's
+    path does not say its app label. ``plugins=False`` leaves plugin endpoints out (the
+    shipped table is NetBox's own).
     """
     components = schema.get("components", {}).get("schemas", {})
     lookup_sets: list[tuple[str, ...]] = [()]
@@ -73,6 +80,8 @@ def derive_table(
     for path, item in sorted(schema.get("paths", {}).items()):
         get = item.get("get")
         if not get or "{" in path or not path.startswith("/api/"):
+            continue
+        if not plugins and path.startswith("/api/plugins/"):
             continue
         ref = (
             get.get("responses", {})
@@ -92,7 +101,7 @@ def derive_table(
             continue
         rel = path[len("/api/") :].strip("/")
         app = rel.split("/")[1] if rel.startswith("plugins/") else rel.split("/")[0]
-        object_type = f"{app}.{_model_name(serializer)}"
+        object_type = (type_names or {}).get(path) or f"{app}.{_model_name(serializer)}"
 
         names: dict[str, set[str]] = {}
         hints: dict[str, str] = {}
@@ -190,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--ordering", help="JSON from tests/netbox/netbox_ordering_fields.py (run in NetBox)"
     )
+    ap.add_argument("--no-plugins", action="store_true", help="leave plugin endpoints out")
     args = ap.parse_args(argv)
     ordering = None
     if args.ordering:
@@ -200,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             schema = json.load(f)
     else:
         schema = _fetch_schema(args.url, os.environ.get("NETBOX_TOKEN"))
-    sys.stdout.write(dumps_table(derive_table(schema, ordering)))
+    sys.stdout.write(dumps_table(derive_table(schema, ordering, plugins=not args.no_plugins)))
     return 0
 
 

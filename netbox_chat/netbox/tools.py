@@ -15,18 +15,23 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel, Field
+from langchain_core.tools import BaseTool
 
-from .client import NetBoxAuthError, NetBoxClient, NetBoxError
+from netbox_chat.window import result_budget
+
+from .arguments import Reading, read_arguments
+from .client import NetBoxAuthError, NetBoxClient, NetBoxError, NetBoxServerError
+from .custom_fields import with_custom_fields
 from .object_types import (
     FilterTable,
     ObjectType,
     UnknownObjectType,
     load_cached_table,
     save_cached_table,
+    schema_fingerprint,
     shipped_table,
 )
 from .validation import (
@@ -34,7 +39,6 @@ from .validation import (
     build_params,
     check_fields,
     check_ordering,
-    coerce_filters,
 )
 
 log = logging.getLogger(__name__)
@@ -44,7 +48,7 @@ MAX_LIMIT = 100
 SEARCH_DEFAULT_LIMIT = 5
 SEARCH_MAX_LIMIT = 25
 CHANGELOG_DEFAULT_LIMIT = 10
-RESULT_BUDGET = 8000  # characters of JSON in one tool result
+RESULT_BUDGET = 8000  # characters of JSON in one tool result, when the window is not known
 CHANGE_VALUE_MAX = 80  # characters of one before/after value in a changelog diff
 
 # What a list shows when the model asks for neither fields nor brief: enough to answer
@@ -169,20 +173,22 @@ def _error(message: str) -> str:
     return "Error: " + " ".join(str(message).split())
 
 
-def _limit(value: Any, default: int, cap: int, notes: list[str]) -> int:
-    if value is None:
+def _limit(n: int | None, default: int, cap: int, notes: list[str]) -> int:
+    if n is None:
         return default
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise FilterRejected(f"limit must be a whole number from 1 to {cap}.") from None
     if n < 1:
         # NetBox reads limit=0 as "everything up to 1000": never send it
-        raise FilterRejected(f"limit must be from 1 to {cap} (use offset to page).")
+        raise FilterRejected(f"limit must be from 1 to {cap} (got {n}; use offset to page).")
     if n > cap:
         notes.append(f"limit capped at {cap}")
         return cap
     return n
+
+
+def _offset(n: int | None) -> int:
+    if n is not None and n < 0:
+        raise FilterRejected(f"offset must be 0 or more (got {n}).")
+    return n or 0
 
 
 # ---------------------------------------------------------------- the tools
@@ -201,46 +207,96 @@ class NetBoxTools:
     ) -> None:
         self.client = client
         self._table = table
+        self._custom_table: FilterTable | None = None
         self._live_schema = live_schema and table is None
         self._table_lock = asyncio.Lock()
         self.budget = budget
-        self.table_note: str | None = None
 
-    async def table(self) -> FilterTable:
-        """The filter table for this NetBox: the shipped one when the version matches,
-        else one derived from the server's own schema (cached per version on disk)."""
-        if self._table is not None:
-            return self._table
+    async def table(self, *, custom_fields: bool = False) -> FilterTable:
+        """The filter table for this NetBox, read once: the shipped one when the server is
+        that version without plugins, else one derived from the server's own schema
+        (cached on disk by version and plugin fingerprint). ``custom_fields``: with the
+        ``cf_`` filters of its custom fields, read the first time a call uses one (so no
+        other call waits for that request)."""
         async with self._table_lock:
-            if self._table is not None:
-                return self._table
-            shipped = shipped_table()
-            table = shipped
-            if self._live_schema:
-                version = str((await self.client.status()).get("netbox-version", ""))
-                if version and version != shipped.netbox_version:
-                    table = load_cached_table(version) or await self._derive(version, shipped)
-            self._table = table
-            return table
+            if self._table is None:
+                self._table = await self._server_table()
+            if custom_fields and self._live_schema and self._custom_table is None:
+                self._custom_table = self._with_custom_fields(
+                    self._table, await self._custom_fields()
+                )
+            return (self._custom_table if custom_fields else None) or self._table
 
-    async def _derive(self, version: str, shipped: FilterTable) -> FilterTable:
+    async def _server_table(self) -> FilterTable:
+        table = shipped_table()
+        if not self._live_schema:
+            return table
+        status = await self.client.status()
+        version = str(status.get("netbox-version", ""))
+        fingerprint = schema_fingerprint(status)
+        if version and (version != table.netbox_version or status.get("plugins")):
+            table = load_cached_table(version, fingerprint) or await self._derive(
+                version, fingerprint, table
+            )
+        return table
+
+    async def _derive(self, version: str, fingerprint: str, shipped: FilterTable) -> FilterTable:
         from .schema import derive_table
 
         try:
-            raw = derive_table(await self.client.schema())
+            names = await self.client.object_type_names()
+        except NetBoxError:
+            names = {}  # plugin types then keep the names their paths suggest
+        try:
+            schema = await self.client.schema()
+            raw = derive_table(schema, type_names=names)
+            if version == shipped.netbox_version:
+                # the same NetBox with plugins: its own types sort as the shipped ones do
+                for name, entry in raw["types"].items():
+                    known = shipped.types.get(name)
+                    if known is not None and known.ordering is not None:
+                        entry["ordering"] = list(known.ordering)
             table = FilterTable(raw)
         except (NetBoxError, ValueError, KeyError, TypeError) as e:
-            self.table_note = (
-                f"filters checked against NetBox {shipped.netbox_version}'s table: the schema "
-                f"of this NetBox {version} could not be read ({e})"
+            log.warning(
+                "netbox-chat: filters checked against NetBox %s's table: the schema of this "
+                "NetBox %s could not be read (%s)",
+                shipped.netbox_version,
+                version,
+                e,
             )
-            log.warning("netbox-chat: %s", self.table_note)
             return shipped
-        save_cached_table(version, raw)
+        # NetBox caches its schema for a day per release (netbox/urls.py, cache_page), so a
+        # plugin installed since can be missing from it: use such a table, never keep it
+        stale = [p for p in names if p.startswith("/api/plugins/") and p not in schema["paths"]]
+        if stale:
+            log.warning("netbox-chat: NetBox's cached schema lacks %s; not cached", stale)
+        else:
+            save_cached_table(version, fingerprint, raw)
         return table
 
-    async def _resolve(self, object_type: str) -> tuple[FilterTable, ObjectType]:
-        table = await self.table()
+    async def _custom_fields(self) -> list[dict[str, Any]] | NetBoxError:
+        try:
+            return await self.client.custom_fields()
+        except NetBoxError as e:
+            return e
+
+    @staticmethod
+    def _with_custom_fields(
+        table: FilterTable, custom: list[dict[str, Any]] | NetBoxError
+    ) -> FilterTable:
+        if isinstance(custom, NetBoxError):
+            table = table.with_types(dict(table.types))
+            table.custom_fields_note = f"this NetBox's custom fields could not be read ({custom})"
+            log.warning("netbox-chat: %s", table.custom_fields_note)
+            return table
+        return with_custom_fields(table, custom)
+
+    async def _resolve(
+        self, object_type: str, filters: Mapping[str, Any] | None = None
+    ) -> tuple[FilterTable, ObjectType]:
+        wants_cf = any(str(k).strip().lower().startswith("cf_") for k in filters or ())
+        table = await self.table(custom_fields=wants_cf)
         return table, table.resolve(object_type)
 
     def _fail(self, e: BaseException) -> str:
@@ -253,61 +309,34 @@ class NetBoxTools:
 
     # -- netbox_get_objects
 
-    async def get_objects(
-        self,
-        object_type: str,
-        filters: Any = None,
-        fields: Any = None,
-        brief: bool | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        ordering: Any = None,
-    ) -> str:
+    async def get_objects(self, arguments: Mapping[str, Any]) -> str:
         try:
-            return await self._get_objects(
-                object_type, filters, fields, brief, limit, offset, ordering
-            )
+            return await self._get_objects(read_arguments("netbox_get_objects", arguments))
         except Exception as e:
             return self._fail(e)
 
-    async def _get_objects(
-        self,
-        object_type: str,
-        filters: Any,
-        fields: Any,
-        brief: bool | None,
-        limit: Any,
-        offset: Any,
-        ordering: Any,
-    ) -> str:
-        table, ot = await self._resolve(object_type)
-        filters = coerce_filters(filters)
-        # arguments a model put inside filters are lifted out (when not also given)
-        lifted = {
-            k: filters.pop(k)
-            for k in ("limit", "offset", "ordering", "fields", "brief")
-            if k in filters
-        }
-        limit = lifted.get("limit", limit) if limit is None else limit
-        offset = lifted.get("offset", offset) if offset is None else offset
-        ordering = lifted.get("ordering", ordering) if ordering is None else ordering
-        fields = lifted.get("fields", fields) if fields is None else fields
-        brief = lifted.get("brief", brief) if brief is None else brief
-
-        notes: list[str] = []
-        params = build_params(ot, filters, table)
-        n = _limit(limit, DEFAULT_LIMIT, MAX_LIMIT, notes)
-        try:
-            off = max(0, int(offset or 0))
-        except (TypeError, ValueError):
-            raise FilterRejected("offset must be a whole number (0 or more).") from None
-        order = check_ordering(ot, ordering)
-        params += self._shape_params(ot, fields, brief)
+    async def _get_objects(self, reading: Reading) -> str:
+        args, notes = reading.args, list(reading.notes)
+        table, ot = await self._resolve(args["object_type"], args.get("filters"))
+        params = build_params(ot, args.get("filters"), table)
+        n = _limit(args.get("limit"), DEFAULT_LIMIT, MAX_LIMIT, notes)
+        off = _offset(args.get("offset"))
+        order = check_ordering(ot, args.get("ordering"))
+        params += self._shape_params(ot, args.get("fields"), args.get("brief"))
         params += [("limit", str(n)), ("offset", str(off))]
         if order:
             params.append(("ordering", order))
-
-        data = await self.client.get(ot.path, params)
+        try:
+            data = await self.client.get(ot.path, params)
+        except NetBoxServerError as e:
+            if not order:
+                raise
+            # NetBox 4.7 answers 500 for terms it lists but cannot sort by (generic
+            # relations such as assigned_object): say which argument to drop
+            raise FilterRejected(
+                f"{e} NetBox failed ordering {ot.name} by '{order}'; it cannot order by "
+                "that. Ask again without ordering (or order by id or name)."
+            ) from None
         if not isinstance(data, dict) or "results" not in data:
             return _error(f"NetBox sent an unexpected answer for {ot.path} (no results list).")
         results = [_compact(r, top=True) for r in data.get("results") or []]
@@ -337,20 +366,18 @@ class NetBoxTools:
 
     # -- netbox_get_object_by_id
 
-    async def get_object_by_id(
-        self, object_type: str, object_id: Any, fields: Any = None, brief: bool | None = None
-    ) -> str:
+    async def get_object_by_id(self, arguments: Mapping[str, Any]) -> str:
         try:
-            _, ot = await self._resolve(object_type)
-            try:
-                oid = int(object_id)
-                if oid < 1:
-                    raise ValueError
-            except (TypeError, ValueError):
+            reading = read_arguments("netbox_get_object_by_id", arguments)
+            args = reading.args
+            _, ot = await self._resolve(args["object_type"])
+            oid = args["object_id"]
+            if oid < 1:
                 raise FilterRejected(
-                    f"object_id must be a positive whole number (got {object_id!r}); "
+                    f"object_id must be a positive whole number (got {oid}); "
                     "use netbox_get_objects or netbox_search_objects to find ids."
-                ) from None
+                )
+            fields, brief = args.get("fields"), args.get("brief")
             names = check_fields(ot, fields)
             params: list[tuple[str, str]] = []
             if names:
@@ -370,27 +397,27 @@ class NetBoxTools:
                 out["object"] = fitted
             else:
                 out["object"] = obj
+            if reading.notes:
+                out["note"] = "; ".join(reading.notes)
             return _dumps(out)
         except Exception as e:
             return self._fail(e)
 
     # -- netbox_search_objects
 
-    async def search_objects(
-        self, query: str, object_types: Any = None, limit: int | None = None
-    ) -> str:
+    async def search_objects(self, arguments: Mapping[str, Any]) -> str:
         try:
-            return await self._search(query, object_types, limit)
+            return await self._search(read_arguments("netbox_search_objects", arguments))
         except Exception as e:
             return self._fail(e)
 
-    async def _search(self, query: str, object_types: Any, limit: Any) -> str:
-        q = str(query or "").strip()
+    async def _search(self, reading: Reading) -> str:
+        args = reading.args
+        q = args["query"]
         if not q:
             raise FilterRejected("query is empty: NetBox would ignore it and list everything.")
         table = await self.table()
-        if isinstance(object_types, str):
-            object_types = [t for t in object_types.replace(";", ",").split(",") if t.strip()]
+        object_types = args.get("object_types")
         wanted = list(object_types or SEARCH_DEFAULT_TYPES)
         types: list[ObjectType] = []
         unknown: list[str] = []
@@ -407,8 +434,8 @@ class NetBoxTools:
                 types.append(ot)
         if unknown:
             raise FilterRejected(" ".join(unknown))
-        notes: list[str] = []
-        n = _limit(limit, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, notes)
+        notes = list(reading.notes)
+        n = _limit(args.get("limit"), SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, notes)
 
         async def one(ot: ObjectType) -> Any:
             return await self.client.get(ot.path, [("q", q), ("brief", "true"), ("limit", str(n))])
@@ -454,25 +481,18 @@ class NetBoxTools:
 
     # -- netbox_get_changelogs
 
-    async def get_changelogs(self, filters: Any = None, limit: int | None = None) -> str:
+    async def get_changelogs(self, arguments: Mapping[str, Any]) -> str:
         try:
-            return await self._changelogs(filters, limit)
+            return await self._changelogs(read_arguments("netbox_get_changelogs", arguments))
         except Exception as e:
             return self._fail(e)
 
-    async def _changelogs(self, filters: Any, limit: Any) -> str:
-        table, ot = await self._resolve(CHANGELOG_TYPE)
-        filters = coerce_filters(filters)
-        if limit is None and "limit" in filters:
-            limit = filters.pop("limit")
-        offset = filters.pop("offset", 0)
-        notes: list[str] = []
-        params = build_params(ot, filters, table)
-        n = _limit(limit, CHANGELOG_DEFAULT_LIMIT, MAX_LIMIT, notes)
-        try:
-            off = max(0, int(offset or 0))
-        except (TypeError, ValueError):
-            raise FilterRejected("offset must be a whole number (0 or more).") from None
+    async def _changelogs(self, reading: Reading) -> str:
+        args, notes = reading.args, list(reading.notes)
+        table, ot = await self._resolve(CHANGELOG_TYPE, args.get("filters"))
+        params = build_params(ot, args.get("filters"), table)
+        n = _limit(args.get("limit"), CHANGELOG_DEFAULT_LIMIT, MAX_LIMIT, notes)
+        off = _offset(args.get("offset"))
         params += [("limit", str(n)), ("offset", str(off)), ("ordering", "-time")]
         data = await self.client.get(ot.path, params)
         if not isinstance(data, dict) or "results" not in data:
@@ -544,44 +564,73 @@ def _change_entry(r: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- LangChain wiring
 
 
-class GetObjectsArgs(BaseModel):
-    object_type: str = Field(description="e.g. dcim.device, dcim.site, ipam.prefix")
-    filters: dict[str, Any] | None = Field(
-        None,
-        description=(
-            '{"site":"dm-akron","status":"offline"}; a list matches any (tag: all, tag__any: any);'
-            " lookups: name__ic, id__gt"
-        ),
-    )
-    fields: list[str] | None = Field(None, description="fields to return (default: a short set)")
-    brief: bool | None = Field(None, description="minimal fields")
-    limit: int | None = Field(None, description=f"default {DEFAULT_LIMIT}, max {MAX_LIMIT}")
-    offset: int | None = None
-    ordering: str | None = Field(None, description="e.g. name or -id")
+def _names(description: str) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}, "description": description}
 
 
-class GetObjectByIdArgs(BaseModel):
-    object_type: str = Field(description="e.g. dcim.device")
-    object_id: int
-    fields: list[str] | None = None
-    brief: bool | None = None
+def _schema(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required)}
 
 
-class SearchArgs(BaseModel):
-    query: str
-    object_types: list[str] | None = Field(None, description="default: common types")
-    limit: int | None = Field(None, description=f"per type, default {SEARCH_DEFAULT_LIMIT}")
-
-
-class ChangelogArgs(BaseModel):
-    filters: dict[str, Any] | None = Field(
-        None,
-        description=(
-            'e.g. {"changed_object_type":"dcim.device","action":"update","time_after":"2026-01-01"}'
-        ),
-    )
-    limit: int | None = Field(None, description=f"default {CHANGELOG_DEFAULT_LIMIT}")
-
+# What the model sees of each tool's arguments: the types are spelled out, because a
+# parameter without one invites exactly the shapes arguments.py has to read back.
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "netbox_get_objects": _schema(
+        {
+            "object_type": {"type": "string", "description": "e.g. dcim.device, ipam.prefix"},
+            "filters": {
+                "type": "object",
+                "description": (
+                    '{"site":"dm-akron","status":"offline"}; a list matches any (tag: all, '
+                    "tag__any: any); lookups: name__ic, id__gt"
+                ),
+            },
+            "fields": _names("fields to return (default: a short set)"),
+            "brief": {"type": "boolean", "description": "minimal fields"},
+            "limit": {
+                "type": "integer",
+                "description": f"default {DEFAULT_LIMIT}, max {MAX_LIMIT}",
+            },
+            "offset": {"type": "integer"},
+            "ordering": {"type": "string", "description": "e.g. name or -id"},
+        },
+        "object_type",
+    ),
+    "netbox_get_object_by_id": _schema(
+        {
+            "object_type": {"type": "string", "description": "e.g. dcim.device"},
+            "object_id": {"type": "integer"},
+            "fields": _names("fields to return"),
+            "brief": {"type": "boolean"},
+        },
+        "object_type",
+        "object_id",
+    ),
+    "netbox_search_objects": _schema(
+        {
+            "query": {"type": "string"},
+            "object_types": _names("default: common types"),
+            "limit": {
+                "type": "integer",
+                "description": f"per type, default {SEARCH_DEFAULT_LIMIT}",
+            },
+        },
+        "query",
+    ),
+    "netbox_get_changelogs": _schema(
+        {
+            "filters": {
+                "type": "object",
+                "description": (
+                    '{"changed_object_type":"dcim.device","action":"update",'
+                    '"time_after":"2026-01-01"}'
+                ),
+            },
+            "limit": {"type": "integer", "description": f"default {CHANGELOG_DEFAULT_LIMIT}"},
+            "offset": {"type": "integer"},
+        }
+    ),
+}
 
 DESCRIPTIONS = {
     "netbox_get_objects": (
@@ -598,23 +647,30 @@ DESCRIPTIONS = {
 }
 
 
-def _validation_error(name: str) -> Any:
-    def handle(e: Exception) -> str:
-        errs = getattr(e, "errors", None)
-        detail = ""
-        if callable(errs):
-            try:
-                detail = "; ".join(
-                    f"{'.'.join(str(x) for x in err.get('loc', ()))}: {err.get('msg')}"
-                    for err in errs()
-                )
-            except Exception:
-                detail = ""
-        return _error(
-            f"bad arguments for {name}: {detail or e}. Check the argument types and try again."
-        )
+class NetBoxTool(BaseTool):
+    """A tool handed the model's arguments exactly as they came.
 
-    return handle
+    LangChain validates a tool's arguments against a pydantic model, which drops keys it
+    does not know (a flattened filter) and refuses loose types before the tool runs. With
+    a JSON schema (a dict) as ``args_schema`` it passes them through untouched, and
+    arguments.py reads them, so nothing is dropped and every refusal is the tool's own.
+    """
+
+    run_tool: Callable[[Mapping[str, Any]], Awaitable[str]]
+
+    def _to_args_and_kwargs(
+        self, tool_input: str | dict[str, Any], tool_call_id: str | None
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        del tool_call_id
+        return (tool_input,), {}
+
+    async def _arun(self, arguments: Any) -> str:
+        if not isinstance(arguments, Mapping):
+            return _error(f"{self.name} takes its arguments as an object (got {arguments!r}).")
+        return await self.run_tool(arguments)
+
+    def _run(self, *args: Any, **kwargs: Any) -> str:
+        raise NotImplementedError("the NetBox tools are async: use ainvoke")
 
 
 def build_netbox_tools(
@@ -622,29 +678,28 @@ def build_netbox_tools(
     *,
     table: FilterTable | None = None,
     live_schema: bool = True,
-    budget: int = RESULT_BUDGET,
+    budget: int | None = None,
+    window_tokens: int | None = None,
 ) -> list[BaseTool]:
     """The four async NetBox tools, bound to ``client``.
 
     ``table`` pins the filter table (tests); otherwise the shipped 4.7.3 table is used
     when the server is 4.7.3, and another version's own schema (cached) when not.
+    One result is at most ``budget`` characters: given, or ``result_budget(window_tokens)``
+    for the model's window, or ``RESULT_BUDGET`` when neither is known.
     """
+    if budget is None:
+        budget = RESULT_BUDGET if window_tokens is None else result_budget(window_tokens)
     impl = NetBoxTools(client, table, live_schema=live_schema, budget=budget)
-    specs: list[tuple[str, Any, type[BaseModel]]] = [
-        ("netbox_get_objects", impl.get_objects, GetObjectsArgs),
-        ("netbox_get_object_by_id", impl.get_object_by_id, GetObjectByIdArgs),
-        ("netbox_search_objects", impl.search_objects, SearchArgs),
-        ("netbox_get_changelogs", impl.get_changelogs, ChangelogArgs),
-    ]
-    tools: list[BaseTool] = []
-    for name, fn, schema in specs:
-        tools.append(
-            StructuredTool.from_function(
-                coroutine=fn,
-                name=name,
-                description=DESCRIPTIONS[name],
-                args_schema=schema,
-                handle_validation_error=_validation_error(name),
-            )
+    runs: dict[str, Callable[[Mapping[str, Any]], Awaitable[str]]] = {
+        "netbox_get_objects": impl.get_objects,
+        "netbox_get_object_by_id": impl.get_object_by_id,
+        "netbox_search_objects": impl.search_objects,
+        "netbox_get_changelogs": impl.get_changelogs,
+    }
+    return [
+        NetBoxTool(
+            name=name, description=DESCRIPTIONS[name], args_schema=SCHEMAS[name], run_tool=run
         )
-    return tools
+        for name, run in runs.items()
+    ]

@@ -11,12 +11,18 @@ wrong and the form that works. Nothing here does I/O.
 
 from __future__ import annotations
 
-import difflib
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from .object_types import FilterTable, ObjectType
+from .suggest import (
+    describe,
+    describe_all,
+    elsewhere,
+    own_filter_for_hop,
+    suggest_filters,
+    suggest_names,
+)
 
 # The lookup suffixes NetBox's filtersets generate (the issue's allowlist), plus the
 # three the 4.7 schema also documents on a few filters (tag__any, created__after, ...).
@@ -79,6 +85,9 @@ UNSUPPORTED_PARAMS = {
     "format": "'format' is not a filter: results are always JSON.",
 }
 
+# How many valid field names a refusal lists (some types have 60).
+FIELDS_SHOWN = 15
+
 # Serializer fields that are links, not data.
 NOT_FIELDS = frozenset({"url", "display_url", "display"})
 _TRUE = frozenset({"true", "yes", "1", "on"})
@@ -89,27 +98,8 @@ class FilterRejected(ValueError):
     """A call that must not be sent: ``str()`` is the whole message for the model."""
 
 
-def _closest(word: str, candidates: Iterable[str], n: int = 4) -> list[str]:
-    cands = list(candidates)
-    found = difflib.get_close_matches(word, cands, n=n, cutoff=0.6)
-    # prefix/substring matches catch 'site_name' -> 'site', 'status_id' -> 'status'
-    stem = word.split("__")[0]
-    for c in cands:
-        if len(found) >= n:
-            break
-        if c not in found and len(stem) >= 3 and (c.startswith(stem) or stem.startswith(c)):
-            found.append(c)
-    if len(found) < n:
-        for c in difflib.get_close_matches(word, cands, n=n, cutoff=0.4):
-            if c not in found:
-                found.append(c)
-            if len(found) >= n:
-                break
-    return found[:n]
-
-
 def _names(ot: ObjectType, names: list[str]) -> str:
-    return ", ".join(ot.describe(n) for n in names)
+    return describe_all(ot, names)
 
 
 def _lookups_of(ot: ObjectType, base: str) -> str:
@@ -132,6 +122,17 @@ def _diagnose_key(ot: ObjectType, key: str, table: FilterTable | None) -> str:
     where = f"{ot.name}"
     if key in UNSUPPORTED_PARAMS:
         return UNSUPPORTED_PARAMS[key]
+    field = key.split("__", 1)[0]
+    if field in ot.unfilterable:
+        return f"'{key}': {ot.unfilterable[field]} (NetBox would ignore it)."
+    if field.startswith("cf_") and field not in ot.filters:
+        custom = [f for f in ot.filters if f.startswith("cf_")]
+        unknown = table.custom_fields_note if table is not None else None
+        return (
+            f"'{key}': this NetBox has no custom field '{field[3:]}' on {where} (NetBox would "
+            f"ignore it). Custom field filters here: {_names(ot, custom)}."
+            + (f" Note: {unknown}." if unknown else "")
+        )
     base, sep, lookup = key.rpartition("__")
     if sep and lookup == "in":
         if base in ot.filters:
@@ -141,7 +142,7 @@ def _diagnose_key(ot: ObjectType, key: str, table: FilterTable | None) -> str:
             )
         return (
             f"'{key}': NetBox ignores __in lookups, and '{base}' is not a {where} filter either "
-            f"(closest: {_names(ot, _closest(base, ot.filters))}); pass a list as the value of "
+            f"(closest: {_names(ot, suggest_filters(ot, base))}); pass a list as the value of "
             f"the plain key, e.g. {{'id': [1, 2]}}."
         )
     if sep and "__" not in base and (lookup in ALLOWED_LOOKUPS or lookup in SCHEMA_ONLY_LOOKUPS):
@@ -152,14 +153,14 @@ def _diagnose_key(ot: ObjectType, key: str, table: FilterTable | None) -> str:
             )
         return (
             f"'{key}': '{base}' is not a {where} filter. "
-            f"Closest: {_names(ot, _closest(base, ot.filters))}."
+            f"Closest: {_names(ot, suggest_filters(ot, base))}."
         )
     if sep and "__" not in base and lookup in DJANGO_LOOKUPS:
         nb = DJANGO_LOOKUPS[lookup]
         if base not in ot.filters:
             return (
                 f"'{key}': '{base}' is not a {where} filter, and __{lookup} is not a NetBox "
-                f"lookup. Closest filters: {_names(ot, _closest(base, ot.filters))}."
+                f"lookup. Closest filters: {_names(ot, suggest_filters(ot, base))}."
             )
         if nb is None:
             form = f"use {base}__gte and {base}__lte together"
@@ -172,15 +173,25 @@ def _diagnose_key(ot: ObjectType, key: str, table: FilterTable | None) -> str:
         return f"'{key}': __{lookup} is not a NetBox lookup (it would be ignored); {form}."
     if sep:
         return _diagnose_hop(ot, key, table)
-    closest = _closest(key, ot.filters)
-    return (
+    closest = suggest_filters(ot, key)
+    msg = (
         f"'{key}' is not a {where} filter (NetBox would ignore it). Closest: {_names(ot, closest)}."
     )
+    others = elsewhere(table, ot, key) if table is not None and not closest else []
+    if others:
+        msg += f" It is a filter of: {', '.join(others)}."
+    return msg
 
 
 def _diagnose_hop(ot: ObjectType, key: str, table: FilterTable | None) -> str:
     """``device__site_id``, ``site__name``, ``name__foo``: a relation hop or a bad lookup."""
     where = ot.name
+    own = own_filter_for_hop(ot, key.split("__"))
+    if own:
+        return (
+            f"'{key}': NetBox filters cannot follow relations (it would ignore this); use "
+            f"{where}'s own filter {describe(ot, own)}: {{'{own}': ...}}."
+        )
     first, _, rest = key.partition("__")
     related_name = _related_type(table, first)
     if related_name is None or table is None:
@@ -189,7 +200,7 @@ def _diagnose_hop(ot: ObjectType, key: str, table: FilterTable | None) -> str:
                 f"'{key}': __{rest} is not a lookup NetBox knows (it would ignore it). "
                 f"Lookups of '{first}': {_lookups_of(ot, first)}."
             )
-        closest = _closest(key.replace("__", "_"), ot.filters)
+        closest = suggest_filters(ot, key)
         return (
             f"'{key}' is not a {where} filter, and NetBox filters cannot follow relations (it "
             f"would ignore this and return everything). Closest: {_names(ot, closest)}."
@@ -206,7 +217,8 @@ def _diagnose_hop(ot: ObjectType, key: str, table: FilterTable | None) -> str:
     )
     if step1 is None:
         msg += (
-            f" ({related_name} filters like: {', '.join(_closest(rest_base, related.filters, 3))})"
+            f" ({related_name} filters like: "
+            f"{_names(related, suggest_filters(related, rest_base, 3))})"
         )
     via = (
         f"{first}_id" if f"{first}_id" in ot.filters else (first if first.endswith("_id") else None)
@@ -218,7 +230,7 @@ def _diagnose_hop(ot: ObjectType, key: str, table: FilterTable | None) -> str:
     if ot.has_filter(rest) and _related_type(table, rest_base) is not None:
         msg += f" Or directly: {where} has its own filter '{rest}'."
     elif first in ot.filters and rest_base in ("slug", "name"):
-        msg += f" Or directly: {ot.describe(first)}."
+        msg += f" Or directly: {describe(ot, first)}."
     return msg
 
 
@@ -278,10 +290,13 @@ def build_params(
     ot: ObjectType,
     filters: Mapping[str, Any] | None,
     table: FilterTable | None = None,
+    notes: list[str] | None = None,
 ) -> list[tuple[str, str]]:
     """Validated query parameters for ``filters``: lists become repeated keys.
 
-    Raises ``FilterRejected`` listing every problem, with the form that works.
+    A name that is a filter in lower case (``VID``, ``SITE_ID``: NetBox's names are all
+    lower case) is read as that filter, and ``notes`` says so. Raises
+    ``FilterRejected`` listing every problem, with the form that works.
     """
     if not filters:
         return []
@@ -289,6 +304,10 @@ def build_params(
     problems: list[str] = []
     for raw_key, value in filters.items():
         key = str(raw_key).strip()
+        if not ot.has_filter(key) and ot.has_filter(key.lower()):
+            if notes is not None:
+                notes.append(f"filter '{key}' read as '{key.lower()}'")
+            key = key.lower()
         if not ot.has_filter(key):
             problems.append(_diagnose_key(ot, key, table))
             continue
@@ -298,29 +317,8 @@ def build_params(
             continue
         params.extend((key, v) for v in values)
     if problems:
-        raise FilterRejected(
-            "Rejected before sending (NetBox would have silently returned unfiltered results): "
-            + " ".join(problems)
-        )
+        raise FilterRejected(" ".join(problems))
     return params
-
-
-def coerce_filters(filters: Any) -> dict[str, Any]:
-    """Accept a dict, or a JSON object in a string (small models send either)."""
-    if filters is None or filters == "":
-        return {}
-    if isinstance(filters, str):
-        try:
-            filters = json.loads(filters)
-        except ValueError:
-            raise FilterRejected(
-                'filters must be an object such as {"site": "dm-akron", "status": "offline"}.'
-            ) from None
-    if not isinstance(filters, Mapping):
-        raise FilterRejected(
-            'filters must be an object such as {"site": "dm-akron", "status": "offline"}.'
-        )
-    return dict(filters)
 
 
 def _as_list(value: Any) -> list[str]:
@@ -340,10 +338,13 @@ def check_fields(ot: ObjectType, fields: Any) -> list[str]:
         return names
     bad = [n for n in names if n not in ot.fields]
     if bad:
-        parts = [f"'{b}' (closest: {', '.join(_closest(b, ot.fields, 3)) or 'none'})" for b in bad]
+        valid = [f for f in ot.fields if f not in NOT_FIELDS]
+        parts = [f"'{b}' (closest: {', '.join(suggest_names(b, valid)) or 'none'})" for b in bad]
+        shown = ", ".join(valid[:FIELDS_SHOWN])
+        more = f" and {len(valid) - FIELDS_SHOWN} more" if len(valid) > FIELDS_SHOWN else ""
         raise FilterRejected(
             f"Unknown field(s) for {ot.name}: {'; '.join(parts)}. NetBox would silently leave "
-            f"them out. Valid fields: {', '.join(f for f in ot.fields if f not in NOT_FIELDS)}."
+            f"them out. Fields include: {shown}{more}."
         )
     return names
 
@@ -357,7 +358,7 @@ def check_ordering(ot: ObjectType, ordering: Any) -> str | None:
     bad = [t for t in terms if valid and t.lstrip("-") not in valid]
     if bad:
         parts = [
-            f"'{b}' (closest: {', '.join(_closest(b.lstrip('-'), valid, 3)) or 'none'})"
+            f"'{b}' (closest: {', '.join(suggest_names(b.lstrip('-'), valid)) or 'none'})"
             for b in bad
         ]
         raise FilterRejected(

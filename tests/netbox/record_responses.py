@@ -46,6 +46,21 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
         {"object_type": "dcim.device", "filters": {"site": "dm-akron", "status": "offline"}},
     ),
     (
+        "offline_at_akron_flattened",
+        "netbox_get_objects",
+        {"object_type": "dcim.device", "site": "dm-akron", "status": "offline"},
+    ),
+    (
+        "custom_field_filter",
+        "netbox_get_objects",
+        {"object_type": "dcim.site", "filters": {"cf_support_tier": 2}, "fields": ["name"]},
+    ),
+    (
+        "custom_field_loose_text",
+        "netbox_get_objects",
+        {"object_type": "dcim.site", "filters": {"cf_site_owner": "east"}, "fields": ["name"]},
+    ),
+    (
         "offline_anywhere",
         "netbox_get_objects",
         {"object_type": "dcim.device", "filters": {"status": "offline"}},

@@ -1,0 +1,62 @@
+"""The NetBox token from a profile's `token_command`, run at most once per
+process, for the commands that talk to NetBox (chat, resume, ask, doctor,
+config). Kept out of `config.py`, which only reads the environment and files.
+
+The command's output is the secret: it is never logged, printed or stored,
+and a failure names the profile and the exit status, never what it printed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+
+from netbox_chat.config import ConfigError, Settings
+
+TOKEN_COMMAND_TIMEOUT = 30.0
+
+_ran: dict[tuple[str, ...], str] = {}
+
+
+def run_token_command(command: tuple[str, ...], profile: str | None) -> str:
+    """The first line of the command's output (like `pass show`, whose first
+    line is the secret), cached for the life of the process."""
+    if command in _ran:
+        return _ran[command]
+    named = (
+        f"token_command of profile {profile}"
+        if profile
+        else "token_command (top level of the config file)"
+    )
+    try:
+        done = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=TOKEN_COMMAND_TIMEOUT,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise ConfigError(f"{named} failed: {command[0]!r} not found") from None
+    except subprocess.TimeoutExpired:
+        raise ConfigError(
+            f"{named} failed: no answer in {TOKEN_COMMAND_TIMEOUT:.0f}s (is it asking for input?)"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{named} failed: {exc.strerror}") from None
+    lines = done.stdout.decode("utf-8", errors="replace").splitlines()
+    if done.returncode != 0:
+        raise ConfigError(f"{named} failed: {command[0]} exited {done.returncode}")
+    if not lines or not lines[0].strip():
+        raise ConfigError(f"{named} printed no token")
+    _ran[command] = lines[0].strip()
+    return _ran[command]
+
+
+def with_token(settings: Settings) -> Settings:
+    """`settings` with the token filled in from its token_command, if it has one."""
+    source = settings.token_source
+    if settings.netbox_token is not None or source is None or source.command is None:
+        return settings
+    token = run_token_command(source.command, source.profile)
+    return dataclasses.replace(settings, netbox_token=token)

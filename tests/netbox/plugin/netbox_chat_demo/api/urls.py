@@ -1,0 +1,7 @@
+from netbox.api.routers import NetBoxRouter
+
+from .views import WidgetViewSet
+
+router = NetBoxRouter()
+router.register("widgets", WidgetViewSet)
+urlpatterns = router.urls

@@ -1,0 +1,86 @@
+"""What the CLI prints when something goes wrong: one line each, on stderr,
+never wrapped when stderr is not a terminal, text that came from outside
+(the user, Ollama) printed as it is and never read as markup, and a bug of
+ours reported as one line with an exit status, not a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from tests.ollama_server import Delay, HTTPError, ScriptedOllama, Text
+from tests.test_crash import ROOT, ask, first_session, turn_rows, wait_for_running
+
+
+def netbox_chat(env: dict[str, str], *args: str | bytes) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "netbox_chat", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_messages_are_not_wrapped_when_stderr_is_not_a_terminal(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    narrow = {**chat_env, "COLUMNS": "50"}
+    session_id = first_session(chat_env, ollama, sessions_dir)
+    ollama.script([Delay(30.0), Text("never sent")])
+    crashed = ask(chat_env, "the question that crashed", "--session", session_id)
+    wait_for_running(sessions_dir / f"{session_id}.sqlite", 2)
+    crashed.kill()
+    crashed.wait(timeout=10)
+
+    ollama.script([Text("Still three sites.")])
+    resumed = netbox_chat(narrow, "ask", "and now?", "--session", session_id)
+    assert resumed.returncode == 0, resumed.stderr
+    (recovery,) = [line for line in resumed.stderr.splitlines() if "interrupted" in line]
+    assert recovery.startswith("turn 2 was interrupted and rolled back (")
+    assert recovery.endswith("removed); the model will not see it")
+
+    empty = sessions_dir.parent / ("a-folder-with-a-long-name-" * 3)
+    listing = netbox_chat({**narrow, "NETBOX_CHAT_SESSIONS": str(empty)}, "ls")
+    assert listing.stderr.splitlines() == [f"no sessions in {empty}; start one with `netbox-chat`"]
+
+
+def test_an_error_from_ollama_is_printed_as_it_came_never_as_markup(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script([HTTPError(500, "runner [/x] failed [bold]")])
+    result = CliRunner().invoke(app, ["ask", "hello?"], env=chat_env)
+    assert result.exit_code == 1, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("netbox-chat: turn 1 failed: ")
+    assert "runner [/x] failed [bold]" in line
+
+
+def test_an_unexpected_error_is_one_line_with_exit_1_and_the_session_survives(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    # A script passing Latin-1 bytes: Python hands them over as surrogates,
+    # which SQLite cannot store. No code path expects it: it is a bug, and a
+    # bug gets one line and an exit status, not a traceback.
+    latin1 = "caf\udce9?"
+    failed = netbox_chat(chat_env, "ask", latin1, "--json")
+    assert failed.returncode == 1
+    (line,) = failed.stderr.splitlines()
+    assert line.startswith("netbox-chat: unexpected error (UnicodeEncodeError")
+    assert "this is a bug in netbox-chat" in line
+    (path,) = sessions_dir.glob("*.sqlite")
+    assert turn_rows(path) == []
+
+    ollama.script([Text("Three sites.")])
+    again = netbox_chat(chat_env, "ask", "how many sites?", "--session", path.stem, "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["turn"] == 1
+
+    traced = netbox_chat({**chat_env, "NETBOX_CHAT_TRACEBACK": "1"}, "ask", latin1)
+    assert traced.returncode == 1 and "Traceback" in traced.stderr

@@ -1,0 +1,310 @@
+"""The config file (issue 15, item 1): profiles, the precedence flag > env >
+profile > file defaults > built-in, token_env and token_command, the
+`netbox-chat config` listing with origins, one-line errors with line numbers,
+and ssh's rule for files others can read or write.
+
+Precedence is checked on `resolve_settings` with an explicit environment and a
+real file in a temporary XDG_CONFIG_HOME, and through the real CLI where the
+user sees it (`config`, `ask` against two NetBox doubles)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from netbox_chat.config import ConfigError, resolve_settings
+from tests.conftest import TEST_TOKEN
+from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import ScriptedOllama, Text, ToolCall
+
+ROOT = Path(__file__).parent.parent
+SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
+
+
+def write_config(home: Path, text: str, mode: int = 0o600) -> Path:
+    path = home / "netbox-chat" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    path.chmod(mode)
+    return path
+
+
+LAYERED = """\
+    model = "file-model"
+    num_ctx = 4096
+    request_timeout = 30
+    default_profile = "lab"
+
+    [profiles.lab]
+    netbox_url = "http://lab.example:8000/"
+    model = "profile-model"
+    num_ctx = 8192
+    token_env = "NETBOX_TOKEN_LAB"
+
+    [profiles.prod]
+    netbox_url = "https://netbox.example.com"
+    token_command = "printf 'prod-token'"
+    """
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "config"
+
+
+def test_each_layer_wins_over_the_ones_below_it(home: Path) -> None:
+    write_config(home, LAYERED)
+    env = {"XDG_CONFIG_HOME": str(home), "NETBOX_CHAT_MODEL": "env-model"}
+    flagged = resolve_settings(env=env, model="flag-model")
+    assert flagged.model == "flag-model" and flagged.origins["model"] == "flag --model"
+    from_env = resolve_settings(env=env)
+    assert from_env.model == "env-model" and from_env.origins["model"] == "env NETBOX_CHAT_MODEL"
+    plain = resolve_settings(env={"XDG_CONFIG_HOME": str(home)})
+    assert (plain.model, plain.origins["model"]) == ("profile-model", "profile lab")
+    assert (plain.num_ctx, plain.origins["num_ctx"]) == (8192, "profile lab")
+    assert (plain.request_timeout, plain.origins["request_timeout"]) == (30.0, "file")
+    assert (plain.netbox_timeout, plain.origins["netbox_timeout"]) == (15.0, "default")
+    assert plain.netbox_url == "http://lab.example:8000"  # trailing slash dropped
+    no_file = resolve_settings(env={})
+    assert (no_file.model, no_file.origins["model"]) == ("qwen3:8b", "default")
+    assert no_file.config_file is None
+
+
+def test_the_profile_comes_from_the_flag_then_the_environment_then_default_profile(
+    home: Path,
+) -> None:
+    write_config(home, LAYERED)
+    env = {"XDG_CONFIG_HOME": str(home)}
+    assert resolve_settings(env=env).profile == "lab"
+    assert resolve_settings(env={**env, "NETBOX_CHAT_PROFILE": "prod"}).profile == "prod"
+    chosen = resolve_settings(env={**env, "NETBOX_CHAT_PROFILE": "prod"}, profile="lab")
+    assert chosen.profile == "lab" and chosen.origins["profile"] == "--profile"
+    with pytest.raises(ConfigError, match=r"no profile 'stage' \(from --profile\).*lab, prod"):
+        resolve_settings(env=env, profile="stage")
+
+
+def test_a_profile_asked_for_but_overridden_by_the_environment_says_so(home: Path) -> None:
+    write_config(home, LAYERED)
+    env = {
+        "XDG_CONFIG_HOME": str(home),
+        "NETBOX_URL": "http://lab.example:8000",
+        "NETBOX_TOKEN": "lab-token",
+    }
+    asked = resolve_settings(env=env, profile="prod")
+    assert asked.netbox_url == "http://lab.example:8000"  # env > profile, as documented
+    assert asked.warnings == (
+        "warning: profile prod: NETBOX_URL overrides its netbox_url; "
+        "NETBOX_TOKEN overrides its token_command",
+    )
+    assert resolve_settings(env=env).warnings == ()  # default_profile: nothing was asked
+
+
+def test_the_token_comes_from_netbox_token_then_the_profile_then_the_file(home: Path) -> None:
+    write_config(home, 'token_env = "TOP_TOKEN"\n' + LAYERED)
+    env = {"XDG_CONFIG_HOME": str(home), "NETBOX_TOKEN_LAB": "lab-token", "TOP_TOKEN": "top"}
+    assert resolve_settings(env=env).netbox_token == "lab-token"
+    assert resolve_settings(env={**env, "NETBOX_TOKEN": "env-token"}).netbox_token == "env-token"
+    write_config(home, 'token_env = "TOP_TOKEN"\nmodel = "m"\n')
+    assert resolve_settings(env=env).netbox_token == "top"
+
+
+def test_config_lists_every_setting_with_its_origin_and_never_the_token(
+    home: Path, tmp_path: Path
+) -> None:
+    write_config(home, LAYERED)
+    env = {
+        "XDG_CONFIG_HOME": str(home),
+        "NETBOX_CHAT_SESSIONS": str(tmp_path / "s"),
+        "NETBOX_TOKEN": "",
+        "NETBOX_URL": "",
+        "NETBOX_CHAT_MODEL": "",
+        "NETBOX_CHAT_PROFILE": "",
+        "COLUMNS": "200",
+    }
+    shown = CliRunner().invoke(app, ["config", "--model", "flag-model"], env=env)
+    assert shown.exit_code == 0, shown.output
+    lines = {line.split()[0]: line.split(None, 1)[1] for line in shown.stdout.splitlines()}
+    assert lines["profile"].split() == ["lab", "from", "default_profile"]
+    assert lines["model"].split() == ["flag-model", "flag", "--model"]
+    assert lines["num_ctx"].split() == ["8192", "profile", "lab"]
+    assert lines["request_timeout"].split() == ["30.0", "file"]
+    assert lines["sessions_dir"].split() == [str(tmp_path / "s"), "env", "NETBOX_CHAT_SESSIONS"]
+    assert lines["ollama_url"].split() == ["http://127.0.0.1:11434", "default"]
+    assert lines["netbox_token"].startswith("missing (NETBOX_TOKEN_LAB is not set)")
+
+    prod = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    assert prod.exit_code == 0, prod.output
+    assert "set (from token_command)" in prod.stdout and "prod-token" not in prod.output
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('model = "a"\nwindow = 3\n', "config.toml line 2: unknown key 'window' in the top level"),
+        (
+            '[profiles.lab]\nnetbox_url = "http://x"\nnetbox_token = "nbt_x.y"\n',
+            "config.toml line 3: unknown key 'netbox_token' in [profiles.lab]",
+        ),
+        ('model = "a"\nnum_ctx = \n', "config.toml: Invalid value (at line 2, column 11)"),
+        ('[profiles.lab]\nnum_ctx = "lots"\n', "config.toml line 2: num_ctx must be a number"),
+        ('default_profile = "prod"\n', "config.toml line 1: default_profile 'prod' is not a"),
+        (
+            '[profiles.lab]\ntoken_command = "pass show \'x"\n',
+            "config.toml line 2: token_command: No closing quotation",
+        ),
+    ],
+    ids=["unknown-key", "token-in-file", "malformed", "bad-value", "no-such-default", "quote"],
+)
+def test_a_bad_file_is_one_line_with_its_line_number_and_exit_1(
+    text: str, says: str, home: Path, tmp_path: Path
+) -> None:
+    write_config(home, text)
+    env = {"XDG_CONFIG_HOME": str(home), "NETBOX_CHAT_SESSIONS": str(tmp_path / "s")}
+    for command in (["config"], ["ls"]):
+        ran = CliRunner().invoke(app, command, env=env)
+        assert ran.exit_code == 1
+        assert ran.stderr.count("\n") == 1 and says in ran.stderr, ran.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_token_command_in_a_file_others_can_read_or_write_is_warned_or_refused(
+    home: Path, tmp_path: Path
+) -> None:
+    env = {
+        "XDG_CONFIG_HOME": str(home),
+        "NETBOX_CHAT_SESSIONS": str(tmp_path / "s"),
+        "NETBOX_TOKEN": "",
+    }
+    path = write_config(home, LAYERED, mode=0o644)
+    readable = CliRunner().invoke(app, ["config"], env=env)
+    assert readable.exit_code == 0
+    assert f"warning: permissions 0644 for {path} are too open" in readable.stderr
+    assert f"chmod 600 {path}" in readable.stderr
+    path.chmod(0o664)
+    writable = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    assert writable.exit_code == 1 and "0664" in writable.stderr
+    assert "others can change the token_command" in writable.stderr
+    path.write_text('model = "m"\n')  # no token command: nothing to protect
+    assert CliRunner().invoke(app, ["config"], env=env).stderr == ""
+
+
+def test_a_failing_token_command_is_one_line_naming_the_profile(
+    chat_env: dict[str, str], home: Path, ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    write_config(
+        home,
+        """\
+        [profiles.prod]
+        netbox_url = "http://127.0.0.1:9"
+        token_command = ["sh", "-c", "echo half-a-secret; echo oops >&2; exit 3"]
+        """,
+    )
+    env = {key: value for key, value in chat_env.items() if key not in ("NETBOX_TOKEN",)}
+    ran = CliRunner().invoke(app, ["ask", "sites?", "--profile", "prod"], env=env)
+    assert ran.exit_code == 1
+    assert ran.stderr == "netbox-chat: token_command of profile prod failed: sh exited 3\n"
+    assert "half-a-secret" not in ran.output and "oops" not in ran.output
+    assert ollama.requests == [] and not sessions_dir.exists()
+
+
+def test_a_profile_per_netbox_and_the_token_command_output_stays_secret(
+    chat_env: dict[str, str], home: Path, ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """Two NetBoxes, two profiles: each question reaches its own NetBox with
+    its own token (the doubles refuse any other), one token from token_env and
+    one from token_command; the command's token is in no file, no output."""
+    prod_token = "nbt_prodkey000001.SECRETFROMTHECOMMANDxxxxxxxxxxxxxxxxxx"
+    with NetBoxDouble(token=prod_token) as prod, NetBoxDouble(token=TEST_TOKEN) as lab:
+        secret_file = home.parent / "prod-token"
+        secret_file.write_text(prod_token + "\nsecond line is not the token\n")
+        write_config(
+            home,
+            f"""\
+            default_profile = "lab"
+            [profiles.lab]
+            netbox_url = "{lab.url}"
+            token_env = "NETBOX_TOKEN_LAB"
+            [profiles.prod]
+            netbox_url = "{prod.url}"
+            token_command = "cat {secret_file}"
+            """,
+        )
+        env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+        env["NETBOX_TOKEN_LAB"] = TEST_TOKEN
+        outputs = []
+        answers = {}
+        for profile in ("lab", "prod"):
+            ollama.script([SITES], [Text(f"Three sites in {profile}.")])
+            ran = subprocess.run(
+                [sys.executable, "-m", "netbox_chat", "ask", "sites?", "-p", profile, "--json"],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert ran.returncode == 0, ran.stderr
+            outputs += [ran.stdout, ran.stderr]
+            answers[profile] = json.loads(ran.stdout)
+            assert answers[profile]["tool_calls"][0]["error"] is False
+        assert any("dcim/sites" in request for request in lab.requests)
+        assert any("dcim/sites" in request for request in prod.requests)
+        assert len(lab.requests) == len(prod.requests)  # neither saw the other's question
+
+        # Continued without -p, the prod session goes back to prod (its own
+        # profile, over default_profile), with prod's token.
+        ollama.script([SITES], [Text("Still three in prod.")])
+        prod_requests = len(prod.requests)
+        again = CliRunner().invoke(
+            app, ["ask", "again?", "--session", answers["prod"]["session"], "--json"], env=env
+        )
+        assert again.exit_code == 0, again.output
+        assert json.loads(again.stdout)["tool_calls"][0]["error"] is False
+        assert len(prod.requests) > prod_requests
+        outputs += [again.output]
+
+        listing = CliRunner().invoke(app, ["ls"], env={**env, "COLUMNS": "200"})
+        by_id = {line.split()[0]: line for line in listing.stdout.splitlines()[1:]}
+        assert " prod " in by_id[answers["prod"]["session"]]
+        assert " lab " in by_id[answers["lab"]["session"]]
+        shown = CliRunner().invoke(app, ["config", "-p", "prod"], env=env)
+        export = CliRunner().invoke(app, ["export", answers["prod"]["session"]], env=env)
+        outputs += [listing.output, shown.output, export.output]
+    secret = prod_token.split(".", 1)[1]
+    for text in outputs:
+        assert secret not in text
+    for path in sessions_dir.iterdir():
+        assert secret.encode() not in path.read_bytes(), path
+    assert stat_mode(sessions_dir) == 0o700
+
+
+def stat_mode(path: Path) -> int:
+    return os.stat(path).st_mode & 0o777
+
+
+def test_the_readme_command_needs_nothing_but_the_environment(
+    chat_env: dict[str, str], ollama: ScriptedOllama, home: Path
+) -> None:
+    """With a config file whose default profile names another NetBox, the
+    environment's NETBOX_URL and NETBOX_TOKEN still win (env > profile)."""
+    write_config(
+        home,
+        """\
+        default_profile = "elsewhere"
+        [profiles.elsewhere]
+        netbox_url = "http://127.0.0.1:9"
+        token_command = "false"
+        """,
+    )
+    ollama.script([SITES], [Text("Three sites.")])
+    ran = CliRunner().invoke(app, ["ask", "sites?", "--json"], env=chat_env)
+    assert ran.exit_code == 0, ran.output
+    assert json.loads(ran.stdout)["tool_calls"][0]["error"] is False

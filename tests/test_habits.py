@@ -1,0 +1,374 @@
+"""An operator's habits (issue 15, items 2-6), through the real CLI: a session
+remembers its NetBox and model, `ask --stream-json` read line by line while the
+turn runs, shell completion of session ids, `ls --grep`, and no session left
+behind by a first turn that never got an answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from netbox_chat.sessions import SessionFile, SessionStore
+from tests.conftest import TEST_TOKEN
+from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import Delay, ScriptedOllama, Stall, Text, ToolCall
+from tests.test_safety import closed_port, fingerprint
+from tests.test_sessions import make_session
+
+ROOT = Path(__file__).parent.parent
+SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
+
+
+def ask_json(env: dict[str, str], *args: str) -> dict:
+    ran = CliRunner().invoke(app, ["ask", *args, "--json"], env=env)
+    assert ran.exit_code == 0, ran.output
+    return json.loads(ran.stdout)
+
+
+def sessions_in(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def spawn(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    """The real program with its stdout a pipe, block-buffered as a script's
+    `| jq` would have it (so only an explicit flush gets a line out early)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "netbox_chat", *args],
+        env={k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"},
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+    )
+
+
+# --- 2. a session remembers its NetBox ------------------------------------------------------
+
+
+def test_a_session_goes_on_against_its_own_netbox_and_another_one_must_be_asked_for(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble, sessions_dir: Path
+) -> None:
+    ollama.models["llama3.1:8b"] = ["completion", "tools"]
+    ollama.script([SITES], [Text("Three sites.")])
+    first = ask_json({**chat_env, "NETBOX_CHAT_MODEL": "llama3.1:8b"}, "how many sites?")
+    session = first["session"]
+    meta = dict(
+        sqlite3.connect(sessions_dir / f"{session}.sqlite").execute(
+            "SELECT key, value FROM session_meta"
+        )
+    )
+    assert meta["netbox_url"] == netbox.url and meta["model"] == "llama3.1:8b"
+    assert TEST_TOKEN not in json.dumps(meta)
+
+    # No NETBOX_URL and no model in this shell: the session's own are used.
+    bare = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_CHAT_MODEL")}
+    ollama.script([Text("Still three.")])
+    again = ask_json(bare, "and now?", "--session", session)
+    assert again["status"] == "done" and ollama.requests[-1]["model"] == "llama3.1:8b"
+
+    with NetBoxDouble(token=TEST_TOKEN) as other:
+        before = fingerprint(sessions_dir)
+        requests = len(ollama.requests)
+        elsewhere = {**chat_env, "NETBOX_URL": other.url}
+        for command in (["ask", "sites?", "--session", session], ["resume", session]):
+            refused = CliRunner().invoke(app, command, env=elsewhere)
+            assert refused.exit_code == 1, refused.output
+            assert refused.stderr.count("\n") == 1
+            assert f"session {session} was started against {netbox.url}" in refused.stderr
+            assert f"this one talks to {other.url} (env NETBOX_URL)" in refused.stderr
+            assert "--netbox-url or --profile" in refused.stderr
+        assert fingerprint(sessions_dir) == before and len(ollama.requests) == requests
+
+        ollama.script([SITES], [Text("Other sites.")])
+        told = CliRunner().invoke(
+            app, ["ask", "sites?", "--session", session, "--netbox-url", other.url], env=chat_env
+        )
+        assert told.exit_code == 0, told.output
+        assert "its earlier answers describe the other NetBox" in told.stderr
+        assert told.stderr.count("\n") == 1
+        assert any("dcim/sites" in request for request in other.requests)
+
+
+def test_ls_shows_the_profile_or_the_host(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    ollama.script([Text("Hi.")])
+    session = ask_json(chat_env, "hello")["session"]
+    listing = CliRunner().invoke(app, ["ls"], env={**chat_env, "COLUMNS": "200"})
+    header, row = listing.stdout.splitlines()
+    assert row.startswith(session) and "netbox" not in header.split()
+    host = netbox.url.split("//")[1]
+    assert listing.stderr == f"all on NetBox {host}\n"
+    with NetBoxDouble(token=TEST_TOKEN) as other:
+        ollama.script([Text("Hi there.")])
+        elsewhere = ask_json({**chat_env, "NETBOX_URL": other.url}, "hello there")["session"]
+        listing = CliRunner().invoke(app, ["ls"], env={**chat_env, "COLUMNS": "200"})
+        header, *rows = listing.stdout.splitlines()
+        assert "netbox" in header.split() and listing.stderr == ""
+        by_id = {row.split()[0]: row for row in rows}
+        assert f" {host} " in by_id[session] and host not in by_id[elsewhere]
+        assert f" {other.url.split('//')[1]} " in by_id[elsewhere]
+
+
+# --- 3. streaming JSON ------------------------------------------------------------------------
+
+
+def read_line(proc: subprocess.Popen[str]) -> dict:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line, f"stdout closed early; stderr: {proc.stderr.read() if proc.stderr else ''}"
+    return json.loads(line)
+
+
+def test_stream_json_writes_each_event_as_it_happens(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script(
+        [SITES],
+        [Text("There are three sites: Akron, Columbus and Dayton.", chunk_delay=0.4)],
+    )
+    proc = spawn(chat_env, "ask", "list the sites", "--stream-json")
+    started = read_line(proc)
+    assert started["type"] == "turn_started" and started["turn"] == 1
+    seen = [started]
+    while seen[-1]["type"] != "text_delta":
+        seen.append(read_line(proc))
+    first_piece = time.monotonic()
+    while seen[-1]["type"] != "result":
+        seen.append(read_line(proc))
+    # The first piece of the answer was here while the model was still
+    # writing the rest (eight more pieces, 0.4 s apart), not all at the end.
+    assert time.monotonic() - first_piece > 2.0
+    assert proc.wait(timeout=30) == 0
+    kinds = [event["type"] for event in seen]
+    assert kinds.index("tool_started") < kinds.index("tool_finished") < kinds.index("text_delta")
+    finished = seen[kinds.index("tool_finished")]
+    assert finished["name"] == "netbox_get_objects" and finished["error"] is False
+    assert finished["result_chars"] > 0 and finished["seconds"] >= 0
+    answer = "".join(e["text"] for e in seen if e["type"] == "text_delta")
+    assert answer.endswith("Akron, Columbus and Dayton.")
+
+    result = seen[-1]
+    ollama.script([Text("Again.")])
+    as_json = ask_json(chat_env, "again?", "--session", result["session"])
+    assert set(result) - {"type"} == set(as_json)
+    assert result["status"] == "done" and result["answer"] == answer
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_stream_json_cancelled_rolls_back_and_says_so_last(
+    sig: signal.Signals, chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script([Text("First answer.")])
+    session = ask_json(chat_env, "first question")["session"]
+    ollama.script([Text("This answer will never finish.", chunk_delay=1.0)])
+    proc = spawn(chat_env, "ask", "slow one", "--session", session, "--stream-json")
+    while read_line(proc)["type"] != "text_delta":
+        pass
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=30)
+    rest = [json.loads(line) for line in out.splitlines()]
+    assert proc.returncode == 130
+    assert rest[-1]["type"] == "result" and rest[-1]["status"] == "cancelled"
+    assert rest[-1]["kept"] is True
+    assert {"type": "rolling_back", "turn": 2, "reason": "cancelled"} in rest
+    ledger = sqlite3.connect(sessions_dir / f"{session}.sqlite").execute(
+        "SELECT status FROM turns ORDER BY number"
+    )
+    assert [status for (status,) in ledger] == ["done", "cancelled"]
+
+
+# --- 4. completion ------------------------------------------------------------------------------
+
+
+def complete(env: dict[str, str], shell: str, words: str) -> subprocess.CompletedProcess[str]:
+    """The program as the shell's completion function runs it: Typer's protocol."""
+    probe = (
+        "import sys\n"
+        "sys.argv = ['netbox-chat']  # the completion variable is named after it\n"
+        "from netbox_chat.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        "    heavy = [m for m in ('langchain_core', 'langgraph', 'deepagents', 'asyncio',\n"
+        "             'prompt_toolkit') if m in sys.modules]\n"
+        "    print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    extra = {"_NETBOX_CHAT_COMPLETE": f"complete_{shell}"}
+    if shell == "bash":
+        parts = words.split(" ")
+        extra |= {"COMP_WORDS": words, "COMP_CWORD": str(len(parts) - 1)}
+    else:
+        extra |= {"_TYPER_COMPLETE_ARGS": words}
+    return subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**env, **extra},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_completion_offers_session_ids_with_titles_without_loading_langchain(
+    sessions_dir: Path, chat_env: dict[str, str]
+) -> None:
+    store = SessionStore(sessions_dir)
+    ids = [make_session(store, f"question number {n}") for n in range(3)]
+    for command in ("resume", "forget", "export"):
+        ran = complete(chat_env, "bash", f"netbox-chat {command} ")
+        assert sorted(ran.stdout.split()) == sorted(ids), ran.stderr
+        assert "HEAVY []" in ran.stderr
+    target = ids[1]
+    ran = complete(chat_env, "bash", f"netbox-chat ask q --session {target[:6]}")
+    assert ran.stdout.split() == [target]
+    zsh = complete(chat_env, "zsh", f"netbox-chat resume {target[:6]}")
+    assert f'"{target}":"question number 1"' in zsh.stdout
+    commands = complete(chat_env, "bash", "netbox-chat ")
+    assert {"ask", "ls", "resume", "forget", "export", "config", "doctor"} <= set(
+        commands.stdout.split()
+    )
+    options = complete(chat_env, "bash", "netbox-chat ls --")
+    assert {"--grep", "--json", "--profile"} <= set(options.stdout.split())
+
+    elsewhere = sessions_dir.parent / "elsewhere"
+    other = make_session(SessionStore(elsewhere), "somewhere else")
+    typed = complete(chat_env, "bash", f"netbox-chat resume --sessions-dir {elsewhere} ")
+    assert typed.stdout.split() == [other], typed.stderr
+
+
+# --- 5. ls --grep -------------------------------------------------------------------------------
+
+
+def test_ls_grep_finds_questions_and_answers_and_writes_nothing(sessions_dir: Path) -> None:
+    store = SessionStore(sessions_dir)
+    by_question = make_session(store, "which VLANs are on DM-Akron?")
+    with SessionFile.create(store, model="qwen3:8b") as session:
+        number = session.begin_turn("list the sites", base_checkpoint_id=None, base_message_count=0)
+        session.finish_turn(number, "done", answer="Sites: dm-akron, 100%_up", message_count=2)
+        by_answer = session.id
+    make_session(store, "unrelated question")
+    env = {"NETBOX_CHAT_SESSIONS": str(sessions_dir), "COLUMNS": "200"}
+    before = fingerprint(sessions_dir)
+    runner = CliRunner()
+
+    def found(*args: str) -> set[str]:
+        ran = runner.invoke(app, ["ls", *args, "--json"], env=env)
+        assert ran.exit_code == 0, ran.output
+        return {s["id"] for s in json.loads(ran.stdout)}
+
+    assert found("--grep", "akron") == {by_question, by_answer}  # any case
+    assert found("-q", "VLANs") == {by_question}
+    assert found("--grep", "100%_") == {by_answer}
+    assert found("--grep", "0%") == {by_answer}
+    assert found("--grep", "_up") == {by_answer}
+    assert found("--grep", "%x") == set()  # % and _ are literal
+    table = runner.invoke(app, ["ls", "-q", "akron, 100"], env=env)
+    assert by_answer in table.stdout and by_question not in table.stdout
+    nothing = runner.invoke(app, ["ls", "-q", "routers"], env=env)
+    assert nothing.exit_code == 0 and "no session in" in nothing.stderr
+    assert fingerprint(sessions_dir) == before
+
+
+# --- 6. no clutter from turns that never happened ---------------------------------------------
+
+
+def test_a_new_session_whose_first_turn_fails_is_not_kept(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    down = {**chat_env, "OLLAMA_HOST": closed_port()}
+    for _ in range(5):
+        ran = CliRunner().invoke(app, ["ask", "which sites?"], env=down)
+        assert ran.exit_code == 1
+        assert ran.stderr.count("\n") == 1 and "cannot reach Ollama" in ran.stderr
+        assert ran.stderr.rstrip().endswith("nothing was kept")
+    assert sessions_in(sessions_dir) == []
+    as_json = CliRunner().invoke(app, ["ask", "which sites?", "--json"], env=down)
+    assert as_json.exit_code == 1 and json.loads(as_json.stdout)["kept"] is False
+    assert sessions_in(sessions_dir) == []
+
+
+def test_an_existing_session_whose_turn_fails_is_kept(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script([Text("Hi.")])
+    session = ask_json(chat_env, "hello")["session"]
+    ran = CliRunner().invoke(
+        app, ["ask", "again", "--session", session], env={**chat_env, "OLLAMA_HOST": closed_port()}
+    )
+    assert ran.exit_code == 1 and "nothing was kept" not in ran.stderr
+    assert sessions_in(sessions_dir) == [f"{session}.sqlite"]
+
+
+def test_ctrl_c_in_a_new_sessions_first_turn_keeps_nothing(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script([Delay(30)])
+    proc = spawn(chat_env, "ask", "slow first question")
+    ollama.wait_for_requests(1, timeout=30)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "cancelled" in err and err.rstrip().endswith("nothing was kept")
+    assert sessions_in(sessions_dir) == []
+
+
+def test_a_first_turn_killed_is_marked_in_ls_and_swept_by_forget(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script([Text("Kept.")])
+    kept = ask_json(chat_env, "a real question")["session"]
+    ollama.script([Stall()])
+    proc = spawn(chat_env, "ask", "killed question")
+    ollama.wait_for_requests(2, timeout=30)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    (left,) = {p.name.split(".")[0] for p in sessions_dir.glob("*.sqlite")} - {kept}
+    env = {**chat_env, "COLUMNS": "200"}
+    listing = CliRunner().invoke(app, ["ls"], env=env)
+    row = next(line for line in listing.stdout.splitlines() if line.startswith(left))
+    assert "(never answered) killed question" in row
+    assert "forget --unanswered" in listing.stderr
+    swept = CliRunner().invoke(app, ["forget", "--unanswered"], env=env)
+    assert swept.exit_code == 0 and left in swept.stdout and kept not in swept.stdout
+    assert sessions_in(sessions_dir) == [f"{kept}.sqlite"]
+    usage = CliRunner().invoke(app, ["forget"], env=env)
+    assert usage.exit_code == 2
+
+
+def test_a_chat_left_before_any_answer_keeps_nothing(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    from tests.test_repl_pty import PROMPT, leave
+    from tests.test_repl_pty import spawn as spawn_repl
+
+    ollama.script([Delay(30)])
+    child = spawn_repl(chat_env)
+    child.sendline("a question that never gets its answer")
+    ollama.wait_for_requests(1, timeout=30)
+    child.sendintr()
+    child.expect("cancelled")
+    child.expect(PROMPT)
+    said = leave(child)
+    assert "nothing was kept" in said and "resume" not in said.split("cancelled")[-1]
+    assert sessions_in(sessions_dir) == []
+
+    ollama.script([Text("Kept.")])
+    child = spawn_repl(chat_env)
+    child.sendline("an answered question")
+    child.expect("Kept.")
+    child.expect(PROMPT)
+    said = leave(child)
+    (kept,) = sessions_in(sessions_dir)
+    assert f"netbox-chat resume {kept.split('.')[0]}" in said
