@@ -129,14 +129,70 @@ def moment(planned: tuple[bool, float], length: float) -> float:
     return fraction * (EARLY if early else 0.9 * length)
 
 
-def part_a(cached: dict[str, Any], moments: list[tuple[bool, float]]) -> dict[str, Any]:
-    from tests.ollama_server import ScriptedOllama
-
+def cancel_in_repl(
+    env: dict[str, str],
+    session_id: str,
+    moments: list[tuple[bool, float]],
+    clock: Clock,
+    between: Callable[[], None] = lambda: None,
+) -> dict[str, Any]:
+    """`resume` the session in the real REPL through a pty, take two whole
+    turns, then one Ctrl-C at each of `moments`; `between` runs once after the
+    warm-up turns (to read the store's rows before the cancels). Returns the
+    times (with the phase each Ctrl-C hit), and how many Ctrl-Cs came too late
+    and how many rollbacks were reported unverified."""
     repl = str(Path(__file__).with_name("_repl.py"))
-    clock = Clock()
     results: list[tuple[float, str]] = []
     late = 0
     unverified = 0
+    child = pexpect.spawn(
+        C.PYTHON, [repl, "resume", session_id], env=env, dimensions=(40, 100), timeout=60
+    )
+    try:
+        child.expect(C.PROMPT_RE)
+        # Two whole turns first: the first waits for the agent build, the
+        # second gives the length of an uninterrupted turn on this session.
+        length = 0.0
+        for n in (1, 2):
+            started = time.perf_counter()
+            child.send(f"warm-up question {n}\r")
+            child.expect(DONE_THEN_PROMPT, timeout=120)
+            length = time.perf_counter() - started
+        print(f"an uninterrupted turn takes {length * 1000:.0f} ms on this session")
+        between()
+        for i, planned in enumerate(moments):
+            since = len(clock.arrivals)
+            child.send("\x15" + C.question_for(i) + "\r")  # Ctrl-U clears a leftover
+            if planned[0]:
+                # From the status line, drawn as the turn starts: a Ctrl-C
+                # sent before the prompt has handed the line over is a key
+                # press at the prompt, not a cancel.
+                child.expect(STATUS_LINE, timeout=30)
+            entered = time.perf_counter()
+            read_for(child, entered + moment(planned, length) - time.perf_counter())
+            sent = time.perf_counter()
+            phase = clock.phase(since, sent)
+            child.sendintr()
+            which = child.expect([CANCELLED_THEN_PROMPT, DONE_THEN_PROMPT], timeout=60)
+            back = time.perf_counter()
+            if which == 1:
+                late += 1  # the turn ended before the Ctrl-C landed
+                continue
+            if b"could not be verified" in (child.match.group(1) or b""):
+                unverified += 1
+            results.append((back - sent, phase))
+        child.send("\x15")  # clear the re-offered question, then Ctrl-D leaves
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF, timeout=60)
+    finally:
+        child.close(force=True)
+    return {"times": results, "late": late, "unverified": unverified}
+
+
+def part_a(cached: dict[str, Any], moments: list[tuple[bool, float]]) -> dict[str, Any]:
+    from tests.ollama_server import ScriptedOllama
+
+    clock = Clock()
     with C.temp_dir("nbc-bench-cancel-") as tmp, ScriptedOllama(lifetime=900) as ollama:
         sessions = C.fresh_copy(cached["stages"][500], tmp / "sessions")
         path = next(sessions.glob("*.sqlite"))
@@ -147,57 +203,13 @@ def part_a(cached: dict[str, Any], moments: list[tuple[bool, float]]) -> dict[st
             NETBOX_URL="http://127.0.0.1:9",
             NETBOX_CHAT_BENCH_SLOW_TOOL=str(SLOW_TOOL),
         )
-        child = pexpect.spawn(
-            C.PYTHON, [repl, "resume", cached["id"]], env=env, dimensions=(40, 100), timeout=60
+        probes: list[dict[str, int]] = []
+        run = cancel_in_repl(
+            env, cached["id"], moments, clock, lambda: probes.append(file_probe(path))
         )
-        try:
-            child.expect(C.PROMPT_RE)
-            # Two whole turns first: the first waits for the agent build, the
-            # second gives the length of an uninterrupted turn on this session.
-            length = 0.0
-            for n in (1, 2):
-                started = time.perf_counter()
-                child.send(f"warm-up question {n}\r")
-                child.expect(DONE_THEN_PROMPT, timeout=120)
-                length = time.perf_counter() - started
-            print(f"an uninterrupted turn takes {length * 1000:.0f} ms on this session")
-            before = file_probe(path)
-            for i, planned in enumerate(moments):
-                since = len(clock.arrivals)
-                child.send("\x15" + C.question_for(i) + "\r")  # Ctrl-U clears a leftover
-                if planned[0]:
-                    # From the status line, drawn as the turn starts: a Ctrl-C
-                    # sent before the prompt has handed the line over is a key
-                    # press at the prompt, not a cancel.
-                    child.expect(STATUS_LINE, timeout=30)
-                entered = time.perf_counter()
-                read_for(child, entered + moment(planned, length) - time.perf_counter())
-                sent = time.perf_counter()
-                phase = clock.phase(since, sent)
-                child.sendintr()
-                which = child.expect([CANCELLED_THEN_PROMPT, DONE_THEN_PROMPT], timeout=60)
-                back = time.perf_counter()
-                if which == 1:
-                    late += 1  # the turn ended before the Ctrl-C landed
-                    continue
-                if b"could not be verified" in (child.match.group(1) or b""):
-                    unverified += 1
-                results.append((back - sent, phase))
-            child.send("\x15")  # clear the re-offered question, then Ctrl-D leaves
-            child.sendcontrol("d")
-            child.expect(pexpect.EOF, timeout=60)
-        finally:
-            child.close(force=True)
         after = file_probe(path)
         check = asyncio.run(check_session(sessions, cached["id"], ollama.url))
-    return {
-        "times": results,
-        "late": late,
-        "unverified": unverified,
-        "check": check,
-        "before": before,
-        "after": after,
-    }
+    return {**run, "check": check, "before": probes[0], "after": after}
 
 
 async def check_session(sessions: Path, session_id: str, url: str) -> str:

@@ -9,3 +9,9 @@ for bench in bench_ls bench_startup bench_cancel bench_size bench_request bench_
     "$py" -W ignore "bench/$bench.py"
     echo
 done
+# 7 needs a PostgreSQL (scripts/postgres_up.sh prints NETBOX_CHAT_TEST_PG)
+if [ -n "${NETBOX_CHAT_TEST_PG:-}" ]; then
+    "$py" -W ignore bench/bench_postgres.py
+else
+    echo "bench 9 (bench_postgres.py) skipped: set NETBOX_CHAT_TEST_PG (scripts/postgres_up.sh)"
+fi

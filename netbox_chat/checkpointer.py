@@ -1,9 +1,11 @@
-"""LangGraph's sync `SqliteSaver`, usable from the async Pregel loop.
+"""LangGraph's sync savers, usable from the async Pregel loop.
 
 Turns run on the async path (`astream` in a task) because only task
 cancellation really stops a turn: tool coroutines get `CancelledError` and
-their HTTP requests are aborted. The sync saver raises NotImplementedError for
-its async methods, so this bridge runs each sync method on a worker thread.
+their HTTP requests are aborted. The sync savers raise NotImplementedError for
+their async methods, so one bridge (`SyncSaverBridge`, used by the SQLite saver
+here and the PostgreSQL one in `pgsaver.py`) runs each sync method on a worker
+thread.
 It also counts in-flight worker writes: a write still running on a thread
 after a cancel would commit *after* the rollback, so rollback waits for
 `drain()`. Reads are not counted: they commit nothing.
@@ -31,6 +33,7 @@ from typing import Any, TypeVar
 import langgraph.checkpoint.base.id as checkpoint_ids
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -79,6 +82,11 @@ class ZlibBlobs:
         raise ValueError(f"unknown blob encoding {ciphername!r}")
 
 
+def blob_serializer() -> EncryptedSerializer:
+    """The serializer every store writes its blobs with (zlib, marked in the type)."""
+    return EncryptedSerializer(ZlibBlobs(), JsonPlusSerializer())
+
+
 class InFlightCalls:
     """How many bridged calls are running on worker threads.
 
@@ -110,18 +118,17 @@ class WritesStillRunning(StoreError):
     so nothing that depends on the thread's rows being final may run."""
 
 
-class BridgedSqliteSaver(SqliteSaver):
-    """`SqliteSaver` whose async methods delegate to the sync ones on threads."""
+class SyncSaverBridge(BaseCheckpointSaver[str]):
+    """Async methods that run a sync saver's own methods on worker threads.
 
-    conn: Connection
+    Mixed in before a sync saver (`SqliteSaver`, `PostgresSaver`), so both
+    stores cross into the async Pregel loop the same way and a rollback drains
+    both the same way. The saver's `__init__` sets `in_flight` and
+    `drain_timeout`.
+    """
 
-    def __init__(self, conn: Connection) -> None:
-        super().__init__(conn, serde=EncryptedSerializer(ZlibBlobs(), JsonPlusSerializer()))
-        self.in_flight = InFlightCalls()
-        self.drain_timeout = 30.0  # seconds `drain()` waits by default
-        # Now, not on first use: a copy made before (`with_allowlist`) would
-        # run its own setup, whose executescript commits, inside an atomic().
-        self.setup()
+    in_flight: InFlightCalls
+    drain_timeout: float
 
     async def _on_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         self.in_flight.enter()
@@ -225,6 +232,26 @@ class BridgedSqliteSaver(SqliteSaver):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._on_thread(self.delete_thread, thread_id)
+
+    def truncate_after(self, thread_id: str, checkpoint_id: str | None, channel: str) -> list[Any]:
+        """Delete what was written on the thread after `checkpoint_id` (None:
+        all of it), in one transaction; return the decoded values the deleted
+        writes held for `channel`. Each store implements it on its own tables."""
+        raise NotImplementedError
+
+
+class BridgedSqliteSaver(SyncSaverBridge, SqliteSaver):
+    """`SqliteSaver` whose async methods delegate to the sync ones on threads."""
+
+    conn: Connection
+
+    def __init__(self, conn: Connection) -> None:
+        SqliteSaver.__init__(self, conn, serde=blob_serializer())
+        self.in_flight = InFlightCalls()
+        self.drain_timeout = 30.0  # seconds `drain()` waits by default
+        # Now, not on first use: a copy made before (`with_allowlist`) would
+        # run its own setup, whose executescript commits, inside an atomic().
+        self.setup()
 
     def truncate_after(self, thread_id: str, checkpoint_id: str | None, channel: str) -> list[Any]:
         """Delete what was written on the thread after `checkpoint_id` (None: all of it).

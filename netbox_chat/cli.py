@@ -27,11 +27,11 @@ from netbox_chat.config import PROFILE_ENV, Settings, resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.sessions import (
     AmbiguousSession,
-    SessionFile,
     SessionStore,
     SessionSummary,
     normalize_session_id,
 )
+from netbox_chat.stores import OpenSession, Store, open_store
 
 if TYPE_CHECKING:
     from netbox_chat.streamjson import JsonLines
@@ -99,6 +99,19 @@ SessionsDir = Annotated[
         envvar="NETBOX_CHAT_SESSIONS",
         show_envvar=True,
         help="Folder of session files (default ./sessions).",
+        show_default=False,
+    ),
+]
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        envvar="NETBOX_CHAT_STORE",
+        show_envvar=True,
+        help=(
+            "Where sessions live: a folder, or a postgresql:// URL for a team's database "
+            "(needs pip install 'netbox-chat[postgres]')."
+        ),
         show_default=False,
     ),
 ]
@@ -210,6 +223,7 @@ def settings_from(
     netbox_url: str | None = None,
     think: bool | None = None,
     *,
+    store: str | None = None,
     profile: str | None = None,
     remembered: dict[str, str] | None = None,
     need_token: bool = False,
@@ -228,6 +242,7 @@ def settings_from(
         ollama_url=ollama_url,
         model=model,
         netbox_url=netbox_url,
+        store=store,
         profile=profile,
     )
     typed["think"] = None if think is None else ("on" if think else "off")
@@ -281,12 +296,12 @@ def _chat(
 
     from netbox_chat.repl import run_chat
 
-    store = SessionStore(settings.sessions_dir)
+    store = open_store(settings)
     if resume:
         session_id = store.resolve(thread) if thread is not None else store.most_recent()
         settings = settings_for_session(store, session_id, flags or {})
         require_netbox(settings)
-        session = SessionFile.open(store, session_id)
+        session: OpenSession = store.open(session_id)
     else:
         require_netbox(settings)
         session = new_session(store, settings)
@@ -294,13 +309,13 @@ def _chat(
         asyncio.run(run_chat(session, settings, stdout, resumed=resume, rewind_to=rewind_to))
 
 
-def new_session(store: SessionStore, settings: Settings) -> SessionFile:
-    return SessionFile.create(
-        store, model=settings.model, netbox_url=settings.netbox_url, profile=settings.profile
+def new_session(store: Store, settings: Settings) -> OpenSession:
+    return store.create(
+        model=settings.model, netbox_url=settings.netbox_url, profile=settings.profile
     )
 
 
-def settings_for_session(store: SessionStore, session_id: str, flags: dict[str, Any]) -> Settings:
+def settings_for_session(store: Store, session_id: str, flags: dict[str, Any]) -> Settings:
     """The settings to continue a session with: its own NetBox (and profile)
     and model unless a flag or the environment says otherwise.
 
@@ -313,7 +328,8 @@ def settings_for_session(store: SessionStore, session_id: str, flags: dict[str, 
         "model": summary.model,
         "profile": summary.profile,
     }
-    settings = settings_from(store.root, **flags, remembered=remembered, need_token=True)
+    folder = store.root if isinstance(store, SessionStore) else None
+    settings = settings_from(folder, **flags, remembered=remembered, need_token=True)
     change = netbox_change(summary, settings)
     if change is None:
         return settings
@@ -352,11 +368,19 @@ def main_callback(
     netbox_url: NetboxUrl = None,
     think: Think = None,
     profile: Profile = None,
+    store: StoreOption = None,
 ) -> None:
     """Start a new chat session when no command is given."""
     if ctx.invoked_subcommand is None:
         settings = settings_from(
-            sessions_dir, ollama_url, model, netbox_url, think, profile=profile, need_token=True
+            sessions_dir,
+            ollama_url,
+            model,
+            netbox_url,
+            think,
+            store=store,
+            profile=profile,
+            need_token=True,
         )
         _chat(settings, None, resume=False)
 
@@ -382,6 +406,7 @@ def resume(
     netbox_url: NetboxUrl = None,
     think: Think = None,
     profile: Profile = None,
+    store: StoreOption = None,
 ) -> None:
     """Reopen a session and continue it, with its memory.
 
@@ -392,8 +417,14 @@ def resume(
     the environment names others; another NetBox needs --netbox-url or
     --profile.
     """
-    flags = {"ollama_url": ollama_url, "model": model, "netbox_url": netbox_url, "think": think}
-    settings = settings_from(sessions_dir, profile=profile)
+    flags = {
+        "ollama_url": ollama_url,
+        "model": model,
+        "netbox_url": netbox_url,
+        "think": think,
+        "store": store,
+    }
+    settings = settings_from(sessions_dir, store=store, profile=profile)
     _chat(settings, thread, resume=True, rewind_to=at, flags={**flags, "profile": profile})
 
 
@@ -417,9 +448,10 @@ def list_sessions(
     ] = None,
     sessions_dir: SessionsDir = None,
     profile: Profile = None,
+    store_option: StoreOption = None,
 ) -> None:
     """List sessions, most recently active first. Never writes anything."""
-    store = SessionStore(settings_from(sessions_dir, profile=profile).sessions_dir)
+    store = open_store(settings_from(sessions_dir, store=store_option, profile=profile))
     limit = None if as_json or show_all else LS_ROWS
     ids = store.search(grep) if grep is not None else store.ids_by_recency()
     summaries = sorted(store.list_sessions(limit, ids), key=lambda s: s.last_active, reverse=True)
@@ -467,9 +499,10 @@ def forget(
     ] = False,
     sessions_dir: SessionsDir = None,
     profile: Profile = None,
+    store_option: StoreOption = None,
 ) -> None:
-    """Delete a session for good (its .sqlite, -wal and -shm files)."""
-    store = SessionStore(settings_from(sessions_dir, profile=profile).sessions_dir)
+    """Delete a session for good (its .sqlite, -wal and -shm files, or its rows)."""
+    store = open_store(settings_from(sessions_dir, store=store_option, profile=profile))
     if unanswered == (thread is not None):
         raise typer.BadParameter("give a session id or --unanswered (one of the two)")
     if unanswered:
@@ -487,7 +520,7 @@ def forget(
     stdout.print(Text(f"forgot session {session_id}"))
 
 
-def _forget_unanswered(store: SessionStore) -> None:
+def _forget_unanswered(store: Store) -> None:
     forgotten = []
     for session_id in store.unanswered():
         try:
@@ -506,12 +539,19 @@ def config_command(
     model: Model = None,
     netbox_url: NetboxUrl = None,
     profile: Profile = None,
+    store_option: StoreOption = None,
 ) -> None:
     """Print every setting as resolved here and where it came from (flag,
     environment, profile, config file, default). The token shows only as set
     or missing; a token_command is run to check it works."""
     settings = settings_from(
-        sessions_dir, ollama_url, model, netbox_url, profile=profile, need_token=True
+        sessions_dir,
+        ollama_url,
+        model,
+        netbox_url,
+        store=store_option,
+        profile=profile,
+        need_token=True,
     )
     stdout.print(render.settings_table(settings), soft_wrap=True)
 
@@ -548,6 +588,7 @@ def ask(
     netbox_url: NetboxUrl = None,
     think: Think = None,
     profile: Profile = None,
+    store_option: StoreOption = None,
 ) -> None:
     """Run one turn without the REPL, print the answer and exit (scripts, cron).
 
@@ -559,7 +600,13 @@ def ask(
     from netbox_chat.runtime import CancelOnSignals
     from netbox_chat.streamjson import JsonLines
 
-    flags = {"ollama_url": ollama_url, "model": model, "netbox_url": netbox_url, "think": think}
+    flags = {
+        "ollama_url": ollama_url,
+        "model": model,
+        "netbox_url": netbox_url,
+        "think": think,
+        "store": store_option,
+    }
     lines = JsonLines(sys.stdout) if stream_json else None
     # Guarded from the first line: a signal before the turn starts stops it
     # from starting (exit 130), and once the outcome is recorded none can
@@ -571,15 +618,16 @@ def ask(
             model,
             netbox_url,
             think,
+            store=store_option,
             profile=profile,
             need_token=session is None,
         )
-        store = SessionStore(settings.sessions_dir)
+        store = open_store(settings)
         if session is not None:
             session_id = store.resolve(session)
             settings = settings_for_session(store, session_id, {**flags, "profile": profile})
             require_netbox(settings)
-            opened = SessionFile.open(store, session_id)
+            opened: OpenSession = store.open(session_id)
         else:
             require_netbox(settings)
             opened = new_session(store, settings)
@@ -616,7 +664,7 @@ def ask(
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 
 
-def _discard(session: SessionFile) -> bool:
+def _discard(session: OpenSession) -> bool:
     """Remove a new session none of whose turns finished; False if it stays
     (it has an answer, or it cannot be removed: then it is kept as it is)."""
     try:
@@ -629,7 +677,7 @@ NOT_STARTED = "interrupted before the turn started; nothing was recorded"
 
 
 async def _ask_once(
-    session: SessionFile,
+    session: OpenSession,
     settings: Settings,
     question: str,
     signals: CancelOnSignals,
@@ -707,16 +755,17 @@ def export_command(
         bool, typer.Option("--thinking", help="Include the model's thinking in each turn.")
     ] = False,
     sessions_dir: SessionsDir = None,
+    store_option: StoreOption = None,
 ) -> None:
     """Print a session's transcript: questions, answers, tool calls, tokens per
     turn; cancelled, failed and rewound turns marked. Never writes the session."""
     from netbox_chat.export import export_session
 
-    settings = settings_from(sessions_dir)
+    settings = settings_from(sessions_dir, store=store_option)
     fmt = fmt.lower()
     if fmt not in ("md", "json"):
         raise UserFacingError(f"unknown format {fmt!r}: use md or json")
-    store = SessionStore(settings.sessions_dir)
+    store = open_store(settings)
     text = export_session(
         store,
         store.resolve(thread),
@@ -737,20 +786,77 @@ def export_command(
 
 
 @app.command()
+def copy(
+    thread: ThreadArg,
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            help="The store to copy into: a folder or a postgresql:// URL.",
+            show_default=False,
+        ),
+    ],
+    sessions_dir: SessionsDir = None,
+    store_option: StoreOption = None,
+) -> None:
+    """Copy a session, with its memory and its ledger, to another store (a
+    folder to the team's database, or back). It keeps its id; the original
+    stays where it is."""
+    from netbox_chat.copying import copy_session
+
+    source = open_store(settings_from(sessions_dir, store=store_option))
+    target = open_store(resolve_target(to))
+    session_id = source.resolve(thread)
+    count = copy_session(source, session_id, target)
+    stdout.print(Text(f"copied session {session_id} ({count} checkpoint(s)) to {target.root}"))
+
+
+def resolve_target(to: str) -> Settings:
+    """The settings naming `copy --to`'s store: that value alone decides."""
+    try:
+        return resolve_settings(store=to, env={})
+    except ValueError as exc:
+        raise UserFacingError(str(exc)) from None
+
+
+@app.command()
 def doctor(
+    init_store: Annotated[
+        bool,
+        typer.Option(
+            "--init-store",
+            help="Create or migrate the schema of a postgresql:// store, then exit.",
+        ),
+    ] = False,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
     profile: Profile = None,
+    store_option: StoreOption = None,
 ) -> None:
     """Check the setup: Ollama, the model and its tool support, NetBox, the
-    token, the NetBox version, the sessions folder. One line each; exits 1 if
-    anything is wrong."""
-    from netbox_chat.doctor import run_checks
+    token, the NetBox version, the session store. One line each; exits 1 if
+    anything is wrong. With --init-store, create the database store's schema."""
+    from netbox_chat.doctor import init_database_store, run_checks
 
+    if init_store:
+        settings = settings_from(sessions_dir, store=store_option, profile=profile)
+        if settings.store is None:
+            raise UserFacingError(
+                "--init-store is for a postgresql:// store (--store / NETBOX_CHAT_STORE); "
+                "a sessions folder is created when it is first used"
+            )
+        stdout.print(Text("✓ " + init_database_store(settings.store), style="green"))
+        return
     settings = settings_from(
-        sessions_dir, ollama_url, model, netbox_url, profile=profile, need_token=True
+        sessions_dir,
+        ollama_url,
+        model,
+        netbox_url,
+        store=store_option,
+        profile=profile,
+        need_token=True,
     )
     checks = run_checks(settings)
     for check in checks:

@@ -74,6 +74,9 @@ class Settings:
     """
 
     sessions_dir: Path
+    # A postgresql:// URL when the sessions live on a database server. It may
+    # carry a password, so it stays out of `repr` like the token.
+    store: str | None = field(default=None, repr=False)
     ollama_url: str = DEFAULT_OLLAMA_URL
     model: str = DEFAULT_MODEL
     netbox_url: str | None = None
@@ -143,6 +146,20 @@ def _path(value: object, where: str) -> Path:
     return Path(_text(value, where)).expanduser()
 
 
+DATABASE_SCHEMES = ("postgresql://", "postgres://")
+
+
+def _store(value: object, where: str) -> str:
+    """A folder or a postgresql:// URL; any other scheme is a typo to refuse."""
+    text = _text(value, where)
+    if "://" in text and not text.startswith(DATABASE_SCHEMES):
+        scheme = text.split("://", 1)[0]
+        raise ConfigError(
+            f"{where}: unknown session store {scheme}://...: use a folder or a postgresql:// URL"
+        )
+    return text
+
+
 @dataclass(frozen=True)
 class Setting:
     """One row of the table: the `Settings` field and config key share `name`."""
@@ -166,6 +183,14 @@ SETTINGS: tuple[Setting, ...] = (
         _path,
         Path("sessions"),
         "folder of session files",
+    ),
+    Setting(
+        "store",
+        "NETBOX_CHAT_STORE",
+        "--store",
+        _store,
+        None,
+        "where sessions live: a folder, or a postgresql:// URL (a team's database)",
     ),
     Setting(
         "num_ctx",
@@ -458,15 +483,19 @@ def resolve_settings(
         layers.append(_Layer("file", config.defaults))
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
+    ranks: dict[str, int] = {}  # which layer a value came from (0: the flags)
     for setting in SETTINGS:
         values[setting.name], origins[setting.name] = setting.default, "default"
-        for layer in layers:
+        ranks[setting.name] = len(layers)
+        for rank, layer in enumerate(layers):
             if setting.name in layer.values:
                 raw = layer.values[setting.name]
                 raw = str(raw) if isinstance(raw, Path) else raw  # typer's Path flags
                 values[setting.name] = setting.read(raw, layer.where(setting))
                 origins[setting.name] = layer.label(setting)
+                ranks[setting.name] = rank
                 break
+    _place_store(values, origins, ranks)
     token = _token_source(env, chosen, config)
     warnings = config.warnings if config else ()
     if chosen is not None and config is not None:
@@ -482,6 +511,20 @@ def resolve_settings(
         origins=origins,
         warnings=warnings,
     )
+
+
+def _place_store(values: dict[str, Any], origins: dict[str, str], ranks: dict[str, int]) -> None:
+    """`store` names a folder or a database. A folder is the sessions folder,
+    unless `sessions_dir` was set by a layer above (a --sessions-dir flag
+    over NETBOX_CHAT_STORE); a database URL stays in `store`, and wins."""
+    store = values["store"]
+    if store is None or store.startswith(DATABASE_SCHEMES):
+        return
+    values["store"] = None
+    if ranks["store"] <= ranks["sessions_dir"]:
+        values["sessions_dir"] = _path(store, "store")
+        origins["sessions_dir"] = origins["store"]
+    origins["store"] = "default"
 
 
 def _shadowed(

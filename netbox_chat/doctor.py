@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from netbox_chat.config import Settings
+from netbox_chat.errors import UserFacingError
 from netbox_chat.model_info import ModelInfo, parse_show
 from netbox_chat.sessions import StoreError, refuse_network_filesystem
 from netbox_chat.window import session_window, turn_floor
@@ -44,7 +45,10 @@ def run_checks(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
     """Every check, in the order a user would fix them."""
     checks = check_ollama(settings, timeout=timeout)
     checks += asyncio.run(check_netbox(settings, timeout=timeout))
-    checks.append(check_sessions_folder(settings.sessions_dir))
+    if settings.store is not None:
+        checks.append(check_database_store(settings.store))
+    else:
+        checks.append(check_sessions_folder(settings.sessions_dir))
     return checks
 
 
@@ -263,6 +267,65 @@ def check_sessions_folder(root: Path) -> Check:
     with contextlib.suppress(OSError):
         os.unlink(probe)
     return Check(name, True, f"{root} (writable)")
+
+
+# --- a session store on PostgreSQL --------------------------------------------------------
+
+
+def check_database_store(url: str) -> Check:
+    """Connect read-only and check both schemas (ours and LangGraph's tables).
+
+    The only check that imports LangGraph: it knows how many migrations its
+    Postgres tables must have had."""
+    from netbox_chat import pgstore
+
+    name = "session store"
+    fix = "run `netbox-chat doctor --init-store` (creates or migrates the schema)"
+    try:
+        with pgstore.PgSessionStore(url).reading() as conn:
+            from netbox_chat.pgsaver import langgraph_tables_current
+
+            if not langgraph_tables_current(conn):
+                return Check(name, False, f"{pgstore.shown_url(url)}: no checkpoint tables", fix)
+            count = pgstore.scalar(conn, "SELECT count(DISTINCT session_id) FROM session_meta")
+    except UserFacingError as exc:
+        return Check(name, False, str(exc), fix if "schema" in str(exc) else "")
+    return Check(
+        name,
+        True,
+        f"{pgstore.shown_url(url)} (schema {pgstore.SCHEMA} v{pgstore.PG_SCHEMA_VERSION}, "
+        f"{count} session(s))",
+    )
+
+
+def init_database_store(url: str) -> str:
+    """Create or migrate the store's schema: our tables and LangGraph's, in
+    schema `netbox_chat`. Safe to run again; returns the line to print."""
+    from netbox_chat import pgstore
+    from netbox_chat.pgsaver import setup_tables
+
+    conn = pgstore.connect(url)
+    try:
+        before = pgstore.migrate(conn)
+        setup_tables(conn)
+    except pgstore.database_errors() as exc:
+        raise StoreError(
+            f"cannot create the schema in {pgstore.shown_url(url)}: "
+            f"{str(exc).strip().splitlines()[0]}"
+        ) from exc
+    finally:
+        conn.close()
+    done = (
+        "created"
+        if before == 0
+        else "already current"
+        if before == pgstore.PG_SCHEMA_VERSION
+        else "migrated"
+    )
+    return (
+        f"session store {pgstore.shown_url(url)}: schema {pgstore.SCHEMA} {done} "
+        f"(version {pgstore.PG_SCHEMA_VERSION}, with LangGraph's checkpoint tables)"
+    )
 
 
 def _denied_reason(path: Path) -> str:

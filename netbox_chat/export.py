@@ -20,6 +20,7 @@ from dataclasses import asdict
 from typing import Any, Literal
 
 from netbox_chat.config import mask_token
+from netbox_chat.pgstore import PgSessionStore
 from netbox_chat.sessions import (
     SessionStore,
     Turn,
@@ -30,6 +31,7 @@ from netbox_chat.sessions import (
 )
 from netbox_chat.thinking import thought_for
 
+Store = SessionStore | PgSessionStore
 Format = Literal["md", "json"]
 
 STATUS_NOTES = {
@@ -42,27 +44,16 @@ STATUS_NOTES = {
 }
 
 
-def read_transcript(
-    store: SessionStore, session_id: str, *, thinking: bool = False
-) -> dict[str, Any]:
+def read_transcript(store: Store, session_id: str, *, thinking: bool = False) -> dict[str, Any]:
     """The session's transcript as plain data (what the JSON export prints).
 
     How long and how much the model thought is always there; the thinking
     itself only with `thinking`: it is a scratchpad, often longer than the
     answer, and the model never sees it again."""
-    path = store.path_for(session_id)
-    try:
-        with read_only_connection(path) as conn:
-            check_session(conn)
-            meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
-            turns = read_turns(conn, "ORDER BY number")
-            edits = conn.execute(
-                "SELECT kind, at, detail FROM history_edits ORDER BY id"
-            ).fetchall()
-    except UnreadableSession as exc:
-        raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
-    except sqlite3.DatabaseError as exc:
-        raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
+    if isinstance(store, PgSessionStore):
+        meta, turns, edits = store.ledger(session_id)
+    else:
+        meta, turns, edits = _read_file(store, session_id)
     done = [t for t in turns if t.status == "done"]
     return {
         "session": session_id,
@@ -84,9 +75,29 @@ def read_transcript(
     }
 
 
+def _read_file(
+    store: SessionStore, session_id: str
+) -> tuple[dict[str, str], list[Turn], list[tuple[str, str, str]]]:
+    path = store.path_for(session_id)
+    try:
+        with read_only_connection(path) as conn:
+            check_session(conn)
+            meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
+            turns = read_turns(conn, "ORDER BY number")
+            edits = conn.execute(
+                "SELECT kind, at, detail FROM history_edits ORDER BY id"
+            ).fetchall()
+    except UnreadableSession as exc:
+        raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
+    return meta, turns, edits
+
+
 def _turn_json(turn: Turn, *, thinking: bool) -> dict[str, Any]:
     data = {
         "number": turn.number,
+        "asked_by": turn.asked_by,
         "status": turn.status,
         "seen_by_model": turn.status == "done",
         "question": turn.question,
@@ -112,7 +123,7 @@ def _turn_json(turn: Turn, *, thinking: bool) -> dict[str, Any]:
 
 
 def export_session(
-    store: SessionStore,
+    store: Store,
     session_id: str,
     fmt: Format = "md",
     *,
@@ -207,6 +218,7 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
     status = turn["status"]
     mark = "" if status == "done" else f" · {status.upper()}"
     tokens = turn["tokens"]
+    asked = f" · asked by {turn['asked_by']}" if turn.get("asked_by") else ""
     context = turn.get("context") or {}
     meter = (
         f" · largest request {context['prompt_tokens_max']} of {context['window']} tokens"
@@ -216,7 +228,7 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
     lines = [
         f"## Turn {turn['number']}{mark}",
         "",
-        f"_{turn['started_at']} · tokens {tokens['in']} in / {tokens['out']} out{meter}_",
+        f"_{turn['started_at']}{asked} · tokens {tokens['in']} in / {tokens['out']} out{meter}_",
         "",
     ]
     if context.get("truncated"):

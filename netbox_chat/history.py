@@ -54,6 +54,7 @@ from langgraph.types import Overwrite
 
 from netbox_chat.checkpointer import WritesStillRunning
 from netbox_chat.errors import UserFacingError
+from netbox_chat.pgstore import database_errors
 from netbox_chat.sessions import Turn
 from netbox_chat.thinking import split_thinking
 from netbox_chat.turns import (
@@ -521,6 +522,10 @@ class _Mismatch(Exception):
     pass
 
 
+def _store_errors() -> tuple[type[Exception], ...]:
+    return (sqlite3.Error, OSError, *database_errors())
+
+
 def _write_verified(
     conversation: Conversation,
     update: dict[str, Any],
@@ -543,7 +548,7 @@ def _write_verified(
     _drain(conversation, what)
     saver.ids_after(conversation.head_checkpoint_id())
     try:
-        with saver.conn.atomic():
+        with conversation.session.db.atomic():
             conversation.graph.update_state(
                 conversation.config, update, as_node=conversation.end_node
             )
@@ -559,9 +564,12 @@ def _write_verified(
         ) from exc
     except HistoryEditError:
         raise
-    except (sqlite3.Error, OSError) as exc:
+    except _store_errors() as exc:
+        where = "session database" if isinstance(exc, database_errors()) else "session file"
+        # One line: a server's error adds CONTEXT lines.
+        said = (str(exc).strip() or type(exc).__name__).splitlines()[0]
         raise HistoryEditError(
-            f"{what} not written: the session file could not be written ({exc}); nothing changed"
+            f"{what} not written: the {where} could not be written ({said}); nothing changed"
         ) from exc
     except Exception as exc:
         raise HistoryEditError(

@@ -96,6 +96,12 @@ TURN_MEASUREMENT_COLUMNS = (
 )
 
 
+@migration
+def m004_asked_by(db: sqlite3.Connection) -> None:
+    """Who asked each turn (OS user and host), for a team sharing sessions."""
+    db.execute("ALTER TABLE turns ADD COLUMN asked_by TEXT")
+
+
 def schema_version() -> int:
     """The version this netbox-chat writes: how many migrations it knows."""
     return len(MIGRATIONS)

@@ -348,18 +348,24 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
 
     The netbox column (profile or host) appears when the sessions listed are
     on more than one NetBox: otherwise it would say one thing on every row and
-    take the room the titles need (`ls` names that one NetBox below)."""
+    take the room the titles need (`ls` names that one NetBox below). An
+    "asked by" column appears when more than one user@host asked the listed
+    turns (a team's store); alone, it would only repeat your name."""
     with_netbox = len({netbox_label(s) for s in summaries}) > 1
+    team = len({who for s in summaries for who in s.asked_by}) > 1
     rows = []
     for s in summaries:
         ident = Text(s.id)
         if s.is_open:
             ident.append(" (open)", style="green")
-        size = Text(human_size(s.size_bytes))
+        # A database session has no file of its own to measure.
+        size = Text(human_size(s.size_bytes) if s.size_bytes else "-")
         netbox = [Text(netbox_label(s))] if with_netbox else []
         if s.unreadable:
             unreadable = Text(f"unreadable: {s.unreadable}", style="red")
-            rows.append([ident, unreadable, Text(), Text(), Text(), *netbox, size])
+            rows.append(
+                [ident, unreadable, Text(), Text(), Text(), *netbox, size, *[Text()] * team]
+            )
             continue
         title = Text(_shorten(s.title or "(no question yet)", 50))
         if s.unanswered and s.title and not s.is_open:
@@ -373,6 +379,7 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
                 Text(s.model),
                 *netbox,
                 size,
+                *[Text(_shorten(", ".join(s.asked_by), 30))] * team,
             ]
         )
     header = (
@@ -383,8 +390,9 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
         "model",
         *(("netbox",) if with_netbox else ()),
         "size",
+        *(("asked by",) if team else ()),
     )
-    return Columns(rows, header=header, right={2, len(header) - 1}, flexible=1)
+    return Columns(rows, header=header, right={2, header.index("size")}, flexible=1)
 
 
 def netbox_label(summary: SessionSummary) -> str:
@@ -490,6 +498,10 @@ def settings_table(settings: Settings) -> Text:
     for setting in SETTINGS:
         value = getattr(settings, setting.name)
         shown = "(not set)" if value is None else str(value)
+        if setting.name == "store" and value is not None:
+            from netbox_chat.pgstore import shown_url
+
+            shown = shown_url(value)  # a database URL may carry a password
         rows.append((setting.name, shown, settings.origins.get(setting.name, "")))
     rows.append(("netbox_token", token, source.origin if source else ""))
     names = max(len(name) for name, _, _ in rows)

@@ -35,7 +35,7 @@ from rich.text import Text
 from netbox_chat import render
 from netbox_chat.config import Settings
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime
-from netbox_chat.sessions import SessionFile
+from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import check_setting, setting_label
 
 HELP = """\
@@ -93,7 +93,7 @@ class LedgerHistory(History):
     survives restarts without a second file. Cancelled questions are in it too.
     Storing is a no-op: the ledger records a question when its turn begins."""
 
-    def __init__(self, session: SessionFile) -> None:
+    def __init__(self, session: OpenSession) -> None:
         super().__init__()
         self.session = session
 
@@ -120,7 +120,7 @@ class BackgroundRuntime:
     """
 
     def __init__(
-        self, session: SessionFile, settings: Settings, on_auth_failure: Callable[[str], None]
+        self, session: OpenSession, settings: Settings, on_auth_failure: Callable[[str], None]
     ) -> None:
         self.session = session
         self.settings = settings
@@ -159,7 +159,7 @@ class BackgroundRuntime:
 
 @dataclass
 class Repl:
-    session: SessionFile
+    session: OpenSession
     settings: Settings
     console: Console
     background: BackgroundRuntime
@@ -332,7 +332,7 @@ class Repl:
 
 
 async def run_chat(
-    session: SessionFile,
+    session: OpenSession,
     settings: Settings,
     console: Console,
     *,

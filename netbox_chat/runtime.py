@@ -19,13 +19,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionFile
+from netbox_chat.pgstore import PgSession
+from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import ThinkPlan, plan_thinking
 from netbox_chat.window import session_window
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
+    from netbox_chat.checkpointer import SyncSaverBridge
     from netbox_chat.context import ContextGuard
     from netbox_chat.model_info import ModelInfo
     from netbox_chat.netbox.client import NetBoxClient
@@ -67,8 +69,20 @@ class Runtime:
         # The saver writes through the session's connection: the session closes it.
 
 
+def open_saver(session: OpenSession) -> SyncSaverBridge:
+    """The session's LangGraph saver, on the session's own connection, behind
+    the async bridge (slow imports)."""
+    if isinstance(session, PgSession):
+        from netbox_chat.pgsaver import BridgedPostgresSaver
+
+        return BridgedPostgresSaver(session.db, session.store.url)
+    from netbox_chat.checkpointer import BridgedSqliteSaver
+
+    return BridgedSqliteSaver(session.db)
+
+
 def build_runtime(
-    session: SessionFile,
+    session: OpenSession,
     settings: Settings,
     *,
     tools: Sequence[BaseTool] | None = None,
@@ -76,7 +90,6 @@ def build_runtime(
 ) -> Runtime:
     """Build the agent for `session` (slow: imports deepagents)."""
     from netbox_chat.agent import build_agent, build_model, find_end_node
-    from netbox_chat.checkpointer import BridgedSqliteSaver
     from netbox_chat.context import ContextGuard
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.netbox.tools import build_netbox_tools
@@ -97,7 +110,7 @@ def build_runtime(
         )
         tools = build_netbox_tools(netbox, window_tokens=window)
     thinking = plan_thinking(settings.think, model_info)
-    saver = BridgedSqliteSaver(session.db)
+    saver = open_saver(session)
     model = build_model(settings, reasoning=thinking.reasoning, num_ctx=window)
     graph = build_agent(settings, tools, saver, model=model, context_guard=guard)
     conversation = Conversation(session, graph, saver, find_end_node(graph), model=model)

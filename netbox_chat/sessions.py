@@ -187,9 +187,11 @@ class Turn:
     thinking: str | None = None
     thinking_seconds: float | None = None
     thinking_chars: int = 0
+    asked_by: str | None = None
 
 
 _TURN_FIELDS = tuple(f.name for f in fields(Turn))
+_TURN_COLUMNS = ", ".join(_TURN_FIELDS)
 
 
 def read_turns(conn: sqlite3.Connection, where: str = "", params: Sequence[Any] = ()) -> list[Turn]:
@@ -202,11 +204,45 @@ def read_turns(conn: sqlite3.Connection, where: str = "", params: Sequence[Any] 
     return [_turn_from_row(row) for row in rows]
 
 
+def _askers(conn: sqlite3.Connection) -> tuple[str, ...]:
+    """Everyone who asked a turn of the file (none before the ledger kept it)."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
+    if "asked_by" not in present:
+        return ()
+    rows = conn.execute(
+        "SELECT DISTINCT asked_by FROM turns WHERE asked_by IS NOT NULL ORDER BY 1"
+    ).fetchall()
+    return tuple(row[0] for row in rows)
+
+
 def _turn_from_row(row: tuple[Any, ...]) -> Turn:
     values = dict(zip(_TURN_FIELDS, row, strict=True))
     calls = json.loads(values["tool_calls"] or "[]")
     values["tool_calls"] = [ToolCallRecord(**call) for call in calls]
     return Turn(**values)
+
+
+# What `copy` carries over of a session's meta (the rest belongs to the store).
+COPIED_META = ("created_at", "title", "model", "netbox_url", "profile")
+
+
+def _turn_to_row(turn: Turn) -> tuple[Any, ...]:
+    """The inverse of `_turn_from_row`, in `_TURN_FIELDS` order (for `copy`)."""
+    values = asdict(turn)
+    values["tool_calls"] = json.dumps(values["tool_calls"])
+    return tuple(values[name] for name in _TURN_FIELDS)
+
+
+def asked_by() -> str:
+    """Who asks a turn: the OS user and host, as the ledger records it."""
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
 
 
 @dataclass(frozen=True)
@@ -230,6 +266,7 @@ class SessionSummary:
     context_tokens: int | None = None
     """Ollama's count of the last finished turn's last request (the meter)."""
     context_window: int | None = None
+    asked_by: tuple[str, ...] = ()  # everyone who asked a turn, user@host
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -247,6 +284,25 @@ class CleanPoint:
     message_count: int | None
     parent_checkpoint_id: str | None
     parent_message_count: int | None
+
+
+def clean_point_of(done: Sequence[Any] | None, edit_detail: str | None) -> CleanPoint:
+    """The clean point from the last finished turn's row (number, end
+    checkpoint, message count, base checkpoint, base message count) and the
+    last history edit's detail: the edit counts if it was made after that turn."""
+    last = done[0] if done else 0
+    if edit_detail:
+        detail = json.loads(edit_detail)
+        if detail.get("after_turn") == last and "message_count" in detail:
+            return CleanPoint(
+                detail.get("head_after"),
+                int(detail["message_count"]),
+                detail.get("head_before"),
+                detail.get("messages_before"),
+            )
+    if done is None:
+        return CleanPoint(None, 0, None, None)
+    return CleanPoint(*done[1:])
 
 
 @dataclass(frozen=True)
@@ -335,6 +391,21 @@ class SessionStore:
         scanned = self._scan()
         return sorted(sorted(scanned), key=lambda sid: last_written(scanned[sid]), reverse=True)
 
+    def open(self, session_id: str) -> SessionFile:
+        return SessionFile.open(self, session_id)
+
+    def create(
+        self,
+        *,
+        model: str,
+        netbox_url: str | None = None,
+        profile: str | None = None,
+        session_id: str | None = None,
+    ) -> SessionFile:
+        return SessionFile.create(
+            self, model=model, netbox_url=netbox_url, profile=profile, session_id=session_id
+        )
+
     def most_recent(self) -> str:
         for session_id in self.ids_by_recency():
             if self.summarize(session_id).unreadable is None:
@@ -375,6 +446,7 @@ class SessionStore:
                     "SELECT prompt_tokens_last, context_window FROM turns "
                     "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
                 ).fetchone() or (None, None)
+                askers = _askers(conn)
         except (UnreadableSession, sqlite3.DatabaseError) as exc:
             reason = str(exc) if isinstance(exc, UnreadableSession) else f"damaged ({exc})"
             return replace(base, unreadable=reason)
@@ -391,6 +463,7 @@ class SessionStore:
             unanswered=answered == 0,
             context_tokens=context[0],
             context_window=context[1],
+            asked_by=askers,
         )
 
     def forget(self, session_id: str) -> None:
@@ -626,6 +699,7 @@ class SessionFile:
         self.path = store.path_for(session_id)
         self.lock = SessionLock(self.path, session_id)
         self.conn: Connection | None = None
+        self.asked_by = asked_by()
 
     @classmethod
     def create(
@@ -635,11 +709,13 @@ class SessionFile:
         model: str,
         netbox_url: str | None = None,
         profile: str | None = None,
+        session_id: str | None = None,
     ) -> SessionFile:
         """A new session, remembering the model and the NetBox (URL, and the
-        profile that named it; never the token) it was started with."""
+        profile that named it; never the token) it was started with. A given
+        id only for `copy`, which keeps it."""
         store.ensure_root()
-        session = cls(store, new_session_id())
+        session = cls(store, session_id or new_session_id())
         session.lock.acquire(create=True)
         remembered = {"netbox_url": netbox_url, "profile": profile}
         try:
@@ -754,8 +830,8 @@ class SessionFile:
         with self.db.atomic():
             cur = self.db.execute(
                 "INSERT INTO turns(question, status, started_at, base_checkpoint_id, "
-                "base_message_count) VALUES (?, 'running', ?, ?, ?)",
-                (question, now_iso(), base_checkpoint_id, base_message_count),
+                "base_message_count, asked_by) VALUES (?, 'running', ?, ?, ?, ?)",
+                (question, now_iso(), base_checkpoint_id, base_message_count, self.asked_by),
             )
             self.db.execute(
                 "UPDATE session_meta SET value = ? WHERE key = 'title' AND value = ''",
@@ -860,19 +936,7 @@ class SessionFile:
         edit = self.db.execute(
             "SELECT detail FROM history_edits ORDER BY id DESC LIMIT 1"
         ).fetchone()
-        last = done[0] if done else 0
-        if edit:
-            detail = json.loads(edit[0])
-            if detail.get("after_turn") == last and "message_count" in detail:
-                return CleanPoint(
-                    detail.get("head_after"),
-                    int(detail["message_count"]),
-                    detail.get("head_before"),
-                    detail.get("messages_before"),
-                )
-        if done is None:
-            return CleanPoint(None, 0, None, None)
-        return CleanPoint(*done[1:])
+        return clean_point_of(done, edit[0] if edit else None)
 
     def recap(self) -> Recap:
         """The recap `resume` shows, from a few small queries: reading the
@@ -894,3 +958,26 @@ class SessionFile:
     def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
         rows = self.db.execute("SELECT kind, at, detail FROM history_edits ORDER BY id")
         return [(kind, at, json.loads(detail)) for kind, at, detail in rows]
+
+    def load_ledger(
+        self,
+        meta: dict[str, str],
+        turns: list[Turn],
+        edits: list[tuple[str, str, dict[str, Any]]],
+    ) -> None:
+        """Write a copied session's ledger as it was, in one transaction (`copy`)."""
+        marks = ", ".join("?" * len(_TURN_FIELDS))
+        with self.db.atomic():
+            self.db.executemany(
+                "INSERT INTO session_meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [(key, meta[key]) for key in COPIED_META if key in meta],
+            )
+            self.db.executemany(
+                f"INSERT INTO turns({_TURN_COLUMNS}) VALUES ({marks})",
+                [_turn_to_row(turn) for turn in turns],
+            )
+            self.db.executemany(
+                "INSERT INTO history_edits(kind, at, detail) VALUES (?, ?, ?)",
+                [(kind, at, json.dumps(detail)) for kind, at, detail in edits],
+            )

@@ -43,15 +43,21 @@ from langgraph.pregel._algo import prepare_next_tasks
 from langgraph.pregel._checkpoint import channels_from_checkpoint
 from langgraph.types import Overwrite, StateSnapshot
 
-from netbox_chat.checkpointer import BridgedSqliteSaver, WritesStillRunning
+from netbox_chat.checkpointer import SyncSaverBridge, WritesStillRunning
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionFile, StoreError, ToolCallRecord, TurnStatus
+from netbox_chat.pgstore import database_errors
+from netbox_chat.sessions import StoreError, ToolCallRecord, TurnStatus
+from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import ThinkSplitter, split_thinking
 
-# What a session file that cannot be written raises (disk full, I/O error,
-# read-only file system). Only SQLite's own errors: an OSError in a turn is
-# far more likely a connection to Ollama or NetBox going away.
-_STORE_ERRORS = (sqlite3.Error,)
+
+# What a session store that cannot be written raises (disk full, I/O error,
+# read-only file system; a database connection lost or refused). Only the
+# stores' own errors: an OSError in a turn is far more likely a connection to
+# Ollama or NetBox going away.
+def _store_errors(*more: type[Exception]) -> tuple[type[Exception], ...]:
+    return (sqlite3.Error, *database_errors(), *more)
+
 
 # --- events -----------------------------------------------------------------------
 
@@ -317,9 +323,9 @@ class Conversation:
 
     def __init__(
         self,
-        session: SessionFile,
+        session: OpenSession,
         graph: CompiledStateGraph[Any, Any, Any, Any],
-        saver: BridgedSqliteSaver,
+        saver: SyncSaverBridge,
         end_node: str,
         model: Any = None,
     ) -> None:
@@ -484,7 +490,7 @@ class Conversation:
             number = self.session.begin_turn(
                 question, base_checkpoint_id=base, base_message_count=base_messages
             )
-        except _STORE_ERRORS as exc:  # no snapshot, no turn (and no model call)
+        except _store_errors() as exc:  # no snapshot, no turn (and no model call)
             raise StoreError(
                 f"session {self.session.id}: cannot start the turn: {describe_error(exc)}"
             ) from exc
@@ -498,7 +504,7 @@ class Conversation:
         except Exception as exc:  # the turn failed: roll back and report
             outcome.status = "failed"
             outcome.error = describe_error(exc)
-            store_failure = exc if isinstance(exc, _STORE_ERRORS) else None
+            store_failure = exc if isinstance(exc, _store_errors()) else None
         else:
             try:
                 end = self._new_head(base)
@@ -520,7 +526,7 @@ class Conversation:
             except HeadDidNotMove as exc:
                 outcome.status = "failed"
                 outcome.error = str(exc)
-            except _STORE_ERRORS as exc:  # the answer cannot be recorded: undo it
+            except _store_errors() as exc:  # the answer cannot be recorded: undo it
                 outcome.status = "failed"
                 outcome.error = describe_error(exc)
                 store_failure = exc
@@ -531,7 +537,7 @@ class Conversation:
         self._unrecorded[number] = outcome
         try:
             self.rollback(outcome, base, base_messages)
-        except (*_STORE_ERRORS, WritesStillRunning) as exc:
+        except _store_errors(WritesStillRunning) as exc:
             # Neither the rollback nor its record was written (they are one
             # transaction): the ledger says the turn is `running` with its
             # rollback point, and the next turn, or the next open, finishes it
@@ -747,7 +753,7 @@ class Conversation:
                     self.rollback(outcome, turn.base_checkpoint_id, turn.base_message_count)
                 assert outcome.rollback is not None
                 reports.append(outcome.rollback)
-        except (*_STORE_ERRORS, WritesStillRunning) as exc:
+        except _store_errors(WritesStillRunning) as exc:
             raise StoreError(
                 f"session {self.session.id}: cannot roll back an unfinished turn now: "
                 f"{describe_error(exc)}"
@@ -823,6 +829,11 @@ def describe_error(exc: BaseException) -> str:
         return (
             f"the session file could not be written ({text}): free disk space or fix "
             "the sessions folder (NETBOX_CHAT_SESSIONS), then try again"
+        )
+    if isinstance(exc, database_errors()):
+        return (
+            f"the session database could not be written ({text}): check the database "
+            "server and the connection to it (NETBOX_CHAT_STORE), then try again"
         )
     if isinstance(exc, httpx.ConnectError | ConnectionError):
         return f"cannot reach Ollama ({text}): is `ollama serve` running and OLLAMA_HOST right?"

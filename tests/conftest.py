@@ -12,6 +12,7 @@ import pytest
 
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama
+from tests.stores import StoreUnderTest, database_url, empty_database
 
 TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
 
@@ -53,6 +54,25 @@ def chat_env(
         TERM="xterm",
         COLUMNS="100",
     )
+    return env
+
+
+@pytest.fixture(params=["folder", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUnderTest:
+    """A session store of either kind, empty: a folder, or the test database
+    (skipped without NETBOX_CHAT_TEST_PG; failed under NETBOX_CHAT_REQUIRE_PG=1)."""
+    if request.param == "folder":
+        return StoreUnderTest("folder", str(tmp_path / "sessions"))
+    url = database_url()
+    empty_database(url)
+    return StoreUnderTest("postgres", url)
+
+
+@pytest.fixture
+def store_env(chat_env: dict[str, str], store: StoreUnderTest) -> dict[str, str]:
+    """`chat_env` with the sessions in `store`, given the way a user gives it."""
+    env = {key: value for key, value in chat_env.items() if key != "NETBOX_CHAT_SESSIONS"}
+    env["NETBOX_CHAT_STORE"] = store.value
     return env
 
 

@@ -7,7 +7,9 @@ file alone, that the turn ledger and LangGraph's checkpoint tables tell the same
 story (docs/design-notes.md, "The ledger and the checkpoints agree"); the
 fresh-process read checks it too, and adds the message count.
 
-    python -m tests.inspect_session SESSIONS_DIR SESSION_ID
+    python -m tests.inspect_session STORE SESSION_ID
+
+STORE is a sessions folder or a postgresql:// URL.
 """
 
 from __future__ import annotations
@@ -19,14 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from netbox_chat.agent import build_agent, find_end_node
-from netbox_chat.checkpointer import BridgedSqliteSaver
-from netbox_chat.config import resolve_settings
-from netbox_chat.sessions import (
-    SessionFile,
-    SessionStore,
-    read_only_connection,
-    read_turns,
-)
+from netbox_chat.config import DATABASE_SCHEMES, resolve_settings
+from netbox_chat.runtime import open_saver
+from netbox_chat.sessions import read_only_connection, read_turns
+from netbox_chat.stores import open_store
 from netbox_chat.turns import Conversation
 
 
@@ -112,27 +110,28 @@ def describe(conversation: Conversation) -> dict[str, Any]:
 
 
 def read_from_fresh_process(
-    sessions_dir: Path, session_id: str, *, after_crash: bool = False
+    store: Path | str, session_id: str, *, after_crash: bool = False
 ) -> dict[str, Any]:
-    """What a brand-new process (the next `resume`) reads from the session file."""
+    """What a brand-new process (the next `resume`) reads from the session
+    store (a folder or a postgresql:// URL)."""
     out = subprocess.run(
-        [sys.executable, "-m", "tests.inspect_session", str(sessions_dir), session_id],
+        [sys.executable, "-m", "tests.inspect_session", str(store), session_id],
         capture_output=True,
         text=True,
         check=True,
         cwd=Path(__file__).parent.parent,
     )
     state = dict(json.loads(out.stdout))
-    assert_ledger_agrees(sessions_dir / f"{session_id}.sqlite", after_crash=after_crash)
+    if not str(store).startswith(DATABASE_SCHEMES):
+        assert_ledger_agrees(Path(store, f"{session_id}.sqlite"), after_crash=after_crash)
     assert state["ledger_messages"] == len(state["messages"]), state
     return state
 
 
 def main() -> None:
-    store = SessionStore(Path(sys.argv[1]))
-    settings = resolve_settings(sessions_dir=store.root, env={})
-    with SessionFile.open(store, sys.argv[2]) as session:
-        saver = BridgedSqliteSaver(session.db)
+    settings = resolve_settings(store=sys.argv[1], env={})
+    with open_store(settings).open(sys.argv[2]) as session:
+        saver = open_saver(session)
         graph = build_agent(settings, [], saver)
         print(json.dumps(describe(Conversation(session, graph, saver, find_end_node(graph)))))
 

@@ -289,6 +289,7 @@ def schema_1_session(store: SessionStore) -> str:
     conn = sqlite3.connect(store.path_for(sid))
     for column in migrations.TURN_MEASUREMENT_COLUMNS:  # added after schema 1
         conn.execute(f"ALTER TABLE turns DROP COLUMN {column.split()[0]}")
+    conn.execute("ALTER TABLE turns DROP COLUMN asked_by")  # so was this
     conn.executescript(
         "ALTER TABLE turns DROP COLUMN base_message_count;"
         "ALTER TABLE turns ADD COLUMN snapshot_message_ids TEXT;"
@@ -333,7 +334,11 @@ def test_a_migration_that_fails_half_way_leaves_the_file_as_it_was(tmp_path: Pat
         assert session.meta()["schema_version"] == str(migrations.schema_version())
         assert [(t.question, t.status) for t in session.turns()] == [("which sites?", "done")]
         applied = session.db.execute("SELECT name FROM session_migrations").fetchall()
-    assert applied == [("m002_base_message_count",), ("m003_turn_measurements",)]
+    assert applied == [
+        ("m002_base_message_count",),
+        ("m003_turn_measurements",),
+        ("m004_asked_by",),
+    ]
     assert "snapshot_message_ids" not in turn_columns(path)
 
 

@@ -1,0 +1,861 @@
+"""Sessions on a PostgreSQL server: the team's store (`--store postgresql://...`).
+
+The same sessions as the folder store (`sessions.py`), for a team: every
+session lives in one database, in one schema (`netbox_chat`) that holds
+LangGraph's checkpoint tables (written by its `PostgresSaver`, see
+`pgsaver.py`) and our own small tables, keyed by session id. The schema is
+created and migrated only by `netbox-chat doctor --init-store`; a store without
+it is refused (exit 3), so a typo in a URL never starts an empty store.
+
+One writer per session, across machines: the writer holds a session-level
+advisory lock on its one connection, and LangGraph's saver writes through that
+same connection. If the connection goes (kill -9, a network cut), the server
+drops the lock with it, and no write of that process can land afterwards.
+
+Like `sessions.py`, this module never imports LangChain, and it imports
+psycopg (and logging, socket) only when a database URL is used, so `ls` of a
+folder stays fast and the extra stays optional.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from netbox_chat.errors import UserFacingError
+from netbox_chat.sessions import (
+    _ANSWERED,
+    _TURN_COLUMNS,
+    COPIED_META,
+    AmbiguousSession,
+    CleanPoint,
+    NoSuchSession,
+    Recap,
+    SessionBusy,
+    SessionSummary,
+    StoreError,
+    ToolCallRecord,
+    Turn,
+    TurnStatus,
+    UnreadableSession,
+    _turn_from_row,
+    _turn_to_row,
+    asked_by,
+    clean_point_of,
+    new_session_id,
+    normalize_session_id,
+    now_iso,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from netbox_chat.pgdatabase import PgConnection
+
+SCHEMA = "netbox_chat"
+PG_SCHEMA_VERSION = 2
+INSTALL_HINT = "pip install 'netbox-chat[postgres]'"
+
+# pg_try_advisory_lock(key1, key2): key1 marks the lock as netbox-chat's
+# ("nbch" in ASCII), key2 is the server's hashtext() of the session id, so
+# `ls` can find every holder in the same query that lists the sessions.
+LOCK_CLASS = 0x6E626368
+_LOCK_MATCH = (
+    "l.locktype = 'advisory' AND l.classid = {cls}::bigint::oid AND l.objsubid = 2 "
+    "AND l.granted AND l.objid = (hashtext({sid})::bigint & 4294967295)::oid"
+)
+
+# Our tables. LangGraph's (checkpoints, checkpoint_blobs, checkpoint_writes,
+# checkpoint_migrations) are created beside them by its own `setup()`.
+_SCHEMA_V1 = f"""
+CREATE TABLE IF NOT EXISTS {SCHEMA}.store_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {SCHEMA}.session_meta (
+    session_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (session_id, key)
+);
+CREATE TABLE IF NOT EXISTS {SCHEMA}.turns (
+    session_id TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    question TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    ended_at TEXT,
+    base_checkpoint_id TEXT,
+    base_message_count INTEGER,
+    end_checkpoint_id TEXT,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    tool_calls TEXT NOT NULL DEFAULT '[]',
+    rolled_back INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    answer TEXT,
+    message_count INTEGER,
+    asked_by TEXT,
+    PRIMARY KEY (session_id, number)
+);
+CREATE TABLE IF NOT EXISTS {SCHEMA}.history_edits (
+    id BIGSERIAL PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    at TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '{{}}'
+);
+CREATE INDEX IF NOT EXISTS history_edits_session_idx ON {SCHEMA}.history_edits (session_id);
+"""
+
+# Version 2: what a turn measured of the model (the session file's m003).
+_SCHEMA_V2 = f"""
+ALTER TABLE {SCHEMA}.turns
+    ADD COLUMN IF NOT EXISTS prompt_tokens_max INTEGER,
+    ADD COLUMN IF NOT EXISTS prompt_tokens_last INTEGER,
+    ADD COLUMN IF NOT EXISTS context_window INTEGER,
+    ADD COLUMN IF NOT EXISTS truncated INTEGER NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS thinking TEXT,
+    ADD COLUMN IF NOT EXISTS thinking_seconds DOUBLE PRECISION,
+    ADD COLUMN IF NOT EXISTS thinking_chars INTEGER NOT NULL DEFAULT 0
+"""
+
+# MIGRATIONS[n] takes the schema from version n to n + 1 (0: no schema); its
+# statements run one by one (a prepared statement holds only one).
+MIGRATIONS = {0: _SCHEMA_V1, 1: _SCHEMA_V2}
+assert len(MIGRATIONS) == PG_SCHEMA_VERSION
+
+
+def shown_url(url: str) -> str:
+    """The URL without its password, for messages and `ls`."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def application_name() -> str:
+    """What the server shows for our connection, and what a second writer is
+    told: `netbox-chat <pid>@<host>` (the server keeps 63 bytes)."""
+    import socket
+
+    return f"netbox-chat {os.getpid()}@{socket.gethostname()}"[:63]
+
+
+_HOLDER = re.compile(r"netbox-chat (\d+)@(.*)")
+
+
+def database_errors() -> tuple[type[Exception], ...]:
+    """The exception types a session database raises: none until psycopg is
+    loaded, which only a database store does (importing it costs a folder
+    user's every `ask` 100 ms or more, so nothing else may)."""
+    psycopg = sys.modules.get("psycopg")
+    return () if psycopg is None else (psycopg.Error,)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(
+            f"a PostgreSQL session store needs the postgres extra: {INSTALL_HINT}"
+        ) from None
+    import logging
+
+    # psycopg logs a warning when it tears down a pipeline on a lost
+    # connection; with no logging set up, Python would print it to stderr
+    # beside our own one-line error. The error itself reaches the user.
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
+    logging.getLogger("psycopg").propagate = False
+    return psycopg
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else type(exc).__name__
+
+
+def connect(url: str, *, read_only: bool = False) -> PgConnection:
+    """A connection to the store, in autocommit (what LangGraph's saver needs),
+    with our schema first on the search path. One-line errors, exit 3."""
+    psycopg = _psycopg()
+    from netbox_chat.pgdatabase import PgConnection
+
+    try:
+        conn = PgConnection.connect(
+            url,
+            autocommit=True,
+            prepare_threshold=0,
+            connect_timeout=10,
+            application_name=application_name(),
+            options=f"-c search_path={SCHEMA}",
+        )
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"cannot open the session store {shown_url(url)}: {_first_line(exc)}"
+        ) from exc
+    if read_only:
+        conn.read_only = True
+    return conn
+
+
+def scalar(conn: psycopg.Connection[Any], sql: str, params: Any = ()) -> Any:
+    """The first column of the one row `sql` returns (an aggregate, a probe)."""
+    row = conn.execute(sql, params).fetchone()
+    assert row is not None, sql
+    return row[0]
+
+
+def schema_version(conn: psycopg.Connection[Any]) -> int:
+    """Our schema's version in this database (0: none)."""
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{SCHEMA}.store_meta",)).fetchone()
+    if not row or not row[0]:
+        return 0
+    found = conn.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()
+    return int(found[0]) if found and str(found[0]).isdigit() else 0
+
+
+def check_schema(conn: psycopg.Connection[Any], url: str) -> None:
+    """Refuse a database without our schema, or with a newer one (exit 3)."""
+    version = schema_version(conn)
+    if version == 0:
+        raise StoreError(
+            f"the session store {shown_url(url)} has no netbox-chat schema: "
+            "create it with `netbox-chat doctor --init-store`"
+        )
+    if version > PG_SCHEMA_VERSION:
+        raise UnreadableSession(
+            f"the session store {shown_url(url)} was made by a newer netbox-chat "
+            f"(schema {version}, this one knows {PG_SCHEMA_VERSION})"
+        )
+    if version < PG_SCHEMA_VERSION:
+        raise StoreError(
+            f"the session store {shown_url(url)} has schema {version}: "
+            "migrate it with `netbox-chat doctor --init-store`"
+        )
+
+
+def migrate(conn: PgConnection) -> int:
+    """Create or bring our tables up to PG_SCHEMA_VERSION, each step in one
+    transaction; returns the version found before."""
+    found = schema_version(conn)
+    version = found
+    while version < PG_SCHEMA_VERSION:
+        with conn.atomic():
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            version += 1
+            conn.execute(
+                "INSERT INTO store_meta(key, value) VALUES ('schema_version', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(version),),
+            )
+    return found
+
+
+_HOLDER_SQL = (
+    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+    "WHERE " + _LOCK_MATCH.format(cls="%s", sid="%s")
+)
+
+
+def _holder(conn: psycopg.Connection[Any], session_id: str) -> str | None:
+    row = conn.execute(_HOLDER_SQL, (LOCK_CLASS, session_id)).fetchone()
+    return None if row is None else str(row[0] or "")
+
+
+class HeldElsewhere(SessionBusy):
+    """The session's advisory lock is held by another connection."""
+
+    def __init__(self, session_id: str, holder: str) -> None:
+        found = _HOLDER.fullmatch(holder)
+        who = f"pid {found.group(1)} on {found.group(2)}" if found else holder or "unknown"
+        UserFacingError.__init__(
+            self, f"session {session_id} is open in another netbox-chat ({who})"
+        )
+        self.pid = int(found.group(1)) if found else None
+        self.holder = holder
+
+
+# One query for `ls`: the meta of every session, its ledger's counts, and who
+# holds its lock (pg_locks is read once, not once per session).
+_SUMMARY_SQL = f"""
+WITH holders AS MATERIALIZED (
+    SELECT l.objid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+    WHERE l.locktype = 'advisory' AND l.classid = %(cls)s::bigint::oid AND l.objsubid = 2
+      AND l.granted
+), sessions AS (
+    SELECT session_id,
+           max(value) FILTER (WHERE key = 'created_at') AS created_at,
+           max(value) FILTER (WHERE key = 'title') AS title,
+           max(value) FILTER (WHERE key = 'model') AS model,
+           max(value) FILTER (WHERE key = 'netbox_url') AS netbox_url,
+           max(value) FILTER (WHERE key = 'profile') AS profile
+    FROM session_meta WHERE %(sid)s::text IS NULL OR session_id = %(sid)s
+    GROUP BY session_id
+)
+SELECT s.session_id, s.created_at, s.title, s.model, s.netbox_url, s.profile,
+       t.turns, t.answered, t.last, t.askers, c.prompt_tokens_last, c.context_window,
+       h.application_name
+FROM sessions s
+LEFT JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE status = 'done') AS turns,
+           count(*) FILTER (WHERE status IN {_ANSWERED}) AS answered,
+           max(coalesce(ended_at, started_at)) AS last,
+           array_agg(DISTINCT asked_by) FILTER (WHERE asked_by IS NOT NULL) AS askers
+    FROM turns WHERE turns.session_id = s.session_id
+) t ON true
+LEFT JOIN LATERAL (
+    SELECT prompt_tokens_last, context_window FROM turns
+    WHERE turns.session_id = s.session_id AND status = 'done' ORDER BY number DESC LIMIT 1
+) c ON true
+LEFT JOIN holders h ON h.objid = (hashtext(s.session_id)::bigint & 4294967295)::oid
+WHERE s.created_at IS NOT NULL
+ORDER BY greatest(t.last, s.created_at) DESC, s.session_id
+"""
+
+
+@dataclass(frozen=True)
+class PgSessionSummary(SessionSummary):
+    """`ls` for a database session: where it is and who has it open."""
+
+    store: str = ""
+    holder: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        del data["path"]
+        return data
+
+
+# --- the store ------------------------------------------------------------------------
+
+
+class PgSessionStore:
+    """Every session in one PostgreSQL database. Reading never writes: `ls`,
+    `export` and the lock probe use a read-only connection."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.root = shown_url(url)  # what messages call the store
+        self._reader: psycopg.Connection[Any] | None = None
+        # Every session's summary, read once per command: `ls` orders the ids
+        # and then shows their summaries, one query on one login.
+        self._listed: list[SessionSummary] | None = None
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[psycopg.Connection[Any]]:
+        """The store's read-only connection, opened (and the schema checked)
+        once per command: `ls` lists and counts on one login, not two."""
+        if self._reader is None or self._reader.closed:
+            conn = connect(self.url, read_only=True)
+            try:
+                check_schema(conn, self.url)
+            except BaseException:
+                conn.close()
+                raise
+            self._reader = conn
+        yield self._reader
+
+    def close(self) -> None:
+        self._listed = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def session_ids(self) -> list[str]:
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT session_id FROM session_meta WHERE key = 'created_at' ORDER BY 1"
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def resolve(self, text: str) -> str:
+        """A full id or unique prefix → the full id (one-line errors otherwise)."""
+        prefix = normalize_session_id(text)
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT session_id FROM session_meta WHERE key = 'created_at' "
+                "AND starts_with(session_id, %s) ORDER BY 1",
+                (prefix,),
+            ).fetchall()
+        matches = [row[0] for row in rows]
+        if not matches:
+            raise NoSuchSession(f"no session {prefix!r} in {self.root} (see `netbox-chat ls`)")
+        if prefix in matches:
+            return prefix
+        if len(matches) > 1:
+            raise AmbiguousSession(prefix, matches)
+        return str(matches[0])
+
+    def most_recent(self) -> str:
+        summaries = self.list_sessions(1)
+        if not summaries:
+            raise NoSuchSession(f"no sessions to resume in {self.root}")
+        return summaries[0].id
+
+    def list_sessions(
+        self, limit: int | None = None, ids: list[str] | None = None
+    ) -> list[SessionSummary]:
+        """Summaries of the first `limit` of `ids` (by default the most
+        recently active sessions, from one query)."""
+        if ids is None:
+            return self._summaries(None, limit) if self._listed is None else self._listed[:limit]
+        found = {s.id: s for s in self._every_summary()}
+        return [found[sid] for sid in ids if sid in found][:limit]
+
+    def _every_summary(self) -> list[SessionSummary]:
+        if self._listed is None:
+            self._listed = self._summaries(None, None)
+        return self._listed
+
+    def ids_by_recency(self) -> list[str]:
+        return [s.id for s in self._every_summary()]
+
+    def unanswered(self) -> list[str]:
+        """Sessions no turn ever finished in and no process has open."""
+        return [s.id for s in self._every_summary() if s.unanswered and not s.is_open]
+
+    def search(self, text: str) -> list[str]:
+        """Sessions whose questions or answers contain `text` (case-insensitive
+        for ASCII letters, as a session file's LIKE), newest first."""
+        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT session_id FROM turns WHERE question ILIKE %(p)s "
+                "OR answer ILIKE %(p)s",
+                {"p": pattern},
+            ).fetchall()
+        matching = {row[0] for row in rows}
+        return [sid for sid in self.ids_by_recency() if sid in matching]
+
+    def summarize(self, session_id: str) -> SessionSummary:
+        found = self._summaries(session_id, None)
+        if not found:
+            raise NoSuchSession(f"no session {session_id!r} in {self.root}")
+        return found[0]
+
+    def _summaries(self, session_id: str | None, limit: int | None) -> list[SessionSummary]:
+        with self.reading() as conn:
+            rows = conn.execute(
+                _SUMMARY_SQL + (" LIMIT %(limit)s" if limit is not None else ""),
+                {"cls": LOCK_CLASS, "sid": session_id, "limit": limit},
+            ).fetchall()
+        return [self._summary(row) for row in rows]
+
+    def _summary(self, row: tuple[Any, ...]) -> SessionSummary:
+        sid, created, title, model, netbox_url, profile = row[:6]
+        turns, answered, last, askers, context_tokens, context_window, holder = row[6:]
+        found = _HOLDER.fullmatch(holder or "")
+        return PgSessionSummary(
+            sid,
+            Path(),
+            0,
+            title=title or "",
+            model=model or "",
+            netbox_url=netbox_url or "",
+            profile=profile or "",
+            created_at=created or "",
+            last_active=max(last or "", created or ""),
+            turns=int(turns or 0),
+            unanswered=not answered,
+            context_tokens=context_tokens,
+            context_window=context_window,
+            open_by=int(found.group(1)) if found else None,
+            is_open=holder is not None,
+            store=self.root,
+            holder=holder,
+            asked_by=tuple(sorted(askers or ())),
+        )
+
+    def ledger(
+        self, session_id: str
+    ) -> tuple[dict[str, str], list[Turn], list[tuple[str, str, str]]]:
+        """Meta, turns and history edits of one session, read-only (for export)."""
+        with self.reading() as conn:
+            meta = dict(
+                conn.execute(
+                    "SELECT key, value FROM session_meta WHERE session_id = %s", (session_id,)
+                ).fetchall()
+            )
+            if not meta:
+                raise NoSuchSession(f"no session {session_id!r} in {self.root}")
+            rows = conn.execute(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE session_id = %s ORDER BY number",
+                (session_id,),
+            ).fetchall()
+            edits = conn.execute(
+                "SELECT kind, at, detail FROM history_edits WHERE session_id = %s ORDER BY id",
+                (session_id,),
+            ).fetchall()
+        meta["schema_version"] = str(PG_SCHEMA_VERSION)
+        turns = [_turn_from_row(tuple(row)) for row in rows]
+        return meta, turns, [(kind, at, detail) for kind, at, detail in edits]
+
+    # A process with a session open holds one connection, the writer's: the
+    # read-only one that found the session is closed first.
+
+    def open(self, session_id: str) -> PgSession:
+        self.close()
+        return PgSession.open(self, session_id)
+
+    def create(
+        self,
+        *,
+        model: str,
+        netbox_url: str | None = None,
+        profile: str | None = None,
+        session_id: str | None = None,
+    ) -> PgSession:
+        self.close()
+        return PgSession.create(
+            self, model=model, netbox_url=netbox_url, profile=profile, session_id=session_id
+        )
+
+    def forget(self, session_id: str) -> None:
+        """Delete every row of the session, in one transaction, only if nobody
+        has it open (the lock is taken for the duration)."""
+        with self.open(session_id) as session:
+            self.delete_rows(session)
+
+    @staticmethod
+    def delete_rows(session: PgSession) -> None:
+        """Every row of an open session, in one transaction."""
+        with session.db.atomic():
+            for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
+                session.db.execute(f"DELETE FROM {table} WHERE thread_id = %s", (session.id,))
+            for table in ("history_edits", "turns", "session_meta"):
+                session.db.execute(f"DELETE FROM {table} WHERE session_id = %s", (session.id,))
+
+
+# --- an open session (held for writing) --------------------------------------------------
+
+
+class PgSession:
+    """A session opened for writing: the advisory lock and the ledger on one
+    connection, the same connection LangGraph's saver writes through."""
+
+    def __init__(self, store: PgSessionStore, session_id: str) -> None:
+        self.store = store
+        self.id = session_id
+        self.conn: PgConnection | None = None
+        self.asked_by = asked_by()
+
+    @classmethod
+    def create(
+        cls,
+        store: PgSessionStore,
+        *,
+        model: str,
+        netbox_url: str | None = None,
+        profile: str | None = None,
+        session_id: str | None = None,
+    ) -> PgSession:
+        """A new session, remembering the model and the NetBox (URL and
+        profile, never the token); a given id only for `copy`, which keeps it."""
+        session = cls(store, session_id or new_session_id())
+        session._connect()
+        try:
+            session._lock()
+            if session._exists():
+                raise UserFacingError(f"session {session.id} is already in {store.root}")
+            remembered = {"netbox_url": netbox_url, "profile": profile}
+            session._set_meta(
+                created_at=now_iso(),
+                model=model,
+                title="",
+                **{key: value for key, value in remembered.items() if value},
+            )
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    @classmethod
+    def open(cls, store: PgSessionStore, session_id: str) -> PgSession:
+        session = cls(store, session_id)
+        session._connect()
+        try:
+            if not session._exists():
+                raise NoSuchSession(f"no session {session_id!r} in {store.root}")
+            session._lock()
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    def _exists(self) -> bool:
+        return bool(
+            self.db.execute(
+                "SELECT 1 FROM session_meta WHERE session_id = %s AND key = 'created_at'",
+                (self.id,),
+            ).fetchone()
+        )
+
+    def _connect(self) -> None:
+        self.conn = connect(self.store.url)
+        try:
+            check_schema(self.conn, self.store.url)
+        except BaseException:
+            self.close()
+            raise
+
+    def _lock(self) -> None:
+        if not scalar(
+            self.db, "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.id)
+        ):
+            raise HeldElsewhere(self.id, _holder(self.db, self.id) or "")
+
+    def discard_if_unanswered(self) -> bool:
+        """Delete this session if none of its turns ever finished (a session
+        whose only question failed or was cancelled never happened), still
+        holding the lock. True if deleted."""
+        answered = scalar(
+            self.db,
+            f"SELECT count(*) FROM turns WHERE session_id = %s AND status IN {_ANSWERED}",
+            (self.id,),
+        )
+        if answered:
+            return False
+        self.store.delete_rows(self)
+        self.close()
+        return True
+
+    def close(self) -> None:
+        """Closing the connection releases the advisory lock."""
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                self.conn.close()
+            self.conn = None
+
+    def __enter__(self) -> PgSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def db(self) -> PgConnection:
+        if self.conn is None:
+            raise StoreError(f"session {self.id} is closed")
+        return self.conn
+
+    # meta
+
+    def _set_meta(self, **values: str) -> None:
+        with self.db.atomic(), self.db.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO session_meta(session_id, key, value) VALUES (%s, %s, %s) "
+                "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
+                [(self.id, key, value) for key, value in values.items()],
+            )
+
+    def meta(self) -> dict[str, str]:
+        rows = self.db.execute(
+            "SELECT key, value FROM session_meta WHERE session_id = %s", (self.id,)
+        ).fetchall()
+        return {**dict(rows), "schema_version": str(PG_SCHEMA_VERSION)}
+
+    def set_model(self, model: str) -> None:
+        self._set_meta(model=model)
+
+    # the turn ledger
+
+    def begin_turn(
+        self, question: str, *, base_checkpoint_id: str | None, base_message_count: int
+    ) -> int:
+        """Record a turn as running, with its rollback point and who asked it."""
+        with self.db.atomic():
+            row = self.db.execute(
+                "INSERT INTO turns(session_id, number, question, status, started_at, "
+                "base_checkpoint_id, base_message_count, asked_by) "
+                "SELECT %s, coalesce(max(number), 0) + 1, %s, 'running', %s, %s, %s, %s "
+                "FROM turns WHERE session_id = %s RETURNING number",
+                (
+                    self.id,
+                    question,
+                    now_iso(),
+                    base_checkpoint_id,
+                    base_message_count,
+                    self.asked_by,
+                    self.id,
+                ),
+            ).fetchone()
+            self.db.execute(
+                "UPDATE session_meta SET value = %s "
+                "WHERE session_id = %s AND key = 'title' AND value = ''",
+                (question.strip().splitlines()[0][:200] if question.strip() else "", self.id),
+            )
+        assert row is not None
+        return int(row[0])
+
+    def finish_turn(
+        self,
+        number: int,
+        status: TurnStatus,
+        *,
+        end_checkpoint_id: str | None = None,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        tool_calls: list[ToolCallRecord] | None = None,
+        rolled_back: int = 0,
+        error: str | None = None,
+        answer: str | None = None,
+        message_count: int | None = None,
+        prompt_tokens_max: int | None = None,
+        prompt_tokens_last: int | None = None,
+        context_window: int | None = None,
+        truncated: bool = False,
+        thinking: str | None = None,
+        thinking_seconds: float | None = None,
+    ) -> None:
+        """Close a turn's row."""
+        self.db.execute(
+            "UPDATE turns SET status = %s, ended_at = %s, end_checkpoint_id = %s, "
+            "tokens_in = %s, tokens_out = %s, tool_calls = %s, rolled_back = %s, error = %s, "
+            "answer = %s, message_count = %s, prompt_tokens_max = %s, prompt_tokens_last = %s, "
+            "context_window = %s, truncated = %s, thinking = %s, thinking_seconds = %s, "
+            "thinking_chars = %s WHERE session_id = %s AND number = %s",
+            (
+                status,
+                now_iso(),
+                end_checkpoint_id,
+                tokens_in,
+                tokens_out,
+                json.dumps([asdict(c) for c in tool_calls or []]),
+                rolled_back,
+                error,
+                answer,
+                message_count,
+                prompt_tokens_max,
+                prompt_tokens_last,
+                context_window,
+                int(truncated),
+                thinking,
+                thinking_seconds,
+                len(thinking or ""),
+                self.id,
+                number,
+            ),
+        )
+
+    def _turns(
+        self, where: str = "", params: tuple[Any, ...] = (), *, order: str = ""
+    ) -> list[Turn]:
+        rows = self.db.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE session_id = %s {where} "
+            f"ORDER BY number {order}",
+            (self.id, *params),
+        ).fetchall()
+        return [_turn_from_row(tuple(row)) for row in rows]
+
+    def turns(self) -> list[Turn]:
+        return self._turns()
+
+    def running_turns(self) -> list[Turn]:
+        return self._turns("AND status = 'running'")
+
+    def finished_after(self, number: int) -> bool:
+        """Whether any turn after `number` has ended (in whatever way)."""
+        row = self.db.execute(
+            "SELECT 1 FROM turns WHERE session_id = %s AND number > %s "
+            "AND status != 'running' LIMIT 1",
+            (self.id, number),
+        ).fetchone()
+        return row is not None
+
+    def mark_rewound(self, after_number: int) -> int:
+        cur = self.db.execute(
+            "UPDATE turns SET status = 'rewound' "
+            "WHERE session_id = %s AND number > %s AND status = 'done'",
+            (self.id, after_number),
+        )
+        return cur.rowcount
+
+    def record_edit(self, kind: str, **detail: Any) -> None:
+        self.db.execute(
+            "INSERT INTO history_edits(session_id, kind, at, detail) VALUES (%s, %s, %s, %s)",
+            (self.id, kind, now_iso(), json.dumps(detail)),
+        )
+
+    def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
+        rows = self.db.execute(
+            "SELECT kind, at, detail FROM history_edits WHERE session_id = %s ORDER BY id",
+            (self.id,),
+        ).fetchall()
+        return [(kind, at, json.loads(detail)) for kind, at, detail in rows]
+
+    def load_ledger(
+        self,
+        meta: dict[str, str],
+        turns: list[Turn],
+        edits: list[tuple[str, str, dict[str, Any]]],
+    ) -> None:
+        """Write a copied session's ledger as it was, in one transaction (`copy`)."""
+        marks = ", ".join(["%s"] * (len(fields(Turn)) + 1))
+        with self.db.atomic(), self.db.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO session_meta(session_id, key, value) VALUES (%s, %s, %s) "
+                "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
+                [(self.id, key, meta[key]) for key in COPIED_META if key in meta],
+            )
+            cur.executemany(
+                f"INSERT INTO turns(session_id, {_TURN_COLUMNS}) VALUES ({marks})",
+                [(self.id, *_turn_to_row(turn)) for turn in turns],
+            )
+            cur.executemany(
+                "INSERT INTO history_edits(session_id, kind, at, detail) VALUES (%s, %s, %s, %s)",
+                [(self.id, kind, at, json.dumps(detail)) for kind, at, detail in edits],
+            )
+
+    def _last_done(self) -> Turn | None:
+        found = self._turns("AND status = 'done'", order="DESC LIMIT 1")
+        return found[0] if found else None
+
+    def message_count_now(self) -> int:
+        """Messages in the conversation as the last finished turn or the last
+        history edit after it left it (the same rule as a session file)."""
+        return self.clean_point().message_count or 0
+
+    def clean_point(self) -> CleanPoint:
+        """Where the ledger says the conversation was last left (the same rule
+        as `SessionFile.clean_point`)."""
+        done = self.db.execute(
+            "SELECT number, end_checkpoint_id, message_count, base_checkpoint_id, "
+            "base_message_count FROM turns WHERE session_id = %s AND status = 'done' "
+            "ORDER BY number DESC LIMIT 1",
+            (self.id,),
+        ).fetchone()
+        edit = self.db.execute(
+            "SELECT detail FROM history_edits WHERE session_id = %s ORDER BY id DESC LIMIT 1",
+            (self.id,),
+        ).fetchone()
+        return clean_point_of(done, edit[0] if edit else None)
+
+    def recap(self) -> Recap:
+        """A few small queries, like a session file's recap."""
+        done = scalar(
+            self.db,
+            "SELECT count(*) FROM turns WHERE session_id = %s AND status = 'done'",
+            (self.id,),
+        )
+        last = self._last_done()
+        unfinished = self._turns(
+            "AND number > %s AND status IN ('cancelled', 'failed', 'interrupted')",
+            (last.number if last else 0,),
+        )
+        return Recap(int(done), self.message_count_now(), last, tuple(unfinished))
