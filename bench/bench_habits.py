@@ -87,6 +87,10 @@ def main() -> None:
                 [C.NETBOX_CHAT],
                 {**bash, "COMP_WORDS": "netbox-chat ", "COMP_CWORD": "1"},
             ),
+            "complete `resume --<Tab>` (options + help, zsh)": (
+                [C.NETBOX_CHAT],
+                {**zsh, "_TYPER_COMPLETE_ARGS": "netbox-chat resume --"},
+            ),
             "netbox-chat ls": ([C.NETBOX_CHAT, "ls"], {}),
             "netbox-chat ls --grep dm-nashua (every session)": (
                 [C.NETBOX_CHAT, "ls", "--grep", "dm-nashua"],
@@ -106,8 +110,8 @@ def main() -> None:
 
         # The work itself, in one process (no interpreter start-up, no imports).
         probe = (
-            "import time, types\n"
-            "from netbox_chat.cli import complete_session_id\n"
+            "import time\n"
+            "from netbox_chat.completion import SessionIdWord, session_id_choices\n"
             "from netbox_chat.config import resolve_settings\n"
             "from netbox_chat.sessions import SessionStore\n"
             "def best(f):\n"
@@ -116,9 +120,8 @@ def main() -> None:
             "        t = time.perf_counter(); f(); runs.append(time.perf_counter() - t)\n"
             "    return min(runs) * 1000\n"
             "store = SessionStore(resolve_settings().sessions_dir)\n"
-            "ctx = types.SimpleNamespace(params={})  # nothing typed before the id\n"
-            f"print(best(lambda: complete_session_id(ctx, '')),"
-            f" best(lambda: complete_session_id(ctx, {one[:2]!r})),"
+            f"print(best(lambda: session_id_choices(SessionIdWord(''))),"
+            f" best(lambda: session_id_choices(SessionIdWord({one[:2]!r}))),"
             " best(lambda: store.search('no-such-text')))\n"
         )
         out = subprocess.run(
@@ -135,7 +138,7 @@ def main() -> None:
             f"{s['max'] * 1000:7.0f}ms {s['median'] / base:6.2f}x"
         )
     print(
-        f"\nin-process: complete_session_id('') over {args.sessions} ids {all_ids_ms:.1f} ms; "
+        f"\nin-process: session_id_choices('') over {args.sessions} ids {all_ids_ms:.1f} ms; "
         f"with a 2-character prefix (titles read) {few_ids_ms:.1f} ms; "
         f"SessionStore.search over {args.sessions} ledgers {search_ms:.0f} ms"
     )

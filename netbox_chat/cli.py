@@ -10,6 +10,7 @@ fast as Python does.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -18,18 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
+from typer._click.shell_completion import CompletionItem, add_completion_class
+from typer._completion_classes import FishComplete, ZshComplete
 from typer.core import TyperGroup
 
-from netbox_chat import render
+from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_choice
 from netbox_chat.config import PROFILE_ENV, Settings, resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.sessions import (
     AmbiguousSession,
     SessionStore,
     SessionSummary,
-    normalize_session_id,
 )
 from netbox_chat.stores import OpenSession, Store, open_store
 
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from netbox_chat.streamjson import JsonLines
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from netbox_chat.runtime import CancelOnSignals
 
 
@@ -46,9 +48,11 @@ def report(error: Exception) -> ExitStatus:
     documented exit status. Anything else than a `UserFacingError` is a bug
     of ours; it still gets one line (set NETBOX_CHAT_TRACEBACK=1 for the
     traceback), not a traceback over the user's terminal."""
-    stderr.print(render.error_line(error, prefix="netbox-chat: "))
+    from netbox_chat import render
+
+    err().print(render.error_line(error, prefix="netbox-chat: "))
     if isinstance(error, AmbiguousSession):
-        stderr.print(Text("candidates: " + " ".join(error.candidates)))
+        say("candidates: " + " ".join(error.candidates))
     return error.exit_status if isinstance(error, UserFacingError) else ExitStatus.USER_ERROR
 
 
@@ -60,12 +64,39 @@ def fit_to_streams(*consoles: Console) -> None:
         console.soft_wrap = not console.is_terminal
 
 
+class PlainHelpZsh(ZshComplete):
+    """Typer's zsh completion with each choice's help shown as written.
+
+    Typer renders a choice's help as Rich markup first: that imports Rich's
+    Markdown stack (40 ms on every Tab) and drops a title's `[eth0]`. No help
+    text of this app holds markup (tests/test_habits.py checks), and a title
+    is the user's own words."""
+
+    def format_completion(self, item: CompletionItem) -> str:
+        return zsh_choice(item.value, item.help)
+
+
+class PlainHelpFish(FishComplete):
+    """Typer's fish completion with each choice's help shown as written (see `PlainHelpZsh`)."""
+
+    def format_completion(self, item: CompletionItem) -> str:
+        return fish_choice(item.value, item.help)
+
+
 class Commands(TyperGroup):
     """Runs every command, from `netbox-chat` and from Typer's test runner
     alike, through `report`: the commands raise, they never print errors."""
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        # Typer registers its own shell classes while it builds the command;
+        # ours replace them just before a completion request is read.
+        add_completion_class(PlainHelpZsh, "zsh")
+        add_completion_class(PlainHelpFish, "fish")
+        return super().main(*args, **kwargs)
+
     def invoke(self, ctx: Any) -> Any:
-        fit_to_streams(stdout, stderr)
+        consoles.cache_clear()  # made under this command's streams and environment
+        fit_to_streams(*consoles())
         try:
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException):
@@ -110,7 +141,7 @@ StoreOption = Annotated[
         show_envvar=True,
         help=(
             "Where sessions live: a folder, or a postgresql:// URL for a team's database "
-            "(needs pip install 'netbox-chat[postgres]')."
+            "(needs the package's postgres extra)."
         ),
         show_default=False,
     ),
@@ -169,30 +200,20 @@ Profile = Annotated[
     ),
 ]
 
-# Shell completion offers titles only for this many matching ids: a title
-# costs opening the session file, and a longer list is read by nobody.
-COMPLETE_TITLES = 40
-
 
 def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]] | list[str]:
-    """Session ids for the shell, with titles when few match.
-
-    Runs on every Tab press: it scans the folder once (no stat: bash and zsh
-    sort what they are given anyway), reads the titles of a few files, and
-    never imports LangChain. The folder is the one a `--sessions-dir` or
-    `--profile` already on the line, the environment or the config file names."""
-    try:
-        settings = resolve_settings(
-            sessions_dir=ctx.params.get("sessions_dir"), profile=ctx.params.get("profile")
-        )
-        store = SessionStore(settings.sessions_dir)
-        prefix = normalize_session_id(incomplete) if incomplete else ""
-    except (ValueError, UserFacingError):
-        return []
-    ids = [sid for sid in store.session_ids() if sid.startswith(prefix)]
-    if len(ids) > COMPLETE_TITLES:
-        return ids
-    return [(sid, store.summarize(sid).title or "(no question yet)") for sid in ids]
+    """Session ids for Typer's completion, when `completion.main` did not
+    answer first (PowerShell, or a line it does not read): the same choices."""
+    word = SessionIdWord(
+        incomplete,
+        sessions_dir=ctx.params.get("sessions_dir"),
+        store=ctx.params.get("store"),
+        profile=ctx.params.get("profile"),
+    )
+    choices = session_id_choices(word)
+    if any(title is None for _, title in choices):
+        return [sid for sid, _ in choices]
+    return [(sid, title or "") for sid, title in choices]
 
 
 ThreadArg = Annotated[
@@ -206,10 +227,38 @@ ThreadArg = Annotated[
 # thousand rows costs most of a second to draw and nobody reads it.
 LS_ROWS = 20
 
-# No `:name:` emoji codes: we never write them, questions and answers must
-# print as written, and rich's emoji table costs every command 3 ms to load.
-stdout = Console(highlight=False, emoji=False)
-stderr = Console(stderr=True, highlight=False, emoji=False)
+
+@functools.cache
+def consoles() -> tuple[Console, Console]:
+    """stdout's and stderr's consoles, made on first use: Rich's console
+    module costs 17 ms of imports, which a Tab press (Typer's completion
+    builds this app and runs no command) never needs."""
+    from rich.console import Console
+
+    # No `:name:` emoji codes: we never write them, questions and answers must
+    # print as written, and rich's emoji table costs every command 3 ms to load.
+    return (
+        Console(highlight=False, emoji=False),
+        Console(stderr=True, highlight=False, emoji=False),
+    )
+
+
+def out() -> Console:
+    return consoles()[0]
+
+
+def err() -> Console:
+    return consoles()[1]
+
+
+def say(
+    message: str, style: str = "", *, stdout: bool = False, soft_wrap: bool | None = None
+) -> None:
+    """Print one line as written, never as Rich markup: it may hold the
+    user's own words (a question, a path, a server's error)."""
+    from rich.text import Text
+
+    (out() if stdout else err()).print(Text(message, style=style), soft_wrap=soft_wrap)
 
 
 # A config file's warnings, printed once per process however often it is read.
@@ -255,7 +304,7 @@ def settings_from(
     for warning in settings.warnings:
         if warning not in _warned:
             _warned.add(warning)
-            stderr.print(Text(f"netbox-chat: {warning}", style="yellow"), soft_wrap=True)
+            say(f"netbox-chat: {warning}", "yellow", soft_wrap=True)
     return settings
 
 
@@ -306,7 +355,7 @@ def _chat(
         require_netbox(settings)
         session = new_session(store, settings)
     with session:
-        asyncio.run(run_chat(session, settings, stdout, resumed=resume, rewind_to=rewind_to))
+        asyncio.run(run_chat(session, settings, out(), resumed=resume, rewind_to=rewind_to))
 
 
 def new_session(store: Store, settings: Settings) -> OpenSession:
@@ -338,8 +387,9 @@ def settings_for_session(store: Store, session_id: str, flags: dict[str, Any]) -
         raise UserFacingError(
             f"{change}; resume it with --netbox-url or --profile to go on against this one"
         )
-    stderr.print(
-        Text(f"netbox-chat: {change}: its earlier answers describe the other NetBox", "yellow"),
+    say(
+        f"netbox-chat: {change}: its earlier answers describe the other NetBox",
+        "yellow",
         soft_wrap=True,
     )
     return settings
@@ -451,6 +501,8 @@ def list_sessions(
     store_option: StoreOption = None,
 ) -> None:
     """List sessions, most recently active first. Never writes anything."""
+    from netbox_chat import render
+
     store = open_store(settings_from(sessions_dir, store=store_option, profile=profile))
     limit = None if as_json or show_all else LS_ROWS
     ids = store.search(grep) if grep is not None else store.ids_by_recency()
@@ -459,20 +511,18 @@ def list_sessions(
         print(json.dumps([s.as_json() for s in summaries], indent=2))
     elif not summaries:
         if grep is not None:
-            stderr.print(Text(f"no session in {store.root} mentions {grep!r}"))
+            say(f"no session in {store.root} mentions {grep!r}")
         else:
-            stderr.print(Text(f"no sessions in {store.root}; start one with `netbox-chat`"))
+            say(f"no sessions in {store.root}; start one with `netbox-chat`")
     else:
-        stdout.print(render.sessions_table(summaries))
+        out().print(render.sessions_table(summaries))
         if (netbox := render.one_netbox(summaries)) is not None:
-            stderr.print(Text(netbox, style="dim"), soft_wrap=True)
+            say(netbox, "dim", soft_wrap=True)
         hidden = len(ids) - len(summaries)
         if hidden > 0:
-            stderr.print(
-                Text(f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them")
-            )
+            say(f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them")
         if any(s.unanswered and not s.is_open for s in summaries):
-            stderr.print(
+            say(
                 "sessions marked (never answered) were cut short in their first turn; "
                 "`netbox-chat forget --unanswered` removes them"
             )
@@ -514,10 +564,10 @@ def forget(
     if not yes:
         title = summary.title or summary.unreadable or "(no question yet)"
         if not typer.confirm(f"Forget session {session_id} ({title})?", default=False):
-            stderr.print("kept")
+            say("kept")
             raise typer.Exit(int(ExitStatus.USER_ERROR))
     store.forget(session_id)
-    stdout.print(Text(f"forgot session {session_id}"))
+    say(f"forgot session {session_id}", stdout=True)
 
 
 def _forget_unanswered(store: Store) -> None:
@@ -526,10 +576,10 @@ def _forget_unanswered(store: Store) -> None:
         try:
             store.forget(session_id)
         except UserFacingError as exc:  # opened or changed since the scan: leave it
-            stderr.print(Text(f"netbox-chat: kept {session_id}: {exc}", "yellow"), soft_wrap=True)
+            say(f"netbox-chat: kept {session_id}: {exc}", "yellow", soft_wrap=True)
         else:
             forgotten.append(session_id)
-    stdout.print(f"forgot {len(forgotten)} session(s) never answered: {' '.join(forgotten)}")
+    say(f"forgot {len(forgotten)} session(s) never answered: {' '.join(forgotten)}", stdout=True)
 
 
 @app.command("config")
@@ -544,6 +594,8 @@ def config_command(
     """Print every setting as resolved here and where it came from (flag,
     environment, profile, config file, default). The token shows only as set
     or missing; a token_command is run to check it works."""
+    from netbox_chat import render
+
     settings = settings_from(
         sessions_dir,
         ollama_url,
@@ -553,7 +605,7 @@ def config_command(
         profile=profile,
         need_token=True,
     )
-    stdout.print(render.settings_table(settings), soft_wrap=True)
+    out().print(render.settings_table(settings), soft_wrap=True)
 
 
 @app.command()
@@ -649,15 +701,13 @@ def ask(
         if sys.stdout.isatty():
             from rich.markdown import Markdown
 
-            stdout.print(Markdown(result["answer"]))
+            out().print(Markdown(result["answer"]))
         else:
             print(result["answer"])
     if result["status"] != "done" and not (as_json or stream_json):
         what = "" if result["turn"] is None else f"turn {result['turn']} {result['status']}: "
         kept = "" if result["kept"] else "; nothing was kept"
-        stderr.print(
-            Text(f"netbox-chat: {what}{result['error'] or 'rolled back'}{kept}", style="red")
-        )
+        say(f"netbox-chat: {what}{result['error'] or 'rolled back'}{kept}", "red")
     if result["status"] == "cancelled":
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
     if result["status"] != "done":
@@ -686,6 +736,7 @@ async def _ask_once(
     import asyncio
     from dataclasses import asdict
 
+    from netbox_chat import render
     from netbox_chat.runtime import build_runtime
     from netbox_chat.turns import TurnOutcome, ignore_events
 
@@ -699,12 +750,11 @@ async def _ask_once(
         try:
             outcome = None
             if runtime.thinking.note:
-                note = Text(f"netbox-chat: {runtime.thinking.note}", style="dim")
-                stderr.print(note)
+                say(f"netbox-chat: {runtime.thinking.note}", "dim")
             if signals.received is None:
                 for report in runtime.conversation.recover_interrupted():
                     reason = f"turn {report.turn} was interrupted and "
-                    render.print_rollback(stderr, report, reason=reason)
+                    render.print_rollback(err(), report, reason=reason)
                 with contextlib.suppress(asyncio.CancelledError):  # cancelled before it began
                     sink = lines.event if lines is not None else ignore_events
                     outcome = await signals.run(runtime.conversation.run_turn(question, sink))
@@ -713,14 +763,14 @@ async def _ask_once(
     finally:
         signals.settle()
     for warning in auth_warnings:
-        stderr.print(Text(warning, style="bold red"))
+        say(warning, "bold red")
     started = outcome is not None
     if outcome is None:
         outcome = TurnOutcome(0, "cancelled", error=NOT_STARTED)
     elif outcome.rollback is not None and not outcome.rollback.verified:
-        render.print_rollback(stderr, outcome.rollback)
+        render.print_rollback(err(), outcome.rollback)
     if outcome.context.truncated and outcome.context.window:
-        stderr.print(render.truncation_line(outcome.context.window))
+        err().print(render.truncation_line(outcome.context.window))
     return {
         "session": session.id,
         "turn": outcome.number if started else None,
@@ -782,7 +832,7 @@ def export_command(
             handle.write(text)
     except OSError as exc:
         raise UserFacingError(f"cannot write {output}: {exc.strerror}") from None
-    stderr.print(Text(f"wrote {output}"))
+    say(f"wrote {output}")
 
 
 @app.command()
@@ -808,7 +858,7 @@ def copy(
     target = open_store(resolve_target(to))
     session_id = source.resolve(thread)
     count = copy_session(source, session_id, target)
-    stdout.print(Text(f"copied session {session_id} ({count} checkpoint(s)) to {target.root}"))
+    say(f"copied session {session_id} ({count} checkpoint(s)) to {target.root}", stdout=True)
 
 
 def resolve_target(to: str) -> Settings:
@@ -847,7 +897,7 @@ def doctor(
                 "--init-store is for a postgresql:// store (--store / NETBOX_CHAT_STORE); "
                 "a sessions folder is created when it is first used"
             )
-        stdout.print(Text("✓ " + init_database_store(settings.store), style="green"))
+        say("✓ " + init_database_store(settings.store), "green", stdout=True)
         return
     settings = settings_from(
         sessions_dir,
@@ -861,7 +911,7 @@ def doctor(
     checks = run_checks(settings)
     for check in checks:
         style = "green" if check.ok else "red"
-        stdout.print(Text(check.line(), style=style))
+        say(check.line(), style, stdout=True)
     if not all(check.ok for check in checks):
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 

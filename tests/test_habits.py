@@ -192,20 +192,31 @@ def test_stream_json_cancelled_rolls_back_and_says_so_last(
 # --- 4. completion ------------------------------------------------------------------------------
 
 
-def complete(env: dict[str, str], shell: str, words: str) -> subprocess.CompletedProcess[str]:
-    """The program as the shell's completion function runs it: Typer's protocol."""
+def complete(
+    env: dict[str, str], shell: str, words: str, *, entry: str = "console script", **more: str
+) -> subprocess.CompletedProcess[str]:
+    """The program as the shell's completion function runs it (Typer's
+    protocol): through the installed `netbox-chat` entry point, or, with
+    `entry="typer"`, through the Typer app alone, which answers whatever the
+    entry point hands on."""
+    load = (
+        "from importlib.metadata import entry_points\n"
+        "main = entry_points(group='console_scripts')['netbox-chat'].load()\n"
+        if entry == "console script"
+        else "from netbox_chat.cli import main\n"
+    )
     probe = (
         "import sys\n"
         "sys.argv = ['netbox-chat']  # the completion variable is named after it\n"
-        "from netbox_chat.cli import main\n"
+        f"{load}"
         "try:\n"
         "    main()\n"
         "finally:\n"
         "    heavy = [m for m in ('langchain_core', 'langgraph', 'deepagents', 'asyncio',\n"
         "             'prompt_toolkit') if m in sys.modules]\n"
-        "    print('HEAVY', heavy, file=sys.stderr)\n"
+        "    print('HEAVY', heavy, 'TYPER' if 'typer' in sys.modules else '', file=sys.stderr)\n"
     )
-    extra = {"_NETBOX_CHAT_COMPLETE": f"complete_{shell}"}
+    extra = {"_NETBOX_CHAT_COMPLETE": f"complete_{shell}", **more}
     if shell == "bash":
         parts = words.split(" ")
         extra |= {"COMP_WORDS": words, "COMP_CWORD": str(len(parts) - 1)}
@@ -246,6 +257,105 @@ def test_completion_offers_session_ids_with_titles_without_loading_langchain(
     other = make_session(SessionStore(elsewhere), "somewhere else")
     typed = complete(chat_env, "bash", f"netbox-chat resume --sessions-dir {elsewhere} ")
     assert typed.stdout.split() == [other], typed.stderr
+
+
+def test_a_tab_on_a_session_id_is_answered_before_typer_and_as_typer_would(
+    sessions_dir: Path, chat_env: dict[str, str]
+) -> None:
+    """The entry point answers a session id itself (Typer is never imported:
+    that is what keeps a Tab under 100 ms, bench 7), with exactly what the
+    Typer app answers for the same line; a title's brackets, colons, quotes
+    and tabs survive in zsh and fish, which Typer used to render as markup."""
+    store = SessionStore(sessions_dir)
+    ids = sorted(
+        [
+            make_session(store, "why is [eth0] down on dm-akron: it's 'odd'"),
+            make_session(store, "list\tthe [bold]sites[/bold] $HOME `x`"),
+            make_session(store, "VLANs at dm-nashua"),
+        ]
+    )
+    lines = [
+        ("bash", "netbox-chat resume "),
+        ("bash", f"netbox-chat --profile '' export --format md {ids[0][:3]}"),
+        ("bash", "netbox-chat ask 'a question' -s "),
+        ("bash", "netbox-chat forget --yes zz"),
+        ("zsh", "netbox-chat resume "),
+        ("zsh", f"netbox-chat copy {ids[1][:4]}"),
+        ("zsh", "netbox-chat resume zz"),
+        ("fish", "netbox-chat export "),
+    ]
+    for shell, line in lines:
+        fish = {"_TYPER_COMPLETE_FISH_ACTION": "get-args"} if shell == "fish" else {}
+        fast = complete(chat_env, shell, line, **fish)
+        typer_answer = complete(chat_env, shell, line, entry="typer", **fish)
+        assert fast.returncode == typer_answer.returncode == 0, fast.stderr
+        assert fast.stdout == typer_answer.stdout, (shell, line)
+        assert "HEAVY [] \n" in fast.stderr, (shell, line, fast.stderr)  # no Typer either
+    zsh = complete(chat_env, "zsh", "netbox-chat resume ").stdout
+    assert "why is [eth0] down on dm-akron\\\\: it''s ''odd''" in zsh
+    assert "list\tthe [bold]sites[/bold] \\$HOME \\`x\\`" in zsh
+    fish = complete(chat_env, "fish", "netbox-chat resume ", _TYPER_COMPLETE_FISH_ACTION="get-args")
+    assert "\tlist the [bold]sites[/bold] $HOME `x`\n" in fish.stdout
+    # fish first asks whether there is anything to offer, by exit status
+    some = complete(chat_env, "fish", "netbox-chat resume ", _TYPER_COMPLETE_FISH_ACTION="is-args")
+    none = complete(
+        chat_env, "fish", "netbox-chat resume zz", _TYPER_COMPLETE_FISH_ACTION="is-args"
+    )
+    assert (some.returncode, none.returncode) == (0, 1)
+    # whatever is not a session id is Typer's, through the same entry point
+    for shell, line in [
+        ("bash", "netbox-chat "),
+        ("zsh", "netbox-chat resume --"),
+        ("bash", "netbox-chat resume --unknown "),
+    ]:
+        ran = complete(chat_env, shell, line)
+        assert "TYPER" in ran.stderr, line
+    assert "--sessions-dir" in complete(chat_env, "zsh", "netbox-chat resume --").stdout
+
+
+def test_the_fast_path_knows_every_option_of_the_app() -> None:
+    """completion.py's tables repeat the app's options; they must stay equal,
+    or a line with a new option would be misread (a value taken for the id)."""
+    import typer
+
+    from netbox_chat import completion
+
+    command = typer.main.get_command(app)
+    values: set[str] = set()
+    flags: set[str] = set()
+    id_commands: set[str] = set()
+    id_options: set[str] = set()
+    for name, sub in [("", command), *command.commands.items()]:  # type: ignore[attr-defined]
+        for param in sub.params:
+            names = [*param.opts, *param.secondary_opts]
+            if isinstance(param, typer.core.TyperArgument):
+                if param.name == "thread":
+                    id_commands.add(name)
+                continue
+            (flags if param.is_flag else values).update(names)
+            if param.name == "session":
+                id_options.update(names)
+    flags.update(command.context_settings["help_option_names"])
+    assert values == completion.VALUE_OPTIONS
+    assert flags == completion.FLAG_OPTIONS
+    assert id_commands == completion.SESSION_ID_COMMANDS
+    assert id_options == completion.SESSION_ID_OPTIONS
+
+
+def test_no_help_text_of_the_app_holds_rich_markup() -> None:
+    """The shells' completion shows help as written (cli.PlainHelpZsh): that
+    is only the same as Typer's rendering while no help holds markup. It also
+    keeps `--help` from eating a bracket, as it ate `[postgres]` once."""
+    import typer
+
+    command = typer.main.get_command(app)
+    texts = [command.help or ""]
+    for sub in [command, *command.commands.values()]:  # type: ignore[attr-defined]
+        texts.append(sub.help or "")
+        texts.extend(getattr(param, "help", None) or "" for param in sub.params)
+    assert [text for text in texts if "[" in text] == []
+    shown = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    assert "postgres extra" in shown
 
 
 # --- 5. ls --grep -------------------------------------------------------------------------------

@@ -1,0 +1,263 @@
+"""Shell completion of session ids, answered before the CLI is imported.
+
+Every Tab press starts a new `netbox-chat` process. Typer answers it only
+after importing itself and the whole CLI and building the app (about 100 ms,
+most of it imports), and for zsh and fish it renders each title as Rich
+markup, which costs 40 ms more and eats a question's `[eth0]`. A session id is
+the one word whose completion reads the sessions folder, so `main` answers
+that word itself, in Typer's own output format, from this module's light
+imports (the config and the ledger reader). Anything else, or anything it
+cannot read with certainty, goes to Typer unchanged.
+
+`SESSION_ID_COMMANDS` and the option tables repeat what the Typer app
+declares; tests/test_habits.py compares them with the app, so they cannot
+drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from netbox_chat.config import ConfigError, resolve_settings
+from netbox_chat.errors import UserFacingError
+from netbox_chat.sessions import SessionStore, normalize_session_id
+
+COMPLETE_VAR = "_NETBOX_CHAT_COMPLETE"
+
+# Titles are offered only for this many matching ids: a title costs opening
+# the session file, and a longer list is read by nobody.
+COMPLETE_TITLES = 40
+
+# Commands whose first argument is a session id, and the options whose value is one.
+SESSION_ID_COMMANDS = frozenset({"resume", "export", "forget", "copy"})
+SESSION_ID_OPTIONS = frozenset({"--session", "-s"})
+
+# Every option of the app that takes a value, and every flag: a word that is
+# neither makes the fast path step aside (Typer knows better).
+VALUE_OPTIONS = frozenset(
+    {
+        "--sessions-dir",
+        "--ollama-url",
+        "--model",
+        "-m",
+        "--netbox-url",
+        "--profile",
+        "-p",
+        "--store",
+        "--at",
+        "--format",
+        "-f",
+        "--output",
+        "-o",
+        "--to",
+        "--grep",
+        "-q",
+        *SESSION_ID_OPTIONS,
+    }
+)
+FLAG_OPTIONS = frozenset(
+    {
+        "--think",
+        "--no-think",
+        "--json",
+        "--stream-json",
+        "--thinking",
+        "--yes",
+        "-y",
+        "--unanswered",
+        "--all",
+        "-a",
+        "--init-store",
+        "--install-completion",
+        "--show-completion",
+        "--help",
+        "-h",
+    }
+)
+
+# The options on the line that decide which folder the ids come from.
+_LOCATION_OPTIONS = {
+    "--sessions-dir": "sessions_dir",
+    "--store": "store",
+    "--profile": "profile",
+    "-p": "profile",
+}
+
+
+@dataclass(frozen=True)
+class SessionIdWord:
+    """The word being completed is a session id (or a prefix of one)."""
+
+    incomplete: str
+    sessions_dir: str | None = None
+    store: str | None = None
+    profile: str | None = None
+
+
+def session_id_word(words: Sequence[str], incomplete: str) -> SessionIdWord | None:
+    """Whether `incomplete`, typed after `words` (the program name excluded),
+    is a session id; None when it is not, or when the line holds a word this
+    reader does not know."""
+    if incomplete.startswith("-"):
+        return None
+    command: str | None = None
+    positionals = 0
+    location: dict[str, str] = {}
+    pending: str | None = None  # an option still waiting for its value
+    for word in words:
+        if pending is not None:
+            if pending in _LOCATION_OPTIONS:
+                location[_LOCATION_OPTIONS[pending]] = word
+            pending = None
+        elif word.startswith("-"):
+            name, equals, value = word.partition("=")
+            if name in VALUE_OPTIONS:
+                if not equals:
+                    pending = name
+                elif name in _LOCATION_OPTIONS:
+                    location[_LOCATION_OPTIONS[name]] = value
+            elif name not in FLAG_OPTIONS or equals:
+                return None
+        elif command is None:
+            command = word
+        else:
+            positionals += 1
+    wanted = (
+        pending in SESSION_ID_OPTIONS
+        if pending is not None
+        else command in SESSION_ID_COMMANDS and positionals == 0
+    )
+    return SessionIdWord(incomplete, **location) if wanted else None
+
+
+def session_id_choices(
+    word: SessionIdWord, *, with_titles: bool = True
+) -> list[tuple[str, str | None]]:
+    """The matching ids of the folder the line (or the environment, or the
+    config file) names, with their titles when few match. A database store is
+    not opened for a Tab press: it offers nothing."""
+    try:
+        settings = resolve_settings(
+            sessions_dir=word.sessions_dir, store=word.store, profile=word.profile
+        )
+        prefix = normalize_session_id(word.incomplete) if word.incomplete else ""
+    except (ConfigError, UserFacingError):
+        return []
+    if settings.store is not None:
+        return []
+    store = SessionStore(settings.sessions_dir)
+    ids = [sid for sid in store.session_ids() if sid.startswith(prefix)]
+    if not with_titles or len(ids) > COMPLETE_TITLES:
+        return [(sid, None) for sid in ids]
+    return [(sid, store.summarize(sid).title or "(no question yet)") for sid in ids]
+
+
+def _zsh_escape(text: str) -> str:
+    # As typer._completion_classes.ZshComplete escapes a value and its help.
+    return (
+        text.replace('"', '""')
+        .replace("'", "''")
+        .replace("$", "\\$")
+        .replace("`", "\\`")
+        .replace(":", r"\\:")
+    )
+
+
+def zsh_choice(value: str, help_text: str | None) -> str:
+    """One choice as Typer's zsh script reads it, its help as written."""
+    if help_text:
+        return f'"{_zsh_escape(value)}":"{_zsh_escape(help_text)}"'
+    return f'"{_zsh_escape(value)}"'
+
+
+_WHITESPACE = re.compile(r"\s")
+
+
+def fish_choice(value: str, help_text: str | None) -> str:
+    """One choice as Typer's fish script reads it: a tab or newline in the
+    help would end fish's field."""
+    return f"{value}\t{_WHITESPACE.sub(' ', help_text)}" if help_text else value
+
+
+def _typed_words(line: str) -> tuple[list[str], str]:
+    """zsh and fish send the whole line: the words before the one being typed,
+    and that word ("" after a space)."""
+    words = _split(line)[1:]
+    if words and not line.endswith(" "):
+        return words[:-1], words[-1]
+    return words, ""
+
+
+def _split(line: str) -> list[str]:
+    # As click's split_arg_string (Typer's copy): an unclosed quote still splits.
+    lexer = shlex.shlex(line, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    words: list[str] = []
+    try:
+        words.extend(lexer)
+    except ValueError:
+        words.append(lexer.token)
+    return words
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the shell reads: a line of output (None: nothing at all), and the
+    exit status (fish asks "are there completions?" by status alone)."""
+
+    output: str | None
+    status: int = 0
+
+
+def answer_session_id(environ: Mapping[str, str]) -> Answer | None:
+    """The shell's answer when the word being completed is a session id, in the
+    format Typer's completion scripts read; None to let Typer answer."""
+    shell = environ.get(COMPLETE_VAR, "")
+    if shell == "complete_bash":
+        try:
+            words = _split(environ["COMP_WORDS"])
+            cword = int(environ["COMP_CWORD"])
+        except (KeyError, ValueError):
+            return None
+        incomplete = words[cword] if cword < len(words) else ""
+        word = session_id_word(words[1:cword], incomplete)
+        if word is None:
+            return None
+        return Answer("\n".join(sid for sid, _ in session_id_choices(word, with_titles=False)))
+    if shell not in ("complete_zsh", "complete_fish"):
+        return None
+    before, incomplete = _typed_words(environ.get("_TYPER_COMPLETE_ARGS", ""))
+    word = session_id_word(before, incomplete)
+    if word is None:
+        return None
+    choices = session_id_choices(word)
+    if shell == "complete_zsh":
+        if not choices:
+            return Answer("_files")  # as Typer answers when nothing matches
+        lines = "\n".join(zsh_choice(sid, title) for sid, title in choices)
+        return Answer(f"_arguments '*: :(({lines}))'")
+    action = environ.get("_TYPER_COMPLETE_FISH_ACTION", "")
+    if action == "is-args":
+        return Answer(None, 0 if choices else 1)
+    if action != "get-args":
+        return Answer("")
+    return Answer("\n".join(fish_choice(sid, title) for sid, title in choices))
+
+
+def main() -> None:
+    """The `netbox-chat` entry point: a Tab on a session id is answered here,
+    everything else by the CLI."""
+    if COMPLETE_VAR in os.environ and (answer := answer_session_id(os.environ)) is not None:
+        if answer.output is not None:
+            sys.stdout.write(answer.output + "\n")  # as Typer echoes it
+            sys.stdout.flush()
+        raise SystemExit(answer.status)
+    from netbox_chat.cli import main as cli_main
+
+    cli_main()
