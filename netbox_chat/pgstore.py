@@ -20,12 +20,11 @@ folder stays fast and the extra stays optional.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -34,22 +33,16 @@ from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import (
     _ANSWERED,
     _TURN_COLUMNS,
-    COPIED_META,
     AmbiguousSession,
-    CleanPoint,
+    Ledger,
     NoSuchSession,
-    Recap,
     SessionBusy,
     SessionSummary,
     StoreError,
-    ToolCallRecord,
     Turn,
-    TurnStatus,
     UnreadableSession,
     _turn_from_row,
-    _turn_to_row,
     asked_by,
-    clean_point_of,
     new_session_id,
     normalize_session_id,
     now_iso,
@@ -545,9 +538,12 @@ class PgSessionStore:
 # --- an open session (held for writing) --------------------------------------------------
 
 
-class PgSession:
+class PgSession(Ledger):
     """A session opened for writing: the advisory lock and the ledger on one
     connection, the same connection LangGraph's saver writes through."""
+
+    KEYED = True
+    PYFORMAT = True
 
     def __init__(self, store: PgSessionStore, session_id: str) -> None:
         self.store = store
@@ -654,208 +650,6 @@ class PgSession:
             raise StoreError(f"session {self.id} is closed")
         return self.conn
 
-    # meta
-
-    def _set_meta(self, **values: str) -> None:
-        with self.db.atomic(), self.db.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO session_meta(session_id, key, value) VALUES (%s, %s, %s) "
-                "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
-                [(self.id, key, value) for key, value in values.items()],
-            )
-
     def meta(self) -> dict[str, str]:
-        rows = self.db.execute(
-            "SELECT key, value FROM session_meta WHERE session_id = %s", (self.id,)
-        ).fetchall()
-        return {**dict(rows), "schema_version": str(PG_SCHEMA_VERSION)}
-
-    def set_model(self, model: str) -> None:
-        self._set_meta(model=model)
-
-    # the turn ledger
-
-    def begin_turn(
-        self, question: str, *, base_checkpoint_id: str | None, base_message_count: int
-    ) -> int:
-        """Record a turn as running, with its rollback point and who asked it."""
-        with self.db.atomic():
-            row = self.db.execute(
-                "INSERT INTO turns(session_id, number, question, status, started_at, "
-                "base_checkpoint_id, base_message_count, asked_by) "
-                "SELECT %s, coalesce(max(number), 0) + 1, %s, 'running', %s, %s, %s, %s "
-                "FROM turns WHERE session_id = %s RETURNING number",
-                (
-                    self.id,
-                    question,
-                    now_iso(),
-                    base_checkpoint_id,
-                    base_message_count,
-                    self.asked_by,
-                    self.id,
-                ),
-            ).fetchone()
-            self.db.execute(
-                "UPDATE session_meta SET value = %s "
-                "WHERE session_id = %s AND key = 'title' AND value = ''",
-                (question.strip().splitlines()[0][:200] if question.strip() else "", self.id),
-            )
-        assert row is not None
-        return int(row[0])
-
-    def finish_turn(
-        self,
-        number: int,
-        status: TurnStatus,
-        *,
-        end_checkpoint_id: str | None = None,
-        tokens_in: int = 0,
-        tokens_out: int = 0,
-        tool_calls: list[ToolCallRecord] | None = None,
-        rolled_back: int = 0,
-        error: str | None = None,
-        answer: str | None = None,
-        message_count: int | None = None,
-        prompt_tokens_max: int | None = None,
-        prompt_tokens_last: int | None = None,
-        context_window: int | None = None,
-        truncated: bool = False,
-        thinking: str | None = None,
-        thinking_seconds: float | None = None,
-    ) -> None:
-        """Close a turn's row."""
-        self.db.execute(
-            "UPDATE turns SET status = %s, ended_at = %s, end_checkpoint_id = %s, "
-            "tokens_in = %s, tokens_out = %s, tool_calls = %s, rolled_back = %s, error = %s, "
-            "answer = %s, message_count = %s, prompt_tokens_max = %s, prompt_tokens_last = %s, "
-            "context_window = %s, truncated = %s, thinking = %s, thinking_seconds = %s, "
-            "thinking_chars = %s WHERE session_id = %s AND number = %s",
-            (
-                status,
-                now_iso(),
-                end_checkpoint_id,
-                tokens_in,
-                tokens_out,
-                json.dumps([asdict(c) for c in tool_calls or []]),
-                rolled_back,
-                error,
-                answer,
-                message_count,
-                prompt_tokens_max,
-                prompt_tokens_last,
-                context_window,
-                int(truncated),
-                thinking,
-                thinking_seconds,
-                len(thinking or ""),
-                self.id,
-                number,
-            ),
-        )
-
-    def _turns(
-        self, where: str = "", params: tuple[Any, ...] = (), *, order: str = ""
-    ) -> list[Turn]:
-        rows = self.db.execute(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE session_id = %s {where} "
-            f"ORDER BY number {order}",
-            (self.id, *params),
-        ).fetchall()
-        return [_turn_from_row(tuple(row)) for row in rows]
-
-    def turns(self) -> list[Turn]:
-        return self._turns()
-
-    def running_turns(self) -> list[Turn]:
-        return self._turns("AND status = 'running'")
-
-    def finished_after(self, number: int) -> bool:
-        """Whether any turn after `number` has ended (in whatever way)."""
-        row = self.db.execute(
-            "SELECT 1 FROM turns WHERE session_id = %s AND number > %s "
-            "AND status != 'running' LIMIT 1",
-            (self.id, number),
-        ).fetchone()
-        return row is not None
-
-    def mark_rewound(self, after_number: int) -> int:
-        cur = self.db.execute(
-            "UPDATE turns SET status = 'rewound' "
-            "WHERE session_id = %s AND number > %s AND status = 'done'",
-            (self.id, after_number),
-        )
-        return cur.rowcount
-
-    def record_edit(self, kind: str, **detail: Any) -> None:
-        self.db.execute(
-            "INSERT INTO history_edits(session_id, kind, at, detail) VALUES (%s, %s, %s, %s)",
-            (self.id, kind, now_iso(), json.dumps(detail)),
-        )
-
-    def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
-        rows = self.db.execute(
-            "SELECT kind, at, detail FROM history_edits WHERE session_id = %s ORDER BY id",
-            (self.id,),
-        ).fetchall()
-        return [(kind, at, json.loads(detail)) for kind, at, detail in rows]
-
-    def load_ledger(
-        self,
-        meta: dict[str, str],
-        turns: list[Turn],
-        edits: list[tuple[str, str, dict[str, Any]]],
-    ) -> None:
-        """Write a copied session's ledger as it was, in one transaction (`copy`)."""
-        marks = ", ".join(["%s"] * (len(fields(Turn)) + 1))
-        with self.db.atomic(), self.db.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO session_meta(session_id, key, value) VALUES (%s, %s, %s) "
-                "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
-                [(self.id, key, meta[key]) for key in COPIED_META if key in meta],
-            )
-            cur.executemany(
-                f"INSERT INTO turns(session_id, {_TURN_COLUMNS}) VALUES ({marks})",
-                [(self.id, *_turn_to_row(turn)) for turn in turns],
-            )
-            cur.executemany(
-                "INSERT INTO history_edits(session_id, kind, at, detail) VALUES (%s, %s, %s, %s)",
-                [(self.id, kind, at, json.dumps(detail)) for kind, at, detail in edits],
-            )
-
-    def _last_done(self) -> Turn | None:
-        found = self._turns("AND status = 'done'", order="DESC LIMIT 1")
-        return found[0] if found else None
-
-    def message_count_now(self) -> int:
-        """Messages in the conversation as the last finished turn or the last
-        history edit after it left it (the same rule as a session file)."""
-        return self.clean_point().message_count or 0
-
-    def clean_point(self) -> CleanPoint:
-        """Where the ledger says the conversation was last left (the same rule
-        as `SessionFile.clean_point`)."""
-        done = self.db.execute(
-            "SELECT number, end_checkpoint_id, message_count, base_checkpoint_id, "
-            "base_message_count FROM turns WHERE session_id = %s AND status = 'done' "
-            "ORDER BY number DESC LIMIT 1",
-            (self.id,),
-        ).fetchone()
-        edit = self.db.execute(
-            "SELECT detail FROM history_edits WHERE session_id = %s ORDER BY id DESC LIMIT 1",
-            (self.id,),
-        ).fetchone()
-        return clean_point_of(done, edit[0] if edit else None)
-
-    def recap(self) -> Recap:
-        """A few small queries, like a session file's recap."""
-        done = scalar(
-            self.db,
-            "SELECT count(*) FROM turns WHERE session_id = %s AND status = 'done'",
-            (self.id,),
-        )
-        last = self._last_done()
-        unfinished = self._turns(
-            "AND number > %s AND status IN ('cancelled', 'failed', 'interrupted')",
-            (last.number if last else 0,),
-        )
-        return Recap(int(done), self.message_count_now(), last, tuple(unfinished))
+        # The database's schema version is the store's, not a row of the session.
+        return {**super().meta(), "schema_version": str(PG_SCHEMA_VERSION)}

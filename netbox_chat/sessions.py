@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import os
 import re
@@ -685,7 +686,247 @@ def connect(path: Path) -> Connection:
     return conn
 
 
-class SessionFile:
+_PLACEHOLDER = re.compile(r":(\w+)")
+
+
+@functools.cache
+def ledger_sql(template: str, *, keyed: bool, pyformat: bool) -> str:
+    """A ledger query for one store: `{where}`, `{and_}`, `{key_col}` and
+    `{key_val}` become the `session_id` key (tables of many sessions) or
+    nothing (a file of one), and `:name` parameters the driver's style."""
+    text = template.format(
+        where="WHERE session_id = :session_id" if keyed else "",
+        and_="session_id = :session_id AND " if keyed else "",
+        key_col="session_id, " if keyed else "",
+        key_val=":session_id, " if keyed else "",
+    )
+    return _PLACEHOLDER.sub(r"%(\1)s", text) if pyformat else text
+
+
+class Ledger:
+    """A session's own tables (meta, the turn ledger, history edits), one
+    set of calls for both stores: a session file (`SessionFile`, its tables
+    hold one session) and the database (`pgstore.PgSession`, its tables hold
+    every session's rows, keyed by `session_id`). Every write is one
+    `db.atomic()`, so inside a caller's transaction (a rollback, a rewind) it
+    commits with it."""
+
+    id: str
+    asked_by: str
+    KEYED = False  # rows carry a session_id column
+    PYFORMAT = False  # the driver's parameters are %(name)s, not :name
+
+    @property
+    def db(self) -> Any:
+        raise NotImplementedError
+
+    def _sql(self, template: str) -> str:
+        return ledger_sql(template, keyed=self.KEYED, pyformat=self.PYFORMAT)
+
+    def _run(self, template: str, **params: Any) -> Any:
+        return self.db.execute(self._sql(template), {"session_id": self.id, **params})
+
+    def _run_many(self, template: str, rows: Sequence[dict[str, Any]]) -> None:
+        self.db.cursor().executemany(
+            self._sql(template), [{"session_id": self.id, **row} for row in rows]
+        )
+
+    # meta
+
+    def _set_meta(self, **values: str) -> None:
+        with self.db.atomic():
+            self._run_many(_SET_META, [{"key": k, "value": v} for k, v in values.items()])
+
+    def meta(self) -> dict[str, str]:
+        return dict(self._run("SELECT key, value FROM session_meta {where}").fetchall())
+
+    # the turn ledger
+
+    def begin_turn(
+        self, question: str, *, base_checkpoint_id: str | None, base_message_count: int
+    ) -> int:
+        """Record a turn as running, with its rollback point and who asked it,
+        before it starts; the first question names the session."""
+        with self.db.atomic():
+            row = self._run(
+                "INSERT INTO turns({key_col}number, question, status, started_at, "
+                "base_checkpoint_id, base_message_count, asked_by) "
+                "SELECT {key_val}coalesce(max(number), 0) + 1, :question, 'running', :now, "
+                ":base_checkpoint_id, :base_message_count, :asked_by FROM turns {where} "
+                "RETURNING number",
+                question=question,
+                now=now_iso(),
+                base_checkpoint_id=base_checkpoint_id,
+                base_message_count=base_message_count,
+                asked_by=self.asked_by,
+            ).fetchone()
+            self._run(
+                "UPDATE session_meta SET value = :title WHERE {and_}key = 'title' AND value = ''",
+                title=question.strip().splitlines()[0][:200] if question.strip() else "",
+            )
+        return int(row[0])
+
+    def finish_turn(
+        self,
+        number: int,
+        status: TurnStatus,
+        *,
+        end_checkpoint_id: str | None = None,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        tool_calls: list[ToolCallRecord] | None = None,
+        rolled_back: int = 0,
+        error: str | None = None,
+        answer: str | None = None,
+        message_count: int | None = None,
+        prompt_tokens_max: int | None = None,
+        prompt_tokens_last: int | None = None,
+        context_window: int | None = None,
+        truncated: bool = False,
+        thinking: str | None = None,
+        thinking_seconds: float | None = None,
+    ) -> None:
+        """Close a turn's row."""
+        with self.db.atomic():
+            self._run(
+                "UPDATE turns SET status = :status, ended_at = :now, "
+                "end_checkpoint_id = :end_checkpoint_id, tokens_in = :tokens_in, "
+                "tokens_out = :tokens_out, tool_calls = :tool_calls, "
+                "rolled_back = :rolled_back, error = :error, answer = :answer, "
+                "message_count = :message_count, prompt_tokens_max = :prompt_tokens_max, "
+                "prompt_tokens_last = :prompt_tokens_last, context_window = :context_window, "
+                "truncated = :truncated, thinking = :thinking, "
+                "thinking_seconds = :thinking_seconds, thinking_chars = :thinking_chars "
+                "WHERE {and_}number = :number",
+                number=number,
+                status=status,
+                now=now_iso(),
+                end_checkpoint_id=end_checkpoint_id,
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
+                tool_calls=json.dumps([asdict(c) for c in tool_calls or []]),
+                rolled_back=rolled_back,
+                error=error,
+                answer=answer,
+                message_count=message_count,
+                prompt_tokens_max=prompt_tokens_max,
+                prompt_tokens_last=prompt_tokens_last,
+                context_window=context_window,
+                truncated=int(truncated),
+                thinking=thinking,
+                thinking_seconds=thinking_seconds,
+                thinking_chars=len(thinking or ""),
+            )
+
+    def _turns(self, condition: str = "TRUE", order: str = "", **params: Any) -> list[Turn]:
+        rows = self._run(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE {{and_}}({condition}) "
+            f"ORDER BY number {order}",
+            **params,
+        ).fetchall()
+        return [_turn_from_row(tuple(row)) for row in rows]
+
+    def turns(self) -> list[Turn]:
+        return self._turns()
+
+    def running_turns(self) -> list[Turn]:
+        return self._turns("status = 'running'")
+
+    def finished_after(self, number: int) -> bool:
+        """Whether any turn after `number` has ended (in whatever way)."""
+        row = self._run(
+            "SELECT 1 FROM turns WHERE {and_}number > :number AND status != 'running' LIMIT 1",
+            number=number,
+        ).fetchone()
+        return row is not None
+
+    def mark_rewound(self, after_number: int) -> int:
+        """Mark every finished turn after `after_number` as rewound."""
+        with self.db.atomic():
+            cur = self._run(
+                "UPDATE turns SET status = 'rewound' "
+                "WHERE {and_}number > :number AND status = 'done'",
+                number=after_number,
+            )
+        return int(cur.rowcount)
+
+    def record_edit(self, kind: str, **detail: Any) -> None:
+        with self.db.atomic():
+            self._run_many(
+                _RECORD_EDIT, [{"kind": kind, "at": now_iso(), "detail": json.dumps(detail)}]
+            )
+
+    def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
+        rows = self._run("SELECT kind, at, detail FROM history_edits {where} ORDER BY id")
+        return [(kind, at, json.loads(detail)) for kind, at, detail in rows.fetchall()]
+
+    def message_count_now(self) -> int:
+        """Messages in the conversation as the last finished turn or the last
+        history edit (rewind, compaction) after it left it."""
+        return self.clean_point().message_count or 0
+
+    def clean_point(self) -> CleanPoint:
+        """Where the ledger says the conversation was last left: the end of
+        the last finished turn, or the head written by the last history edit
+        (rewind, compaction) after it. Lets a turn check its head from a few
+        rows instead of reading the whole conversation."""
+        done = self._run(
+            "SELECT number, end_checkpoint_id, message_count, base_checkpoint_id, "
+            "base_message_count FROM turns WHERE {and_}status = 'done' "
+            "ORDER BY number DESC LIMIT 1"
+        ).fetchone()
+        edit = self._run("SELECT detail FROM history_edits {where} ORDER BY id DESC LIMIT 1")
+        last_edit = edit.fetchone()
+        return clean_point_of(done, last_edit[0] if last_edit else None)
+
+    def recap(self) -> Recap:
+        """The recap `resume` shows, from a few small queries: reading the
+        whole ledger (every row, its tool calls parsed) would make the prompt
+        of a long session wait for rows nobody is shown."""
+        (done,) = self._run("SELECT count(*) FROM turns WHERE {and_}status = 'done'").fetchone()
+        newest = self._turns("status = 'done'", "DESC LIMIT 1")
+        last = newest[0] if newest else None
+        unfinished = self._turns(
+            "number > :after AND status IN ('cancelled', 'failed', 'interrupted')",
+            after=last.number if last else 0,
+        )
+        return Recap(int(done), self.message_count_now(), last, tuple(unfinished))
+
+    def load_ledger(
+        self,
+        meta: dict[str, str],
+        turns: list[Turn],
+        edits: list[tuple[str, str, dict[str, Any]]],
+    ) -> None:
+        """Write a copied session's ledger as it was, in one transaction (`copy`)."""
+        marks = ", ".join(f":{name}" for name in _TURN_FIELDS)
+        with self.db.atomic():
+            self._run_many(
+                _SET_META, [{"key": key, "value": meta[key]} for key in COPIED_META if key in meta]
+            )
+            self._run_many(
+                f"INSERT INTO turns({{key_col}}{_TURN_COLUMNS}) VALUES ({{key_val}}{marks})",
+                [dict(zip(_TURN_FIELDS, _turn_to_row(turn), strict=True)) for turn in turns],
+            )
+            self._run_many(
+                _RECORD_EDIT,
+                [
+                    {"kind": kind, "at": at, "detail": json.dumps(detail)}
+                    for kind, at, detail in edits
+                ],
+            )
+
+
+_SET_META = (
+    "INSERT INTO session_meta({key_col}key, value) VALUES ({key_val}:key, :value) "
+    "ON CONFLICT({key_col}key) DO UPDATE SET value = excluded.value"
+)
+_RECORD_EDIT = (
+    "INSERT INTO history_edits({key_col}kind, at, detail) VALUES ({key_val}:kind, :at, :detail)"
+)
+
+
+class SessionFile(Ledger):
     """A session opened for writing: the lock, and the one connection.
 
     LangGraph's saver writes through the same connection (`runtime.py` builds
@@ -807,177 +1048,3 @@ class SessionFile:
         if self.conn is None:
             raise StoreError(f"session {self.id} is closed")
         return self.conn
-
-    # meta
-
-    def _set_meta(self, **values: str) -> None:
-        with self.db.atomic():
-            self.db.executemany(
-                "INSERT INTO session_meta(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                list(values.items()),
-            )
-
-    def meta(self) -> dict[str, str]:
-        return dict(self.db.execute("SELECT key, value FROM session_meta").fetchall())
-
-    # the turn ledger
-
-    def begin_turn(
-        self, question: str, *, base_checkpoint_id: str | None, base_message_count: int
-    ) -> int:
-        """Record a turn as running, with its rollback point, before it starts."""
-        with self.db.atomic():
-            cur = self.db.execute(
-                "INSERT INTO turns(question, status, started_at, base_checkpoint_id, "
-                "base_message_count, asked_by) VALUES (?, 'running', ?, ?, ?, ?)",
-                (question, now_iso(), base_checkpoint_id, base_message_count, self.asked_by),
-            )
-            self.db.execute(
-                "UPDATE session_meta SET value = ? WHERE key = 'title' AND value = ''",
-                (question.strip().splitlines()[0][:200] if question.strip() else "",),
-            )
-        assert cur.lastrowid is not None
-        return cur.lastrowid
-
-    def finish_turn(
-        self,
-        number: int,
-        status: TurnStatus,
-        *,
-        end_checkpoint_id: str | None = None,
-        tokens_in: int = 0,
-        tokens_out: int = 0,
-        tool_calls: list[ToolCallRecord] | None = None,
-        rolled_back: int = 0,
-        error: str | None = None,
-        answer: str | None = None,
-        message_count: int | None = None,
-        prompt_tokens_max: int | None = None,
-        prompt_tokens_last: int | None = None,
-        context_window: int | None = None,
-        truncated: bool = False,
-        thinking: str | None = None,
-        thinking_seconds: float | None = None,
-    ) -> None:
-        """Close a turn's row."""
-        with self.db.atomic():
-            self.db.execute(
-                "UPDATE turns SET status = ?, ended_at = ?, end_checkpoint_id = ?, "
-                "tokens_in = ?, tokens_out = ?, tool_calls = ?, rolled_back = ?, error = ?, "
-                "answer = ?, message_count = ?, prompt_tokens_max = ?, prompt_tokens_last = ?, "
-                "context_window = ?, truncated = ?, thinking = ?, thinking_seconds = ?, "
-                "thinking_chars = ? WHERE number = ?",
-                (
-                    status,
-                    now_iso(),
-                    end_checkpoint_id,
-                    tokens_in,
-                    tokens_out,
-                    json.dumps([asdict(c) for c in tool_calls or []]),
-                    rolled_back,
-                    error,
-                    answer,
-                    message_count,
-                    prompt_tokens_max,
-                    prompt_tokens_last,
-                    context_window,
-                    int(truncated),
-                    thinking,
-                    thinking_seconds,
-                    len(thinking or ""),
-                    number,
-                ),
-            )
-
-    def turns(self) -> list[Turn]:
-        return read_turns(self.db, "ORDER BY number")
-
-    def running_turns(self) -> list[Turn]:
-        return read_turns(self.db, "WHERE status = 'running' ORDER BY number")
-
-    def finished_after(self, number: int) -> bool:
-        """Whether any turn after `number` has ended (in whatever way)."""
-        row = self.db.execute(
-            "SELECT 1 FROM turns WHERE number > ? AND status != 'running' LIMIT 1", (number,)
-        ).fetchone()
-        return row is not None
-
-    def mark_rewound(self, after_number: int) -> int:
-        """Mark every finished turn after `after_number` as rewound."""
-        with self.db.atomic():
-            cur = self.db.execute(
-                "UPDATE turns SET status = 'rewound' WHERE number > ? AND status = 'done'",
-                (after_number,),
-            )
-        return cur.rowcount
-
-    def record_edit(self, kind: str, **detail: Any) -> None:
-        with self.db.atomic():
-            self.db.execute(
-                "INSERT INTO history_edits(kind, at, detail) VALUES (?, ?, ?)",
-                (kind, now_iso(), json.dumps(detail)),
-            )
-
-    def message_count_now(self) -> int:
-        """Messages in the conversation as the last finished turn or the last
-        history edit (rewind, compaction) after it left it."""
-        return self.clean_point().message_count or 0
-
-    def clean_point(self) -> CleanPoint:
-        """Where the ledger says the conversation was last left: the end of
-        the last finished turn, or the head written by the last history edit
-        (rewind, compaction) after it. Lets a turn check its head from a few
-        rows instead of reading the whole conversation."""
-        done = self.db.execute(
-            "SELECT number, end_checkpoint_id, message_count, base_checkpoint_id, "
-            "base_message_count FROM turns WHERE status = 'done' ORDER BY number DESC LIMIT 1"
-        ).fetchone()
-        edit = self.db.execute(
-            "SELECT detail FROM history_edits ORDER BY id DESC LIMIT 1"
-        ).fetchone()
-        return clean_point_of(done, edit[0] if edit else None)
-
-    def recap(self) -> Recap:
-        """The recap `resume` shows, from a few small queries: reading the
-        whole ledger (every row, its tool calls parsed) would make the prompt
-        of a long session wait for rows nobody is shown."""
-        (done,) = self.db.execute("SELECT count(*) FROM turns WHERE status = 'done'").fetchone()
-        newest = read_turns(self.db, "WHERE status = 'done' ORDER BY number DESC LIMIT 1")
-        last = newest[0] if newest else None
-        unfinished = tuple(
-            read_turns(
-                self.db,
-                "WHERE number > ? AND status IN ('cancelled', 'failed', 'interrupted') "
-                "ORDER BY number",
-                (last.number if last else 0,),
-            )
-        )
-        return Recap(done, self.message_count_now(), last, unfinished)
-
-    def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
-        rows = self.db.execute("SELECT kind, at, detail FROM history_edits ORDER BY id")
-        return [(kind, at, json.loads(detail)) for kind, at, detail in rows]
-
-    def load_ledger(
-        self,
-        meta: dict[str, str],
-        turns: list[Turn],
-        edits: list[tuple[str, str, dict[str, Any]]],
-    ) -> None:
-        """Write a copied session's ledger as it was, in one transaction (`copy`)."""
-        marks = ", ".join("?" * len(_TURN_FIELDS))
-        with self.db.atomic():
-            self.db.executemany(
-                "INSERT INTO session_meta(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                [(key, meta[key]) for key in COPIED_META if key in meta],
-            )
-            self.db.executemany(
-                f"INSERT INTO turns({_TURN_COLUMNS}) VALUES ({marks})",
-                [_turn_to_row(turn) for turn in turns],
-            )
-            self.db.executemany(
-                "INSERT INTO history_edits(kind, at, detail) VALUES (?, ?, ?)",
-                [(kind, at, json.dumps(detail)) for kind, at, detail in edits],
-            )
