@@ -45,7 +45,6 @@ from netbox_chat.sessions import (
     asked_by,
     new_session_id,
     normalize_session_id,
-    now_iso,
 )
 
 if TYPE_CHECKING:
@@ -569,13 +568,7 @@ class PgSession(Ledger):
             session._lock()
             if session._exists():
                 raise UserFacingError(f"session {session.id} is already in {store.root}")
-            remembered = {"netbox_url": netbox_url, "profile": profile}
-            session._set_meta(
-                created_at=now_iso(),
-                model=model,
-                title="",
-                **{key: value for key, value in remembered.items() if value},
-            )
+            session._record_start(model, netbox_url, profile)
         except BaseException:
             session.close()
             raise
@@ -637,12 +630,6 @@ class PgSession(Ledger):
             with contextlib.suppress(Exception):
                 self.conn.close()
             self.conn = None
-
-    def __enter__(self) -> PgSession:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     @property
     def db(self) -> PgConnection:

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from netbox_chat import migrations
 from netbox_chat.database import Connection
@@ -720,6 +720,15 @@ class Ledger:
     def db(self) -> Any:
         raise NotImplementedError
 
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def _sql(self, template: str) -> str:
         return ledger_sql(template, keyed=self.KEYED, pyformat=self.PYFORMAT)
 
@@ -732,6 +741,17 @@ class Ledger:
         )
 
     # meta
+
+    def _record_start(self, model: str, netbox_url: str | None, profile: str | None) -> None:
+        """A new session's meta: the model and the NetBox it was started with
+        (URL, and the profile that named it; never the token)."""
+        remembered = {"netbox_url": netbox_url, "profile": profile}
+        self._set_meta(
+            created_at=now_iso(),
+            model=model,
+            title="",
+            **{key: value for key, value in remembered.items() if value},
+        )
 
     def _set_meta(self, **values: str) -> None:
         with self.db.atomic():
@@ -958,15 +978,9 @@ class SessionFile(Ledger):
         store.ensure_root()
         session = cls(store, session_id or new_session_id())
         session.lock.acquire(create=True)
-        remembered = {"netbox_url": netbox_url, "profile": profile}
         try:
             session._connect()
-            session._set_meta(
-                created_at=now_iso(),
-                model=model,
-                title="",
-                **{key: value for key, value in remembered.items() if value},
-            )
+            session._record_start(model, netbox_url, profile)
         except BaseException:
             session.close()
             with contextlib.suppress(OSError):
@@ -1036,12 +1050,6 @@ class SessionFile(Ledger):
                 self.conn.close()
             self.conn = None
         self.lock.release()
-
-    def __enter__(self) -> SessionFile:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     @property
     def db(self) -> Connection:
