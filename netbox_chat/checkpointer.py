@@ -169,9 +169,9 @@ class HistoryCache:
     `walks` and `reuses` count the reads each way (bench 6 prints them).
     """
 
-    def __init__(self, *, enabled: bool = True, check: bool | None = None) -> None:
+    def __init__(self, *, enabled: bool) -> None:
         self.enabled = enabled
-        self.check = os.environ.get(CHECK_HISTORY_ENV) == "1" if check is None else check
+        self.check = os.environ.get(CHECK_HISTORY_ENV) == "1"
         self.walks = 0
         self.reuses = 0
         self._lock = threading.Lock()
@@ -182,12 +182,10 @@ class HistoryCache:
         with self._lock:
             return self._key, self._histories
 
-    def remember(self, key: HistoryKey, histories: Histories, *, reused: bool) -> None:
-        """Keep `histories` as the history of `key`, unless a message in it has
-        no id (then keep nothing)."""
-        keep = all(_history_ids_stamped(history) for history in histories.values())
+    def remember(self, key: HistoryKey | None, histories: Histories, *, reused: bool) -> None:
+        """Keep `histories` as the history of `key` (None: keep nothing)."""
         with self._lock:
-            self._key, self._histories = (key, histories) if keep else (None, {})
+            self._key, self._histories = (key, histories) if key is not None else (None, {})
             self.reuses += reused
             self.walks += not reused
 
@@ -382,13 +380,16 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
         key = history_key(target.config, channels)
         histories = self._reused_history(target, key)
         reused = histories is not None
+        kept: HistoryKey | None = key
         if histories is None:
             histories = dict(
                 super().get_delta_channel_history(config=target.config, channels=channels)
             )
+            if not all(_history_ids_stamped(history) for history in histories.values()):
+                kept = None
         elif self.histories.check:
             self._check_history(target.config, channels, histories)
-        self.histories.remember(key, histories, reused=reused)
+        self.histories.remember(kept, histories, reused=reused)
         return {channel: _handed_out(history) for channel, history in histories.items()}
 
     def _reused_history(self, target: CheckpointTuple, key: HistoryKey) -> Histories | None:
@@ -401,7 +402,10 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
         parent = self.get_tuple(parent_config)
         if parent is None or any(ch in parent.checkpoint["channel_values"] for ch in key[3]):
             return None  # the parent holds a snapshot: the walk stops there anyway
-        return _extended(kept, parent.pending_writes or [])
+        writes = parent.pending_writes or []
+        if not _all_have_ids(value for _, channel, value in writes if channel in key[3]):
+            return None  # the walk decides, and keeps nothing
+        return _extended(kept, writes)
 
     def _check_history(
         self, config: RunnableConfig, channels: Sequence[str], kept: Histories
