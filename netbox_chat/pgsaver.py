@@ -65,9 +65,9 @@ class BridgedPostgresSaver(SyncSaverBridge, PostgresSaver):
 
     conn: PgConnection
 
-    def __init__(self, conn: PgConnection, url: str, *, history_cache: bool = True) -> None:
+    def __init__(self, conn: PgConnection, url: str) -> None:
         PostgresSaver.__init__(self, conn, serde=blob_serializer())
-        self._start_bridge(history_cache=history_cache)
+        self._start_bridge(history_cache=True)
         if not langgraph_tables_current(conn):
             raise StoreError(
                 f"the session store {shown_url(url)} lacks LangGraph's checkpoint tables "
