@@ -32,7 +32,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, tool
 
 from netbox_chat import history
-from netbox_chat.checkpointer import CHECK_HISTORY_ENV, SyncSaverBridge
+from netbox_chat.checkpointer import CHECK_HISTORY_ENV, HistoryCache, SyncSaverBridge
 from netbox_chat.config import resolve_settings
 from netbox_chat.context import ContextGuard
 from netbox_chat.pgstore import PgSessionStore
@@ -40,7 +40,7 @@ from netbox_chat.runtime import Runtime, build_runtime
 from netbox_chat.stores import open_store
 from netbox_chat.turns import Conversation, TurnOutcome, text_of
 from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import HTTPError, ScriptedOllama, Step, Text, ToolCall
+from tests.ollama_server import HTTPError, ScriptedOllama, Text, ToolCall
 from tests.stores import StoreUnderTest
 from tests.test_context import agent_responder
 from tests.test_context import lookup as big_lookup
@@ -90,7 +90,7 @@ async def open_runtime(
             sessions.close()
 
 
-def kept(conversation: Conversation) -> Any:
+def kept(conversation: Conversation) -> HistoryCache:
     saver = conversation.saver
     assert isinstance(saver, SyncSaverBridge)
     return saver.histories
@@ -115,18 +115,15 @@ def sent(body: dict[str, Any]) -> list[tuple[str, str]]:
     return [(m["role"], m.get("content") or "") for m in body["messages"] if m["role"] != "system"]
 
 
-async def turn_sends_the_store(
-    runtime: Runtime, ollama: ScriptedOllama, question: str, *reply: Step
-) -> TurnOutcome:
+async def turn_sends_the_store(runtime: Runtime, ollama: ScriptedOllama, question: str) -> None:
     """Run a turn whose first request must be the store's conversation plus the question."""
     conversation = runtime.conversation
     expected = [*in_the_store(conversation), ("user", question)]
     first = len(ollama.requests)
-    ollama.script(list(reply) or [Text(f"answer to {question}")])
+    ollama.script([Text(f"answer to {question}")])
     outcome = await conversation.run_turn(question)
     assert outcome.status == "done", outcome.error
     assert sent(ollama.requests[first]) == expected
-    return outcome
 
 
 async def tool_turn(runtime: Runtime, ollama: ScriptedOllama, number: int) -> None:
@@ -231,7 +228,7 @@ async def test_the_check_fails_a_turn_whose_kept_history_was_changed_in_place(
         ]
 
         # The kept history was dropped: the next turn decodes the store afresh.
-        outcome = await turn_sends_the_store(runtime, ollama, "question 4")
+        await turn_sends_the_store(runtime, ollama, "question 4")
         assert ("assistant", original) in sent(ollama.requests[-1])
         assert "TAMPERED" not in str(ollama.requests[-1])
 
