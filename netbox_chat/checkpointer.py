@@ -368,11 +368,11 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
         checkpoint (a rollback), so it cannot change while C exists: the
         history kept for C is reused as it is when C is read again (after a
         rollback, the head is C again), and extended by the writes stored on
-        C for a child of C (a turn's end; a rewind's or compaction's head,
-        whose `Overwrite` the replay applies). Anything else is the store's
-        own walk, which is then kept: another checkpoint (a rewind's target,
-        a new process), other channels, a parent that holds a snapshot of a
-        channel, a message without an id.
+        C for a child of C (a turn's end: the run's writes are stored on the
+        checkpoint it started from). Anything else is the store's own walk,
+        which is then kept: another checkpoint (a rewind's target, a new
+        process), other channels, a parent that holds a snapshot of a channel
+        (a rewind's or compaction's head), a message without an id.
         """
         target = self.get_tuple(config) if self.histories.enabled and channels else None
         if target is None:
