@@ -18,20 +18,31 @@ compression was added still read: an unmarked blob is read as it is.
 `truncate_after` is how a turn is undone: the thread's rows are immutable and
 linear (one process per session), so deleting what a turn appended returns the
 head to the checkpoint it started from, exactly and in one transaction.
+
+The same fact lets the bridge keep the decoded message history between turns
+(`HistoryCache`): the history of a checkpoint is the writes on its ancestors,
+which never change while it exists, so a turn decodes only the writes of the
+step before it instead of the whole conversation (issue 17; see
+docs/design-notes.md for why sharing the decoded messages is safe, and
+`NETBOX_CHAT_CHECK_HISTORY_CACHE` for the check that proves it on every reuse).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import functools
+import os
 import threading
 import zlib
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import langgraph.checkpoint.base.id as checkpoint_ids
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.binop import _get_overwrite
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -39,12 +50,15 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
+    PendingWrite,
 )
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from netbox_chat.database import Connection
+from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import StoreError
 
 T = TypeVar("T")
@@ -118,17 +132,139 @@ class WritesStillRunning(StoreError):
     so nothing that depends on the thread's rows being final may run."""
 
 
+CHECK_HISTORY_ENV = "NETBOX_CHAT_CHECK_HISTORY_CACHE"
+"""Set to 1 to compare the kept history with a fresh decode from the store on
+every reuse and fail the read on any difference (the test suite sets it)."""
+
+Histories = dict[str, DeltaChannelHistory]
+HistoryKey = tuple[str, str, str, tuple[str, ...]]
+"""(thread, namespace, checkpoint id, channels): what a history is the history of."""
+
+
+class HistoryCacheMismatch(UserFacingError):
+    """The kept history is not what the store holds: something changed a
+    decoded message in place. Raised only under NETBOX_CHAT_CHECK_HISTORY_CACHE,
+    and the kept history is dropped, so the next read decodes afresh."""
+
+
+def history_key(config: RunnableConfig, channels: Sequence[str]) -> HistoryKey:
+    conf = config["configurable"]
+    return (
+        str(conf["thread_id"]),
+        str(conf.get("checkpoint_ns", "")),
+        str(conf["checkpoint_id"]),
+        tuple(channels),
+    )
+
+
+class HistoryCache:
+    """The decoded delta-channel history of the last checkpoint the saver read.
+
+    One entry: a turn needs only the history of the head it starts from, which
+    is the previous turn's end, the child of the checkpoint read before it.
+    A separate object, like `InFlightCalls`, so the shallow copy `with_allowlist`
+    makes of the saver keeps into the same entry; locked, because a load a
+    Ctrl-C abandoned may still finish on a worker thread while the next runs.
+    `enabled=False` is LangGraph's own walk on every read (bench 6's "before").
+    `walks` and `reuses` count the reads each way (bench 6 prints them).
+    """
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self.check = os.environ.get(CHECK_HISTORY_ENV) == "1"
+        self.walks = 0
+        self.reuses = 0
+        self._lock = threading.Lock()
+        self._key: HistoryKey | None = None
+        self._histories: Histories = {}
+
+    def kept(self) -> tuple[HistoryKey | None, Histories]:
+        with self._lock:
+            return self._key, self._histories
+
+    def remember(self, key: HistoryKey | None, histories: Histories, *, reused: bool) -> None:
+        """Keep `histories` as the history of `key` (None: keep nothing)."""
+        with self._lock:
+            self._key, self._histories = (key, histories) if key is not None else (None, {})
+            self.reuses += reused
+            self.walks += not reused
+
+    def drop(self) -> None:
+        with self._lock:
+            self._key, self._histories = None, {}
+
+
+def _messages_in(value: Any) -> list[BaseMessage]:
+    """The messages one write or seed carries (a message, a list, an Overwrite of a list)."""
+    is_overwrite, inner = _get_overwrite(value)
+    if is_overwrite:
+        value = inner
+    if isinstance(value, _DeltaSnapshot):
+        value = value.value
+    items = value if isinstance(value, list | tuple) else [value]
+    return [item for item in items if isinstance(item, BaseMessage)]
+
+
+def _all_have_ids(values: Iterable[Any]) -> bool:
+    """Whether every message in `values` has its id. LangGraph stamps an id in
+    place on a message without one when it is written again (a rewind's
+    `Overwrite` of it: `ensure_message_ids`), which would change a shared
+    message; files from before LangGraph stamped ids are never kept."""
+    return all(message.id for value in values for message in _messages_in(value))
+
+
+def _history_ids_stamped(history: DeltaChannelHistory) -> bool:
+    seeds = [history["seed"]] if "seed" in history else []
+    return _all_have_ids([*seeds, *(value for _, _, value in history["writes"])])
+
+
+def _extended(histories: Histories, writes: Sequence[PendingWrite]) -> Histories:
+    """The histories of a child, from its parent's and the writes stored on the
+    parent (in `writes_sort_key` order, as `get_tuple` returns them and the walk
+    replays them)."""
+    return {
+        ch: {**history, "writes": [*history["writes"], *(w for w in writes if w[1] == ch)]}
+        for ch, history in histories.items()
+    }
+
+
+def _handed_out(history: DeltaChannelHistory) -> DeltaChannelHistory:
+    """The history as LangGraph may keep it: new containers for what its replay
+    can make the channel's value (the list of writes, a seed's list or dict),
+    the decoded messages shared (docs/design-notes.md: why that is safe)."""
+    out: DeltaChannelHistory = {"writes": list(history["writes"])}
+    if "seed" in history:
+        seed = history["seed"]
+        is_snapshot = isinstance(seed, _DeltaSnapshot)
+        out["seed"] = _DeltaSnapshot(copy.copy(seed.value)) if is_snapshot else copy.copy(seed)
+    return out
+
+
+def _same_history(kept: DeltaChannelHistory, fresh: DeltaChannelHistory) -> bool:
+    missing = object()
+    return kept["writes"] == fresh["writes"] and kept.get("seed", missing) == fresh.get(
+        "seed", missing
+    )
+
+
 class SyncSaverBridge(BaseCheckpointSaver[str]):
     """Async methods that run a sync saver's own methods on worker threads.
 
     Mixed in before a sync saver (`SqliteSaver`, `PostgresSaver`), so both
-    stores cross into the async Pregel loop the same way and a rollback drains
-    both the same way. The saver's `__init__` sets `in_flight` and
-    `drain_timeout`.
+    stores cross into the async Pregel loop the same way, a rollback drains
+    both the same way, and both keep the decoded history between turns the
+    same way (`get_delta_channel_history`). The saver's `__init__` calls
+    `_start_bridge`.
     """
 
     in_flight: InFlightCalls
     drain_timeout: float
+    histories: HistoryCache
+
+    def _start_bridge(self, *, history_cache: bool) -> None:
+        self.in_flight = InFlightCalls()
+        self.drain_timeout = 30.0  # seconds `drain()` waits by default
+        self.histories = HistoryCache(enabled=history_cache)
 
     async def _on_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         self.in_flight.enter()
@@ -221,11 +357,76 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
         # Keep `task_path`: the Pregel loop inspects this signature.
         await self._on_thread(self.put_writes, config, writes, task_id, task_path)
 
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """LangGraph's history read (a turn's start, every state read), from
+        the kept history when the store's rows say it is the same.
+
+        The history of checkpoint C is the writes stored on C's ancestors.
+        Rows are only ever appended to a thread, or deleted newer than a
+        checkpoint (a rollback), so it cannot change while C exists: the
+        history kept for C is reused as it is when C is read again (after a
+        rollback, the head is C again), and extended by the writes stored on
+        C for a child of C (a turn's end: the run's writes are stored on the
+        checkpoint it started from). Anything else is the store's own walk,
+        which is then kept: another checkpoint (a rewind's target, a new
+        process), other channels, a parent that holds a snapshot of a channel
+        (a rewind's or compaction's head), a message without an id.
+        """
+        target = self.get_tuple(config) if self.histories.enabled and channels else None
+        if target is None:
+            return super().get_delta_channel_history(config=config, channels=channels)
+        key = history_key(target.config, channels)
+        histories = self._reused_history(target, key)
+        reused = histories is not None
+        kept: HistoryKey | None = key
+        if histories is None:
+            histories = dict(
+                super().get_delta_channel_history(config=target.config, channels=channels)
+            )
+            if not all(_history_ids_stamped(history) for history in histories.values()):
+                kept = None
+        elif self.histories.check:
+            self._check_history(target.config, channels, histories)
+        self.histories.remember(kept, histories, reused=reused)
+        return {channel: _handed_out(history) for channel, history in histories.items()}
+
+    def _reused_history(self, target: CheckpointTuple, key: HistoryKey) -> Histories | None:
+        kept_key, kept = self.histories.kept()
+        if kept_key == key:
+            return kept
+        parent_config = target.parent_config
+        if parent_config is None or kept_key != history_key(parent_config, key[3]):
+            return None
+        parent = self.get_tuple(parent_config)
+        if parent is None or any(ch in parent.checkpoint["channel_values"] for ch in key[3]):
+            return None  # the parent holds a snapshot: the walk stops there anyway
+        writes = parent.pending_writes or []
+        if not _all_have_ids(value for _, channel, value in writes if channel in key[3]):
+            return None  # the walk decides, and keeps nothing
+        return _extended(kept, writes)
+
+    def _check_history(
+        self, config: RunnableConfig, channels: Sequence[str], kept: Histories
+    ) -> None:
+        """NETBOX_CHAT_CHECK_HISTORY_CACHE: the kept history must equal a fresh
+        decode of the store's rows, message for message."""
+        fresh = super().get_delta_channel_history(config=config, channels=channels)
+        differ = [ch for ch in channels if not _same_history(kept[ch], fresh[ch])]
+        if differ:
+            self.histories.drop()
+            raise HistoryCacheMismatch(
+                f"the conversation kept in memory differs from the session store "
+                f"({', '.join(differ)} at checkpoint {config['configurable']['checkpoint_id']}): "
+                f"a message was changed in place after it was read ({CHECK_HISTORY_ENV}=1)"
+            )
+
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         # The base class's async fallback walks ancestors one thread hop at a
-        # time; the sync override is a single recursive query.
+        # time; the sync one (above, then the store's) is a single query.
         return await self._read_on_thread(
             self.get_delta_channel_history, config=config, channels=channels
         )
@@ -245,10 +446,9 @@ class BridgedSqliteSaver(SyncSaverBridge, SqliteSaver):
 
     conn: Connection
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, *, history_cache: bool = True) -> None:
         SqliteSaver.__init__(self, conn, serde=blob_serializer())
-        self.in_flight = InFlightCalls()
-        self.drain_timeout = 30.0  # seconds `drain()` waits by default
+        self._start_bridge(history_cache=history_cache)
         # Now, not on first use: a copy made before (`with_allowlist`) would
         # run its own setup, whose executescript commits, inside an atomic().
         self.setup()

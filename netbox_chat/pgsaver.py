@@ -20,7 +20,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.base import MIGRATIONS
 from psycopg import Connection
 
-from netbox_chat.checkpointer import InFlightCalls, SyncSaverBridge, blob_serializer
+from netbox_chat.checkpointer import SyncSaverBridge, blob_serializer
 from netbox_chat.pgdatabase import PgConnection
 from netbox_chat.pgstore import shown_url
 from netbox_chat.sessions import StoreError
@@ -67,8 +67,7 @@ class BridgedPostgresSaver(SyncSaverBridge, PostgresSaver):
 
     def __init__(self, conn: PgConnection, url: str) -> None:
         PostgresSaver.__init__(self, conn, serde=blob_serializer())
-        self.in_flight = InFlightCalls()
-        self.drain_timeout = 30.0  # seconds `drain()` waits by default
+        self._start_bridge(history_cache=True)
         if not langgraph_tables_current(conn):
             raise StoreError(
                 f"the session store {shown_url(url)} lacks LangGraph's checkpoint tables "

@@ -16,6 +16,12 @@ from tests.stores import StoreUnderTest, database_url, empty_database
 
 TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
 
+# Every history the bridge keeps between turns is compared with a fresh decode
+# on each reuse, here and in the CLI processes the tests start (they inherit
+# os.environ, or get chat_env): every path the suite drives proves the kept
+# history equals the store (netbox_chat.checkpointer.HistoryCache).
+os.environ["NETBOX_CHAT_CHECK_HISTORY_CACHE"] = "1"
+
 
 @pytest.fixture
 def ollama() -> Iterator[ScriptedOllama]:
@@ -44,6 +50,7 @@ def chat_env(
     }
     env.update(
         NETBOX_CHAT_SESSIONS=str(sessions_dir),
+        NETBOX_CHAT_CHECK_HISTORY_CACHE="1",  # see the top of this file
         OLLAMA_HOST=ollama.url,
         NETBOX_CHAT_MODEL="qwen3:8b",
         NETBOX_URL=netbox.url,
