@@ -145,7 +145,7 @@ async def test_a_turn_whose_rollback_was_not_recorded_is_finished_before_the_nex
     assert resumed.recover_interrupted() == []
     assert contents(resumed) == ["question one", "answer one", "question three", "answer three"]
     close(resumed)
-    assert_ledger_agrees(resumed.session.path)
+    assert_ledger_agrees(resumed.session.store.root, resumed.session.id)
 
 
 async def test_recovery_never_rolls_back_under_a_later_finished_turn(
@@ -168,7 +168,7 @@ async def test_recovery_never_rolls_back_under_a_later_finished_turn(
     assert thread_rows(resumed.saver.conn) == before
     assert [t.status for t in resumed.session.turns()] == ["done", "interrupted", "done"]
     close(resumed)
-    assert_ledger_agrees(resumed.session.path)
+    assert_ledger_agrees(resumed.session.store.root, resumed.session.id)
 
 
 # --- defect 2: the rollback is one transaction --------------------------------------------
@@ -253,7 +253,7 @@ async def test_a_rewind_that_fails_half_way_through_a_saver_copy_changes_nothing
     assert history.rewind(conversation, 1).messages_after == 2
     assert contents(conversation) == ["question 1", "answer 1"]
     close(conversation)
-    assert_ledger_agrees(session.path)
+    assert_ledger_agrees(session.store.root, session.id)
 
 
 async def test_a_rewind_whose_ledger_record_fails_changes_nothing(
@@ -274,7 +274,7 @@ async def test_a_rewind_whose_ledger_record_fails_changes_nothing(
     free_space(conversation.session.db, "full")
     assert history.rewind(conversation, 1).set_aside == [2]
     close(conversation)
-    assert_ledger_agrees(conversation.session.path)
+    assert_ledger_agrees(conversation.session.store.root, conversation.session.id)
 
 
 # --- defect 4: migrations -----------------------------------------------------------------
@@ -397,7 +397,7 @@ async def test_a_turn_after_the_clock_stepped_back_is_seen_and_rolls_back(
     sent = json.dumps(ollama.requests[-1]["messages"])
     assert "answer two" in sent and "question three" not in sent
     close(resumed)
-    assert_ledger_agrees(resumed.session.path)
+    assert_ledger_agrees(resumed.session.store.root, resumed.session.id)
 
 
 async def test_a_finished_turn_whose_checkpoint_did_not_become_the_head_is_rolled_back(
@@ -430,7 +430,7 @@ async def test_a_finished_turn_whose_checkpoint_did_not_become_the_head_is_rolle
     assert (await conversation.run_turn("question three")).status == "done"
     assert contents(conversation)[-1] == "answer three"
     close(conversation)
-    assert_ledger_agrees(conversation.session.path)
+    assert_ledger_agrees(conversation.session.store.root, conversation.session.id)
 
 
 # --- defect 9: a write still running when the rollback would start ----------------------------
@@ -482,7 +482,7 @@ async def test_a_rollback_waits_for_no_write_it_cannot_see_finish(
     await call
     assert len(conversation.messages()) == 4
     close(conversation)
-    assert_ledger_agrees(conversation.session.path)
+    assert_ledger_agrees(conversation.session.store.root, conversation.session.id)
 
 
 # --- defect 6: file systems SQLite's WAL mode does not work on ----------------------------------
@@ -559,7 +559,7 @@ def test_the_repl_after_a_turn_the_full_disk_left_unrecorded_keeps_later_answers
         child.expect(PROMPT)
         leave(child)
         sid = only_session(sessions_dir)
-        assert_ledger_agrees(sessions_dir / f"{sid}.sqlite")
+        assert_ledger_agrees(sessions_dir, sid)
 
         ollama.script([Text("Still two.")])
         child = spawn(env, "resume", sid)
