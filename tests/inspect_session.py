@@ -55,7 +55,7 @@ class StoredSession:
     """What the ledger/checkpoint agreement is judged on, read from a store."""
 
     turns: list[Turn]
-    checkpoint_ids: set[str]
+    parents: dict[str, str | None]  # checkpoint id -> its parent's
     pending_on_head: int
     edits: list[dict[str, Any]]
     orphaned_blobs: int = 0  # Postgres only: blob versions no checkpoint refers to
@@ -63,21 +63,32 @@ class StoredSession:
     @property
     def head(self) -> str | None:
         # uuid6 ids sort by time as strings: the saver's "latest" is the greatest
-        return max(self.checkpoint_ids, default=None)
+        return max(self.parents, default=None)
+
+    def off_the_line(self) -> set[str]:
+        """Checkpoints the head does not descend from: a fork, which a
+        rollback or a history edit (written onto the head) never leaves."""
+        line, at = set(), self.head
+        while at is not None and at not in line:
+            line.add(at)
+            at = self.parents.get(at)
+        return set(self.parents) - line
 
 
 def _read_file(conn: Any) -> StoredSession:
     turns = read_turns(conn, "ORDER BY number")
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    stored: set[str] = set()
+    parents: dict[str, str | None] = {}
     pending = 0
     if "checkpoints" in tables:
-        stored = {row[0] for row in conn.execute("SELECT checkpoint_id FROM checkpoints")}
+        parents = dict(
+            conn.execute("SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints").fetchall()
+        )
         (pending,) = conn.execute(
-            "SELECT count(*) FROM writes WHERE checkpoint_id = ?", (max(stored, default=None),)
+            "SELECT count(*) FROM writes WHERE checkpoint_id = ?", (max(parents, default=None),)
         ).fetchone()
     edits = [json.loads(row[0]) for row in conn.execute("SELECT detail FROM history_edits")]
-    return StoredSession(turns, stored, pending, edits)
+    return StoredSession(turns, parents, pending, edits)
 
 
 # A blob is written with the checkpoint that first has its version
@@ -99,16 +110,17 @@ def _read_database(conn: Any, session_id: str) -> StoredSession:
     rows = conn.execute(
         f"SELECT {_TURN_COLUMNS} FROM turns WHERE session_id = %(sid)s ORDER BY number", sid
     ).fetchall()
-    stored = {
-        row[0]
-        for row in conn.execute(
-            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %(sid)s", sid
+    parents = {
+        cid: parent
+        for cid, parent in conn.execute(
+            "SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = %(sid)s",
+            sid,
         ).fetchall()
     }
     (pending,) = conn.execute(
         "SELECT count(*) FROM checkpoint_writes WHERE thread_id = %(sid)s "
         "AND checkpoint_id = %(head)s",
-        {**sid, "head": max(stored, default=None)},
+        {**sid, "head": max(parents, default=None)},
     ).fetchone()
     edits = [
         json.loads(row[0])
@@ -118,7 +130,7 @@ def _read_database(conn: Any, session_id: str) -> StoredSession:
     ]
     (orphaned,) = conn.execute(_ORPHANED_BLOBS, sid).fetchone()
     return StoredSession(
-        [_turn_from_row(tuple(row)) for row in rows], stored, pending, edits, orphaned
+        [_turn_from_row(tuple(row)) for row in rows], parents, pending, edits, orphaned
     )
 
 
@@ -139,6 +151,7 @@ def ledger_problems(store: Path | str, session_id: str, *, after_crash: bool = F
       end of the last `done` turn, or the head a rewind or compaction after it
       wrote; no checkpoint at all when there is neither;
     - nothing is pending on the head;
+    - every checkpoint is on the head's line (no fork);
     - on Postgres, no channel value is left that no checkpoint refers to.
     """
     stored = read_stored(store, session_id)
@@ -153,7 +166,7 @@ def ledger_problems(store: Path | str, session_id: str, *, after_crash: bool = F
     problems += [
         f"done turn {t.number} ended on {t.end_checkpoint_id}, which is not stored"
         for t in done
-        if t.end_checkpoint_id not in stored.checkpoint_ids
+        if t.end_checkpoint_id not in stored.parents
     ]
     last = done[-1] if done else None
     expected = last.end_checkpoint_id if last else None
@@ -164,6 +177,8 @@ def ledger_problems(store: Path | str, session_id: str, *, after_crash: bool = F
         problems.append(f"the head is {stored.head}, but the last finished state is {expected}")
     if stored.pending_on_head:
         problems.append(f"{stored.pending_on_head} write(s) pending on the head")
+    if forked := stored.off_the_line():
+        problems.append(f"{len(forked)} checkpoint(s) off the head's line: {sorted(forked)}")
     if stored.orphaned_blobs:
         problems.append(f"{stored.orphaned_blobs} blob(s) that no checkpoint refers to")
     return problems
