@@ -401,6 +401,8 @@ async def test_a_turn_after_the_clock_stepped_back_is_seen_and_rolls_back(
     assert (await resumed.run_turn("question two")).status == "done"
     assert contents(resumed) == ["question one", "answer one", "question two", "answer two"]
     assert resumed.head_problems() == []
+    # the turn's checkpoint became the head, though its id's clock is an hour behind
+    assert resumed.head_checkpoint_id() == resumed.session.turns()[-1].end_checkpoint_id
     after_two = store.thread_rows(resumed.session.id)
 
     ollama.script([Delay(3.0), Text("too late")])
@@ -411,6 +413,7 @@ async def test_a_turn_after_the_clock_stepped_back_is_seen_and_rolls_back(
     assert (await resumed.run_turn("question four")).status == "done"
     sent = json.dumps(ollama.requests[-1]["messages"])
     assert "answer two" in sent and "question three" not in sent
+    assert [t.status for t in resumed.session.turns()] == ["done", "done", "cancelled", "done"]
     close(resumed)
     store.assert_ledger_agrees(resumed.session.id)
 
