@@ -135,32 +135,26 @@ class StoreUnderTest:
     def snapshot(self, session_id: str) -> dict[str, list[tuple[Any, ...]]]:
         """Everything a turn or a history edit could write: LangGraph's rows and
         the ledger's (an empty LangGraph table and a missing one count the same)."""
+        folder = self.kind == "folder"
+        where, params = ("", ()) if folder else ("WHERE session_id = %s", (session_id,))
         with fresh_connection(self.value, session_id) as conn:
-            if self.kind == "folder":
-                tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-                ledger = {
-                    name: conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
-                    for name, table, order in (
-                        ("turns", "turns", "number"),
-                        ("edits", "history_edits", "id"),
-                    )
-                }
-                langgraph = (
-                    self.thread_rows(session_id)
-                    if "checkpoints" in tables
-                    else {"checkpoints": [], "writes": []}
-                )
-                return {**langgraph, **ledger}
             ledger = {
                 name: conn.execute(
-                    f"SELECT * FROM {table} WHERE session_id = %s ORDER BY {order}", (session_id,)
+                    f"SELECT * FROM {table} {where} ORDER BY {order}", params
                 ).fetchall()
                 for name, table, order in (
                     ("turns", "turns", "number"),
                     ("edits", "history_edits", "id"),
                 )
             }
-        return {**self.thread_rows(session_id), **ledger}
+            unwritten = (
+                folder
+                and not conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'"
+                ).fetchone()
+            )
+        langgraph = {"checkpoints": [], "writes": []} if unwritten else self.thread_rows(session_id)
+        return {**langgraph, **ledger}
 
     def stored_bytes(self, session_id: str) -> int:
         """The bytes LangGraph stores for the session: checkpoints, their

@@ -285,7 +285,8 @@ def test_the_bridge_overrides_every_async_method_the_base_class_has() -> None:
 async def test_drain_counts_calls_made_through_a_copy_of_the_saver(sessions_dir: Path) -> None:
     """With strict msgpack on, LangGraph hands the graph a shallow copy of the
     saver (`with_allowlist`), while the rollback drains the original: both
-    must count the same calls, or a write could commit after the rollback."""
+    must count the same calls, or a write could commit after the rollback.
+    One store is enough: both savers get the count from `SyncSaverBridge`."""
     from tests.test_integrity import stuck_write
 
     sessions_dir.mkdir(parents=True, exist_ok=True)
