@@ -1,4 +1,4 @@
-"""Benchmark 7: the PostgreSQL store beside the session folder, in one run.
+"""Benchmark 9: the PostgreSQL store beside the session folder, in one run.
 
 1. `netbox-chat ls` over 1,000 sessions of 20 turns, cold process, runs
    interleaved: a folder of 1,000 copies of the cached 20-turn session file

@@ -25,24 +25,33 @@ from netbox_chat.pgdatabase import PgConnection
 from netbox_chat.pgstore import shown_url
 from netbox_chat.sessions import StoreError
 
-# Checkpoint ids are time-ordered uuid6 strings; compare them byte by byte, the
-# order PostgresSaver's `ORDER BY checkpoint_id DESC` gives under the C locale.
-_AFTER = 'thread_id = %s AND checkpoint_id COLLATE "C" > %s'
-_ON_BASE = "thread_id = %s AND checkpoint_id = %s"
+# The checkpoints a turn wrote after its base: those with greater ids (uuid6
+# strings, time-ordered, compared byte by byte as PostgresSaver's
+# `ORDER BY checkpoint_id DESC` does under the C locale) and the base's
+# children, which only the turn can have written (one writer per session)
+# even when a clock stepped back gave them smaller ids. The same rule as the
+# SQLite saver's; it names checkpoint ids, so it also selects their writes.
+_TURN = (
+    'thread_id = %(thread)s AND (checkpoint_id COLLATE "C" > %(base)s '
+    "OR checkpoint_id IN (SELECT checkpoint_id FROM checkpoints "
+    "WHERE thread_id = %(thread)s AND parent_checkpoint_id = %(base)s))"
+)
+_ON_BASE = "thread_id = %(thread)s AND checkpoint_id = %(base)s"
 
-# Blob versions that the checkpoints after the base refer to and none up to the
-# base does: exactly the blobs the undone checkpoints brought in.
-_ORPHANED_BLOBS = """
+# Blob versions that the turn's checkpoints refer to and no other checkpoint
+# does: exactly the blobs the undone checkpoints brought in.
+_ORPHANED_BLOBS = f"""
+WITH turn AS (SELECT checkpoint_id FROM checkpoints WHERE {_TURN})
 DELETE FROM checkpoint_blobs b USING (
     SELECT c.checkpoint_ns, v.key AS channel, v.value AS version
     FROM checkpoints c, jsonb_each_text(c.checkpoint -> 'channel_versions') v
-    WHERE c.thread_id = %s AND c.checkpoint_id COLLATE "C" > %s
+    WHERE c.thread_id = %(thread)s AND c.checkpoint_id IN (SELECT checkpoint_id FROM turn)
     EXCEPT
     SELECT c.checkpoint_ns, v.key, v.value
     FROM checkpoints c, jsonb_each_text(c.checkpoint -> 'channel_versions') v
-    WHERE c.thread_id = %s AND c.checkpoint_id COLLATE "C" <= %s
+    WHERE c.thread_id = %(thread)s AND c.checkpoint_id NOT IN (SELECT checkpoint_id FROM turn)
 ) gone
-WHERE b.thread_id = %s AND b.checkpoint_ns = gone.checkpoint_ns
+WHERE b.thread_id = %(thread)s AND b.checkpoint_ns = gone.checkpoint_ns
   AND b.channel = gone.channel AND b.version = gone.version
 """
 
@@ -75,19 +84,20 @@ class BridgedPostgresSaver(SyncSaverBridge, PostgresSaver):
             )
 
     def truncate_after(self, thread_id: str, checkpoint_id: str | None, channel: str) -> list[Any]:
-        """Pass 1: the checkpoints after `checkpoint_id`, their writes, and the
+        """Pass 1: the turn's checkpoints (`_TURN`), their writes, and the
         blobs only they refer to; pass 2: the writes left on `checkpoint_id`
-        itself. One transaction; ancestors and their blobs are never touched."""
-        after = checkpoint_id or ""
+        itself. One transaction; ancestors and their blobs are never touched.
+        The writes go before the checkpoints: `_TURN` finds the base's
+        children among the checkpoints."""
+        keys = {"thread": thread_id, "base": checkpoint_id or "", "channel": channel}
         with self.conn.atomic(), self._cursor() as cur:
             cur.execute(
-                "SELECT type, blob FROM checkpoint_writes WHERE channel = %s "
-                f"AND (({_AFTER}) OR ({_ON_BASE}))",
-                (channel, thread_id, after, thread_id, after),
+                "SELECT type, blob FROM checkpoint_writes WHERE channel = %(channel)s "
+                f"AND (({_TURN}) OR ({_ON_BASE}))",
+                keys,
             )
             rows = [(row["type"], row["blob"]) for row in cur.fetchall()]
-            cur.execute(_ORPHANED_BLOBS, (thread_id, after, thread_id, after, thread_id))
-            cur.execute(f"DELETE FROM checkpoints WHERE {_AFTER}", (thread_id, after))
-            cur.execute(f"DELETE FROM checkpoint_writes WHERE {_AFTER}", (thread_id, after))
-            cur.execute(f"DELETE FROM checkpoint_writes WHERE {_ON_BASE}", (thread_id, after))
+            cur.execute(_ORPHANED_BLOBS, keys)
+            cur.execute(f"DELETE FROM checkpoint_writes WHERE ({_TURN}) OR ({_ON_BASE})", keys)
+            cur.execute(f"DELETE FROM checkpoints WHERE {_TURN}", keys)
         return [self.serde.loads_typed((kind, value)) for kind, value in rows]

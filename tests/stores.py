@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +19,8 @@ import pytest
 from netbox_chat.config import Settings, resolve_settings
 from netbox_chat.export import read_transcript
 from netbox_chat.pgstore import PgSessionStore
-from netbox_chat.sessions import read_only_connection
-from netbox_chat.stores import Store, open_store
+from netbox_chat.stores import OpenSession, Store, open_store
+from tests.inspect_session import assert_ledger_agrees, fresh_connection, ledger_problems
 
 PG_ENV = "NETBOX_CHAT_TEST_PG"
 REQUIRE_PG_ENV = "NETBOX_CHAT_REQUIRE_PG"
@@ -62,21 +60,48 @@ class StoreUnderTest:
     def store(self) -> Store:
         return open_store(self.settings())
 
-    def statuses(self, session_id: str) -> list[tuple[int, str]]:
-        """The ledger's (number, status) pairs, read without the lock ([] if none yet)."""
+    def create(self, model: str = "qwen3:8b") -> OpenSession:
+        """A new session, open for writing (locked), as `netbox-chat` makes one."""
+        return self.store().create(model=model)
+
+    def open(self, session_id: str) -> OpenSession:
+        return self.store().open(session_id)
+
+    def session_ids(self) -> list[str]:
         store = self.store()
         try:
-            turns = read_transcript(store, session_id)["turns"]
+            return store.session_ids()
+        finally:
+            _close(store)
+
+    def only_session(self) -> str:
+        (session_id,) = self.session_ids()
+        return session_id
+
+    def turns(self, session_id: str) -> list[dict[str, Any]]:
+        """The ledger's turns as `export --format json` shows them, read
+        without the lock, even mid-turn ([] if the session has none yet)."""
+        store = self.store()
+        try:
+            return list(read_transcript(store, session_id, thinking=True)["turns"])
         except Exception:
             return []
         finally:
-            if isinstance(store, PgSessionStore):
-                store.close()
-        return [(t["number"], t["status"]) for t in turns]
+            _close(store)
+
+    def statuses(self, session_id: str) -> list[tuple[int, str]]:
+        """The ledger's (number, status) pairs, read without the lock ([] if none yet)."""
+        return [(t["number"], t["status"]) for t in self.turns(session_id)]
+
+    def ledger_problems(self, session_id: str, *, after_crash: bool = False) -> list[str]:
+        return ledger_problems(self.value, session_id, after_crash=after_crash)
+
+    def assert_ledger_agrees(self, session_id: str, *, after_crash: bool = False) -> None:
+        assert_ledger_agrees(self.value, session_id, after_crash=after_crash)
 
     def thread_rows(self, session_id: str) -> dict[str, list[tuple[Any, ...]]]:
         """Every row LangGraph keeps for the session, as stored, in a stable order."""
-        with self._connection(session_id) as conn:
+        with fresh_connection(self.value, session_id) as conn:
             if self.kind == "folder":
                 return {
                     "checkpoints": conn.execute(
@@ -107,9 +132,53 @@ class StoreUnderTest:
                 ).fetchall(),
             }
 
+    def snapshot(self, session_id: str) -> dict[str, list[tuple[Any, ...]]]:
+        """Everything a turn or a history edit could write: LangGraph's rows and
+        the ledger's (an empty LangGraph table and a missing one count the same)."""
+        folder = self.kind == "folder"
+        where, params = ("", ()) if folder else ("WHERE session_id = %s", (session_id,))
+        with fresh_connection(self.value, session_id) as conn:
+            ledger = {
+                name: conn.execute(
+                    f"SELECT * FROM {table} {where} ORDER BY {order}", params
+                ).fetchall()
+                for name, table, order in (
+                    ("turns", "turns", "number"),
+                    ("edits", "history_edits", "id"),
+                )
+            }
+            unwritten = (
+                folder
+                and not conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'"
+                ).fetchone()
+            )
+        langgraph = {"checkpoints": [], "writes": []} if unwritten else self.thread_rows(session_id)
+        return {**langgraph, **ledger}
+
+    def stored_bytes(self, session_id: str) -> int:
+        """The bytes LangGraph stores for the session: checkpoints, their
+        channel values (blobs, on Postgres) and pending writes."""
+        with fresh_connection(self.value, session_id) as conn:
+            if self.kind == "folder":
+                queries = (
+                    "SELECT sum(length(checkpoint) + length(metadata)) FROM checkpoints",
+                    "SELECT sum(length(value)) FROM writes",
+                )
+                params: tuple[str, ...] = ()
+            else:
+                queries = (
+                    "SELECT sum(octet_length(checkpoint::text) + octet_length(metadata::text)) "
+                    "FROM checkpoints WHERE thread_id = %s",
+                    "SELECT sum(octet_length(blob)) FROM checkpoint_blobs WHERE thread_id = %s",
+                    "SELECT sum(octet_length(blob)) FROM checkpoint_writes WHERE thread_id = %s",
+                )
+                params = (session_id,)
+            return sum(int(conn.execute(sql, params).fetchone()[0] or 0) for sql in queries)
+
     def rows_left(self, session_id: str) -> int:
         """How many rows of `session_id` remain anywhere in a database store."""
-        with self._connection(session_id) as conn:
+        with fresh_connection(self.value, session_id) as conn:
             return sum(
                 conn.execute(
                     f"SELECT count(*) FROM {table} WHERE {column} = %s", (session_id,)
@@ -118,14 +187,8 @@ class StoreUnderTest:
                 for table in tables
             )
 
-    @contextlib.contextmanager
-    def _connection(self, session_id: str) -> Iterator[Any]:
-        if self.kind == "folder":
-            # read_only_connection leaves no -wal/-shm behind, as `ls` does not
-            with read_only_connection(Path(self.value, f"{session_id}.sqlite")) as db:
-                yield db
-            return
-        from netbox_chat import pgstore
 
-        with contextlib.closing(pgstore.connect(self.value, read_only=True)) as conn:
-            yield conn
+def _close(store: Store) -> None:
+    """A database store keeps its read-only connection until closed."""
+    if isinstance(store, PgSessionStore):
+        store.close()

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from netbox_chat.cli import app
 from tests.ollama_server import Delay, HTTPError, ScriptedOllama, Text
+from tests.stores import StoreUnderTest
 from tests.test_crash import ROOT, ask, first_session, turn_rows, wait_for_running
 
 
@@ -32,10 +33,10 @@ def test_messages_are_not_wrapped_when_stderr_is_not_a_terminal(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
     narrow = {**chat_env, "COLUMNS": "50"}
-    session_id = first_session(chat_env, ollama, sessions_dir)
+    session_id = first_session(chat_env, ollama)
     ollama.script([Delay(30.0), Text("never sent")])
     crashed = ask(chat_env, "the question that crashed", "--session", session_id)
-    wait_for_running(sessions_dir / f"{session_id}.sqlite", 2)
+    wait_for_running(StoreUnderTest("folder", str(sessions_dir)), session_id, 2)
     crashed.kill()
     crashed.wait(timeout=10)
 

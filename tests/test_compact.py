@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +15,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from netbox_chat import history
 from netbox_chat.errors import UserFacingError
 from tests.ollama_server import HTTPError, ScriptedOllama, Stall, Text, ToolCall
-from tests.test_rewind import Chat, contents, file_snapshot, fresh_process, new_chat, turn
+from tests.stores import StoreUnderTest
+from tests.test_rewind import Chat, contents, fresh_process, new_chat, turn
 
 SUMMARY = "SUMMARY: Akron has 3 devices (sw01, sw02 offline, rtr01); Columbus has 1."
 
@@ -40,9 +40,9 @@ def request_chars(request: dict[str, Any]) -> int:
 
 @pytest.mark.parametrize("kind", ["deepagents", "delta"])
 async def test_compaction_shrinks_the_next_request_and_keeps_tool_results(
-    kind: str, ollama: ScriptedOllama, sessions_dir: Path
+    kind: str, ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
-    async with new_chat(kind, ollama, sessions_dir) as chat:
+    async with new_chat(kind, ollama, store) as chat:
         await exchanges(chat, ollama, "one", "two", "three", "four")
         before_request = request_chars(ollama.requests[-2])  # turn 4 asking for its tool
         requests = len(ollama.requests)
@@ -91,11 +91,11 @@ async def test_compaction_shrinks_the_next_request_and_keeps_tool_results(
 
 
 async def test_cancelled_compaction_leaves_the_thread_exactly_as_it_was(
-    ollama: ScriptedOllama, sessions_dir: Path
+    ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+    async with new_chat("deepagents", ollama, store) as chat:
         await exchanges(chat, ollama, "one", "two", "three")
-        before = file_snapshot(chat.session.path)
+        before = chat.snapshot()
         head = chat.conversation.head_checkpoint_id()
         requests = len(ollama.requests)
 
@@ -109,7 +109,7 @@ async def test_cancelled_compaction_leaves_the_thread_exactly_as_it_was(
         assert result.cancelled
         assert str(result) == "compaction cancelled: the conversation is unchanged"
         await asyncio.to_thread(ollama.wait_for_disconnects, 1, 2.0)
-        assert file_snapshot(chat.session.path) == before
+        assert chat.snapshot() == before
         assert chat.conversation.head_checkpoint_id() == head
         assert chat.conversation.head_problems() == []
 
@@ -119,9 +119,9 @@ async def test_cancelled_compaction_leaves_the_thread_exactly_as_it_was(
 
 
 async def test_a_compacted_session_reopens_from_a_fresh_process(
-    ollama: ScriptedOllama, sessions_dir: Path
+    ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+    async with new_chat("deepagents", ollama, store) as chat:
         await exchanges(chat, ollama, "one", "two", "three")
         ollama.script([Text(SUMMARY)])
         await history.compact(chat.conversation, keep_exchanges=1, model=chat.model)
@@ -142,9 +142,9 @@ async def test_a_compacted_session_reopens_from_a_fresh_process(
 
 
 async def test_rewind_past_a_compaction_restores_the_uncompacted_turns(
-    ollama: ScriptedOllama, sessions_dir: Path
+    ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+    async with new_chat("deepagents", ollama, store) as chat:
         conversation = chat.conversation
         await exchanges(chat, ollama, "one", "two")
         end_of_two = [(m.id, m.content) for m in conversation.messages()]
@@ -177,7 +177,7 @@ async def test_rewind_past_a_compaction_restores_the_uncompacted_turns(
 
 
 async def test_compaction_folds_in_deepagents_own_summary(
-    ollama: ScriptedOllama, sessions_dir: Path
+    ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
     """deepagents summarizes on its own when a request nears the model's
     context: it keeps the summary and a cutoff index in `_summarization_event`
@@ -193,7 +193,7 @@ async def test_compaction_folds_in_deepagents_own_summary(
             return [ToolCall("lookup", {"query": "q"})]
         return [Text("answered")]
 
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+    async with new_chat("deepagents", ollama, store) as chat:
         chat.model.profile = {"max_input_tokens": 4000}  # so deepagents summarizes early
         ollama.responder = agent
         for number in range(7):
@@ -224,25 +224,27 @@ async def test_compaction_folds_in_deepagents_own_summary(
     ],
 )
 async def test_nothing_to_compact_writes_nothing(
-    setup: tuple[str, ...], message: str, ollama: ScriptedOllama, sessions_dir: Path
+    setup: tuple[str, ...], message: str, ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+    async with new_chat("deepagents", ollama, store) as chat:
         await exchanges(chat, ollama, *setup)
         requests = len(ollama.requests)
-        before = file_snapshot(chat.session.path)
+        before = chat.snapshot()
         with pytest.raises(UserFacingError, match=re.escape(message)):
             await history.compact(chat.conversation, model=chat.model)
-        assert file_snapshot(chat.session.path) == before
+        assert chat.snapshot() == before
         assert len(ollama.requests) == requests  # the model was not even asked
 
 
-async def test_a_failed_summary_writes_nothing(ollama: ScriptedOllama, sessions_dir: Path) -> None:
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+async def test_a_failed_summary_writes_nothing(
+    ollama: ScriptedOllama, store: StoreUnderTest
+) -> None:
+    async with new_chat("deepagents", ollama, store) as chat:
         await exchanges(chat, ollama, "one", "two", "three")
-        before = file_snapshot(chat.session.path)
+        before = chat.snapshot()
         ollama.script([HTTPError(500, "out of memory")])
         with pytest.raises(UserFacingError) as caught:
             await history.compact(chat.conversation, model=chat.model)
         assert str(caught.value).startswith("compaction failed, nothing changed: Ollama")
         assert "out of memory" in str(caught.value)
-        assert file_snapshot(chat.session.path) == before
+        assert chat.snapshot() == before

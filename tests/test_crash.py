@@ -19,6 +19,7 @@ import pytest
 from tests.inspect_session import read_from_fresh_process as inspect
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import Delay, ScriptedOllama, Text, ToolCall
+from tests.stores import StoreUnderTest
 
 ROOT = Path(__file__).parent.parent
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
@@ -36,8 +37,8 @@ def ask(env: dict[str, str], question: str, *args: str) -> subprocess.Popen[str]
 
 
 def turn_rows(path: Path) -> list[tuple[int, str]]:
-    """The ledger's rows as they are, even mid-turn (not checked: a process
-    may be writing it)."""
+    """A session file's ledger rows as they are, even mid-turn (not checked: a
+    process may be writing it); `StoreUnderTest.statuses` reads either store."""
     uri = f"{path.resolve().as_uri()}?mode=ro"
     conn = sqlite3.connect(uri, uri=True)
     try:
@@ -48,16 +49,17 @@ def turn_rows(path: Path) -> list[tuple[int, str]]:
         conn.close()
 
 
-def wait_for_running(path: Path, number: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
+def wait_for_running(store: StoreUnderTest, session_id: str, number: int) -> None:
+    """Until turn `number` is in the ledger (read as it is, even mid-turn)."""
+    deadline = time.monotonic() + 20.0
     while time.monotonic() < deadline:
-        if path.exists() and any(n == number for n, _ in turn_rows(path)):
+        if any(n == number for n, _ in store.statuses(session_id)):
             return
         time.sleep(0.02)
     raise AssertionError(f"turn {number} never started")
 
 
-def first_session(env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path) -> str:
+def first_session(env: dict[str, str], ollama: ScriptedOllama) -> str:
     ollama.script([Text("Three sites.")])
     done = subprocess.run(
         [sys.executable, "-m", "netbox_chat", "ask", "how many sites?", "--json"],
@@ -73,16 +75,16 @@ def first_session(env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Pat
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_ask_stopped_by_a_signal_rolls_back_and_exits_130(
     sig: signal.Signals,
-    chat_env: dict[str, str],
+    store: StoreUnderTest,
+    store_env: dict[str, str],
     ollama: ScriptedOllama,
     netbox: NetBoxDouble,
-    sessions_dir: Path,
 ) -> None:
-    session_id = first_session(chat_env, ollama, sessions_dir)
-    before = inspect(sessions_dir, session_id)["messages"]
+    session_id = first_session(store_env, ollama)
+    before = inspect(store.value, session_id)["messages"]
     netbox.delays["dcim/sites"] = 10.0
     ollama.script([SITES])
-    proc = ask(chat_env, "list the sites slowly", "--session", session_id)
+    proc = ask(store_env, "list the sites slowly", "--session", session_id)
     ollama.wait_for_requests(2, timeout=20)
     deadline = time.monotonic() + 10
     while not netbox.requests or "dcim/sites" not in netbox.requests[-1]:
@@ -92,7 +94,7 @@ def test_ask_stopped_by_a_signal_rolls_back_and_exits_130(
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err
     assert "cancelled" in err
-    state = inspect(sessions_dir, session_id)
+    state = inspect(store.value, session_id)
     assert state["messages"] == before
     assert state["next"] == [] and state["pending_writes"] == 0
     assert [t["status"] for t in state["turns"]] == ["done", "cancelled"]
@@ -100,38 +102,37 @@ def test_ask_stopped_by_a_signal_rolls_back_and_exits_130(
 
 
 def test_kill_9_at_random_moments_never_breaks_a_session(
-    chat_env: dict[str, str],
+    store: StoreUnderTest,
+    store_env: dict[str, str],
     ollama: ScriptedOllama,
     netbox: NetBoxDouble,
-    sessions_dir: Path,
 ) -> None:
     def reply(body: dict[str, Any]) -> list[Any]:
         if body["messages"][-1]["role"] == "tool":
             return [Text("Here are the sites: DM-Akron, DM-Columbus.", chunk_delay=0.05)]
         return [Delay(0.1), SITES]
 
-    session_id = first_session(chat_env, ollama, sessions_dir)
-    path = sessions_dir / f"{session_id}.sqlite"
+    session_id = first_session(store_env, ollama)
     ollama.responder = reply
     netbox.delays["dcim/sites"] = 0.3
     rng = random.Random(1234)
     killed_mid_turn = 0
     for number in range(2, 32):
-        proc = ask(chat_env, f"question {number}", "--session", session_id)
-        wait_for_running(path, number)
+        proc = ask(store_env, f"question {number}", "--session", session_id)
+        wait_for_running(store, session_id, number)
         time.sleep(rng.uniform(0.0, 0.8))
         proc.kill()
         proc.wait(timeout=10)
-        killed_mid_turn += dict(turn_rows(path))[number] == "running"
+        killed_mid_turn += dict(store.statuses(session_id))[number] == "running"
 
     assert killed_mid_turn >= 10, "the loop should mostly kill turns in flight"
-    final = ask(chat_env, "final question", "--session", session_id, "--json")
+    final = ask(store_env, "final question", "--session", session_id, "--json")
     out, err = final.communicate(timeout=60)
     assert final.returncode == 0, err
     assert json.loads(out)["status"] == "done"
-    assert "interrupted and rolled back" in err or dict(turn_rows(path))[31] == "done"
+    assert "interrupted and rolled back" in err or dict(store.statuses(session_id))[31] == "done"
 
-    state = inspect(sessions_dir, session_id)
+    state = inspect(store.value, session_id)
     statuses = [t["status"] for t in state["turns"]]
     assert "running" not in statuses
     assert set(statuses) <= {"done", "interrupted"}
@@ -140,7 +141,7 @@ def test_kill_9_at_random_moments_never_breaks_a_session(
     assert questions == [t["question"] for t in state["turns"] if t["status"] == "done"]
     listing = subprocess.run(
         [sys.executable, "-m", "netbox_chat", "ls", "--json"],
-        env=chat_env,
+        env=store_env,
         cwd=ROOT,
         capture_output=True,
         text=True,

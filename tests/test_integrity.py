@@ -30,10 +30,13 @@ from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.cli import app
 from netbox_chat.config import resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
+from netbox_chat.runtime import open_saver
 from netbox_chat.sessions import SessionFile, SessionStore, StoreError
+from netbox_chat.stores import OpenSession
 from netbox_chat.turns import Conversation, RollingBack, TextDelta, TurnEvent
 from tests.inspect_session import assert_ledger_agrees, read_from_fresh_process
 from tests.ollama_server import Delay, ScriptedOllama, StreamError, Text
+from tests.stores import StoreUnderTest
 
 # What SQLite says when the disk fills up; RAISE(ABORT) makes it a real
 # SQLite error on that statement, which undoes the statement and leaves the
@@ -41,9 +44,9 @@ from tests.ollama_server import Delay, ScriptedOllama, StreamError, Text
 DISK_FULL = "database or disk is full"
 
 
-def open_conversation(session: SessionFile, ollama: ScriptedOllama) -> Conversation:
-    settings = resolve_settings(sessions_dir=session.store.root, ollama_url=ollama.url, env={})
-    saver = BridgedSqliteSaver(session.db)
+def open_conversation(session: OpenSession, ollama: ScriptedOllama) -> Conversation:
+    settings = resolve_settings(ollama_url=ollama.url, env={})
+    saver = open_saver(session)
     graph = build_agent(settings, [], saver)
     return Conversation(session, graph, saver, find_end_node(graph))
 
@@ -145,7 +148,7 @@ async def test_a_turn_whose_rollback_was_not_recorded_is_finished_before_the_nex
     assert resumed.recover_interrupted() == []
     assert contents(resumed) == ["question one", "answer one", "question three", "answer three"]
     close(resumed)
-    assert_ledger_agrees(resumed.session.path)
+    assert_ledger_agrees(resumed.session.store.root, resumed.session.id)
 
 
 async def test_recovery_never_rolls_back_under_a_later_finished_turn(
@@ -168,7 +171,7 @@ async def test_recovery_never_rolls_back_under_a_later_finished_turn(
     assert thread_rows(resumed.saver.conn) == before
     assert [t.status for t in resumed.session.turns()] == ["done", "interrupted", "done"]
     close(resumed)
-    assert_ledger_agrees(resumed.session.path)
+    assert_ledger_agrees(resumed.session.store.root, resumed.session.id)
 
 
 # --- defect 2: the rollback is one transaction --------------------------------------------
@@ -253,7 +256,7 @@ async def test_a_rewind_that_fails_half_way_through_a_saver_copy_changes_nothing
     assert history.rewind(conversation, 1).messages_after == 2
     assert contents(conversation) == ["question 1", "answer 1"]
     close(conversation)
-    assert_ledger_agrees(session.path)
+    assert_ledger_agrees(session.store.root, session.id)
 
 
 async def test_a_rewind_whose_ledger_record_fails_changes_nothing(
@@ -274,7 +277,7 @@ async def test_a_rewind_whose_ledger_record_fails_changes_nothing(
     free_space(conversation.session.db, "full")
     assert history.rewind(conversation, 1).set_aside == [2]
     close(conversation)
-    assert_ledger_agrees(conversation.session.path)
+    assert_ledger_agrees(conversation.session.store.root, conversation.session.id)
 
 
 # --- defect 4: migrations -----------------------------------------------------------------
@@ -374,43 +377,65 @@ def clock_an_hour_behind(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+@pytest.fixture
+async def on_either_store(
+    ollama: ScriptedOllama, store: StoreUnderTest
+) -> AsyncIterator[Conversation]:
+    """A conversation on a new session in either store (the `store` fixture)."""
+    yield open_conversation(store.create(), ollama)
+
+
 async def test_a_turn_after_the_clock_stepped_back_is_seen_and_rolls_back(
-    conversation: Conversation, ollama: ScriptedOllama, request: pytest.FixtureRequest
+    on_either_store: Conversation,
+    store: StoreUnderTest,
+    ollama: ScriptedOllama,
+    request: pytest.FixtureRequest,
 ) -> None:
+    conversation = on_either_store
     ollama.script([Text("answer one")])
     await conversation.run_turn("question one")
     close(conversation)
     request.getfixturevalue("clock_an_hour_behind")
-    resumed = open_conversation(
-        SessionFile.open(conversation.session.store, conversation.session.id), ollama
-    )
+    resumed = open_conversation(store.open(conversation.session.id), ollama)
     ollama.script([Text("answer two")])
     assert (await resumed.run_turn("question two")).status == "done"
     assert contents(resumed) == ["question one", "answer one", "question two", "answer two"]
     assert resumed.head_problems() == []
+    # the turn's checkpoint became the head, though its id's clock is an hour behind
+    assert resumed.head_checkpoint_id() == resumed.session.turns()[-1].end_checkpoint_id
+    after_two = store.thread_rows(resumed.session.id)
 
     ollama.script([Delay(3.0), Text("too late")])
     outcome = await cancel_while_waiting(resumed, "question three")
     assert outcome.rollback is not None and outcome.rollback.verified
+    assert store.thread_rows(resumed.session.id) == after_two  # exactly, not only the head
     ollama.script([Text("answer four")])
     assert (await resumed.run_turn("question four")).status == "done"
     sent = json.dumps(ollama.requests[-1]["messages"])
     assert "answer two" in sent and "question three" not in sent
+    assert [t.status for t in resumed.session.turns()] == ["done", "done", "cancelled", "done"]
     close(resumed)
-    assert_ledger_agrees(resumed.session.path)
+    store.assert_ledger_agrees(resumed.session.id)
 
 
 async def test_a_finished_turn_whose_checkpoint_did_not_become_the_head_is_rolled_back(
-    conversation: Conversation, ollama: ScriptedOllama, monkeypatch: pytest.MonkeyPatch
+    on_either_store: Conversation,
+    store: StoreUnderTest,
+    ollama: ScriptedOllama,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The check behind the fix above: should the clock step back while a
     turn runs and LangGraph's id generator forget its last id, the finished
     turn's checkpoint sorts below the old head. The turn must not be recorded
-    as done (the model would never see it); it fails and is rolled back."""
+    as done (the model would never see it); it fails and is rolled back,
+    row for row: its checkpoint sorts below the base, so a rollback that
+    deleted only ids after the base would leave it behind."""
     import langgraph.checkpoint.base.id as checkpoint_ids
 
+    conversation = on_either_store
     ollama.script([Text("answer one")])
     await conversation.run_turn("question one")
+    before = store.thread_rows(conversation.session.id)
     real = time.time_ns
 
     def step_back(event: TurnEvent) -> None:
@@ -424,13 +449,13 @@ async def test_a_finished_turn_whose_checkpoint_did_not_become_the_head_is_rolle
     assert "did not become the session's head" in outcome.error
     assert outcome.rollback is not None and outcome.rollback.verified
     assert contents(conversation) == ["question one", "answer one"]
-    assert conversation.saver.conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (2,)
+    assert store.thread_rows(conversation.session.id) == before
 
     ollama.script([Text("answer three")])
     assert (await conversation.run_turn("question three")).status == "done"
     assert contents(conversation)[-1] == "answer three"
     close(conversation)
-    assert_ledger_agrees(conversation.session.path)
+    store.assert_ledger_agrees(conversation.session.id)
 
 
 # --- defect 9: a write still running when the rollback would start ----------------------------
@@ -482,7 +507,7 @@ async def test_a_rollback_waits_for_no_write_it_cannot_see_finish(
     await call
     assert len(conversation.messages()) == 4
     close(conversation)
-    assert_ledger_agrees(conversation.session.path)
+    assert_ledger_agrees(conversation.session.store.root, conversation.session.id)
 
 
 # --- defect 6: file systems SQLite's WAL mode does not work on ----------------------------------
@@ -559,7 +584,7 @@ def test_the_repl_after_a_turn_the_full_disk_left_unrecorded_keeps_later_answers
         child.expect(PROMPT)
         leave(child)
         sid = only_session(sessions_dir)
-        assert_ledger_agrees(sessions_dir / f"{sid}.sqlite")
+        assert_ledger_agrees(sessions_dir, sid)
 
         ollama.script([Text("Still two.")])
         child = spawn(env, "resume", sid)

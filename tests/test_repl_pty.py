@@ -1,14 +1,15 @@
 """The real `netbox-chat` REPL through a real pty (pexpect): the happy path
 with resume and memory, Ctrl-C at several moments of a turn, and what `resume`
 does before its first prompt (a crashed turn rolled back, `--at N`), checked
-afterwards from the session file (fresh process) and the servers' records."""
+afterwards from the session (fresh process) and the servers' records. The
+session, cancel, crash and rewind tests run on both stores (the `store`
+fixture); the rest are about the terminal, not where sessions are kept."""
 
 from __future__ import annotations
 
 import io
 import json
 import re
-import sqlite3
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ import pytest
 from tests.inspect_session import read_from_fresh_process as inspect
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import Delay, ScriptedOllama, Text, Thinking, ToolCall
+from tests.stores import StoreUnderTest
 from tests.test_crash import ask, first_session, wait_for_running
 
 PROMPT = re.compile(r"netbox\S*>")
@@ -67,13 +69,13 @@ DEVICES_OFFLINE = ToolCall(
 
 
 def test_chat_quit_ls_resume_and_the_model_remembers(
-    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+    store: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
     ollama.script(
         [DEVICES_OFFLINE],
         [Text("One device is **offline** at DM-Akron: `dmi01-akron-sw02`.", chunk_delay=0.02)],
     )
-    child = spawn(chat_env)
+    child = spawn(store_env)
     child.sendline("which devices at DM-Akron are offline?")
     child.expect(r"netbox_get_objects\S{0,20}\(object_type=\"dcim.device\"")  # the tool line
     child.expect("dmi01-akron-sw02")  # the streamed answer
@@ -87,10 +89,10 @@ def test_chat_quit_ls_resume_and_the_model_remembers(
     child.expect(PROMPT)
     leave(child)
 
-    session_id = only_session(sessions_dir)
+    session_id = store.only_session()
     listing = subprocess.run(
         [sys.executable, "-m", "netbox_chat", "ls"],
-        env=chat_env,
+        env=store_env,
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -99,7 +101,7 @@ def test_chat_quit_ls_resume_and_the_model_remembers(
     assert session_id in listing and "which devices at DM-Akron are offline?" in listing
 
     ollama.script([Text("Columbus has no offline devices.")])
-    child = spawn(chat_env, "resume", session_id[:4])
+    child = spawn(store_env, "resume", session_id[:4])
     recap = plain(child.before or "")
     assert "1 turn(s), 4 message(s)" in recap and "dmi01-akron-sw02" in recap
     child.sendline("and at Columbus?")
@@ -138,14 +140,14 @@ MOMENTS = {
 @pytest.mark.parametrize("moment", MOMENTS)
 def test_ctrl_c_cancels_and_rolls_back_at_any_moment(
     moment: str,
-    chat_env: dict[str, str],
+    store: StoreUnderTest,
+    store_env: dict[str, str],
     ollama: ScriptedOllama,
     netbox: NetBoxDouble,
-    sessions_dir: Path,
 ) -> None:
     netbox.delays["dcim/sites"] = 4.0
     ollama.script([Text("Three sites: DM-Akron, DM-Columbus, DM-Dayton.")])
-    child = spawn(chat_env)
+    child = spawn(store_env)
     child.sendline("list the sites")
     child.expect("DM-Dayton")
     child.expect(PROMPT)
@@ -165,8 +167,8 @@ def test_ctrl_c_cancels_and_rolls_back_at_any_moment(
     child.expect(PROMPT)
     leave(child)
 
-    session_id = only_session(sessions_dir)
-    state = inspect(sessions_dir, session_id)
+    session_id = store.only_session()
+    state = inspect(store.value, session_id)
     inspect_messages = [(m["type"], m["content"]) for m in state["messages"]]
     before = [("human", "list the sites"), ("ai", "Three sites: DM-Akron, DM-Columbus, DM-Dayton.")]
     assert inspect_messages == before  # I1
@@ -178,16 +180,14 @@ def test_ctrl_c_cancels_and_rolls_back_at_any_moment(
     if moment == "mid-stream":
         ollama.wait_for_disconnects(1, timeout=2.0)
     if moment == "while the model thinks":  # the ledger keeps what it thought, and how long
-        with sqlite3.connect(sessions_dir / f"{session_id}.sqlite") as conn:
-            thought, seconds = conn.execute(
-                "SELECT thinking, thinking_seconds FROM turns WHERE number = 2"
-            ).fetchone()
-        assert thought.startswith("hmm, which") and seconds > 0
+        cancelled = store.turns(session_id)[1]
+        assert cancelled["thinking"].startswith("hmm, which")
+        assert cancelled["thinking_seconds"] > 0
 
     time.sleep(1.0)
-    assert inspect(sessions_dir, session_id)["messages"] == state["messages"]  # I3
+    assert inspect(store.value, session_id)["messages"] == state["messages"]  # I3
     ollama.script([Text("Sure.")])
-    child = spawn(chat_env, "resume", session_id)
+    child = spawn(store_env, "resume", session_id)
     child.sendline("next question")
     child.expect("Sure.")
     child.expect(PROMPT)
@@ -214,19 +214,19 @@ def test_pasting_several_lines_sends_them_as_one_question(
 
 
 def test_resume_rolls_back_a_crashed_turn_before_the_prompt(
-    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+    store: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
-    session_id = first_session(chat_env, ollama, sessions_dir)
+    session_id = first_session(store_env, ollama)
     ollama.script([Delay(30.0), Text("never sent")])
-    crashed = ask(chat_env, "the question that crashed", "--session", session_id)
-    wait_for_running(sessions_dir / f"{session_id}.sqlite", 2)
+    crashed = ask(store_env, "the question that crashed", "--session", session_id)
+    wait_for_running(store, session_id, 2)
     ollama.wait_for_requests(2)
     crashed.kill()
     crashed.wait(timeout=10)
 
     # Recovery needs the agent before the prompt; the recap comes after it.
     ollama.script([Text("Still three sites.")])
-    child = spawn(chat_env, "resume", session_id)
+    child = spawn(store_env, "resume", session_id)
     shown = plain(child.before or "")
     assert "turn 2 was interrupted and rolled back" in shown
     assert "1 turn(s), 2 message(s)" in shown and "Three sites." in shown
@@ -237,18 +237,19 @@ def test_resume_rolls_back_a_crashed_turn_before_the_prompt(
     leave(child)
     sent = json.dumps(ollama.requests[-1]["messages"])
     assert "how many sites?" in sent and "the question that crashed" not in sent
+    store.assert_ledger_agrees(session_id)
 
 
 def test_resume_at_goes_back_before_the_prompt_and_the_recap_says_so(
-    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+    store: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
-    session_id = first_session(chat_env, ollama, sessions_dir)
+    session_id = first_session(store_env, ollama)
     ollama.script([Text("Two devices.")])
-    later = ask(chat_env, "how many devices?", "--session", session_id)
+    later = ask(store_env, "how many devices?", "--session", session_id)
     assert later.wait(timeout=60) == 0
 
     ollama.script([Text("Back at the sites.")])
-    child = spawn(chat_env, "resume", session_id, "--at", "1")
+    child = spawn(store_env, "resume", session_id, "--at", "1")
     shown = plain(child.before or "")
     assert "1 turn(s), 2 message(s)" in shown
     assert "last question (1): how many sites?" in shown and "Three sites." in shown
@@ -259,6 +260,7 @@ def test_resume_at_goes_back_before_the_prompt_and_the_recap_says_so(
     leave(child)
     sent = json.dumps(ollama.requests[-1]["messages"])
     assert "how many sites?" in sent and "how many devices?" not in sent
+    store.assert_ledger_agrees(session_id)
 
 
 DIM = r"\x1b\[2;3m"  # rich's dim italic, the thinking's style
@@ -350,9 +352,9 @@ def test_think_tags_in_the_content_are_shown_as_thinking_never_as_the_answer(
 
 
 def test_resume_no_think_asks_the_model_not_to_think(
-    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+    chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
-    session_id = first_session(chat_env, ollama, sessions_dir)
+    session_id = first_session(chat_env, ollama)
     assert ollama.requests[0]["think"] is True  # qwen3:8b's own default: it thinks
     ollama.script([Thinking("not wanted"), Text("Still three sites.")])
     child = spawn(chat_env, "resume", session_id, "--no-think")

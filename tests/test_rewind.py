@@ -1,9 +1,10 @@
 """Rewind: linear, never a fork, failing closed.
 
-Real parts throughout: session files made by SessionFile.create, the real
-deepagents graph (or the minimal delta-mode graph from tests/graphs.py), the
-real ChatOllama talking HTTP to the scripted server, and a fresh process that
-reopens the file the way the next `resume` would.
+Real parts throughout: sessions in either store (a session file, or the
+PostgreSQL database; the one `store` fixture), the real deepagents graph (or
+the minimal delta-mode graph from tests/graphs.py), the real ChatOllama
+talking HTTP to the scripted server, and a fresh process that reopens the
+session the way the next `resume` would.
 """
 
 from __future__ import annotations
@@ -27,14 +28,13 @@ from langgraph.types import Command
 
 from netbox_chat import history
 from netbox_chat.agent import build_agent, build_model, find_end_node
-from netbox_chat.checkpointer import BridgedSqliteSaver
-from netbox_chat.config import resolve_settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionFile, SessionStore
+from netbox_chat.runtime import open_saver
+from netbox_chat.stores import OpenSession
 from netbox_chat.turns import Conversation, TurnEvent, TurnOutcome
 from tests.graphs import build_graph
-from tests.inspect_session import assert_ledger_agrees, ledger_problems
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.stores import StoreUnderTest
 
 ROOT = Path(__file__).parent.parent
 
@@ -77,60 +77,62 @@ class Chat:
     conversation: Conversation
     model: ChatOllama
     kind: str
+    store: StoreUnderTest
 
     @property
-    def session(self) -> SessionFile:
+    def session(self) -> OpenSession:
         return self.conversation.session
 
     def close(self) -> None:
-        self.conversation.saver.conn.close()
-        self.conversation.session.close()
+        self.conversation.session.close()  # its connection is the saver's
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything a history edit could write, read from a fresh connection."""
+        return self.store.snapshot(self.session.id)
 
 
-def open_chat(session: SessionFile, kind: str, ollama_url: str) -> Chat:
+def open_chat(session: OpenSession, kind: str, ollama_url: str, store: StoreUnderTest) -> Chat:
     """A Conversation on `session` built the way build_runtime builds one, with
     test tools; kind is "deepagents", "delta" (minimal DeltaChannel graph) or
     "plain" (minimal add_messages graph)."""
-    settings = resolve_settings(sessions_dir=session.store.root, ollama_url=ollama_url, env={})
-    saver = BridgedSqliteSaver(session.db)
+    settings = store.settings(ollama_url=ollama_url)
+    saver = open_saver(session)
     model = build_model(settings)
     if kind == "deepagents":
         graph = build_agent(settings, DEEPAGENTS_TOOLS, saver, model=model)
     else:
         graph = build_graph(model, MINIMAL_TOOLS, saver, delta=kind == "delta")
-    return Chat(Conversation(session, graph, saver, find_end_node(graph)), model, kind)
+    return Chat(Conversation(session, graph, saver, find_end_node(graph)), model, kind, store)
 
 
 @contextlib.asynccontextmanager
 async def new_chat(
-    kind: str, ollama: ScriptedOllama, sessions_dir: Path, *, check_ledger: bool = True
+    kind: str, ollama: ScriptedOllama, store: StoreUnderTest, *, check_ledger: bool = True
 ) -> AsyncIterator[Chat]:
     """A chat on a new session; when it closes, its ledger must agree with its
     checkpoints (unless the test damaged the ledger on purpose)."""
-    session = SessionFile.create(SessionStore(sessions_dir), model="qwen3:8b")
-    chat = open_chat(session, kind, ollama.url)
+    session = store.create()
+    chat = open_chat(session, kind, ollama.url, store)
     try:
         yield chat
     finally:
-        with contextlib.suppress(sqlite3.Error):
-            chat.close()
+        chat.close()
     if check_ledger:
-        assert_ledger_agrees(session.path)
+        store.assert_ledger_agrees(session.id)
 
 
 def reopen(chat: Chat, ollama: ScriptedOllama) -> Chat:
     chat.close()
-    session = SessionFile.open(chat.session.store, chat.session.id)
-    return open_chat(session, chat.kind, ollama.url)
+    return open_chat(chat.store.open(chat.session.id), chat.kind, ollama.url, chat.store)
 
 
 _FRESH_PROCESS = r"""
 import asyncio, json, sys
 from pathlib import Path
 from netbox_chat.agent import build_agent, build_model, find_end_node
-from netbox_chat.checkpointer import BridgedSqliteSaver
 from netbox_chat.config import resolve_settings
-from netbox_chat.sessions import SessionFile, SessionStore
+from netbox_chat.runtime import open_saver
+from netbox_chat.stores import open_store
 from netbox_chat.turns import Conversation
 from tests.graphs import build_graph
 from tests.ollama_server import ScriptedOllama, Text
@@ -149,10 +151,11 @@ def dump(conv):
         "next": list(conv.graph.get_state(conv.pinned(head)).next) if head else [],
     }
 
-async def main(root, session_id, kind, question, answer):
-    with ScriptedOllama() as ollama, SessionFile.open(SessionStore(Path(root)), session_id) as session:
-        settings = resolve_settings(sessions_dir=Path(root), ollama_url=ollama.url, env={})
-        saver = BridgedSqliteSaver(session.db)
+async def main(store, session_id, kind, question, answer):
+    with ScriptedOllama() as ollama:
+        settings = resolve_settings(store=store, ollama_url=ollama.url, env={})
+        session = open_store(settings).open(session_id)
+        saver = open_saver(session)
         model = build_model(settings)
         if kind == "deepagents":
             graph = build_agent(settings, [], saver, model=model)
@@ -170,7 +173,7 @@ async def main(root, session_id, kind, question, answer):
             out["status"] = outcome.status
             out["request"] = ollama.requests[-1]["messages"]
             out["state_after"] = dump(conv)
-        saver.conn.close()
+        session.close()
     print(json.dumps(out))
 
 asyncio.run(main(*sys.argv[1:6]))
@@ -186,7 +189,7 @@ def fresh_process(chat: Chat, question: str = "", answer: str = "") -> dict[str,
             sys.executable,
             "-c",
             _FRESH_PROCESS,
-            str(chat.session.store.root),
+            chat.store.value,
             chat.session.id,
             chat.kind,
             question,
@@ -198,32 +201,13 @@ def fresh_process(chat: Chat, question: str = "", answer: str = "") -> dict[str,
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    assert_ledger_agrees(chat.session.path)
+    chat.store.assert_ledger_agrees(chat.session.id)
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 
 
 def contents(messages: list[Any]) -> list[str]:
     return [m["content"] if isinstance(m, dict) else m.content for m in messages]
-
-
-def file_snapshot(path: Path) -> dict[str, Any]:
-    """Everything a history edit could write, read from the file itself (an
-    empty LangGraph table and a missing one count the same)."""
-    with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
-
-        def rows(table: str, order: str) -> list[Any]:
-            if table not in tables:
-                return []
-            return db.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
-
-        return {
-            "checkpoints": rows("checkpoints", "checkpoint_id"),
-            "writes": rows("writes", "checkpoint_id, task_id, idx"),
-            "turns": rows("turns", "number"),
-            "edits": rows("history_edits", "id"),
-        }
 
 
 async def turn(chat: Chat, ollama: ScriptedOllama, question: str, *replies: Any) -> TurnOutcome:
@@ -251,9 +235,9 @@ async def cancel_when(chat: Chat, question: str, ready: Callable[[TurnEvent], bo
 
 @pytest.mark.parametrize("kind", ["deepagents", "delta", "plain"])
 async def test_the_abandoned_answer_never_reappears(
-    kind: str, ollama: ScriptedOllama, sessions_dir: Path
+    kind: str, ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
-    async with new_chat(kind, ollama, sessions_dir) as chat:
+    async with new_chat(kind, ollama, store) as chat:
         await turn(
             chat,
             ollama,
@@ -289,9 +273,9 @@ async def test_the_abandoned_answer_never_reappears(
 
 
 async def test_rewind_restores_every_channel_not_only_messages(
-    ollama: ScriptedOllama, sessions_dir: Path
+    ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+    async with new_chat("deepagents", ollama, store) as chat:
         await turn(chat, ollama, "first", [Text("first answer")])
         await turn(
             chat,
@@ -314,9 +298,9 @@ async def test_rewind_restores_every_channel_not_only_messages(
 
 
 async def test_cancelling_the_next_turn_restores_the_rewound_state(
-    ollama: ScriptedOllama, sessions_dir: Path
+    ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+    async with new_chat("deepagents", ollama, store) as chat:
         await turn(chat, ollama, "first", [Text("first answer")])
         rewound_ids = [m.id for m in chat.conversation.messages()]
         await turn(
@@ -349,9 +333,9 @@ async def test_cancelling_the_next_turn_restores_the_rewound_state(
 
 
 async def test_default_rewind_drops_the_last_finished_turn_then_goes_to_the_start(
-    ollama: ScriptedOllama, sessions_dir: Path
+    ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
-    async with new_chat("delta", ollama, sessions_dir) as chat:
+    async with new_chat("delta", ollama, store) as chat:
         await turn(chat, ollama, "one", [Text("answer one")])
         await turn(chat, ollama, "two", [Text("answer two")])
         ollama.script([Text("never finished", chunk_delay=0.5)])
@@ -377,10 +361,10 @@ async def test_default_rewind_drops_the_last_finished_turn_then_goes_to_the_star
 
 
 async def test_rewind_cleans_a_head_a_crash_left_half_done(
-    ollama: ScriptedOllama, sessions_dir: Path
+    ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
     """The DirtyHead error tells the user to /rewind; that must work."""
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+    async with new_chat("deepagents", ollama, store) as chat:
         await turn(chat, ollama, "first", [Text("first answer")])
         expected = [m.id for m in chat.conversation.messages()]
         # A run outside run_turn stopped mid-tool, as a crash leaves it.
@@ -419,73 +403,84 @@ async def test_rewind_cleans_a_head_a_crash_left_half_done(
     ],
 )
 async def test_a_rewind_that_cannot_happen_writes_nothing(
-    target: int, message: str, ollama: ScriptedOllama, sessions_dir: Path
+    target: int, message: str, ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+    async with new_chat("deepagents", ollama, store) as chat:
         await turn(chat, ollama, "one", [Text("answer one")])
         await turn(chat, ollama, "two", [Text("answer two")])
         ollama.script([ToolCall("slow_lookup", {"query": "x"})])
         await cancel_when(chat, "three", lambda e: type(e).__name__ == "ToolStarted")
         head = chat.conversation.head_checkpoint_id()
-        before = file_snapshot(chat.session.path)
+        before = chat.snapshot()
 
         with pytest.raises(UserFacingError) as caught:
             history.rewind(chat.conversation, target)
 
         assert str(caught.value).startswith(message)
         assert "\n" not in str(caught.value)
-        assert file_snapshot(chat.session.path) == before
+        assert chat.snapshot() == before
         assert chat.conversation.head_checkpoint_id() == head
 
 
 async def test_a_rewind_with_nothing_to_rewind_writes_nothing(
-    ollama: ScriptedOllama, sessions_dir: Path
+    ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
-        before = file_snapshot(chat.session.path)
+    async with new_chat("deepagents", ollama, store) as chat:
+        before = chat.snapshot()
         with pytest.raises(history.NothingToRewind, match="nothing to rewind: this session has no"):
             history.rewind(chat.conversation, None)
         with pytest.raises(
             history.NothingToRewind, match=r"nothing to rewind: .* already at the start"
         ):
             history.rewind(chat.conversation, 0)
-        assert file_snapshot(chat.session.path) == before
+        assert chat.snapshot() == before
 
 
 async def test_a_turn_whose_state_cannot_be_materialized_is_refused(
-    ollama: ScriptedOllama, sessions_dir: Path
+    ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
-    async with new_chat("deepagents", ollama, sessions_dir, check_ledger=False) as chat:
+    async with new_chat("deepagents", ollama, store, check_ledger=False) as chat:
         await turn(chat, ollama, "one", [Text("answer one")])
         await turn(chat, ollama, "two", [Text("answer two")])
-        # A damaged ledger: turn 1 points at a checkpoint this file does not hold.
-        with chat.session.db:
+        # A damaged ledger: turn 1 points at a checkpoint the store does not hold.
+        # (A database keeps every session's turns in one table.)
+        of_session = "" if store.kind == "folder" else f" AND session_id = '{chat.session.id}'"
+        with chat.session.db.atomic():
             chat.session.db.execute(
                 "UPDATE turns SET end_checkpoint_id = '1f000000-0000-6000-8000-000000000000' "
-                "WHERE number = 1"
+                f"WHERE number = 1{of_session}"
             )
-        before = file_snapshot(chat.session.path)
+        before = chat.snapshot()
         with pytest.raises(
             UserFacingError, match=r"cannot rewind to turn 1: its checkpoint .* not"
         ):
             history.rewind(chat.conversation, 1)
-        assert file_snapshot(chat.session.path) == before
-        assert ledger_problems(chat.session.path) == [
+        assert chat.snapshot() == before
+        assert store.ledger_problems(chat.session.id) == [
             "done turn 1 ended on 1f000000-0000-6000-8000-000000000000, which is not stored"
         ]
 
 
+def store_failure(store: StoreUnderTest) -> Exception:
+    """What each store's driver raises when the disk fails under it."""
+    if store.kind == "folder":
+        return sqlite3.OperationalError("disk I/O error")
+    import psycopg
+
+    return psycopg.errors.DiskFull('could not extend file "base/16384/2619": disk I/O error')
+
+
 async def test_a_failed_write_leaves_nothing_behind(
-    ollama: ScriptedOllama, sessions_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ollama: ScriptedOllama, store: StoreUnderTest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """update_state saves its writes on the head, then the new checkpoint; a
     failure in between must not leave those writes pending on the head."""
-    async with new_chat("deepagents", ollama, sessions_dir) as chat:
+    async with new_chat("deepagents", ollama, store) as chat:
         await turn(chat, ollama, "one", [Text("answer one")])
         await turn(chat, ollama, "two", [Text("answer two")])
         saver = chat.conversation.saver
         head = chat.conversation.head_checkpoint_id()
-        before = file_snapshot(chat.session.path)
+        before = chat.snapshot()
         put_writes_calls = 0
         real_put_writes = saver.put_writes
 
@@ -495,7 +490,7 @@ async def test_a_failed_write_leaves_nothing_behind(
             real_put_writes(*args, **kwargs)
 
         def failing_put(*args: Any, **kwargs: Any) -> Any:
-            raise sqlite3.OperationalError("disk I/O error")
+            raise store_failure(store)
 
         monkeypatch.setattr(saver, "put_writes", counting_put_writes)
         monkeypatch.setattr(saver, "put", failing_put)
@@ -504,7 +499,7 @@ async def test_a_failed_write_leaves_nothing_behind(
         monkeypatch.undo()
 
         assert put_writes_calls == 1  # the first half really was written, then undone
-        assert file_snapshot(chat.session.path) == before
+        assert chat.snapshot() == before
         assert chat.conversation.head_checkpoint_id() == head
         assert chat.conversation.head_problems() == []
         # and the session still works

@@ -110,7 +110,7 @@ def human_questions(request: dict[str, Any]) -> list[str]:
 
 def ledger(path: Path) -> list[tuple[int, str, str]]:
     """The ledger's rows, once the ledger is checked to agree with the checkpoints."""
-    assert_ledger_agrees(path)
+    assert_ledger_agrees(path.parent, path.stem)
     conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     try:
         return conn.execute("SELECT number, question, status FROM turns ORDER BY number").fetchall()

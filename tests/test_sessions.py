@@ -1,5 +1,8 @@
-"""Session files without LangChain: ids, resolving, listing read-only, the
-lock, forgetting, schema checks. Real SQLite files in a temp folder."""
+"""Sessions without LangChain: ids, resolving, the lock (on both stores,
+through the `store` fixture), and what only session files have: listing
+without a trace on disk, file modes, companions, schema checks and
+migrations of a file. Real SQLite files in a temp folder, and the test
+PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ from netbox_chat.sessions import (
     UnreadableSession,
     normalize_session_id,
 )
+from netbox_chat.stores import Store
+from tests.stores import StoreUnderTest
 
 
 def folder_fingerprint(folder: Path) -> dict[str, str]:
@@ -35,8 +40,8 @@ def folder_fingerprint(folder: Path) -> dict[str, str]:
     }
 
 
-def make_session(store: SessionStore, question: str = "which sites?") -> str:
-    with SessionFile.create(store, model="qwen3:8b") as session:
+def make_session(store: Store, question: str = "which sites?") -> str:
+    with store.create(model="qwen3:8b") as session:
         number = session.begin_turn(question, base_checkpoint_id=None, base_message_count=0)
         session.finish_turn(number, "done", answer="three", message_count=2)
         return session.id
@@ -53,31 +58,33 @@ def test_hostile_ids_are_rejected_before_any_path_is_built(bad: str) -> None:
     assert "\n" not in str(info.value)
 
 
-def test_ids_are_short_typeable_and_prefixes_resolve(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path)
-    first = make_session(store)
+def test_ids_are_short_typeable_and_prefixes_resolve(store: StoreUnderTest) -> None:
+    sessions = store.store()
+    first = make_session(sessions)
     assert len(first) == 8 and first == normalize_session_id(first.upper())
-    assert store.resolve(first[:3]) == first
+    assert sessions.resolve(first[:3]) == first
     with pytest.raises(NoSuchSession):
-        store.resolve("zzzzzzzz" if not first.startswith("z") else "yyyyyyyy")
+        sessions.resolve("zzzzzzzz" if not first.startswith("z") else "yyyyyyyy")
 
 
-def test_ambiguous_prefix_lists_candidates(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path)
+def test_ambiguous_prefix_lists_candidates(store: StoreUnderTest) -> None:
+    sessions = store.store()
     ids = set()
     while True:  # ids are random: make two that share a first character
-        ids.add(make_session(store))
+        ids.add(make_session(sessions))
         firsts = [i[0] for i in ids]
         shared = {c for c in firsts if firsts.count(c) > 1}
         if shared:
             break
     prefix = shared.pop()
     with pytest.raises(AmbiguousSession) as info:
-        store.resolve(prefix)
+        sessions.resolve(prefix)
     assert set(info.value.candidates) == {i for i in ids if i.startswith(prefix)}
 
 
 def test_listing_never_writes_anything(tmp_path: Path) -> None:
+    """Session files only: what SQLite would leave on disk (a database store
+    lists on a read-only connection, `PgSessionStore.reading`)."""
     store = SessionStore(tmp_path)
     sid = make_session(store, "which devices at DM-Akron are offline?")
     (tmp_path / "zzzzzzzz.sqlite").write_bytes(b"not a database at all")
@@ -91,51 +98,60 @@ def test_listing_never_writes_anything(tmp_path: Path) -> None:
 
 
 def test_files_are_private_to_their_owner(tmp_path: Path) -> None:
+    """Session files only: a database's rows are guarded by its logins."""
     store = SessionStore(tmp_path / "sessions")
     sid = make_session(store)
     assert stat.S_IMODE((tmp_path / "sessions").stat().st_mode) == 0o700
     assert stat.S_IMODE(store.path_for(sid).stat().st_mode) == 0o600
 
 
-def test_one_writer_per_session(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path)
-    sid = make_session(store)
-    with SessionFile.open(store, sid):
+def test_one_writer_per_session(store: StoreUnderTest) -> None:
+    sessions = store.store()
+    sid = make_session(sessions)
+    with store.open(sid):
         with pytest.raises(SessionBusy) as info:
-            SessionFile.open(store, sid)
+            store.open(sid)
         assert info.value.exit_status == ExitStatus.SESSION_BUSY
         assert f"pid {os.getpid()}" in str(info.value)
-        assert store.summarize(sid).is_open
+        assert sessions.summarize(sid).is_open
         with pytest.raises(SessionBusy):
-            store.forget(sid)
-    assert not store.summarize(sid).is_open
-    with SessionFile.open(store, sid):
+            sessions.forget(sid)
+    assert not sessions.summarize(sid).is_open
+    with store.open(sid):
         pass
 
 
-def test_a_lock_left_by_a_dead_process_blocks_nobody(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path)
-    sid = make_session(store)
+_HOLD = """
+import sys, time
+from netbox_chat.config import resolve_settings
+from netbox_chat.stores import open_store
+session = open_store(resolve_settings(store=sys.argv[1], env={})).open(sys.argv[2])
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_lock_left_by_a_dead_process_blocks_nobody(store: StoreUnderTest) -> None:
+    """The lock goes with the process: a file's flock with its descriptor, the
+    database's advisory lock with its connection, which the server drops."""
+    sid = make_session(store.store())
     holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import fcntl,os,sys,time;"
-            f"fd=os.open({str(store.path_for(sid))!r},os.O_RDONLY);"
-            "fcntl.flock(fd,fcntl.LOCK_EX);print('held',flush=True);time.sleep(60)",
-        ],
+        [sys.executable, "-c", _HOLD, store.value, sid],
         stdout=subprocess.PIPE,
+        cwd=Path(__file__).parent.parent,
     )
     assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
-    with pytest.raises(SessionBusy):
-        SessionFile.open(store, sid)
+    with pytest.raises(SessionBusy, match=f"pid {holder.pid}"):
+        store.open(sid)
     holder.kill()
     holder.wait()
-    with SessionFile.open(store, sid):
+    with store.open(sid):
         pass
 
 
 def test_forget_removes_the_file_and_its_companions(tmp_path: Path) -> None:
+    """Session files only: SQLite's -wal/-shm companions. Forgetting on both
+    stores is tests/test_stores.py's forget test."""
     store = SessionStore(tmp_path)
     sid = make_session(store)
     keep = make_session(store)

@@ -20,10 +20,12 @@ from langgraph.types import Command
 from netbox_chat.agent import build_agent, find_end_node
 from netbox_chat.checkpointer import BRIDGED_METHODS, BridgedSqliteSaver, WritesStillRunning
 from netbox_chat.config import resolve_settings
+from netbox_chat.runtime import open_saver
 from netbox_chat.sessions import SessionFile, SessionStore, connect
 from netbox_chat.turns import Conversation, ToolFinished, TurnEvent
-from tests.inspect_session import assert_ledger_agrees, read_from_fresh_process
+from tests.inspect_session import read_from_fresh_process
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.stores import StoreUnderTest
 
 SLOW_SECONDS = 1.5
 
@@ -57,27 +59,27 @@ TOOLS = [fast_lookup, slow_lookup, blocking_lookup]
 
 
 @pytest.fixture
-async def conversation(ollama: ScriptedOllama, sessions_dir: Path) -> AsyncIterator[Conversation]:
-    settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
-    session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
-    saver = BridgedSqliteSaver(session.db)
+async def conversation(
+    ollama: ScriptedOllama, store: StoreUnderTest
+) -> AsyncIterator[Conversation]:
+    settings = store.settings(ollama_url=ollama.url)
+    session = store.create(model=settings.model)
+    saver = open_saver(session)
     graph = build_agent(settings, TOOLS, saver)
     yield Conversation(session, graph, saver, find_end_node(graph))
-    saver.conn.close()
     session.close()
-    assert_ledger_agrees(session.path)
+    store.assert_ledger_agrees(session.id)
 
 
-def inspect(conversation: Conversation) -> dict[str, Any]:
+def inspect(conversation: Conversation, store: StoreUnderTest) -> dict[str, Any]:
     """The session's committed state as a fresh process reads it."""
-    conversation.saver.conn.close()
     conversation.session.close()
-    return read_from_fresh_process(conversation.session.store.root, conversation.session.id)
+    return read_from_fresh_process(store.value, conversation.session.id)
 
 
-def reopen(conversation: Conversation) -> Conversation:
-    session = SessionFile.open(conversation.session.store, conversation.session.id)
-    saver = BridgedSqliteSaver(session.db)
+def reopen(conversation: Conversation, store: StoreUnderTest) -> Conversation:
+    session = store.open(conversation.session.id)
+    saver = open_saver(session)
     return Conversation(
         session,
         conversation.graph.copy(update={"checkpointer": saver}),
@@ -102,7 +104,7 @@ async def cancel_when(
 
 
 async def test_cancel_between_parallel_tools_restores_everything(
-    conversation: Conversation, ollama: ScriptedOllama
+    conversation: Conversation, ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
     ollama.script([Text("Akron has three devices.")])
     first = await conversation.run_turn("how many devices at Akron?")
@@ -118,7 +120,7 @@ async def test_cancel_between_parallel_tools_restores_everything(
     assert outcome.status == "cancelled"
     assert outcome.rollback is not None and outcome.rollback.verified
 
-    state = inspect(conversation)
+    state = inspect(conversation, store)
     assert [m["id"] for m in state["messages"]] == before  # I1
     assert state["next"] == [] and state["pending_writes"] == 0  # I2
     assert state["files"] == []  # I5: the note written by the cancelled turn is gone
@@ -128,9 +130,9 @@ async def test_cancel_between_parallel_tools_restores_everything(
     assert cancelled["rolled_back"] >= 2
 
     time.sleep(SLOW_SECONDS + 0.5)
-    assert inspect(conversation)["messages"] == state["messages"]  # I3
+    assert inspect(conversation, store)["messages"] == state["messages"]  # I3
 
-    resumed = reopen(conversation)
+    resumed = reopen(conversation, store)
     ollama.script([Text("Columbus has one.")])
     third = await resumed.run_turn("and Columbus?")
     assert third.status == "done"
@@ -138,35 +140,20 @@ async def test_cancel_between_parallel_tools_restores_everything(
     assert "how many devices at Akron?" in sent and "Akron has three devices." in sent
     assert "and Columbus?" in sent
     assert "cancelled question" not in sent and "fast result" not in sent
-    resumed.saver.conn.close()
     resumed.session.close()
 
 
-def thread_rows(conversation: Conversation) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row LangGraph keeps for the thread, as stored."""
-    conn = conversation.saver.conn
-    return {
-        "checkpoints": conn.execute(
-            "SELECT checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM checkpoints "
-            "ORDER BY checkpoint_id"
-        ).fetchall(),
-        "writes": conn.execute(
-            "SELECT checkpoint_id, task_id, idx, channel, value FROM writes ORDER BY 1, 2, 3"
-        ).fetchall(),
-    }
-
-
 async def test_a_cancelled_turn_leaves_the_thread_row_for_row_as_it_was(
-    conversation: Conversation, ollama: ScriptedOllama
+    conversation: Conversation, ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
     """A rollback writes nothing: no restore checkpoint, no fork, no growth;
     the turn's checkpoint, its tool result and its note in `files` are gone."""
     ollama.script([Text("first answer")])
     await conversation.run_turn("first question")
-    first = thread_rows(conversation)
+    first = store.thread_rows(conversation.session.id)
     ollama.script([ToolCall("fast_lookup", {"query": "z"})], [Text("second answer")])
     await conversation.run_turn("second question")
-    before = thread_rows(conversation)
+    before = store.thread_rows(conversation.session.id)
     # a finished turn is stored once, at its end: one checkpoint, whatever its steps
     assert len(before["checkpoints"]) == len(first["checkpoints"]) + 1
 
@@ -179,32 +166,23 @@ async def test_a_cancelled_turn_leaves_the_thread_row_for_row_as_it_was(
     assert outcome.rollback is not None and outcome.rollback.verified
     # the question, the model's tool calls and the fast tool's result
     assert outcome.rollback.removed_messages == 3
-    assert thread_rows(conversation) == before
+    assert store.thread_rows(conversation.session.id) == before
 
 
 async def test_each_turn_adds_about_the_same_bytes_however_long_the_session(
-    conversation: Conversation, ollama: ScriptedOllama
+    conversation: Conversation, ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
     """The message list is never stored again as a whole (deepagents would
     snapshot it every 50 updates: the file would grow with the square of the
     conversation). Turns 31-40 must cost what turns 1-10 did."""
-
-    def stored_bytes() -> int:
-        conn = conversation.saver.conn
-        (checkpoints,) = conn.execute(
-            "SELECT sum(length(checkpoint) + length(metadata)) FROM checkpoints"
-        ).fetchone()
-        (writes,) = conn.execute("SELECT sum(length(value)) FROM writes").fetchone()
-        return int(checkpoints or 0) + int(writes or 0)
-
-    conversation.saver.setup()
+    conversation.saver.setup()  # a new session file has no tables until the first write
     windows = []
     for _ in range(4):
-        start = stored_bytes()
+        start = store.stored_bytes(conversation.session.id)
         for turn in range(10):
             ollama.script([Text(f"answer number {turn:02d}, always the same length")])
             assert (await conversation.run_turn(f"question {turn:02d}?")).status == "done"
-        windows.append(stored_bytes() - start)
+        windows.append(store.stored_bytes(conversation.session.id) - start)
     assert len(conversation.messages()) == 80
     assert max(windows) <= 1.2 * windows[0], windows
 
@@ -214,7 +192,7 @@ async def test_sessions_written_without_compression_still_read(
 ) -> None:
     """Blobs are stored compressed now; a file from the release before, written
     with SqliteSaver's plain serializer, opens and goes on, and its new rows
-    are compressed."""
+    are compressed. Session files only: no release before wrote a database."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
@@ -244,7 +222,7 @@ async def test_sessions_written_without_compression_still_read(
 
 
 async def test_a_result_that_lands_after_the_rollback_never_appears(
-    conversation: Conversation, ollama: ScriptedOllama
+    conversation: Conversation, ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
     ollama.script([Text("first answer")])
     await conversation.run_turn("first question")
@@ -254,7 +232,7 @@ async def test_a_result_that_lands_after_the_rollback_never_appears(
     )
     assert outcome.rollback is not None and outcome.rollback.verified
     time.sleep(SLOW_SECONDS + 1.0)  # the worker thread finishes after the rollback
-    state = inspect(conversation)
+    state = inspect(conversation, store)
     assert [m["content"] for m in state["messages"]] == ["first question", "first answer"]
     assert state["pending_writes"] == 0 and state["head_problems"] == []
     assert "late result" not in json.dumps(state)
@@ -307,7 +285,8 @@ def test_the_bridge_overrides_every_async_method_the_base_class_has() -> None:
 async def test_drain_counts_calls_made_through_a_copy_of_the_saver(sessions_dir: Path) -> None:
     """With strict msgpack on, LangGraph hands the graph a shallow copy of the
     saver (`with_allowlist`), while the rollback drains the original: both
-    must count the same calls, or a write could commit after the rollback."""
+    must count the same calls, or a write could commit after the rollback.
+    One store is enough: both savers get the count from `SyncSaverBridge`."""
     from tests.test_integrity import stuck_write
 
     sessions_dir.mkdir(parents=True, exist_ok=True)
@@ -331,18 +310,18 @@ async def quick_lookup(query: str) -> str:
 
 @pytest.mark.parametrize("delta", [True, False], ids=["delta-channel", "add_messages"])
 async def test_parallel_tool_cancel_on_a_minimal_graph(
-    delta: bool, ollama: ScriptedOllama, sessions_dir: Path
+    delta: bool, ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
     """The same regression without deepagents: messages as a delta channel and
-    as plain add_messages, read back through a fresh connection to the file."""
+    as plain add_messages, read back through a fresh connection to the store."""
     from langchain_ollama import ChatOllama
 
     from tests.graphs import build_graph
 
-    settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
-    session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
+    settings = store.settings(ollama_url=ollama.url)
+    session = store.create(model=settings.model)
     model = ChatOllama(model=settings.model, base_url=ollama.url)
-    saver = BridgedSqliteSaver(session.db)
+    saver = open_saver(session)
     graph = build_graph(model, [quick_lookup, slow_lookup], saver, delta=delta)
     conversation = Conversation(session, graph, saver, find_end_node(graph))
 
@@ -359,8 +338,8 @@ async def test_parallel_tool_cancel_on_a_minimal_graph(
     session.close()
     time.sleep(SLOW_SECONDS + 0.5)
 
-    session = SessionFile.open(session.store, session.id)
-    fresh_saver = BridgedSqliteSaver(session.db)
+    session = store.open(session.id)
+    fresh_saver = open_saver(session)
     fresh = Conversation(
         session,
         graph.copy(update={"checkpointer": fresh_saver}),
@@ -377,5 +356,5 @@ async def test_parallel_tool_cancel_on_a_minimal_graph(
     sent = json.dumps(ollama.requests[-1]["messages"])
     assert "first answer" in sent and "second question" in sent
     assert "cancelled question" not in sent and "quick result" not in sent
-    fresh_saver.conn.close()
     session.close()
+    store.assert_ledger_agrees(session.id)
