@@ -1,5 +1,5 @@
-"""`python -m netbox_chat` runs the CLI (the tests spawn it this way)."""
+"""`python -m netbox_chat` is the installed `netbox-chat` (the tests spawn it this way)."""
 
-from netbox_chat.cli import main
+from netbox_chat.completion import main
 
 main()

@@ -23,11 +23,9 @@ import pytest
 
 from tests.inspect_session import read_from_fresh_process as inspect
 from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.ollama_server import ScriptedOllama, Text
 from tests.stores import StoreUnderTest
-
-ROOT = Path(__file__).parent.parent
-SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
+from tests.test_crash import ROOT, SITES, ask
 
 
 def cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -38,17 +36,6 @@ def cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.Comp
         capture_output=True,
         text=True,
         timeout=timeout,
-    )
-
-
-def start_ask(env: dict[str, str], question: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "ask", question, *args],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
     )
 
 
@@ -77,7 +64,7 @@ def hold_in_a_tool(
     netbox.delays["dcim/sites"] = seconds
     ollama.script([SITES])
     seen = len(netbox.requests)
-    proc = start_ask(env, "list the sites slowly", "--session", session_id)
+    proc = ask(env, "list the sites slowly", "--session", session_id)
     wait_until(
         lambda: any("dcim/sites" in r for r in netbox.requests[seen:]),
         "the tool never called NetBox",
