@@ -151,7 +151,7 @@ def open_conversation(session: Any, settings: Any, tools: Sequence[Any], saver: 
     from netbox_chat.turns import Conversation
 
     if saver is None:
-        saver = BridgedSqliteSaver(session.db)
+        saver = BridgedSqliteSaver(session.db, session.id)
     graph = build_agent(settings, tools, saver)
     return Conversation(session, graph, saver, find_end_node(graph))
 

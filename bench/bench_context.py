@@ -158,7 +158,7 @@ def build(mode: str, session: Any, settings: Any) -> tuple[Any, Any]:
     from netbox_chat.sessions import connect
     from netbox_chat.turns import Conversation
 
-    saver = BridgedSqliteSaver(connect(session.path))
+    saver = BridgedSqliteSaver(connect(session.path), session.id)
     model = ChatOllama(
         model=settings.model,
         base_url=settings.ollama_url,

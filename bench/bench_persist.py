@@ -78,7 +78,7 @@ async def run(turns: int) -> dict[str, list[float]]:
         }
         raw_session = SessionFile.create(store, model=settings.model)
         sessions.append(raw_session)
-        raw_file_saver = BridgedSqliteSaver(raw_session.db)
+        raw_file_saver = BridgedSqliteSaver(raw_session.db, raw_session.id)
         raws = {
             "raw graph, file saver": build_agent(settings, C.bench_tools(), raw_file_saver),
             "raw graph, memory saver": build_agent(settings, C.bench_tools(), MemorySaver()),
@@ -134,9 +134,9 @@ def uncached_saver(session: Any) -> Any:
     from netbox_chat.checkpointer import BridgedSqliteSaver
 
     try:
-        return BridgedSqliteSaver(session.db, history_cache=False)
+        return BridgedSqliteSaver(session.db, session.id, history_cache=False)
     except TypeError:
-        return BridgedSqliteSaver(session.db)
+        return BridgedSqliteSaver(session.db, session.id)
 
 
 async def overhead(turns: int) -> dict[str, list[float]]:

@@ -53,12 +53,12 @@ from langgraph.checkpoint.base import (
     PendingWrite,
 )
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from netbox_chat.database import Connection
 from netbox_chat.errors import UserFacingError
+from netbox_chat.serde import StoredValues
 from netbox_chat.sessions import StoreError
 
 T = TypeVar("T")
@@ -96,9 +96,11 @@ class ZlibBlobs:
         raise ValueError(f"unknown blob encoding {ciphername!r}")
 
 
-def blob_serializer() -> EncryptedSerializer:
-    """The serializer every store writes its blobs with (zlib, marked in the type)."""
-    return EncryptedSerializer(ZlibBlobs(), JsonPlusSerializer())
+def blob_serializer(session_id: str) -> EncryptedSerializer:
+    """The serializer every store writes its blobs with (zlib, marked in the
+    type) and reads them back with: only the types `serde.ALLOWED` names, a
+    refusal naming `session_id` for anything else."""
+    return EncryptedSerializer(ZlibBlobs(), StoredValues(session_id))
 
 
 class InFlightCalls:
@@ -446,8 +448,8 @@ class BridgedSqliteSaver(SyncSaverBridge, SqliteSaver):
 
     conn: Connection
 
-    def __init__(self, conn: Connection, *, history_cache: bool = True) -> None:
-        SqliteSaver.__init__(self, conn, serde=blob_serializer())
+    def __init__(self, conn: Connection, session_id: str, *, history_cache: bool = True) -> None:
+        SqliteSaver.__init__(self, conn, serde=blob_serializer(session_id))
         self._start_bridge(history_cache=history_cache)
         # Now, not on first use: a copy made before (`with_allowlist`) would
         # run its own setup, whose executescript commits, inside an atomic().

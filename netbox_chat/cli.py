@@ -24,8 +24,8 @@ from typer._completion_classes import FishComplete, ZshComplete
 from typer.core import TyperGroup
 
 from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_choice
-from netbox_chat.config import PROFILE_ENV, Settings, resolve_settings
-from netbox_chat.errors import ExitStatus, UserFacingError
+from netbox_chat.config import DATABASE_SCHEMES, PROFILE_ENV, Settings, resolve_settings
+from netbox_chat.errors import ExitStatus, UserFacingError, user_facing
 from netbox_chat.sessions import (
     AmbiguousSession,
     SessionStore,
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from netbox_chat.runtime import CancelOnSignals
+    from netbox_chat.turns import TurnOutcome
 
 
 def report(error: Exception) -> ExitStatus:
@@ -50,6 +51,7 @@ def report(error: Exception) -> ExitStatus:
     traceback), not a traceback over the user's terminal."""
     from netbox_chat import render
 
+    error = user_facing(error)
     err().print(render.error_line(error, prefix="netbox-chat: "))
     if isinstance(error, AmbiguousSession):
         say("candidates: " + " ".join(error.candidates))
@@ -291,9 +293,11 @@ def settings_from(
         ollama_url=ollama_url,
         model=model,
         netbox_url=netbox_url,
-        store=store,
         profile=profile,
     )
+    typed["store"] = typed_on_command_line(store_option=store)["store_option"]
+    if typed["store"] is not None and typed["store"].startswith(DATABASE_SCHEMES):
+        warn_password_in_argv(typed["store"])
     typed["think"] = None if think is None else ("on" if think else "off")
     try:
         settings = resolve_settings(profile=typed.pop("profile"), remembered=remembered, **typed)
@@ -306,6 +310,20 @@ def settings_from(
             _warned.add(warning)
             say(f"netbox-chat: {warning}", "yellow", soft_wrap=True)
     return settings
+
+
+def warn_password_in_argv(url: str) -> None:
+    """A password in `--store` is seen by every local user (`ps`) and kept in
+    the shell's history: say so, once, and where else it can go."""
+    from netbox_chat.pgstore import has_password
+
+    warning = (
+        "a password in --store is visible to other users in `ps` and kept in your "
+        "shell history: put it in ~/.pgpass or PGPASSWORD instead"
+    )
+    if has_password(url) and warning not in _warned:
+        _warned.add(warning)
+        say(f"netbox-chat: {warning}", "yellow", soft_wrap=True)
 
 
 def typed_on_command_line(**values: Any) -> dict[str, Any]:
@@ -571,14 +589,20 @@ def forget(
 
 
 def _forget_unanswered(store: Store) -> None:
+    """Each session the scan found is opened (its lock) and checked again
+    before it goes: one answered since the scan stays, as does one open."""
     forgotten = []
     for session_id in store.unanswered():
         try:
-            store.forget(session_id)
-        except UserFacingError as exc:  # opened or changed since the scan: leave it
+            with store.open(session_id) as session:
+                gone = session.discard_if_unanswered()
+        except UserFacingError as exc:  # opened since the scan, or gone: leave it
             say(f"netbox-chat: kept {session_id}: {exc}", "yellow", soft_wrap=True)
-        else:
+            continue
+        if gone:
             forgotten.append(session_id)
+        else:
+            say(f"netbox-chat: kept {session_id}: answered since the scan", "yellow")
     say(f"forgot {len(forgotten)} session(s) never answered: {' '.join(forgotten)}", stdout=True)
 
 
@@ -605,6 +629,7 @@ def config_command(
         profile=profile,
         need_token=True,
     )
+    open_store(settings)  # a store URL libpq cannot use is refused as by every command
     out().print(render.settings_table(settings), soft_wrap=True)
 
 
@@ -687,17 +712,22 @@ def ask(
             try:
                 result = asyncio.run(_ask_once(opened, settings, question, signals, lines))
             except UserFacingError as exc:
-                if session is None and _discard(opened):
+                from netbox_chat.turns import TurnOutcome
+
+                stays = not (session is None and _discard(opened))
+                # --json and --stream-json end with a result whatever happened.
+                failed = TurnOutcome(0, "failed", error=str(exc))
+                _print_result(
+                    {**_result(opened, failed, started=False), "kept": stays}, lines, as_json
+                )
+                if not stays:
                     raise UserFacingError(
                         f"{exc}; nothing was kept", exit_status=exc.exit_status
                     ) from None
                 raise
             result["kept"] = not (session is None and _discard(opened))
-    if lines is not None:
-        lines.write({"type": "result", **result})
-    elif as_json:
-        print(json.dumps(result, indent=2))
-    elif result["status"] == "done":
+    _print_result(result, lines, as_json)
+    if lines is None and not as_json and result["status"] == "done":
         if sys.stdout.isatty():
             from rich.markdown import Markdown
 
@@ -714,12 +744,24 @@ def ask(
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 
 
+def _print_result(result: dict[str, Any], lines: JsonLines | None, as_json: bool) -> None:
+    """The result object of `--stream-json` (its last line) or `--json`."""
+    if lines is not None:
+        lines.write({"type": "result", **result})
+    elif as_json:
+        print(json.dumps(result, indent=2))
+
+
 def _discard(session: OpenSession) -> bool:
     """Remove a new session none of whose turns finished; False if it stays
-    (it has an answer, or it cannot be removed: then it is kept as it is)."""
+    (it has an answer, or it cannot be removed, the connection to its store
+    lost: then it is kept as it is, and `ls` marks it never answered)."""
+    from netbox_chat.pgstore import database_errors
+
+    kept_as_is: tuple[type[Exception], ...] = (UserFacingError, *database_errors())
     try:
         return session.discard_if_unanswered()
-    except UserFacingError:
+    except kept_as_is:
         return False
 
 
@@ -734,7 +776,6 @@ async def _ask_once(
     lines: JsonLines | None = None,
 ) -> dict[str, Any]:
     import asyncio
-    from dataclasses import asdict
 
     from netbox_chat import render
     from netbox_chat.runtime import build_runtime
@@ -771,6 +812,13 @@ async def _ask_once(
         render.print_rollback(err(), outcome.rollback)
     if outcome.context.truncated and outcome.context.window:
         err().print(render.truncation_line(outcome.context.window))
+    return _result(session, outcome, started=started)
+
+
+def _result(session: OpenSession, outcome: TurnOutcome, *, started: bool) -> dict[str, Any]:
+    """What `ask --json` prints for a turn (but `kept`, known only after it)."""
+    from dataclasses import asdict
+
     return {
         "session": session.id,
         "turn": outcome.number if started else None,

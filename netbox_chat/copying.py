@@ -76,11 +76,18 @@ def _copy_checkpoints(source: SyncSaverBridge, target: SyncSaverBridge, thread_i
 
 
 def _writes(saver: SyncSaverBridge, thread_id: str) -> list[tuple[Any, ...]]:
+    """The thread's writes as stored, each first decoded by the saver's own
+    serializer, so a value it would refuse (`serde.ALLOWED`) is refused here
+    too, before anything reaches the target."""
     if isinstance(saver, BridgedSqliteSaver):
         query = f"SELECT {_WRITE_COLUMNS}, value FROM writes WHERE thread_id = ?"
-        return list(saver.conn.execute(query, (thread_id,)).fetchall())
-    query = f"SELECT {_WRITE_COLUMNS}, blob FROM checkpoint_writes WHERE thread_id = %s"
-    return [tuple(row) for row in _pg(saver).execute(query, (thread_id,)).fetchall()]
+        rows = [tuple(row) for row in saver.conn.execute(query, (thread_id,)).fetchall()]
+    else:
+        query = f"SELECT {_WRITE_COLUMNS}, blob FROM checkpoint_writes WHERE thread_id = %s"
+        rows = [tuple(row) for row in _pg(saver).execute(query, (thread_id,)).fetchall()]
+    for *_, kind, blob in rows:
+        saver.serde.loads_typed((kind, blob))
+    return rows
 
 
 def _add_writes(saver: SyncSaverBridge, thread_id: str, rows: list[tuple[Any, ...]]) -> None:

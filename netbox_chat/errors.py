@@ -29,3 +29,30 @@ class UserFacingError(Exception):
         super().__init__(message)
         if exit_status is not None:
             self.exit_status = exit_status
+
+
+class StoreFailure(UserFacingError):
+    """A store driver's own error that no layer put into words of its own (a
+    connection lost where nothing expected it): the server's words, exit 3."""
+
+    exit_status = ExitStatus.STORE_ERROR
+
+
+_DRIVER_ERRORS: list[type[Exception]] = []
+
+
+def add_driver_errors(kind: type[Exception]) -> None:
+    """Registered by a store when it loads its driver (pgstore: psycopg.Error),
+    so this module never imports one (a folder's `ls` must not pay for it)."""
+    if kind not in _DRIVER_ERRORS:
+        _DRIVER_ERRORS.append(kind)
+
+
+def user_facing(error: Exception) -> Exception:
+    """The error as the user is told it: a store driver's becomes a
+    `StoreFailure` in its own first line; anything else is left as it is."""
+    if isinstance(error, UserFacingError) or not isinstance(error, tuple(_DRIVER_ERRORS)):
+        return error
+    text = str(error).strip()
+    first = text.splitlines()[0].strip() if text else type(error).__name__
+    return StoreFailure(f"the session store failed: {first}")

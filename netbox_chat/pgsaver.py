@@ -74,8 +74,8 @@ class BridgedPostgresSaver(SyncSaverBridge, PostgresSaver):
 
     conn: PgConnection
 
-    def __init__(self, conn: PgConnection, url: str) -> None:
-        PostgresSaver.__init__(self, conn, serde=blob_serializer())
+    def __init__(self, conn: PgConnection, url: str, session_id: str) -> None:
+        PostgresSaver.__init__(self, conn, serde=blob_serializer(session_id))
         self._start_bridge(history_cache=True)
         if not langgraph_tables_current(conn):
             raise StoreError(

@@ -27,12 +27,14 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote
 
-from netbox_chat.errors import UserFacingError
+from netbox_chat.errors import UserFacingError, add_driver_errors
 from netbox_chat.sessions import (
     _ANSWERED,
     _TURN_COLUMNS,
+    ID_ALPHABET,
+    ID_LENGTH,
     AmbiguousSession,
     Ledger,
     NoSuchSession,
@@ -56,13 +58,24 @@ SCHEMA = "netbox_chat"
 PG_SCHEMA_VERSION = 2
 INSTALL_HINT = "pip install 'netbox-chat[postgres]'"
 
-# pg_try_advisory_lock(key1, key2): key1 marks the lock as netbox-chat's
-# ("nbch" in ASCII), key2 is the server's hashtext() of the session id, so
-# `ls` can find every holder in the same query that lists the sessions.
-LOCK_CLASS = 0x6E626368
-_LOCK_MATCH = (
-    "l.locktype = 'advisory' AND l.classid = {cls}::bigint::oid AND l.objsubid = 2 "
-    "AND l.granted AND l.objid = (hashtext({sid})::bigint & 4294967295)::oid"
+# pg_try_advisory_lock(key): one 64-bit key per session, exact. An id is 8
+# characters of a 32-letter alphabet, 40 bits; the bits above carry "nbc" in
+# ASCII, marking the lock as netbox-chat's. The key is computed by the server
+# from the id (one definition, used to lock and to find holders), so `ls` can
+# find every holder in the same query that lists the sessions. pg_locks shows
+# a bigint key as classid (high 32 bits) and objid (low 32 bits), objsubid 1,
+# and lists every database of the server: only ours counts.
+LOCK_CLASS = 0x6E6263
+_LOCK_KEY = (
+    f"(CASE WHEN {{sid}} ~ '^[{ID_ALPHABET}]{{{{{ID_LENGTH}}}}}$' THEN "
+    f"({LOCK_CLASS}::bigint << {5 * ID_LENGTH}) | (SELECT bit_or("
+    f"(strpos('{ID_ALPHABET}', substr({{sid}}, i, 1)) - 1)::bigint << (5 * ({ID_LENGTH} - i))) "
+    f"FROM generate_series(1, {ID_LENGTH}) i) END)"
+)
+_HELD_KEY = "((l.classid::bigint << 32) | l.objid::bigint)"
+_OUR_LOCKS = (
+    "l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted "
+    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
 )
 
 # Our tables. LangGraph's (checkpoints, checkpoint_blobs, checkpoint_writes,
@@ -126,16 +139,68 @@ MIGRATIONS = {0: _SCHEMA_V1, 1: _SCHEMA_V2}
 assert len(MIGRATIONS) == PG_SCHEMA_VERSION
 
 
+# libpq takes a password in the URL's user info (user:password@) and as the
+# `password` parameter; `sslpassword` unlocks the client key.
+_SECRET_PARAMS = ("password", "sslpassword")
+
+
+def _split_secrets(url: str) -> tuple[str, list[str]]:
+    """The URL with every password taken out, and the passwords as written.
+
+    String surgery, not `urlsplit`: the URL may be malformed (that is when it
+    is printed in an error), and libpq's own URLs (several hosts) are not
+    Python's."""
+    base, question, query = url.partition("?")
+    secrets = []
+    scheme, sep, rest = base.partition("://")
+    user, at, hosts = rest.rpartition("@")
+    if sep and at and ":" in user:
+        user, _, password = user.partition(":")
+        secrets.append(password)
+        base = f"{scheme}://{user}@{hosts}"
+    kept = []
+    for item in query.split("&") if question else []:
+        key, _, value = item.partition("=")
+        if unquote(key).strip().lower() in _SECRET_PARAMS:
+            secrets.append(value)
+        else:
+            kept.append(item)
+    return base + ("?" + "&".join(kept) if kept else ""), [s for s in secrets if s]
+
+
 def shown_url(url: str) -> str:
-    """The URL without its password, for messages and `ls`."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}@{host}" if parts.username else host
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The URL without its password, for messages, `ls` and `config`."""
+    return _split_secrets(url)[0]
+
+
+def has_password(url: str) -> bool:
+    return bool(_split_secrets(url)[1])
+
+
+def masked(text: str, url: str) -> str:
+    """`text` (libpq's own words may quote the URL) with the URL's passwords,
+    as written and as decoded, shown as `***`."""
+    secrets = {form for secret in _split_secrets(url)[1] for form in (secret, unquote(secret))}
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def check_url(url: str) -> None:
+    """Refuse a store URL that libpq cannot use, with libpq's words (exit 3):
+    its parser's, and the port check it would make only when connecting."""
+    psycopg = _psycopg()
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error as exc:
+        problem = _first_line(exc)
+    else:
+        ports = str(params.get("port") or "").split(",")
+        bad = [port for port in ports if port and not port.isdigit()]
+        if not bad:
+            return
+        problem = f'invalid integer value "{bad[0]}" for connection option "port"'
+    raise StoreError(f"the session store URL {shown_url(url)} is malformed: {masked(problem, url)}")
 
 
 def application_name() -> str:
@@ -171,6 +236,7 @@ def _psycopg() -> Any:
     # beside our own one-line error. The error itself reaches the user.
     logging.getLogger("psycopg").addHandler(logging.NullHandler())
     logging.getLogger("psycopg").propagate = False
+    add_driver_errors(psycopg.Error)
     return psycopg
 
 
@@ -196,8 +262,8 @@ def connect(url: str, *, read_only: bool = False) -> PgConnection:
         )
     except psycopg.Error as exc:
         raise StoreError(
-            f"cannot open the session store {shown_url(url)}: {_first_line(exc)}"
-        ) from exc
+            f"cannot open the session store {shown_url(url)}: {masked(_first_line(exc), url)}"
+        ) from None
     if read_only:
         conn.read_only = True
     return conn
@@ -261,12 +327,12 @@ def migrate(conn: PgConnection) -> int:
 
 _HOLDER_SQL = (
     "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-    "WHERE " + _LOCK_MATCH.format(cls="%s", sid="%s")
+    f"WHERE {_OUR_LOCKS} AND {_HELD_KEY} = " + _LOCK_KEY.format(sid="%(sid)s")
 )
 
 
 def _holder(conn: psycopg.Connection[Any], session_id: str) -> str | None:
-    row = conn.execute(_HOLDER_SQL, (LOCK_CLASS, session_id)).fetchone()
+    row = conn.execute(_HOLDER_SQL, {"sid": session_id}).fetchone()
     return None if row is None else str(row[0] or "")
 
 
@@ -287,9 +353,9 @@ class HeldElsewhere(SessionBusy):
 # holds its lock (pg_locks is read once, not once per session).
 _SUMMARY_SQL = f"""
 WITH holders AS MATERIALIZED (
-    SELECT l.objid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-    WHERE l.locktype = 'advisory' AND l.classid = %(cls)s::bigint::oid AND l.objsubid = 2
-      AND l.granted
+    SELECT {_HELD_KEY} AS key, a.application_name
+    FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+    WHERE {_OUR_LOCKS}
 ), sessions AS (
     SELECT session_id,
            max(value) FILTER (WHERE key = 'created_at') AS created_at,
@@ -315,7 +381,7 @@ LEFT JOIN LATERAL (
     SELECT prompt_tokens_last, context_window FROM turns
     WHERE turns.session_id = s.session_id AND status = 'done' ORDER BY number DESC LIMIT 1
 ) c ON true
-LEFT JOIN holders h ON h.objid = (hashtext(s.session_id)::bigint & 4294967295)::oid
+LEFT JOIN holders h ON h.key = {_LOCK_KEY.format(sid="s.session_id")}
 WHERE s.created_at IS NOT NULL
 ORDER BY greatest(t.last, s.created_at) DESC, s.session_id
 """
@@ -342,6 +408,7 @@ class PgSessionStore:
     `export` and the lock probe use a read-only connection."""
 
     def __init__(self, url: str) -> None:
+        check_url(url)
         self.url = url
         self.root = shown_url(url)  # what messages call the store
         self._reader: psycopg.Connection[Any] | None = None
@@ -445,7 +512,7 @@ class PgSessionStore:
         with self.reading() as conn:
             rows = conn.execute(
                 _SUMMARY_SQL + (" LIMIT %(limit)s" if limit is not None else ""),
-                {"cls": LOCK_CLASS, "sid": session_id, "limit": limit},
+                {"sid": session_id, "limit": limit},
             ).fetchall()
         return [self._summary(row) for row in rows]
 
@@ -548,7 +615,7 @@ class PgSession(Ledger):
         self.store = store
         self.id = session_id
         self.conn: PgConnection | None = None
-        self.asked_by = asked_by()
+        self.asked_by = ""  # the server's word for it, once connected (`_connect`)
 
     @classmethod
     def create(
@@ -579,9 +646,11 @@ class PgSession(Ledger):
         session = cls(store, session_id)
         session._connect()
         try:
+            # Locked first: a forget that ran between a check and the lock
+            # would leave this process writing turns under a deleted id.
+            session._lock()
             if not session._exists():
                 raise NoSuchSession(f"no session {session_id!r} in {store.root}")
-            session._lock()
         except BaseException:
             session.close()
             raise
@@ -599,14 +668,17 @@ class PgSession(Ledger):
         self.conn = connect(self.store.url)
         try:
             check_schema(self.conn, self.store.url)
+            # Who asks, as the server knows it: the role this connection
+            # logged in as (no SET ROLE changes it), then the OS user and
+            # host, which are only what the environment claims ($LOGNAME).
+            self.asked_by = f"{scalar(self.conn, 'SELECT session_user')} ({asked_by()})"
         except BaseException:
             self.close()
             raise
 
     def _lock(self) -> None:
-        if not scalar(
-            self.db, "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.id)
-        ):
+        locked = "SELECT pg_try_advisory_lock(" + _LOCK_KEY.format(sid="%(sid)s") + ")"
+        if not scalar(self.db, locked, {"sid": self.id}):
             raise HeldElsewhere(self.id, _holder(self.db, self.id) or "")
 
     def discard_if_unanswered(self) -> bool:

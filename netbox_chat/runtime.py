@@ -75,10 +75,10 @@ def open_saver(session: OpenSession) -> SyncSaverBridge:
     if isinstance(session, PgSession):
         from netbox_chat.pgsaver import BridgedPostgresSaver
 
-        return BridgedPostgresSaver(session.db, session.store.url)
+        return BridgedPostgresSaver(session.db, session.store.url, session.id)
     from netbox_chat.checkpointer import BridgedSqliteSaver
 
-    return BridgedSqliteSaver(session.db)
+    return BridgedSqliteSaver(session.db, session.id)
 
 
 def build_runtime(

@@ -43,7 +43,7 @@ async def conversation(ollama: ScriptedOllama, sessions_dir: Path) -> AsyncItera
     """A session with three finished turns, the second with a tool call."""
     settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
     session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
-    saver = BridgedSqliteSaver(session.db)
+    saver = BridgedSqliteSaver(session.db, session.id)
     graph = build_agent(settings, [lookup, slow_lookup], saver)
     conversation = Conversation(session, graph, saver, find_end_node(graph))
     ollama.script([Text("first answer")])
@@ -258,7 +258,7 @@ async def test_a_rollback_waits_for_writes_in_flight_but_not_for_reads(sessions_
     running would commit after the rollback, so drain() waits for that."""
     sessions_dir.mkdir(parents=True, exist_ok=True)
     (sessions_dir / "drain.sqlite").touch()  # connect() opens, never creates
-    saver = BridgedSqliteSaver(connect(sessions_dir / "drain.sqlite"))
+    saver = BridgedSqliteSaver(connect(sessions_dir / "drain.sqlite"), "drain")
     release = asyncio.Event()
     loop = asyncio.get_running_loop()
 

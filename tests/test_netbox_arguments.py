@@ -273,7 +273,7 @@ def run_agent_turn(
         folder = tmp_path / "sessions"
         settings = resolve_settings(sessions_dir=folder, ollama_url=ollama.url, env={})
         session = SessionFile.create(SessionStore(folder), model="qwen3:8b")
-        saver = BridgedSqliteSaver(session.db)
+        saver = BridgedSqliteSaver(session.db, session.id)
         client = NetBoxClient(netbox.url, TEST_TOKEN)
         try:
             graph = build_agent(settings, build_netbox_tools(client), saver)

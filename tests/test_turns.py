@@ -197,14 +197,14 @@ async def test_sessions_written_without_compression_still_read(
 
     settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
     session = SessionFile.create(SessionStore(sessions_dir), model=settings.model)
-    plain = BridgedSqliteSaver(session.db)
+    plain = BridgedSqliteSaver(session.db, session.id)
     plain.serde = JsonPlusSerializer()  # what the release before stored
     graph = build_agent(settings, TOOLS, plain)
     old = Conversation(session, graph, plain, find_end_node(graph))
     ollama.script([Text("an old answer")])
     assert (await old.run_turn("an old question")).status == "done"
 
-    saver = BridgedSqliteSaver(session.db)
+    saver = BridgedSqliteSaver(session.db, session.id)
     graph = build_agent(settings, TOOLS, saver)
     conversation = Conversation(session, graph, saver, find_end_node(graph))
     ollama.script([Text("a new answer")])
@@ -291,7 +291,7 @@ async def test_drain_counts_calls_made_through_a_copy_of_the_saver(sessions_dir:
 
     sessions_dir.mkdir(parents=True, exist_ok=True)
     (sessions_dir / "copy.sqlite").touch()  # connect() opens, never creates
-    saver = BridgedSqliteSaver(connect(sessions_dir / "copy.sqlite"))
+    saver = BridgedSqliteSaver(connect(sessions_dir / "copy.sqlite"), "copy")
     clone = copy.copy(saver)  # what `BaseCheckpointSaver.with_allowlist` returns
     call, release = await stuck_write(clone)
     with pytest.raises(WritesStillRunning):  # the clone's call is still running
