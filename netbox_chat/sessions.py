@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 from netbox_chat import migrations
+from netbox_chat.config import without_userinfo
 from netbox_chat.database import Connection
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.migrations import schema_version
@@ -268,6 +269,11 @@ class SessionSummary:
     """Ollama's count of the last finished turn's last request (the meter)."""
     context_window: int | None = None
     asked_by: tuple[str, ...] = ()  # everyone who asked a turn, user@host
+
+    def __post_init__(self) -> None:
+        # Sessions written before issue 21 (or by someone else) may hold a
+        # NetBox URL with `user:password@`: no summary carries it to a screen.
+        object.__setattr__(self, "netbox_url", without_userinfo(self.netbox_url))
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -744,8 +750,10 @@ class Ledger:
 
     def _record_start(self, model: str, netbox_url: str | None, profile: str | None) -> None:
         """A new session's meta: the model and the NetBox it was started with
-        (URL, and the profile that named it; never the token)."""
-        remembered = {"netbox_url": netbox_url, "profile": profile}
+        (URL without credentials, and the profile that named it; never the
+        token). Every teammate on a shared store reads these rows."""
+        url = without_userinfo(netbox_url) if netbox_url else None
+        remembered = {"netbox_url": url, "profile": profile}
         self._set_meta(
             created_at=now_iso(),
             model=model,
@@ -921,9 +929,10 @@ class Ledger:
         """Write a copied session's ledger as it was, in one transaction (`copy`)."""
         marks = ", ".join(f":{name}" for name in _TURN_FIELDS)
         with self.db.atomic():
-            self._run_many(
-                _SET_META, [{"key": key, "value": meta[key]} for key in COPIED_META if key in meta]
-            )
+            copied = {key: meta[key] for key in COPIED_META if key in meta}
+            if "netbox_url" in copied:  # a session from before issue 21 may hold credentials
+                copied["netbox_url"] = without_userinfo(copied["netbox_url"])
+            self._run_many(_SET_META, [{"key": k, "value": v} for k, v in copied.items()])
             self._run_many(
                 f"INSERT INTO turns({{key_col}}{_TURN_COLUMNS}) VALUES ({{key_val}}{marks})",
                 [dict(zip(_TURN_FIELDS, _turn_to_row(turn), strict=True)) for turn in turns],

@@ -111,7 +111,8 @@ def test_the_token_comes_from_netbox_token_then_the_profile_then_the_file(home: 
     write_config(home, 'token_env = "TOP_TOKEN"\n' + LAYERED)
     env = {"XDG_CONFIG_HOME": str(home), "NETBOX_TOKEN_LAB": "lab-token", "TOP_TOKEN": "top"}
     assert resolve_settings(env=env).netbox_token == "lab-token"
-    assert resolve_settings(env={**env, "NETBOX_TOKEN": "env-token"}).netbox_token == "env-token"
+    with_env = {**env, "NETBOX_TOKEN": "env-token", "NETBOX_URL": "http://env.example"}
+    assert resolve_settings(env=with_env).netbox_token == "env-token"
     write_config(home, 'token_env = "TOP_TOKEN"\nmodel = "m"\n')
     assert resolve_settings(env=env).netbox_token == "top"
 
@@ -207,7 +208,7 @@ def test_a_failing_token_command_is_one_line_naming_the_profile(
         token_command = ["sh", "-c", "echo half-a-secret; echo oops >&2; exit 3"]
         """,
     )
-    env = {key: value for key, value in chat_env.items() if key not in ("NETBOX_TOKEN",)}
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
     ran = CliRunner().invoke(app, ["ask", "sites?", "--profile", "prod"], env=env)
     assert ran.exit_code == 1
     assert ran.stderr == "netbox-chat: token_command of profile prod failed: sh exited 3\n"
@@ -259,12 +260,22 @@ def test_a_profile_per_netbox_and_the_token_command_output_stays_secret(
         assert any("dcim/sites" in request for request in prod.requests)
         assert len(lab.requests) == len(prod.requests)  # neither saw the other's question
 
-        # Continued without -p, the prod session goes back to prod (its own
-        # profile, over default_profile), with prod's token.
+        # Continued without -p, the session does not pick its profile (a row
+        # anyone with access to the store can write): default_profile's lab
+        # is another NetBox, so it is refused, naming both and the profile.
+        prod_requests, lab_requests = len(prod.requests), len(lab.requests)
+        session = answers["prod"]["session"]
+        refused = CliRunner().invoke(app, ["ask", "again?", "--session", session], env=env)
+        assert refused.exit_code == 1
+        assert refused.stderr == (
+            f"netbox-chat: session {session} was started against {prod.url}, this one talks "
+            f"to {lab.url} (profile lab); resume it with --netbox-url or --profile to go on "
+            "against this one; your profile for it: --profile prod\n"
+        )
+        assert (len(prod.requests), len(lab.requests)) == (prod_requests, lab_requests)
         ollama.script([SITES], [Text("Still three in prod.")])
-        prod_requests = len(prod.requests)
         again = CliRunner().invoke(
-            app, ["ask", "again?", "--session", answers["prod"]["session"], "--json"], env=env
+            app, ["ask", "again?", "--session", session, "-p", "prod", "--json"], env=env
         )
         assert again.exit_code == 0, again.output
         assert json.loads(again.stdout)["tool_calls"][0]["error"] is False
