@@ -339,19 +339,56 @@ def _checked_table(
     return values
 
 
+def _check_owner_and_modes(path: Path) -> None:
+    """Refuse a config file that someone else could have written, as ssh's
+    StrictModes does: whoever writes it chooses where the NetBox token is sent
+    (netbox_url), which variable is sent as the token (token_env) and a
+    command we run (token_command), so whatever it holds it must be the
+    user's. The file and every folder above it (as given and with symlinks
+    resolved) must be owned by the user or root and not writable by group or
+    others; a folder others can write passes only with the sticky bit (/tmp),
+    where nobody else can replace what is ours inside it."""
+    uid = os.getuid()
+    chains = {path.absolute(), path.resolve()}
+    for start in chains:
+        for place in (start, *start.parents):
+            try:
+                info = place.stat()
+            except OSError as exc:
+                raise ConfigError(f"cannot check {place}: {exc.strerror}") from exc
+            what = "it" if place == start else f"its folder {place}"
+            if info.st_uid not in (uid, 0):
+                raise ConfigError(
+                    f"refusing {path}: {what} is owned by another user (uid {info.st_uid}), "
+                    f"who could change where your NetBox token goes; "
+                    f"chown {_user_name(uid)} {place} (or move the file)"
+                )
+            mode = stat.S_IMODE(info.st_mode)
+            sticky = place != start and mode & stat.S_ISVTX
+            if mode & 0o022 and not sticky:
+                raise ConfigError(
+                    f"refusing {path}: {what} can be written by others (permissions "
+                    f"{mode:04o}), who could change where your NetBox token goes; "
+                    f"chmod go-w {place}"
+                )
+
+
+def _user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
 def _permission_warnings(path: Path, data: Mapping[str, Any]) -> tuple[str, ...]:
-    """ssh refuses keys and configs others can read or write; a config that
-    names a token command is as sensitive (it says how to get the secret, and
-    whoever can edit it chooses a command we run)."""
+    """ssh warns about keys others can read; a config that names a token
+    command is as sensitive (it says how to get the secret)."""
     tables = [data, *dict(data.get("profiles", {})).values()]
     if not any(isinstance(t, dict) and "token_command" in t for t in tables):
         return ()
     mode = stat.S_IMODE(path.stat().st_mode)
-    if mode & 0o022:
-        raise ConfigError(
-            f"permissions {mode:04o} for {path} are too open: others can change the "
-            f"token_command it runs; chmod 600 {path}"
-        )
     if mode & 0o044:
         return (
             f"warning: permissions {mode:04o} for {path} are too open: it names a "
@@ -368,6 +405,7 @@ def load_config(path: Path) -> ConfigFile | None:
         return None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    _check_owner_and_modes(path)
     import tomllib  # 6 ms, paid only by those who have a file
 
     text = raw.decode("utf-8", errors="replace")

@@ -176,9 +176,7 @@ def test_a_bad_file_is_one_line_with_its_line_number_and_exit_1(
     assert not (tmp_path / "s").exists()
 
 
-def test_a_token_command_in_a_file_others_can_read_or_write_is_warned_or_refused(
-    home: Path, tmp_path: Path
-) -> None:
+def test_a_token_command_in_a_file_others_can_read_is_warned(home: Path, tmp_path: Path) -> None:
     env = {
         "XDG_CONFIG_HOME": str(home),
         "NETBOX_CHAT_SESSIONS": str(tmp_path / "s"),
@@ -189,12 +187,65 @@ def test_a_token_command_in_a_file_others_can_read_or_write_is_warned_or_refused
     assert readable.exit_code == 0
     assert f"warning: permissions 0644 for {path} are too open" in readable.stderr
     assert f"chmod 600 {path}" in readable.stderr
-    path.chmod(0o664)
-    writable = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
-    assert writable.exit_code == 1 and "0664" in writable.stderr
-    assert "others can change the token_command" in writable.stderr
-    path.write_text('model = "m"\n')  # no token command: nothing to protect
+    path.write_text('model = "m"\n')  # no token command: nothing secret to read
     assert CliRunner().invoke(app, ["config"], env=env).stderr == ""
+
+
+def test_a_config_someone_else_could_write_is_refused_whatever_it_holds(
+    chat_env: dict[str, str], home: Path, tmp_path: Path, ollama: ScriptedOllama
+) -> None:
+    """ssh's StrictModes (issue 21, item 11): a file, or a folder above it,
+    that group or others can write, or that another user owns (root aside),
+    is refused by every command with one line naming the path and the fix,
+    exit 1, before anything in it is used. A sticky folder (/tmp) is fine."""
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    marker = tmp_path / "token-command-ran"
+    path = write_config(
+        home,
+        f"""\
+        netbox_url = "http://127.0.0.1:9"
+        token_command = ["sh", "-c", "touch {marker}; echo nbt_x.yyyyyyyyyyyy"]
+        """,
+    )
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+
+    def refused(problem: str, fix: str) -> None:
+        for command in (["ls"], ["config"], ["ask", "sites?"]):
+            ran = CliRunner().invoke(app, command, env=env)
+            assert ran.exit_code == 1, (command, ran.output)
+            assert ran.stderr == (
+                f"netbox-chat: refusing {path}: {problem}, who could change where your "
+                f"NetBox token goes; {fix}\n"
+            )
+        assert not marker.exists() and ollama.requests == []
+
+    path.chmod(0o666)
+    refused("it can be written by others (permissions 0666)", f"chmod go-w {path}")
+    path.chmod(0o620)
+    refused("it can be written by others (permissions 0620)", f"chmod go-w {path}")
+    path.chmod(0o600)
+    home.chmod(0o777)
+    refused(f"its folder {home} can be written by others (permissions 0777)", f"chmod go-w {home}")
+    home.chmod(0o1777)  # sticky: nobody else can replace netbox-chat/ inside it
+    assert CliRunner().invoke(app, ["ls"], env=env).exit_code == 0
+    if os.getuid() == 0:  # only root can give a file away
+        os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        refused(
+            f"it is owned by another user (uid {nobody.pw_uid})",
+            f"chown {pwd.getpwuid(os.getuid()).pw_name} {path} (or move the file)",
+        )
+        os.chown(path, os.getuid(), os.getgid())
+    link = tmp_path / "elsewhere" / "config.toml"  # a symlink: its target's folders count
+    link.parent.mkdir(mode=0o777)
+    link.parent.chmod(0o777)
+    path.rename(link)
+    path.symlink_to(link)
+    refused(
+        f"its folder {link.parent} can be written by others (permissions 0777)",
+        f"chmod go-w {link.parent}",
+    )
 
 
 def test_a_failing_token_command_is_one_line_naming_the_profile(
