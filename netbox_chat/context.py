@@ -48,7 +48,7 @@ from netbox_chat.history import (
     is_summary,
     summary_request,
 )
-from netbox_chat.thinking import split_thinking
+from netbox_chat.thinking import inlines_thinking, split_thinking
 from netbox_chat.turns import (
     ContextCompacted,
     ContextMeasured,
@@ -258,7 +258,8 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
             reply = await request.model.ainvoke(
                 summary_request(older, budget), config={"tags": [TAG_NOSTREAM]}
             )
-            text = split_thinking(text_of(reply))[1].strip()
+            inline = inlines_thinking(getattr(request.model, "reasoning", None))
+            text = split_thinking(text_of(reply), inline)[1].strip()
             if not text:
                 raise ValueError("the model's summary was empty")
         except Exception as exc:  # the conversation stays whole; the user hears why
