@@ -29,7 +29,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from netbox_chat.config import Settings
-from netbox_chat.thinking import inlines_thinking, split_thinking
+from netbox_chat.thinking import REASONING_KEY, inlines_thinking, split_thinking
 
 SYSTEM_PROMPT = """\
 You are netbox-chat, an assistant for network operators. NetBox is the \
@@ -91,7 +91,6 @@ def _exclude_subagents_for_ollama() -> None:
 
 # Where langchain-ollama 1.1.0 keeps Ollama's `message.thinking` (when `reasoning`
 # is truthy) and what it sends back as `thinking` on later requests.
-REASONING_KEY = "reasoning_content"
 
 
 class ThinkingMiddleware(AgentMiddleware[Any, Any, Any]):

@@ -25,6 +25,9 @@ THINK_SETTINGS = ("on", "off", *LEVELS)
 """What NETBOX_CHAT_THINK and `/think` take; no setting means the model's own default."""
 
 OPEN_TAG, CLOSE_TAG = "<think>", "</think>"
+REASONING_KEY = "reasoning_content"
+"""Where langchain-ollama keeps a reply's thinking (`additional_kwargs`), and
+sends it back from as Ollama's `thinking`."""
 
 
 def check_setting(value: str | None, source: str) -> str | None:
