@@ -76,6 +76,13 @@ class StoreError(UserFacingError):
     exit_status = ExitStatus.STORE_ERROR
 
 
+class OutcomeUnknown(StoreError):
+    """A turn's answer was sent to the store, which failed before saying whether
+    it was kept, and asking it again failed too. The next open settles it."""
+
+    exit_status = ExitStatus.OUTCOME_UNKNOWN
+
+
 class UnreadableSession(StoreError):
     """A file in the sessions folder that we will not open for writing."""
 
@@ -859,6 +866,18 @@ class Ledger:
 
     def running_turns(self) -> list[Turn]:
         return self._turns("status = 'running'")
+
+    def recorded_status(self, number: int) -> str | None:
+        """What the store holds for turn `number` after a write of it failed:
+        its status as committed, or None when that cannot be known now. A
+        file's commit either happened or not, and its own connection says
+        which; a database store asks again on a new connection (PgSession)."""
+        try:
+            row = self._run("SELECT status FROM turns WHERE {and_}number = :number", number=number)
+            found = row.fetchone()
+        except sqlite3.Error:
+            return None
+        return str(found[0]) if found else None
 
     def finished_after(self, number: int) -> bool:
         """Whether any turn after `number` has ended (in whatever way)."""

@@ -46,7 +46,7 @@ from langgraph.types import Overwrite, StateSnapshot
 from netbox_chat.checkpointer import SyncSaverBridge, WritesStillRunning
 from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import database_errors
-from netbox_chat.sessions import StoreError, ToolCallRecord, TurnStatus
+from netbox_chat.sessions import OutcomeUnknown, StoreError, ToolCallRecord, TurnStatus
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import ThinkSplitter, inlines_thinking, split_thinking
 
@@ -527,8 +527,21 @@ class Conversation:
             except HeadDidNotMove as exc:
                 outcome.status = "failed"
                 outcome.error = str(exc)
-            except _store_errors() as exc:  # the answer cannot be recorded: undo it
-                outcome.status = "failed"
+            except _store_errors() as exc:
+                # Nothing is said before the store says what it holds: on a
+                # database the answer to COMMIT can be what was lost.
+                recorded = self.session.recorded_status(number)
+                if recorded == "done":
+                    outcome.status = "done"
+                    return outcome
+                if recorded != "running":
+                    raise OutcomeUnknown(
+                        f"turn {number}: the session store failed while the answer was "
+                        f"recorded ({describe_error(exc)}), and whether it was kept cannot "
+                        f"be known now; the next time session {self.session.id} is opened "
+                        "it is settled: kept, or rolled back and said so"
+                    ) from exc
+                outcome.status = "failed"  # not recorded: undo it
                 outcome.error = describe_error(exc)
                 store_failure = exc
             else:
