@@ -434,6 +434,10 @@ def main_callback(
     store: StoreOption = None,
 ) -> None:
     """Start a new chat session when no command is given."""
+    if ctx.invoked_subcommand != "ask":  # `ask` guards itself (entry.py)
+        from netbox_chat import entry
+
+        entry.release()
     if ctx.invoked_subcommand is None:
         settings = settings_from(
             sessions_dir,

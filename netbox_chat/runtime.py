@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from netbox_chat import entry
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import PgSession
@@ -196,6 +197,10 @@ class CancelOnSignals:
     def __enter__(self) -> CancelOnSignals:
         for sig in self.signals:
             self._previous[sig] = signal.signal(sig, self._on_signal)
+        # A signal since the process started, before this guard was installed
+        # (entry.py): it counts as received here.
+        if self.received is None and (early := entry.pending()) in self.signals:
+            self.received = early
         return self
 
     def __exit__(self, *exc_info: object) -> None:
