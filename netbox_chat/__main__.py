@@ -1,5 +1,5 @@
 """`python -m netbox_chat` is the installed `netbox-chat` (the tests spawn it this way)."""
 
-from netbox_chat.completion import main
+from netbox_chat.entry import main
 
 main()

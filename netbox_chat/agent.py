@@ -29,7 +29,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from netbox_chat.config import Settings
-from netbox_chat.thinking import split_thinking
+from netbox_chat.thinking import REASONING_KEY, inlines_thinking, split_thinking
 
 SYSTEM_PROMPT = """\
 You are netbox-chat, an assistant for network operators. NetBox is the \
@@ -91,7 +91,6 @@ def _exclude_subagents_for_ollama() -> None:
 
 # Where langchain-ollama 1.1.0 keeps Ollama's `message.thinking` (when `reasoning`
 # is truthy) and what it sends back as `thinking` on later requests.
-REASONING_KEY = "reasoning_content"
 
 
 class ThinkingMiddleware(AgentMiddleware[Any, Any, Any]):
@@ -111,7 +110,8 @@ class ThinkingMiddleware(AgentMiddleware[Any, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         response = await handler(request.override(messages=without_old_thinking(request.messages)))
-        response.result = [_thinking_apart(message) for message in response.result]
+        inline = inlines_thinking(getattr(request.model, "reasoning", None))
+        response.result = [_thinking_apart(message, inline) for message in response.result]
         return response
 
 
@@ -129,19 +129,19 @@ def without_old_thinking(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
 def _without_thinking(message: AnyMessage) -> AnyMessage:
     if not isinstance(message, AIMessage):
         return message
+    # The content is left as it is: `_thinking_apart` already moved a leading
+    # thinking block out when the reply came, so what is left is the answer,
+    # and a `<think>` in it is text the model wrote (issue 21, item 9).
     kwargs = {k: v for k, v in message.additional_kwargs.items() if k != REASONING_KEY}
-    content = message.content
-    if isinstance(content, str):
-        content = split_thinking(content)[1]
-    if kwargs == message.additional_kwargs and content == message.content:
+    if kwargs == message.additional_kwargs:
         return message
-    return message.model_copy(update={"additional_kwargs": kwargs, "content": content})
+    return message.model_copy(update={"additional_kwargs": kwargs})
 
 
-def _thinking_apart(message: BaseMessage) -> BaseMessage:
+def _thinking_apart(message: BaseMessage, inline: bool) -> BaseMessage:
     if not isinstance(message, AIMessage) or not isinstance(message.content, str):
         return message
-    thinking, answer = split_thinking(message.content)
+    thinking, answer = split_thinking(message.content, inline)
     if not thinking:
         return message
     earlier = message.additional_kwargs.get(REASONING_KEY) or ""

@@ -24,7 +24,14 @@ from typer._completion_classes import FishComplete, ZshComplete
 from typer.core import TyperGroup
 
 from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_choice
-from netbox_chat.config import DATABASE_SCHEMES, PROFILE_ENV, Settings, resolve_settings
+from netbox_chat.config import (
+    DATABASE_SCHEMES,
+    PROFILE_ENV,
+    Settings,
+    profiles_on,
+    resolve_settings,
+    without_userinfo,
+)
 from netbox_chat.errors import ExitStatus, UserFacingError, user_facing
 from netbox_chat.sessions import (
     AmbiguousSession,
@@ -32,6 +39,7 @@ from netbox_chat.sessions import (
     SessionSummary,
 )
 from netbox_chat.stores import OpenSession, Store, open_store
+from netbox_chat.visible import visible_line
 
 if TYPE_CHECKING:
     from netbox_chat.streamjson import JsonLines
@@ -276,7 +284,7 @@ def settings_from(
     *,
     store: str | None = None,
     profile: str | None = None,
-    remembered: dict[str, str] | None = None,
+    session_model: str | None = None,
     need_token: bool = False,
 ) -> Settings:
     """Resolve the settings (config.py's layers) for this command line.
@@ -300,7 +308,9 @@ def settings_from(
         warn_password_in_argv(typed["store"])
     typed["think"] = None if think is None else ("on" if think else "off")
     try:
-        settings = resolve_settings(profile=typed.pop("profile"), remembered=remembered, **typed)
+        settings = resolve_settings(
+            profile=typed.pop("profile"), session_model=session_model, **typed
+        )
         if need_token:
             settings = with_token(settings)
     except ValueError as exc:
@@ -383,27 +393,30 @@ def new_session(store: Store, settings: Settings) -> OpenSession:
 
 
 def settings_for_session(store: Store, session_id: str, flags: dict[str, Any]) -> Settings:
-    """The settings to continue a session with: its own NetBox (and profile)
-    and model unless a flag or the environment says otherwise.
+    """The settings to continue a session with: the user's own NetBox, token
+    and profile (flags, environment, config file), and the session's model
+    unless a flag, the environment or a typed profile names another.
 
-    Against another NetBox than the one its answers came from, the earlier
-    answers describe the other instance: that needs `--netbox-url` or
-    `--profile` typed on the command line, and is said in one yellow line."""
+    The session's rows may have been written by anyone with access to the
+    store, so they never choose the NetBox, the profile or the token: the
+    NetBox the session remembers is only compared with the user's. Against
+    another one, the earlier answers describe the other instance: that needs
+    `--netbox-url` or `--profile` typed on the command line, and is said in
+    one yellow line."""
     summary = store.summarize(session_id)
-    remembered = {
-        "netbox_url": summary.netbox_url,
-        "model": summary.model,
-        "profile": summary.profile,
-    }
     folder = store.root if isinstance(store, SessionStore) else None
-    settings = settings_from(folder, **flags, remembered=remembered, need_token=True)
+    settings = settings_from(folder, **flags, session_model=summary.model or None, need_token=True)
     change = netbox_change(summary, settings)
     if change is None:
         return settings
     typed = typed_on_command_line(netbox_url=flags.get("netbox_url"), profile=flags.get("profile"))
-    if not any(typed.values()):
+    if settings.netbox_url is None or not any(typed.values()):
+        mine = profiles_on(summary.netbox_url, settings.config_file)
+        own = f"; your profile for it: --profile {' or '.join(mine)}" if mine else ""
+        if settings.netbox_url is None:
+            raise UserFacingError(f"{change}{own}")
         raise UserFacingError(
-            f"{change}; resume it with --netbox-url or --profile to go on against this one"
+            f"{change}; resume it with --netbox-url or --profile to go on against this one{own}"
         )
     say(
         f"netbox-chat: {change}: its earlier answers describe the other NetBox",
@@ -416,15 +429,16 @@ def settings_for_session(store: Store, session_id: str, flags: dict[str, Any]) -
 def netbox_change(summary: SessionSummary, settings: Settings) -> str | None:
     """What differs between the NetBox a session was started with and the one
     configured now, in words (None when they are the same or unknown)."""
-    if not summary.netbox_url or not settings.netbox_url:
+    if not summary.netbox_url:
         return None
-    if summary.netbox_url == settings.netbox_url:
+    started = f"session {summary.id} was started against {visible_line(summary.netbox_url)}"
+    if settings.netbox_url is None:
+        return f"{started}, and no NetBox is configured here (NETBOX_URL, --netbox-url, a profile)"
+    if without_userinfo(summary.netbox_url) == without_userinfo(settings.netbox_url):
         return None
     origin = settings.origins.get("netbox_url", "")
-    return (
-        f"session {summary.id} was started against {summary.netbox_url}, "
-        f"this one talks to {settings.netbox_url} ({origin})"
-    )
+    shown = without_userinfo(settings.netbox_url, "***@")
+    return f"{started}, this one talks to {shown} ({origin})"
 
 
 @app.callback(invoke_without_command=True)
@@ -439,6 +453,10 @@ def main_callback(
     store: StoreOption = None,
 ) -> None:
     """Start a new chat session when no command is given."""
+    if ctx.invoked_subcommand != "ask":  # `ask` guards itself (entry.py)
+        from netbox_chat import entry
+
+        entry.release()
     if ctx.invoked_subcommand is None:
         settings = settings_from(
             sessions_dir,

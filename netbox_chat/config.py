@@ -49,6 +49,11 @@ class TokenSource:
     env: str | None = None  # read this variable
     command: tuple[str, ...] | None = None  # or run this, once per process
     profile: str | None = None  # named in a failing command's error
+    # The NetBox it was configured for: NETBOX_URL for NETBOX_TOKEN, the
+    # netbox_url of the table that names token_env/token_command. The token
+    # goes there or to a --netbox-url typed now, nowhere else (`refused`).
+    netbox_url: str | None = None
+    bound_to: str = ""  # how that URL is named in a refusal
 
 
 def mask_token(text: str, token: str | None) -> str:
@@ -88,6 +93,9 @@ class Settings:
     compact_at: float = DEFAULT_COMPACT_AT  # share of the window that triggers a compaction
     profile: str | None = None
     token_source: TokenSource | None = field(default=None, repr=False, compare=False)
+    # Why the token is withheld (it belongs to another NetBox than `netbox_url`);
+    # the commands that talk to NetBox stop with this line (credentials.py).
+    token_refused: str | None = field(default=None, repr=False, compare=False)
     config_file: Path | None = field(default=None, compare=False)
     origins: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     warnings: tuple[str, ...] = field(default=(), repr=False, compare=False)
@@ -131,6 +139,18 @@ def _ollama_url(value: object, where: str) -> str:
 
 def _netbox_url(value: object, where: str) -> str | None:
     return _text(value, where).rstrip("/") or None
+
+
+def without_userinfo(url: str, mask: str = "") -> str:
+    """`url` without the `user:password@` a proxy with basic auth may need:
+    never stored with a session, never printed. `mask` stands in for it
+    (`"***@"` where the user should see that the URL carries credentials)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=mask + parts.netloc.rpartition("@")[2]))
 
 
 def _think(value: object, where: str) -> str:
@@ -319,19 +339,56 @@ def _checked_table(
     return values
 
 
+def _check_owner_and_modes(path: Path) -> None:
+    """Refuse a config file that someone else could have written, as ssh's
+    StrictModes does: whoever writes it chooses where the NetBox token is sent
+    (netbox_url), which variable is sent as the token (token_env) and a
+    command we run (token_command), so whatever it holds it must be the
+    user's. The file and every folder above it (as given and with symlinks
+    resolved) must be owned by the user or root and not writable by group or
+    others; a folder others can write passes only with the sticky bit (/tmp),
+    where nobody else can replace what is ours inside it."""
+    uid = os.getuid()
+    chains = {path.absolute(), path.resolve()}
+    for start in chains:
+        for place in (start, *start.parents):
+            try:
+                info = place.stat()
+            except OSError as exc:
+                raise ConfigError(f"cannot check {place}: {exc.strerror}") from exc
+            what = "it" if place == start else f"its folder {place}"
+            if info.st_uid not in (uid, 0):
+                raise ConfigError(
+                    f"refusing {path}: {what} is owned by another user (uid {info.st_uid}), "
+                    f"who could change where your NetBox token goes; "
+                    f"chown {_user_name(uid)} {place} (or move the file)"
+                )
+            mode = stat.S_IMODE(info.st_mode)
+            sticky = place != start and mode & stat.S_ISVTX
+            if mode & 0o022 and not sticky:
+                raise ConfigError(
+                    f"refusing {path}: {what} can be written by others (permissions "
+                    f"{mode:04o}), who could change where your NetBox token goes; "
+                    f"chmod go-w {place}"
+                )
+
+
+def _user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
 def _permission_warnings(path: Path, data: Mapping[str, Any]) -> tuple[str, ...]:
-    """ssh refuses keys and configs others can read or write; a config that
-    names a token command is as sensitive (it says how to get the secret, and
-    whoever can edit it chooses a command we run)."""
+    """ssh warns about keys others can read; a config that names a token
+    command is as sensitive (it says how to get the secret)."""
     tables = [data, *dict(data.get("profiles", {})).values()]
     if not any(isinstance(t, dict) and "token_command" in t for t in tables):
         return ()
     mode = stat.S_IMODE(path.stat().st_mode)
-    if mode & 0o022:
-        raise ConfigError(
-            f"permissions {mode:04o} for {path} are too open: others can change the "
-            f"token_command it runs; chmod 600 {path}"
-        )
     if mode & 0o044:
         return (
             f"warning: permissions {mode:04o} for {path} are too open: it names a "
@@ -348,6 +405,7 @@ def load_config(path: Path) -> ConfigFile | None:
         return None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    _check_owner_and_modes(path)
     import tomllib  # 6 ms, paid only by those who have a file
 
     text = raw.decode("utf-8", errors="replace")
@@ -373,6 +431,20 @@ def load_config(path: Path) -> ConfigFile | None:
         )
     warnings = _permission_warnings(path, {**data, "profiles": checked})
     return ConfigFile(path, data, checked, default_profile, warnings)
+
+
+def profiles_on(netbox_url: str, config_file: Path | None) -> list[str]:
+    """The user's own profiles for `netbox_url`: named in a refusal to resume
+    a session against another NetBox, for the user to choose (a session may
+    never choose one itself)."""
+    config = load_config(config_file) if config_file is not None else None
+    wanted = without_userinfo(netbox_url)
+    return sorted(
+        name
+        for name, table in (config.profiles.items() if config else ())
+        if isinstance(table.get("netbox_url"), str)
+        and without_userinfo(table["netbox_url"].rstrip("/")) == wanted
+    )
 
 
 def _profile_list(profiles: Mapping[str, object]) -> str:
@@ -403,12 +475,11 @@ class _Layer:
 
 
 def _pick_profile(
-    flag: str | None, env: Mapping[str, str], remembered: str | None, config: ConfigFile | None
+    flag: str | None, env: Mapping[str, str], config: ConfigFile | None
 ) -> tuple[str | None, str]:
-    """The profile and why: flag > the session's own > env > default_profile."""
+    """The profile and why: flag > env > default_profile (never a session's)."""
     for name, why in (
         (flag, "--profile"),
-        (remembered, "the session"),
         (env.get(PROFILE_ENV), PROFILE_ENV),
         (config.default_profile if config else None, "default_profile"),
     ):
@@ -428,33 +499,75 @@ def _token_source(
 ) -> TokenSource | None:
     """NETBOX_TOKEN > the profile's token_env/token_command > the file's."""
     if env.get(TOKEN_ENV):
-        return TokenSource(f"env {TOKEN_ENV}", env=TOKEN_ENV)
+        url = _netbox_url(env.get("NETBOX_URL", ""), "NETBOX_URL")
+        return TokenSource(f"env {TOKEN_ENV}", env=TOKEN_ENV, netbox_url=url, bound_to="NETBOX_URL")
     tables: list[tuple[str, Mapping[str, Any]]] = []
     if config is not None:
         if profile is not None:
             tables.append((f"profile {profile}", config.profiles[profile]))
         tables.append(("file", config.defaults))
     for origin, table in tables:
+        # A profile without a netbox_url of its own talks to the top level's.
+        raw = table.get("netbox_url", config.defaults.get("netbox_url") if config else None)
+        url = _netbox_url(raw, f"netbox_url ({origin})") if raw is not None else None
+        bound_to = f"the netbox_url of {'the config file' if origin == 'file' else origin}"
         if "token_env" in table:
             name = _text(table["token_env"], f"token_env ({origin})")
-            return TokenSource(f"{origin}, token_env {name}", env=name)
+            return TokenSource(
+                f"{origin}, token_env {name}", env=name, netbox_url=url, bound_to=bound_to
+            )
         if "token_command" in table:
             command = _command(table["token_command"], f"token_command ({origin})")
             named = profile if origin.startswith("profile") else None
-            return TokenSource(f"{origin}, token_command", command=command, profile=named)
+            return TokenSource(
+                f"{origin}, token_command",
+                command=command,
+                profile=named,
+                netbox_url=url,
+                bound_to=bound_to,
+            )
     return None
+
+
+FLAG_ORIGIN = f"flag {_BY_NAME['netbox_url'].flag}"  # what `config` prints for it
+
+
+def _refusal(token: TokenSource | None, netbox_url: str | None, origin: str) -> str | None:
+    """Why the token may not go to `netbox_url`, or None when it may: a token
+    is sent only to the NetBox it was configured for, or to one typed with
+    --netbox-url on this command line (the user's own choice, said now)."""
+    if token is None or netbox_url is None or origin == FLAG_ORIGIN:
+        return None
+    if token.netbox_url is not None and without_userinfo(token.netbox_url) == without_userinfo(
+        netbox_url
+    ):
+        return None
+    bound = (
+        f"{token.bound_to} ({without_userinfo(token.netbox_url, '***@')})"
+        if token.netbox_url
+        else f"{token.bound_to}, which is not set"
+    )
+    return (
+        f"the NetBox token ({token.origin}) is sent only to {bound}, not to "
+        f"{without_userinfo(netbox_url, '***@')} ({origin}): configure that NetBox's own "
+        f"token with it, or pass --netbox-url to send this one there"
+    )
 
 
 def resolve_settings(
     *,
     env: Mapping[str, str] | None = None,
     profile: str | None = None,
-    remembered: Mapping[str, str] | None = None,
+    session_model: str | None = None,
     **flags: Any,
 ) -> Settings:
-    """Merge the layers: flags > environment > the session's memory (for a
-    resumed session: its NetBox and model, unless a profile was given as a
-    flag) > the profile > the file's top level > built-in defaults.
+    """Merge the layers: flags > environment > the session's model (for a
+    resumed session, unless a profile was given as a flag) > the profile >
+    the file's top level > built-in defaults.
+
+    A session is someone else's data on a shared store, so it gives the model
+    only: never the NetBox, the profile, or anything that says which token is
+    sent where (the CLI compares the NetBox it remembers with this one).
 
     `flags` are keyword arguments named like the settings (None: not given).
     Raises ConfigError (a ValueError) with a one-line message.
@@ -465,17 +578,11 @@ def resolve_settings(
         raise TypeError(f"not settings: {', '.join(sorted(unknown))}")
     path = config_path(env)
     config = load_config(path) if path is not None else None
-    remembered = {} if profile else dict(remembered or {})
-    # A profile the session remembers but the file no longer has is dropped:
-    # the session's NetBox URL is remembered anyway, and the check against
-    # another NetBox still applies.
-    own = remembered.pop("profile", None)
-    own = own if config is not None and own in config.profiles else None
-    chosen, why = _pick_profile(profile, env, own, config)
+    chosen, why = _pick_profile(profile, env, config)
     layers = [
         _Layer("flag", {k: v for k, v in flags.items() if v is not None}),
         _Layer("env", {s.name: env[s.env] for s in SETTINGS if s.env and env.get(s.env)}),
-        _Layer("session", {k: v for k, v in remembered.items() if k in _BY_NAME and v}),
+        _Layer("session", {"model": session_model} if session_model and not profile else {}),
     ]
     if config is not None:
         if chosen is not None:
@@ -497,6 +604,7 @@ def resolve_settings(
                 break
     _place_store(values, origins, ranks)
     token = _token_source(env, chosen, config)
+    refused = _refusal(token, values["netbox_url"], origins["netbox_url"])
     warnings = config.warnings if config else ()
     if chosen is not None and config is not None:
         origins["profile"] = why
@@ -504,9 +612,10 @@ def resolve_settings(
             warnings += _shadowed(chosen, config.profiles[chosen], origins, token)
     return Settings(
         **values,
-        netbox_token=(env.get(token.env) or None) if token and token.env else None,
+        netbox_token=(env.get(token.env) or None) if token and token.env and not refused else None,
         profile=chosen,
         token_source=token,
+        token_refused=refused,
         config_file=config.path if config else None,
         origins=origins,
         warnings=warnings,

@@ -48,7 +48,7 @@ from netbox_chat.history import (
     is_summary,
     summary_request,
 )
-from netbox_chat.thinking import split_thinking
+from netbox_chat.thinking import REASONING_KEY, inlines_thinking, split_thinking
 from netbox_chat.turns import (
     ContextCompacted,
     ContextMeasured,
@@ -127,6 +127,29 @@ def message_chars(message: BaseMessage) -> int:
     return chars
 
 
+def messages_chars(messages: Sequence[BaseMessage]) -> list[int]:
+    """Each message's share of a request, the running turn's thinking included:
+    ThinkingMiddleware keeps the thinking of the replies after the last
+    question, langchain-ollama sends it as `thinking`, and Ollama's qwen3 and
+    gpt-oss templates render it for those messages (`<think>...</think>`).
+    Left out, a turn that thought at length between tool calls passed the
+    window unseen: no compaction, and Ollama dropped the oldest messages."""
+    thinking = sent_thinking_chars(messages)
+    return [message_chars(m) + t for m, t in zip(messages, thinking, strict=True)]
+
+
+def sent_thinking_chars(messages: Sequence[BaseMessage]) -> list[int]:
+    """The thinking each message carries into the request (with the
+    template's tags): only the replies after the last question keep theirs."""
+    last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    sizes = []
+    for i, message in enumerate(messages):
+        kept = i > last and isinstance(message, AIMessage)
+        thinking = message.additional_kwargs.get(REASONING_KEY) if kept else None
+        sizes.append(len(str(thinking)) + 20 if thinking else 0)
+    return sizes
+
+
 def tools_chars(tools: Sequence[Any]) -> int:
     """The tool definitions, as JSON, the way the template carries them."""
     total = 0
@@ -153,9 +176,10 @@ def choose_cut(messages: Sequence[BaseMessage], calibration: Calibration, keep_t
     starts = [i for i in _safe_starts(messages) if i > 0]
     if not starts:
         return 0
+    sizes = messages_chars(messages)
     cut = starts[-1]
     for start in reversed(starts[:-1]):
-        tail = sum(message_chars(m) for m in messages[start:])
+        tail = sum(sizes[start:])
         if calibration.estimate(tail) > keep_tokens:
             break
         cut = start
@@ -213,7 +237,7 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
         fixed = self._tools_chars[key]
         if request.system_message is not None:
             fixed += message_chars(request.system_message)
-        return fixed + sum(message_chars(m) for m in request.messages)
+        return fixed + sum(messages_chars(request.messages))
 
     async def awrap_model_call(
         self,
@@ -234,8 +258,9 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
             if compacted is not None:
                 request, update[SUMMARIZATION_EVENT_KEY] = compacted
                 chars = self.request_chars(request)
+        thinking = sum(sent_thinking_chars(request.messages))
         response = await handler(request)
-        if self._measure(response, chars, emit):
+        if self._measure(response, chars, thinking, emit):
             update[CALIBRATION_KEY] = list(self.calibration.samples)
         if not update:
             return response
@@ -258,7 +283,8 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
             reply = await request.model.ainvoke(
                 summary_request(older, budget), config={"tags": [TAG_NOSTREAM]}
             )
-            text = split_thinking(text_of(reply))[1].strip()
+            inline = inlines_thinking(getattr(request.model, "reasoning", None))
+            text = split_thinking(text_of(reply), inline)[1].strip()
             if not text:
                 raise ValueError("the model's summary was empty")
         except Exception as exc:  # the conversation stays whole; the user hears why
@@ -294,10 +320,16 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
         }
         return compacted, new_event
 
-    def _measure(self, response: ModelResponse, chars: int, emit: Callable[[Any], None]) -> bool:
+    def _measure(
+        self, response: ModelResponse, chars: int, thinking: int, emit: Callable[[Any], None]
+    ) -> bool:
         """Ollama's count of what it evaluated, for the meter, the ledger and the
         calibration; a count at the window, or well short of what was sent,
-        means Ollama cut the request. True when the calibration learned from it."""
+        means Ollama cut the request. True when the calibration learned from it.
+
+        Of the request's `chars`, `thinking` is the running turn's thinking:
+        prose, counted at the most characters a token carries, so a long
+        thought does not make an uncut request look short."""
         usage = next(
             (
                 m.usage_metadata
@@ -309,7 +341,9 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
         if not usage:
             return False
         tokens = int(usage.get("input_tokens", 0))
-        expected = self.calibration.expected(chars)
+        expected = self.calibration.expected(chars - thinking) + math.ceil(
+            thinking / MOST_CHARS_PER_TOKEN
+        )
         truncated = tokens >= self.window or tokens < expected * TRUNCATION_SHORTFALL
         if not truncated:
             self.calibration.observe(chars, tokens)

@@ -54,7 +54,11 @@ def run_token_command(command: tuple[str, ...], profile: str | None) -> str:
 
 
 def with_token(settings: Settings) -> Settings:
-    """`settings` with the token filled in from its token_command, if it has one."""
+    """`settings` with the token filled in from its token_command, if it has
+    one; refused (one line) when the token belongs to another NetBox than the
+    one configured, before any command runs."""
+    if settings.token_refused is not None:
+        raise ConfigError(settings.token_refused)
     source = settings.token_source
     if settings.netbox_token is not None or source is None or source.command is None:
         return settings

@@ -56,7 +56,7 @@ from netbox_chat.checkpointer import WritesStillRunning
 from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import database_errors
 from netbox_chat.sessions import Turn
-from netbox_chat.thinking import split_thinking
+from netbox_chat.thinking import inlines_thinking, split_thinking
 from netbox_chat.turns import (
     Conversation,
     describe_error,
@@ -352,7 +352,8 @@ async def compact(
         raise HistoryEditError(
             f"compaction failed, nothing changed: {describe_error(exc)}"
         ) from exc
-    summary_text = split_thinking(text_of(reply))[1].strip()
+    inline = inlines_thinking(getattr(chat_model, "reasoning", None))
+    summary_text = split_thinking(text_of(reply), inline)[1].strip()
     if not summary_text:
         raise HistoryEditError("compaction failed, nothing changed: the model's summary was empty")
 

@@ -245,6 +245,9 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0].strip() if text else type(exc).__name__
 
 
+END_BACKEND_WAIT_MS = 10_000  # how long to wait for a lost connection's server process to end
+
+
 def connect(url: str, *, read_only: bool = False) -> PgConnection:
     """A connection to the store, in autocommit (what LangGraph's saver needs),
     with our schema first on the search path. One-line errors, exit 3."""
@@ -615,6 +618,7 @@ class PgSession(Ledger):
         self.store = store
         self.id = session_id
         self.conn: PgConnection | None = None
+        self.backend_pid: int | None = None  # the server process of `conn`
         self.asked_by = ""  # the server's word for it, once connected (`_connect`)
 
     @classmethod
@@ -666,6 +670,7 @@ class PgSession(Ledger):
 
     def _connect(self) -> None:
         self.conn = connect(self.store.url)
+        self.backend_pid = self.conn.info.backend_pid
         try:
             check_schema(self.conn, self.store.url)
             # Who asks, as the server knows it: the role this connection
@@ -680,6 +685,41 @@ class PgSession(Ledger):
         locked = "SELECT pg_try_advisory_lock(" + _LOCK_KEY.format(sid="%(sid)s") + ")"
         if not scalar(self.db, locked, {"sid": self.id}):
             raise HeldElsewhere(self.id, _holder(self.db, self.id) or "")
+
+    def recorded_status(self, number: int) -> str | None:
+        """What the database holds for turn `number` after a write of it failed
+        (issue 21, item 5), or None when that cannot be known now.
+
+        On a live connection the failed transaction was rolled back, and the
+        connection says what is there. On a lost one the answer to COMMIT may
+        be what was lost: the server may have committed, or may still be
+        finishing. So the old server process is ended first (by its pid and
+        our application_name, so no one else's; `pg_terminate_backend` waits
+        for it: a transaction it had not committed is rolled back, one it had
+        stays), and the turn is read on a new connection."""
+        psycopg = _psycopg()
+        conn = self.conn
+        if conn is not None and not conn.broken and not conn.closed:
+            try:
+                return super().recorded_status(number)
+            except psycopg.Error:
+                pass
+        try:
+            with contextlib.closing(connect(self.store.url)) as fresh:
+                ended = fresh.execute(
+                    "SELECT pg_terminate_backend(pid, %s) FROM pg_stat_activity "
+                    "WHERE pid = %s AND application_name = %s",
+                    (END_BACKEND_WAIT_MS, self.backend_pid, application_name()),
+                ).fetchone()
+                if ended is not None and not ended[0]:
+                    return None  # still there: its transaction may yet commit
+                row = fresh.execute(
+                    "SELECT status FROM turns WHERE session_id = %s AND number = %s",
+                    (self.id, number),
+                ).fetchone()
+        except (psycopg.Error, StoreError):
+            return None
+        return str(row[0]) if row else None
 
     def discard_if_unanswered(self) -> bool:
         """Delete this session if none of its turns ever finished (a session

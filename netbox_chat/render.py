@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from netbox_chat.config import SETTINGS, Settings
+from netbox_chat.config import SETTINGS, Settings, without_userinfo
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import Recap, SessionSummary, Turn
 from netbox_chat.thinking import thought_for
@@ -502,6 +502,8 @@ def settings_table(settings: Settings) -> Text:
             from netbox_chat.pgstore import shown_url
 
             shown = shown_url(value)  # a database URL may carry a password
+        elif setting.name == "netbox_url" and value is not None:
+            shown = without_userinfo(value, "***@")  # a proxy's user:password@
         rows.append((setting.name, shown, settings.origins.get(setting.name, "")))
     rows.append(("netbox_token", token, source.origin if source else ""))
     names = max(len(name) for name, _, _ in rows)

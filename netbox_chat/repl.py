@@ -34,7 +34,7 @@ from rich.text import Text
 
 from netbox_chat import render
 from netbox_chat.config import Settings
-from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime
+from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import check_setting, setting_label
 
@@ -234,11 +234,10 @@ class Repl:
         view = render.TurnView(self.console)
         started = time.monotonic()
         with view:
-            # Cancelling the task that awaits this one cancels the turn itself;
-            # the turn rolls back and returns its outcome normally.
-            outcome = await asyncio.create_task(
-                runtime.conversation.run_turn(question, view.on_event)
-            )
+            # A Ctrl-C cancels the turn itself: it rolls back and returns its
+            # outcome normally. What is shown is that outcome, the ledger's,
+            # even when the Ctrl-C came as the answer was being recorded.
+            outcome = await run_to_its_end(runtime.conversation.run_turn(question, view.on_event))
         for warning in self.auth_warnings:
             self.console.print(Text(warning, style="bold red"))
         self.auth_warnings.clear()
@@ -316,7 +315,7 @@ class Repl:
         runtime = await self.runtime()
         before = self._last_request_tokens(runtime)
         with self.console.status("[dim]compacting…[/dim]"):
-            result = await asyncio.create_task(compact(runtime.conversation))
+            result = await run_to_its_end(compact(runtime.conversation))
         # as its one line: rich would pretty-print the dataclass's fields instead
         self.console.print(Text(str(result)))
         if runtime.context is not None and before is not None and not result.cancelled:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from netbox_chat import entry
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import PgSession
@@ -135,6 +136,31 @@ def _read_model_info(settings: Settings) -> ModelInfo | None:
         return None
 
 
+async def run_to_its_end(work: Coroutine[Any, Any, T]) -> T:
+    """Await `work` (a turn, a compaction) as its own task and return what it
+    returns: its own report of what it recorded. A cancel of the caller is
+    handed to it, once, and it ends the way it does (a turn rolls back and
+    returns "cancelled"); a cancel that reaches the caller after `work` has
+    finished changes nothing, since what was recorded stands.
+
+    Awaiting the task directly is not enough: when the cancel lands after the
+    task's last step but before the caller resumes, asyncio raises
+    CancelledError in the caller and the result (a committed answer) is lost,
+    so the REPL said "cancelled" and offered the question again for a turn
+    the ledger and the model kept (issue 21, item 4)."""
+    task = asyncio.create_task(work)
+    caller = asyncio.current_task()
+    while True:
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if caller is not None:
+                caller.uncancel()  # handled here: the caller goes on to report
+            if task.done():
+                return task.result()  # what it recorded (or its own error)
+            task.cancel()
+
+
 class CancelOnSignals:
     """While entered, the first SIGINT/SIGTERM cancels the task `run` started,
     exactly once; later ones are ignored (a second cancel would end the turn
@@ -171,6 +197,10 @@ class CancelOnSignals:
     def __enter__(self) -> CancelOnSignals:
         for sig in self.signals:
             self._previous[sig] = signal.signal(sig, self._on_signal)
+        # A signal since the process started, before this guard was installed
+        # (entry.py): it counts as received here.
+        if self.received is None and (early := entry.pending()) in self.signals:
+            self.received = early
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 from netbox_chat import migrations
+from netbox_chat.config import without_userinfo
 from netbox_chat.database import Connection
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.migrations import schema_version
@@ -73,6 +74,13 @@ class StoreError(UserFacingError):
     """The sessions folder or a session file cannot be created, opened or written."""
 
     exit_status = ExitStatus.STORE_ERROR
+
+
+class OutcomeUnknown(StoreError):
+    """A turn's answer was sent to the store, which failed before saying whether
+    it was kept, and asking it again failed too. The next open settles it."""
+
+    exit_status = ExitStatus.OUTCOME_UNKNOWN
 
 
 class UnreadableSession(StoreError):
@@ -268,6 +276,11 @@ class SessionSummary:
     """Ollama's count of the last finished turn's last request (the meter)."""
     context_window: int | None = None
     asked_by: tuple[str, ...] = ()  # everyone who asked a turn, user@host
+
+    def __post_init__(self) -> None:
+        # Sessions written before issue 21 (or by someone else) may hold a
+        # NetBox URL with `user:password@`: no summary carries it to a screen.
+        object.__setattr__(self, "netbox_url", without_userinfo(self.netbox_url))
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -744,8 +757,10 @@ class Ledger:
 
     def _record_start(self, model: str, netbox_url: str | None, profile: str | None) -> None:
         """A new session's meta: the model and the NetBox it was started with
-        (URL, and the profile that named it; never the token)."""
-        remembered = {"netbox_url": netbox_url, "profile": profile}
+        (URL without credentials, and the profile that named it; never the
+        token). Every teammate on a shared store reads these rows."""
+        url = without_userinfo(netbox_url) if netbox_url else None
+        remembered = {"netbox_url": url, "profile": profile}
         self._set_meta(
             created_at=now_iso(),
             model=model,
@@ -852,6 +867,18 @@ class Ledger:
     def running_turns(self) -> list[Turn]:
         return self._turns("status = 'running'")
 
+    def recorded_status(self, number: int) -> str | None:
+        """What the store holds for turn `number` after a write of it failed:
+        its status as committed, or None when that cannot be known now. A
+        file's commit either happened or not, and its own connection says
+        which; a database store asks again on a new connection (PgSession)."""
+        try:
+            row = self._run("SELECT status FROM turns WHERE {and_}number = :number", number=number)
+            found = row.fetchone()
+        except sqlite3.Error:
+            return None
+        return str(found[0]) if found else None
+
     def finished_after(self, number: int) -> bool:
         """Whether any turn after `number` has ended (in whatever way)."""
         row = self._run(
@@ -921,9 +948,10 @@ class Ledger:
         """Write a copied session's ledger as it was, in one transaction (`copy`)."""
         marks = ", ".join(f":{name}" for name in _TURN_FIELDS)
         with self.db.atomic():
-            self._run_many(
-                _SET_META, [{"key": key, "value": meta[key]} for key in COPIED_META if key in meta]
-            )
+            copied = {key: meta[key] for key in COPIED_META if key in meta}
+            if "netbox_url" in copied:  # a session from before issue 21 may hold credentials
+                copied["netbox_url"] = without_userinfo(copied["netbox_url"])
+            self._run_many(_SET_META, [{"key": k, "value": v} for k, v in copied.items()])
             self._run_many(
                 f"INSERT INTO turns({{key_col}}{_TURN_COLUMNS}) VALUES ({{key_val}}{marks})",
                 [dict(zip(_TURN_FIELDS, _turn_to_row(turn), strict=True)) for turn in turns],

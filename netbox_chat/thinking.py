@@ -25,6 +25,9 @@ THINK_SETTINGS = ("on", "off", *LEVELS)
 """What NETBOX_CHAT_THINK and `/think` take; no setting means the model's own default."""
 
 OPEN_TAG, CLOSE_TAG = "<think>", "</think>"
+REASONING_KEY = "reasoning_content"
+"""Where langchain-ollama keeps a reply's thinking (`additional_kwargs`), and
+sends it back from as Ollama's `thinking`."""
 
 
 def check_setting(value: str | None, source: str) -> str | None:
@@ -99,18 +102,33 @@ def plan_thinking(setting: str | None, info: ModelInfo | None) -> ThinkPlan:
     return ThinkPlan(True, "thinking on")
 
 
+def inlines_thinking(reasoning: object) -> bool:
+    """Whether a model's `<think>` in the content can be its thinking: only when
+    no `think` was sent (ChatOllama's `reasoning` unset or off). With `think`
+    sent, Ollama (>= 0.9) delivers the trace in `message.thinking` and the
+    content is the answer, so a `<think>` there is text the model wrote (say,
+    quoting a NetBox description)."""
+    return not reasoning
+
+
 class ThinkSplitter:
-    """Splits streamed content into (thinking, answer): what is between `<think>`
-    and `</think>` is thinking, the rest is the answer.
+    """Splits streamed content into (thinking, answer).
+
+    Only a leading block is thinking: `<think>` as the first thing in the
+    content (after whitespace), up to `</think>`. Anything after the block, or
+    content that starts with anything else, is the answer, whatever tags it
+    holds: a literal `<think>` in an answer (a quoted description) must never
+    hide the rest of it. With `inline=False` (see `inlines_thinking`) nothing
+    is thinking.
 
     A tag cut between two chunks is held back until the next chunk tells what it
-    is, so no `<thi` reaches the screen; an unclosed `<think>` (the model is
-    still thinking) makes everything after it thinking. The whitespace a model
-    puts after a tag belongs to neither side.
+    is, so no `<thi` reaches the screen; an unclosed leading `<think>` (the
+    model is still thinking) makes everything after it thinking. The whitespace
+    a model puts after a tag belongs to neither side.
     """
 
-    def __init__(self) -> None:
-        self.inside = False
+    def __init__(self, inline: bool = True) -> None:
+        self.state = "start" if inline else "answer"  # then "inside", then "answer"
         self.pending = ""
         self.skip_space = True  # leading whitespace of the answer, or after a tag
 
@@ -119,26 +137,32 @@ class ThinkSplitter:
         answer: list[str] = []
         rest = self.pending + text
         self.pending = ""
-        while rest:
-            tag = CLOSE_TAG if self.inside else OPEN_TAG
-            side = thinking if self.inside else answer
-            found = rest.find(tag)
-            if found >= 0:
-                self._emit(side, rest[:found])
-                rest = rest[found + len(tag) :]
-                self.inside = not self.inside
-                self.skip_space = True
-                continue
-            held = _partial_tag(rest, tag)
-            self._emit(side, rest[: len(rest) - held])
-            self.pending = rest[len(rest) - held :]
-            rest = ""
+        if self.state == "start":
+            rest = rest.lstrip()
+            if rest.startswith(OPEN_TAG):
+                self.state, rest = "inside", rest[len(OPEN_TAG) :]
+            elif OPEN_TAG.startswith(rest):  # nothing yet, or a tag cut short
+                self.pending = rest
+                return "", ""
+            else:
+                self.state = "answer"
+        if self.state == "inside":
+            found = rest.find(CLOSE_TAG)
+            if found < 0:
+                held = _partial_tag(rest, CLOSE_TAG)
+                self._emit(thinking, rest[: len(rest) - held])
+                self.pending = rest[len(rest) - held :]
+                return "".join(thinking), ""
+            self._emit(thinking, rest[:found])
+            rest = rest[found + len(CLOSE_TAG) :]
+            self.state, self.skip_space = "answer", True
+        self._emit(answer, rest)
         return "".join(thinking), "".join(answer)
 
     def finish(self) -> tuple[str, str]:
         """What is still held back: a `<` that turned out to be text."""
         rest, self.pending = self.pending, ""
-        return (rest, "") if self.inside else ("", rest)
+        return (rest, "") if self.state == "inside" else ("", rest)
 
     def _emit(self, side: list[str], text: str) -> None:
         if self.skip_space:
@@ -157,9 +181,9 @@ def _partial_tag(text: str, tag: str) -> int:
     return 0
 
 
-def split_thinking(text: str) -> tuple[str, str]:
-    """(thinking, answer) of a whole message's content."""
-    splitter = ThinkSplitter()
+def split_thinking(text: str, inline: bool = True) -> tuple[str, str]:
+    """(thinking, answer) of a whole message's content (see ThinkSplitter)."""
+    splitter = ThinkSplitter(inline)
     thinking, answer = splitter.feed(text)
     late_thinking, late_answer = splitter.finish()
     return (thinking + late_thinking).strip(), (answer + late_answer).rstrip()

@@ -46,9 +46,9 @@ from langgraph.types import Overwrite, StateSnapshot
 from netbox_chat.checkpointer import SyncSaverBridge, WritesStillRunning
 from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import database_errors
-from netbox_chat.sessions import StoreError, ToolCallRecord, TurnStatus
+from netbox_chat.sessions import OutcomeUnknown, StoreError, ToolCallRecord, TurnStatus
 from netbox_chat.stores import OpenSession
-from netbox_chat.thinking import ThinkSplitter, split_thinking
+from netbox_chat.thinking import ThinkSplitter, inlines_thinking, split_thinking
 
 
 # What a session store that cannot be written raises (disk full, I/O error,
@@ -226,11 +226,12 @@ class _Thinking:
     call ends. The text and the seconds add up on the outcome.
     """
 
-    def __init__(self, sink: EventSink, outcome: TurnOutcome) -> None:
+    def __init__(self, sink: EventSink, outcome: TurnOutcome, inline: bool) -> None:
         self.sink = sink
         self.outcome = outcome
+        self.inline = inline  # see thinking.inlines_thinking
         self.call: str | None = None
-        self.splitter = ThinkSplitter()
+        self.splitter = ThinkSplitter(inline)
         self.started: float | None = None
 
     def chunk(self, message: AIMessageChunk) -> None:
@@ -250,7 +251,7 @@ class _Thinking:
         self._stop()
         if answer:
             self.sink(TextDelta(answer))
-        self.splitter = ThinkSplitter()
+        self.splitter = ThinkSplitter(self.inline)
 
     def _think(self, text: str) -> None:
         if not text:
@@ -526,8 +527,21 @@ class Conversation:
             except HeadDidNotMove as exc:
                 outcome.status = "failed"
                 outcome.error = str(exc)
-            except _store_errors() as exc:  # the answer cannot be recorded: undo it
-                outcome.status = "failed"
+            except _store_errors() as exc:
+                # Nothing is said before the store says what it holds: on a
+                # database the answer to COMMIT can be what was lost.
+                recorded = self.session.recorded_status(number)
+                if recorded == "done":
+                    outcome.status = "done"
+                    return outcome
+                if recorded != "running":
+                    raise OutcomeUnknown(
+                        f"turn {number}: the session store failed while the answer was "
+                        f"recorded ({describe_error(exc)}), and whether it was kept cannot "
+                        f"be known now; the next time session {self.session.id} is opened "
+                        "it is settled: kept, or rolled back and said so"
+                    ) from exc
+                outcome.status = "failed"  # not recorded: undo it
                 outcome.error = describe_error(exc)
                 store_failure = exc
             else:
@@ -591,7 +605,9 @@ class Conversation:
         conversation has at the end, as the run's own state says (counting
         them from the file would read the whole history again)."""
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
-        thinking = _Thinking(sink, outcome)
+        thinking = _Thinking(
+            sink, outcome, inline=inlines_thinking(getattr(self.model, "reasoning", None))
+        )
         inputs = {"messages": [HumanMessage(question)]}
         stream: Any = self.graph.astream(
             inputs,
@@ -643,7 +659,9 @@ class Conversation:
                 started[str(call["id"])] = (time.monotonic(), call["name"], call["args"])
                 sink(ToolStarted(str(call["id"]), call["name"], call["args"]))
             if not message.tool_calls:
-                outcome.answer = split_thinking(text_of(message))[1]
+                # The stored reply: ThinkingMiddleware already moved a leading
+                # thinking block out of it; what is left is all answer.
+                outcome.answer = split_thinking(text_of(message), inline=False)[1]
         elif isinstance(message, ToolMessage):
             began, name, args = started.pop(
                 message.tool_call_id, (time.monotonic(), message.name or "?", {})

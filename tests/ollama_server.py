@@ -259,11 +259,19 @@ def _content(message: Mapping[str, Any]) -> str:
     return content if isinstance(content, str) else json.dumps(content)
 
 
-def render_message(message: Mapping[str, Any]) -> str:
+def render_message(message: Mapping[str, Any], thinking: bool = False) -> str:
     """One message in a ChatML template like qwen3's (Ollama's template for it puts tool
-    calls in <tool_call> and tool results in a user turn inside <tool_response>)."""
+    calls in <tool_call> and tool results in a user turn inside <tool_response>).
+
+    With `thinking`, an assistant message's `thinking` is rendered before its content
+    in <think> tags: Ollama's qwen3 template does so for the assistant messages after
+    the last user message (ollama.com/library/qwen3 template: `.Thinking` rendered when
+    `gt $i $lastUserIdx`; gpt-oss's likewise), so a turn's thinking between tool calls
+    takes room in the window (issue 21, item 6; docs/design-notes.md, "Thinking")."""
     role = str(message.get("role", "user"))
     text = _content(message)
+    if thinking and role == "assistant" and message.get("thinking"):
+        text = f"<think>{message['thinking']}</think>\n{text}"
     if role == "tool":
         return f"<|im_start|>user\n<tool_response>\n{text}\n</tool_response><|im_end|>\n"
     for call in message.get("tool_calls") or []:
@@ -273,10 +281,16 @@ def render_message(message: Mapping[str, Any]) -> str:
     return f"<|im_start|>{role}\n{text}<|im_end|>\n"
 
 
+def _rendered(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each message as the template renders it: thinking after the last user message."""
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    return [render_message(m, thinking=i > last_user) for i, m in enumerate(messages)]
+
+
 def render_prompt(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any]) -> str:
     """The whole prompt: tool definitions go into the system turn, as qwen3's template
     does, then every message, then the open assistant turn."""
-    parts = [render_message(m) for m in messages]
+    parts = _rendered(messages)
     if tools:
         listing = "\n".join(json.dumps(tool) for tool in tools)
         tools_turn = f"<|im_start|>system\n# Tools\n<tools>\n{listing}\n</tools><|im_end|>\n"
@@ -326,7 +340,7 @@ def fit_prompt(
     """Fit a chat request into `window` tokens the way Ollama does (see above)."""
     # Every rendered message starts with "<" and ends with a newline, so token counts
     # add up message by message: count each once instead of re-tokenizing each try.
-    sizes = [len(tokenize(render_message(m))) for m in messages]
+    sizes = [len(tokenize(text)) for text in _rendered(messages)]
     fixed = len(tokenize(render_prompt([], tools)))
     system = [m.get("role") == "system" for m in messages]
     requested = fixed + sum(sizes)

@@ -61,6 +61,36 @@ def test_a_signal_before_the_turn_starts_exits_130_with_output_and_nothing_recor
     assert list(sessions_dir.iterdir()) == []
 
 
+def _imported(pid: int, library: str) -> bool:
+    """Whether the process has loaded a C extension (it shows in its memory map)."""
+    try:
+        return library in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:  # it has ended
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_program_is_still_importing_exits_130_and_nothing_is_recorded(
+    sig: signal.Signals, chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """Issue 21, item 10: the signal lands in the start-up imports, long before
+    Typer reaches `ask` (sqlite3's C extension is loaded with the first of
+    netbox-chat's own modules, the CLI and Typer come after). It used to kill
+    the process (143); the turn must simply not start: exit 130, the JSON
+    printed, nothing recorded."""
+    proc = ask(chat_env, "how many sites?", "--json")
+    wait_for(lambda: _imported(proc.pid, "_sqlite3"), "netbox-chat's first imports")
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    result = json.loads(out)
+    assert (result["status"], result["turn"], result["kept"]) == ("cancelled", None, False)
+    assert "before the turn started" in result["error"]
+    assert ollama.requests == []
+    assert not sessions_dir.exists() or list(sessions_dir.iterdir()) == []
+
+
 def test_sigints_in_a_row_during_a_cancel_still_print_the_output_and_exit_130(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:

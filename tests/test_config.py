@@ -111,7 +111,8 @@ def test_the_token_comes_from_netbox_token_then_the_profile_then_the_file(home: 
     write_config(home, 'token_env = "TOP_TOKEN"\n' + LAYERED)
     env = {"XDG_CONFIG_HOME": str(home), "NETBOX_TOKEN_LAB": "lab-token", "TOP_TOKEN": "top"}
     assert resolve_settings(env=env).netbox_token == "lab-token"
-    assert resolve_settings(env={**env, "NETBOX_TOKEN": "env-token"}).netbox_token == "env-token"
+    with_env = {**env, "NETBOX_TOKEN": "env-token", "NETBOX_URL": "http://env.example"}
+    assert resolve_settings(env=with_env).netbox_token == "env-token"
     write_config(home, 'token_env = "TOP_TOKEN"\nmodel = "m"\n')
     assert resolve_settings(env=env).netbox_token == "top"
 
@@ -175,9 +176,7 @@ def test_a_bad_file_is_one_line_with_its_line_number_and_exit_1(
     assert not (tmp_path / "s").exists()
 
 
-def test_a_token_command_in_a_file_others_can_read_or_write_is_warned_or_refused(
-    home: Path, tmp_path: Path
-) -> None:
+def test_a_token_command_in_a_file_others_can_read_is_warned(home: Path, tmp_path: Path) -> None:
     env = {
         "XDG_CONFIG_HOME": str(home),
         "NETBOX_CHAT_SESSIONS": str(tmp_path / "s"),
@@ -188,12 +187,65 @@ def test_a_token_command_in_a_file_others_can_read_or_write_is_warned_or_refused
     assert readable.exit_code == 0
     assert f"warning: permissions 0644 for {path} are too open" in readable.stderr
     assert f"chmod 600 {path}" in readable.stderr
-    path.chmod(0o664)
-    writable = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
-    assert writable.exit_code == 1 and "0664" in writable.stderr
-    assert "others can change the token_command" in writable.stderr
-    path.write_text('model = "m"\n')  # no token command: nothing to protect
+    path.write_text('model = "m"\n')  # no token command: nothing secret to read
     assert CliRunner().invoke(app, ["config"], env=env).stderr == ""
+
+
+def test_a_config_someone_else_could_write_is_refused_whatever_it_holds(
+    chat_env: dict[str, str], home: Path, tmp_path: Path, ollama: ScriptedOllama
+) -> None:
+    """ssh's StrictModes (issue 21, item 11): a file, or a folder above it,
+    that group or others can write, or that another user owns (root aside),
+    is refused by every command with one line naming the path and the fix,
+    exit 1, before anything in it is used. A sticky folder (/tmp) is fine."""
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    marker = tmp_path / "token-command-ran"
+    path = write_config(
+        home,
+        f"""\
+        netbox_url = "http://127.0.0.1:9"
+        token_command = ["sh", "-c", "touch {marker}; echo nbt_x.yyyyyyyyyyyy"]
+        """,
+    )
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+
+    def refused(problem: str, fix: str) -> None:
+        for command in (["ls"], ["config"], ["ask", "sites?"]):
+            ran = CliRunner().invoke(app, command, env=env)
+            assert ran.exit_code == 1, (command, ran.output)
+            assert ran.stderr == (
+                f"netbox-chat: refusing {path}: {problem}, who could change where your "
+                f"NetBox token goes; {fix}\n"
+            )
+        assert not marker.exists() and ollama.requests == []
+
+    path.chmod(0o666)
+    refused("it can be written by others (permissions 0666)", f"chmod go-w {path}")
+    path.chmod(0o620)
+    refused("it can be written by others (permissions 0620)", f"chmod go-w {path}")
+    path.chmod(0o600)
+    home.chmod(0o777)
+    refused(f"its folder {home} can be written by others (permissions 0777)", f"chmod go-w {home}")
+    home.chmod(0o1777)  # sticky: nobody else can replace netbox-chat/ inside it
+    assert CliRunner().invoke(app, ["ls"], env=env).exit_code == 0
+    if os.getuid() == 0:  # only root can give a file away
+        os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        refused(
+            f"it is owned by another user (uid {nobody.pw_uid})",
+            f"chown {pwd.getpwuid(os.getuid()).pw_name} {path} (or move the file)",
+        )
+        os.chown(path, os.getuid(), os.getgid())
+    link = tmp_path / "elsewhere" / "config.toml"  # a symlink: its target's folders count
+    link.parent.mkdir(mode=0o777)
+    link.parent.chmod(0o777)
+    path.rename(link)
+    path.symlink_to(link)
+    refused(
+        f"its folder {link.parent} can be written by others (permissions 0777)",
+        f"chmod go-w {link.parent}",
+    )
 
 
 def test_a_failing_token_command_is_one_line_naming_the_profile(
@@ -207,7 +259,7 @@ def test_a_failing_token_command_is_one_line_naming_the_profile(
         token_command = ["sh", "-c", "echo half-a-secret; echo oops >&2; exit 3"]
         """,
     )
-    env = {key: value for key, value in chat_env.items() if key not in ("NETBOX_TOKEN",)}
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
     ran = CliRunner().invoke(app, ["ask", "sites?", "--profile", "prod"], env=env)
     assert ran.exit_code == 1
     assert ran.stderr == "netbox-chat: token_command of profile prod failed: sh exited 3\n"
@@ -259,12 +311,22 @@ def test_a_profile_per_netbox_and_the_token_command_output_stays_secret(
         assert any("dcim/sites" in request for request in prod.requests)
         assert len(lab.requests) == len(prod.requests)  # neither saw the other's question
 
-        # Continued without -p, the prod session goes back to prod (its own
-        # profile, over default_profile), with prod's token.
+        # Continued without -p, the session does not pick its profile (a row
+        # anyone with access to the store can write): default_profile's lab
+        # is another NetBox, so it is refused, naming both and the profile.
+        prod_requests, lab_requests = len(prod.requests), len(lab.requests)
+        session = answers["prod"]["session"]
+        refused = CliRunner().invoke(app, ["ask", "again?", "--session", session], env=env)
+        assert refused.exit_code == 1
+        assert refused.stderr == (
+            f"netbox-chat: session {session} was started against {prod.url}, this one talks "
+            f"to {lab.url} (profile lab); resume it with --netbox-url or --profile to go on "
+            "against this one; your profile for it: --profile prod\n"
+        )
+        assert (len(prod.requests), len(lab.requests)) == (prod_requests, lab_requests)
         ollama.script([SITES], [Text("Still three in prod.")])
-        prod_requests = len(prod.requests)
         again = CliRunner().invoke(
-            app, ["ask", "again?", "--session", answers["prod"]["session"], "--json"], env=env
+            app, ["ask", "again?", "--session", session, "-p", "prod", "--json"], env=env
         )
         assert again.exit_code == 0, again.output
         assert json.loads(again.stdout)["tool_calls"][0]["error"] is False

@@ -37,7 +37,7 @@ from netbox_chat.turns import (
 from netbox_chat.window import FIXED_REQUEST_CHARS, result_budget
 from tests.conftest import TEST_TOKEN
 from tests.inspect_session import read_from_fresh_process as inspect
-from tests.ollama_server import HTTPError, ScriptedOllama, Stall, Step, Text, ToolCall
+from tests.ollama_server import HTTPError, ScriptedOllama, Stall, Step, Text, Thinking, ToolCall
 
 FACT = "FACT-rack-key: the DM-Akron rack key code is 4417"
 
@@ -663,3 +663,51 @@ async def test_compact_asks_for_a_summary_that_fits_the_window(
     ]
     assert summary is not None and not summary.truncated
     assert summary.requested_tokens <= 4096
+
+
+def test_the_running_turn_s_thinking_counts_toward_the_window(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """Issue 21, item 6: the replies of the running turn carry their thinking
+    into the next request (Ollama's template renders it, as the double does),
+    so a turn that thinks at length between two tool calls is compacted
+    before Ollama would drop the oldest messages: turn 1's fact still reaches
+    the model (through the summary), and nothing is cut."""
+    filler = " ".join(
+        f"Site note {i}: the uplinks here were reviewed, all in order." for i in range(40)
+    )
+    thought = "Let me consider every site carefully before I answer. " * 400
+
+    def respond(body: dict[str, Any]) -> list[Step]:
+        if is_summary_request(body):
+            return faithful_summary(body)
+        messages = body["messages"]
+        question = str([m for m in messages if m["role"] == "user"][-1]["content"])
+        if "sites" not in question:
+            return [Text(FACT if "ticket" in question else filler)]
+        if messages[-1]["role"] == "user":
+            return [Thinking(thought), ToolCall("netbox_get_objects", {"object_type": "dcim.site"})]
+        return [Text("Three sites.")]
+
+    ollama.responder = respond
+    env = {**chat_env, "NETBOX_CHAT_NUM_CTX": "8192"}
+    first = run_ask(env, "what is the rack key ticket?")
+    session_id = json.loads(first.stdout)["session"]
+    for n in range(2):
+        assert (
+            run_ask(env, f"tell me about the uplinks, part {n}", "--session", session_id).returncode
+            == 0
+        )
+    asked = len(ollama.requests)
+    last = run_ask(env, "which sites are there?", "--session", session_id)
+    assert last.returncode == 0, last.stderr
+    result = json.loads(last.stdout)
+    assert result["answer"] == "Three sites." and thought.strip() in result["thinking"]
+    assert result["context"]["compactions"] == 1 and result["context"]["truncated"] is False
+    agent = [
+        ollama.seen[i]
+        for i in range(asked, len(ollama.requests))
+        if not is_summary_request(ollama.requests[i])
+    ]
+    assert all(s is not None and s.messages_dropped == 0 and s.middle_cut == 0 for s in agent)
+    assert FACT in agent[-1].text  # type: ignore[union-attr]

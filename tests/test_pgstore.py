@@ -364,3 +364,61 @@ async def test_a_rollback_whose_ledger_record_fails_leaves_nothing_half_done_on_
         "question three",
         "answer three",
     ]
+
+
+# --- the answer to COMMIT is lost (issue 21, item 5) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("forward", "refuse_after"),
+    [(True, False), (True, True), (False, True)],
+    ids=["committed-answer-lost", "committed-store-gone", "never-committed-store-gone"],
+)
+def test_what_the_user_is_told_after_a_lost_commit_is_what_the_store_holds(
+    forward: bool,
+    refuse_after: bool,
+    pg: StoreUnderTest,
+    store_env: dict[str, str],
+    ollama: ScriptedOllama,
+) -> None:
+    """The connection drops as a finished turn's answer is committed. When
+    the store can be asked again, the user is told what it holds (here: the
+    answer is kept, exit 0). When it cannot, the user is told that it is not
+    known, exit 5, and the next open settles it either way, saying so."""
+    from tests.pg_proxy import CommitCutter
+
+    session_id = first_turn(store_env, ollama)
+    proxy = CommitCutter(pg.value, forward=forward, refuse_after=refuse_after)
+    try:
+        ollama.script([Text("The SECOND answer.")])
+        cut = cli(with_url(store_env, proxy.url), "ask", "second question", "--session", session_id)
+    finally:
+        proxy.close()
+    assert proxy.cut.is_set()
+    if not refuse_after:
+        assert (cut.returncode, cut.stdout, cut.stderr) == (0, "The SECOND answer.\n", "")
+    else:
+        assert cut.returncode == 5 and cut.stdout == ""
+        lines = cut.stderr.strip().splitlines()
+        assert len(lines) == 1
+        assert lines[0].startswith(
+            "netbox-chat: turn 2: the session store failed while the answer was recorded ("
+        )
+        assert lines[0].endswith(
+            "whether it was kept cannot be known now; the next time session "
+            f"{session_id} is opened it is settled: kept, or rolled back and said so"
+        )
+
+    ollama.script([Text("ok")])
+    after = cli(store_env, "ask", "third question", "--session", session_id)
+    assert after.returncode == 0, after.stderr
+    sent = json.dumps(ollama.requests[-1]["messages"])
+    statuses = [t["status"] for t in inspect(pg.value, session_id)["turns"]]
+    if forward:  # the server committed: the answer is kept, and the model has it
+        assert after.stderr == "" and "The SECOND answer." in sent
+        assert statuses == ["done", "done", "done"]
+    else:
+        assert after.stderr.startswith("turn 2 was interrupted and rolled back")
+        assert "The SECOND answer." not in sent and "second question" not in sent
+        assert statuses == ["done", "interrupted", "done"]
+    pg.assert_ledger_agrees(session_id)

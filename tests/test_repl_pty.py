@@ -363,3 +363,105 @@ def test_resume_no_think_asks_the_model_not_to_think(
     child.expect(PROMPT)
     leave(child)
     assert ollama.requests[-1]["think"] is False
+
+
+# --- a Ctrl-C while the outcome is being recorded (issue 21, item 4) -------------------------
+
+SLOW_COMMIT = """
+CREATE OR REPLACE FUNCTION nbc_test_slow_write() RETURNS trigger
+    LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2); RETURN NEW; END $$;
+CREATE TRIGGER nbc_test_slow_done BEFORE UPDATE ON turns FOR EACH ROW
+    WHEN (NEW.status = 'done') EXECUTE FUNCTION nbc_test_slow_write();
+CREATE TRIGGER nbc_test_slow_compact BEFORE INSERT ON history_edits FOR EACH ROW
+    EXECUTE FUNCTION nbc_test_slow_write();
+"""
+NO_SLOW_COMMIT = """
+DROP TRIGGER IF EXISTS nbc_test_slow_done ON turns;
+DROP TRIGGER IF EXISTS nbc_test_slow_compact ON history_edits;
+DROP FUNCTION IF EXISTS nbc_test_slow_write();
+"""
+
+
+def _run_sql(url: str, sql: str) -> None:
+    import contextlib
+
+    from netbox_chat import pgstore
+
+    with contextlib.closing(pgstore.connect(url)) as db:
+        for statement in filter(str.strip, sql.split(";\n")):
+            db.execute(statement)
+
+
+def _wait_for_the_slow_write(url: str) -> None:
+    """Until a netbox-chat connection is inside the trigger's pg_sleep, i.e.
+    in the middle of writing the outcome."""
+    import contextlib
+
+    from netbox_chat import pgstore
+
+    deadline = time.monotonic() + 20
+    with contextlib.closing(pgstore.connect(url)) as db:
+        while time.monotonic() < deadline:
+            if db.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' "
+                "AND datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone():
+                return
+            time.sleep(0.02)
+    raise AssertionError("the outcome was never written")
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("what", ["turn", "/compact"])
+def test_ctrl_c_while_the_outcome_is_recorded_shows_what_was_recorded(
+    what: str, chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """The database holds the COMMIT of a finished turn's answer (or of a
+    /compact) for two seconds, as a slow server would, and Ctrl-C comes in
+    that instant. The answer is recorded: the REPL shows it as answered, does
+    not offer the question again, and the model sees it next time; a written
+    compaction is reported as done."""
+    from tests.stores import database_url, empty_database
+
+    url = database_url()
+    empty_database(url)
+    env = {**chat_env, "NETBOX_CHAT_STORE": url}
+    child = spawn(env)
+    for n in range(3 if what == "/compact" else 1):
+        ollama.script([Text(f"Answer {n}: three sites.")])
+        child.sendline(f"question {n}")
+        child.expect(f"Answer {n}")
+        child.expect(PROMPT)
+    _run_sql(url, SLOW_COMMIT)
+    try:
+        if what == "turn":
+            ollama.script([Text("There are EXACTLY three sites.")])
+            child.sendline("how many sites?")
+            child.expect("EXACTLY")
+        else:
+            ollama.script([Text("A summary: three sites.")])
+            child.sendline("/compact")
+        _wait_for_the_slow_write(url)
+        child.sendintr()
+        shown = "turn 2 ·" if what == "turn" else "compacted 2 messages into a summary"
+        child.expect(shown)
+        child.expect(PROMPT)
+    finally:
+        _run_sql(url, NO_SLOW_COMMIT)
+    assert "cancelled" not in plain(child.before or "")
+    requests = len(ollama.requests)
+    time.sleep(0.3)
+    child.sendline("/tokens")  # a question offered again would be sent with it
+    child.expect("total")
+    child.expect(PROMPT)
+    assert len(ollama.requests) == requests
+    ollama.script([Text("Yes.")])
+    child.sendline("sure?")
+    child.expect("Yes.")
+    child.expect(PROMPT)
+    leave(child)
+    sent = json.dumps(ollama.requests[-1]["messages"])
+    if what == "turn":
+        assert "There are EXACTLY three sites." in sent
+    else:
+        assert "A summary: three sites." in sent and "question 0" not in sent

@@ -216,3 +216,45 @@ def test_an_unclosed_think_at_the_start_is_all_thinking_while_it_streams() -> No
 
 def test_a_less_than_sign_in_an_answer_is_kept() -> None:
     assert split_thinking("a < b and <b>bold</b>") == ("", "a < b and <b>bold</b>")
+
+
+QUOTING = "sw01's description reads 'lab <think> box'. IMPORTANT: sw02 is offline since 03:00."
+
+
+def test_a_think_tag_inside_an_answer_is_text_not_thinking(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """Issue 21, item 9: only a leading block of a model that inlines its
+    thinking is thinking. A `<think>` the model quotes (a NetBox description)
+    is kept in the answer the user reads, the ledger and the model's own
+    history; from a server that sends thinking in its own field, even a
+    leading one is text."""
+    ollama.script([Thinking(REASONING), Text(QUOTING)])
+    result = ask_json(chat_env, "what do the switch descriptions say?")
+    assert result["answer"] == QUOTING and result["thinking"] == REASONING
+    assert ledger_row(sessions_dir, result["session"])[:2] == (QUOTING, REASONING)
+    ollama.script([Text("<think> is how the tag reads.")])
+    shown = ask(chat_env, "how does the tag read?", "--session", result["session"]).stdout
+    assert shown == "<think> is how the tag reads.\n"
+    ollama.script([Text("ok")])
+    ask(chat_env, "anything down?", "--session", result["session"])
+    history = [m for m in ollama.requests[-1]["messages"] if m["role"] == "assistant"]
+    assert [m.get("content") for m in history] == [QUOTING, "<think> is how the tag reads."]
+
+    # A model that writes its thinking into the content (Ollama before 0.9):
+    # the leading block is thinking, a tag after it is the answer's.
+    with ScriptedOllama(version="0.8.0") as old:
+        env = {**chat_env, "OLLAMA_HOST": old.url}
+        old.script([Thinking(REASONING, chunk_delay=0.01), Text(QUOTING, chunk_delay=0.01)])
+        inline = ask_json(env, "what do the switch descriptions say?")
+        assert (inline["answer"], inline["thinking"]) == (QUOTING, REASONING)
+        assert ledger_row(sessions_dir, inline["session"])[:2] == (QUOTING, REASONING)
+
+
+def test_only_a_leading_think_block_is_split_off() -> None:
+    assert split_thinking("<think>plan</think>Use <think> tags.") == ("plan", "Use <think> tags.")
+    assert split_thinking("Use <think>x</think> tags.") == ("", "Use <think>x</think> tags.")
+    assert split_thinking("<think>plan</think>answer", inline=False) == (
+        "",
+        "<think>plan</think>answer",
+    )

@@ -15,11 +15,10 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from netbox_chat.config import mask_token
+from netbox_chat.config import mask_token, without_userinfo
 
 log = logging.getLogger(__name__)
 
@@ -75,16 +74,6 @@ def auth_header(token: str) -> str:
     return f"Bearer {token}" if token.startswith("nbt_") else f"Token {token}"
 
 
-def _strip_userinfo(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        if parts.port:
-            host += f":{parts.port}"
-        parts = parts._replace(netloc=host)
-    return urlunsplit(parts)
-
-
 def normalize_base_url(url: str) -> str:
     """'http://nb:8000/api/' -> 'http://nb:8000' (the client adds /api/ itself)."""
     url = url.strip().rstrip("/")
@@ -110,7 +99,7 @@ class NetBoxClient:
         backoff: float = 0.25,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
-        self._shown_url = _strip_userinfo(self.base_url)
+        self._shown_url = without_userinfo(self.base_url)
         self._token = token or None
         self.timeout = timeout
         self.retries = max(0, retries)

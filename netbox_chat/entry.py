@@ -1,0 +1,63 @@
+"""The `netbox-chat` entry point: SIGINT and SIGTERM are caught from its first
+line, before the seconds of imports that come ahead of any command.
+
+`ask` promises that a signal before its turn starts stops the turn from
+starting (exit 130, nothing recorded), but its guard (`CancelOnSignals`) could
+only be installed once the CLI was imported and Typer had dispatched to it: a
+SIGTERM in that time killed the process (143). So `main` records the first
+signal from the start, and imports nothing but `signal` before doing so. The
+command then takes over: `ask`'s guard adopts a recorded signal as its own
+(`pending`); every other command gets the default behaviour back and a
+recorded signal delivered as it would have been (`release`).
+
+A signal during the interpreter's own start-up, before this module runs, still
+has the default effect: nothing of ours is running yet.
+"""
+
+from __future__ import annotations
+
+import signal
+from types import FrameType
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_received: list[int] = []  # the first signal that came while armed
+_armed: list[bool] = []
+
+
+def _record(signum: int, frame: FrameType | None) -> None:
+    del frame
+    if not _received:
+        _received.append(signum)
+
+
+def arm() -> None:
+    """Record SIGINT and SIGTERM instead of acting on them, until a command
+    takes them over."""
+    for sig in SIGNALS:
+        signal.signal(sig, _record)
+    _armed.append(True)
+
+
+def pending() -> int | None:
+    """The signal that came before `ask`'s guard was installed (None: none)."""
+    return _received[0] if _armed and _received else None
+
+
+def release() -> None:
+    """For every command but `ask`: SIGINT and SIGTERM act as usual again, and
+    one that came during start-up is delivered now."""
+    if not _armed:
+        return
+    _armed.clear()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if _received:
+        signal.raise_signal(_received.pop())
+
+
+def main() -> None:
+    """`netbox-chat`: arm, then a Tab on a session id or the CLI (completion.main)."""
+    arm()
+    from netbox_chat.completion import main as run
+
+    run()
