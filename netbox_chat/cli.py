@@ -23,7 +23,7 @@ from typer._click.shell_completion import CompletionItem, add_completion_class
 from typer._completion_classes import FishComplete, ZshComplete
 from typer.core import TyperGroup
 
-from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_choice
+from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
 from netbox_chat.config import PROFILE_ENV, Settings, resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.sessions import (
@@ -65,15 +65,20 @@ def fit_to_streams(*consoles: Console) -> None:
 
 
 class PlainHelpZsh(ZshComplete):
-    """Typer's zsh completion with each choice's help shown as written.
+    """Typer's zsh completion, answered as `completion.zsh_answer` answers:
+    values and help handed to `compadd` as data, never as code (Typer's
+    `_arguments` answer evaluated a session title), each help shown as
+    written.
 
     Typer renders a choice's help as Rich markup first: that imports Rich's
     Markdown stack (40 ms on every Tab) and drops a title's `[eth0]`. No help
     text of this app holds markup (tests/test_habits.py checks), and a title
     is the user's own words."""
 
-    def format_completion(self, item: CompletionItem) -> str:
-        return zsh_choice(item.value, item.help)
+    def complete(self) -> str:
+        args, incomplete = self.get_completion_args()
+        items = self.get_completions(args, incomplete)
+        return zsh_answer([(item.value, item.help) for item in items])
 
 
 class PlainHelpFish(FishComplete):
