@@ -814,7 +814,7 @@ def export_command(
 ) -> None:
     """Print a session's transcript: questions, answers, tool calls, tokens per
     turn; cancelled, failed and rewound turns marked. Never writes the session."""
-    from netbox_chat.export import export_session
+    from netbox_chat.export import export_session, write_private
 
     settings = settings_from(sessions_dir, store=store_option)
     fmt = fmt.lower()
@@ -831,12 +831,7 @@ def export_command(
     if output is None:
         sys.stdout.write(text)
         return
-    try:
-        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise UserFacingError(f"cannot write {output}: {exc.strerror}") from None
+    write_private(output, text)
     say(f"wrote {output}")
 
 
