@@ -318,7 +318,7 @@ class NetBoxTools:
     async def _get_objects(self, reading: Reading) -> str:
         args, notes = reading.args, list(reading.notes)
         table, ot = await self._resolve(args["object_type"], args.get("filters"))
-        params = build_params(ot, args.get("filters"), table)
+        params = build_params(ot, args.get("filters"), table, notes)
         n = _limit(args.get("limit"), DEFAULT_LIMIT, MAX_LIMIT, notes)
         off = _offset(args.get("offset"))
         order = check_ordering(ot, args.get("ordering"))
@@ -490,7 +490,7 @@ class NetBoxTools:
     async def _changelogs(self, reading: Reading) -> str:
         args, notes = reading.args, list(reading.notes)
         table, ot = await self._resolve(CHANGELOG_TYPE, args.get("filters"))
-        params = build_params(ot, args.get("filters"), table)
+        params = build_params(ot, args.get("filters"), table, notes)
         n = _limit(args.get("limit"), CHANGELOG_DEFAULT_LIMIT, MAX_LIMIT, notes)
         off = _offset(args.get("offset"))
         params += [("limit", str(n)), ("offset", str(off)), ("ordering", "-time")]
