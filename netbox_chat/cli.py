@@ -32,6 +32,7 @@ from netbox_chat.sessions import (
     SessionSummary,
 )
 from netbox_chat.stores import OpenSession, Store, open_store
+from netbox_chat.visible import visible, visible_line
 
 if TYPE_CHECKING:
     from netbox_chat.streamjson import JsonLines
@@ -238,13 +239,14 @@ def consoles() -> tuple[Console, Console]:
     """stdout's and stderr's consoles, made on first use: Rich's console
     module costs 17 ms of imports, which a Tab press (Typer's completion
     builds this app and runs no command) never needs."""
-    from rich.console import Console
+    from netbox_chat.render import VisibleConsole
 
     # No `:name:` emoji codes: we never write them, questions and answers must
     # print as written, and rich's emoji table costs every command 3 ms to load.
+    # Control characters in what they print are shown, never sent (VisibleConsole).
     return (
-        Console(highlight=False, emoji=False),
-        Console(stderr=True, highlight=False, emoji=False),
+        VisibleConsole(highlight=False, emoji=False),
+        VisibleConsole(stderr=True, highlight=False, emoji=False),
     )
 
 
@@ -259,11 +261,11 @@ def err() -> Console:
 def say(
     message: str, style: str = "", *, stdout: bool = False, soft_wrap: bool | None = None
 ) -> None:
-    """Print one line as written, never as Rich markup: it may hold the
-    user's own words (a question, a path, a server's error)."""
+    """Print one line as written, never as Rich markup nor terminal control:
+    it may hold the user's own words (a question, a path, a server's error)."""
     from rich.text import Text
 
-    (out() if stdout else err()).print(Text(message, style=style), soft_wrap=soft_wrap)
+    (out() if stdout else err()).print(Text(visible(message), style=style), soft_wrap=soft_wrap)
 
 
 # A config file's warnings, printed once per process however often it is read.
@@ -567,7 +569,7 @@ def forget(
     session_id = store.resolve(thread)
     summary = store.summarize(session_id)
     if not yes:
-        title = summary.title or summary.unreadable or "(no question yet)"
+        title = visible_line(summary.title or summary.unreadable or "(no question yet)")
         if not typer.confirm(f"Forget session {session_id} ({title})?", default=False):
             say("kept")
             raise typer.Exit(int(ExitStatus.USER_ERROR))
@@ -704,11 +706,11 @@ def ask(
         print(json.dumps(result, indent=2))
     elif result["status"] == "done":
         if sys.stdout.isatty():
-            from rich.markdown import Markdown
+            from netbox_chat import render
 
-            out().print(Markdown(result["answer"]))
+            out().print(render.markdown(result["answer"]))
         else:
-            print(result["answer"])
+            print(visible(result["answer"]))
     if result["status"] != "done" and not (as_json or stream_json):
         what = "" if result["turn"] is None else f"turn {result['turn']} {result['status']}: "
         kept = "" if result["kept"] else "; nothing was kept"

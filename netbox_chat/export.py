@@ -36,6 +36,7 @@ from netbox_chat.sessions import (
     read_turns,
 )
 from netbox_chat.thinking import thought_for
+from netbox_chat.visible import visible, visible_json
 
 Store = SessionStore | PgSessionStore
 Format = Literal["md", "json"]
@@ -136,12 +137,14 @@ def export_session(
     secrets: Sequence[str | None] = (),
     thinking: bool = False,
 ) -> str:
-    """The transcript of `session_id` in `fmt`, with every secret masked."""
+    """The transcript of `session_id` in `fmt`, with every secret masked and
+    no control character raw: it goes to a terminal, or to a file that is
+    read on one later (`visible`; in JSON a `\\u` escape, the same string)."""
     transcript = read_transcript(store, session_id, thinking=thinking)
     if fmt == "json":
-        text = json.dumps(transcript, indent=2, ensure_ascii=False) + "\n"
+        text = visible_json(json.dumps(transcript, indent=2, ensure_ascii=False)) + "\n"
     elif fmt == "md":
-        text = to_markdown(transcript)
+        text = visible(to_markdown(transcript))
     else:
         raise ValueError(f"unknown export format {fmt!r} (md or json)")
     for secret in secrets:
