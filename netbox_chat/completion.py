@@ -5,9 +5,10 @@ after importing itself and the whole CLI and building the app (about 100 ms,
 most of it imports), and for zsh and fish it renders each title as Rich
 markup, which costs 40 ms more and eats a question's `[eth0]`. A session id is
 the one word whose completion reads the sessions folder, so `main` answers
-that word itself, in Typer's own output format, from this module's light
-imports (the config and the ledger reader). Anything else, or anything it
-cannot read with certainty, goes to Typer unchanged.
+that word itself, in what Typer's completion scripts read (for zsh, the
+`zsh_answer` that the app's Typer class gives too: Typer's own let zsh run a
+title), from this module's light imports (the config and the ledger reader).
+Anything else, or anything it cannot read with certainty, goes to Typer.
 
 `SESSION_ID_COMMANDS` and the option tables repeat what the Typer app
 declares; tests/test_habits.py compares them with the app, so they cannot
