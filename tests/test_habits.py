@@ -397,7 +397,7 @@ def test_a_tab_in_a_real_shell_never_evaluates_a_title(
     env = {
         **chat_env,
         "HOME": str(home),
-        "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",  # netbox-chat
         "fish_greeting": "",
     }
     child = interactive_shell(shell, env, home)
