@@ -23,7 +23,7 @@ from typer._click.shell_completion import CompletionItem, add_completion_class
 from typer._completion_classes import FishComplete, ZshComplete
 from typer.core import TyperGroup
 
-from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_choice
+from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
 from netbox_chat.config import (
     DATABASE_SCHEMES,
     PROFILE_ENV,
@@ -39,7 +39,7 @@ from netbox_chat.sessions import (
     SessionSummary,
 )
 from netbox_chat.stores import OpenSession, Store, open_store
-from netbox_chat.visible import visible_line
+from netbox_chat.visible import visible, visible_line
 
 if TYPE_CHECKING:
     from netbox_chat.streamjson import JsonLines
@@ -75,15 +75,20 @@ def fit_to_streams(*consoles: Console) -> None:
 
 
 class PlainHelpZsh(ZshComplete):
-    """Typer's zsh completion with each choice's help shown as written.
+    """Typer's zsh completion, answered as `completion.zsh_answer` answers:
+    values and help handed to `compadd` as data, never as code (Typer's
+    `_arguments` answer evaluated a session title), each help shown as
+    written.
 
     Typer renders a choice's help as Rich markup first: that imports Rich's
     Markdown stack (40 ms on every Tab) and drops a title's `[eth0]`. No help
     text of this app holds markup (tests/test_habits.py checks), and a title
     is the user's own words."""
 
-    def format_completion(self, item: CompletionItem) -> str:
-        return zsh_choice(item.value, item.help)
+    def complete(self) -> str:
+        args, incomplete = self.get_completion_args()
+        items = self.get_completions(args, incomplete)
+        return zsh_answer([(item.value, item.help) for item in items])
 
 
 class PlainHelpFish(FishComplete):
@@ -243,13 +248,14 @@ def consoles() -> tuple[Console, Console]:
     """stdout's and stderr's consoles, made on first use: Rich's console
     module costs 17 ms of imports, which a Tab press (Typer's completion
     builds this app and runs no command) never needs."""
-    from rich.console import Console
+    from netbox_chat.render import VisibleConsole
 
     # No `:name:` emoji codes: we never write them, questions and answers must
     # print as written, and rich's emoji table costs every command 3 ms to load.
+    # Control characters in what they print are shown, never sent (VisibleConsole).
     return (
-        Console(highlight=False, emoji=False),
-        Console(stderr=True, highlight=False, emoji=False),
+        VisibleConsole(highlight=False, emoji=False),
+        VisibleConsole(stderr=True, highlight=False, emoji=False),
     )
 
 
@@ -264,11 +270,11 @@ def err() -> Console:
 def say(
     message: str, style: str = "", *, stdout: bool = False, soft_wrap: bool | None = None
 ) -> None:
-    """Print one line as written, never as Rich markup: it may hold the
-    user's own words (a question, a path, a server's error)."""
+    """Print one line as written, never as Rich markup nor terminal control:
+    it may hold the user's own words (a question, a path, a server's error)."""
     from rich.text import Text
 
-    (out() if stdout else err()).print(Text(message, style=style), soft_wrap=soft_wrap)
+    (out() if stdout else err()).print(Text(visible(message), style=style), soft_wrap=soft_wrap)
 
 
 # A config file's warnings, printed once per process however often it is read.
@@ -598,7 +604,7 @@ def forget(
     session_id = store.resolve(thread)
     summary = store.summarize(session_id)
     if not yes:
-        title = summary.title or summary.unreadable or "(no question yet)"
+        title = visible_line(summary.title or summary.unreadable or "(no question yet)")
         if not typer.confirm(f"Forget session {session_id} ({title})?", default=False):
             say("kept")
             raise typer.Exit(int(ExitStatus.USER_ERROR))
@@ -747,11 +753,11 @@ def ask(
     _print_result(result, lines, as_json)
     if lines is None and not as_json and result["status"] == "done":
         if sys.stdout.isatty():
-            from rich.markdown import Markdown
+            from netbox_chat import render
 
-            out().print(Markdown(result["answer"]))
+            out().print(render.markdown(result["answer"]))
         else:
-            print(result["answer"])
+            print(visible(result["answer"]))
     if result["status"] != "done" and not (as_json or stream_json):
         what = "" if result["turn"] is None else f"turn {result['turn']} {result['status']}: "
         kept = "" if result["kept"] else "; nothing was kept"
@@ -875,7 +881,7 @@ def export_command(
 ) -> None:
     """Print a session's transcript: questions, answers, tool calls, tokens per
     turn; cancelled, failed and rewound turns marked. Never writes the session."""
-    from netbox_chat.export import export_session
+    from netbox_chat.export import export_session, write_private
 
     settings = settings_from(sessions_dir, store=store_option)
     fmt = fmt.lower()
@@ -892,12 +898,7 @@ def export_command(
     if output is None:
         sys.stdout.write(text)
         return
-    try:
-        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise UserFacingError(f"cannot write {output}: {exc.strerror}") from None
+    write_private(output, text)
     say(f"wrote {output}")
 
 

@@ -5,9 +5,10 @@ after importing itself and the whole CLI and building the app (about 100 ms,
 most of it imports), and for zsh and fish it renders each title as Rich
 markup, which costs 40 ms more and eats a question's `[eth0]`. A session id is
 the one word whose completion reads the sessions folder, so `main` answers
-that word itself, in Typer's own output format, from this module's light
-imports (the config and the ledger reader). Anything else, or anything it
-cannot read with certainty, goes to Typer unchanged.
+that word itself, in what Typer's completion scripts read (for zsh, the
+`zsh_answer` that the app's Typer class gives too: Typer's own let zsh run a
+title), from this module's light imports (the config and the ledger reader).
+Anything else, or anything it cannot read with certainty, goes to Typer.
 
 `SESSION_ID_COMMANDS` and the option tables repeat what the Typer app
 declares; tests/test_habits.py compares them with the app, so they cannot
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from netbox_chat.config import ConfigError, resolve_settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import SessionStore, normalize_session_id
+from netbox_chat.visible import visible_line
 
 COMPLETE_VAR = "_NETBOX_CHAT_COMPLETE"
 
@@ -154,25 +156,57 @@ def session_id_choices(
     ids = [sid for sid in store.session_ids() if sid.startswith(prefix)]
     if not with_titles or len(ids) > COMPLETE_TITLES:
         return [(sid, None) for sid in ids]
-    return [(sid, store.summarize(sid).title or "(no question yet)") for sid in ids]
+    # A title is anyone's text (a copied session, the team's store): shown on
+    # one line, its control characters as escapes, whatever the shell.
+    return [(sid, visible_line(store.summarize(sid).title) or "(no question yet)") for sid in ids]
 
 
-def _zsh_escape(text: str) -> str:
-    # As typer._completion_classes.ZshComplete escapes a value and its help.
+# The characters a zsh answer carries as themselves: none of them means
+# anything to zsh, inside `$'...'` or out of it, whatever its options.
+_ZSH_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-")
+# The array holding what the listing shows, local to Typer's completion function.
+_ZSH_SHOWN = "_netbox_chat_shown"
+
+
+def zsh_word(text: str) -> str:
+    """`text` as one zsh word that evaluates to exactly `text`: every
+    character but a few plain ones written as the `\\xHH` escapes of its
+    UTF-8 bytes inside `$'...'`. Nothing of it is code, whichever of the two
+    evaluations a zsh answer goes through (see `zsh_answer`)."""
     return (
-        text.replace('"', '""')
-        .replace("'", "''")
-        .replace("$", "\\$")
-        .replace("`", "\\`")
-        .replace(":", r"\\:")
+        "$'"
+        + "".join(
+            char
+            if char in _ZSH_PLAIN
+            else "".join(f"\\x{byte:02x}" for byte in char.encode("utf-8", "replace"))
+            for char in text
+        )
+        + "'"
     )
 
 
-def zsh_choice(value: str, help_text: str | None) -> str:
-    """One choice as Typer's zsh script reads it, its help as written."""
-    if help_text:
-        return f'"{_zsh_escape(value)}":"{_zsh_escape(help_text)}"'
-    return f'"{_zsh_escape(value)}"'
+def zsh_answer(choices: Sequence[tuple[str, str | None]]) -> str:
+    """The zsh code Typer's completion function runs (`eval $(netbox-chat)`):
+    the choices handed to `compadd` as data, each help only in the listing.
+
+    Typer answers `_arguments '*: :(("value":"help" ...))'`, and `_arguments`
+    evaluates the text between the double parentheses once more; no escaping
+    survives both evaluations for every character (a title's `\\"` closed the
+    quotes and ran a `<(...)`: issue 21, item 3). Here each string is one
+    `zsh_word`, so the only code in the answer is ours, and it holds no
+    character that word splitting or globbing of the command substitution
+    could change."""
+    if not choices:
+        return "_files"  # as Typer answers when nothing matches
+    values = " ".join(zsh_word(value) for value, _ in choices)
+    if not any(help_text for _, help_text in choices):
+        return f"compadd -- {values}"
+    shown = " ".join(
+        zsh_word(f"{value}  -- {help_text}" if help_text else value) for value, help_text in choices
+    )
+    return (
+        f"local {_ZSH_SHOWN}; set -A {_ZSH_SHOWN} {shown}; compadd -l -d {_ZSH_SHOWN} -- {values}"
+    )
 
 
 _WHITESPACE = re.compile(r"\s")
@@ -238,10 +272,7 @@ def answer_session_id(environ: Mapping[str, str]) -> Answer | None:
         return None
     choices = session_id_choices(word)
     if shell == "complete_zsh":
-        if not choices:
-            return Answer("_files")  # as Typer answers when nothing matches
-        lines = "\n".join(zsh_choice(sid, title) for sid, title in choices)
-        return Answer(f"_arguments '*: :(({lines}))'")
+        return Answer(zsh_answer(choices))
     action = environ.get("_TYPER_COMPLETE_FISH_ACTION", "")
     if action == "is-args":
         return Answer(None, 0 if choices else 1)

@@ -13,13 +13,19 @@ masked anyway, so an export cannot leak one.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
+import stat
+import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Literal
 
 from netbox_chat.config import mask_token
+from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import PgSessionStore
 from netbox_chat.sessions import (
     SessionStore,
@@ -30,6 +36,7 @@ from netbox_chat.sessions import (
     read_turns,
 )
 from netbox_chat.thinking import thought_for
+from netbox_chat.visible import visible, visible_json
 
 Store = SessionStore | PgSessionStore
 Format = Literal["md", "json"]
@@ -130,12 +137,14 @@ def export_session(
     secrets: Sequence[str | None] = (),
     thinking: bool = False,
 ) -> str:
-    """The transcript of `session_id` in `fmt`, with every secret masked."""
+    """The transcript of `session_id` in `fmt`, with every secret masked and
+    no control character raw: it goes to a terminal, or to a file that is
+    read on one later (`visible`; in JSON a `\\u` escape, the same string)."""
     transcript = read_transcript(store, session_id, thinking=thinking)
     if fmt == "json":
-        text = json.dumps(transcript, indent=2, ensure_ascii=False) + "\n"
+        text = visible_json(json.dumps(transcript, indent=2, ensure_ascii=False)) + "\n"
     elif fmt == "md":
-        text = to_markdown(transcript)
+        text = visible(to_markdown(transcript))
     else:
         raise ValueError(f"unknown export format {fmt!r} (md or json)")
     for secret in secrets:
@@ -270,3 +279,30 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
     elif status == "done":
         lines += ["**Answer:** (empty)", ""]
     return lines
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` as a new file only its owner can read (0600).
+
+    A transcript holds every question, answer and tool argument. Opening an
+    existing file with O_TRUNC would keep its mode (a 0644 file stays
+    readable by everyone) and follow a symlink to wherever it points, so a
+    new file is made beside it and renamed into place: an existing file or
+    symlink at `path` is replaced, never written through. Anything else
+    already there (a folder, a device, a pipe) is refused."""
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            mode = path.lstat().st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                raise UserFacingError(f"cannot write {path}: not a regular file")
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+    except OSError as exc:
+        raise UserFacingError(f"cannot write {path}: {exc.strerror}") from None

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.segment import Segment
 from rich.text import Text
 
 from netbox_chat.config import SETTINGS, Settings, without_userinfo
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import Recap, SessionSummary, Turn
 from netbox_chat.thinking import thought_for
+from netbox_chat.visible import visible
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -27,12 +29,35 @@ if TYPE_CHECKING:
     from netbox_chat.turns import RollbackReport, TurnEvent, TurnOutcome
 
 
+class VisibleConsole(Console):
+    """A console that never sends what it prints as terminal control.
+
+    Titles, questions, answers, tool results, servers' errors: nearly every
+    line holds text someone else could have written (issue 21, item 13), and
+    rich's Text strips only BEL, BS, VT, FF and CR, not ESC. So the one place
+    every printed character passes, the rendering of segments to the stream,
+    shows each control character of the content as an escape (`visible`).
+    The functions here that print such text also pass it through `visible`
+    first, so that what rich strips is shown as well.
+    Rich's own control segments (the live area's cursor moves) and the styles'
+    escape codes are made by rich, not from the text, and are left alone.
+    `_render_buffer` is rich's (private) last step; tests/test_visible_output.py
+    walks every output path through it."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            segment if segment.control else segment._replace(text=visible(segment.text))
+            for segment in buffer
+        )
+
+
 def markdown(text: str) -> RenderableType:
     """Rich's Markdown, imported on first use: it costs tens of milliseconds,
-    which `ls` should not pay."""
+    which `ls` should not pay. A link shows where it goes: a terminal
+    hyperlink would let an answer's words say one address and open another."""
     from rich.markdown import Markdown
 
-    return Markdown(text)
+    return Markdown(visible(text), hyperlinks=False)
 
 
 def human_size(size: int | float) -> str:
@@ -99,7 +124,7 @@ def thinking_tail(text: str, width: int, lines: int = THINKING_LINES) -> Text:
     """The last few lines of the thinking, wrapped to `width`, dimmed: enough to
     follow the model, never a wall of text."""
     wrapped: list[str] = []
-    for paragraph in text.splitlines()[-lines:]:
+    for paragraph in visible(text).splitlines()[-lines:]:
         wrapped.extend(textwrap.wrap(paragraph, max(width - 2, 20)) or [""])
     return Text("\n".join("  " + line for line in wrapped[-lines:]), style="dim italic")
 
@@ -111,7 +136,7 @@ def thinking_text(turn: Turn) -> RenderableType:
         f"{turn.thinking_chars:,} characters",
         style="dim",
     )
-    return Group(header, Text(turn.thinking or "", style="dim italic"))
+    return Group(header, Text(visible(turn.thinking or ""), style="dim italic"))
 
 
 class _Status:
@@ -257,7 +282,8 @@ def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> Non
     if outcome.status == "cancelled":
         console.print(Text(f"turn {outcome.number} cancelled", style="yellow"), end=" ")
     else:
-        console.print(Text(f"turn {outcome.number} failed: {outcome.error}", style="red"), end=" ")
+        failed = f"turn {outcome.number} failed: {visible(str(outcome.error))}"
+        console.print(Text(failed, style="red"), end=" ")
     if outcome.rollback is not None:
         print_rollback(console, outcome.rollback)
 
@@ -293,7 +319,7 @@ def error_line(error: BaseException, *, prefix: str = "") -> Text:
             f"unexpected error ({type(error).__name__}{': ' + first if first else ''}); "
             "this is a bug in netbox-chat, please report it"
         )
-    return Text(prefix + message, style="red")
+    return Text(prefix + visible(message), style="red")
 
 
 class Columns:
@@ -411,7 +437,9 @@ def one_netbox(summaries: Sequence[SessionSummary]) -> str | None:
 
 
 def _shorten(text: str, width: int) -> str:
-    text = " ".join(text.split())
+    """`text` on one line of at most `width` characters, its control
+    characters shown (before a split would take some for spaces)."""
+    text = " ".join(visible(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -453,7 +481,7 @@ def print_recap(console: Console, session_id: str, recap: Recap) -> None:
         question = _shorten(recap.last.question, 200)
         console.print(Text.assemble((f"last question ({recap.last.number}): ", "dim"), question))
         if recap.last.answer:
-            console.print(Text(recap.last.answer))
+            console.print(Text(visible(recap.last.answer)))
     for turn in recap.unfinished:
         question = _shorten(turn.question, 80)
         console.print(Text(f"turn {turn.number} was {turn.status}: {question}", style="dim"))

@@ -13,6 +13,8 @@ import json
 import re
 from typing import IO, Any
 
+from netbox_chat.visible import visible_json
+
 
 def event_object(event: object) -> dict[str, Any]:
     """`{"type": "text_delta", "text": ...}` for `TextDelta(text=...)`."""
@@ -23,13 +25,14 @@ def event_object(event: object) -> dict[str, Any]:
 
 
 class JsonLines:
-    """Writes objects to `out`, one compact JSON document per line."""
+    """Writes objects to `out`, one compact JSON document per line, no
+    control character raw (a model's or NetBox's text may hold some)."""
 
     def __init__(self, out: IO[str]) -> None:
         self.out = out
 
     def write(self, obj: dict[str, Any]) -> None:
-        self.out.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+        self.out.write(visible_json(json.dumps(obj, ensure_ascii=False, default=str)) + "\n")
         self.out.flush()
 
     def event(self, event: object) -> None:

@@ -32,3 +32,15 @@ def visible_line(text: str) -> str:
     places such as a table cell or a completion entry where a line break would
     forge another row."""
     return visible(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+# What `json.dumps(..., ensure_ascii=False)` leaves raw (DEL, C1, bidi): it
+# escapes only C0.
+_JSON_TABLE = {c: f"\\u{c:04x}" for c in _CONTROLS}
+
+
+def visible_json(document: str) -> str:
+    """A JSON document with each control character written as a `\\u` escape:
+    the same document to a parser, nothing raw to a terminal. Such characters
+    can only stand inside the document's strings, where the escape means them."""
+    return document.translate(_JSON_TABLE)

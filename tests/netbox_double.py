@@ -86,6 +86,8 @@ class NetBoxDouble:
         self.disconnects: list[str] = []
         # what /api/status/ answers; tests may swap it (an older NetBox, say)
         self.status: dict[str, Any] = {"netbox-version": "4.7.3", "django-version": "5.2"}
+        # the objects it serves; tests may add their own (a site named by someone hostile)
+        self.data: dict[str, list[dict[str, Any]]] = {k: list(v) for k, v in DATA.items()}
         self._stop = threading.Event()
         self._lifetime = lifetime
         self._timer: threading.Timer | None = None
@@ -132,10 +134,10 @@ class NetBoxDouble:
                 if path == "status":
                     return self._json(200, double.status)
                 listing, _, oid = path.rpartition("/")
-                if listing in DATA and oid.isdigit():  # GET /api/<list>/<id>/
-                    found = [obj for obj in DATA[listing] if obj["id"] == int(oid)]
+                if listing in double.data and oid.isdigit():  # GET /api/<list>/<id>/
+                    found = [obj for obj in double.data[listing] if obj["id"] == int(oid)]
                     return self._json(200, found[0]) if found else self._json(404, {})
-                if path not in DATA:
+                if path not in double.data:
                     return self._html(404)
                 params: dict[str, list[str]] = {}
                 for key, value in parse_qsl(parts.query):
@@ -145,7 +147,9 @@ class NetBoxDouble:
                 for control in ("brief", "fields", "ordering", "q"):
                     params.pop(control, None)
                 rows = [
-                    obj for obj in DATA[path] if all(_matches(obj, k, v) for k, v in params.items())
+                    obj
+                    for obj in double.data[path]
+                    if all(_matches(obj, k, v) for k, v in params.items())
                 ]
                 page = rows[offset : offset + limit]
                 more = offset + limit < len(rows)

@@ -125,6 +125,34 @@ def test_export_to_a_file_and_the_errors(
     assert code == 1 and "No such file or directory" in err
 
 
+def test_export_over_an_existing_file_or_symlink_writes_a_new_0600_file(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 21, item 16: a file readable by everyone before is 0600 after,
+    and a symlink is replaced, not written through to where it points."""
+    sid = build_session(chat_env, ollama, sessions_dir)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    existing = folder / "transcript.md"
+    existing.write_text("old")
+    existing.chmod(0o644)
+    elsewhere = tmp_path / "elsewhere.md"
+    elsewhere.write_text("someone else's file")
+    elsewhere.chmod(0o644)
+    link = folder / "link.md"
+    link.symlink_to(elsewhere)
+    for target in (existing, link):
+        code, _, err = run(chat_env, "export", sid, "-o", str(target))
+        assert code == 0 and f"wrote {target}" in err
+        assert not target.is_symlink() and target.stat().st_mode & 0o777 == 0o600
+        assert "devices at Akron?" in target.read_text()
+    assert elsewhere.read_text() == "someone else's file"
+    assert elsewhere.stat().st_mode & 0o777 == 0o644
+    code, _, err = run(chat_env, "export", sid, "-o", str(folder))
+    assert code == 1 and f"cannot write {folder}: not a regular file" in err
+    assert sorted(p.name for p in folder.iterdir()) == ["link.md", "transcript.md"]
+
+
 def test_export_masks_a_token_even_if_one_got_into_the_ledger(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:

@@ -5,8 +5,10 @@ behind by a first turn that never got an answer."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -14,10 +16,12 @@ import sys
 import time
 from pathlib import Path
 
+import pexpect
 import pytest
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
+from netbox_chat.completion import zsh_word
 from netbox_chat.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
@@ -246,7 +250,7 @@ def test_completion_offers_session_ids_with_titles_without_loading_langchain(
     ran = complete(chat_env, "bash", f"netbox-chat ask q --session {target[:6]}")
     assert ran.stdout.split() == [target]
     zsh = complete(chat_env, "zsh", f"netbox-chat resume {target[:6]}")
-    assert f'"{target}":"question number 1"' in zsh.stdout
+    assert zsh_word(f"{target}  -- question number 1") in zsh.stdout
     commands = complete(chat_env, "bash", "netbox-chat ")
     assert {"ask", "ls", "resume", "forget", "export", "config", "doctor"} <= set(
         commands.stdout.split()
@@ -265,8 +269,9 @@ def test_a_tab_on_a_session_id_is_answered_before_typer_and_as_typer_would(
 ) -> None:
     """The entry point answers a session id itself (Typer is never imported:
     that is what keeps a Tab under 100 ms, bench 7), with exactly what the
-    Typer app answers for the same line; a title's brackets, colons, quotes
-    and tabs survive in zsh and fish, which Typer used to render as markup."""
+    Typer app answers for the same line; a title's brackets, colons and quotes
+    survive in zsh and fish, which Typer used to render as markup, and a tab
+    shows as `\\t` (one line per choice)."""
     store = SessionStore(sessions_dir)
     ids = sorted(
         [
@@ -293,10 +298,11 @@ def test_a_tab_on_a_session_id_is_answered_before_typer_and_as_typer_would(
         assert fast.stdout == typer_answer.stdout, (shell, line)
         assert "HEAVY [] \n" in fast.stderr, (shell, line, fast.stderr)  # no Typer either
     zsh = complete(chat_env, "zsh", "netbox-chat resume ").stdout
-    assert "why is [eth0] down on dm-akron\\\\: it''s ''odd''" in zsh
-    assert "list\tthe [bold]sites[/bold] \\$HOME \\`x\\`" in zsh
+    # zsh_word's escapes, but the quotes around the whole word
+    assert zsh_word("  -- why is [eth0] down on dm-akron: it's 'odd'")[2:-1] in zsh
+    assert zsh_word("  -- list\\tthe [bold]sites[/bold] $HOME `x`")[2:-1] in zsh
     fish = complete(chat_env, "fish", "netbox-chat resume ", _TYPER_COMPLETE_FISH_ACTION="get-args")
-    assert "\tlist the [bold]sites[/bold] $HOME `x`\n" in fish.stdout
+    assert "\tlist\\tthe [bold]sites[/bold] $HOME `x`\n" in fish.stdout
     # fish first asks whether there is anything to offer, by exit status
     some = complete(chat_env, "fish", "netbox-chat resume ", _TYPER_COMPLETE_FISH_ACTION="is-args")
     none = complete(
@@ -312,6 +318,114 @@ def test_a_tab_on_a_session_id_is_answered_before_typer_and_as_typer_would(
         ran = complete(chat_env, shell, line)
         assert "TYPER" in ran.stderr, line
     assert "--sessions-dir" in complete(chat_env, "zsh", "netbox-chat resume --").stdout
+
+
+# Titles someone else could have written (a copied session, the team's store):
+# every shell metacharacter, quotes, backslashes, substitutions of each shell,
+# prompt escapes, and control characters. Each command would leave a file
+# named ran-N in the shell's folder if any shell evaluated it.
+HOSTILE_TITLES = [
+    'x\\" <(touch ran-1) \\"',  # issue 21's r3: closed _arguments' quotes
+    "$(touch ran-2) `touch ran-3` ${HOME}",
+    "'; touch ran-4; ' \"; touch ran-5; \"",
+    "a; touch ran-6 && touch ran-7 | cat > ran-8 < /dev/null &",
+    ">(touch ran-9) (touch ran-10) {a,b} ~ * ? [x] # ! ^ %F{red}red%f",
+    "\\\\$(touch ran-11)\\ \\`touch ran-12\\` \\\\\\",
+    "\u00e9t\u00e9 \u2014 dm-akron: it's [eth0] \\x1b",
+]
+# Written into the ledger directly, as a row of the shared store could hold it.
+RAW_TITLE = "line one\n$(touch ran-13)\r\x1b]0;owned\x07\x1b[2J\x9b31m\ttab"
+
+
+def hostile_sessions(folder: Path) -> list[str]:
+    store = SessionStore(folder)
+    ids = [make_session(store, title) for title in HOSTILE_TITLES]
+    raw = make_session(store, "to be overwritten")
+    with sqlite3.connect(folder / f"{raw}.sqlite") as db:
+        db.execute("UPDATE session_meta SET value = ? WHERE key = 'title'", (RAW_TITLE,))
+    return [*ids, raw]
+
+
+def interactive_shell(shell: str, env: dict[str, str], home: Path) -> pexpect.spawn:
+    """A real interactive shell with the completion script `--install-completion`
+    installs (`_NETBOX_CHAT_COMPLETE=source_SHELL netbox-chat` prints it)."""
+    script = subprocess.run(
+        ["netbox-chat"],
+        env={**env, "_NETBOX_CHAT_COMPLETE": f"source_{shell}"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (home / "completion").write_text(script)
+    argv = {
+        "bash": ["bash", "--norc", "--noprofile", "-i"],
+        "zsh": ["zsh", "-f", "-i"],
+        "fish": ["fish", "--no-config", "-i"],
+    }[shell]
+    setup = {
+        "bash": "source completion; echo RE''ADY",
+        "zsh": "autoload -U compinit && compinit -u && source completion && echo RE''ADY",
+        "fish": "source completion; and echo RE''ADY",
+    }[shell]
+    child = pexpect.spawn(
+        argv[0],
+        argv[1:],
+        env=env,
+        cwd=home,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(60, 200),
+    )
+    child.sendline(setup)
+    child.expect("READY")
+    return child
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_a_tab_in_a_real_shell_never_evaluates_a_title(
+    shell: str, sessions_dir: Path, chat_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 21, item 3: a title reaches the shell only as data. Real bash,
+    zsh and fish, with the script the app installs, list every session
+    (zsh and fish with its title, one line each, control characters shown as
+    escapes) and complete a unique prefix to its id; no command of any title
+    runs."""
+    if not shutil.which(shell):
+        pytest.skip(f"{shell} is not installed (.ci/run installs it)")
+    ids = hostile_sessions(sessions_dir)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        **chat_env,
+        "HOME": str(home),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",  # netbox-chat
+        "fish_greeting": "",
+    }
+    child = interactive_shell(shell, env, home)
+    try:
+        child.logfile_read = screen = io.StringIO()
+        child.send("netbox-chat resume " + ("\t\t" if shell == "bash" else "\t"))
+        child.expect(ids[-1])  # the listing is on the screen
+        child.expect(pexpect.TIMEOUT, timeout=2)  # let the rest of it arrive
+        listing = screen.getvalue()
+        child.sendcontrol("c")
+        for sid in ids:
+            assert sid in listing
+        assert "\x1b]0;owned" not in listing and "\x9b" not in listing
+        if shell != "bash":  # bash shows no help beside a choice
+            assert "line one\\n$(touch ran-13)\\x0d\\x1b]0;owned\\x07" in listing
+            assert "\u00e9t\u00e9 \u2014 dm-akron: it's [eth0] \\x1b" in listing
+            assert "%F{red}red%f" in listing
+        target = ids[1]
+        child.send(f"netbox-chat resume {target[:6]}\t")
+        child.expect(f"resume {target}")
+        child.sendcontrol("c")
+        child.send("netbox-chat resume --sessions-d\t")  # Typer's answer, same format
+        child.expect("--sessions-dir")
+        child.sendcontrol("c")
+    finally:
+        child.close(force=True)
+    assert sorted(home.glob("ran-*")) == []  # nothing ran
 
 
 def test_the_fast_path_knows_every_option_of_the_app() -> None:

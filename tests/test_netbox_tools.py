@@ -343,6 +343,58 @@ def test_list_values_become_repeated_keys_on_the_wire():
     assert "__in" not in target and "%2C" not in target.split("fields=")[0]
 
 
+def test_filter_names_in_other_cases_are_one_filter_said_in_the_note():
+    """Issue 21, item 18: 'SITE' is read as 'site' and the result's note says
+    so (for changelogs too); 'Site' and 'site', or 'q' and 'Q', with different
+    values are refused before anything is sent (NetBox would OR the first and
+    keep the last of the second); with the same value they are sent once."""
+    seen: list[httpx.Request] = []
+
+    def handler(r: httpx.Request) -> httpx.Response:
+        seen.append(r)
+        return httpx.Response(200, json={"count": 0, "results": []})
+
+    async def go() -> list[str]:
+        tools, _ = mock_tools(handler)
+        get, changes = tools["netbox_get_objects"], tools["netbox_get_changelogs"]
+        return [
+            await get.ainvoke({"object_type": "dcim.device", "filters": {"SITE": "dm-akron"}}),
+            await changes.ainvoke({"filters": {"User_Name": "admin"}}),
+            await get.ainvoke(
+                {
+                    "object_type": "dcim.device",
+                    "Site": "dm-columbus",
+                    "filters": {"site": "dm-akron"},
+                }
+            ),
+            await get.ainvoke(
+                {"object_type": "dcim.site", "filters": {"q": "akron", "Q": "dayton"}}
+            ),
+            await get.ainvoke(
+                {"object_type": "dcim.site", "filters": {"q": "akron", "Q": "akron"}}
+            ),
+        ]
+
+    folded, changelog, two_sites, two_qs, same_q = run(go())
+    assert json.loads(folded)["note"] == "filter 'SITE' read as 'site'"
+    assert "filter 'User_Name' read as 'user_name'" in json.loads(changelog)["note"]
+    assert two_sites == (
+        "Error: 'site' and 'Site' are the same filter 'site', given different values "
+        "('dm-akron', 'dm-columbus'): NetBox would match either. Send it once."
+    )
+    assert two_qs.startswith("Error: 'q' and 'Q' are the same filter 'q', given different values")
+    assert "keep only the last" in two_qs
+    assert (
+        "'q' and 'Q' are the same filter 'q' with the same value, sent once"
+        in (json.loads(same_q)["note"])
+    )
+    sent = [r.url.params for r in seen]
+    assert len(sent) == 3  # nothing for the two refusals
+    assert sent[0].get_list("site") == ["dm-akron"] and "SITE" not in sent[0]
+    assert sent[1].get_list("user_name") == ["admin"]
+    assert sent[2].get_list("q") == ["akron"] and "Q" not in sent[2]
+
+
 # ------------------------------------------------------------------ size budget
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
+from netbox_chat.visible import visible
 from netbox_chat.window import result_budget
 
 from .arguments import Reading, read_arguments
@@ -263,7 +264,7 @@ class NetBoxTools:
                 "NetBox %s could not be read (%s)",
                 shipped.netbox_version,
                 version,
-                e,
+                visible(str(e)),  # NetBox's words, on the user's terminal
             )
             return shipped
         # NetBox caches its schema for a day per release (netbox/urls.py, cache_page), so a
@@ -288,7 +289,7 @@ class NetBoxTools:
         if isinstance(custom, NetBoxError):
             table = table.with_types(dict(table.types))
             table.custom_fields_note = f"this NetBox's custom fields could not be read ({custom})"
-            log.warning("netbox-chat: %s", table.custom_fields_note)
+            log.warning("netbox-chat: %s", visible(table.custom_fields_note))
             return table
         return with_custom_fields(table, custom)
 
@@ -318,7 +319,7 @@ class NetBoxTools:
     async def _get_objects(self, reading: Reading) -> str:
         args, notes = reading.args, list(reading.notes)
         table, ot = await self._resolve(args["object_type"], args.get("filters"))
-        params = build_params(ot, args.get("filters"), table)
+        params = build_params(ot, args.get("filters"), table, notes)
         n = _limit(args.get("limit"), DEFAULT_LIMIT, MAX_LIMIT, notes)
         off = _offset(args.get("offset"))
         order = check_ordering(ot, args.get("ordering"))
@@ -490,7 +491,7 @@ class NetBoxTools:
     async def _changelogs(self, reading: Reading) -> str:
         args, notes = reading.args, list(reading.notes)
         table, ot = await self._resolve(CHANGELOG_TYPE, args.get("filters"))
-        params = build_params(ot, args.get("filters"), table)
+        params = build_params(ot, args.get("filters"), table, notes)
         n = _limit(args.get("limit"), CHANGELOG_DEFAULT_LIMIT, MAX_LIMIT, notes)
         off = _offset(args.get("offset"))
         params += [("limit", str(n)), ("offset", str(off)), ("ordering", "-time")]

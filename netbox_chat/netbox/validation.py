@@ -295,30 +295,55 @@ def build_params(
     """Validated query parameters for ``filters``: lists become repeated keys.
 
     A name that is a filter in lower case (``VID``, ``SITE_ID``: NetBox's names are all
-    lower case) is read as that filter, and ``notes`` says so. Raises
+    lower case) is read as that filter, and ``notes`` says so. Names are read first,
+    values checked after: two names that are one filter (``Site`` and ``site``) would
+    both reach NetBox, which ORs them (or keeps the last of a single-value filter), so
+    they are sent once if their values agree and refused if not. Raises
     ``FilterRejected`` listing every problem, with the form that works.
     """
     if not filters:
         return []
-    params: list[tuple[str, str]] = []
+    given: dict[str, list[tuple[str, Any]]] = {}  # filter -> (name as given, value)
     problems: list[str] = []
     for raw_key, value in filters.items():
-        key = str(raw_key).strip()
-        if not ot.has_filter(key) and ot.has_filter(key.lower()):
-            if notes is not None:
-                notes.append(f"filter '{key}' read as '{key.lower()}'")
-            key = key.lower()
+        key = filter_name(ot, str(raw_key).strip(), notes)
         if not ot.has_filter(key):
             problems.append(_diagnose_key(ot, key, table))
             continue
-        values, problem = _check_value(ot, key, value)
+        given.setdefault(key, []).append((str(raw_key).strip(), value))
+    params: list[tuple[str, str]] = []
+    for key, each in given.items():
+        checked = [_check_value(ot, key, value) for _, value in each]
+        problem = next((p for _, p in checked if p), None)
         if problem:
             problems.append(problem)
             continue
+        values = checked[0][0]
+        if any(other != values for other, _ in checked[1:]):
+            names = " and ".join(f"'{name}'" for name, _ in each)
+            problems.append(
+                f"{names} are the same filter '{key}', given different values "
+                f"({', '.join(repr(value) for _, value in each)}): NetBox would "
+                f"{'keep only the last' if ot.is_single(key) else 'match either'}. Send it once."
+            )
+            continue
+        if len(each) > 1 and notes is not None:
+            names = " and ".join(f"'{name}'" for name, _ in each)
+            notes.append(f"{names} are the same filter '{key}' with the same value, sent once")
         params.extend((key, v) for v in values)
     if problems:
         raise FilterRejected(" ".join(problems))
     return params
+
+
+def filter_name(ot: ObjectType, key: str, notes: list[str] | None) -> str:
+    """``key`` as a filter of ``ot``: itself, or its lower case when only that is a
+    filter (said in ``notes``)."""
+    if not ot.has_filter(key) and ot.has_filter(key.lower()):
+        if notes is not None:
+            notes.append(f"filter '{key}' read as '{key.lower()}'")
+        return key.lower()
+    return key
 
 
 def _as_list(value: Any) -> list[str]:
