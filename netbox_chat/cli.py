@@ -115,7 +115,8 @@ app = typer.Typer(
         "Run without a command to start a new chat session. Sessions live in "
         "NETBOX_CHAT_SESSIONS (default ./sessions), one SQLite file each.\n\n"
         "Exit codes: 0 ok, 1 user error, 2 usage, 3 session store cannot be opened "
-        "or written, 4 session in use by another netbox-chat, 130 `ask` interrupted."
+        "or written, 4 session in use by another netbox-chat, 5 `ask` answered without "
+        "NetBox (unreachable, or the token refused), 130 `ask` interrupted."
     ),
     no_args_is_help=False,
     add_completion=True,
@@ -325,12 +326,25 @@ def typed_on_command_line(**values: Any) -> dict[str, Any]:
 
 
 def require_netbox(settings: Settings) -> None:
-    """Refuse before any session is created: without NetBox every answer fails."""
+    """Refuse before any session is created: without NetBox every answer fails.
+
+    A token the configuration names (a profile's token_env) but that is not
+    set is refused here, naming the variable, not found by the first question
+    as a 403. With no token named at all, one line says so and the chat
+    starts: a NetBox may let anyone read."""
+    from netbox_chat.credentials import missing_token
+
     if settings.netbox_url is None:
         raise UserFacingError(
             "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN "
             "(or pass --netbox-url); `netbox-chat doctor` checks the setup"
         )
+    missing = missing_token(settings)
+    if missing is None:
+        return
+    if settings.token_source is not None:
+        raise UserFacingError(f"{missing}; `netbox-chat config` shows where settings come from")
+    say(f"netbox-chat: {missing}: only a NetBox that lets anyone read will answer", "yellow")
 
 
 def _chat(
@@ -649,6 +663,7 @@ def ask(
     """
     import asyncio
 
+    from netbox_chat import render
     from netbox_chat.runtime import CancelOnSignals
     from netbox_chat.streamjson import JsonLines
 
@@ -708,10 +723,22 @@ def ask(
         what = "" if result["turn"] is None else f"turn {result['turn']} {result['status']}: "
         kept = "" if result["kept"] else "; nothing was kept"
         say(f"netbox-chat: {what}{result['error'] or 'rolled back'}{kept}", "red")
+    if result["netbox_error"] is not None:
+        err().print(render.outage_line(result["netbox_error"], prefix="netbox-chat: "))
+    raise typer.Exit(int(ask_status(result)))
+
+
+def ask_status(result: dict[str, Any]) -> ExitStatus:
+    """`ask`'s exit status: what a cron job must tell apart. An answer made
+    while NetBox was unreachable or refused the token is recorded as the turn
+    it was, but is not an answer from NetBox."""
     if result["status"] == "cancelled":
-        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+        return ExitStatus.INTERRUPTED
     if result["status"] != "done":
-        raise typer.Exit(int(ExitStatus.USER_ERROR))
+        return ExitStatus.USER_ERROR
+    if result["netbox_error"] is not None:
+        return ExitStatus.NETBOX_UNAVAILABLE
+    return ExitStatus.OK
 
 
 def _discard(session: OpenSession) -> bool:
@@ -740,13 +767,11 @@ async def _ask_once(
     from netbox_chat.runtime import build_runtime
     from netbox_chat.turns import TurnOutcome, ignore_events
 
-    auth_warnings: list[str] = []
+    outage = None
     try:
         # Built whole even if a signal comes meanwhile: the imports cannot be
         # interrupted, and asyncio.run would wait for the thread anyway.
-        runtime = await asyncio.to_thread(
-            build_runtime, session, settings, on_auth_failure=auth_warnings.append
-        )
+        runtime = await asyncio.to_thread(build_runtime, session, settings)
         try:
             outcome = None
             if runtime.thinking.note:
@@ -758,12 +783,11 @@ async def _ask_once(
                 with contextlib.suppress(asyncio.CancelledError):  # cancelled before it began
                     sink = lines.event if lines is not None else ignore_events
                     outcome = await signals.run(runtime.conversation.run_turn(question, sink))
+            outage = runtime.take_outage()
         finally:
             await runtime.aclose()
     finally:
         signals.settle()
-    for warning in auth_warnings:
-        say(warning, "bold red")
     started = outcome is not None
     if outcome is None:
         outcome = TurnOutcome(0, "cancelled", error=NOT_STARTED)
@@ -788,6 +812,7 @@ async def _ask_once(
             "compactions": len(outcome.context.compactions),
         },
         "error": outcome.error,
+        "netbox_error": outage,
     }
 
 

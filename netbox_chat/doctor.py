@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from netbox_chat.config import Settings
+from netbox_chat.credentials import token_origin
 from netbox_chat.errors import UserFacingError
 from netbox_chat.model_info import ModelInfo, parse_show
 from netbox_chat.sessions import StoreError, refuse_network_filesystem
@@ -185,14 +186,9 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
             Check("NetBox version", False, "not checked (NetBox unreachable)"),
         ]
     except NetBoxAuthError as exc:
-        token_fix = (
-            "set NETBOX_TOKEN to an API token (NetBox → your profile → API tokens)"
-            if settings.netbox_token is None
-            else "NETBOX_TOKEN is wrong, expired or lacks permission: create a new one"
-        )
         return [
             Check("NetBox", True, f"{where} answered"),
-            Check("token", False, str(exc), token_fix),
+            Check("token", False, str(exc), token_fix(settings, exc.cause)),
             Check("NetBox version", False, "not checked (the token was refused)"),
         ]
     except NetBoxError as exc:
@@ -209,8 +205,9 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
             Check(
                 "token",
                 False,
-                "NETBOX_TOKEN is not set (this NetBox answers without one, most do not)",
-                "set NETBOX_TOKEN to an API token",
+                f"{token_origin(settings)} is not set (this NetBox answers without one, "
+                "most do not)",
+                token_fix(settings, "missing"),
             )
         )
     else:
@@ -237,6 +234,20 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
     else:
         checks.append(Check("NetBox version", True, str(version)))
     return checks
+
+
+def token_fix(settings: Settings, cause: str) -> str:
+    """The fix for a refused token, by NetBox's reason, naming where this
+    token comes from (a profile's own variable or command, not always
+    NETBOX_TOKEN)."""
+    origin = token_origin(settings)
+    if cause == "missing":
+        if origin.startswith("the token_command"):
+            return f"make {origin} print an API token"
+        return f"set {origin} to an API token (NetBox → your profile → API tokens)"
+    if cause == "permission":
+        return f"the token from {origin} is valid: give its user permission to read, or use another"
+    return f"the token from {origin} is wrong, expired or disabled: create a new one"
 
 
 # --- the sessions folder -----------------------------------------------------------------

@@ -17,6 +17,7 @@ class ExitStatus(IntEnum):
     USAGE = 2  # Typer/Click's own code for bad flags
     STORE_ERROR = 3  # the session store cannot be opened or written
     SESSION_BUSY = 4  # another netbox-chat process holds the session
+    NETBOX_UNAVAILABLE = 5  # `ask` answered, but NetBox was unreachable or refused the token
     INTERRUPTED = 130  # a one-shot `ask` cancelled by Ctrl-C or SIGTERM, after rollback
 
 

@@ -296,6 +296,12 @@ def error_line(error: BaseException, *, prefix: str = "") -> Text:
     return Text(prefix + message, style="red")
 
 
+def outage_line(outage: str, *, prefix: str = "") -> Text:
+    """The red line after a turn NetBox could not serve (unreachable, or the
+    token refused): the answer was made without NetBox, however sure it reads."""
+    return Text(f"{prefix}answered without NetBox: {outage}", style="bold red")
+
+
 class Columns:
     """Rows of one-line cells in aligned columns, two spaces apart.
 

@@ -63,6 +63,12 @@ class Runtime:
         self.conversation.model.reasoning = self.thinking.reasoning
         return self.thinking
 
+    def take_outage(self) -> str | None:
+        """What kept NetBox from answering in the turn just run (unreachable,
+        or the token refused), as one line; None when it answered."""
+        outage = None if self.netbox is None else self.netbox.take_outage()
+        return None if outage is None else str(outage)
+
     async def aclose(self) -> None:
         if self.netbox is not None:
             await self.netbox.aclose()
@@ -86,7 +92,6 @@ def build_runtime(
     settings: Settings,
     *,
     tools: Sequence[BaseTool] | None = None,
-    on_auth_failure: Callable[[str], None] | None = None,
 ) -> Runtime:
     """Build the agent for `session` (slow: imports deepagents)."""
     from netbox_chat.agent import build_agent, build_model, find_end_node
@@ -106,7 +111,6 @@ def build_runtime(
             settings.netbox_url,
             settings.netbox_token,
             timeout=settings.netbox_timeout,
-            on_auth_failure=on_auth_failure,
         )
         tools = build_netbox_tools(netbox, window_tokens=window)
     thinking = plan_thinking(settings.think, model_info)
