@@ -50,10 +50,23 @@ def report(error: Exception) -> ExitStatus:
     traceback), not a traceback over the user's terminal."""
     from netbox_chat import render
 
+    if isinstance(error, BrokenPipeError):
+        return reader_went_away()
     err().print(render.error_line(error, prefix="netbox-chat: "))
     if isinstance(error, AmbiguousSession):
         say("candidates: " + " ".join(error.candidates))
     return error.exit_status if isinstance(error, UserFacingError) else ExitStatus.USER_ERROR
+
+
+def reader_went_away() -> ExitStatus:
+    """stdout's reader closed it (`netbox-chat ls | head`): not an error of
+    anyone's, so nothing is printed, as git (killed by SIGPIPE) prints
+    nothing. stdout is pointed at /dev/null so that the interpreter's last
+    flush at exit does not fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return ExitStatus.BROKEN_PIPE
 
 
 def fit_to_streams(*consoles: Console) -> None:
@@ -236,11 +249,16 @@ def consoles() -> tuple[Console, Console]:
     builds this app and runs no command) never needs."""
     from rich.console import Console
 
+    class PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            """Rich's own handling exits 1; ours goes through `report`."""
+            raise BrokenPipeError
+
     # No `:name:` emoji codes: we never write them, questions and answers must
     # print as written, and rich's emoji table costs every command 3 ms to load.
     return (
-        Console(highlight=False, emoji=False),
-        Console(stderr=True, highlight=False, emoji=False),
+        PipeConsole(highlight=False, emoji=False),
+        PipeConsole(stderr=True, highlight=False, emoji=False),
     )
 
 
@@ -526,15 +544,19 @@ def list_sessions(
     elif not summaries:
         if grep is not None:
             say(f"no session in {store.root} mentions {grep!r}")
-        else:
-            say(f"no sessions in {store.root}; start one with `netbox-chat`")
+            raise typer.Exit(int(ExitStatus.USER_ERROR))  # as grep: nothing found
+        say(f"no sessions in {store.root}; start one with `netbox-chat`")
     else:
         out().print(render.sessions_table(summaries))
+        # The notes go to stderr: once the table is out, so that with both
+        # streams on one pipe (`2>&1 | less`) they come after it, not inside.
+        out().file.flush()
         if (netbox := render.one_netbox(summaries)) is not None:
             say(netbox, "dim", soft_wrap=True)
         hidden = len(ids) - len(summaries)
         if hidden > 0:
-            say(f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them")
+            older = "1 older session is" if hidden == 1 else f"{hidden:,} older sessions are"
+            say(f"… {older} not shown; `netbox-chat ls --all` lists them")
         if any(s.unanswered and not s.is_open for s in summaries):
             say(
                 "sessions marked (never answered) were cut short in their first turn; "
@@ -952,7 +974,15 @@ def main() -> None:
     the interpreter), so the survivors are frozen out of the collector first:
     reference counting still frees what it can, the OS reclaims the rest.
     """
+    status: str | int | None = 0
     try:
         app()
+    except SystemExit as done:
+        status = done.code
     finally:
         gc.freeze()
+    try:  # what is still buffered: `ls --json | head -c1` breaks the pipe only here
+        sys.stdout.flush()
+    except BrokenPipeError:
+        status = int(reader_went_away())
+    sys.exit(status)

@@ -18,6 +18,7 @@ class ExitStatus(IntEnum):
     STORE_ERROR = 3  # the session store cannot be opened or written
     SESSION_BUSY = 4  # another netbox-chat process holds the session
     NETBOX_UNAVAILABLE = 5  # `ask` answered, but NetBox was unreachable or refused the token
+    BROKEN_PIPE = 141  # stdout's reader went away (`| head`): quiet, as 128 + SIGPIPE
     INTERRUPTED = 130  # a one-shot `ask` cancelled by Ctrl-C or SIGTERM, after rollback
 
 

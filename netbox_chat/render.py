@@ -10,6 +10,7 @@ import json
 import textwrap
 import time
 from collections.abc import Collection, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -22,6 +23,7 @@ from netbox_chat.sessions import Recap, SessionSummary, Turn
 from netbox_chat.thinking import thought_for
 
 if TYPE_CHECKING:
+    from rich.console import OverflowMethod
     from rich.live import Live
 
     from netbox_chat.turns import RollbackReport, TurnEvent, TurnOutcome
@@ -310,6 +312,8 @@ class Columns:
     on a command whose whole budget is twice Python's start-up. When the
     console is too narrow the `flexible` column gives way first, down to
     `FLEXIBLE_MIN` cells; past that, lines end in "…" at the console's edge.
+    On a console that is not a terminal (a pipe, a file) nothing is cut: a
+    `grep` must see every cell whole.
     """
 
     FLEXIBLE_MIN = 20
@@ -321,32 +325,37 @@ class Columns:
         header: Sequence[str] = (),
         right: Collection[int] = (),
         flexible: int = 0,
+        flexible_max: int | None = None,
     ) -> None:
         self.rows = [[Text(name, style="bold") for name in header]] if header else []
         self.rows.extend(list(row) for row in rows)
         self.right = right
         self.flexible = flexible
+        self.flexible_max = flexible_max
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if not self.rows:
             return
+        fit = console.is_terminal
+        overflow: OverflowMethod = "ellipsis" if fit else "ignore"
         widths = [max(cell.cell_len for cell in column) for column in zip(*self.rows, strict=True)]
         others = sum(widths) - widths[self.flexible] + 2 * (len(widths) - 1)
-        room = max(self.FLEXIBLE_MIN, options.max_width - others)
-        widths[self.flexible] = min(widths[self.flexible], room)
+        if fit:
+            room = max(self.FLEXIBLE_MIN, options.max_width - others)
+            widths[self.flexible] = min(widths[self.flexible], room, self.flexible_max or room)
         lines = []
         for row in self.rows:
             line = Text()
             for index, (cell, width) in enumerate(zip(row, widths, strict=True)):
                 fitted = cell.copy()
-                fitted.overflow = "ellipsis"
+                fitted.overflow = overflow
                 fitted.align("right" if index in self.right else "left", width)
                 if index:
                     line.append("  ")
                 line.append_text(fitted)
             line.rstrip()
             lines.append(line)
-        yield Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
+        yield Text("\n", no_wrap=True, overflow=overflow).join(lines)
 
 
 def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
@@ -373,7 +382,7 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
                 [ident, unreadable, Text(), Text(), Text(), *netbox, size, *[Text()] * team]
             )
             continue
-        title = Text(_shorten(s.title or "(no question yet)", 50))
+        title = Text(" ".join((s.title or "(no question yet)").split()))
         if s.unanswered and s.title and not s.is_open:
             title = Text.assemble(("(never answered) ", "yellow"), title)
         rows.append(
@@ -381,7 +390,7 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
                 ident,
                 title,
                 Text(str(s.turns)),
-                Text(s.last_active.replace("T", " ").replace("+00:00", "Z")),
+                Text(ago(s.last_active)),
                 Text(s.model),
                 *netbox,
                 size,
@@ -398,7 +407,28 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
         "size",
         *(("asked by",) if team else ()),
     )
-    return Columns(rows, header=header, right={2, header.index("size")}, flexible=1)
+    return Columns(
+        rows, header=header, right={2, header.index("size")}, flexible=1, flexible_max=50
+    )
+
+
+def ago(stamp: str, now: float | None = None) -> str:
+    """An ISO time as `ls` shows it: how long ago, in plain words ("5 min
+    ago", "3 days ago"), then the date once it is a month old; the stamp as it
+    is if it cannot be read (a session file is not trusted)."""
+    try:
+        then = datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    seconds = (time.time() if now is None else now) - then.timestamp()
+    if seconds >= 30 * 86400:
+        return then.date().isoformat()
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if (count := int(seconds // size)) >= 1:
+            return f"{count} {unit}{'s' if unit == 'day' and count > 1 else ''} ago"
+    return "just now"
 
 
 def netbox_label(summary: SessionSummary) -> str:

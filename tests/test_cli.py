@@ -5,6 +5,7 @@ recent session, forget asks first."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -127,8 +128,6 @@ def test_every_command_explains_its_settings_in_help() -> None:
 
 
 def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> None:
-    import os
-
     from netbox_chat.cli import LS_ROWS
     from netbox_chat.sessions import SessionStore
     from tests.test_sessions import make_session
@@ -142,7 +141,7 @@ def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> 
     table = runner.invoke(app, ["ls"], env=env)
     assert table.exit_code == 0
     assert ids[-1] in table.stdout and ids[0] not in table.stdout and ids[1] not in table.stdout
-    assert "2 older session(s) not shown" in table.stderr
+    assert "… 2 older sessions are not shown" in table.stderr
     everything = runner.invoke(app, ["ls", "--all"], env=env)
     assert all(session_id in everything.stdout for session_id in ids)
     assert len(json.loads(runner.invoke(app, ["ls", "--json"], env=env).stdout)) == len(ids)
@@ -169,9 +168,64 @@ def test_ls_fits_a_narrow_terminal_by_shortening_titles(sessions_dir: Path) -> N
 
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
     session_id = make_session(SessionStore(sessions_dir), title)
-    env = {"NETBOX_CHAT_SESSIONS": str(sessions_dir), "COLUMNS": "80"}
+    # a terminal as rich recognises one (TTY_COMPATIBLE), without colour codes
+    env = {
+        "NETBOX_CHAT_SESSIONS": str(sessions_dir),
+        "COLUMNS": "80",
+        "TTY_COMPATIBLE": "1",
+        "TERM": "dumb",
+    }
     lines = CliRunner().invoke(app, ["ls"], env=env).stdout.splitlines()
     assert lines[0].split() == ["id", "title", "turns", "last", "active", "model", "size"]
     assert lines[1].startswith(session_id) and "which devices at" in lines[1]
     assert title not in lines[1] and "…" in lines[1]
     assert all(len(line) <= 80 for line in lines)
+
+
+def test_ls_piped_is_never_cut_and_its_notes_come_after_the_table(sessions_dir: Path) -> None:
+    from netbox_chat.cli import LS_ROWS
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    title = "which devices at DM-Akron have been offline since the last maintenance window?"
+    store = SessionStore(sessions_dir)
+    ids = [make_session(store, f"{title} ({n})") for n in range(LS_ROWS + 1)]
+    env = {**os.environ, "NETBOX_CHAT_SESSIONS": str(sessions_dir), "COLUMNS": "60"}
+    # both streams into one pipe, as `netbox-chat ls 2>&1 | less` does
+    piped = subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "ls"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert piped[0].split()[:2] == ["id", "title"]
+    rows = piped[1 : LS_ROWS + 1]
+    assert all(f"{title} (" in row and "…" not in row for row in rows)
+    assert {row.split()[0] for row in rows} == set(ids[1:])
+    assert piped[LS_ROWS + 1 :] == [
+        "… 1 older session is not shown; `netbox-chat ls --all` lists them"
+    ]
+
+
+def test_a_reader_that_goes_away_ends_it_quietly_as_git_does(sessions_dir: Path) -> None:
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    session_id = make_session(SessionStore(sessions_dir), "which sites are there?")
+    env = {**os.environ, "NETBOX_CHAT_SESSIONS": str(sessions_dir)}
+    # `ls` writes through rich as it goes; `ls --json` and `export` leave their
+    # output in Python's buffer until the exit flush
+    for args in (["ls"], ["ls", "--json"], ["export", session_id]):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "netbox_chat", *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None
+        proc.stdout.close()  # `| head` that has read all it wanted
+        _, stderr = proc.communicate(timeout=60)
+        assert (proc.returncode, stderr) == (141, ""), args
