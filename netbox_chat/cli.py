@@ -15,6 +15,7 @@ import gc
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -34,6 +35,7 @@ from netbox_chat.sessions import (
 from netbox_chat.stores import OpenSession, Store, open_store
 
 if TYPE_CHECKING:
+    from netbox_chat.render import TurnView
     from netbox_chat.streamjson import JsonLines
 
 if TYPE_CHECKING:
@@ -107,6 +109,16 @@ class Commands(TyperGroup):
         add_completion_class(PlainHelpFish, "fish")
         return super().main(*args, **kwargs)
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """`netbox-chat "which sites are there?"` asks it, as `llm "q"` does:
+        a first word that is no command and holds a space is a question. A
+        single unknown word stays an unknown command (a typo of `ls` must
+        not go to the model)."""
+        first = args[0] if args else ""
+        if not first.startswith("-") and first not in self.commands and len(first.split()) > 1:
+            args = ["ask", *args]
+        return list(super().parse_args(ctx, args))
+
     def invoke(self, ctx: Any) -> Any:
         consoles.cache_clear()  # made under this command's streams and environment
         fit_to_streams(*consoles())
@@ -125,7 +137,8 @@ app = typer.Typer(
     name="netbox-chat",
     help=(
         "Ask your NetBox questions in plain words, answered by a local Ollama model.\n\n"
-        "Run without a command to start a new chat session. Sessions live in "
+        'Run without a command to start a new chat session; `netbox-chat "a question"` '
+        "asks one (as `netbox-chat ask`). Sessions live in "
         "NETBOX_CHAT_SESSIONS (default ./sessions), one SQLite file each.\n\n"
         "Exit codes: 0 ok, 1 user error, 2 usage, 3 session store cannot be opened "
         "or written, 4 session in use by another netbox-chat, 5 `ask` answered without "
@@ -441,9 +454,23 @@ def netbox_change(summary: SessionSummary, settings: Settings) -> str | None:
     )
 
 
+def show_version(wanted: bool) -> None:
+    if wanted:
+        from importlib.metadata import version
+
+        print(f"netbox-chat {version('netbox-chat')}")
+        raise typer.Exit()
+
+
 @app.callback(invoke_without_command=True)
 def main_callback(
     ctx: typer.Context,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", is_eager=True, callback=show_version
+        ),
+    ] = False,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
     model: Model = None,
@@ -646,7 +673,13 @@ def config_command(
 
 @app.command()
 def ask(
-    question: Annotated[str, typer.Argument(help="The question, in quotes.")],
+    question: Annotated[
+        str | None,
+        typer.Argument(
+            help="The question, in quotes; `-` (or none, from a pipe) reads it from stdin.",
+            show_default=False,
+        ),
+    ] = None,
     session: Annotated[
         str | None,
         typer.Option(
@@ -656,6 +689,14 @@ def ask(
             autocompletion=complete_session_id,
         ),
     ] = None,
+    go_on: Annotated[
+        bool,
+        typer.Option("--continue", "-c", help="Continue the most recently active session."),
+    ] = False,
+    ephemeral: Annotated[
+        bool,
+        typer.Option("--ephemeral", help="Keep nothing: the session is deleted after the answer."),
+    ] = False,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -680,8 +721,10 @@ def ask(
 ) -> None:
     """Run one turn without the REPL, print the answer and exit (scripts, cron).
 
-    Ctrl-C or SIGTERM cancels the turn, rolls it back and exits 130. A new
-    session whose turn ends without an answer is not kept.
+    In a terminal the answer and the tool calls stream as in the REPL. Ctrl-C
+    or SIGTERM cancels the turn, rolls it back and exits 130. A new session
+    whose turn ends without an answer is not kept. Exits 5 when the answer was
+    made without NetBox (unreachable, or the token refused).
     """
     import asyncio
 
@@ -689,6 +732,12 @@ def ask(
     from netbox_chat.runtime import CancelOnSignals
     from netbox_chat.streamjson import JsonLines
 
+    if sum((session is not None, go_on, ephemeral)) > 1:
+        raise UserFacingError(
+            "--session, --continue and --ephemeral exclude each other",
+            exit_status=ExitStatus.USAGE,
+        )
+    question = read_question(question)
     flags = {
         "ollama_url": ollama_url,
         "model": model,
@@ -697,6 +746,8 @@ def ask(
         "store": store_option,
     }
     lines = JsonLines(sys.stdout) if stream_json else None
+    view = render.TurnView(out()) if out().is_terminal and not (as_json or lines) else None
+    continuing = session is not None or go_on
     # Guarded from the first line: a signal before the turn starts stops it
     # from starting (exit 130), and once the outcome is recorded none can
     # change the exit status any more (see CancelOnSignals.settle).
@@ -709,11 +760,11 @@ def ask(
             think,
             store=store_option,
             profile=profile,
-            need_token=session is None,
+            need_token=not continuing,
         )
         store = open_store(settings)
-        if session is not None:
-            session_id = store.resolve(session)
+        if continuing:
+            session_id = store.resolve(session) if session is not None else store.most_recent()
             settings = settings_for_session(store, session_id, {**flags, "profile": profile})
             require_netbox(settings)
             opened: OpenSession = store.open(session_id)
@@ -722,32 +773,54 @@ def ask(
             opened = new_session(store, settings)
         with opened:
             try:
-                result = asyncio.run(_ask_once(opened, settings, question, signals, lines))
+                result = asyncio.run(_ask_once(opened, settings, question, signals, lines or view))
             except UserFacingError as exc:
-                if session is None and _discard(opened):
+                if not continuing and _discard(opened):
                     raise UserFacingError(
                         f"{exc}; nothing was kept", exit_status=exc.exit_status
                     ) from None
                 raise
-            result["kept"] = not (session is None and _discard(opened))
+            result["kept"] = continuing or not _discard(opened)
+        if ephemeral and result["kept"]:
+            store.forget(opened.id)
+            result["kept"] = False
+    if not result["kept"]:
+        result["session"] = None
     if lines is not None:
         lines.write({"type": "result", **result})
     elif as_json:
         print(json.dumps(result, indent=2))
-    elif result["status"] == "done":
-        if sys.stdout.isatty():
-            from rich.markdown import Markdown
-
-            out().print(Markdown(result["answer"]))
-        else:
-            print(result["answer"])
+    elif result["status"] == "done" and view is None:
+        print(result["answer"])
     if result["status"] != "done" and not (as_json or stream_json):
         what = "" if result["turn"] is None else f"turn {result['turn']} {result['status']}: "
         kept = "" if result["kept"] else "; nothing was kept"
         say(f"netbox-chat: {what}{result['error'] or 'rolled back'}{kept}", "red")
     if result["netbox_error"] is not None:
         err().print(render.outage_line(result["netbox_error"], prefix="netbox-chat: "))
+    if result["kept"] and err().is_terminal and not (as_json or stream_json):
+        sid = result["session"]
+        say(
+            f'session {sid}: `netbox-chat ask -c "…"` goes on, `netbox-chat resume {sid}` opens it',
+            "dim",
+        )
     raise typer.Exit(int(ask_status(result)))
+
+
+def read_question(question: str | None) -> str:
+    """The question from the command line, or from stdin when it is `-`, or
+    absent with stdin a pipe (`echo "…" | netbox-chat ask`). An empty one is a
+    usage error: the model would answer a question nobody asked."""
+    if question == "-" or (question is None and not sys.stdin.isatty()):
+        question = sys.stdin.read()
+    if question is None:
+        raise UserFacingError(
+            'no question: give it in quotes (netbox-chat ask "…"), or - to read it from stdin',
+            exit_status=ExitStatus.USAGE,
+        )
+    if not question.strip():
+        raise UserFacingError("the question is empty", exit_status=ExitStatus.USAGE)
+    return question.strip()
 
 
 def ask_status(result: dict[str, Any]) -> ExitStatus:
@@ -780,14 +853,16 @@ async def _ask_once(
     settings: Settings,
     question: str,
     signals: CancelOnSignals,
-    lines: JsonLines | None = None,
+    watcher: JsonLines | TurnView | None = None,
 ) -> dict[str, Any]:
+    """Run the turn, its events to `watcher` (JSON lines, or the terminal's
+    streaming view, as in the REPL); what happened, as `ask --json` says it."""
     import asyncio
     from dataclasses import asdict
 
     from netbox_chat import render
     from netbox_chat.runtime import build_runtime
-    from netbox_chat.turns import TurnOutcome, ignore_events
+    from netbox_chat.turns import EventSink, TurnOutcome, ignore_events
 
     outage = None
     try:
@@ -802,9 +877,20 @@ async def _ask_once(
                 for report in runtime.conversation.recover_interrupted():
                     reason = f"turn {report.turn} was interrupted and "
                     render.print_rollback(err(), report, reason=reason)
-                with contextlib.suppress(asyncio.CancelledError):  # cancelled before it began
-                    sink = lines.event if lines is not None else ignore_events
+                view: TurnView | None = None
+                sink: EventSink = ignore_events
+                if isinstance(watcher, render.TurnView):
+                    view, sink = watcher, watcher.on_event
+                elif watcher is not None:
+                    sink = watcher.event
+                started_at = time.monotonic()
+                with (
+                    contextlib.suppress(asyncio.CancelledError),  # cancelled before it began
+                    view if view is not None else contextlib.nullcontext(),
+                ):
                     outcome = await signals.run(runtime.conversation.run_turn(question, sink))
+                if view is not None and outcome is not None and outcome.status == "done":
+                    render.print_outcome(err(), outcome, time.monotonic() - started_at)
             outage = runtime.take_outage()
         finally:
             await runtime.aclose()

@@ -406,6 +406,7 @@ def test_a_new_session_whose_first_turn_fails_is_not_kept(
     assert sessions_in(sessions_dir) == []
     as_json = CliRunner().invoke(app, ["ask", "which sites?", "--json"], env=down)
     assert as_json.exit_code == 1 and json.loads(as_json.stdout)["kept"] is False
+    assert json.loads(as_json.stdout)["session"] is None  # nothing to point at
     assert sessions_in(sessions_dir) == []
 
 
