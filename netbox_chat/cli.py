@@ -883,6 +883,7 @@ async def _ask_once(
                     view, sink = watcher, watcher.on_event
                 elif watcher is not None:
                     sink = watcher.event
+                runtime.check_room(question)
                 started_at = time.monotonic()
                 with (
                     contextlib.suppress(asyncio.CancelledError),  # cancelled before it began

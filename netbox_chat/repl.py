@@ -221,6 +221,7 @@ class Repl:
 
     async def ask(self, question: str) -> None:
         runtime = await self.runtime()
+        runtime.check_room(question)
         if runtime.thinking.note and not self.thinking_noted:
             # Known once the agent is built (from /api/show), said before the first answer.
             self.console.print(Text(runtime.thinking.note, style="yellow"))

@@ -22,7 +22,7 @@ from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import PgSession
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import ThinkPlan, plan_thinking
-from netbox_chat.window import session_window
+from netbox_chat.window import session_window, too_small_for
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -62,6 +62,13 @@ class Runtime:
         self.thinking = plan_thinking(setting, self.model_info)
         self.conversation.model.reasoning = self.thinking.reasoning
         return self.thinking
+
+    def check_room(self, question: str) -> None:
+        """Refuse a question the session's window cannot hold with the system
+        prompt, the tools, one result and the answer: before anything is sent,
+        with the numbers, rather than let Ollama cut the question away."""
+        if self.window is not None and (why := too_small_for(self.window, question)):
+            raise UserFacingError(why)
 
     def take_outage(self) -> str | None:
         """What kept NetBox from answering in the turn just run (unreachable,

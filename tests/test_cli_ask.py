@@ -113,3 +113,19 @@ def test_ask_in_a_terminal_streams_like_the_repl_and_says_how_to_go_on(
         f'session {path.stem}: `netbox-chat ask -c "…"` goes on, '
         f"`netbox-chat resume {path.stem}` opens it"
     ) in screen
+
+
+def test_a_window_too_small_for_one_turn_refuses_before_asking_with_the_numbers(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    small = {**chat_env, "NETBOX_CHAT_NUM_CTX": "2048"}
+    result = CliRunner().invoke(app, ["ask", "how many sites?"], env=small)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines() == [
+        "netbox-chat: the context window (2,048 tokens) cannot hold one turn: the system "
+        "prompt and tools 2,240, the question 6, one NetBox result 800, the answer 1,024, "
+        "4,070 in all; raise NETBOX_CHAT_NUM_CTX to 4,096 (`netbox-chat doctor` checks it); "
+        "nothing was kept"
+    ]
+    assert ollama.requests == []  # the model never saw a question it would lose
+    assert not any(sessions_dir.glob("*.sqlite"))
