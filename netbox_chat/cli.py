@@ -139,7 +139,9 @@ app = typer.Typer(
         "Ask your NetBox questions in plain words, answered by a local Ollama model.\n\n"
         'Run without a command to start a new chat session; `netbox-chat "a question"` '
         "asks one (as `netbox-chat ask`). Sessions live in "
-        "NETBOX_CHAT_SESSIONS (default ./sessions), one SQLite file each.\n\n"
+        "NETBOX_CHAT_SESSIONS, one SQLite file each; by default in the nearest sessions/ "
+        "folder made by netbox-chat in or above the current one, else in "
+        "$XDG_DATA_HOME/netbox-chat/sessions (see `netbox-chat config`).\n\n"
         "Exit codes: 0 ok, 1 user error, 2 usage, 3 session store cannot be opened "
         "or written, 4 session in use by another netbox-chat, 5 `ask` answered without "
         "NetBox (unreachable, or the token refused), 130 `ask` interrupted."
@@ -156,7 +158,8 @@ SessionsDir = Annotated[
         "--sessions-dir",
         envvar="NETBOX_CHAT_SESSIONS",
         show_envvar=True,
-        help="Folder of session files (default ./sessions).",
+        help="Folder of session files (default: the nearest sessions/ folder made by "
+        "netbox-chat in or above this one, else $XDG_DATA_HOME/netbox-chat/sessions).",
         show_default=False,
     ),
 ]
@@ -562,7 +565,8 @@ def list_sessions(
     """List sessions, most recently active first. Never writes anything."""
     from netbox_chat import render
 
-    store = open_store(settings_from(sessions_dir, store=store_option, profile=profile))
+    settings = settings_from(sessions_dir, store=store_option, profile=profile)
+    store = open_store(settings)
     limit = None if as_json or show_all else LS_ROWS
     ids = store.search(grep) if grep is not None else store.ids_by_recency()
     summaries = sorted(store.list_sessions(limit, ids), key=lambda s: s.last_active, reverse=True)
@@ -578,6 +582,8 @@ def list_sessions(
         # The notes go to stderr: once the table is out, so that with both
         # streams on one pipe (`2>&1 | less`) they come after it, not inside.
         out().file.flush()
+        origin = settings.origins.get("store" if settings.store else "sessions_dir", "")
+        say(f"sessions in {store.root} ({origin})", "dim", soft_wrap=True)
         if (netbox := render.one_netbox(summaries)) is not None:
             say(netbox, "dim", soft_wrap=True)
         hidden = len(ids) - len(summaries)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 from netbox_chat import migrations
+from netbox_chat.config import SESSIONS_MARK
 from netbox_chat.database import Connection
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.migrations import schema_version
@@ -330,7 +331,11 @@ class SessionStore:
         return self.root / f"{session_id}{SUFFIX}"
 
     def ensure_root(self) -> None:
-        """Create the folder (0700) or explain, with the OS's words, why not."""
+        """Create the folder (0700) or explain, with the OS's words, why not.
+
+        A folder that exists already is tightened to 0700 (it holds
+        conversations about the network) and marked as netbox-chat's
+        (`SESSIONS_MARK`), so the default search finds it from below."""
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
@@ -341,6 +346,13 @@ class SessionStore:
             read_only = os.statvfs(self.root).f_flag & os.ST_RDONLY
             reason = os.strerror(errno.EROFS if read_only else errno.EACCES)
             raise StoreError(f"sessions folder {self.root} is not writable: {reason}")
+        with contextlib.suppress(OSError):  # a folder we may write but not chmod stays as is
+            if stat.S_IMODE(self.root.stat().st_mode) & 0o077:
+                os.chmod(self.root, 0o700)
+        mark = self.root / SESSIONS_MARK
+        if not mark.exists():
+            with contextlib.suppress(OSError):
+                mark.write_text("This folder holds netbox-chat's sessions.\n", encoding="utf-8")
 
     def _scan(self) -> dict[str, list[os.DirEntry[str]]]:
         """Session id → the directory entries of its file and of its `-wal`
