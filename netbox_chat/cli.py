@@ -664,16 +664,16 @@ def config_command(
     environment, profile, config file, default). The token shows only as set
     or missing; a token_command is run to check it works."""
     from netbox_chat import render
+    from netbox_chat.credentials import with_token
 
     settings = settings_from(
-        sessions_dir,
-        ollama_url,
-        model,
-        netbox_url,
-        store=store_option,
-        profile=profile,
-        need_token=True,
+        sessions_dir, ollama_url, model, netbox_url, store=store_option, profile=profile
     )
+    try:
+        settings = with_token(settings)
+    except ValueError as exc:  # every other setting is still worth seeing
+        out().print(render.settings_table(settings, token_failed=True), soft_wrap=True)
+        raise UserFacingError(str(exc)) from None
     out().print(render.settings_table(settings), soft_wrap=True)
 
 

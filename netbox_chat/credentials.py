@@ -2,8 +2,10 @@
 process, for the commands that talk to NetBox (chat, resume, ask, doctor,
 config). Kept out of `config.py`, which only reads the environment and files.
 
-The command's output is the secret: it is never logged, printed or stored,
-and a failure names the profile and the exit status, never what it printed.
+The command's output is the secret: it is never logged, printed or stored.
+A failure names the profile, the exit status and the last line the command
+wrote on its stderr (`pass: x is not in the password store.`), made visible
+(no terminal controls) and with whatever it wrote on stdout masked.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 
-from netbox_chat.config import TOKEN_ENV, ConfigError, Settings
+from netbox_chat.config import TOKEN_ENV, ConfigError, Settings, mask_token
+from netbox_chat.visible import visible_line
 
 TOKEN_COMMAND_TIMEOUT = 30.0
 
@@ -46,11 +49,27 @@ def run_token_command(command: tuple[str, ...], profile: str | None) -> str:
         raise ConfigError(f"{named} failed: {exc.strerror}") from None
     lines = done.stdout.decode("utf-8", errors="replace").splitlines()
     if done.returncode != 0:
-        raise ConfigError(f"{named} failed: {command[0]} exited {done.returncode}")
+        said = _last_line(done.stderr, secret=lines[0].strip() if lines else None)
+        raise ConfigError(
+            f"{named} failed: {command[0]} exited {done.returncode}" + (f": {said}" if said else "")
+        )
     if not lines or not lines[0].strip():
         raise ConfigError(f"{named} printed no token")
     _ran[command] = lines[0].strip()
     return _ran[command]
+
+
+STDERR_SHOWN = 300
+"""Characters of the command's own error shown at most: one line, not a dump."""
+
+
+def _last_line(stderr: bytes, *, secret: str | None) -> str:
+    """The last non-empty line of a failed command's stderr, fit for one line
+    on a terminal, with what it printed on stdout (maybe the token) masked."""
+    text = stderr.decode("utf-8", errors="replace")
+    last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+    last = mask_token(last, secret)
+    return visible_line(last[:STDERR_SHOWN] + ("…" if len(last) > STDERR_SHOWN else ""))
 
 
 def with_token(settings: Settings) -> Settings:

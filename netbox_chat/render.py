@@ -518,13 +518,16 @@ def tokens_table(turns: Sequence[Turn]) -> Columns:
     return Columns(rows, header=header, right={0, 2, 3, 4, 5}, flexible=1)
 
 
-def settings_table(settings: Settings) -> Text:
+def settings_table(settings: Settings, *, token_failed: bool = False) -> Text:
     """`netbox-chat config`: each setting, its value, where it came from, one
     line each and never cut short (a path or URL is no use with an "…").
 
-    The token is never shown: only whether it is set and from where."""
+    The token is never shown: only whether it is set and from where, or that
+    its token_command failed (the error follows on stderr)."""
     source = settings.token_source
-    if settings.netbox_token and source is not None:
+    if token_failed:
+        token = "failed (token_command; see below)"
+    elif settings.netbox_token and source is not None:
         token = f"set (from {'token_command' if source.command else source.env})"
     else:
         token = "missing" + (f" ({source.env} is not set)" if source and source.env else "")

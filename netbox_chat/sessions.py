@@ -352,7 +352,9 @@ class SessionStore:
         mark = self.root / SESSIONS_MARK
         if not mark.exists():
             with contextlib.suppress(OSError):
-                mark.write_text("This folder holds netbox-chat's sessions.\n", encoding="utf-8")
+                fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write("This folder holds netbox-chat's sessions.\n")
 
     def _scan(self) -> dict[str, list[os.DirEntry[str]]]:
         """Session id → the directory entries of its file and of its `-wal`

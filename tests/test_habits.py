@@ -36,7 +36,9 @@ def ask_json(env: dict[str, str], *args: str) -> dict:
 
 
 def sessions_in(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+    """The folder's files but netbox-chat's mark (`.netbox-chat`)."""
+    names = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+    return [name for name in names if name != ".netbox-chat"]
 
 
 def spawn(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
