@@ -31,6 +31,7 @@ from netbox_chat.sessions import (
     AmbiguousSession,
     SessionStore,
     SessionSummary,
+    epoch,
 )
 from netbox_chat.stores import OpenSession, Store, open_store
 
@@ -599,10 +600,10 @@ def list_sessions(
 
 @app.command()
 def forget(
-    thread: Annotated[
-        str | None,
+    threads: Annotated[
+        list[str] | None,
         typer.Argument(
-            help="Session id, or a unique prefix of one.",
+            help="Session ids, or unique prefixes of them.",
             autocompletion=complete_session_id,
             show_default=False,
         ),
@@ -616,39 +617,93 @@ def forget(
             "in a first turn) that no process has open.",
         ),
     ] = False,
+    older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--older-than",
+            help="Forget every session last active longer ago than this (30d, 12h, 2w) "
+            "that no process has open.",
+            show_default=False,
+        ),
+    ] = None,
     sessions_dir: SessionsDir = None,
     profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
-    """Delete a session for good (its .sqlite, -wal and -shm files, or its rows)."""
+    """Delete sessions for good (their .sqlite, -wal and -shm files, or their rows)."""
+    chosen = sum((bool(threads), unanswered, older_than is not None))
+    if chosen != 1:
+        raise typer.BadParameter("give session ids, --unanswered or --older-than (one of them)")
+    age = None if older_than is None else parse_age(older_than)
     store = open_store(settings_from(sessions_dir, store=store_option, profile=profile))
-    if unanswered == (thread is not None):
-        raise typer.BadParameter("give a session id or --unanswered (one of the two)")
     if unanswered:
-        _forget_unanswered(store)
+        _forget_all(store, store.unanswered(), "never answered")
         return
-    assert thread is not None
-    session_id = store.resolve(thread)
-    summary = store.summarize(session_id)
+    if age is not None:
+        cutoff = time.time() - age
+        # A time that cannot be read never gets a session forgotten.
+        old = [
+            s.id
+            for s in store.list_sessions()
+            if not s.is_open and (epoch(s.last_active) or cutoff) < cutoff
+        ]
+        if old and not yes:
+            _confirm_forget(old, f"last active over {older_than} ago")
+        _forget_all(store, old, f"last active over {older_than} ago")
+        return
+    session_ids = list(dict.fromkeys(store.resolve(thread) for thread in threads or ()))
     if not yes:
-        title = summary.title or summary.unreadable or "(no question yet)"
-        if not typer.confirm(f"Forget session {session_id} ({title})?", default=False):
+        if len(session_ids) == 1:
+            summary = store.summarize(session_ids[0])
+            title = summary.title or summary.unreadable or "(no question yet)"
+            question = f"Forget session {session_ids[0]} ({title})?"
+        else:
+            question = f"Forget {len(session_ids)} sessions ({' '.join(session_ids)})?"
+        if not typer.confirm(question, default=False):
             say("kept")
             raise typer.Exit(int(ExitStatus.USER_ERROR))
-    store.forget(session_id)
-    say(f"forgot session {session_id}", stdout=True)
+    for session_id in session_ids:
+        store.forget(session_id)
+        say(f"forgot session {session_id}", stdout=True)
 
 
-def _forget_unanswered(store: Store) -> None:
+AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str) -> float:
+    """`30d` → seconds; a usage error (exit 2) for anything else."""
+    number, unit = text[:-1], text[-1:].lower()
+    if unit not in AGE_UNITS or not number.isdigit():
+        raise typer.BadParameter(
+            f"{text!r} is not an age: a whole number and m, h, d or w (30d, 12h, 2w)",
+            param_hint="--older-than",
+        )
+    return int(number) * AGE_UNITS[unit]
+
+
+def _confirm_forget(session_ids: list[str], why: str) -> None:
+    """Ask before a sweep; a no ends the command (exit 1), as for one id."""
+    count = "1 session" if len(session_ids) == 1 else f"{len(session_ids):,} sessions"
+    if typer.confirm(f"Forget {count} {why} ({' '.join(session_ids)})?", default=False):
+        return
+    say("kept")
+    raise typer.Exit(int(ExitStatus.USER_ERROR))
+
+
+def _forget_all(store: Store, session_ids: list[str], why: str) -> None:
     forgotten = []
-    for session_id in store.unanswered():
+    for session_id in session_ids:
         try:
             store.forget(session_id)
         except UserFacingError as exc:  # opened or changed since the scan: leave it
             say(f"netbox-chat: kept {session_id}: {exc}", "yellow", soft_wrap=True)
         else:
             forgotten.append(session_id)
-    say(f"forgot {len(forgotten)} session(s) never answered: {' '.join(forgotten)}", stdout=True)
+    if not forgotten:
+        say(f"no session {why} to forget", stdout=True)
+        return
+    count = "1 session" if len(forgotten) == 1 else f"{len(forgotten):,} sessions"
+    say(f"forgot {count} {why}: {' '.join(forgotten)}", stdout=True)
 
 
 @app.command("config")

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from netbox_chat.config import SETTINGS, Settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import Recap, SessionSummary, Turn
+from netbox_chat.sessions import Recap, SessionSummary, Turn, epoch
 from netbox_chat.thinking import thought_for
 
 if TYPE_CHECKING:
@@ -416,15 +416,11 @@ def ago(stamp: str, now: float | None = None) -> str:
     """An ISO time as `ls` shows it: how long ago, in plain words ("5 min
     ago", "3 days ago"), then the date once it is a month old; the stamp as it
     is if it cannot be read (a session file is not trusted)."""
-    try:
-        then = datetime.fromisoformat(stamp)
-    except ValueError:
+    if (then := epoch(stamp)) is None:
         return stamp
-    if then.tzinfo is None:
-        then = then.replace(tzinfo=UTC)
-    seconds = (time.time() if now is None else now) - then.timestamp()
+    seconds = (time.time() if now is None else now) - then
     if seconds >= 30 * 86400:
-        return then.date().isoformat()
+        return datetime.fromtimestamp(then, UTC).date().isoformat()
     for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
         if (count := int(seconds // size)) >= 1:
             return f"{count} {unit}{'s' if unit == 'day' and count > 1 else ''} ago"

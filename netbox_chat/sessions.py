@@ -318,6 +318,17 @@ class Recap:
     unfinished: tuple[Turn, ...]
 
 
+def epoch(stamp: str) -> float | None:
+    """An ISO time from a session (its ledger or meta) as seconds since the
+    epoch, UTC if it names no zone; None when it cannot be read (a session
+    file is not trusted)."""
+    try:
+        then = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return (then if then.tzinfo else then.replace(tzinfo=UTC)).timestamp()
+
+
 # --- the store (a folder of sessions) ----------------------------------------------
 
 

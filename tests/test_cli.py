@@ -278,3 +278,43 @@ def test_sessions_are_found_from_any_folder(
         f"{old} default: ./sessions (from before netbox-chat marked its folders)",
     )
     assert ls(tmp_path / "old" / "below")[0] == [mine]
+
+
+def age_session(path: Path, days: int) -> None:
+    """Make a session look last active `days` ago, in its own ledger."""
+    stamp = f"datetime('now', '-{days} days')"
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(f"UPDATE turns SET started_at = {stamp}, ended_at = {stamp}")
+        conn.execute(f"UPDATE session_meta SET value = {stamp} WHERE key = 'created_at'")
+    conn.close()
+
+
+def test_forget_takes_several_ids_and_older_than_but_never_an_open_session(
+    sessions_dir: Path,
+) -> None:
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    store = SessionStore(sessions_dir)
+    old, older, busy, recent, a, b = (make_session(store, f"q{n}") for n in range(6))
+    for session_id, days in ((old, 31), (older, 90), (busy, 45), (recent, 2)):
+        age_session(store.path_for(session_id), days)
+    env = {"NETBOX_CHAT_SESSIONS": str(sessions_dir), "COLUMNS": "200"}
+    runner = CliRunner()
+    with store.open(busy):  # open in a process: never forgotten
+        swept = runner.invoke(app, ["forget", "--older-than", "30d", "--yes"], env=env)
+    assert swept.exit_code == 0, swept.output
+    assert swept.stdout == f"forgot 2 sessions last active over 30d ago: {older} {old}\n" or (
+        swept.stdout == f"forgot 2 sessions last active over 30d ago: {old} {older}\n"
+    )
+    both = runner.invoke(app, ["forget", a, b[:6], "--yes"], env=env)
+    assert both.stdout == f"forgot session {a}\nforgot session {b}\n"
+    assert sorted(p.stem for p in sessions_dir.glob("*.sqlite")) == sorted([busy, recent])
+
+    closed = runner.invoke(app, ["forget", "--older-than", "30d", "--yes"], env=env)
+    assert closed.stdout == f"forgot 1 session last active over 30d ago: {busy}\n"
+    nothing = runner.invoke(app, ["forget", "--older-than", "30d", "--yes"], env=env)
+    assert nothing.stdout == "no session last active over 30d ago to forget\n"
+    bad = runner.invoke(app, ["forget", "--older-than", "a month"], env=env)
+    assert bad.exit_code == 2 and "'a month' is not an age" in bad.output
