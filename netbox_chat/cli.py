@@ -1009,7 +1009,9 @@ def export_command(
     settings = settings_from(sessions_dir, store=store_option)
     fmt = fmt.lower()
     if fmt not in ("md", "json"):
-        raise UserFacingError(f"unknown format {fmt!r}: use md or json")
+        raise UserFacingError(
+            f"unknown format {fmt!r}: use md or json", exit_status=ExitStatus.USAGE
+        )
     store = open_store(settings)
     text = export_session(
         store,
@@ -1105,7 +1107,7 @@ def doctor(
     )
     checks = run_checks(settings)
     for check in checks:
-        style = "green" if check.ok else "red"
+        style = "green" if check.ok else "dim" if check.skipped else "red"
         say(check.line(), style, stdout=True)
     if not all(check.ok for check in checks):
         raise typer.Exit(int(ExitStatus.USER_ERROR))

@@ -35,11 +35,20 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
+    skipped: bool = False
+    """Not run, because a check it depends on failed: shown as skipped, not
+    as a second failure with nothing to fix of its own."""
 
     def line(self) -> str:
+        if self.skipped:
+            return f"- {self.name}: {self.detail}"
         mark = "✓" if self.ok else "✗"
         text = f"{mark} {self.name}: {self.detail}"
         return text if self.ok or not self.fix else f"{text} → {self.fix}"
+
+
+def skipped(name: str, why: str = "") -> Check:
+    return Check(name, False, f"skipped ({why})" if why else "skipped", skipped=True)
 
 
 def run_checks(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
@@ -72,7 +81,7 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
                 f"cannot reach {url} ({reason})",
                 "start it with `ollama serve`, or point OLLAMA_HOST / --ollama-url at it",
             ),
-            Check("model", False, f"{model}: not checked (Ollama unreachable)"),
+            skipped("model", f"{model}: Ollama unreachable"),
         ]
     number = _json(version).get("version", "unknown version")
     checks = [Check("Ollama", True, f"{url} (version {number})")]
@@ -172,8 +181,8 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
     if settings.netbox_url is None:
         return [
             Check("NetBox", False, "not configured", "set NETBOX_URL (or pass --netbox-url)"),
-            Check("token", False, "not checked (no NetBox URL)"),
-            Check("NetBox version", False, "not checked (no NetBox URL)"),
+            skipped("token", "no NetBox URL"),
+            skipped("NetBox version", "no NetBox URL"),
         ]
     client = NetBoxClient(settings.netbox_url, settings.netbox_token, timeout=timeout, retries=0)
     where = client.scrub(settings.netbox_url)
@@ -182,20 +191,20 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
     except (NetBoxConnectionError, NetBoxTimeout) as exc:
         return [
             Check("NetBox", False, str(exc), "check NETBOX_URL and that NetBox is running"),
-            Check("token", False, "not checked (NetBox unreachable)"),
-            Check("NetBox version", False, "not checked (NetBox unreachable)"),
+            skipped("token", "NetBox unreachable"),
+            skipped("NetBox version", "NetBox unreachable"),
         ]
     except NetBoxAuthError as exc:
         return [
             Check("NetBox", True, f"{where} answered"),
             Check("token", False, str(exc), token_fix(settings, exc.cause)),
-            Check("NetBox version", False, "not checked (the token was refused)"),
+            skipped("NetBox version", "the token was refused"),
         ]
     except NetBoxError as exc:
         return [
             Check("NetBox", False, str(exc), "is NETBOX_URL the NetBox base URL?"),
-            Check("token", False, "not checked"),
-            Check("NetBox version", False, "not checked"),
+            skipped("token"),
+            skipped("NetBox version"),
         ]
     finally:
         await client.aclose()

@@ -46,6 +46,14 @@ def test_an_answer_while_netbox_is_down_says_so_and_exits_5(
     assert result_json["status"] == "done" and result_json["error"] is None
     assert result_json["netbox_error"].startswith("Cannot reach NetBox at")
 
+    doctor = CliRunner().invoke(app, ["doctor"], env=down)
+    assert doctor.exit_code == 1
+    lines = doctor.stdout.splitlines()
+    assert "- token: skipped (NetBox unreachable)" in lines
+    assert "- NetBox version: skipped (NetBox unreachable)" in lines
+    usage = CliRunner().invoke(app, ["export", "zzzz", "--format", "html"], env=down)
+    assert usage.exit_code == 2 and "unknown format 'html'" in usage.stderr
+
 
 def test_a_refused_token_is_worded_by_its_cause_and_exits_5(
     chat_env: dict[str, str], ollama: ScriptedOllama
