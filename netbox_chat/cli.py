@@ -569,17 +569,18 @@ def list_sessions(
     settings = settings_from(sessions_dir, store=store_option, profile=profile)
     store = open_store(settings)
     limit = None if as_json or show_all else LS_ROWS
-    ids = store.search(grep) if grep is not None else store.ids_by_recency()
+    matches = store.search(grep) if grep is not None else None
+    ids = list(matches) if matches is not None else store.ids_by_recency()
     summaries = sorted(store.list_sessions(limit, ids), key=lambda s: s.last_active, reverse=True)
     if as_json:
         print(json.dumps([s.as_json() for s in summaries], indent=2))
     elif not summaries:
         if grep is not None:
             say(f"no session in {store.root} mentions {grep!r}")
-            raise typer.Exit(int(ExitStatus.USER_ERROR))  # as grep: nothing found
-        say(f"no sessions in {store.root}; start one with `netbox-chat`")
+        else:
+            say(f"no sessions in {store.root}; start one with `netbox-chat`")
     else:
-        out().print(render.sessions_table(summaries))
+        out().print(render.sessions_table(summaries, matches))
         # The notes go to stderr: once the table is out, so that with both
         # streams on one pipe (`2>&1 | less`) they come after it, not inside.
         out().file.flush()
@@ -596,6 +597,8 @@ def list_sessions(
                 "sessions marked (never answered) were cut short in their first turn; "
                 "`netbox-chat forget --unanswered` removes them"
             )
+    if matches == {}:
+        raise typer.Exit(int(ExitStatus.USER_ERROR))  # as grep: nothing matched
 
 
 @app.command()

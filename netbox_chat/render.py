@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import textwrap
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -21,6 +21,7 @@ from netbox_chat.config import SETTINGS, Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import Recap, SessionSummary, Turn, epoch
 from netbox_chat.thinking import thought_for
+from netbox_chat.visible import visible_line
 
 if TYPE_CHECKING:
     from rich.console import OverflowMethod
@@ -358,14 +359,17 @@ class Columns:
         yield Text("\n", no_wrap=True, overflow=overflow).join(lines)
 
 
-def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
+def sessions_table(
+    summaries: Sequence[SessionSummary], matches: Mapping[str, str] | None = None
+) -> Columns:
     """`ls`: one row per session; user text is shown as typed, never as markup.
 
     The netbox column (profile or host) appears when the sessions listed are
     on more than one NetBox: otherwise it would say one thing on every row and
     take the room the titles need (`ls` names that one NetBox below). An
     "asked by" column appears when more than one user@host asked the listed
-    turns (a team's store); alone, it would only repeat your name."""
+    turns (a team's store); alone, it would only repeat your name. With
+    `matches` (`ls --grep`), the title gives way to the line that matched."""
     with_netbox = len({netbox_label(s) for s in summaries}) > 1
     team = len({who for s in summaries for who in s.asked_by}) > 1
     rows = []
@@ -382,7 +386,8 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
                 [ident, unreadable, Text(), Text(), Text(), *netbox, size, *[Text()] * team]
             )
             continue
-        title = Text(" ".join((s.title or "(no question yet)").split()))
+        shown = (s.title or "(no question yet)") if matches is None else matches.get(s.id, "")
+        title = Text(visible_line(" ".join(shown.split())))
         if s.unanswered and s.title and not s.is_open:
             title = Text.assemble(("(never answered) ", "yellow"), title)
         rows.append(
@@ -399,7 +404,7 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
         )
     header = (
         "id",
-        "title",
+        "title" if matches is None else "match",
         "turns",
         "last active",
         "model",

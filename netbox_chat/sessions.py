@@ -318,6 +318,21 @@ class Recap:
     unfinished: tuple[Turn, ...]
 
 
+def matching_line(texts: Sequence[str | None], needle: str) -> str:
+    """The first line of `texts` (a turn's question, then its answer) that
+    holds `needle`, compared as the stores' LIKE does (ASCII letters
+    case-insensitively), stripped: what `ls --grep` shows, as grep does."""
+    folded = needle.translate(_ASCII_LOWER)
+    for text in texts:
+        for line in (text or "").splitlines():
+            if folded in line.translate(_ASCII_LOWER):
+                return line.strip()
+    return ""
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
 def epoch(stamp: str) -> float | None:
     """An ISO time from a session (its ledger or meta) as seconds since the
     epoch, UTC if it names no zone; None when it cannot be read (a session
@@ -529,27 +544,29 @@ class SessionStore:
             if s.unanswered and not s.is_open and s.unreadable is None
         ]
 
-    def search(self, text: str) -> list[str]:
+    def search(self, text: str) -> dict[str, str]:
         """Sessions whose questions or answers contain `text` (case-insensitive
-        for ASCII letters, SQLite's LIKE), newest first, from the ledger only,
+        for ASCII letters, SQLite's LIKE), newest first, each with the line of
+        its latest matching turn that matches, from the ledger only,
         read-only. A LIKE scan of every ledger: 1,000 sessions take a fraction
         of a second (bench 7), so there is no full-text index to keep."""
         pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"
-        found = []
+        found = {}
         for session_id in self.ids_by_recency():
             with (
                 contextlib.suppress(sqlite3.DatabaseError, UnreadableSession),
                 read_only_connection(self.path_for(session_id)) as conn,
             ):
-                if (
+                row = (
                     check_schema(conn)
                     and conn.execute(
-                        "SELECT 1 FROM turns WHERE question LIKE ?1 ESCAPE '\\' "
-                        "OR answer LIKE ?1 ESCAPE '\\' LIMIT 1",
+                        "SELECT question, answer FROM turns WHERE question LIKE ?1 ESCAPE '\\' "
+                        "OR answer LIKE ?1 ESCAPE '\\' ORDER BY number DESC LIMIT 1",
                         (pattern,),
                     ).fetchone()
-                ):
-                    found.append(session_id)
+                )
+                if row:
+                    found[session_id] = matching_line(row, text)
         return found
 
     def sweep_leftovers(self) -> None:

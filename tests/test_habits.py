@@ -377,8 +377,9 @@ def test_ls_grep_finds_questions_and_answers_and_writes_nothing(sessions_dir: Pa
 
     def found(*args: str) -> set[str]:
         ran = runner.invoke(app, ["ls", *args, "--json"], env=env)
-        assert ran.exit_code == 0, ran.output
-        return {s["id"] for s in json.loads(ran.stdout)}
+        ids = {s["id"] for s in json.loads(ran.stdout)}
+        assert ran.exit_code == (0 if ids else 1), ran.output  # as grep: 1 when none matched
+        return ids
 
     assert found("--grep", "akron") == {by_question, by_answer}  # any case
     assert found("-q", "VLANs") == {by_question}
@@ -388,8 +389,12 @@ def test_ls_grep_finds_questions_and_answers_and_writes_nothing(sessions_dir: Pa
     assert found("--grep", "%x") == set()  # % and _ are literal
     table = runner.invoke(app, ["ls", "-q", "akron, 100"], env=env)
     assert by_answer in table.stdout and by_question not in table.stdout
+    # the line that matched, as grep shows it, in place of the title
+    header, row = runner.invoke(app, ["ls", "-q", "AKRON"], env=env).stdout.splitlines()[:2]
+    assert header.split()[:2] == ["id", "match"]
+    assert row.split(maxsplit=1)[1].startswith("Sites: dm-akron, 100%_up")
     nothing = runner.invoke(app, ["ls", "-q", "routers"], env=env)
-    assert nothing.exit_code == 0 and "no session in" in nothing.stderr
+    assert nothing.exit_code == 1 and "no session in" in nothing.stderr
     assert fingerprint(sessions_dir) == before
 
 
