@@ -24,6 +24,7 @@ from typer._click.shell_completion import CompletionItem, add_completion_class
 from typer._completion_classes import FishComplete, ZshComplete
 from typer.core import TyperGroup
 
+from netbox_chat import words
 from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_choice
 from netbox_chat.config import PROFILE_ENV, Settings, resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
@@ -686,8 +687,10 @@ def parse_age(text: str) -> float:
 
 def _confirm_forget(session_ids: list[str], why: str) -> None:
     """Ask before a sweep; a no ends the command (exit 1), as for one id."""
-    count = "1 session" if len(session_ids) == 1 else f"{len(session_ids):,} sessions"
-    if typer.confirm(f"Forget {count} {why} ({' '.join(session_ids)})?", default=False):
+    if typer.confirm(
+        f"Forget {words.count(len(session_ids), 'session')} {why} ({' '.join(session_ids)})?",
+        default=False,
+    ):
         return
     say("kept")
     raise typer.Exit(int(ExitStatus.USER_ERROR))
@@ -705,8 +708,9 @@ def _forget_all(store: Store, session_ids: list[str], why: str) -> None:
     if not forgotten:
         say(f"no session {why} to forget", stdout=True)
         return
-    count = "1 session" if len(forgotten) == 1 else f"{len(forgotten):,} sessions"
-    say(f"forgot {count} {why}: {' '.join(forgotten)}", stdout=True)
+    say(
+        f"forgot {words.count(len(forgotten), 'session')} {why}: {' '.join(forgotten)}", stdout=True
+    )
 
 
 @app.command("config")
@@ -1058,7 +1062,10 @@ def copy(
     target = open_store(resolve_target(to))
     session_id = source.resolve(thread)
     count = copy_session(source, session_id, target)
-    say(f"copied session {session_id} ({count} checkpoint(s)) to {target.root}", stdout=True)
+    say(
+        f"copied session {session_id} ({words.count(count, 'checkpoint')}) to {target.root}",
+        stdout=True,
+    )
 
 
 def resolve_target(to: str) -> Settings:

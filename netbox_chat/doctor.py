@@ -25,6 +25,7 @@ from netbox_chat.errors import UserFacingError
 from netbox_chat.model_info import ModelInfo, parse_show
 from netbox_chat.sessions import StoreError, refuse_network_filesystem
 from netbox_chat.window import session_window, turn_floor
+from netbox_chat.words import count
 
 TIMEOUT = 3.0
 
@@ -307,14 +308,14 @@ def check_database_store(url: str) -> Check:
 
             if not langgraph_tables_current(conn):
                 return Check(name, False, f"{pgstore.shown_url(url)}: no checkpoint tables", fix)
-            count = pgstore.scalar(conn, "SELECT count(DISTINCT session_id) FROM session_meta")
+            total = pgstore.scalar(conn, "SELECT count(DISTINCT session_id) FROM session_meta")
     except UserFacingError as exc:
         return Check(name, False, str(exc), fix if "schema" in str(exc) else "")
     return Check(
         name,
         True,
         f"{pgstore.shown_url(url)} (schema {pgstore.SCHEMA} v{pgstore.PG_SCHEMA_VERSION}, "
-        f"{count} session(s))",
+        f"{count(total, 'session')})",
     )
 
 

@@ -54,11 +54,11 @@ def short_tokens(tokens: int) -> str:
 
 
 def context_meter(tokens: int, window: int) -> Text:
-    """`context 9.8k / 16k (61 %)`, green under 60 %, yellow under 80 %, red above."""
+    """`context 9.8k / 16k (61%)`, green under 60%, yellow under 80%, red above."""
     fill = tokens / window if window else 0.0
     style = "green" if fill < 0.6 else "yellow" if fill < 0.8 else "bold red"
     return Text(
-        f"context {short_tokens(tokens)} / {short_tokens(window)} ({round(fill * 100)} %)",
+        f"context {short_tokens(tokens)} / {short_tokens(window)} ({round(fill * 100)}%)",
         style=style,
     )
 

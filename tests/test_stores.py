@@ -272,9 +272,9 @@ def test_rewind_and_compaction_hold_from_a_fresh_process(store: StoreUnderTest) 
         return dict(json.loads(out.stdout))
 
     made = run("new")
-    assert made["compact"].startswith("compacted 4 messages into a summary + last 2 exchange(s)")
+    assert made["compact"].startswith("compacted 4 messages into a summary + last 2 exchanges")
     # Turn 3 ended before the compaction, so the rewind undoes it too.
-    assert made["rewind"].startswith("rewound to turn 3: 1 later turn(s) set aside")
+    assert made["rewind"].startswith("rewound to turn 3: 1 later turn set aside")
     assert "the compaction since then is undone" in made["rewind"]
     session_id = made["session"]
 
