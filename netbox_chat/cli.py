@@ -585,8 +585,9 @@ def list_sessions(
         # The notes go to stderr: once the table is out, so that with both
         # streams on one pipe (`2>&1 | less`) they come after it, not inside.
         out().file.flush()
-        origin = settings.origins.get("store" if settings.store else "sessions_dir", "")
-        say(f"sessions in {store.root} ({origin})", "dim", soft_wrap=True)
+        origin = settings.origins.get("sessions_dir", "")
+        if settings.store is None and origin.startswith("default"):  # else the user named it
+            say(f"sessions in {store.root} ({origin})", "dim", soft_wrap=True)
         if (netbox := render.one_netbox(summaries)) is not None:
             say(netbox, "dim", soft_wrap=True)
         hidden = len(ids) - len(summaries)

@@ -57,6 +57,7 @@ VALUE_OPTIONS = frozenset(
         "--to",
         "--grep",
         "-q",
+        "--older-than",
         *SESSION_ID_OPTIONS,
     }
 )
@@ -73,6 +74,10 @@ FLAG_OPTIONS = frozenset(
         "--all",
         "-a",
         "--init-store",
+        "--continue",
+        "-c",
+        "--ephemeral",
+        "--version",
         "--install-completion",
         "--show-completion",
         "--help",
