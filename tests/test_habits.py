@@ -331,7 +331,7 @@ def test_the_fast_path_knows_every_option_of_the_app() -> None:
         for param in sub.params:
             names = [*param.opts, *param.secondary_opts]
             if isinstance(param, typer.core.TyperArgument):
-                if param.name == "thread":
+                if param.name in ("thread", "threads"):
                     id_commands.add(name)
                 continue
             (flags if param.is_flag else values).update(names)
