@@ -271,7 +271,10 @@ def test_sessions_are_found_from_any_folder(
     )
     # a ./sessions from before the mark is still found where it is, and only there
     old = tmp_path / "old" / "sessions"
+    old.mkdir(parents=True)
+    old.chmod(0o755)  # made by hand, or by an older netbox-chat under another umask
     before = make_session(SessionStore(old), "which devices are offline?")
+    assert stat.S_IMODE(old.stat().st_mode) == 0o700  # tightened when written
     (old / ".netbox-chat").unlink()
     assert ls(tmp_path / "old") == (
         [before],
