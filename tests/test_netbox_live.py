@@ -582,6 +582,20 @@ def test_bad_token_is_403_and_reported_once():
         assert bad not in o and "thisisnotthesecret" not in o
 
 
+def test_no_token_and_a_refused_one_are_told_apart_by_netbox_s_own_words():
+    async def go() -> dict[bool, str]:
+        causes = {}
+        for token in (None, "nbt_badkey000001.thisisnotthesecret0000000000000000000000"):
+            client = NetBoxClient(URL, token)
+            with pytest.raises(NetBoxAuthError) as caught:
+                await client.get("dcim/devices")
+            causes[token is None] = caught.value.cause
+            await client.aclose()
+        return causes
+
+    assert run(go()) == {True: "missing", False: "refused"}
+
+
 def test_v1_token_goes_as_token_header():
     if not TOKEN_V1:
         pytest.skip("NETBOX_TOKEN_V1 not set (scripts/netbox_up.sh prints it)")
