@@ -6,12 +6,13 @@ cheap (rich only), because `ls` uses it.
 
 from __future__ import annotations
 
+import functools
 import json
 import textwrap
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -24,18 +25,34 @@ from netbox_chat.thinking import thought_for
 from netbox_chat.visible import visible_line
 
 if TYPE_CHECKING:
-    from rich.console import OverflowMethod
+    from rich.console import JustifyMethod, OverflowMethod
     from rich.live import Live
+    from rich.markdown import Markdown
 
     from netbox_chat.turns import RollbackReport, TurnEvent, TurnOutcome
 
 
 def markdown(text: str) -> RenderableType:
     """Rich's Markdown, imported on first use: it costs tens of milliseconds,
-    which `ls` should not pay."""
-    from rich.markdown import Markdown
+    which `ls` should not pay. Headings stay at the left edge, as the lines
+    around them and as other terminal tools draw them (rich centres `#`)."""
+    return _left_markdown()(text)
 
-    return Markdown(text)
+
+@functools.cache
+def _left_markdown() -> type[Markdown]:
+    from rich.markdown import Heading, Markdown, MarkdownElement
+
+    class LeftHeading(Heading):
+        LEVEL_ALIGN: ClassVar[dict[str, JustifyMethod]] = dict.fromkeys(Heading.LEVEL_ALIGN, "left")
+
+    class LeftMarkdown(Markdown):
+        elements: ClassVar[dict[str, type[MarkdownElement]]] = {
+            **Markdown.elements,
+            "heading_open": LeftHeading,
+        }
+
+    return LeftMarkdown
 
 
 def human_size(size: int | float) -> str:

@@ -90,7 +90,7 @@ def test_ask_in_a_terminal_streams_like_the_repl_and_says_how_to_go_on(
 ) -> None:
     ollama.script(
         [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
-        [Text("There are **three** sites.")],
+        [Text("# Sites\n\nThere are **three** sites.")],
     )
     child = pexpect.spawn(
         sys.executable,
@@ -108,6 +108,8 @@ def test_ask_in_a_terminal_streams_like_the_repl_and_says_how_to_go_on(
     (path,) = sessions_dir.glob("*.sqlite")
     assert '→ netbox_get_objects(object_type="dcim.site")' in screen
     assert "There are three sites." in screen and "**" not in screen  # rendered Markdown
+    # a heading drawn from the left edge: padded after, to the 100 columns, not centred
+    assert "Sites" + " " * 95 in screen and "# Sites" not in screen
     assert "turn 1 · tokens" in screen
     assert (
         f'session {path.stem}: `netbox-chat ask -c "…"` goes on, '
