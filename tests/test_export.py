@@ -119,7 +119,7 @@ def test_export_to_a_file_and_the_errors(
     assert json.loads(target.read_text())["session"] == sid
     assert target.stat().st_mode & 0o777 == 0o600
 
-    assert run(chat_env, "export", sid, "--format", "pdf")[0] == 1
+    assert run(chat_env, "export", sid, "--format", "pdf")[0] == 2  # a usage error
     assert run(chat_env, "export", "zzzzzzzz")[0] == 1
     code, _, err = run(chat_env, "export", sid, "-o", str(tmp_path / "no" / "such" / "dir.md"))
     assert code == 1 and "No such file or directory" in err
