@@ -112,3 +112,18 @@ def test_no_token_at_all_is_said_first_and_the_403_says_none_was_sent(
         "credentials were not provided.). No token was sent: set NETBOX_TOKEN (or a profile's "
         "token_env or token_command)."
     )
+
+
+def test_the_repl_says_after_the_turn_that_netbox_could_not_be_reached(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    from tests.test_repl_pty import leave, plain, spawn
+
+    down = {**chat_env, "NETBOX_URL": f"http://127.0.0.1:{closed_port()}", "NETBOX_TIMEOUT": "1"}
+    ollama.script([SITES], [Text("There are three sites.")])
+    child = spawn(down)
+    child.sendline("how many sites?")
+    child.expect(r"answered without NetBox: Cannot reach NetBox at http://127\.0\.0\.1:\d+")
+    before = plain(child.before or "")
+    assert "There are three sites." in before and "turn 1 · tokens" in before
+    leave(child)
