@@ -15,6 +15,7 @@ import gc
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,6 +24,7 @@ from typer._click.shell_completion import CompletionItem, add_completion_class
 from typer._completion_classes import FishComplete, ZshComplete
 from typer.core import TyperGroup
 
+from netbox_chat import words
 from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
 from netbox_chat.config import (
     DATABASE_SCHEMES,
@@ -37,11 +39,13 @@ from netbox_chat.sessions import (
     AmbiguousSession,
     SessionStore,
     SessionSummary,
+    epoch,
 )
 from netbox_chat.stores import OpenSession, Store, open_store
 from netbox_chat.visible import visible, visible_line
 
 if TYPE_CHECKING:
+    from netbox_chat.render import TurnView
     from netbox_chat.streamjson import JsonLines
 
 if TYPE_CHECKING:
@@ -59,11 +63,24 @@ def report(error: Exception) -> ExitStatus:
     traceback), not a traceback over the user's terminal."""
     from netbox_chat import render
 
+    if isinstance(error, BrokenPipeError):
+        return reader_went_away()
     error = user_facing(error)
     err().print(render.error_line(error, prefix="netbox-chat: "))
     if isinstance(error, AmbiguousSession):
         say("candidates: " + " ".join(error.candidates))
     return error.exit_status if isinstance(error, UserFacingError) else ExitStatus.USER_ERROR
+
+
+def reader_went_away() -> ExitStatus:
+    """stdout's reader closed it (`netbox-chat ls | head`): not an error of
+    anyone's, so nothing is printed, as git (killed by SIGPIPE) prints
+    nothing. stdout is pointed at /dev/null so that the interpreter's last
+    flush at exit does not fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return ExitStatus.BROKEN_PIPE
 
 
 def fit_to_streams(*consoles: Console) -> None:
@@ -109,6 +126,16 @@ class Commands(TyperGroup):
         add_completion_class(PlainHelpFish, "fish")
         return super().main(*args, **kwargs)
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """`netbox-chat "which sites are there?"` asks it, as `llm "q"` does:
+        a first word that is no command and holds a space is a question. A
+        single unknown word stays an unknown command (a typo of `ls` must
+        not go to the model)."""
+        first = args[0] if args else ""
+        if not first.startswith("-") and first not in self.commands and len(first.split()) > 1:
+            args = ["ask", *args]
+        return list(super().parse_args(ctx, args))
+
     def invoke(self, ctx: Any) -> Any:
         consoles.cache_clear()  # made under this command's streams and environment
         fit_to_streams(*consoles())
@@ -127,10 +154,15 @@ app = typer.Typer(
     name="netbox-chat",
     help=(
         "Ask your NetBox questions in plain words, answered by a local Ollama model.\n\n"
-        "Run without a command to start a new chat session. Sessions live in "
-        "NETBOX_CHAT_SESSIONS (default ./sessions), one SQLite file each.\n\n"
+        'Run without a command to start a new chat session; `netbox-chat "a question"` '
+        "asks one (as `netbox-chat ask`). Sessions live in "
+        "NETBOX_CHAT_SESSIONS, one SQLite file each; by default in the nearest sessions/ "
+        "folder made by netbox-chat in or above the current one, else in "
+        "$XDG_DATA_HOME/netbox-chat/sessions (see `netbox-chat config`).\n\n"
         "Exit codes: 0 ok, 1 user error, 2 usage, 3 session store cannot be opened "
-        "or written, 4 session in use by another netbox-chat, 130 `ask` interrupted."
+        "or written, 4 session in use by another netbox-chat, 5 `ask` answered without "
+        "NetBox (unreachable, or the token refused), 130 `ask` interrupted, 141 stdout "
+        "closed early (`| head`), quietly."
     ),
     no_args_is_help=False,
     add_completion=True,
@@ -144,7 +176,8 @@ SessionsDir = Annotated[
         "--sessions-dir",
         envvar="NETBOX_CHAT_SESSIONS",
         show_envvar=True,
-        help="Folder of session files (default ./sessions).",
+        help="Folder of session files (default: the nearest sessions/ folder made by "
+        "netbox-chat in or above this one, else $XDG_DATA_HOME/netbox-chat/sessions).",
         show_default=False,
     ),
 ]
@@ -250,12 +283,17 @@ def consoles() -> tuple[Console, Console]:
     builds this app and runs no command) never needs."""
     from netbox_chat.render import VisibleConsole
 
+    class PipeConsole(VisibleConsole):
+        def on_broken_pipe(self) -> None:
+            """Rich's own handling exits 1; ours goes through `report`."""
+            raise BrokenPipeError
+
     # No `:name:` emoji codes: we never write them, questions and answers must
     # print as written, and rich's emoji table costs every command 3 ms to load.
     # Control characters in what they print are shown, never sent (VisibleConsole).
     return (
-        VisibleConsole(highlight=False, emoji=False),
-        VisibleConsole(stderr=True, highlight=False, emoji=False),
+        PipeConsole(highlight=False, emoji=False),
+        PipeConsole(stderr=True, highlight=False, emoji=False),
     )
 
 
@@ -359,12 +397,25 @@ def typed_on_command_line(**values: Any) -> dict[str, Any]:
 
 
 def require_netbox(settings: Settings) -> None:
-    """Refuse before any session is created: without NetBox every answer fails."""
+    """Refuse before any session is created: without NetBox every answer fails.
+
+    A token the configuration names (a profile's token_env) but that is not
+    set is refused here, naming the variable, not found by the first question
+    as a 403. With no token named at all, one line says so and the chat
+    starts: a NetBox may let anyone read."""
+    from netbox_chat.credentials import missing_token
+
     if settings.netbox_url is None:
         raise UserFacingError(
             "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN "
             "(or pass --netbox-url); `netbox-chat doctor` checks the setup"
         )
+    missing = missing_token(settings)
+    if missing is None:
+        return
+    if settings.token_source is not None:
+        raise UserFacingError(f"{missing}; `netbox-chat config` shows where settings come from")
+    say(f"netbox-chat: {missing}: only a NetBox that lets anyone read will answer", "yellow")
 
 
 def _chat(
@@ -447,9 +498,23 @@ def netbox_change(summary: SessionSummary, settings: Settings) -> str | None:
     return f"{started}, this one talks to {shown} ({origin})"
 
 
+def show_version(wanted: bool) -> None:
+    if wanted:
+        from importlib.metadata import version
+
+        print(f"netbox-chat {version('netbox-chat')}")
+        raise typer.Exit()
+
+
 @app.callback(invoke_without_command=True)
 def main_callback(
     ctx: typer.Context,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", is_eager=True, callback=show_version
+        ),
+    ] = False,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
     model: Model = None,
@@ -545,9 +610,11 @@ def list_sessions(
     """List sessions, most recently active first. Never writes anything."""
     from netbox_chat import render
 
-    store = open_store(settings_from(sessions_dir, store=store_option, profile=profile))
+    settings = settings_from(sessions_dir, store=store_option, profile=profile)
+    store = open_store(settings)
     limit = None if as_json or show_all else LS_ROWS
-    ids = store.search(grep) if grep is not None else store.ids_by_recency()
+    matches = store.search(grep) if grep is not None else None
+    ids = list(matches) if matches is not None else store.ids_by_recency()
     summaries = sorted(store.list_sessions(limit, ids), key=lambda s: s.last_active, reverse=True)
     if as_json:
         print(json.dumps([s.as_json() for s in summaries], indent=2))
@@ -557,25 +624,34 @@ def list_sessions(
         else:
             say(f"no sessions in {store.root}; start one with `netbox-chat`")
     else:
-        out().print(render.sessions_table(summaries))
+        out().print(render.sessions_table(summaries, matches))
+        # The notes go to stderr: once the table is out, so that with both
+        # streams on one pipe (`2>&1 | less`) they come after it, not inside.
+        out().file.flush()
+        origin = settings.origins.get("sessions_dir", "")
+        if settings.store is None and origin.startswith("default"):  # else the user named it
+            say(f"sessions in {store.root} ({origin})", "dim", soft_wrap=True)
         if (netbox := render.one_netbox(summaries)) is not None:
             say(netbox, "dim", soft_wrap=True)
         hidden = len(ids) - len(summaries)
         if hidden > 0:
-            say(f"… {hidden} older session(s) not shown; `netbox-chat ls --all` lists them")
+            older = "1 older session is" if hidden == 1 else f"{hidden:,} older sessions are"
+            say(f"… {older} not shown; `netbox-chat ls --all` lists them")
         if any(s.unanswered and not s.is_open for s in summaries):
             say(
                 "sessions marked (never answered) were cut short in their first turn; "
                 "`netbox-chat forget --unanswered` removes them"
             )
+    if matches == {}:
+        raise typer.Exit(int(ExitStatus.USER_ERROR))  # as grep: nothing matched
 
 
 @app.command()
 def forget(
-    thread: Annotated[
-        str | None,
+    threads: Annotated[
+        list[str] | None,
         typer.Argument(
-            help="Session id, or a unique prefix of one.",
+            help="Session ids, or unique prefixes of them.",
             autocompletion=complete_session_id,
             show_default=False,
         ),
@@ -589,27 +665,79 @@ def forget(
             "in a first turn) that no process has open.",
         ),
     ] = False,
+    older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--older-than",
+            help="Forget every session last active longer ago than this (30d, 12h, 2w) "
+            "that no process has open.",
+            show_default=False,
+        ),
+    ] = None,
     sessions_dir: SessionsDir = None,
     profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
-    """Delete a session for good (its .sqlite, -wal and -shm files, or its rows)."""
+    """Delete sessions for good (their .sqlite, -wal and -shm files, or their rows)."""
+    chosen = sum((bool(threads), unanswered, older_than is not None))
+    if chosen != 1:
+        raise typer.BadParameter("give session ids, --unanswered or --older-than (one of them)")
+    age = None if older_than is None else parse_age(older_than)
     store = open_store(settings_from(sessions_dir, store=store_option, profile=profile))
-    if unanswered == (thread is not None):
-        raise typer.BadParameter("give a session id or --unanswered (one of the two)")
     if unanswered:
         _forget_unanswered(store)
         return
-    assert thread is not None
-    session_id = store.resolve(thread)
-    summary = store.summarize(session_id)
+    if age is not None:
+        cutoff = time.time() - age
+        # A time that cannot be read never gets a session forgotten.
+        old = [
+            s.id
+            for s in store.list_sessions()
+            if not s.is_open and (epoch(s.last_active) or cutoff) < cutoff
+        ]
+        if old and not yes:
+            _confirm_forget(old, f"last active over {older_than} ago")
+        _forget_all(store, old, f"last active over {older_than} ago")
+        return
+    session_ids = list(dict.fromkeys(store.resolve(thread) for thread in threads or ()))
     if not yes:
-        title = visible_line(summary.title or summary.unreadable or "(no question yet)")
-        if not typer.confirm(f"Forget session {session_id} ({title})?", default=False):
+        if len(session_ids) == 1:
+            summary = store.summarize(session_ids[0])
+            title = visible_line(summary.title or summary.unreadable or "(no question yet)")
+            question = f"Forget session {session_ids[0]} ({title})?"
+        else:
+            question = f"Forget {len(session_ids)} sessions ({' '.join(session_ids)})?"
+        if not typer.confirm(question, default=False):
             say("kept")
             raise typer.Exit(int(ExitStatus.USER_ERROR))
-    store.forget(session_id)
-    say(f"forgot session {session_id}", stdout=True)
+    for session_id in session_ids:
+        store.forget(session_id)
+        say(f"forgot session {session_id}", stdout=True)
+
+
+AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str) -> float:
+    """`30d` → seconds; a usage error (exit 2) for anything else."""
+    number, unit = text[:-1], text[-1:].lower()
+    if unit not in AGE_UNITS or not number.isdigit():
+        raise typer.BadParameter(
+            f"{text!r} is not an age: a whole number and m, h, d or w (30d, 12h, 2w)",
+            param_hint="--older-than",
+        )
+    return int(number) * AGE_UNITS[unit]
+
+
+def _confirm_forget(session_ids: list[str], why: str) -> None:
+    """Ask before a sweep; a no ends the command (exit 1), as for one id."""
+    if typer.confirm(
+        f"Forget {words.count(len(session_ids), 'session')} {why} ({' '.join(session_ids)})?",
+        default=False,
+    ):
+        return
+    say("kept")
+    raise typer.Exit(int(ExitStatus.USER_ERROR))
 
 
 def _forget_unanswered(store: Store) -> None:
@@ -627,7 +755,30 @@ def _forget_unanswered(store: Store) -> None:
             forgotten.append(session_id)
         else:
             say(f"netbox-chat: kept {session_id}: answered since the scan", "yellow")
-    say(f"forgot {len(forgotten)} session(s) never answered: {' '.join(forgotten)}", stdout=True)
+    _say_forgotten(forgotten, "never answered")
+
+
+def _forget_all(store: Store, session_ids: list[str], why: str) -> None:
+    forgotten = []
+    for session_id in session_ids:
+        try:
+            with store.open(session_id) as session:
+                gone = session.discard_if_unanswered()
+        except UserFacingError as exc:  # opened since the scan, or gone: leave it
+            say(f"netbox-chat: kept {session_id}: {exc}", "yellow", soft_wrap=True)
+            continue
+        if gone:
+            forgotten.append(session_id)
+    _say_forgotten(forgotten, why)
+
+
+def _say_forgotten(forgotten: list[str], why: str) -> None:
+    if not forgotten:
+        say(f"no session {why} to forget", stdout=True)
+        return
+    say(
+        f"forgot {words.count(len(forgotten), 'session')} {why}: {' '.join(forgotten)}", stdout=True
+    )
 
 
 @app.command("config")
@@ -643,23 +794,29 @@ def config_command(
     environment, profile, config file, default). The token shows only as set
     or missing; a token_command is run to check it works."""
     from netbox_chat import render
+    from netbox_chat.credentials import with_token
 
     settings = settings_from(
-        sessions_dir,
-        ollama_url,
-        model,
-        netbox_url,
-        store=store_option,
-        profile=profile,
-        need_token=True,
+        sessions_dir, ollama_url, model, netbox_url, store=store_option, profile=profile
     )
     open_store(settings)  # a store URL libpq cannot use is refused as by every command
+    try:
+        settings = with_token(settings)
+    except ValueError as exc:  # every other setting is still worth seeing
+        out().print(render.settings_table(settings, token_failed=True), soft_wrap=True)
+        raise UserFacingError(str(exc)) from None
     out().print(render.settings_table(settings), soft_wrap=True)
 
 
 @app.command()
 def ask(
-    question: Annotated[str, typer.Argument(help="The question, in quotes.")],
+    question: Annotated[
+        str | None,
+        typer.Argument(
+            help="The question, in quotes; `-` (or none, from a pipe) reads it from stdin.",
+            show_default=False,
+        ),
+    ] = None,
     session: Annotated[
         str | None,
         typer.Option(
@@ -669,6 +826,14 @@ def ask(
             autocompletion=complete_session_id,
         ),
     ] = None,
+    go_on: Annotated[
+        bool,
+        typer.Option("--continue", "-c", help="Continue the most recently active session."),
+    ] = False,
+    ephemeral: Annotated[
+        bool,
+        typer.Option("--ephemeral", help="Keep nothing: the session is deleted after the answer."),
+    ] = False,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -693,14 +858,23 @@ def ask(
 ) -> None:
     """Run one turn without the REPL, print the answer and exit (scripts, cron).
 
-    Ctrl-C or SIGTERM cancels the turn, rolls it back and exits 130. A new
-    session whose turn ends without an answer is not kept.
+    In a terminal the answer and the tool calls stream as in the REPL. Ctrl-C
+    or SIGTERM cancels the turn, rolls it back and exits 130. A new session
+    whose turn ends without an answer is not kept. Exits 5 when the answer was
+    made without NetBox (unreachable, or the token refused).
     """
     import asyncio
 
+    from netbox_chat import render
     from netbox_chat.runtime import CancelOnSignals
     from netbox_chat.streamjson import JsonLines
 
+    if sum((session is not None, go_on, ephemeral)) > 1:
+        raise UserFacingError(
+            "--session, --continue and --ephemeral exclude each other",
+            exit_status=ExitStatus.USAGE,
+        )
+    question = read_question(question)
     flags = {
         "ollama_url": ollama_url,
         "model": model,
@@ -709,6 +883,8 @@ def ask(
         "store": store_option,
     }
     lines = JsonLines(sys.stdout) if stream_json else None
+    view = render.TurnView(out()) if out().is_terminal and not (as_json or lines) else None
+    continuing = session is not None or go_on
     # Guarded from the first line: a signal before the turn starts stops it
     # from starting (exit 130), and once the outcome is recorded none can
     # change the exit status any more (see CancelOnSignals.settle).
@@ -721,11 +897,11 @@ def ask(
             think,
             store=store_option,
             profile=profile,
-            need_token=session is None,
+            need_token=not continuing,
         )
         store = open_store(settings)
-        if session is not None:
-            session_id = store.resolve(session)
+        if continuing:
+            session_id = store.resolve(session) if session is not None else store.most_recent()
             settings = settings_for_session(store, session_id, {**flags, "profile": profile})
             require_netbox(settings)
             opened: OpenSession = store.open(session_id)
@@ -734,11 +910,11 @@ def ask(
             opened = new_session(store, settings)
         with opened:
             try:
-                result = asyncio.run(_ask_once(opened, settings, question, signals, lines))
+                result = asyncio.run(_ask_once(opened, settings, question, signals, lines or view))
             except UserFacingError as exc:
                 from netbox_chat.turns import TurnOutcome
 
-                stays = not (session is None and _discard(opened))
+                stays = continuing or not _discard(opened)
                 # --json and --stream-json end with a result whatever happened.
                 failed = TurnOutcome(0, "failed", error=str(exc))
                 _print_result(
@@ -749,27 +925,62 @@ def ask(
                         f"{exc}; nothing was kept", exit_status=exc.exit_status
                     ) from None
                 raise
-            result["kept"] = not (session is None and _discard(opened))
+            result["kept"] = continuing or not _discard(opened)
+        if ephemeral and result["kept"]:
+            store.forget(opened.id)
+            result["kept"] = False
     _print_result(result, lines, as_json)
-    if lines is None and not as_json and result["status"] == "done":
-        if sys.stdout.isatty():
-            from netbox_chat import render
-
-            out().print(render.markdown(result["answer"]))
-        else:
-            print(visible(result["answer"]))
+    if lines is None and not as_json and result["status"] == "done" and view is None:
+        print(visible(result["answer"]))
     if result["status"] != "done" and not (as_json or stream_json):
         what = "" if result["turn"] is None else f"turn {result['turn']} {result['status']}: "
         kept = "" if result["kept"] else "; nothing was kept"
         say(f"netbox-chat: {what}{result['error'] or 'rolled back'}{kept}", "red")
+    if result["netbox_error"] is not None:
+        err().print(render.outage_line(result["netbox_error"], prefix="netbox-chat: "))
+    if result["kept"] and err().is_terminal and not (as_json or stream_json):
+        sid = result["session"]
+        say(
+            f'session {sid}: `netbox-chat ask -c "…"` goes on, `netbox-chat resume {sid}` opens it',
+            "dim",
+        )
+    raise typer.Exit(int(ask_status(result)))
+
+
+def read_question(question: str | None) -> str:
+    """The question from the command line, or from stdin when it is `-`, or
+    absent with stdin a pipe (`echo "…" | netbox-chat ask`). An empty one is a
+    usage error: the model would answer a question nobody asked."""
+    if question == "-" or (question is None and not sys.stdin.isatty()):
+        question = sys.stdin.read()
+    if question is None:
+        raise UserFacingError(
+            'no question: give it in quotes (netbox-chat ask "…"), or - to read it from stdin',
+            exit_status=ExitStatus.USAGE,
+        )
+    if not question.strip():
+        raise UserFacingError("the question is empty", exit_status=ExitStatus.USAGE)
+    return question.strip()
+
+
+def ask_status(result: dict[str, Any]) -> ExitStatus:
+    """`ask`'s exit status: what a cron job must tell apart. An answer made
+    while NetBox was unreachable or refused the token is recorded as the turn
+    it was, but is not an answer from NetBox."""
     if result["status"] == "cancelled":
-        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+        return ExitStatus.INTERRUPTED
     if result["status"] != "done":
-        raise typer.Exit(int(ExitStatus.USER_ERROR))
+        return ExitStatus.USER_ERROR
+    if result["netbox_error"] is not None:
+        return ExitStatus.NETBOX_UNAVAILABLE
+    return ExitStatus.OK
 
 
 def _print_result(result: dict[str, Any], lines: JsonLines | None, as_json: bool) -> None:
-    """The result object of `--stream-json` (its last line) or `--json`."""
+    """The result object of `--stream-json` (its last line) or `--json`;
+    a session that was not kept is none."""
+    if not result["kept"]:
+        result["session"] = None
     if lines is not None:
         lines.write({"type": "result", **result})
     elif as_json:
@@ -797,21 +1008,21 @@ async def _ask_once(
     settings: Settings,
     question: str,
     signals: CancelOnSignals,
-    lines: JsonLines | None = None,
+    watcher: JsonLines | TurnView | None = None,
 ) -> dict[str, Any]:
+    """Run the turn, its events to `watcher` (JSON lines, or the terminal's
+    streaming view, as in the REPL); what happened, as `ask --json` says it."""
     import asyncio
 
     from netbox_chat import render
     from netbox_chat.runtime import build_runtime
-    from netbox_chat.turns import TurnOutcome, ignore_events
+    from netbox_chat.turns import EventSink, TurnOutcome, ignore_events
 
-    auth_warnings: list[str] = []
+    outage = None
     try:
         # Built whole even if a signal comes meanwhile: the imports cannot be
         # interrupted, and asyncio.run would wait for the thread anyway.
-        runtime = await asyncio.to_thread(
-            build_runtime, session, settings, on_auth_failure=auth_warnings.append
-        )
+        runtime = await asyncio.to_thread(build_runtime, session, settings)
         try:
             outcome = None
             if runtime.thinking.note:
@@ -820,15 +1031,26 @@ async def _ask_once(
                 for report in runtime.conversation.recover_interrupted():
                     reason = f"turn {report.turn} was interrupted and "
                     render.print_rollback(err(), report, reason=reason)
-                with contextlib.suppress(asyncio.CancelledError):  # cancelled before it began
-                    sink = lines.event if lines is not None else ignore_events
+                view: TurnView | None = None
+                sink: EventSink = ignore_events
+                if isinstance(watcher, render.TurnView):
+                    view, sink = watcher, watcher.on_event
+                elif watcher is not None:
+                    sink = watcher.event
+                runtime.check_room(question)
+                started_at = time.monotonic()
+                with (
+                    contextlib.suppress(asyncio.CancelledError),  # cancelled before it began
+                    view if view is not None else contextlib.nullcontext(),
+                ):
                     outcome = await signals.run(runtime.conversation.run_turn(question, sink))
+                if view is not None and outcome is not None and outcome.status == "done":
+                    render.print_outcome(err(), outcome, time.monotonic() - started_at)
+            outage = runtime.take_outage()
         finally:
             await runtime.aclose()
     finally:
         signals.settle()
-    for warning in auth_warnings:
-        say(warning, "bold red")
     started = outcome is not None
     if outcome is None:
         outcome = TurnOutcome(0, "cancelled", error=NOT_STARTED)
@@ -836,10 +1058,12 @@ async def _ask_once(
         render.print_rollback(err(), outcome.rollback)
     if outcome.context.truncated and outcome.context.window:
         err().print(render.truncation_line(outcome.context.window))
-    return _result(session, outcome, started=started)
+    return _result(session, outcome, started=started, outage=outage)
 
 
-def _result(session: OpenSession, outcome: TurnOutcome, *, started: bool) -> dict[str, Any]:
+def _result(
+    session: OpenSession, outcome: TurnOutcome, *, started: bool, outage: str | None = None
+) -> dict[str, Any]:
     """What `ask --json` prints for a turn (but `kept`, known only after it)."""
     from dataclasses import asdict
 
@@ -860,6 +1084,7 @@ def _result(session: OpenSession, outcome: TurnOutcome, *, started: bool) -> dic
             "compactions": len(outcome.context.compactions),
         },
         "error": outcome.error,
+        "netbox_error": outage,
     }
 
 
@@ -886,7 +1111,9 @@ def export_command(
     settings = settings_from(sessions_dir, store=store_option)
     fmt = fmt.lower()
     if fmt not in ("md", "json"):
-        raise UserFacingError(f"unknown format {fmt!r}: use md or json")
+        raise UserFacingError(
+            f"unknown format {fmt!r}: use md or json", exit_status=ExitStatus.USAGE
+        )
     store = open_store(settings)
     text = export_session(
         store,
@@ -925,7 +1152,10 @@ def copy(
     target = open_store(resolve_target(to))
     session_id = source.resolve(thread)
     count = copy_session(source, session_id, target)
-    say(f"copied session {session_id} ({count} checkpoint(s)) to {target.root}", stdout=True)
+    say(
+        f"copied session {session_id} ({words.count(count, 'checkpoint')}) to {target.root}",
+        stdout=True,
+    )
 
 
 def resolve_target(to: str) -> Settings:
@@ -977,7 +1207,7 @@ def doctor(
     )
     checks = run_checks(settings)
     for check in checks:
-        style = "green" if check.ok else "red"
+        style = "green" if check.ok else "dim" if check.skipped else "red"
         say(check.line(), style, stdout=True)
     if not all(check.ok for check in checks):
         raise typer.Exit(int(ExitStatus.USER_ERROR))
@@ -994,7 +1224,15 @@ def main() -> None:
     the interpreter), so the survivors are frozen out of the collector first:
     reference counting still frees what it can, the OS reclaims the rest.
     """
+    status: str | int | None = 0
     try:
         app()
+    except SystemExit as done:
+        status = done.code
     finally:
         gc.freeze()
+    try:  # what is still buffered: `ls --json | head -c1` breaks the pipe only here
+        sys.stdout.flush()
+    except BrokenPipeError:
+        status = int(reader_went_away())
+    sys.exit(status)

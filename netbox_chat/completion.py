@@ -59,6 +59,7 @@ VALUE_OPTIONS = frozenset(
         "--to",
         "--grep",
         "-q",
+        "--older-than",
         *SESSION_ID_OPTIONS,
     }
 )
@@ -75,6 +76,10 @@ FLAG_OPTIONS = frozenset(
         "--all",
         "-a",
         "--init-store",
+        "--continue",
+        "-c",
+        "--ephemeral",
+        "--version",
         "--install-completion",
         "--show-completion",
         "--help",

@@ -32,6 +32,10 @@ DEFAULT_REQUEST_TIMEOUT = 120.0
 DEFAULT_NETBOX_TIMEOUT = 15.0
 DEFAULT_COMPACT_AT = 0.8
 
+SESSIONS_MARK = ".netbox-chat"
+"""The file netbox-chat puts in a sessions folder it made: what lets the
+search from a subfolder trust a `sessions/` above it."""
+
 TOKEN_ENV = "NETBOX_TOKEN"
 PROFILE_ENV = "NETBOX_CHAT_PROFILE"
 CONFIG_NAME = Path("netbox-chat") / "config.toml"
@@ -602,6 +606,8 @@ def resolve_settings(
                 origins[setting.name] = layer.label(setting)
                 ranks[setting.name] = rank
                 break
+    if origins["sessions_dir"] == "default":
+        values["sessions_dir"], origins["sessions_dir"] = default_sessions_dir(env)
     _place_store(values, origins, ranks)
     token = _token_source(env, chosen, config)
     refused = _refusal(token, values["netbox_url"], origins["netbox_url"])
@@ -620,6 +626,28 @@ def resolve_settings(
         origins=origins,
         warnings=warnings,
     )
+
+
+def default_sessions_dir(env: Mapping[str, str], cwd: Path | None = None) -> tuple[Path, str]:
+    """Where sessions live when nothing names a folder, and why, the way git
+    finds `.git`: the nearest `sessions/` folder made by netbox-chat (it holds
+    `SESSIONS_MARK`) in or above the current folder, so a checkout keeps its
+    own; else `./sessions` if it holds session files from before the mark
+    existed; else one folder per user, `$XDG_DATA_HOME/netbox-chat/sessions`.
+    A few stats, no other I/O: `ls` stays fast."""
+    here = Path.cwd() if cwd is None else cwd
+    for folder in (here, *here.parents):
+        if (folder / "sessions" / SESSIONS_MARK).is_file():
+            return folder / "sessions", "default: the nearest sessions/ made by netbox-chat"
+    if any((here / "sessions").glob("*.sqlite")):
+        return here / "sessions", "default: ./sessions (from before netbox-chat marked its folders)"
+    data = env.get("XDG_DATA_HOME", "")
+    if not Path(data).is_absolute():  # unset, or relative: the spec says ignore it
+        try:
+            data = str(Path.home() / ".local" / "share")
+        except RuntimeError:  # no home folder: the current one
+            return here / "sessions", "default: ./sessions (no home folder)"
+    return Path(data) / "netbox-chat" / "sessions", "default: $XDG_DATA_HOME/netbox-chat/sessions"
 
 
 def _place_store(values: dict[str, Any], origins: dict[str, str], ranks: dict[str, int]) -> None:

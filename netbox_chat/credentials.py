@@ -2,8 +2,10 @@
 process, for the commands that talk to NetBox (chat, resume, ask, doctor,
 config). Kept out of `config.py`, which only reads the environment and files.
 
-The command's output is the secret: it is never logged, printed or stored,
-and a failure names the profile and the exit status, never what it printed.
+The command's output is the secret: it is never logged, printed or stored.
+A failure names the profile, the exit status and the last line the command
+wrote on its stderr (`pass: x is not in the password store.`), made visible
+(no terminal controls) and with whatever it wrote on stdout masked.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 
-from netbox_chat.config import ConfigError, Settings
+from netbox_chat.config import TOKEN_ENV, ConfigError, Settings, mask_token
+from netbox_chat.visible import visible_line
 
 TOKEN_COMMAND_TIMEOUT = 30.0
 
@@ -46,11 +49,27 @@ def run_token_command(command: tuple[str, ...], profile: str | None) -> str:
         raise ConfigError(f"{named} failed: {exc.strerror}") from None
     lines = done.stdout.decode("utf-8", errors="replace").splitlines()
     if done.returncode != 0:
-        raise ConfigError(f"{named} failed: {command[0]} exited {done.returncode}")
+        said = _last_line(done.stderr, secret=lines[0].strip() if lines else None)
+        raise ConfigError(
+            f"{named} failed: {command[0]} exited {done.returncode}" + (f": {said}" if said else "")
+        )
     if not lines or not lines[0].strip():
         raise ConfigError(f"{named} printed no token")
     _ran[command] = lines[0].strip()
     return _ran[command]
+
+
+STDERR_SHOWN = 300
+"""Characters of the command's own error shown at most: one line, not a dump."""
+
+
+def _last_line(stderr: bytes, *, secret: str | None) -> str:
+    """The last non-empty line of a failed command's stderr, fit for one line
+    on a terminal, with what it printed on stdout (maybe the token) masked."""
+    text = stderr.decode("utf-8", errors="replace")
+    last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+    last = mask_token(last, secret)
+    return visible_line(last[:STDERR_SHOWN] + ("…" if len(last) > STDERR_SHOWN else ""))
 
 
 def with_token(settings: Settings) -> Settings:
@@ -64,3 +83,26 @@ def with_token(settings: Settings) -> Settings:
         return settings
     token = run_token_command(source.command, source.profile)
     return dataclasses.replace(settings, netbox_token=token)
+
+
+def token_origin(settings: Settings) -> str:
+    """Where this command's token comes from, or should: the variable or the
+    command a user must fix (not always NETBOX_TOKEN: a profile names its own)."""
+    source = settings.token_source
+    if source is None or source.env == TOKEN_ENV:
+        return TOKEN_ENV
+    place = source.origin.split(",")[0]
+    if source.env is not None:
+        return f"{source.env} (the token_env of {place})"
+    return f"the token_command of {place}"
+
+
+def missing_token(settings: Settings) -> str | None:
+    """Why no token will be sent, in one line; None when one will be. A
+    token_command that fails has already raised."""
+    if settings.netbox_token is not None:
+        return None
+    source = settings.token_source
+    if source is not None and source.env is not None:
+        return f"no NetBox token: {token_origin(settings)} is not set"
+    return f"no NetBox token: {TOKEN_ENV} is not set and no profile names a token"

@@ -20,10 +20,12 @@ from typing import Any
 import httpx
 
 from netbox_chat.config import Settings
+from netbox_chat.credentials import token_origin
 from netbox_chat.errors import UserFacingError
 from netbox_chat.model_info import ModelInfo, parse_show
 from netbox_chat.sessions import StoreError, refuse_network_filesystem
 from netbox_chat.window import session_window, turn_floor
+from netbox_chat.words import count
 
 TIMEOUT = 3.0
 
@@ -34,11 +36,20 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
+    skipped: bool = False
+    """Not run, because a check it depends on failed: shown as skipped, not
+    as a second failure with nothing to fix of its own."""
 
     def line(self) -> str:
+        if self.skipped:
+            return f"- {self.name}: {self.detail}"
         mark = "✓" if self.ok else "✗"
         text = f"{mark} {self.name}: {self.detail}"
         return text if self.ok or not self.fix else f"{text} → {self.fix}"
+
+
+def skipped(name: str, why: str = "") -> Check:
+    return Check(name, False, f"skipped ({why})" if why else "skipped", skipped=True)
 
 
 def run_checks(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
@@ -71,7 +82,7 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
                 f"cannot reach {url} ({reason})",
                 "start it with `ollama serve`, or point OLLAMA_HOST / --ollama-url at it",
             ),
-            Check("model", False, f"{model}: not checked (Ollama unreachable)"),
+            skipped("model", f"{model}: Ollama unreachable"),
         ]
     number = _json(version).get("version", "unknown version")
     checks = [Check("Ollama", True, f"{url} (version {number})")]
@@ -171,8 +182,8 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
     if settings.netbox_url is None:
         return [
             Check("NetBox", False, "not configured", "set NETBOX_URL (or pass --netbox-url)"),
-            Check("token", False, "not checked (no NetBox URL)"),
-            Check("NetBox version", False, "not checked (no NetBox URL)"),
+            skipped("token", "no NetBox URL"),
+            skipped("NetBox version", "no NetBox URL"),
         ]
     client = NetBoxClient(settings.netbox_url, settings.netbox_token, timeout=timeout, retries=0)
     where = client.scrub(settings.netbox_url)
@@ -181,25 +192,20 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
     except (NetBoxConnectionError, NetBoxTimeout) as exc:
         return [
             Check("NetBox", False, str(exc), "check NETBOX_URL and that NetBox is running"),
-            Check("token", False, "not checked (NetBox unreachable)"),
-            Check("NetBox version", False, "not checked (NetBox unreachable)"),
+            skipped("token", "NetBox unreachable"),
+            skipped("NetBox version", "NetBox unreachable"),
         ]
     except NetBoxAuthError as exc:
-        token_fix = (
-            "set NETBOX_TOKEN to an API token (NetBox → your profile → API tokens)"
-            if settings.netbox_token is None
-            else "NETBOX_TOKEN is wrong, expired or lacks permission: create a new one"
-        )
         return [
             Check("NetBox", True, f"{where} answered"),
-            Check("token", False, str(exc), token_fix),
-            Check("NetBox version", False, "not checked (the token was refused)"),
+            Check("token", False, str(exc), token_fix(settings, exc.cause)),
+            skipped("NetBox version", "the token was refused"),
         ]
     except NetBoxError as exc:
         return [
             Check("NetBox", False, str(exc), "is NETBOX_URL the NetBox base URL?"),
-            Check("token", False, "not checked"),
-            Check("NetBox version", False, "not checked"),
+            skipped("token"),
+            skipped("NetBox version"),
         ]
     finally:
         await client.aclose()
@@ -209,8 +215,9 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
             Check(
                 "token",
                 False,
-                "NETBOX_TOKEN is not set (this NetBox answers without one, most do not)",
-                "set NETBOX_TOKEN to an API token",
+                f"{token_origin(settings)} is not set (this NetBox answers without one, "
+                "most do not)",
+                token_fix(settings, "missing"),
             )
         )
     else:
@@ -237,6 +244,20 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
     else:
         checks.append(Check("NetBox version", True, str(version)))
     return checks
+
+
+def token_fix(settings: Settings, cause: str) -> str:
+    """The fix for a refused token, by NetBox's reason, naming where this
+    token comes from (a profile's own variable or command, not always
+    NETBOX_TOKEN)."""
+    origin = token_origin(settings)
+    if cause == "missing":
+        if origin.startswith("the token_command"):
+            return f"make {origin} print an API token"
+        return f"set {origin} to an API token (NetBox → your profile → API tokens)"
+    if cause == "permission":
+        return f"the token from {origin} is valid: give its user permission to read, or use another"
+    return f"the token from {origin} is wrong, expired or disabled: create a new one"
 
 
 # --- the sessions folder -----------------------------------------------------------------
@@ -287,14 +308,14 @@ def check_database_store(url: str) -> Check:
 
             if not langgraph_tables_current(conn):
                 return Check(name, False, f"{pgstore.shown_url(url)}: no checkpoint tables", fix)
-            count = pgstore.scalar(conn, "SELECT count(DISTINCT session_id) FROM session_meta")
+            total = pgstore.scalar(conn, "SELECT count(DISTINCT session_id) FROM session_meta")
     except UserFacingError as exc:
         return Check(name, False, str(exc), fix if "schema" in str(exc) else "")
     return Check(
         name,
         True,
         f"{pgstore.shown_url(url)} (schema {pgstore.SCHEMA} v{pgstore.PG_SCHEMA_VERSION}, "
-        f"{count} session(s))",
+        f"{count(total, 'session')})",
     )
 
 

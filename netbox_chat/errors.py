@@ -17,7 +17,9 @@ class ExitStatus(IntEnum):
     USAGE = 2  # Typer/Click's own code for bad flags
     STORE_ERROR = 3  # the session store cannot be opened or written
     SESSION_BUSY = 4  # another netbox-chat process holds the session
-    OUTCOME_UNKNOWN = 5  # the store failed as a turn's answer was recorded; kept or not is unknown
+    NETBOX_UNAVAILABLE = 5  # `ask` answered, but NetBox was unreachable or refused the token
+    OUTCOME_UNKNOWN = 6  # the store failed as a turn's answer was recorded; kept or not is unknown
+    BROKEN_PIPE = 141  # stdout's reader went away (`| head`): quiet, as 128 + SIGPIPE
     INTERRUPTED = 130  # a one-shot `ask` cancelled by Ctrl-C or SIGTERM, after rollback
 
 

@@ -37,6 +37,7 @@ from netbox_chat.sessions import (
 )
 from netbox_chat.thinking import thought_for
 from netbox_chat.visible import visible, visible_json
+from netbox_chat.words import count
 
 Store = SessionStore | PgSessionStore
 Format = Literal["md", "json"]
@@ -165,7 +166,7 @@ def to_markdown(transcript: dict[str, Any]) -> str:
         f"- created: {transcript['created_at']}",
         f"- turns: {totals['turns']} ({totals['answered']} answered), "
         f"tokens {totals['tokens_in']} in / {totals['tokens_out']} out, "
-        f"{totals['tool_calls']} tool call(s)",
+        f"{count(totals['tool_calls'], 'tool call')}",
         "",
     ]
     edits_after: dict[int, list[dict[str, Any]]] = {}
@@ -200,15 +201,16 @@ def _edit_text(edit: dict[str, Any]) -> str:
     where = f"turn {edit['after_turn']}" if edit.get("after_turn") else "the start"
     if edit["kind"] == "rewind":
         aside = edit.get("set_aside") or []
-        also = f"; turn(s) {', '.join(map(str, aside))} set aside" if aside else ""
+        turns = "turn" if len(aside) == 1 else "turns"
+        also = f"; {turns} {', '.join(map(str, aside))} set aside" if aside else ""
         return (
             f"rewound to {where} ({edit.get('messages_before', '?')} → "
             f"{edit.get('message_count', '?')} messages{also})"
         )
     if edit["kind"] == "compact":
         return (
-            f"compacted after {where}: {edit.get('summarized', '?')} message(s) summarized, "
-            f"{edit.get('kept_exchanges', '?')} exchange(s) kept, "
+            f"compacted after {where}: {count(edit.get('summarized', '?'), 'message')} "
+            f"summarized, {count(edit.get('kept_exchanges', '?'), 'exchange')} kept, "
             f"{edit.get('messages_before', '?')} → {edit.get('message_count', '?')} messages, "
             f"{edit.get('chars_before', '?')} → {edit.get('chars_after', '?')} characters "
             f"(tokens {edit.get('tokens_in', 0)} in / {edit.get('tokens_out', 0)} out)"
@@ -217,7 +219,7 @@ def _edit_text(edit: dict[str, Any]) -> str:
         return (
             f"automatic compaction in turn {edit.get('turn', '?')}: the request was about "
             f"{edit.get('tokens_before', '?')} of {edit.get('window', '?')} tokens; "
-            f"{edit.get('summarized', '?')} older message(s) summarized by the model "
+            f"{count(edit.get('summarized', '?'), 'older message')} summarized by the model "
             f"(about {edit.get('tokens_after', '?')} tokens after)"
         )
     return f"{edit['kind']} after {where}"
@@ -249,7 +251,7 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
     if status != "done":
         note = STATUS_NOTES.get(status, status)
         if turn["rolled_back_messages"]:
-            note += f" ({turn['rolled_back_messages']} message(s) removed)"
+            note += f" ({count(turn['rolled_back_messages'], 'message')} removed)"
         lines += [f"> ⚠ {note}", ""]
         if turn["error"]:
             lines += [f"> error: {turn['error']}", ""]

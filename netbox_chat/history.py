@@ -65,6 +65,7 @@ from netbox_chat.turns import (
     unpaired_tool_messages,
 )
 from netbox_chat.window import transcript_chars
+from netbox_chat.words import count
 
 # deepagents' own summarization middleware keeps its summary out of the message
 # list: `_summarization_event` holds the summary message and a cutoff index into
@@ -123,7 +124,7 @@ class RewindResult:
         changes = []
         if self.set_aside:
             changes.append(
-                f"{len(self.set_aside)} later turn(s) set aside "
+                f"{count(len(self.set_aside), 'later turn')} set aside "
                 "(they stay in the ledger as rewound)"
             )
         if self.undid_compaction:
@@ -150,7 +151,7 @@ class CompactResult:
             return "compaction cancelled: the conversation is unchanged"
         return (
             f"compacted {self.summarized} messages into a summary + last "
-            f"{self.kept_exchanges} exchange(s): history sent with each request "
+            f"{count(self.kept_exchanges, 'exchange')}: history sent with each request "
             f"~{self.chars_before:,} → ~{self.chars_after:,} characters"
         )
 
@@ -436,7 +437,7 @@ def _plan(values: dict[str, Any], keep_exchanges: int) -> _Plan:
     older, tail = effective[:cut], effective[cut:]
     if not [m for m in older if not is_summary(m)]:
         raise HistoryEditError(
-            f"nothing to compact: the conversation has {len(starts)} exchange(s) "
+            f"nothing to compact: the conversation has {count(len(starts), 'exchange')} "
             f"and the last {keep_exchanges} are kept as they are"
         )
     if unpaired_tool_messages(tail):

@@ -45,6 +45,7 @@ from netbox_chat.sessions import (
     UnreadableSession,
     _turn_from_row,
     asked_by,
+    matching_line,
     new_session_id,
     normalize_session_id,
 )
@@ -492,18 +493,20 @@ class PgSessionStore:
         """Sessions no turn ever finished in and no process has open."""
         return [s.id for s in self._every_summary() if s.unanswered and not s.is_open]
 
-    def search(self, text: str) -> list[str]:
+    def search(self, text: str) -> dict[str, str]:
         """Sessions whose questions or answers contain `text` (case-insensitive
-        for ASCII letters, as a session file's LIKE), newest first."""
+        for ASCII letters, as a session file's LIKE), newest first, each with
+        the matching line of its latest matching turn."""
         pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"
         with self.reading() as conn:
             rows = conn.execute(
-                "SELECT DISTINCT session_id FROM turns WHERE question ILIKE %(p)s "
-                "OR answer ILIKE %(p)s",
+                "SELECT DISTINCT ON (session_id) session_id, question, answer FROM turns "
+                "WHERE question ILIKE %(p)s OR answer ILIKE %(p)s "
+                "ORDER BY session_id, number DESC",
                 {"p": pattern},
             ).fetchall()
-        matching = {row[0] for row in rows}
-        return [sid for sid in self.ids_by_recency() if sid in matching]
+        matching = {row[0]: matching_line(row[1:], text) for row in rows}
+        return {sid: matching[sid] for sid in self.ids_by_recency() if sid in matching}
 
     def summarize(self, session_id: str) -> SessionSummary:
         found = self._summaries(session_id, None)

@@ -6,11 +6,13 @@ cheap (rich only), because `ls` uses it.
 
 from __future__ import annotations
 
+import functools
 import json
 import textwrap
 import time
-from collections.abc import Collection, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -19,12 +21,14 @@ from rich.text import Text
 
 from netbox_chat.config import SETTINGS, Settings, without_userinfo
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import Recap, SessionSummary, Turn
+from netbox_chat.sessions import Recap, SessionSummary, Turn, epoch
 from netbox_chat.thinking import thought_for
-from netbox_chat.visible import visible
+from netbox_chat.visible import visible, visible_line
 
 if TYPE_CHECKING:
+    from rich.console import JustifyMethod, OverflowMethod
     from rich.live import Live
+    from rich.markdown import Markdown
 
     from netbox_chat.turns import RollbackReport, TurnEvent, TurnOutcome
 
@@ -53,11 +57,27 @@ class VisibleConsole(Console):
 
 def markdown(text: str) -> RenderableType:
     """Rich's Markdown, imported on first use: it costs tens of milliseconds,
-    which `ls` should not pay. A link shows where it goes: a terminal
-    hyperlink would let an answer's words say one address and open another."""
-    from rich.markdown import Markdown
+    which `ls` should not pay. Headings stay at the left edge, as the lines
+    around them and as other terminal tools draw them (rich centres `#`). A
+    link shows where it goes: a terminal hyperlink would let an answer's words
+    say one address and open another."""
+    return _left_markdown()(visible(text), hyperlinks=False)
 
-    return Markdown(visible(text), hyperlinks=False)
+
+@functools.cache
+def _left_markdown() -> type[Markdown]:
+    from rich.markdown import Heading, Markdown, MarkdownElement
+
+    class LeftHeading(Heading):
+        LEVEL_ALIGN: ClassVar[dict[str, JustifyMethod]] = dict.fromkeys(Heading.LEVEL_ALIGN, "left")
+
+    class LeftMarkdown(Markdown):
+        elements: ClassVar[dict[str, type[MarkdownElement]]] = {
+            **Markdown.elements,
+            "heading_open": LeftHeading,
+        }
+
+    return LeftMarkdown
 
 
 def human_size(size: int | float) -> str:
@@ -76,11 +96,11 @@ def short_tokens(tokens: int) -> str:
 
 
 def context_meter(tokens: int, window: int) -> Text:
-    """`context 9.8k / 16k (61 %)`, green under 60 %, yellow under 80 %, red above."""
+    """`context 9.8k / 16k (61%)`, green under 60%, yellow under 80%, red above."""
     fill = tokens / window if window else 0.0
     style = "green" if fill < 0.6 else "yellow" if fill < 0.8 else "bold red"
     return Text(
-        f"context {short_tokens(tokens)} / {short_tokens(window)} ({round(fill * 100)} %)",
+        f"context {short_tokens(tokens)} / {short_tokens(window)} ({round(fill * 100)}%)",
         style=style,
     )
 
@@ -322,6 +342,12 @@ def error_line(error: BaseException, *, prefix: str = "") -> Text:
     return Text(prefix + visible(message), style="red")
 
 
+def outage_line(outage: str, *, prefix: str = "") -> Text:
+    """The red line after a turn NetBox could not serve (unreachable, or the
+    token refused): the answer was made without NetBox, however sure it reads."""
+    return Text(f"{prefix}answered without NetBox: {outage}", style="bold red")
+
+
 class Columns:
     """Rows of one-line cells in aligned columns, two spaces apart.
 
@@ -330,6 +356,8 @@ class Columns:
     on a command whose whole budget is twice Python's start-up. When the
     console is too narrow the `flexible` column gives way first, down to
     `FLEXIBLE_MIN` cells; past that, lines end in "…" at the console's edge.
+    On a console that is not a terminal (a pipe, a file) nothing is cut: a
+    `grep` must see every cell whole.
     """
 
     FLEXIBLE_MIN = 20
@@ -341,42 +369,50 @@ class Columns:
         header: Sequence[str] = (),
         right: Collection[int] = (),
         flexible: int = 0,
+        flexible_max: int | None = None,
     ) -> None:
         self.rows = [[Text(name, style="bold") for name in header]] if header else []
         self.rows.extend(list(row) for row in rows)
         self.right = right
         self.flexible = flexible
+        self.flexible_max = flexible_max
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if not self.rows:
             return
+        fit = console.is_terminal
+        overflow: OverflowMethod = "ellipsis" if fit else "ignore"
         widths = [max(cell.cell_len for cell in column) for column in zip(*self.rows, strict=True)]
         others = sum(widths) - widths[self.flexible] + 2 * (len(widths) - 1)
-        room = max(self.FLEXIBLE_MIN, options.max_width - others)
-        widths[self.flexible] = min(widths[self.flexible], room)
+        if fit:
+            room = max(self.FLEXIBLE_MIN, options.max_width - others)
+            widths[self.flexible] = min(widths[self.flexible], room, self.flexible_max or room)
         lines = []
         for row in self.rows:
             line = Text()
             for index, (cell, width) in enumerate(zip(row, widths, strict=True)):
                 fitted = cell.copy()
-                fitted.overflow = "ellipsis"
+                fitted.overflow = overflow
                 fitted.align("right" if index in self.right else "left", width)
                 if index:
                     line.append("  ")
                 line.append_text(fitted)
             line.rstrip()
             lines.append(line)
-        yield Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
+        yield Text("\n", no_wrap=True, overflow=overflow).join(lines)
 
 
-def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
+def sessions_table(
+    summaries: Sequence[SessionSummary], matches: Mapping[str, str] | None = None
+) -> Columns:
     """`ls`: one row per session; user text is shown as typed, never as markup.
 
     The netbox column (profile or host) appears when the sessions listed are
     on more than one NetBox: otherwise it would say one thing on every row and
     take the room the titles need (`ls` names that one NetBox below). An
     "asked by" column appears when more than one user@host asked the listed
-    turns (a team's store); alone, it would only repeat your name."""
+    turns (a team's store); alone, it would only repeat your name. With
+    `matches` (`ls --grep`), the title gives way to the line that matched."""
     with_netbox = len({netbox_label(s) for s in summaries}) > 1
     team = len({who for s in summaries for who in s.asked_by}) > 1
     rows = []
@@ -393,7 +429,8 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
                 [ident, unreadable, Text(), Text(), Text(), *netbox, size, *[Text()] * team]
             )
             continue
-        title = Text(_shorten(s.title or "(no question yet)", 50))
+        shown = (s.title or "(no question yet)") if matches is None else matches.get(s.id, "")
+        title = Text(visible_line(" ".join(shown.split())))
         if s.unanswered and s.title and not s.is_open:
             title = Text.assemble(("(never answered) ", "yellow"), title)
         rows.append(
@@ -401,7 +438,7 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
                 ident,
                 title,
                 Text(str(s.turns)),
-                Text(s.last_active.replace("T", " ").replace("+00:00", "Z")),
+                Text(ago(s.last_active)),
                 Text(s.model),
                 *netbox,
                 size,
@@ -410,7 +447,7 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
         )
     header = (
         "id",
-        "title",
+        "title" if matches is None else "match",
         "turns",
         "last active",
         "model",
@@ -418,7 +455,24 @@ def sessions_table(summaries: Sequence[SessionSummary]) -> Columns:
         "size",
         *(("asked by",) if team else ()),
     )
-    return Columns(rows, header=header, right={2, header.index("size")}, flexible=1)
+    return Columns(
+        rows, header=header, right={2, header.index("size")}, flexible=1, flexible_max=50
+    )
+
+
+def ago(stamp: str, now: float | None = None) -> str:
+    """An ISO time as `ls` shows it: how long ago, in plain words ("5 min
+    ago", "3 days ago"), then the date once it is a month old; the stamp as it
+    is if it cannot be read (a session file is not trusted)."""
+    if (then := epoch(stamp)) is None:
+        return stamp
+    seconds = (time.time() if now is None else now) - then
+    if seconds >= 30 * 86400:
+        return datetime.fromtimestamp(then, UTC).date().isoformat()
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if (count := int(seconds // size)) >= 1:
+            return f"{count} {unit}{'s' if unit == 'day' and count > 1 else ''} ago"
+    return "just now"
 
 
 def netbox_label(summary: SessionSummary) -> str:
@@ -510,13 +564,16 @@ def tokens_table(turns: Sequence[Turn]) -> Columns:
     return Columns(rows, header=header, right={0, 2, 3, 4, 5}, flexible=1)
 
 
-def settings_table(settings: Settings) -> Text:
+def settings_table(settings: Settings, *, token_failed: bool = False) -> Text:
     """`netbox-chat config`: each setting, its value, where it came from, one
     line each and never cut short (a path or URL is no use with an "…").
 
-    The token is never shown: only whether it is set and from where."""
+    The token is never shown: only whether it is set and from where, or that
+    its token_command failed (the error follows on stderr)."""
     source = settings.token_source
-    if settings.netbox_token and source is not None:
+    if token_failed:
+        token = "failed (token_command; see below)"
+    elif settings.netbox_token and source is not None:
         token = f"set (from {'token_command' if source.command else source.env})"
     else:
         token = "missing" + (f" ({source.env} is not set)" if source and source.env else "")

@@ -19,8 +19,8 @@ import sys
 import termios
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TextIO
 
 from prompt_toolkit import PromptSession
@@ -119,12 +119,9 @@ class BackgroundRuntime:
     imports to finish either.
     """
 
-    def __init__(
-        self, session: OpenSession, settings: Settings, on_auth_failure: Callable[[str], None]
-    ) -> None:
+    def __init__(self, session: OpenSession, settings: Settings) -> None:
         self.session = session
         self.settings = settings
-        self.on_auth_failure = on_auth_failure
         self.future: concurrent.futures.Future[Runtime] = concurrent.futures.Future()
         self.started = False
 
@@ -140,9 +137,7 @@ class BackgroundRuntime:
 
     def _build(self) -> None:
         try:
-            runtime = build_runtime(
-                self.session, self.settings, on_auth_failure=self.on_auth_failure
-            )
+            runtime = build_runtime(self.session, self.settings)
         except BaseException as exc:
             self.future.set_exception(exc)
         else:
@@ -164,7 +159,6 @@ class Repl:
     console: Console
     background: BackgroundRuntime
     pending_input: str = ""
-    auth_warnings: list[str] = field(default_factory=list)
     thinking_noted: bool = False
 
     async def runtime(self) -> Runtime:
@@ -227,6 +221,7 @@ class Repl:
 
     async def ask(self, question: str) -> None:
         runtime = await self.runtime()
+        runtime.check_room(question)
         if runtime.thinking.note and not self.thinking_noted:
             # Known once the agent is built (from /api/show), said before the first answer.
             self.console.print(Text(runtime.thinking.note, style="yellow"))
@@ -238,10 +233,9 @@ class Repl:
             # outcome normally. What is shown is that outcome, the ledger's,
             # even when the Ctrl-C came as the answer was being recorded.
             outcome = await run_to_its_end(runtime.conversation.run_turn(question, view.on_event))
-        for warning in self.auth_warnings:
-            self.console.print(Text(warning, style="bold red"))
-        self.auth_warnings.clear()
         render.print_outcome(self.console, outcome, time.monotonic() - started)
+        if (outage := runtime.take_outage()) is not None:
+            self.console.print(render.outage_line(outage))
         if outcome.status == "cancelled":
             self.pending_input = question  # to edit and resend
 
@@ -339,9 +333,8 @@ async def run_chat(
     rewind_to: int | None = None,
 ) -> None:
     """Open the REPL on `session`: recover a crashed turn, recap, then prompt."""
-    auth_warnings: list[str] = []
-    background = BackgroundRuntime(session, settings, auth_warnings.append)
-    repl = Repl(session, settings, console, background, auth_warnings=auth_warnings)
+    background = BackgroundRuntime(session, settings)
+    repl = Repl(session, settings, console, background)
     try:
         if session.running_turns():
             # A crash left a turn half-done: roll it back before anything else.

@@ -23,7 +23,7 @@ from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import PgSession
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import ThinkPlan, plan_thinking
-from netbox_chat.window import session_window
+from netbox_chat.window import session_window, too_small_for
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -64,6 +64,19 @@ class Runtime:
         self.conversation.model.reasoning = self.thinking.reasoning
         return self.thinking
 
+    def check_room(self, question: str) -> None:
+        """Refuse a question the session's window cannot hold with the system
+        prompt, the tools, one result and the answer: before anything is sent,
+        with the numbers, rather than let Ollama cut the question away."""
+        if self.window is not None and (why := too_small_for(self.window, question)):
+            raise UserFacingError(why)
+
+    def take_outage(self) -> str | None:
+        """What kept NetBox from answering in the turn just run (unreachable,
+        or the token refused), as one line; None when it answered."""
+        outage = None if self.netbox is None else self.netbox.take_outage()
+        return None if outage is None else str(outage)
+
     async def aclose(self) -> None:
         if self.netbox is not None:
             await self.netbox.aclose()
@@ -87,7 +100,6 @@ def build_runtime(
     settings: Settings,
     *,
     tools: Sequence[BaseTool] | None = None,
-    on_auth_failure: Callable[[str], None] | None = None,
 ) -> Runtime:
     """Build the agent for `session` (slow: imports deepagents)."""
     from netbox_chat.agent import build_agent, build_model, find_end_node
@@ -107,7 +119,6 @@ def build_runtime(
             settings.netbox_url,
             settings.netbox_token,
             timeout=settings.netbox_timeout,
-            on_auth_failure=on_auth_failure,
         )
         tools = build_netbox_tools(netbox, window_tokens=window)
     thinking = plan_thinking(settings.think, model_info)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 from netbox_chat import migrations
-from netbox_chat.config import without_userinfo
+from netbox_chat.config import SESSIONS_MARK, without_userinfo
 from netbox_chat.database import Connection
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.migrations import schema_version
@@ -330,6 +330,32 @@ class Recap:
     unfinished: tuple[Turn, ...]
 
 
+def matching_line(texts: Sequence[str | None], needle: str) -> str:
+    """The first line of `texts` (a turn's question, then its answer) that
+    holds `needle`, compared as the stores' LIKE does (ASCII letters
+    case-insensitively), stripped: what `ls --grep` shows, as grep does."""
+    folded = needle.translate(_ASCII_LOWER)
+    for text in texts:
+        for line in (text or "").splitlines():
+            if folded in line.translate(_ASCII_LOWER):
+                return line.strip()
+    return ""
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def epoch(stamp: str) -> float | None:
+    """An ISO time from a session (its ledger or meta) as seconds since the
+    epoch, UTC if it names no zone; None when it cannot be read (a session
+    file is not trusted)."""
+    try:
+        then = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return (then if then.tzinfo else then.replace(tzinfo=UTC)).timestamp()
+
+
 # --- the store (a folder of sessions) ----------------------------------------------
 
 
@@ -343,7 +369,11 @@ class SessionStore:
         return self.root / f"{session_id}{SUFFIX}"
 
     def ensure_root(self) -> None:
-        """Create the folder (0700) or explain, with the OS's words, why not."""
+        """Create the folder (0700) or explain, with the OS's words, why not.
+
+        A folder that exists already is tightened to 0700 (it holds
+        conversations about the network) and marked as netbox-chat's
+        (`SESSIONS_MARK`), so the default search finds it from below."""
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
@@ -354,6 +384,15 @@ class SessionStore:
             read_only = os.statvfs(self.root).f_flag & os.ST_RDONLY
             reason = os.strerror(errno.EROFS if read_only else errno.EACCES)
             raise StoreError(f"sessions folder {self.root} is not writable: {reason}")
+        with contextlib.suppress(OSError):  # a folder we may write but not chmod stays as is
+            if stat.S_IMODE(self.root.stat().st_mode) & 0o077:
+                os.chmod(self.root, 0o700)
+        mark = self.root / SESSIONS_MARK
+        if not mark.exists():
+            with contextlib.suppress(OSError):
+                fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write("This folder holds netbox-chat's sessions.\n")
 
     def _scan(self) -> dict[str, list[os.DirEntry[str]]]:
         """Session id → the directory entries of its file and of its `-wal`
@@ -517,27 +556,29 @@ class SessionStore:
             if s.unanswered and not s.is_open and s.unreadable is None
         ]
 
-    def search(self, text: str) -> list[str]:
+    def search(self, text: str) -> dict[str, str]:
         """Sessions whose questions or answers contain `text` (case-insensitive
-        for ASCII letters, SQLite's LIKE), newest first, from the ledger only,
+        for ASCII letters, SQLite's LIKE), newest first, each with the line of
+        its latest matching turn that matches, from the ledger only,
         read-only. A LIKE scan of every ledger: 1,000 sessions take a fraction
         of a second (bench 7), so there is no full-text index to keep."""
         pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"
-        found = []
+        found = {}
         for session_id in self.ids_by_recency():
             with (
                 contextlib.suppress(sqlite3.DatabaseError, UnreadableSession),
                 read_only_connection(self.path_for(session_id)) as conn,
             ):
-                if (
+                row = (
                     check_schema(conn)
                     and conn.execute(
-                        "SELECT 1 FROM turns WHERE question LIKE ?1 ESCAPE '\\' "
-                        "OR answer LIKE ?1 ESCAPE '\\' LIMIT 1",
+                        "SELECT question, answer FROM turns WHERE question LIKE ?1 ESCAPE '\\' "
+                        "OR answer LIKE ?1 ESCAPE '\\' ORDER BY number DESC LIMIT 1",
                         (pattern,),
                     ).fetchone()
-                ):
-                    found.append(session_id)
+                )
+                if row:
+                    found[session_id] = matching_line(row, text)
         return found
 
     def sweep_leftovers(self) -> None:

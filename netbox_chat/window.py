@@ -42,8 +42,34 @@ def result_budget(window: int) -> int:
 def turn_floor(window: int) -> int:
     """Tokens one turn needs at least: system prompt, tool definitions, one
     tool result at its budget, and room for the question and the answer."""
-    chars = FIXED_REQUEST_CHARS + result_budget(window)
-    return math.ceil(chars / DEFAULT_CHARS_PER_TOKEN) + REPLY_TOKENS
+    return tokens_at_most(FIXED_REQUEST_CHARS + result_budget(window)) + REPLY_TOKENS
+
+
+def tokens_at_most(chars: int) -> int:
+    """Tokens `chars` characters take at most, before any calibration."""
+    return math.ceil(chars / DEFAULT_CHARS_PER_TOKEN)
+
+
+def too_small_for(window: int, question: str) -> str | None:
+    """Why a window of `window` tokens cannot hold one turn of `question`
+    (system prompt and tools, the question, one NetBox result, the answer),
+    with the numbers; None when it can. Asking anyway would have Ollama drop
+    the oldest part of the request, the question first."""
+    parts = {
+        "the system prompt and tools": tokens_at_most(FIXED_REQUEST_CHARS),
+        "the question": tokens_at_most(len(question)),
+        "one NetBox result": tokens_at_most(result_budget(window)),
+        "the answer": REPLY_TOKENS,
+    }
+    needed = sum(parts.values())
+    if needed <= window:
+        return None
+    each = ", ".join(f"{name} {tokens:,}" for name, tokens in parts.items())
+    return (
+        f"the context window ({window:,} tokens) cannot hold one turn: {each}, "
+        f"{needed:,} in all; raise NETBOX_CHAT_NUM_CTX to {1 << (needed - 1).bit_length():,} "
+        "(`netbox-chat doctor` checks it)"
+    )
 
 
 SUMMARY_INSTRUCTIONS_TOKENS = 600

@@ -58,6 +58,7 @@ def chat_env(
         PROMPT_TOOLKIT_NO_CPR="1",
         XDG_CACHE_HOME=str(tmp_path / "cache"),
         XDG_CONFIG_HOME=str(tmp_path / "config"),  # no config file unless a test writes one
+        XDG_DATA_HOME=str(tmp_path / "data"),  # the default sessions folder, were none named
         TERM="xterm",
         COLUMNS="100",
     )

@@ -125,6 +125,12 @@ class NetBoxDouble:
                 parts = urlsplit(self.path)
                 double.requests.append(self.path)
                 auth = self.headers.get("Authorization", "")
+                if not auth:
+                    # NetBox 4.7 (LOGIN_REQUIRED) without a token: DRF's
+                    # NotAuthenticated, answered 403 (rest_framework/exceptions.py)
+                    return self._json(
+                        403, {"detail": "Authentication credentials were not provided."}
+                    )
                 if auth != f"Bearer {double.token}":
                     return self._json(403, {"detail": "Invalid v2 token"})
                 path = parts.path.strip("/").removeprefix("api/").strip("/")

@@ -5,11 +5,14 @@ recent session, forget asks first."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
@@ -111,7 +114,7 @@ def test_forget_asks_first_and_deletes_with_yes(
     assert kept.exit_code == 1 and (sessions_dir / f"{session}.sqlite").exists()
     gone = runner.invoke(app, ["forget", session, "--yes"], env=chat_env)
     assert gone.exit_code == 0 and f"forgot session {session}" in gone.stdout
-    assert list(sessions_dir.iterdir()) == []
+    assert [p.name for p in sessions_dir.iterdir()] == [".netbox-chat"]  # only its mark
 
 
 def test_every_command_explains_its_settings_in_help() -> None:
@@ -127,8 +130,6 @@ def test_every_command_explains_its_settings_in_help() -> None:
 
 
 def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> None:
-    import os
-
     from netbox_chat.cli import LS_ROWS
     from netbox_chat.sessions import SessionStore
     from tests.test_sessions import make_session
@@ -142,7 +143,7 @@ def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> 
     table = runner.invoke(app, ["ls"], env=env)
     assert table.exit_code == 0
     assert ids[-1] in table.stdout and ids[0] not in table.stdout and ids[1] not in table.stdout
-    assert "2 older session(s) not shown" in table.stderr
+    assert "… 2 older sessions are not shown" in table.stderr
     everything = runner.invoke(app, ["ls", "--all"], env=env)
     assert all(session_id in everything.stdout for session_id in ids)
     assert len(json.loads(runner.invoke(app, ["ls", "--json"], env=env).stdout)) == len(ids)
@@ -169,9 +170,154 @@ def test_ls_fits_a_narrow_terminal_by_shortening_titles(sessions_dir: Path) -> N
 
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
     session_id = make_session(SessionStore(sessions_dir), title)
-    env = {"NETBOX_CHAT_SESSIONS": str(sessions_dir), "COLUMNS": "80"}
+    # a terminal as rich recognises one (TTY_COMPATIBLE), without colour codes
+    env = {
+        "NETBOX_CHAT_SESSIONS": str(sessions_dir),
+        "COLUMNS": "80",
+        "TTY_COMPATIBLE": "1",
+        "TERM": "dumb",
+    }
     lines = CliRunner().invoke(app, ["ls"], env=env).stdout.splitlines()
     assert lines[0].split() == ["id", "title", "turns", "last", "active", "model", "size"]
     assert lines[1].startswith(session_id) and "which devices at" in lines[1]
     assert title not in lines[1] and "…" in lines[1]
     assert all(len(line) <= 80 for line in lines)
+
+
+def test_ls_piped_is_never_cut_and_its_notes_come_after_the_table(sessions_dir: Path) -> None:
+    from netbox_chat.cli import LS_ROWS
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    title = "which devices at DM-Akron have been offline since the last maintenance window?"
+    store = SessionStore(sessions_dir)
+    ids = [make_session(store, f"{title} ({n})") for n in range(LS_ROWS + 1)]
+    env = {**os.environ, "NETBOX_CHAT_SESSIONS": str(sessions_dir), "COLUMNS": "60"}
+    # both streams into one pipe, as `netbox-chat ls 2>&1 | less` does
+    piped = subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "ls"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert piped[0].split()[:2] == ["id", "title"]
+    rows = piped[1 : LS_ROWS + 1]
+    assert all(f"{title} (" in row and "…" not in row for row in rows)
+    assert {row.split()[0] for row in rows} == set(ids[1:])
+    assert piped[LS_ROWS + 1 :] == [
+        "… 1 older session is not shown; `netbox-chat ls --all` lists them"
+    ]
+
+
+def test_a_reader_that_goes_away_ends_it_quietly_as_git_does(sessions_dir: Path) -> None:
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    session_id = make_session(SessionStore(sessions_dir), "which sites are there?")
+    env = {**os.environ, "NETBOX_CHAT_SESSIONS": str(sessions_dir)}
+    # `ls` writes through rich as it goes; `ls --json` and `export` leave their
+    # output in Python's buffer until the exit flush
+    for args in (["ls"], ["ls", "--json"], ["export", session_id]):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "netbox_chat", *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None
+        proc.stdout.close()  # `| head` that has read all it wanted
+        _, stderr = proc.communicate(timeout=60)
+        assert (proc.returncode, stderr) == (141, ""), args
+
+
+def test_sessions_are_found_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    for name in [k for k in os.environ if k.startswith(("NETBOX_CHAT_", "XDG_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    runner = CliRunner()
+
+    def ls(cwd: Path) -> tuple[list[str], str]:
+        cwd.mkdir(parents=True, exist_ok=True)
+        monkeypatch.chdir(cwd)
+        listed = runner.invoke(app, ["ls", "--json"])
+        config = runner.invoke(app, ["config"]).stdout
+        (line,) = [line for line in config.splitlines() if line.startswith("sessions_dir")]
+        return [s["id"] for s in json.loads(listed.stdout)], " ".join(line.split()[1:])
+
+    # nothing named, no sessions/ made by netbox-chat above: one folder per user
+    home = tmp_path / "data" / "netbox-chat" / "sessions"
+    mine = make_session(SessionStore(home), "which sites are there?")
+    assert ls(tmp_path / "a") == (
+        [mine],
+        f"{home} default: $XDG_DATA_HOME/netbox-chat/sessions",
+    )
+    # a checkout's own sessions/ (made by netbox-chat, so marked) is found from below it
+    project = tmp_path / "project" / "sessions"
+    ours = make_session(SessionStore(project), "which racks are full?")
+    assert (project / ".netbox-chat").is_file()
+    assert stat.S_IMODE(project.stat().st_mode) == 0o700
+    assert ls(tmp_path / "project" / "docs" / "deep") == (
+        [ours],
+        f"{project} default: the nearest sessions/ made by netbox-chat",
+    )
+    # a ./sessions from before the mark is still found where it is, and only there
+    old = tmp_path / "old" / "sessions"
+    old.mkdir(parents=True)
+    old.chmod(0o755)  # made by hand, or by an older netbox-chat under another umask
+    before = make_session(SessionStore(old), "which devices are offline?")
+    assert stat.S_IMODE(old.stat().st_mode) == 0o700  # tightened when written
+    (old / ".netbox-chat").unlink()
+    assert ls(tmp_path / "old") == (
+        [before],
+        f"{old} default: ./sessions (from before netbox-chat marked its folders)",
+    )
+    assert ls(tmp_path / "old" / "below")[0] == [mine]
+
+
+def age_session(path: Path, days: int) -> None:
+    """Make a session look last active `days` ago, in its own ledger."""
+    stamp = f"datetime('now', '-{days} days')"
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(f"UPDATE turns SET started_at = {stamp}, ended_at = {stamp}")
+        conn.execute(f"UPDATE session_meta SET value = {stamp} WHERE key = 'created_at'")
+    conn.close()
+
+
+def test_forget_takes_several_ids_and_older_than_but_never_an_open_session(
+    sessions_dir: Path,
+) -> None:
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    store = SessionStore(sessions_dir)
+    old, older, busy, recent, a, b = (make_session(store, f"q{n}") for n in range(6))
+    for session_id, days in ((old, 31), (older, 90), (busy, 45), (recent, 2)):
+        age_session(store.path_for(session_id), days)
+    env = {"NETBOX_CHAT_SESSIONS": str(sessions_dir), "COLUMNS": "200"}
+    runner = CliRunner()
+    with store.open(busy):  # open in a process: never forgotten
+        swept = runner.invoke(app, ["forget", "--older-than", "30d", "--yes"], env=env)
+    assert swept.exit_code == 0, swept.output
+    assert swept.stdout == f"forgot 2 sessions last active over 30d ago: {older} {old}\n" or (
+        swept.stdout == f"forgot 2 sessions last active over 30d ago: {old} {older}\n"
+    )
+    both = runner.invoke(app, ["forget", a, b[:6], "--yes"], env=env)
+    assert both.stdout == f"forgot session {a}\nforgot session {b}\n"
+    assert sorted(p.stem for p in sessions_dir.glob("*.sqlite")) == sorted([busy, recent])
+
+    closed = runner.invoke(app, ["forget", "--older-than", "30d", "--yes"], env=env)
+    assert closed.stdout == f"forgot 1 session last active over 30d ago: {busy}\n"
+    nothing = runner.invoke(app, ["forget", "--older-than", "30d", "--yes"], env=env)
+    assert nothing.stdout == "no session last active over 30d ago to forget\n"
+    bad = runner.invoke(app, ["forget", "--older-than", "a month"], env=env)
+    assert bad.exit_code == 2 and "'a month' is not an age" in bad.output

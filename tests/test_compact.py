@@ -51,7 +51,7 @@ async def test_compaction_shrinks_the_next_request_and_keeps_tool_results(
         result = await history.compact(chat.conversation, model=chat.model)
 
         assert str(result).startswith(
-            "compacted 8 messages into a summary + last 2 exchange(s): "
+            "compacted 8 messages into a summary + last 2 exchanges: "
             "history sent with each request ~"
         )
         assert result.messages_before == 16 and result.messages_after == 9
@@ -219,8 +219,8 @@ async def test_compaction_folds_in_deepagents_own_summary(
 @pytest.mark.parametrize(
     ("setup", "message"),
     [
-        ((), "nothing to compact: the conversation has 0 exchange(s)"),
-        (("one", "two"), "nothing to compact: the conversation has 2 exchange(s)"),
+        ((), "nothing to compact: the conversation has 0 exchanges"),
+        (("one", "two"), "nothing to compact: the conversation has 2 exchanges"),
     ],
 )
 async def test_nothing_to_compact_writes_nothing(

@@ -248,7 +248,7 @@ def test_a_config_someone_else_could_write_is_refused_whatever_it_holds(
     )
 
 
-def test_a_failing_token_command_is_one_line_naming_the_profile(
+def test_a_failing_token_command_is_one_line_with_its_own_error_and_config_shows_the_rest(
     chat_env: dict[str, str], home: Path, ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
     write_config(
@@ -256,15 +256,26 @@ def test_a_failing_token_command_is_one_line_naming_the_profile(
         """\
         [profiles.prod]
         netbox_url = "http://127.0.0.1:9"
-        token_command = ["sh", "-c", "echo half-a-secret; echo oops >&2; exit 3"]
+        token_command = ["sh", "-c", "echo half-a-secret; printf 'x\\noops \\\\033[31mred\\n' >&2; exit 3"]
         """,
     )
-    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+    env = {key: value for key, value in chat_env.items() if key not in ("NETBOX_TOKEN",)}
+    env["NETBOX_URL"] = ""  # the profile's
     ran = CliRunner().invoke(app, ["ask", "sites?", "--profile", "prod"], env=env)
     assert ran.exit_code == 1
-    assert ran.stderr == "netbox-chat: token_command of profile prod failed: sh exited 3\n"
-    assert "half-a-secret" not in ran.output and "oops" not in ran.output
+    assert ran.stderr == (
+        "netbox-chat: token_command of profile prod failed: sh exited 3: oops \\x1b[31mred\n"
+    )
+    assert "half-a-secret" not in ran.output
     assert ollama.requests == [] and not sessions_dir.exists()
+
+    shown = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    assert shown.exit_code == 1
+    rows = {line.split()[0]: line.split()[1] for line in shown.stdout.splitlines()}
+    assert rows["netbox_url"] == "http://127.0.0.1:9"  # the rest is still shown
+    (token,) = [line for line in shown.stdout.splitlines() if line.startswith("netbox_token")]
+    assert token.split()[1:3] == ["failed", "(token_command;"]
+    assert shown.stderr == ran.stderr and "half-a-secret" not in shown.output
 
 
 def test_a_profile_per_netbox_and_the_token_command_output_stays_secret(

@@ -40,7 +40,9 @@ def ask_json(env: dict[str, str], *args: str) -> dict:
 
 
 def sessions_in(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+    """The folder's files but netbox-chat's mark (`.netbox-chat`)."""
+    names = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+    return [name for name in names if name != ".netbox-chat"]
 
 
 def spawn(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
@@ -444,7 +446,7 @@ def test_the_fast_path_knows_every_option_of_the_app() -> None:
         for param in sub.params:
             names = [*param.opts, *param.secondary_opts]
             if isinstance(param, typer.core.TyperArgument):
-                if param.name == "thread":
+                if param.name in ("thread", "threads"):
                     id_commands.add(name)
                 continue
             (flags if param.is_flag else values).update(names)
@@ -490,8 +492,9 @@ def test_ls_grep_finds_questions_and_answers_and_writes_nothing(sessions_dir: Pa
 
     def found(*args: str) -> set[str]:
         ran = runner.invoke(app, ["ls", *args, "--json"], env=env)
-        assert ran.exit_code == 0, ran.output
-        return {s["id"] for s in json.loads(ran.stdout)}
+        ids = {s["id"] for s in json.loads(ran.stdout)}
+        assert ran.exit_code == (0 if ids else 1), ran.output  # as grep: 1 when none matched
+        return ids
 
     assert found("--grep", "akron") == {by_question, by_answer}  # any case
     assert found("-q", "VLANs") == {by_question}
@@ -501,8 +504,12 @@ def test_ls_grep_finds_questions_and_answers_and_writes_nothing(sessions_dir: Pa
     assert found("--grep", "%x") == set()  # % and _ are literal
     table = runner.invoke(app, ["ls", "-q", "akron, 100"], env=env)
     assert by_answer in table.stdout and by_question not in table.stdout
+    # the line that matched, as grep shows it, in place of the title
+    header, row = runner.invoke(app, ["ls", "-q", "AKRON"], env=env).stdout.splitlines()[:2]
+    assert header.split()[:2] == ["id", "match"]
+    assert row.split(maxsplit=1)[1].startswith("Sites: dm-akron, 100%_up")
     nothing = runner.invoke(app, ["ls", "-q", "routers"], env=env)
-    assert nothing.exit_code == 0 and "no session in" in nothing.stderr
+    assert nothing.exit_code == 1 and "no session in" in nothing.stderr
     assert fingerprint(sessions_dir) == before
 
 
@@ -521,6 +528,7 @@ def test_a_new_session_whose_first_turn_fails_is_not_kept(
     assert sessions_in(sessions_dir) == []
     as_json = CliRunner().invoke(app, ["ask", "which sites?", "--json"], env=down)
     assert as_json.exit_code == 1 and json.loads(as_json.stdout)["kept"] is False
+    assert json.loads(as_json.stdout)["session"] is None  # nothing to point at
     assert sessions_in(sessions_dir) == []
 
 

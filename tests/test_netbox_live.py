@@ -559,10 +559,9 @@ def test_bad_token_is_403_and_reported_once():
     bad = "nbt_badkey000001.thisisnotthesecret0000000000000000000000"
     r = httpx.get(f"{URL}/api/dcim/devices/", headers=auth(bad), timeout=30)
     assert r.status_code == 403 and r.json() == {"detail": "Invalid v2 token"}
-    told: list[str] = []
 
     async def go():
-        client = NetBoxClient(URL, bad, on_auth_failure=told.append)
+        client = NetBoxClient(URL, bad)
         tools = {t.name: t for t in build_netbox_tools(client)}
         outs = [
             await tools["netbox_get_objects"].ainvoke({"object_type": "dcim.device"}),
@@ -572,14 +571,29 @@ def test_bad_token_is_403_and_reported_once():
         ]
         with pytest.raises(NetBoxAuthError, match="Invalid v2 token"):
             await client.status()
+        outage = client.take_outage()
         await client.aclose()
-        return outs
+        return outs, outage
 
-    outs = run(go())
-    assert len(told) == 1 and "403: Invalid v2 token" in told[0]
+    outs, outage = run(go())
+    assert outage is not None and "403: Invalid v2 token" in str(outage)
     for o in outs:
         assert o.startswith("Error: NetBox refused the request (403: Invalid v2 token)")
         assert bad not in o and "thisisnotthesecret" not in o
+
+
+def test_no_token_and_a_refused_one_are_told_apart_by_netbox_s_own_words():
+    async def go() -> dict[bool, str]:
+        causes = {}
+        for token in (None, "nbt_badkey000001.thisisnotthesecret0000000000000000000000"):
+            client = NetBoxClient(URL, token)
+            with pytest.raises(NetBoxAuthError) as caught:
+                await client.get("dcim/devices")
+            causes[token is None] = caught.value.cause
+            await client.aclose()
+        return causes
+
+    assert run(go()) == {True: "missing", False: "refused"}
 
 
 def test_v1_token_goes_as_token_header():

@@ -231,39 +231,52 @@ def replay_raw(raw: dict[str, Any]) -> httpx.Response:
     )
 
 
-def test_bad_token_403_reported_once_and_returned_as_error():
+def test_bad_token_403_is_one_outage_and_returned_as_error():
     raw = RECORDED["raw"]["bad_token"]
     assert raw["status"] == 403 and "Invalid v2 token" in raw["body"]
-    told: list[str] = []
 
     async def go():
-        tools, client = mock_tools(lambda r: replay_raw(raw), on_auth_failure=told.append)
+        tools, client = mock_tools(lambda r: replay_raw(raw))
         out = [
             await tools["netbox_get_objects"].ainvoke({"object_type": "dcim.device"}),
             await tools["netbox_search_objects"].ainvoke({"query": "x"}),
             await tools["netbox_get_changelogs"].ainvoke({}),
         ]
-        with pytest.raises(NetBoxAuthError, match="Invalid v2 token"):
-            await client.status()
-        return out
+        outage = client.take_outage()
+        return out, outage, client.take_outage()
 
-    out = run(go())
-    assert len(told) == 1 and "Invalid v2 token" in told[0] and "NETBOX_TOKEN" in told[0]
+    out, outage, after = run(go())
+    assert isinstance(outage, NetBoxAuthError) and outage.cause == "refused"
+    assert "Invalid v2 token" in str(outage) and "wrong, expired or disabled" in str(outage)
+    assert after is None  # taken once per turn
     for o in out:
         assert o.startswith("Error: NetBox refused the request (403: Invalid v2 token)")
 
 
-def test_auth_callback_failure_does_not_break_the_tool():
-    raw = RECORDED["raw"]["bad_token"]
-
-    def boom(msg: str) -> None:
-        raise RuntimeError("ui is gone")
-
+@pytest.mark.parametrize(
+    ("token", "detail", "cause", "says"),
+    [
+        # NetBox 4.7's own details: DRF's NotAuthenticated, netbox/api/authentication.py,
+        # DRF's PermissionDenied (see client.py)
+        (None, "Authentication credentials were not provided.", "missing", "No token was sent"),
+        (TOKEN, "Invalid v2 token", "refused", "wrong, expired or disabled"),
+        (TOKEN, "Token expired", "refused", "wrong, expired or disabled"),
+        (TOKEN, "You do not have permission to perform this action.", "permission", "lacks"),
+    ],
+)
+def test_a_403_is_worded_by_its_cause(token, detail, cause, says):
     async def go():
-        tools, _ = mock_tools(lambda r: replay_raw(raw), on_auth_failure=boom)
-        return await tools["netbox_get_objects"].ainvoke({"object_type": "dcim.site"})
+        client = NetBoxClient(
+            "http://nb",
+            token,
+            transport=httpx.MockTransport(lambda r: httpx.Response(403, json={"detail": detail})),
+        )
+        with pytest.raises(NetBoxAuthError) as caught:
+            await client.get("dcim/devices")
+        return caught.value
 
-    assert run(go()).startswith("Error: NetBox refused")
+    error = run(go())
+    assert error.cause == cause and says in str(error) and detail in str(error)
 
 
 # ------------------------------------------------------------------ nothing sent when rejected
@@ -816,10 +829,9 @@ def test_token_never_in_results_errors_repr_or_logs(caplog):
         return serve_recorded(method, target)
 
     async def go():
-        told: list[str] = []
         async with Loopback(answer) as srv:
             url = srv.url.replace("http://", "http://user:pw@")
-            client = NetBoxClient(url, TOKEN, on_auth_failure=told.append)
+            client = NetBoxClient(url, TOKEN)
             outputs.append(repr(client))
             tools = {t.name: t for t in build_netbox_tools(client)}
             for s in RECORDED["scenarios"]:
@@ -835,13 +847,13 @@ def test_token_never_in_results_errors_repr_or_logs(caplog):
                     await client.get(path)
                 except NetBoxError as e:
                     outputs.extend([str(e), repr(e)])
+            outputs.append(str(client.take_outage()))
             await client.aclose()
         bad = NetBoxClient(f"http://127.0.0.1:{free_port()}", TOKEN, retries=0)
         try:
             await bad.status()
         except NetBoxError as e:
             outputs.extend([str(e), repr(e)])
-        outputs.extend(told)
 
     run(go())
     logs = [r.getMessage() for r in caplog.records] + [str(r.args) for r in caplog.records]
@@ -1028,8 +1040,8 @@ CUSTOM_FIELDS = [
 
 
 def custom_field_tools(
-    custom: httpx.Response, reported: list[str] | None = None
-) -> tuple[dict[str, Any], list[httpx.Request]]:
+    custom: httpx.Response,
+) -> tuple[dict[str, Any], list[httpx.Request], NetBoxClient]:
     sent: list[httpx.Request] = []
 
     def handler(r: httpx.Request) -> httpx.Response:
@@ -1040,11 +1052,8 @@ def custom_field_tools(
         sent.append(r)
         return httpx.Response(200, json={"count": 0, "results": []})
 
-    on_auth = reported.append if reported is not None else None
-    client = NetBoxClient(
-        "http://nb", TOKEN, transport=httpx.MockTransport(handler), on_auth_failure=on_auth
-    )
-    return {t.name: t for t in build_netbox_tools(client)}, sent
+    client = NetBoxClient("http://nb", TOKEN, transport=httpx.MockTransport(handler))
+    return {t.name: t for t in build_netbox_tools(client)}, sent, client
 
 
 @pytest.mark.parametrize(
@@ -1066,7 +1075,7 @@ def custom_field_tools(
 )
 def test_custom_fields_of_the_users_netbox(filters, sent, told):
     async def go() -> tuple[str, list[httpx.Request]]:
-        tools, requests = custom_field_tools(
+        tools, requests, _ = custom_field_tools(
             httpx.Response(200, json={"count": len(CUSTOM_FIELDS), "results": CUSTOM_FIELDS})
         )
         out = await tools["netbox_get_objects"].ainvoke(
@@ -1083,11 +1092,9 @@ def test_custom_fields_of_the_users_netbox(filters, sent, told):
 
 
 def test_custom_fields_unreadable_is_said_and_not_reported_as_a_bad_token():
-    reported: list[str] = []
-
-    async def go() -> tuple[str, str]:
-        tools, _ = custom_field_tools(
-            httpx.Response(403, json={"detail": "You do not have permission."}), reported
+    async def go() -> tuple[str, str, NetBoxError | None]:
+        tools, _, client = custom_field_tools(
+            httpx.Response(403, json={"detail": "You do not have permission."})
         )
         no = await tools["netbox_get_objects"].ainvoke(
             {"object_type": "dcim.site", "filters": {"cf_support_tier": 1}}
@@ -1095,11 +1102,11 @@ def test_custom_fields_unreadable_is_said_and_not_reported_as_a_bad_token():
         ok = await tools["netbox_get_objects"].ainvoke(
             {"object_type": "dcim.site", "filters": {"status": "active"}}
         )
-        return no, ok
+        return no, ok, client.take_outage()
 
-    no, ok = run(go())
+    no, ok, outage = run(go())
     assert "no custom field 'support_tier'" in no and "could not be read" in no
-    assert json.loads(ok)["count"] == 0 and reported == []
+    assert json.loads(ok)["count"] == 0 and outage is None
 
 
 def test_shipped_table_when_versions_match_no_schema_fetch():

@@ -384,7 +384,7 @@ def test_what_the_user_is_told_after_a_lost_commit_is_what_the_store_holds(
     """The connection drops as a finished turn's answer is committed. When
     the store can be asked again, the user is told what it holds (here: the
     answer is kept, exit 0). When it cannot, the user is told that it is not
-    known, exit 5, and the next open settles it either way, saying so."""
+    known, exit 6, and the next open settles it either way, saying so."""
     from tests.pg_proxy import CommitCutter
 
     session_id = first_turn(store_env, ollama)
@@ -398,7 +398,7 @@ def test_what_the_user_is_told_after_a_lost_commit_is_what_the_store_holds(
     if not refuse_after:
         assert (cut.returncode, cut.stdout, cut.stderr) == (0, "The SECOND answer.\n", "")
     else:
-        assert cut.returncode == 5 and cut.stdout == ""
+        assert cut.returncode == 6 and cut.stdout == ""
         lines = cut.stderr.strip().splitlines()
         assert len(lines) == 1
         assert lines[0].startswith(

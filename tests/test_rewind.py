@@ -249,7 +249,7 @@ async def test_the_abandoned_answer_never_reappears(
         await turn(chat, ollama, "ABANDONED QUESTION", [Text("ABANDONED ANSWER")])
 
         result = history.rewind(chat.conversation, 1)
-        assert str(result).startswith("rewound to turn 1: 1 later turn(s) set aside")
+        assert str(result).startswith("rewound to turn 1: 1 later turn set aside")
         assert [m.id for m in chat.conversation.messages()] == [m.id for m in after_one]
         assert chat.conversation.head_problems() == []
         assert chat.conversation.head().next == ()
@@ -348,7 +348,7 @@ async def test_default_rewind_drops_the_last_finished_turn_then_goes_to_the_star
 
         second = history.rewind(chat.conversation, None)
         assert str(second) == (
-            "rewound to the start: 1 later turn(s) set aside "
+            "rewound to the start: 1 later turn set aside "
             "(they stay in the ledger as rewound); 2 → 0 messages"
         )
         assert chat.conversation.messages() == []

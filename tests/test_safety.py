@@ -231,8 +231,8 @@ def check_ls_marks_open(world: World, ran: Ran) -> None:
     # item 6, on the files a live process has open: 0600 even with umask 0
     assert stat.S_IMODE(world.sessions.stat().st_mode) == 0o700
     names = sorted(p.name for p in world.sessions.iterdir())
-    assert names == [f"{world.session}.sqlite{s}" for s in ("", "-shm", "-wal")]
-    for path in world.sessions.iterdir():
+    assert names == [".netbox-chat", *(f"{world.session}.sqlite{s}" for s in ("", "-shm", "-wal"))]
+    for path in world.sessions.glob("*.sqlite*"):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
 
@@ -462,7 +462,8 @@ ROWS = [
         unchanged=False,
         check=lambda w, r: (
             r.out.startswith(f"forgot session {w.session}") or pytest.fail(r.out),
-            list(w.sessions.iterdir()) == [] or pytest.fail(str(list(w.sessions.iterdir()))),
+            list(w.sessions.glob("*.sqlite*")) == []
+            or pytest.fail(str(list(w.sessions.iterdir()))),
         ),
     ),
     # 2. fail closed, before any model call
@@ -671,8 +672,8 @@ def test_files_are_private_and_the_token_is_nowhere(
     assert stat.S_IMODE(exported.stat().st_mode) == 0o600
 
     assert stat.S_IMODE(sessions_dir.stat().st_mode) == 0o700
-    files = list(sessions_dir.rglob("*"))
-    assert files == [sessions_dir / f"{sid}.sqlite"]
+    files = sorted(sessions_dir.rglob("*"))
+    assert files == [sessions_dir / ".netbox-chat", sessions_dir / f"{sid}.sqlite"]
     for path in files:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
     secrets = [s.encode() for s in (TEST_TOKEN, SECRET_PART, wrong, wrong.split(".", 1)[1])]

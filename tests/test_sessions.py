@@ -158,7 +158,7 @@ def test_forget_removes_the_file_and_its_companions(tmp_path: Path) -> None:
     for companion in ("-wal", "-shm"):
         Path(f"{store.path_for(sid)}{companion}").write_bytes(b"")
     store.forget(sid)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{keep}.sqlite"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".netbox-chat", f"{keep}.sqlite"]
     with pytest.raises(NoSuchSession):
         store.resolve(sid)
 

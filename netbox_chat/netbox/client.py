@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -46,7 +46,10 @@ class NetBoxTimeout(NetBoxError):
 
 
 class NetBoxAuthError(NetBoxError):
-    """401/403: the token is missing, wrong, expired, or lacks permission."""
+    """401/403: no token was sent, the token was refused, or it lacks permission
+    (``cause``: "missing", "refused" or "permission", from NetBox's own detail)."""
+
+    cause: str = "refused"
 
 
 class NetBoxNotFound(NetBoxError):
@@ -67,6 +70,28 @@ class NetBoxServerError(NetBoxError):
 
 class NetBoxBadResponse(NetBoxError):
     """A response that is not the JSON NetBox should send."""
+
+
+# NetBox 4.7's own 403 details (netbox/api/authentication.py, and DRF's
+# NotAuthenticated and PermissionDenied defaults): no token sent, a token it
+# refused (its detail names why: invalid, expired, disabled, source IP, user
+# inactive), or a valid token whose user may not read this.
+NO_CREDENTIALS = "Authentication credentials were not provided."
+NO_PERMISSION = "You do not have permission to perform this action."
+AUTH_CAUSES = {
+    "missing": "No token was sent: set NETBOX_TOKEN (or a profile's token_env or token_command).",
+    "refused": "The token is wrong, expired or disabled.",
+    "permission": "The token is valid but lacks permission for this.",
+}
+
+
+def auth_cause(code: int, detail: Any, *, sent_token: bool) -> str:
+    """Why NetBox said 401/403, as a key of ``AUTH_CAUSES``."""
+    if not sent_token or detail == NO_CREDENTIALS:
+        return "missing"
+    if detail == NO_PERMISSION or (code == 403 and "permission" in str(detail).lower()):
+        return "permission"
+    return "refused"
 
 
 def auth_header(token: str) -> str:
@@ -95,7 +120,6 @@ class NetBoxClient:
         timeout: float = 15.0,
         retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
-        on_auth_failure: Callable[[str], None] | None = None,
         backoff: float = 0.25,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
@@ -104,8 +128,7 @@ class NetBoxClient:
         self.timeout = timeout
         self.retries = max(0, retries)
         self.backoff = backoff
-        self._on_auth_failure = on_auth_failure
-        self._auth_reported = False
+        self._outage: NetBoxError | None = None
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if self._token:
             headers["Authorization"] = auth_header(self._token)
@@ -147,13 +170,38 @@ class NetBoxClient:
     ) -> Any:
         """GET /api/<path>/ and return the parsed JSON, or raise a ``NetBoxError``.
 
-        ``optional``: a 401/403 here is not reported through ``on_auth_failure`` (the
-        tools can do without the answer; the user's question may not need it).
+        ``optional``: a 401/403 here is no outage (see ``take_outage``): the tools
+        can do without the answer; the user's question may not need it.
         """
+        try:
+            return await self._get(path, params, timeout=timeout, optional=optional)
+        except NetBoxConnectionError as e:
+            self._outage = self._outage or e
+            raise
+        except NetBoxAuthError as e:
+            if not optional:
+                self._outage = self._outage or e
+            raise
+
+    def take_outage(self) -> NetBoxError | None:
+        """The first failure since the last call that meant NetBox could not
+        answer at all: it could not be reached, or it refused the token. A turn
+        that met one was answered without NetBox, and the user must be told so
+        plainly (the tool results only say it to the model)."""
+        outage, self._outage = self._outage, None
+        return outage
+
+    async def _get(
+        self,
+        path: str,
+        params: Sequence[tuple[str, str]] | None,
+        *,
+        timeout: float | None,
+        optional: bool,
+    ) -> Any:
         rel = "/api/" + path.strip("/") + "/"
         if rel == "/api//":
             rel = "/api/"
-        where = f"{self._shown_url}{rel}"
         kw: dict[str, Any] = {}
         if timeout is not None:
             kw["timeout"] = httpx.Timeout(timeout, connect=min(timeout, 5.0))
@@ -188,11 +236,9 @@ class NetBoxClient:
                 await asyncio.sleep(self.backoff * (2**attempt))
                 attempt += 1
                 continue
-            return self._handle(resp, rel, where, report_auth=not optional)
+            return self._handle(resp, rel)
 
-    def _handle(
-        self, resp: httpx.Response, rel: str, where: str, *, report_auth: bool = True
-    ) -> Any:
+    def _handle(self, resp: httpx.Response, rel: str) -> Any:
         code = resp.status_code
         ctype = resp.headers.get("content-type", "")
         is_json = "json" in ctype
@@ -219,14 +265,16 @@ class NetBoxClient:
             return body
         detail = body.get("detail") if isinstance(body, dict) else None
         if code in (401, 403):
-            msg = f"NetBox refused the request ({code}: {detail or 'forbidden'}). " + (
-                "Check NETBOX_TOKEN."
-                if detail is None or "token" in str(detail).lower() or code == 401
-                else "The token lacks permission for this."
+            cause = auth_cause(code, detail, sent_token=self._token is not None)
+            because = AUTH_CAUSES[cause]
+            err = self._error(
+                NetBoxAuthError,
+                f"NetBox refused the request ({code}: {detail or 'forbidden'}). {because}",
+                status=code,
+                detail=detail,
             )
-            err = self._error(NetBoxAuthError, msg, status=code, detail=detail)
-            if report_auth:
-                self._report_auth(str(err))
+            assert isinstance(err, NetBoxAuthError)
+            err.cause = cause
             raise err
         if code == 404:
             if is_json:
@@ -260,15 +308,6 @@ class NetBoxClient:
             f"NetBox answered {code} for {rel}: {detail or resp.reason_phrase}.",
             status=code,
         )
-
-    def _report_auth(self, message: str) -> None:
-        if self._on_auth_failure is None or self._auth_reported:
-            return
-        self._auth_reported = True
-        try:
-            self._on_auth_failure(message)
-        except Exception:  # the UI callback must never break a tool call
-            log.exception("on_auth_failure callback failed")
 
     async def status(self) -> dict[str, Any]:
         """GET /api/status/ (NetBox version, Django version, plugins, workers)."""

@@ -1,0 +1,133 @@
+"""`ask` shaped like the tools operators already use: the question from stdin,
+an empty one refused, `netbox-chat "question"`, `--continue`, `--ephemeral`,
+`--version`, and in a terminal the answer and tool lines streamed as in the
+REPL, with the session id and how to go on."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from tests.ollama_server import ScriptedOllama, Text, ToolCall
+
+ROOT = Path(__file__).parent.parent
+ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\x07|\r")
+
+
+def run(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "netbox_chat", *args],
+        env=env,
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_question_comes_from_stdin_and_an_empty_one_is_refused(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script([Text("Three sites.")], [Text("Still three.")])
+    piped = run(chat_env, "ask", "-", "--json", stdin="how many\nsites are there?\n")
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["answer"] == "Three sites."
+    assert "how many\\nsites are there?" in json.dumps(ollama.requests[0]["messages"])
+
+    absent = run(chat_env, "ask", stdin="and now?")  # no argument, stdin a pipe
+    assert (absent.returncode, absent.stdout) == (0, "Still three.\n"), absent.stderr
+    assert absent.stderr == ""  # not a terminal: nothing but the answer
+
+    for args, stdin in ((["ask", ""], ""), (["ask", "-"], " \n"), (["ask"], "")):
+        empty = run(chat_env, *args, stdin=stdin)
+        assert (empty.returncode, empty.stderr) == (2, "netbox-chat: the question is empty\n")
+    assert len(ollama.requests) == 2 and len(list(sessions_dir.glob("*.sqlite"))) == 2
+
+
+def test_a_question_without_a_command_is_asked_and_continue_takes_the_latest(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script([Text("Three sites.")], [Text("Akron, Berlin, Cairo.")])
+    first = run(chat_env, "which sites are there?", "--json")
+    assert first.returncode == 0, first.stderr
+    session = json.loads(first.stdout)["session"]
+    again = run(chat_env, "ask", "--continue", "name them", "--json")
+    assert again.returncode == 0, again.stderr
+    assert (json.loads(again.stdout)["session"], json.loads(again.stdout)["turn"]) == (session, 2)
+    assert "which sites are there?" in json.dumps(ollama.requests[-1]["messages"])
+
+    typo = run(chat_env, "lss")  # one word that is no command: a usage error, not a question
+    assert typo.returncode == 2 and "No such command 'lss'" in typo.stderr
+    version = run(chat_env, "--version")
+    assert version.returncode == 0 and re.fullmatch(r"netbox-chat \d+\.\d+\.\d+\n", version.stdout)
+
+
+def test_ephemeral_keeps_nothing(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script([Text("Three sites.")])
+    result = CliRunner().invoke(
+        app, ["ask", "how many sites?", "--ephemeral", "--json"], env=chat_env
+    )
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert (answer["answer"], answer["session"], answer["kept"]) == ("Three sites.", None, False)
+    assert not any(sessions_dir.glob("*.sqlite*"))
+    both = CliRunner().invoke(app, ["ask", "x y", "--ephemeral", "-c"], env=chat_env)
+    assert both.exit_code == 2
+
+
+def test_ask_in_a_terminal_streams_like_the_repl_and_says_how_to_go_on(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script(
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
+        [Text("# Sites\n\nThere are **three** sites.")],
+    )
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "netbox_chat", "ask", "how many sites?"],
+        env=chat_env,
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 160),
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    screen = ANSI.sub("", child.before or "")
+    assert child.exitstatus == 0, screen
+    (path,) = sessions_dir.glob("*.sqlite")
+    assert '→ netbox_get_objects(object_type="dcim.site")' in screen
+    assert "There are three sites." in screen and "**" not in screen  # rendered Markdown
+    # a heading drawn from the left edge: padded after, to the 100 columns, not centred
+    assert "Sites" + " " * 95 in screen and "# Sites" not in screen
+    assert "turn 1 · tokens" in screen
+    assert (
+        f'session {path.stem}: `netbox-chat ask -c "…"` goes on, '
+        f"`netbox-chat resume {path.stem}` opens it"
+    ) in screen
+
+
+def test_a_window_too_small_for_one_turn_refuses_before_asking_with_the_numbers(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    small = {**chat_env, "NETBOX_CHAT_NUM_CTX": "2048"}
+    result = CliRunner().invoke(app, ["ask", "how many sites?"], env=small)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines() == [
+        "netbox-chat: the context window (2,048 tokens) cannot hold one turn: the system "
+        "prompt and tools 2,240, the question 6, one NetBox result 800, the answer 1,024, "
+        "4,070 in all; raise NETBOX_CHAT_NUM_CTX to 4,096 (`netbox-chat doctor` checks it); "
+        "nothing was kept"
+    ]
+    assert ollama.requests == []  # the model never saw a question it would lose
+    assert not any(sessions_dir.glob("*.sqlite"))

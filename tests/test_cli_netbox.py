@@ -1,0 +1,129 @@
+"""What `ask` says when NetBox could not help: an answer made while NetBox was
+unreachable or refused the token is recorded as the turn it was, but a red
+line on stderr, a `netbox_error` field and exit status 5 say it was made
+without NetBox; a token the configuration names but that is not set is
+refused before anything is asked, naming the variable."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.test_crash import turn_rows
+
+SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_answer_while_netbox_is_down_says_so_and_exits_5(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    down = {**chat_env, "NETBOX_URL": f"http://127.0.0.1:{closed_port()}", "NETBOX_TIMEOUT": "1"}
+    ollama.script([SITES], [Text("There are three sites.")])
+    result = CliRunner().invoke(app, ["ask", "how many sites?"], env=down)
+    assert result.exit_code == 5, result.output
+    assert result.stdout.strip() == "There are three sites."
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("netbox-chat: answered without NetBox: Cannot reach NetBox at http")
+    (path,) = sessions_dir.glob("*.sqlite")
+    assert turn_rows(path) == [(1, "done")]  # recorded as it happened
+
+    ollama.script([SITES], [Text("Still three.")])
+    as_json = CliRunner().invoke(app, ["ask", "and now?", "--json"], env=down)
+    assert as_json.exit_code == 5
+    result_json = json.loads(as_json.stdout)
+    assert result_json["status"] == "done" and result_json["error"] is None
+    assert result_json["netbox_error"].startswith("Cannot reach NetBox at")
+
+    doctor = CliRunner().invoke(app, ["doctor"], env=down)
+    assert doctor.exit_code == 1
+    lines = doctor.stdout.splitlines()
+    assert "- token: skipped (NetBox unreachable)" in lines
+    assert "- NetBox version: skipped (NetBox unreachable)" in lines
+    usage = CliRunner().invoke(app, ["export", "zzzz", "--format", "html"], env=down)
+    assert usage.exit_code == 2 and "unknown format 'html'" in usage.stderr
+
+
+def test_a_refused_token_is_worded_by_its_cause_and_exits_5(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    wrong = {**chat_env, "NETBOX_TOKEN": "nbt_otherkey0001.notthesecret000000000000000000"}
+    ollama.script([SITES], [Text("I could not read NetBox.")])
+    result = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=wrong)
+    assert result.exit_code == 5, result.output
+    error = json.loads(result.stdout)["netbox_error"]
+    assert error == (
+        "NetBox refused the request (403: Invalid v2 token). "
+        "The token is wrong, expired or disabled."
+    )
+    assert "notthesecret" not in result.output
+
+
+def test_a_profile_token_env_that_is_not_set_is_refused_before_asking(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble, tmp_path: Path
+) -> None:
+    config = tmp_path / "config" / "netbox-chat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'[profiles.lab]\nnetbox_url = "{netbox.url}"\ntoken_env = "LAB_TOKEN"\n')
+    config.chmod(0o600)
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+    result = CliRunner().invoke(app, ["ask", "how many sites?", "--profile", "lab"], env=env)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        "netbox-chat: no NetBox token: LAB_TOKEN (the token_env of profile lab) is not set; "
+        "`netbox-chat config` shows where settings come from"
+    ]
+    assert ollama.requests == [] and netbox.requests == []
+
+    doctor = CliRunner().invoke(app, ["doctor", "--profile", "lab"], env=env)
+    (token,) = [line for line in doctor.stdout.splitlines() if line.startswith("✗ token")]
+    assert "Authentication credentials were not provided." in token
+    assert token.endswith(
+        "→ set LAB_TOKEN (the token_env of profile lab) to an API token "
+        "(NetBox → your profile → API tokens)"
+    )
+
+
+def test_no_token_at_all_is_said_first_and_the_403_says_none_was_sent(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    env = {k: v for k, v in chat_env.items() if k != "NETBOX_TOKEN"}
+    ollama.script([SITES], [Text("I could not read NetBox.")])
+    result = CliRunner().invoke(app, ["ask", "how many sites?"], env=env)
+    assert result.exit_code == 5, result.output
+    first, last = result.stderr.splitlines()
+    assert first == (
+        "netbox-chat: no NetBox token: NETBOX_TOKEN is not set and no profile names a token: "
+        "only a NetBox that lets anyone read will answer"
+    )
+    assert last == (
+        "netbox-chat: answered without NetBox: NetBox refused the request (403: Authentication "
+        "credentials were not provided.). No token was sent: set NETBOX_TOKEN (or a profile's "
+        "token_env or token_command)."
+    )
+
+
+def test_the_repl_says_after_the_turn_that_netbox_could_not_be_reached(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    from tests.test_repl_pty import leave, plain, spawn
+
+    down = {**chat_env, "NETBOX_URL": f"http://127.0.0.1:{closed_port()}", "NETBOX_TIMEOUT": "1"}
+    ollama.script([SITES], [Text("There are three sites.")])
+    child = spawn(down)
+    child.sendline("how many sites?")
+    child.expect(r"answered without NetBox: Cannot reach NetBox at http://127\.0\.0\.1:\d+")
+    before = plain(child.before or "")
+    assert "There are three sites." in before and "turn 1 · tokens" in before
+    leave(child)
