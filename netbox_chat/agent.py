@@ -29,6 +29,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from netbox_chat.config import Settings
+from netbox_chat.replies import ReplyRepair
 from netbox_chat.thinking import split_thinking
 
 SYSTEM_PROMPT = """\
@@ -164,6 +165,7 @@ def build_model(
         base_url=settings.ollama_url,
         num_ctx=num_ctx or settings.num_ctx,
         temperature=0,
+        num_predict=settings.num_predict,
         reasoning=reasoning,
         # ChatOllama has no timeout by default: a stalled server would hang a
         # turn forever. The timeout covers connect and each read of the stream.
@@ -189,6 +191,8 @@ def build_agent(
     _exclude_subagents_for_ollama()
     middleware: list[AgentMiddleware[Any, Any, Any]] = [
         FilesystemMiddleware(tools=FILE_TOOLS_KEPT, system_prompt=FILE_TOOLS_PROMPT),
+        # Outside ThinkingMiddleware: it reads the answer with the thinking taken out.
+        ReplyRepair(),
         ThinkingMiddleware(),
     ]
     if context_guard is not None:

@@ -46,6 +46,7 @@ from langgraph.types import Overwrite, StateSnapshot
 from netbox_chat.checkpointer import SyncSaverBridge, WritesStillRunning
 from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import database_errors
+from netbox_chat.replies import READ_AS_CALL
 from netbox_chat.sessions import StoreError, ToolCallRecord, TurnStatus
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import ThinkSplitter, split_thinking
@@ -71,6 +72,12 @@ class TurnStarted:
 @dataclass(frozen=True)
 class TextDelta:
     text: str
+
+
+@dataclass(frozen=True)
+class TextWithdrawn:
+    """The text streamed by the last model call was not an answer: it was the
+    text of a tool call, run as that call (replies.py). Take it off the screen."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,7 @@ ContextEvent = ContextMeasured | ContextCompacted | ContextSummaryFailed
 TurnEvent = (
     TurnStarted
     | TextDelta
+    | TextWithdrawn
     | ThinkingDelta
     | ThinkingFinished
     | ToolStarted
@@ -639,6 +647,8 @@ class Conversation:
             outcome.tokens_in += tokens_in
             outcome.tokens_out += tokens_out
             sink(ModelCallFinished(tokens_in, tokens_out))
+            if message.additional_kwargs.get(READ_AS_CALL):
+                sink(TextWithdrawn())
             for call in message.tool_calls:
                 started[str(call["id"])] = (time.monotonic(), call["name"], call["args"])
                 sink(ToolStarted(str(call["id"]), call["name"], call["args"]))

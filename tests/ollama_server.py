@@ -43,6 +43,8 @@ __all__ = [
     "DEFAULT_CONTEXT_LENGTHS",
     "DEFAULT_MODELS",
     "DEFAULT_NUM_CTX",
+    "HARMONY_SUFFIX",
+    "CutOff",
     "Delay",
     "HTTPError",
     "ScriptedOllama",
@@ -57,6 +59,7 @@ __all__ = [
     "render_prompt",
     "steps_from_json",
     "tokenize",
+    "tool_call_as_text",
 ]
 
 DEFAULT_MODELS: Mapping[str, Sequence[str]] = {
@@ -141,6 +144,22 @@ class ToolCall:
     args: Mapping[str, Any] = field(default_factory=dict)
 
 
+HARMONY_SUFFIX = "<|channel|>commentary"
+"""What gpt-oss:20b through Ollama appended to a tool's name (harmony format leaking):
+`ToolCall("netbox_get_objects" + HARMONY_SUFFIX, ...)` plays the call the agent
+recorded rejecting as unknown (../shared/facts/real-models.md, "Models and servers")."""
+
+
+def tool_call_as_text(name: str, args: Mapping[str, Any], *, fenced: bool = False) -> Text:
+    """A final answer that is the JSON of a tool call instead of the call: gpt-oss-120b's
+    final answer was the JSON of a `netbox_get_objects` call (../shared/facts/
+    real-models.md, "Tool-call habits"). `name=""` leaves the name out (only the
+    arguments), `fenced` wraps it in a Markdown code fence."""
+    payload: Any = {"name": name, "arguments": dict(args)} if name else dict(args)
+    text = json.dumps(payload)
+    return Text(f"```json\n{text}\n```" if fenced else text)
+
+
 @dataclass(frozen=True)
 class Delay:
     """Pause before the next step; before the first line it delays the response headers."""
@@ -175,7 +194,16 @@ class Stall:
     Nothing may follow it."""
 
 
-Step = Text | Thinking | ToolCall | Delay | StreamError | HTTPError | Stall
+@dataclass(frozen=True)
+class CutOff:
+    """End the reply at the output limit: the final line says `done_reason: "length"`,
+    as Ollama's does when `num_predict` is reached. Real models were recorded spending the
+    whole budget on thinking: 3 of 56 generations stopped at the cap with no visible text
+    (../shared/facts/real-models.md, "Thinking counts against the output budget"), so
+    `[Thinking(...), CutOff()]` plays that. Nothing may follow it."""
+
+
+Step = Text | Thinking | ToolCall | Delay | StreamError | HTTPError | Stall | CutOff
 Reply = Sequence[Step]
 Responder = Callable[[dict[str, Any]], Reply]
 
@@ -187,7 +215,7 @@ def _check_reply(reply: Reply) -> list[Step]:
         if not isinstance(step, Step):
             raise TypeError(f"not a script step: {step!r}")
         is_last = position == len(steps) - 1
-        if isinstance(step, StreamError | HTTPError | Stall) and not is_last:
+        if isinstance(step, StreamError | HTTPError | Stall | CutOff) and not is_last:
             raise ValueError(f"{type(step).__name__} must be the last step of a reply")
         if isinstance(step, HTTPError) and not all(isinstance(s, Delay) for s in steps[:-1]):
             raise ValueError("HTTPError can only follow Delay steps: the status goes out first")
@@ -215,6 +243,8 @@ def steps_from_json(reply: Sequence[Mapping[str, Any]]) -> list[Step]:
             steps.append(HTTPError(int(status), str(message)))
         elif item.get("stall"):
             steps.append(Stall())
+        elif item.get("cut_off"):
+            steps.append(CutOff())
         else:
             raise ValueError(f"unknown script step: {item!r}")
     return _check_reply(steps)
@@ -848,6 +878,7 @@ class _ChatStream:
 
     def play(self, reply: Sequence[Step]) -> None:
         pending_calls: list[ToolCall] = []
+        done_reason = "stop"
         for step in reply:
             if pending_calls and not isinstance(step, ToolCall):
                 self._send_tool_calls(pending_calls)
@@ -870,6 +901,8 @@ class _ChatStream:
                     return
                 case Stall():
                     self.handler.pause(None)
+                case CutOff():
+                    done_reason = "length"
         if pending_calls:
             self._send_tool_calls(pending_calls)
         total_ns = time.monotonic_ns() - self.started_ns
@@ -877,7 +910,7 @@ class _ChatStream:
             {
                 "message": {"role": "assistant", "content": ""},
                 "done": True,
-                "done_reason": "stop",
+                "done_reason": done_reason,
                 "total_duration": total_ns,
                 "load_duration": 1_000_000,
                 "prompt_eval_count": self.prompt_tokens,

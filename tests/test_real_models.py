@@ -1,0 +1,194 @@
+"""Real models as they were recorded behaving (../shared/facts/real-models.md), played
+by the scripted Ollama through the real CLI, the real deepagents graph and the real
+ChatOllama, with the NetBox double behind the real tools: what the user sees, what the
+ledger records and what the next request carries."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import (
+    HARMONY_SUFFIX,
+    CutOff,
+    ScriptedOllama,
+    Text,
+    Thinking,
+    ToolCall,
+    tool_call_as_text,
+)
+
+SITES_CALL = {"object_type": "dcim.site"}
+ANSWER = "Three sites: DM-Akron, DM-Columbus, DM-Dayton."
+
+
+def ask(env: dict[str, str], *args: str, code: int = 0) -> Any:
+    result = CliRunner().invoke(app, ["ask", *args], env=env)
+    assert result.exit_code == code, result.output
+    return result
+
+
+def ask_json(env: dict[str, str], *args: str, code: int = 0) -> dict[str, Any]:
+    return dict(json.loads(ask(env, *args, "--json", code=code).stdout))
+
+
+def turn_row(sessions_dir: Path, session: str, number: int) -> dict[str, Any]:
+    conn = sqlite3.connect(sessions_dir / f"{session}.sqlite")
+    conn.row_factory = sqlite3.Row
+    try:
+        row = conn.execute("SELECT * FROM turns WHERE number = ?", (number,)).fetchone()
+    finally:
+        conn.close()
+    return dict(row)
+
+
+def tool_results(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+def sites_asked(netbox: NetBoxDouble) -> int:
+    return sum(1 for path in netbox.requests if path.startswith("/api/dcim/sites/"))
+
+
+# --- items 3 and 4: a tool call written as text, a mangled tool name ----------------
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        tool_call_as_text("netbox_get_objects", SITES_CALL),
+        tool_call_as_text("netbox_get_objects", SITES_CALL, fenced=True),
+        tool_call_as_text("", SITES_CALL),  # only the arguments: one tool takes them
+    ],
+    ids=["name-and-arguments", "fenced", "arguments-only"],
+)
+def test_a_tool_call_written_as_the_answer_is_run_and_the_turn_goes_on(
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    netbox: NetBoxDouble,
+    sessions_dir: Path,
+    reply: Text,
+) -> None:
+    ollama.script([reply], [Text(ANSWER)])
+    result = ask(chat_env, "list the sites", "--stream-json")
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    final = lines[-1]
+    assert final["status"] == "done" and final["answer"] == ANSWER
+    # The JSON streamed, then was withdrawn before the call ran: never an answer.
+    kinds = [line["type"] for line in lines]
+    assert kinds.index("text_withdrawn") < kinds.index("tool_started")
+    assert [call["name"] for call in final["tool_calls"]] == ["netbox_get_objects"]
+    assert sites_asked(netbox) == 1
+    # The model is told how its reply was read, next to the call's result.
+    (carried,) = tool_results(ollama.requests[1])
+    assert '"object_type":"dcim.site"' in carried
+    assert "your reply was the text of a netbox_get_objects call" in carried
+    row = turn_row(sessions_dir, final["session"], 1)
+    assert row["status"] == "done" and row["answer"] == ANSWER
+    assert json.loads(row["tool_calls"])[0]["name"] == "netbox_get_objects"
+
+
+def test_plain_ask_prints_only_the_answer_never_the_tool_json(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script([tool_call_as_text("netbox_get_objects", SITES_CALL)], [Text(ANSWER)])
+    assert ask(chat_env, "list the sites").stdout.strip() == ANSWER
+
+
+def test_json_that_calls_no_tool_of_ours_is_an_answer(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    text = json.dumps({"name": "delete_everything", "arguments": {}})
+    ollama.script([Text(text)])
+    assert ask_json(chat_env, "what would you call?")["answer"] == text
+    assert sites_asked(netbox) == 0 and len(ollama.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["netbox_get_objects" + HARMONY_SUFFIX, "functions.netbox_get_objects"],
+    ids=["channel-suffix", "functions-prefix"],
+)
+def test_a_tool_name_with_a_leaked_suffix_or_prefix_is_read_as_the_tool(
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    netbox: NetBoxDouble,
+    sessions_dir: Path,
+    name: str,
+) -> None:
+    ollama.script([ToolCall(name, SITES_CALL)], [Text(ANSWER)])
+    result = ask_json(chat_env, "list the sites")
+    assert result["answer"] == ANSWER
+    assert [call["name"] for call in result["tool_calls"]] == ["netbox_get_objects"]
+    assert sites_asked(netbox) == 1
+    (carried,) = tool_results(ollama.requests[1])
+    assert f"tool name {name!r} read as 'netbox_get_objects'" in carried
+    assert not carried.startswith("Error")
+    # What the model is shown of its own call is the tool it meant.
+    sent_calls = [
+        call["function"]["name"]
+        for m in ollama.requests[1]["messages"]
+        for call in m.get("tool_calls") or []
+    ]
+    assert sent_calls == ["netbox_get_objects"]
+    row = turn_row(sessions_dir, result["session"], 1)
+    assert json.loads(row["tool_calls"])[0]["name"] == "netbox_get_objects"
+
+
+# --- item 2: the budget spent on thinking, an empty answer ---------------------------
+
+
+def _first_turn(env: dict[str, str], ollama: ScriptedOllama) -> str:
+    ollama.script([Text("Hello.")])
+    return str(ask_json(env, "hello")["session"])
+
+
+def test_a_reply_cut_at_its_length_limit_fails_the_turn_with_what_to_do(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    session = _first_turn(chat_env, ollama)
+    ollama.script([Thinking("Let me summarize everything about every site. " * 40), CutOff()])
+    result = ask(chat_env, "summarize everything", "--session", session, code=1)
+    assert result.stdout == ""  # no answer, not even an empty one
+    (line,) = [line for line in result.stderr.splitlines() if line]
+    assert "turn 2 failed" in line and "output limit" in line
+    assert "/think off" in line and "NETBOX_CHAT_NUM_PREDICT" in line
+    row = turn_row(sessions_dir, session, 2)
+    assert row["status"] == "failed" and row["answer"] is None
+    assert "output limit" in row["error"] and row["rolled_back"] >= 1
+    # Rolled back like any failure: the next request does not carry the turn.
+    ollama.script([Text("Yes.")])
+    ask_json(chat_env, "still there?", "--session", session)
+    assert "summarize everything" not in json.dumps(ollama.requests[-1]["messages"])
+
+
+def test_num_predict_is_sent_when_set(chat_env: dict[str, str], ollama: ScriptedOllama) -> None:
+    ollama.script([Text("Hello.")])
+    ask_json({**chat_env, "NETBOX_CHAT_NUM_PREDICT": "8192"}, "hello")
+    assert ollama.requests[0]["options"]["num_predict"] == 8192
+
+
+def test_an_empty_reply_after_tool_calls_fails_the_turn_and_keeps_nothing(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    # nemotron returned an empty answer after 9 tool calls (real-models.md).
+    ollama.script(
+        *(
+            [ToolCall("netbox_get_objects", {"object_type": "dcim.site", "offset": n})]
+            for n in range(3)
+        ),
+        [],
+    )
+    result = ask_json(chat_env, "list the sites", code=1)
+    assert result["status"] == "failed" and result["answer"] == ""
+    assert "ended its reply after 3 tool call(s) without an answer" in result["error"]
+    assert "/think off" in result["error"]
+    assert result["kept"] is False  # a new session with no answer is not kept
+    assert not list(sessions_dir.glob("*.sqlite"))
