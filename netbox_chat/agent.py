@@ -29,6 +29,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from netbox_chat.config import Settings
+from netbox_chat.netbox.repeats import RepeatedCalls
 from netbox_chat.replies import ReplyRepair
 from netbox_chat.thinking import split_thinking
 
@@ -194,6 +195,7 @@ def build_agent(
         # Outside ThinkingMiddleware: it reads the answer with the thinking taken out.
         ReplyRepair(),
         ThinkingMiddleware(),
+        RepeatedCalls(),
     ]
     if context_guard is not None:
         middleware.append(context_guard)

@@ -192,3 +192,47 @@ def test_an_empty_reply_after_tool_calls_fails_the_turn_and_keeps_nothing(
     assert "/think off" in result["error"]
     assert result["kept"] is False  # a new session with no answer is not kept
     assert not list(sessions_dir.glob("*.sqlite"))
+
+
+# --- item 5: the same call twice in one turn ----------------------------------------
+
+
+def test_an_identical_call_in_the_same_turn_is_answered_from_its_first_result(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble, sessions_dir: Path
+) -> None:
+    # An identical ipam.prefix call was repeated in one recorded turn, about 40 s wasted
+    # (real-models.md). The second spelling is the same call once read: a top-level filter.
+    first = {"object_type": "dcim.site", "filters": {"status": "active"}}
+    again = {"object_type": "dcim.site", "status": "active"}
+    ollama.script(
+        [ToolCall("netbox_get_objects", first)],
+        [ToolCall("netbox_get_objects", again)],
+        [Text("Two active sites.")],
+    )
+    result = ask_json(chat_env, "which sites are active?")
+    assert result["answer"] == "Two active sites."
+    assert [call["name"] for call in result["tool_calls"]] == ["netbox_get_objects"] * 2
+    assert sites_asked(netbox) == 1  # NetBox was asked once
+    original, repeated = tool_results(ollama.requests[2])
+    assert repeated.startswith(original)
+    assert "the same call as" in repeated and "NetBox was not asked again" in repeated
+    row = turn_row(sessions_dir, result["session"], 1)
+    assert len(json.loads(row["tool_calls"])) == 2
+
+    # Nothing is kept across turns: the next question asks NetBox again.
+    ollama.script([ToolCall("netbox_get_objects", first)], [Text("Still two.")])
+    ask_json(chat_env, "and now?", "--session", result["session"])
+    assert sites_asked(netbox) == 2
+    assert "NetBox was not asked again" not in tool_results(ollama.requests[-1])[-1]
+
+
+def test_a_call_with_other_arguments_is_asked_again(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    ollama.script(
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.site", "limit": 2})],
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.site", "limit": 3})],
+        [Text("Done.")],
+    )
+    ask_json(chat_env, "sites?")
+    assert sites_asked(netbox) == 2
