@@ -236,3 +236,108 @@ def test_a_call_with_other_arguments_is_asked_again(
     )
     ask_json(chat_env, "sites?")
     assert sites_asked(netbox) == 2
+
+
+# --- item 6: names where NetBox wants slugs or ids ----------------------------------
+
+
+def devices_asked(netbox: NetBoxDouble) -> list[str]:
+    return [path for path in netbox.requests if path.startswith("/api/dcim/devices/")]
+
+
+def one_call(
+    env: dict[str, str], ollama: ScriptedOllama, args: dict[str, Any], answer: str = "Done."
+) -> tuple[dict[str, Any], str]:
+    """One turn that makes one netbox_get_objects call; (result, the tool result the
+    next request carried)."""
+    ollama.script([ToolCall("netbox_get_objects", args)], [Text(answer)])
+    result = ask_json(env, "question")
+    (carried,) = tool_results(ollama.requests[-1])
+    return result, carried
+
+
+def test_a_display_name_where_netbox_wants_a_slug_is_read_as_its_slug(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    # Recorded: tenant "Dunder-Mifflin, Inc." (NetBox 400; the run crashed).
+    args = {"object_type": "dcim.device", "filters": {"tenant": "Dunder-Mifflin, Inc."}}
+    result, carried = one_call(chat_env, ollama, args)
+    assert result["status"] == "done"
+    (sent,) = devices_asked(netbox)
+    assert "tenant=dunder-mifflin" in sent
+    note = json.loads(carried)["note"]
+    assert "tenant 'Dunder-Mifflin, Inc.' read as tenancy.tenant slug 'dunder-mifflin'" in note
+
+
+def test_a_name_where_netbox_wants_an_id_is_read_as_its_id(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    # Recorded: rack DC1-R04 by name, where the right filter was rack_id=46.
+    args = {"object_type": "dcim.device", "filters": {"rack_id": "DC1-R04"}}
+    _, carried = one_call(chat_env, ollama, args)
+    (sent,) = devices_asked(netbox)
+    assert "rack_id=46" in sent
+    assert "rack_id 'DC1-R04' read as dcim.rack id 46" in json.loads(carried)["note"]
+
+
+def test_a_choice_in_the_wrong_case_is_read_in_the_right_case(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    # Recorded: "Active" for active (NetBox 400).
+    args = {"object_type": "dcim.device", "filters": {"status": "Active"}}
+    _, carried = one_call(chat_env, ollama, args)
+    (sent,) = devices_asked(netbox)
+    assert "status=active" in sent
+    assert "status 'Active' read as 'active'" in json.loads(carried)["note"]
+
+
+def test_a_name_of_several_objects_is_refused_listing_them(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    args = {"object_type": "ipam.ipaddress", "filters": {"device_id": "core-sw"}}
+    _, carried = one_call(chat_env, ollama, args)
+    assert carried.startswith("Error: 'device_id': 'core-sw' names 2 dcim.device objects")
+    assert "id 5" in carried and "id 6" in carried and "Give the id" in carried
+    assert not [p for p in netbox.requests if p.startswith("/api/ipam/")]
+
+
+def test_a_name_no_object_has_is_refused_naming_the_closest(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    args = {"object_type": "dcim.device", "filters": {"tenant": "Dunder Mifflin Paper"}}
+    _, carried = one_call(chat_env, ollama, args)
+    assert carried.startswith("Error: 'tenant': no tenancy.tenant has the name or slug")
+    assert "closest: 'Dunder-Mifflin, Inc.' (slug dunder-mifflin, id 1)" in carried
+    assert devices_asked(netbox) == []
+
+
+def test_netbox_400_comes_back_as_one_line_naming_the_filter(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    args = {"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}}
+    _, carried = one_call(chat_env, ollama, args)
+    assert carried == (
+        "Error: NetBox answered 400: 'site' 'dm-nowhere' refused by NetBox; it takes a "
+        "dcim.site slug (find it with netbox_get_objects('dcim.site', {'q': ...}))."
+    )
+
+
+def test_a_generic_relation_is_read_as_the_filter_that_works(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    # Recorded: assigned_object_id [66, 67] with assigned_object_type (NetBox 400).
+    args = {
+        "object_type": "ipam.ipaddress",
+        "filters": {"assigned_object_type": "dcim.interface", "assigned_object_id": [66, 67]},
+    }
+    _, carried = one_call(chat_env, ollama, args)
+    (sent,) = [p for p in netbox.requests if p.startswith("/api/ipam/ip-addresses/")]
+    assert "?interface_id=66&interface_id=67&fields=" in sent  # nothing else filters
+    result = json.loads(carried)
+    assert result["count"] == 2
+    assert "read as interface_id" in result["note"]
+
+    args = {"object_type": "ipam.ipaddress", "filters": {"assigned_object_id": [66]}}
+    _, carried = one_call(chat_env, ollama, args)
+    assert carried.startswith("Error: 'assigned_object_id' with no assigned_object_type")
+    assert "use interface_id" in carried and "device_id" in carried

@@ -23,8 +23,15 @@ from langchain_core.tools import BaseTool
 from netbox_chat.window import result_budget
 
 from .arguments import Reading, read_arguments
-from .client import NetBoxAuthError, NetBoxClient, NetBoxError, NetBoxServerError
+from .client import (
+    NetBoxAuthError,
+    NetBoxBadRequest,
+    NetBoxClient,
+    NetBoxError,
+    NetBoxServerError,
+)
 from .custom_fields import with_custom_fields
+from .names import explain_bad_request, generic_relations, resolve_names
 from .object_types import (
     FilterTable,
     ObjectType,
@@ -318,7 +325,11 @@ class NetBoxTools:
     async def _get_objects(self, reading: Reading) -> str:
         args, notes = reading.args, list(reading.notes)
         table, ot = await self._resolve(args["object_type"], args.get("filters"))
-        params = build_params(ot, args.get("filters"), table)
+        filters = args.get("filters") or {}
+        if filters:
+            filters = generic_relations(ot, filters, notes)
+            filters = await resolve_names(self.client, table, ot, filters, notes)
+        params = build_params(ot, filters, table, notes)
         n = _limit(args.get("limit"), DEFAULT_LIMIT, MAX_LIMIT, notes)
         off = _offset(args.get("offset"))
         order = check_ordering(ot, args.get("ordering"))
@@ -328,6 +339,8 @@ class NetBoxTools:
             params.append(("ordering", order))
         try:
             data = await self.client.get(ot.path, params)
+        except NetBoxBadRequest as e:
+            raise FilterRejected(explain_bad_request(table, ot, filters, e)) from None
         except NetBoxServerError as e:
             if not order:
                 raise
@@ -490,7 +503,7 @@ class NetBoxTools:
     async def _changelogs(self, reading: Reading) -> str:
         args, notes = reading.args, list(reading.notes)
         table, ot = await self._resolve(CHANGELOG_TYPE, args.get("filters"))
-        params = build_params(ot, args.get("filters"), table)
+        params = build_params(ot, args.get("filters"), table, notes)
         n = _limit(args.get("limit"), CHANGELOG_DEFAULT_LIMIT, MAX_LIMIT, notes)
         off = _offset(args.get("offset"))
         params += [("limit", str(n)), ("offset", str(off)), ("ordering", "-time")]

@@ -244,7 +244,24 @@ def _render(v: Any) -> str:
     return str(v)
 
 
-def _check_value(ot: ObjectType, key: str, value: Any) -> tuple[list[str], str | None]:
+def _choice(ot: ObjectType, key: str, value: str, notes: list[str] | None) -> str | None:
+    """``value`` as the choice it means, or None when it is no value of this choice
+    filter. NetBox answers 400 for a choice it does not have, in any case ("Active" for
+    ``active`` was recorded): the value in the right case is used, with a note."""
+    base, _, lookup = key.partition("__")
+    choices = ot.choices.get(base)
+    if not choices or lookup not in ("", "n") or value in choices or value == "null":
+        return value
+    folded = {c.lower(): c for c in choices}
+    meant = folded.get(value.strip().lower().replace(" ", "-")) or folded.get(value.strip().lower())
+    if meant is not None and notes is not None:
+        notes.append(f"{key} {value!r} read as {meant!r}")
+    return meant
+
+
+def _check_value(
+    ot: ObjectType, key: str, value: Any, notes: list[str] | None = None
+) -> tuple[list[str], str | None]:
     """(rendered values, problem)."""
     if value is None:
         empty = f"{key}__empty" if ot.has_filter(f"{key}__empty") else None
@@ -282,7 +299,14 @@ def _check_value(ot: ObjectType, key: str, value: Any) -> tuple[list[str], str |
             if low not in _TRUE and low not in _FALSE:
                 return [], f"'{key}' takes true or false (NetBox ignores {s!r})."
             s = "true" if low in _TRUE else "false"
-        out.append(s)
+        meant = _choice(ot, key, s, notes)
+        if meant is None:
+            base = key.partition("__")[0]
+            return [], (
+                f"'{key}': {s!r} is not a value of {ot.name}'s {base} (NetBox would refuse "
+                f"it). Its values: {', '.join(ot.choices[base])}."
+            )
+        out.append(meant)
     return out, None
 
 
@@ -311,7 +335,7 @@ def build_params(
         if not ot.has_filter(key):
             problems.append(_diagnose_key(ot, key, table))
             continue
-        values, problem = _check_value(ot, key, value)
+        values, problem = _check_value(ot, key, value, notes)
         if problem:
             problems.append(problem)
             continue
