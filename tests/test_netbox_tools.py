@@ -183,6 +183,9 @@ def test_search_and_changelog():
         "query": "no-such-thing-anywhere",
         "results": {},
         "no_matches": ["dcim.device"],
+        # not only "not found": the other common types were asked too (issue 24, item 7)
+        "found_elsewhere": {},
+        "note": "'no-such-thing-anywhere' is not in the other common types either",
     }
     c = result_of("changelog_device_updates")
     assert c["count"] == 3

@@ -341,3 +341,44 @@ def test_a_generic_relation_is_read_as_the_filter_that_works(
     _, carried = one_call(chat_env, ollama, args)
     assert carried.startswith("Error: 'assigned_object_id' with no assigned_object_type")
     assert "use interface_id" in carried and "device_id" in carried
+
+
+# --- item 7: a confident "not found" ------------------------------------------------
+
+
+def test_a_search_that_finds_nothing_says_which_types_hold_the_name(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    # Recorded: a tenant's name searched as a circuit provider, then "not found in NetBox"
+    # (3 of one local model's 7 failures on 90 questions).
+    search = {"query": "Dunder", "object_types": ["circuits.provider"]}
+    ollama.script(
+        [ToolCall("netbox_search_objects", search)], [Text("Dunder-Mifflin is a tenant.")]
+    )
+    ask_json(chat_env, "which circuits does Dunder provide?")
+    (carried,) = tool_results(ollama.requests[-1])
+    result = json.loads(carried)
+    assert result["results"] == {} and result["no_matches"] == ["circuits.provider"]
+    assert result["found_elsewhere"] == {
+        "tenancy.tenant": {"count": 1, "names": ["Dunder-Mifflin, Inc."]}
+    }
+    assert "but tenancy.tenant (1) do" in result["note"]
+
+
+def test_a_name_filter_that_finds_nothing_says_which_types_hold_the_name(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    args = {"object_type": "circuits.provider", "filters": {"name": "Initech"}}
+    _, carried = one_call(chat_env, ollama, args)
+    result = json.loads(carried)
+    assert result["count"] == 0
+    assert result["found_elsewhere"]["tenancy.tenant"]["names"] == ["Initech"]
+
+
+def test_a_name_that_is_found_asks_nothing_more(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    args = {"object_type": "tenancy.tenant", "filters": {"name": "Initech"}}
+    _, carried = one_call(chat_env, ollama, args)
+    assert json.loads(carried)["count"] == 1 and "found_elsewhere" not in carried
+    assert [p for p in netbox.requests if "q=" in p] == []
