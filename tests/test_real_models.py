@@ -382,3 +382,39 @@ def test_a_name_that_is_found_asks_nothing_more(
     _, carried = one_call(chat_env, ollama, args)
     assert json.loads(carried)["count"] == 1 and "found_elsewhere" not in carried
     assert [p for p in netbox.requests if "q=" in p] == []
+
+
+# --- item 8: refusals that lead to the working filter --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "first"),
+    [
+        ("netbox_get_objects", {"object_type": "dcim.interface", "filters": {"role": "core"}},
+         "device_role"),
+        ("netbox_get_objects", {"object_type": "tenancy.tenant",
+                                "filters": {"tenant_name": "Initech"}}, "name"),
+        ("netbox_get_objects", {"object_type": "ipam.ipaddress",
+                                "filters": {"prefix": "10.0.0.0/24"}}, "parent"),
+        ("netbox_get_changelogs", {"filters": {"created__gte": "2026-01-01"}}, "time_after"),
+    ],
+    ids=["role-on-interfaces", "tenant_name-on-tenants", "prefix-on-ip-addresses",
+         "created__gte-on-the-change-log"],
+)  # fmt: skip
+def test_a_refusal_names_the_filter_with_that_meaning_first(
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    netbox: NetBoxDouble,
+    tool: str,
+    args: dict[str, Any],
+    first: str,
+) -> None:
+    # Of 127 filters a real NetBox ignores, these 4 were refused without naming the
+    # filter that does the job (issue 24, item 8).
+    ollama.script([ToolCall(tool, args)], [Text("Done.")])
+    ask_json(chat_env, "question")
+    (carried,) = tool_results(ollama.requests[-1])
+    assert carried.startswith("Error: ")
+    closest = carried.split("Closest: ", 1)[1]
+    assert closest.startswith(first + " ") or closest.startswith(first + ".")
+    assert [p for p in netbox.requests if p != "/api/status/"] == []  # nothing was sent

@@ -16,6 +16,7 @@ from typing import Any
 
 from .object_types import FilterTable, ObjectType
 from .suggest import (
+    SYNONYMS,
     describe,
     describe_all,
     elsewhere,
@@ -151,9 +152,11 @@ def _diagnose_key(ot: ObjectType, key: str, table: FilterTable | None) -> str:
                 f"'{key}': filter '{base}' of {where} has no __{lookup} lookup (NetBox would "
                 f"ignore it). Its lookups: {_lookups_of(ot, base)}."
             )
+        # 'created__gte' on the change log means 'time_after': the whole key has a meaning
+        meant = key.lower() if key.lower() in SYNONYMS else base
         return (
             f"'{key}': '{base}' is not a {where} filter. "
-            f"Closest: {_names(ot, suggest_filters(ot, base))}."
+            f"Closest: {_names(ot, suggest_filters(ot, meant))}."
         )
     if sep and "__" not in base and lookup in DJANGO_LOOKUPS:
         nb = DJANGO_LOOKUPS[lookup]
