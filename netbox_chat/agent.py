@@ -29,6 +29,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from netbox_chat.config import Settings
+from netbox_chat.liveness import PatientTransport, ollama_probe
 from netbox_chat.netbox.repeats import RepeatedCalls
 from netbox_chat.replies import ReplyRepair
 from netbox_chat.thinking import split_thinking
@@ -169,8 +170,16 @@ def build_model(
         num_predict=settings.num_predict,
         reasoning=reasoning,
         # ChatOllama has no timeout by default: a stalled server would hang a
-        # turn forever. The timeout covers connect and each read of the stream.
+        # turn forever. The timeout covers connect and each read of the stream,
+        # but a silent server that still answers /api/ps is waited for
+        # (liveness.py): loading a model or reading a long prompt takes minutes.
         client_kwargs={"timeout": settings.request_timeout},
+        async_client_kwargs={
+            "transport": PatientTransport(
+                ollama_probe(settings.ollama_url, settings.request_timeout),
+                settings.request_timeout,
+            )
+        },
     )
 
 

@@ -45,6 +45,7 @@ from langgraph.types import Overwrite, StateSnapshot
 
 from netbox_chat.checkpointer import SyncSaverBridge, WritesStillRunning
 from netbox_chat.errors import UserFacingError
+from netbox_chat.liveness import Waiting
 from netbox_chat.pgstore import database_errors
 from netbox_chat.replies import READ_AS_CALL
 from netbox_chat.sessions import StoreError, ToolCallRecord, TurnStatus
@@ -165,6 +166,7 @@ TurnEvent = (
     | ToolFinished
     | ModelCallFinished
     | RollingBack
+    | Waiting
     | ContextEvent
 )
 EventSink = Callable[[TurnEvent], None]
@@ -616,6 +618,8 @@ class Conversation:
                 if mode == "custom":
                     if isinstance(chunk, ContextEvent):
                         self._on_context(chunk, sink, outcome)
+                    elif isinstance(chunk, Waiting):
+                        sink(chunk)
                     continue
                 if mode == "messages":
                     message, metadata = chunk
@@ -849,8 +853,9 @@ def describe_error(exc: BaseException) -> str:
         return f"cannot reach Ollama ({text}): is `ollama serve` running and OLLAMA_HOST right?"
     if isinstance(exc, httpx.TimeoutException):
         return (
-            "Ollama did not answer in time: the model may be loading or too slow; "
-            "raise NETBOX_CHAT_TIMEOUT"
+            "Ollama did not answer in time: it stopped answering, or stalled mid-answer, "
+            "for NETBOX_CHAT_TIMEOUT seconds; check the Ollama server, or raise "
+            "NETBOX_CHAT_TIMEOUT"
         )
     if status == 404 and "not found" in text:
         found = re.search(r"model ['\"]?([^'\"]+)['\"]? not found", text)

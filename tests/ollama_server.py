@@ -455,6 +455,14 @@ class ScriptedOllama:
         )
         self.version = version
         self.responder: Responder | None = None
+        self.running: list[str] | None = None
+        """What `/api/ps` lists as loaded (None: `/api/ps` answers 404, a server that
+        says nothing about its work). Opt in to play a server that is working while
+        it sends nothing: `[]` while a model loads, `["qwen3:8b"]` once it is reading
+        the prompt. Real figures (../shared/facts/real-models.md): a cold first call
+        of 82-108 s, a 19,976-token prefill of about 167 s with no byte streamed;
+        `[Delay(s), Text(...)]` plays such a silence, scaled down."""
+        self.ps_requests = 0
         self.requests: list[dict[str, Any]] = []
         self.seen: list[SeenPrompt | None] = []
         """Per request (same index as `requests`): what the model saw after Ollama's
@@ -702,6 +710,11 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/api/tags":
             ollama = self.server.ollama
             self._send_json(200, {"models": [self._tag(name) for name in ollama.models]})
+        elif path == "/api/ps" and self.server.ollama.running is not None:
+            ollama = self.server.ollama
+            ollama.ps_requests += 1
+            models = [{**self._tag(name), "expires_at": _now()} for name in ollama.running]
+            self._send_json(200, {"models": models})
         elif path == "/api/version":
             self._send_json(200, {"version": self.server.ollama.version})
         elif path == "/":
