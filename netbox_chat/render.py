@@ -179,7 +179,6 @@ class TurnView:
             ContextSummaryFailed,
             RollingBack,
             TextDelta,
-            TextWithdrawn,
             ThinkingDelta,
             ThinkingFinished,
             ToolFinished,
@@ -199,8 +198,6 @@ class TurnView:
         elif isinstance(event, TextDelta):
             self.answer += event.text
             self.status.activity = "answering"
-        elif isinstance(event, TextWithdrawn):
-            self.answer = ""  # a tool call written as text: never shown as words
         elif isinstance(event, ToolStarted):
             if self.answer.strip():
                 # Text before a tool call is the model thinking aloud; keep it.

@@ -43,7 +43,10 @@ _ARGUMENT_KEYS = ("arguments", "args", "parameters", "input")
 
 READ_AS_CALL = "netbox_chat_read_as_call"
 """`additional_kwargs` key marking a reply whose text was read as a tool call:
-its streamed text was never an answer (turns.py withdraws it from the screen)."""
+its text was never an answer (turns.py, which holds back text that begins like
+`JSON_STARTS` until the call ends, then drops it)."""
+JSON_STARTS = ("{", "[", "```")
+"""How the text of a tool call written as text begins."""
 
 
 class NoAnswer(UserFacingError):

@@ -47,7 +47,7 @@ from netbox_chat.checkpointer import SyncSaverBridge, WritesStillRunning
 from netbox_chat.errors import UserFacingError
 from netbox_chat.liveness import Waiting
 from netbox_chat.pgstore import database_errors
-from netbox_chat.replies import READ_AS_CALL
+from netbox_chat.replies import JSON_STARTS, READ_AS_CALL
 from netbox_chat.sessions import StoreError, ToolCallRecord, TurnStatus
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import ThinkSplitter, split_thinking
@@ -73,12 +73,6 @@ class TurnStarted:
 @dataclass(frozen=True)
 class TextDelta:
     text: str
-
-
-@dataclass(frozen=True)
-class TextWithdrawn:
-    """The text streamed by the last model call was not an answer: it was the
-    text of a tool call, run as that call (replies.py). Take it off the screen."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +153,6 @@ ContextEvent = ContextMeasured | ContextCompacted | ContextSummaryFailed
 TurnEvent = (
     TurnStarted
     | TextDelta
-    | TextWithdrawn
     | ThinkingDelta
     | ThinkingFinished
     | ToolStarted
@@ -242,6 +235,8 @@ class _Thinking:
         self.call: str | None = None
         self.splitter = ThinkSplitter()
         self.started: float | None = None
+        self.held = ""  # answer text that may be a tool call written as text
+        self.streaming = False  # this call's answer is known to be words
 
     def chunk(self, message: AIMessageChunk) -> None:
         if message.id != self.call:
@@ -251,15 +246,29 @@ class _Thinking:
         self._think(str(message.additional_kwargs.get("reasoning_content") or "") + inline)
         if answer or message.tool_call_chunks:
             self._stop()
-        if answer:
-            self.sink(TextDelta(answer))
+        self._answer(answer)
 
-    def end_call(self) -> None:
+    def _answer(self, text: str) -> None:
+        """Stream the answer, except while it could still be a tool call written
+        as text (replies.py): held while it is blank or begins like JSON."""
+        if not text:
+            return
+        if not self.streaming:
+            self.held += text
+            if not self.held.lstrip() or self.held.lstrip().startswith(JSON_STARTS):
+                return
+            text, self.held, self.streaming = self.held, "", True
+        self.sink(TextDelta(text))
+
+    def end_call(self, *, read_as_call: bool = False) -> None:
+        """The call is over; `read_as_call`: its text was a tool call, never shown."""
         inline, answer = self.splitter.finish()
         self._think(inline)
         self._stop()
-        if answer:
-            self.sink(TextDelta(answer))
+        self._answer(answer)
+        if self.held.strip() and not read_as_call:
+            self.sink(TextDelta(self.held))
+        self.held, self.streaming = "", False
         self.splitter = ThinkSplitter()
 
     def _think(self, text: str) -> None:
@@ -632,7 +641,8 @@ class Conversation:
                 for update in (chunk or {}).values():
                     for message in _update_messages(update):
                         if isinstance(message, AIMessage):
-                            thinking.end_call()
+                            read_as_call = bool(message.additional_kwargs.get(READ_AS_CALL))
+                            thinking.end_call(read_as_call=read_as_call)
                         self._on_message(message, sink, outcome, started)
         finally:
             thinking.settle()
@@ -651,8 +661,6 @@ class Conversation:
             outcome.tokens_in += tokens_in
             outcome.tokens_out += tokens_out
             sink(ModelCallFinished(tokens_in, tokens_out))
-            if message.additional_kwargs.get(READ_AS_CALL):
-                sink(TextWithdrawn())
             for call in message.tool_calls:
                 started[str(call["id"])] = (time.monotonic(), call["name"], call["args"])
                 sink(ToolStarted(str(call["id"]), call["name"], call["args"]))

@@ -5,6 +5,7 @@ ledger records and what the next request carries."""
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 from pathlib import Path
@@ -81,9 +82,9 @@ def test_a_tool_call_written_as_the_answer_is_run_and_the_turn_goes_on(
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     final = lines[-1]
     assert final["status"] == "done" and final["answer"] == ANSWER
-    # The JSON streamed, then was withdrawn before the call ran: never an answer.
-    kinds = [line["type"] for line in lines]
-    assert kinds.index("text_withdrawn") < kinds.index("tool_started")
+    # The JSON was held back as it streamed, then dropped: never shown as words.
+    shown = "".join(line["text"] for line in lines if line["type"] == "text_delta")
+    assert shown == ANSWER
     assert [call["name"] for call in final["tool_calls"]] == ["netbox_get_objects"]
     assert sites_asked(netbox) == 1
     # The model is told how its reply was read, next to the call's result.
@@ -100,6 +101,26 @@ def test_plain_ask_prints_only_the_answer_never_the_tool_json(
 ) -> None:
     ollama.script([tool_call_as_text("netbox_get_objects", SITES_CALL)], [Text(ANSWER)])
     assert ask(chat_env, "list the sites").stdout.strip() == ANSWER
+
+
+def test_the_repl_never_shows_the_tool_json(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    from tests.test_repl_pty import PROMPT, leave, plain, spawn
+
+    ollama.script(
+        [tool_call_as_text("netbox_get_objects", SITES_CALL)],
+        [Text("Three sites:"), Text(" DM-Akron, DM-Columbus, DM-Dayton.", chunk_delay=0.05)],
+    )
+    child = spawn(chat_env)
+    child.logfile_read = seen = io.StringIO()  # everything the terminal was sent
+    child.sendline("list the sites")
+    child.expect("DM-Dayton")
+    child.expect(PROMPT)
+    leave(child)
+    screen = plain(seen.getvalue())
+    assert "netbox_get_objects" in screen  # the tool line
+    assert '"arguments"' not in screen and '"name"' not in screen
 
 
 def test_json_that_calls_no_tool_of_ours_is_an_answer(
