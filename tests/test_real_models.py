@@ -247,6 +247,22 @@ def test_an_identical_call_in_the_same_turn_is_answered_from_its_first_result(
     assert "NetBox was not asked again" not in tool_results(ollama.requests[-1])[-1]
 
 
+def test_identical_calls_in_one_parallel_batch_ask_netbox_once(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    # Real models sent parallel batches of 2-4 calls (real-models.md); two identical ones.
+    netbox.delays["dcim/sites"] = 0.3  # the first is still running when the second comes
+    ollama.script(
+        [ToolCall("netbox_get_objects", SITES_CALL), ToolCall("netbox_get_objects", SITES_CALL)],
+        [Text("Three sites.")],
+    )
+    result = ask_json(chat_env, "sites?")
+    assert len(result["tool_calls"]) == 2
+    assert sites_asked(netbox) == 1
+    first, second = tool_results(ollama.requests[1])
+    assert second.startswith(first) and "NetBox was not asked again" in second
+
+
 def test_a_call_with_other_arguments_is_asked_again(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:

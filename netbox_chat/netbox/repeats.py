@@ -11,6 +11,7 @@ turn's own messages, so nothing outlives the turn: the next question asks again.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -38,7 +39,7 @@ def call_key(name: str, args: Any) -> str | None:
 
 def earlier_result(messages: Sequence[BaseMessage], name: str, args: Any) -> tuple[str, str] | None:
     """(call id, result) of this turn's earlier call that is the same call, when it
-    succeeded; a failed call may be worth trying again, and is not reused."""
+    succeeded."""
     key = call_key(name, args)
     if key is None:
         return None
@@ -50,7 +51,7 @@ def earlier_result(messages: Sequence[BaseMessage], name: str, args: Any) -> tup
             continue
         for call in message.tool_calls:
             result = results.get(str(call["id"]))
-            if result is None or result.status == "error" or result.text.startswith("Error"):
+            if result is None or not _succeeded(result):
                 continue
             if call_key(call["name"], call["args"]) == key:
                 return str(call["id"]), result.text
@@ -58,7 +59,14 @@ def earlier_result(messages: Sequence[BaseMessage], name: str, args: Any) -> tup
 
 
 class RepeatedCalls(AgentMiddleware[Any, Any, Any]):
-    """Answers a repeated NetBox call of the same turn from its first result."""
+    """Answers a repeated NetBox call of the same turn from its first result: one
+    made earlier (from the turn's messages), or one running beside it in the same
+    parallel batch (awaited, then shared)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Calls running now, by batch and call key: (call id, its result when it succeeds).
+        self._running: dict[tuple[str, str], tuple[str, asyncio.Future[str | None]]] = {}
 
     async def awrap_tool_call(
         self,
@@ -66,15 +74,40 @@ class RepeatedCalls(AgentMiddleware[Any, Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         state = request.state if isinstance(request.state, Mapping) else {}
+        messages = state.get("messages") or []
         call = request.tool_call
-        found = earlier_result(state.get("messages") or [], call["name"], call["args"])
-        if found is None:
+        found = earlier_result(messages, call["name"], call["args"])
+        if found is not None:
+            return _repeated(call, *found)
+        key = call_key(call["name"], call["args"])
+        if key is None or not messages:
             return await handler(request)
-        first, result = found
-        note = (
-            f"Note: the same call as {first} earlier in this turn; this is its result, "
-            "NetBox was not asked again. Use it, or change the call to learn more."
-        )
-        return ToolMessage(
-            content=f"{result}\n{note}", tool_call_id=str(call["id"]), name=call["name"]
-        )
+        batch = (str(messages[-1].id), key)
+        if batch in self._running:
+            first, running = self._running[batch]
+            result = await asyncio.shield(running)
+            return _repeated(call, first, result) if result is not None else await handler(request)
+        running = asyncio.get_running_loop().create_future()
+        self._running[batch] = (str(call["id"]), running)
+        try:
+            answer = await handler(request)
+            if isinstance(answer, ToolMessage) and _succeeded(answer):
+                running.set_result(answer.text)
+        finally:
+            self._running.pop(batch, None)
+            if not running.done():
+                running.set_result(None)  # cancelled or failed: the others ask for themselves
+        return answer
+
+
+def _succeeded(result: ToolMessage) -> bool:
+    """A result worth reusing: a failed call may work when tried again."""
+    return result.status != "error" and not result.text.startswith("Error")
+
+
+def _repeated(call: Mapping[str, Any], first: str, result: str) -> ToolMessage:
+    note = (
+        f"Note: the same call as {first} earlier in this turn; this is its result, "
+        "NetBox was not asked again. Use it, or change the call to learn more."
+    )
+    return ToolMessage(content=f"{result}\n{note}", tool_call_id=str(call["id"]), name=call["name"])
