@@ -43,7 +43,12 @@ __all__ = [
     "DEFAULT_CONTEXT_LENGTHS",
     "DEFAULT_MODELS",
     "DEFAULT_NUM_CTX",
+    "GFK_LIST",
     "HARMONY_SUFFIX",
+    "RACK_BY_NAME",
+    "STATUS_IN_DISPLAY_CASE",
+    "TENANT_AS_PROVIDER",
+    "TENANT_BY_DISPLAY_NAME",
     "CutOff",
     "Delay",
     "HTTPError",
@@ -57,6 +62,7 @@ __all__ = [
     "ToolCall",
     "fit_prompt",
     "render_prompt",
+    "repeated",
     "steps_from_json",
     "tokenize",
     "tool_call_as_text",
@@ -158,6 +164,45 @@ def tool_call_as_text(name: str, args: Mapping[str, Any], *, fenced: bool = Fals
     payload: Any = {"name": name, "arguments": dict(args)} if name else dict(args)
     text = json.dumps(payload)
     return Text(f"```json\n{text}\n```" if fenced else text)
+
+
+# Tool calls real models were recorded making (../shared/facts/real-models.md, "Tool-call
+# habits"), for scripts that play them: each is what a model sent, not what it should.
+TENANT_BY_DISPLAY_NAME = ToolCall(
+    "netbox_get_objects",
+    {"object_type": "dcim.device", "filters": {"tenant": "Dunder-Mifflin, Inc."}},
+)
+"""`tenant=Dunder-Mifflin, Inc.`: a display name where NetBox wants a slug (400; the run
+crashed)."""
+RACK_BY_NAME = ToolCall(
+    "netbox_get_objects", {"object_type": "dcim.device", "filters": {"rack_id": "DC1-R04"}}
+)
+"""A rack's name where NetBox wants its id (`rack_id=46` was right; `rack=DC1-R04` was
+ignored and all 141 devices came back)."""
+STATUS_IN_DISPLAY_CASE = ToolCall(
+    "netbox_get_objects", {"object_type": "dcim.device", "filters": {"status": "Active"}}
+)
+"""`"Active"` for `active` (400)."""
+GFK_LIST = ToolCall(
+    "netbox_get_objects",
+    {
+        "object_type": "ipam.ipaddress",
+        "filters": {"assigned_object_type": "dcim.interface", "assigned_object_id": [66, 67]},
+    },
+)
+"""`assigned_object_id: [66, 67]` with `assigned_object_type` on IP addresses (400)."""
+TENANT_AS_PROVIDER = ToolCall(
+    "netbox_search_objects", {"query": "Dunder", "object_types": ["circuits.provider"]}
+)
+"""A tenant's name searched as a circuit provider, then "not found in NetBox" (3 of one
+local model's 7 failures on 90 questions)."""
+
+
+def repeated(call: ToolCall, times: int = 2) -> list[list[Step]]:
+    """The same call as `times` replies of one turn: an identical `ipam.prefix` call was
+    repeated within a turn (about 40 s wasted), and hedge searches (`dunder`, `mifflin`,
+    `DM-`) recur even when the model is told not to."""
+    return [[call] for _ in range(times)]
 
 
 @dataclass(frozen=True)

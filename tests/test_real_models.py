@@ -17,12 +17,18 @@ from typer.testing import CliRunner
 from netbox_chat.cli import app
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import (
+    GFK_LIST,
     HARMONY_SUFFIX,
+    RACK_BY_NAME,
+    STATUS_IN_DISPLAY_CASE,
+    TENANT_AS_PROVIDER,
+    TENANT_BY_DISPLAY_NAME,
     CutOff,
     ScriptedOllama,
     Text,
     Thinking,
     ToolCall,
+    repeated,
     tool_call_as_text,
 )
 
@@ -228,17 +234,19 @@ def test_an_identical_call_in_the_same_turn_is_answered_from_its_first_result(
     ollama.script(
         [ToolCall("netbox_get_objects", first)],
         [ToolCall("netbox_get_objects", again)],
+        *repeated(ToolCall("netbox_get_objects", first), 1),
         [Text("Two active sites.")],
     )
     result = ask_json(chat_env, "which sites are active?")
     assert result["answer"] == "Two active sites."
-    assert [call["name"] for call in result["tool_calls"]] == ["netbox_get_objects"] * 2
+    assert [call["name"] for call in result["tool_calls"]] == ["netbox_get_objects"] * 3
     assert sites_asked(netbox) == 1  # NetBox was asked once
-    original, repeated = tool_results(ollama.requests[2])
-    assert repeated.startswith(original)
-    assert "the same call as" in repeated and "NetBox was not asked again" in repeated
+    original, *again = tool_results(ollama.requests[3])
+    for answer in again:
+        assert answer.startswith(original)
+        assert "the same call as" in answer and "NetBox was not asked again" in answer
     row = turn_row(sessions_dir, result["session"], 1)
-    assert len(json.loads(row["tool_calls"])) == 2
+    assert len(json.loads(row["tool_calls"])) == 3
 
     # Nothing is kept across turns: the next question asks NetBox again.
     ollama.script([ToolCall("netbox_get_objects", first)], [Text("Still two.")])
@@ -283,11 +291,13 @@ def devices_asked(netbox: NetBoxDouble) -> list[str]:
 
 
 def one_call(
-    env: dict[str, str], ollama: ScriptedOllama, args: dict[str, Any], answer: str = "Done."
+    env: dict[str, str], ollama: ScriptedOllama, call: ToolCall | dict[str, Any]
 ) -> tuple[dict[str, Any], str]:
-    """One turn that makes one netbox_get_objects call; (result, the tool result the
-    next request carried)."""
-    ollama.script([ToolCall("netbox_get_objects", args)], [Text(answer)])
+    """One turn that makes one call (a netbox_get_objects call, given its arguments);
+    (result, the tool result the next request carried)."""
+    if not isinstance(call, ToolCall):
+        call = ToolCall("netbox_get_objects", call)
+    ollama.script([call], [Text("Done.")])
     result = ask_json(env, "question")
     (carried,) = tool_results(ollama.requests[-1])
     return result, carried
@@ -296,9 +306,7 @@ def one_call(
 def test_a_display_name_where_netbox_wants_a_slug_is_read_as_its_slug(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
-    # Recorded: tenant "Dunder-Mifflin, Inc." (NetBox 400; the run crashed).
-    args = {"object_type": "dcim.device", "filters": {"tenant": "Dunder-Mifflin, Inc."}}
-    result, carried = one_call(chat_env, ollama, args)
+    result, carried = one_call(chat_env, ollama, TENANT_BY_DISPLAY_NAME)
     assert result["status"] == "done"
     (sent,) = devices_asked(netbox)
     assert "tenant=dunder-mifflin" in sent
@@ -309,9 +317,7 @@ def test_a_display_name_where_netbox_wants_a_slug_is_read_as_its_slug(
 def test_a_name_where_netbox_wants_an_id_is_read_as_its_id(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
-    # Recorded: rack DC1-R04 by name, where the right filter was rack_id=46.
-    args = {"object_type": "dcim.device", "filters": {"rack_id": "DC1-R04"}}
-    _, carried = one_call(chat_env, ollama, args)
+    _, carried = one_call(chat_env, ollama, RACK_BY_NAME)
     (sent,) = devices_asked(netbox)
     assert "rack_id=46" in sent
     assert "rack_id 'DC1-R04' read as dcim.rack id 46" in json.loads(carried)["note"]
@@ -320,9 +326,7 @@ def test_a_name_where_netbox_wants_an_id_is_read_as_its_id(
 def test_a_choice_in_the_wrong_case_is_read_in_the_right_case(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
-    # Recorded: "Active" for active (NetBox 400).
-    args = {"object_type": "dcim.device", "filters": {"status": "Active"}}
-    _, carried = one_call(chat_env, ollama, args)
+    _, carried = one_call(chat_env, ollama, STATUS_IN_DISPLAY_CASE)
     (sent,) = devices_asked(netbox)
     assert "status=active" in sent
     assert "status 'Active' read as 'active'" in json.loads(carried)["note"]
@@ -362,12 +366,7 @@ def test_netbox_400_comes_back_as_one_line_naming_the_filter(
 def test_a_generic_relation_is_read_as_the_filter_that_works(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
-    # Recorded: assigned_object_id [66, 67] with assigned_object_type (NetBox 400).
-    args = {
-        "object_type": "ipam.ipaddress",
-        "filters": {"assigned_object_type": "dcim.interface", "assigned_object_id": [66, 67]},
-    }
-    _, carried = one_call(chat_env, ollama, args)
+    _, carried = one_call(chat_env, ollama, GFK_LIST)
     (sent,) = [p for p in netbox.requests if p.startswith("/api/ipam/ip-addresses/")]
     assert "?interface_id=66&interface_id=67&fields=" in sent  # nothing else filters
     result = json.loads(carried)
@@ -386,14 +385,7 @@ def test_a_generic_relation_is_read_as_the_filter_that_works(
 def test_a_search_that_finds_nothing_says_which_types_hold_the_name(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
-    # Recorded: a tenant's name searched as a circuit provider, then "not found in NetBox"
-    # (3 of one local model's 7 failures on 90 questions).
-    search = {"query": "Dunder", "object_types": ["circuits.provider"]}
-    ollama.script(
-        [ToolCall("netbox_search_objects", search)], [Text("Dunder-Mifflin is a tenant.")]
-    )
-    ask_json(chat_env, "which circuits does Dunder provide?")
-    (carried,) = tool_results(ollama.requests[-1])
+    _, carried = one_call(chat_env, ollama, TENANT_AS_PROVIDER)
     result = json.loads(carried)
     assert result["results"] == {} and result["no_matches"] == ["circuits.provider"]
     assert result["found_elsewhere"] == {
