@@ -29,6 +29,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from netbox_chat.config import Settings
+from netbox_chat.liveness import PatientTransport, ollama_probe
+from netbox_chat.netbox.repeats import RepeatedCalls
+from netbox_chat.replies import ReplyRepair
 from netbox_chat.thinking import REASONING_KEY, inlines_thinking, split_thinking
 
 SYSTEM_PROMPT = """\
@@ -164,10 +167,19 @@ def build_model(
         base_url=settings.ollama_url,
         num_ctx=num_ctx or settings.num_ctx,
         temperature=0,
+        num_predict=settings.num_predict,
         reasoning=reasoning,
         # ChatOllama has no timeout by default: a stalled server would hang a
-        # turn forever. The timeout covers connect and each read of the stream.
+        # turn forever. The timeout covers connect and each read of the stream,
+        # but a silent server that still answers /api/ps is waited for
+        # (liveness.py): loading a model or reading a long prompt takes minutes.
         client_kwargs={"timeout": settings.request_timeout},
+        async_client_kwargs={
+            "transport": PatientTransport(
+                ollama_probe(settings.ollama_url, settings.request_timeout),
+                settings.request_timeout,
+            )
+        },
     )
 
 
@@ -189,7 +201,10 @@ def build_agent(
     _exclude_subagents_for_ollama()
     middleware: list[AgentMiddleware[Any, Any, Any]] = [
         FilesystemMiddleware(tools=FILE_TOOLS_KEPT, system_prompt=FILE_TOOLS_PROMPT),
+        # Outside ThinkingMiddleware: it reads the answer with the thinking taken out.
+        ReplyRepair(),
         ThinkingMiddleware(),
+        RepeatedCalls(),
     ]
     if context_guard is not None:
         middleware.append(context_guard)

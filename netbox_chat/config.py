@@ -94,6 +94,7 @@ class Settings:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     netbox_timeout: float = DEFAULT_NETBOX_TIMEOUT
     think: str | None = None
+    num_predict: int | None = None  # the longest reply, thinking included (tokens)
     compact_at: float = DEFAULT_COMPACT_AT  # share of the window that triggers a compaction
     profile: str | None = None
     token_source: TokenSource | None = field(default=None, repr=False, compare=False)
@@ -247,6 +248,14 @@ SETTINGS: tuple[Setting, ...] = (
         _think,
         None,
         "thinking: on, off, low, medium, high (default: the model's own)",
+    ),
+    Setting(
+        "num_predict",
+        "NETBOX_CHAT_NUM_PREDICT",
+        None,
+        lambda v, w: int(_positive(v, w)),
+        None,
+        "longest reply in tokens, thinking included (default: Ollama's)",
     ),
     Setting(
         "compact_at",

@@ -105,7 +105,31 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
     info = parse_show(model, _json(shown))
     checks.append(_model_check(info))
     checks.append(check_window(settings, info))
+    checks.append(check_loaded(url, model, timeout))
     return checks
+
+
+COLD_START = (
+    "the first question waits while Ollama loads it (a cold first call of 82-108 s was "
+    "measured for a 125B MoE); netbox-chat waits as long as Ollama answers /api/ps"
+)
+
+
+def check_loaded(url: str, model: str, timeout: float) -> Check:
+    """Whether the model is in memory (`/api/ps`): if not, the first question pays
+    the load, which netbox-chat waits for (liveness.py) but the user should expect."""
+    try:
+        with httpx.Client(base_url=url, timeout=timeout) as http:
+            answer = http.get("/api/ps")
+        listed = _json(answer).get("models") if answer.status_code == 200 else None
+    except httpx.HTTPError:
+        listed = None
+    if not isinstance(listed, list):
+        return Check("loaded", True, f"unknown (this Ollama does not answer /api/ps); {COLD_START}")
+    names = {str(m.get(k)) for m in listed if isinstance(m, dict) for k in ("name", "model")}
+    if model in names:
+        return Check("loaded", True, f"{model} is in memory: no load before the first answer")
+    return Check("loaded", True, f"{model} is not in memory: {COLD_START}")
 
 
 def _model_check(info: ModelInfo) -> Check:

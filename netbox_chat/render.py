@@ -218,6 +218,7 @@ class TurnView:
             self.console.print(renderable)
 
     def on_event(self, event: TurnEvent) -> None:
+        from netbox_chat.liveness import Waiting
         from netbox_chat.turns import (
             ContextCompacted,
             ContextSummaryFailed,
@@ -261,6 +262,8 @@ class TurnView:
             )
         elif isinstance(event, RollingBack):
             self.status.activity = "rolling back"
+        elif isinstance(event, Waiting):
+            self.status.activity = event.activity  # "loading qwen3:8b", before a first byte
         elif isinstance(event, ContextCompacted):
             self._print_above(
                 Text(

@@ -45,7 +45,9 @@ from langgraph.types import Overwrite, StateSnapshot
 
 from netbox_chat.checkpointer import SyncSaverBridge, WritesStillRunning
 from netbox_chat.errors import UserFacingError
+from netbox_chat.liveness import Waiting
 from netbox_chat.pgstore import database_errors
+from netbox_chat.replies import JSON_STARTS, READ_AS_CALL
 from netbox_chat.sessions import OutcomeUnknown, StoreError, ToolCallRecord, TurnStatus
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import ThinkSplitter, inlines_thinking, split_thinking
@@ -157,6 +159,7 @@ TurnEvent = (
     | ToolFinished
     | ModelCallFinished
     | RollingBack
+    | Waiting
     | ContextEvent
 )
 EventSink = Callable[[TurnEvent], None]
@@ -233,6 +236,8 @@ class _Thinking:
         self.call: str | None = None
         self.splitter = ThinkSplitter(inline)
         self.started: float | None = None
+        self.held = ""  # answer text that may be a tool call written as text
+        self.streaming = False  # this call's answer is known to be words
 
     def chunk(self, message: AIMessageChunk) -> None:
         if message.id != self.call:
@@ -242,15 +247,29 @@ class _Thinking:
         self._think(str(message.additional_kwargs.get("reasoning_content") or "") + inline)
         if answer or message.tool_call_chunks:
             self._stop()
-        if answer:
-            self.sink(TextDelta(answer))
+        self._answer(answer)
 
-    def end_call(self) -> None:
+    def _answer(self, text: str) -> None:
+        """Stream the answer, except while it could still be a tool call written
+        as text (replies.py): held while it is blank or begins like JSON."""
+        if not text:
+            return
+        if not self.streaming:
+            self.held += text
+            if not self.held.lstrip() or self.held.lstrip().startswith(JSON_STARTS):
+                return
+            text, self.held, self.streaming = self.held, "", True
+        self.sink(TextDelta(text))
+
+    def end_call(self, *, read_as_call: bool = False) -> None:
+        """The call is over; `read_as_call`: its text was a tool call, never shown."""
         inline, answer = self.splitter.finish()
         self._think(inline)
         self._stop()
-        if answer:
-            self.sink(TextDelta(answer))
+        self._answer(answer)
+        if self.held.strip() and not read_as_call:
+            self.sink(TextDelta(self.held))
+        self.held, self.streaming = "", False
         self.splitter = ThinkSplitter(self.inline)
 
     def _think(self, text: str) -> None:
@@ -624,6 +643,8 @@ class Conversation:
                 if mode == "custom":
                     if isinstance(chunk, ContextEvent):
                         self._on_context(chunk, sink, outcome)
+                    elif isinstance(chunk, Waiting):
+                        sink(chunk)
                     continue
                 if mode == "messages":
                     message, metadata = chunk
@@ -636,7 +657,8 @@ class Conversation:
                 for update in (chunk or {}).values():
                     for message in _update_messages(update):
                         if isinstance(message, AIMessage):
-                            thinking.end_call()
+                            read_as_call = bool(message.additional_kwargs.get(READ_AS_CALL))
+                            thinking.end_call(read_as_call=read_as_call)
                         self._on_message(message, sink, outcome, started)
         finally:
             thinking.settle()
@@ -857,8 +879,9 @@ def describe_error(exc: BaseException) -> str:
         return f"cannot reach Ollama ({text}): is `ollama serve` running and OLLAMA_HOST right?"
     if isinstance(exc, httpx.TimeoutException):
         return (
-            "Ollama did not answer in time: the model may be loading or too slow; "
-            "raise NETBOX_CHAT_TIMEOUT"
+            "Ollama did not answer in time: it stopped answering, or stalled mid-answer, "
+            "for NETBOX_CHAT_TIMEOUT seconds; check the Ollama server, or raise "
+            "NETBOX_CHAT_TIMEOUT"
         )
     if status == 404 and "not found" in text:
         found = re.search(r"model ['\"]?([^'\"]+)['\"]? not found", text)

@@ -62,11 +62,48 @@ CHANGES = [
         [("dcim.device", 2, "dmi01-akron-sw02"), ("dcim.site", 3, "DM-Dayton")]
     )
 ]
+# What real models were recorded asking for (../shared/facts/real-models.md): a tenant by
+# its display name "Dunder-Mifflin, Inc.", rack "DC1-R04" by name where NetBox wants
+# rack_id=46, IP addresses by assigned_object_id [66, 67]; and a device name that two
+# sites share, so a name can match several objects.
+TENANTS = [
+    {"id": 1, "name": "Dunder-Mifflin, Inc.", "slug": "dunder-mifflin"},
+    {"id": 2, "name": "Initech", "slug": "initech"},
+]
+RACKS = [{"id": 46, "name": "DC1-R04", "site": {"id": 1, "slug": "dm-akron"}}]
+for _device in DEVICES[:2]:
+    _device["tenant"] = {"id": 1, "slug": "dunder-mifflin"}
+DEVICES[0]["rack"] = {"id": 46}
+DEVICES += [
+    {"id": 5, "name": "core-sw", "site": {"id": 1, "slug": "dm-akron"}, "status": {"value": "active"}},
+    {"id": 6, "name": "core-sw", "site": {"id": 2, "slug": "dm-columbus"}, "status": {"value": "active"}},
+]  # fmt: skip
+IP_ADDRESSES = [
+    {"id": 1, "address": "10.0.0.1/24", "assigned_object_type": "dcim.interface",
+     "assigned_object_id": 66, "status": {"value": "active"}},
+    {"id": 2, "address": "10.0.0.2/24", "assigned_object_type": "dcim.interface",
+     "assigned_object_id": 67, "status": {"value": "active"}},
+    {"id": 3, "address": "10.0.0.3/24", "assigned_object_type": "dcim.interface",
+     "assigned_object_id": 68, "status": {"value": "active"}},
+]  # fmt: skip
 DATA: dict[str, list[dict[str, Any]]] = {
     "dcim/sites": SITES,
     "dcim/devices": DEVICES,
+    "dcim/racks": RACKS,
+    "tenancy/tenants": TENANTS,
+    "ipam/ip-addresses": IP_ADDRESSES,
+    "circuits/providers": [],
     "core/object-changes": CHANGES,
 }
+# Filters whose value is another object's slug or id, and that object's list: NetBox
+# 4.7.3 answers 400 for a value no object has, as the live tier's NetBox does:
+# {"tenant": ["Select a valid choice. Dunder-Mifflin, Inc. is not one of the available
+# choices."]}, {"rack_id": ["“DC1” is not a valid value."]}.
+RELATIONS = {"site": "dcim/sites", "tenant": "tenancy/tenants", "rack_id": "dcim/racks"}
+# Filters that read another field of the row (IP addresses by their interface's id).
+FILTER_FIELDS = {("ipam/ip-addresses", "interface_id"): "assigned_object_id"}
+# Choice values, as NetBox checks them (case-sensitive: "Active" is a 400).
+STATUSES = ("active", "offline", "planned", "staged", "failed", "decommissioning")
 
 
 def _matches(obj: dict[str, Any], key: str, values: list[str]) -> bool:
@@ -74,6 +111,29 @@ def _matches(obj: dict[str, Any], key: str, values: list[str]) -> bool:
     if isinstance(field, dict):
         field = field.get("slug") or field.get("value") or field.get("id")
     return str(field) in values if field is not None else True
+
+
+def _searched(obj: dict[str, Any], q: str) -> bool:
+    """NetBox's q: a case-insensitive part of the name, slug or address."""
+    return any(q.lower() in str(obj.get(k, "")).lower() for k in ("name", "slug", "address"))
+
+
+def _refused(key: str, values: list[str]) -> dict[str, list[str]] | None:
+    """NetBox's 400 for a filter value no object or choice has (see RELATIONS)."""
+    for value in values:
+        if key.endswith("_id") and not value.isdigit():
+            return {key: [f"“{value}” is not a valid value."]}
+        table = RELATIONS.get(key)
+        known = (
+            {str(o["id"] if key.endswith("_id") else o["slug"]) for o in DATA[table]}
+            if table
+            else set(STATUSES)
+            if key == "status"
+            else None
+        )
+        if known is not None and value not in known:
+            return {key: [f"Select a valid choice. {value} is not one of the available choices."]}
+    return None
 
 
 class NetBoxDouble:
@@ -150,12 +210,20 @@ class NetBoxDouble:
                     params.setdefault(key, []).append(value)
                 limit = int(params.pop("limit", ["50"])[0])
                 offset = int(params.pop("offset", ["0"])[0])
-                for control in ("brief", "fields", "ordering", "q"):
+                for control in ("brief", "fields", "ordering"):
                     params.pop(control, None)
+                q = params.pop("q", [""])[0]
+                for key, values in params.items():
+                    refused = _refused(key, values)
+                    if refused:
+                        return self._json(400, refused)
                 rows = [
                     obj
                     for obj in double.data[path]
-                    if all(_matches(obj, k, v) for k, v in params.items())
+                    if _searched(obj, q)
+                    and all(
+                        _matches(obj, FILTER_FIELDS.get((path, k), k), v) for k, v in params.items()
+                    )
                 ]
                 page = rows[offset : offset + limit]
                 more = offset + limit < len(rows)

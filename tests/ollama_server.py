@@ -43,6 +43,13 @@ __all__ = [
     "DEFAULT_CONTEXT_LENGTHS",
     "DEFAULT_MODELS",
     "DEFAULT_NUM_CTX",
+    "GFK_LIST",
+    "HARMONY_SUFFIX",
+    "RACK_BY_NAME",
+    "STATUS_IN_DISPLAY_CASE",
+    "TENANT_AS_PROVIDER",
+    "TENANT_BY_DISPLAY_NAME",
+    "CutOff",
     "Delay",
     "HTTPError",
     "ScriptedOllama",
@@ -55,8 +62,10 @@ __all__ = [
     "ToolCall",
     "fit_prompt",
     "render_prompt",
+    "repeated",
     "steps_from_json",
     "tokenize",
+    "tool_call_as_text",
 ]
 
 DEFAULT_MODELS: Mapping[str, Sequence[str]] = {
@@ -141,6 +150,61 @@ class ToolCall:
     args: Mapping[str, Any] = field(default_factory=dict)
 
 
+HARMONY_SUFFIX = "<|channel|>commentary"
+"""What gpt-oss:20b through Ollama appended to a tool's name (harmony format leaking):
+`ToolCall("netbox_get_objects" + HARMONY_SUFFIX, ...)` plays the call the agent
+recorded rejecting as unknown (../shared/facts/real-models.md, "Models and servers")."""
+
+
+def tool_call_as_text(name: str, args: Mapping[str, Any], *, fenced: bool = False) -> Text:
+    """A final answer that is the JSON of a tool call instead of the call: gpt-oss-120b's
+    final answer was the JSON of a `netbox_get_objects` call (../shared/facts/
+    real-models.md, "Tool-call habits"). `name=""` leaves the name out (only the
+    arguments), `fenced` wraps it in a Markdown code fence."""
+    payload: Any = {"name": name, "arguments": dict(args)} if name else dict(args)
+    text = json.dumps(payload)
+    return Text(f"```json\n{text}\n```" if fenced else text)
+
+
+# Tool calls real models were recorded making (../shared/facts/real-models.md, "Tool-call
+# habits"), for scripts that play them: each is what a model sent, not what it should.
+TENANT_BY_DISPLAY_NAME = ToolCall(
+    "netbox_get_objects",
+    {"object_type": "dcim.device", "filters": {"tenant": "Dunder-Mifflin, Inc."}},
+)
+"""`tenant=Dunder-Mifflin, Inc.`: a display name where NetBox wants a slug (400; the run
+crashed)."""
+RACK_BY_NAME = ToolCall(
+    "netbox_get_objects", {"object_type": "dcim.device", "filters": {"rack_id": "DC1-R04"}}
+)
+"""A rack's name where NetBox wants its id (`rack_id=46` was right; `rack=DC1-R04` was
+ignored and all 141 devices came back)."""
+STATUS_IN_DISPLAY_CASE = ToolCall(
+    "netbox_get_objects", {"object_type": "dcim.device", "filters": {"status": "Active"}}
+)
+"""`"Active"` for `active` (400)."""
+GFK_LIST = ToolCall(
+    "netbox_get_objects",
+    {
+        "object_type": "ipam.ipaddress",
+        "filters": {"assigned_object_type": "dcim.interface", "assigned_object_id": [66, 67]},
+    },
+)
+"""`assigned_object_id: [66, 67]` with `assigned_object_type` on IP addresses (400)."""
+TENANT_AS_PROVIDER = ToolCall(
+    "netbox_search_objects", {"query": "Dunder", "object_types": ["circuits.provider"]}
+)
+"""A tenant's name searched as a circuit provider, then "not found in NetBox" (3 of one
+local model's 7 failures on 90 questions)."""
+
+
+def repeated(call: ToolCall, times: int = 2) -> list[list[Step]]:
+    """The same call as `times` replies of one turn: an identical `ipam.prefix` call was
+    repeated within a turn (about 40 s wasted), and hedge searches (`dunder`, `mifflin`,
+    `DM-`) recur even when the model is told not to."""
+    return [[call] for _ in range(times)]
+
+
 @dataclass(frozen=True)
 class Delay:
     """Pause before the next step; before the first line it delays the response headers."""
@@ -175,7 +239,16 @@ class Stall:
     Nothing may follow it."""
 
 
-Step = Text | Thinking | ToolCall | Delay | StreamError | HTTPError | Stall
+@dataclass(frozen=True)
+class CutOff:
+    """End the reply at the output limit: the final line says `done_reason: "length"`,
+    as Ollama's does when `num_predict` is reached. Real models were recorded spending the
+    whole budget on thinking: 3 of 56 generations stopped at the cap with no visible text
+    (../shared/facts/real-models.md, "Thinking counts against the output budget"), so
+    `[Thinking(...), CutOff()]` plays that. Nothing may follow it."""
+
+
+Step = Text | Thinking | ToolCall | Delay | StreamError | HTTPError | Stall | CutOff
 Reply = Sequence[Step]
 Responder = Callable[[dict[str, Any]], Reply]
 
@@ -187,7 +260,7 @@ def _check_reply(reply: Reply) -> list[Step]:
         if not isinstance(step, Step):
             raise TypeError(f"not a script step: {step!r}")
         is_last = position == len(steps) - 1
-        if isinstance(step, StreamError | HTTPError | Stall) and not is_last:
+        if isinstance(step, StreamError | HTTPError | Stall | CutOff) and not is_last:
             raise ValueError(f"{type(step).__name__} must be the last step of a reply")
         if isinstance(step, HTTPError) and not all(isinstance(s, Delay) for s in steps[:-1]):
             raise ValueError("HTTPError can only follow Delay steps: the status goes out first")
@@ -215,6 +288,8 @@ def steps_from_json(reply: Sequence[Mapping[str, Any]]) -> list[Step]:
             steps.append(HTTPError(int(status), str(message)))
         elif item.get("stall"):
             steps.append(Stall())
+        elif item.get("cut_off"):
+            steps.append(CutOff())
         else:
             raise ValueError(f"unknown script step: {item!r}")
     return _check_reply(steps)
@@ -439,6 +514,14 @@ class ScriptedOllama:
         )
         self.version = version
         self.responder: Responder | None = None
+        self.running: list[str] | None = None
+        """What `/api/ps` lists as loaded (None: `/api/ps` answers 404, a server that
+        says nothing about its work). Opt in to play a server that is working while
+        it sends nothing: `[]` while a model loads, `["qwen3:8b"]` once it is reading
+        the prompt. Real figures (../shared/facts/real-models.md): a cold first call
+        of 82-108 s, a 19,976-token prefill of about 167 s with no byte streamed;
+        `[Delay(s), Text(...)]` plays such a silence, scaled down."""
+        self.ps_requests = 0
         self.requests: list[dict[str, Any]] = []
         self.seen: list[SeenPrompt | None] = []
         """Per request (same index as `requests`): what the model saw after Ollama's
@@ -686,6 +769,11 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/api/tags":
             ollama = self.server.ollama
             self._send_json(200, {"models": [self._tag(name) for name in ollama.models]})
+        elif path == "/api/ps" and self.server.ollama.running is not None:
+            ollama = self.server.ollama
+            ollama.ps_requests += 1
+            models = [{**self._tag(name), "expires_at": _now()} for name in ollama.running]
+            self._send_json(200, {"models": models})
         elif path == "/api/version":
             self._send_json(200, {"version": self.server.ollama.version})
         elif path == "/":
@@ -862,6 +950,7 @@ class _ChatStream:
 
     def play(self, reply: Sequence[Step]) -> None:
         pending_calls: list[ToolCall] = []
+        done_reason = "stop"
         for step in reply:
             if pending_calls and not isinstance(step, ToolCall):
                 self._send_tool_calls(pending_calls)
@@ -884,6 +973,8 @@ class _ChatStream:
                     return
                 case Stall():
                     self.handler.pause(None)
+                case CutOff():
+                    done_reason = "length"
         if pending_calls:
             self._send_tool_calls(pending_calls)
         total_ns = time.monotonic_ns() - self.started_ns
@@ -891,7 +982,7 @@ class _ChatStream:
             {
                 "message": {"role": "assistant", "content": ""},
                 "done": True,
-                "done_reason": "stop",
+                "done_reason": done_reason,
                 "total_duration": total_ns,
                 "load_duration": 1_000_000,
                 "prompt_eval_count": self.prompt_tokens,

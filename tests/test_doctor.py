@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from netbox_chat.cli import app
 from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import ScriptedOllama
 
 
 def doctor(env: dict[str, str]) -> tuple[int, list[str]]:
@@ -37,13 +38,14 @@ def test_all_good(chat_env: dict[str, str], sessions_dir: Path) -> None:
     started = time.monotonic()
     code, lines = doctor(chat_env)
     assert code == 0, lines
-    assert [text[0] for text in lines] == ["✓"] * 7
+    assert [text[0] for text in lines] == ["✓"] * 8
     assert "(version 0.12.0)" in line(lines, "Ollama")
     assert "qwen3:8b (tools, thinking; context 40,960)" in line(lines, "model")
     assert line(lines, "context window").endswith(
         "16,384 tokens of 40,960 (NETBOX_CHAT_NUM_CTX; compacts at 80%)"
     )
     assert line(lines, "NetBox version").endswith("4.7.3")
+    assert "unknown (this Ollama does not answer /api/ps)" in line(lines, "loaded")
     assert "will be created" in line(lines, "sessions folder")
     assert not sessions_dir.exists()  # doctor creates nothing
     assert time.monotonic() - started < 5
@@ -84,9 +86,20 @@ def test_each_failure_is_one_line_with_its_fix(
     assert failed.startswith("✗") and words in failed
     assert "→" in failed  # the fix is on the same line
     model_unchecked = check == "Ollama" or "ollama pull" in words
-    assert len(lines) == (6 if model_unchecked else 7)  # the window needs the model's facts
+    assert len(lines) == (6 if model_unchecked else 8)  # the window needs the model's facts
     for text in lines:
         assert TEST_TOKEN not in text and TEST_TOKEN.split(".")[1] not in text
+
+
+def test_doctor_says_whether_the_model_is_loaded_and_what_a_cold_start_costs(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.running = []
+    loaded = line(doctor(chat_env)[1], "loaded")
+    assert "qwen3:8b is not in memory: the first question waits while Ollama loads it" in loaded
+    assert "82-108 s" in loaded and "waits as long as Ollama answers /api/ps" in loaded
+    ollama.running = ["qwen3:8b"]
+    assert "qwen3:8b is in memory" in line(doctor(chat_env)[1], "loaded")
 
 
 def test_sessions_folder_checks_touch_no_session(

@@ -650,3 +650,92 @@ def test_shipped_ordering_terms_are_honoured():
     assert raw_ids(path, [("ordering", "serial")]) != default_order
     with pytest.raises(FilterRejected):
         check_ordering(ot, "primary_ip")
+
+
+# ------------------------------------------------------------------ real models (issue 24)
+
+
+def test_a_display_name_where_netbox_wants_a_slug_or_id_is_resolved():
+    """Recorded: tenant 'Dunder-Mifflin, Inc.' (NetBox 400). Naive: 400; the tool: the slug."""
+    assert raw("dcim/devices", [("tenant", "Globex Corp.")]).status_code == 400
+    out, counting = get_objects({"object_type": "dcim.device", "filters": {"tenant": "GLOBEX"}})
+    result = json.loads(out)
+    assert result["count"] == raw_count("dcim/devices", [("tenant", "globex")]) == 3
+    assert "tenant 'GLOBEX' read as tenancy.tenant slug 'globex'" in result["note"]
+    assert [r.url.params.get("tenant") for r in counting.sent][-1] == "globex"
+    akron = raw_ids("dcim/sites", [("name", "DM-Akron")])[0]
+    out, _ = get_objects({"object_type": "dcim.device", "filters": {"site_id": "DM-Akron"}})
+    assert json.loads(out)["count"] == raw_count("dcim/devices", [("site_id", str(akron))])
+
+
+def test_a_name_no_object_has_is_refused_naming_the_closest():
+    out, counting = get_objects({"object_type": "dcim.device", "filters": {"tenant": "Acme Inc."}})
+    assert out.startswith("Error: 'tenant': no tenancy.tenant has the name or slug 'Acme Inc.'")
+    assert "closest: 'Acme' (slug acme, id 1)" in out
+    assert not any(r.url.path.endswith("/dcim/devices/") for r in counting.sent)
+
+
+def test_a_choice_in_the_wrong_case_is_read_and_a_400_is_one_line():
+    assert raw("dcim/devices", [("status", "Active")]).status_code == 400  # recorded: 400
+    out, _ = get_objects({"object_type": "dcim.device", "filters": {"status": "Active"}})
+    result = json.loads(out)
+    assert result["count"] == raw_count("dcim/devices", [("status", "active")])
+    assert "status 'Active' read as 'active'" in result["note"]
+    out, _ = get_objects({"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}})
+    assert out == (
+        "Error: NetBox answered 400: 'site' 'dm-nowhere' refused by NetBox; it takes a "
+        "dcim.site slug (find it with netbox_get_objects('dcim.site', {'q': ...}))."
+    )
+
+
+def test_a_generic_relation_is_sent_as_the_filter_that_works():
+    interfaces = ["3", "6"]
+    out, counting = get_objects(
+        {
+            "object_type": "ipam.ipaddress",
+            "filters": {"assigned_object_type": "dcim.interface", "assigned_object_id": interfaces},
+        }
+    )
+    result = json.loads(out)
+    expected = raw_count("ipam/ip-addresses", [("interface_id", i) for i in interfaces])
+    assert result["count"] == expected == 2
+    assert counting.sent[-1].url.params.get_list("interface_id") == interfaces
+
+
+def test_nothing_found_says_where_the_name_is():
+    """Recorded: a tenant's name searched as a circuit provider, then 'not found'."""
+    out, _ = run(
+        call("netbox_search_objects", {"query": "Globex", "object_types": ["circuits.provider"]})
+    )
+    result = json.loads(out)
+    assert result["results"] == {}
+    assert result["found_elsewhere"]["tenancy.tenant"] == {"count": 1, "names": ["Globex"]}
+    out, _ = get_objects({"object_type": "circuits.provider", "filters": {"name": "Acme"}})
+    assert json.loads(out)["found_elsewhere"]["tenancy.tenant"]["names"] == ["Acme"]
+
+
+def test_the_same_call_twice_in_a_turn_asks_netbox_once(tmp_path, ollama):
+    """Item 5 through the real CLI and agent against the real NetBox: the second,
+    identical call is answered from the first, with a note."""
+    from typer.testing import CliRunner
+
+    from netbox_chat.cli import app
+    from tests.ollama_server import Text, ToolCall
+
+    args = {"object_type": "ipam.prefix", "filters": {"status": "active"}}
+    ollama.script(
+        [ToolCall("netbox_get_objects", args)],
+        [ToolCall("netbox_get_objects", {"object_type": "ipam.prefix", "status": "active"})],
+        [Text("Done.")],
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NETBOX_CHAT", "OLLAMA"))}
+    env.update(
+        NETBOX_CHAT_SESSIONS=str(tmp_path / "s"), OLLAMA_HOST=ollama.url,
+        NETBOX_CHAT_MODEL="qwen3:8b", XDG_CACHE_HOME=str(tmp_path / "cache"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )  # fmt: skip
+    result = CliRunner().invoke(app, ["ask", "active prefixes?", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    first, second = [m["content"] for m in ollama.requests[2]["messages"] if m["role"] == "tool"]
+    assert json.loads(first)["count"] == raw_count("ipam/prefixes", [("status", "active")])
+    assert "NetBox was not asked again" in second

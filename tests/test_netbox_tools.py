@@ -183,6 +183,9 @@ def test_search_and_changelog():
         "query": "no-such-thing-anywhere",
         "results": {},
         "no_matches": ["dcim.device"],
+        # not only "not found": the other common types were asked too (issue 24, item 7)
+        "found_elsewhere": {},
+        "note": "'no-such-thing-anywhere' is not in the other common types either",
     }
     c = result_of("changelog_device_updates")
     assert c["count"] == 3
@@ -193,12 +196,21 @@ def test_search_and_changelog():
     assert times == sorted(times, reverse=True)
 
 
-def test_netbox_400_is_passed_on():
-    assert scenario("bad_choice_400")["result"].startswith(
-        "Error: NetBox rejected the request (400)"
+def test_a_bad_choice_is_refused_before_netbox_with_its_values():
+    # NetBox answers 400 "Select a valid choice" without the valid ones; the table has them.
+    result = scenario("bad_choice_400")["result"]
+    assert result == (
+        "Error: 'status': 'broken' is not a value of dcim.device's status (NetBox would "
+        "refuse it). Its values: offline, active, planned, staged, failed, inventory, "
+        "decommissioning."
     )
-    assert "broken is not one of the available choices" in scenario("bad_choice_400")["result"]
-    assert "dm-nowhere" in scenario("bad_slug_400")["result"]
+
+
+def test_netbox_400_is_one_line_naming_the_filter_and_what_it_takes():
+    assert scenario("bad_slug_400")["result"] == (
+        "Error: NetBox answered 400: 'site' 'dm-nowhere' refused by NetBox; it takes a "
+        "dcim.site slug (find it with netbox_get_objects('dcim.site', {'q': ...}))."
+    )
 
 
 def test_404_json_is_no_such_object():

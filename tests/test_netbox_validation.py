@@ -348,8 +348,8 @@ def test_a_filter_the_type_lacks_points_elsewhere_never_at_id():
 )  # fmt: skip
 def test_capitals_are_read_as_netboxs_lower_case_names(object_type, key, right):
     notes: list[str] = []
-    sent = build_params(T.resolve(object_type), {key: "x"}, T, notes)
-    assert sent == [(right, "x")]
+    sent = build_params(T.resolve(object_type), {key: "active"}, T, notes)  # a status too
+    assert sent == [(right, "active")]
     assert notes == [f"filter '{key}' read as '{right}'"]
 
 

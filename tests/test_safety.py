@@ -591,8 +591,8 @@ ROWS = [
         "ollama-stall-beyond-timeout",
         failing_turn([Text("Two devices "), Stall()], NETBOX_CHAT_TIMEOUT="0.5"),
         ExitStatus.USER_ERROR,
-        "Ollama did not answer in time: the model may be loading or too slow; "
-        "raise NETBOX_CHAT_TIMEOUT",
+        "Ollama did not answer in time: it stopped answering, or stalled mid-answer, "
+        "for NETBOX_CHAT_TIMEOUT seconds; check the Ollama server, or raise NETBOX_CHAT_TIMEOUT",
         unchanged=False,
         model_called=True,
         check=check_intact,

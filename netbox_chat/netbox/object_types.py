@@ -36,6 +36,7 @@ class ObjectType:
     single: frozenset[str] = frozenset()  # filters taking one value (NetBox keeps the last)
     boolean: frozenset[str] = frozenset()  # filters taking only true/false
     ordering: tuple[str, ...] | None = None  # ?ordering= terms NetBox honours, if known
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a choice filter's values
     # names that look like filters but that NetBox ignores here, and why (custom fields)
     unfilterable: dict[str, str] = field(default_factory=dict)
 
@@ -78,6 +79,7 @@ class FilterTable:
                 single=frozenset(entry.get("single", ())),
                 boolean=frozenset(entry.get("bool", ())),
                 ordering=tuple(entry["ordering"]) if "ordering" in entry else None,
+                choices={f: tuple(v) for f, v in entry.get("choices", {}).items()},
             )
         # other spellings a model might use: "dcim/devices", "devices", "device"
         self._aliases: dict[str, str] = {}

@@ -14,7 +14,8 @@ list endpoint documents each filter as a query parameter (``name``, ``name__ic``
                                "single": ["q", ...],   # not repeatable: NetBox keeps the last
                                "bool": ["cabled", ...],  # true/false only (else ignored)
                                "ordering": ["name", ...],  # honoured ?ordering= terms
-                               "hints": {"site": "Site name (slug)", ...}}}}
+                               "hints": {"site": "Site name (slug)", ...},
+                               "choices": {"status": ["offline", "active", ...]}}}}
 
 ``__empty`` lookups are always single and boolean, so they are not listed. ``ordering``
 is not in the OpenAPI schema; it comes from NetBox itself
@@ -55,6 +56,17 @@ def _hint(description: str | None) -> str | None:
     if "\n" in d or d.startswith("*") or len(d) > 40:
         return None
     return d
+
+
+def _choices(param: dict[str, Any], field: dict[str, Any] | None) -> list[str]:
+    """The values a choice filter takes: the parameter's own enum, else that of the
+    serializer field of the same name (``{"value": {"enum": [...]}, "label": ...}``),
+    which is where NetBox 4.7 documents ``status`` and most other choice sets."""
+    schema = param.get("schema", {})
+    enum = schema.get("enum") or schema.get("items", {}).get("enum")
+    if not enum and isinstance(field, dict):
+        enum = field.get("properties", {}).get("value", {}).get("enum")
+    return [str(v) for v in enum or () if v not in (None, "", "null")]
 
 
 def derive_table(
@@ -107,6 +119,8 @@ def derive_table(
         hints: dict[str, str] = {}
         single: list[str] = []
         boolean: list[str] = []
+        properties = components.get(serializer, {}).get("properties", {})
+        choices: dict[str, list[str]] = {}
         params = [p for p in get.get("parameters", []) if p.get("in") == "query"]
         all_names = {p["name"] for p in params}
         for p in params:
@@ -130,6 +144,9 @@ def derive_table(
                 h = _hint(p.get("description"))
                 if h:
                     hints[name] = h
+                values = _choices(p, properties.get(name))
+                if values:
+                    choices[name] = values
         filters: dict[str, int] = {}
         for base in sorted(names):
             key = tuple(sorted(names[base]))
@@ -147,6 +164,8 @@ def derive_table(
             entry["ordering"] = sorted(ordering[object_type])
         if hints:
             entry["hints"] = hints
+        if choices:
+            entry["choices"] = choices
         if object_type in types:  # two endpoints with one serializer: keep the first, note it
             object_type = f"{app}.{rel.split('/')[-1].replace('-', '')}"
         types[object_type] = entry

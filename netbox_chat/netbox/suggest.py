@@ -67,6 +67,18 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "prefix_length": ("mask_length",),
     "mask": ("mask_length",),
     "asn": ("asn_id", "asn"),
+    # Refused without the filter that does the job before issue 24 (item 8): NetBox's
+    # interface filter for its device's role, an IP address's containing prefix, and
+    # the change log's times (its objects have no `created`).
+    "role": ("device_role",),
+    "prefix": ("parent",),
+    "within": ("parent",),
+    "created": ("time_after", "time_before"),
+    "created__gte": ("time_after",),
+    "created__gt": ("time_after",),
+    "created__lte": ("time_before",),
+    "created__lt": ("time_before",),
+    "time": ("time_after", "time_before"),
 }
 
 # What common filters mean, where NetBox's schema gives no short description.
@@ -153,6 +165,9 @@ def suggest_filters(ot: ObjectType, key: str, n: int = 4) -> list[str]:
     if len(parts) > 1:
         add(own_filter_for_hop(ot, parts))
     base = parts[0] if parts else low
+    own = ot.name.split(".", 1)[1] + "_"
+    if base.startswith(own):  # 'tenant_name' on tenants -> 'name'
+        add(base.removeprefix(own))
     for suffix in ("_name", "_slug"):  # 'tenant_name' -> 'tenant'
         if base.endswith(suffix):
             add(base.removesuffix(suffix))

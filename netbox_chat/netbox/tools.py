@@ -24,8 +24,15 @@ from netbox_chat.visible import visible
 from netbox_chat.window import result_budget
 
 from .arguments import Reading, read_arguments
-from .client import NetBoxAuthError, NetBoxClient, NetBoxError, NetBoxServerError
+from .client import (
+    NetBoxAuthError,
+    NetBoxBadRequest,
+    NetBoxClient,
+    NetBoxError,
+    NetBoxServerError,
+)
 from .custom_fields import with_custom_fields
+from .names import explain_bad_request, generic_relations, resolve_names
 from .object_types import (
     FilterTable,
     ObjectType,
@@ -100,6 +107,14 @@ SEARCH_DEFAULT_TYPES = (
     "ipam.prefix", "ipam.vlan", "tenancy.tenant", "circuits.circuit",
     "virtualization.virtualmachine",
 )  # fmt: skip
+
+# Where a name that found nothing is looked for next: the common types, and circuit
+# providers (a tenant's name was recorded searched as a provider, then reported "not
+# found in NetBox"; ../shared/facts/real-models.md).
+ELSEWHERE_TYPES = (*SEARCH_DEFAULT_TYPES, "circuits.provider")
+ELSEWHERE_LIMIT = 3  # names shown per type that holds the name
+# Filters that look an object up by its name: when they find nothing, say where it is.
+NAME_FILTERS = frozenset({"name", "q", "slug", "cid", "address", "display"})
 
 CHANGELOG_TYPE = "core.objectchange"
 _DROP_KEYS = frozenset({"url", "display_url"})
@@ -319,7 +334,11 @@ class NetBoxTools:
     async def _get_objects(self, reading: Reading) -> str:
         args, notes = reading.args, list(reading.notes)
         table, ot = await self._resolve(args["object_type"], args.get("filters"))
-        params = build_params(ot, args.get("filters"), table, notes)
+        filters = args.get("filters") or {}
+        if filters:
+            filters = generic_relations(ot, filters, notes)
+            filters = await resolve_names(self.client, table, ot, filters, notes)
+        params = build_params(ot, filters, table, notes)
         n = _limit(args.get("limit"), DEFAULT_LIMIT, MAX_LIMIT, notes)
         off = _offset(args.get("offset"))
         order = check_ordering(ot, args.get("ordering"))
@@ -329,6 +348,8 @@ class NetBoxTools:
             params.append(("ordering", order))
         try:
             data = await self.client.get(ot.path, params)
+        except NetBoxBadRequest as e:
+            raise FilterRejected(explain_bad_request(table, ot, filters, e)) from None
         except NetBoxServerError as e:
             if not order:
                 raise
@@ -341,7 +362,11 @@ class NetBoxTools:
         if not isinstance(data, dict) or "results" not in data:
             return _error(f"NetBox sent an unexpected answer for {ot.path} (no results list).")
         results = [_compact(r, top=True) for r in data.get("results") or []]
-        return self._page({"object_type": ot.name}, data, results, off, notes)
+        envelope: dict[str, Any] = {"object_type": ot.name}
+        name = _name_sought(filters)
+        if name and not data.get("count"):
+            await self._elsewhere(envelope, notes, name, {ot.name})
+        return self._page(envelope, data, results, off, notes)
 
     def _shape_params(self, ot: ObjectType, fields: Any, brief: Any) -> list[tuple[str, str]]:
         names = check_fields(ot, fields)
@@ -438,15 +463,7 @@ class NetBoxTools:
         notes = list(reading.notes)
         n = _limit(args.get("limit"), SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, notes)
 
-        async def one(ot: ObjectType) -> Any:
-            return await self.client.get(ot.path, [("q", q), ("brief", "true"), ("limit", str(n))])
-
-        answers = await asyncio.gather(*(one(ot) for ot in types), return_exceptions=True)
-        for a in answers:
-            if isinstance(a, NetBoxAuthError):
-                raise a
-            if isinstance(a, BaseException) and not isinstance(a, Exception):
-                raise a  # cancellation
+        answers = await self._ask_each(types, q, n)
         found: dict[str, Any] = {}
         empty: list[str] = []
         errors: dict[str, str] = {}
@@ -463,6 +480,8 @@ class NetBoxTools:
             out["no_matches"] = empty
         if errors:
             out["errors"] = errors
+        if not found:
+            await self._elsewhere(out, notes, q, {ot.name for ot in types})
         if notes:
             out["note"] = "; ".join(notes)
         # over budget: drop results from the largest lists first, say so
@@ -479,6 +498,48 @@ class NetBoxTools:
                 "or use netbox_get_objects with filters"
             )
         return _dumps(out)
+
+    async def _ask_each(self, types: list[ObjectType], q: str, n: int) -> list[Any]:
+        """``q`` on each type at once, brief; answers or the exception of each (a
+        refused token and a cancellation go through)."""
+
+        async def one(ot: ObjectType) -> Any:
+            return await self.client.get(ot.path, [("q", q), ("brief", "true"), ("limit", str(n))])
+
+        answers = await asyncio.gather(*(one(ot) for ot in types), return_exceptions=True)
+        for a in answers:
+            if isinstance(a, NetBoxAuthError):
+                raise a
+            if isinstance(a, BaseException) and not isinstance(a, Exception):
+                raise a  # cancellation
+        return answers
+
+    async def _elsewhere(
+        self, out: dict[str, Any], notes: list[str], name: str, searched: set[str]
+    ) -> None:
+        """A name that found nothing, looked for in the other common types (one ``q``
+        request each, at once): ``found_elsewhere`` says which hold it, so "not found"
+        is never the only evidence."""
+        table = await self.table()
+        types = [
+            table.types[t]
+            for t in ELSEWHERE_TYPES
+            if t in table.types and t not in searched and "q" in table.types[t].filters
+        ]
+        answers = await self._ask_each(types, name, ELSEWHERE_LIMIT)
+        held: dict[str, Any] = {}
+        for ot, a in zip(types, answers, strict=True):
+            if isinstance(a, dict) and a.get("count"):
+                names = [
+                    str(r.get("display") or r.get("name") or r.get("id")) for r in a["results"]
+                ]
+                held[ot.name] = {"count": a["count"], "names": names[:ELSEWHERE_LIMIT]}
+        out["found_elsewhere"] = held
+        if held:
+            where = ", ".join(f"{t} ({v['count']})" for t, v in held.items())
+            notes.append(f"nothing here matches {name!r}, but {where} do: see found_elsewhere")
+        else:
+            notes.append(f"{name!r} is not in the other common types either")
 
     # -- netbox_get_changelogs
 
@@ -524,6 +585,16 @@ class NetBoxTools:
             envelope["note"] = "; ".join(notes)
         envelope["results"] = kept
         return _dumps(envelope)
+
+
+def _name_sought(filters: Mapping[str, Any]) -> str | None:
+    """The name a call looks an object up by (``name``, ``name__ic``, ``q``, ...)."""
+    for key, value in filters.items():
+        if str(key).partition("__")[0] in NAME_FILTERS:
+            first = value[0] if isinstance(value, list) and value else value
+            if isinstance(first, str) and first.strip():
+                return first.strip()
+    return None
 
 
 def _short(v: Any) -> Any:

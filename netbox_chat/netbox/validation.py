@@ -16,6 +16,7 @@ from typing import Any
 
 from .object_types import FilterTable, ObjectType
 from .suggest import (
+    SYNONYMS,
     describe,
     describe_all,
     elsewhere,
@@ -151,9 +152,11 @@ def _diagnose_key(ot: ObjectType, key: str, table: FilterTable | None) -> str:
                 f"'{key}': filter '{base}' of {where} has no __{lookup} lookup (NetBox would "
                 f"ignore it). Its lookups: {_lookups_of(ot, base)}."
             )
+        # 'created__gte' on the change log means 'time_after': the whole key has a meaning
+        meant = key.lower() if key.lower() in SYNONYMS else base
         return (
             f"'{key}': '{base}' is not a {where} filter. "
-            f"Closest: {_names(ot, suggest_filters(ot, base))}."
+            f"Closest: {_names(ot, suggest_filters(ot, meant))}."
         )
     if sep and "__" not in base and lookup in DJANGO_LOOKUPS:
         nb = DJANGO_LOOKUPS[lookup]
@@ -244,7 +247,24 @@ def _render(v: Any) -> str:
     return str(v)
 
 
-def _check_value(ot: ObjectType, key: str, value: Any) -> tuple[list[str], str | None]:
+def _choice(ot: ObjectType, key: str, value: str, notes: list[str] | None) -> str | None:
+    """``value`` as the choice it means, or None when it is no value of this choice
+    filter. NetBox answers 400 for a choice it does not have, in any case ("Active" for
+    ``active`` was recorded): the value in the right case is used, with a note."""
+    base, _, lookup = key.partition("__")
+    choices = ot.choices.get(base)
+    if not choices or lookup not in ("", "n") or value in choices or value == "null":
+        return value
+    folded = {c.lower(): c for c in choices}
+    meant = folded.get(value.strip().lower().replace(" ", "-")) or folded.get(value.strip().lower())
+    if meant is not None and notes is not None:
+        notes.append(f"{key} {value!r} read as {meant!r}")
+    return meant
+
+
+def _check_value(
+    ot: ObjectType, key: str, value: Any, notes: list[str] | None = None
+) -> tuple[list[str], str | None]:
     """(rendered values, problem)."""
     if value is None:
         empty = f"{key}__empty" if ot.has_filter(f"{key}__empty") else None
@@ -282,7 +302,14 @@ def _check_value(ot: ObjectType, key: str, value: Any) -> tuple[list[str], str |
             if low not in _TRUE and low not in _FALSE:
                 return [], f"'{key}' takes true or false (NetBox ignores {s!r})."
             s = "true" if low in _TRUE else "false"
-        out.append(s)
+        meant = _choice(ot, key, s, notes)
+        if meant is None:
+            base = key.partition("__")[0]
+            return [], (
+                f"'{key}': {s!r} is not a value of {ot.name}'s {base} (NetBox would refuse "
+                f"it). Its values: {', '.join(ot.choices[base])}."
+            )
+        out.append(meant)
     return out, None
 
 
@@ -313,7 +340,7 @@ def build_params(
         given.setdefault(key, []).append((str(raw_key).strip(), value))
     params: list[tuple[str, str]] = []
     for key, each in given.items():
-        checked = [_check_value(ot, key, value) for _, value in each]
+        checked = [_check_value(ot, key, value, notes) for _, value in each]
         problem = next((p for _, p in checked if p), None)
         if problem:
             problems.append(problem)

@@ -1,0 +1,207 @@
+"""Names where NetBox wants slugs or ids, generic relations, and NetBox's 400s.
+
+Recorded from real models (../shared/facts/real-models.md): ``tenant: "Dunder-Mifflin,
+Inc."`` (a display name; NetBox answered 400), ``rack_id`` given a rack's name,
+``assigned_object_id: [66, 67]`` with ``assigned_object_type`` (400). A relation filter
+whose value cannot be a slug (or an id) is looked up on its own type: exactly one
+object with that name (any case) or slug gives its slug or id, with a note; several
+are listed and none is named by the closest, both as refusals. What NetBox still
+refuses with a 400 comes back as one line naming the filter and what it takes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .client import NetBoxBadRequest, NetBoxClient
+from .object_types import FilterTable, ObjectType
+from .validation import FilterRejected
+
+SLUG = re.compile(r"[-a-z0-9_]+")
+LOOKUP_LIMIT = 50  # objects one name lookup reads: a name matches few
+
+# An IP address's generic relation, as the filters that work: the type NetBox names
+# the assigned object by, and the filter of that kind of object.
+GFK_FILTERS: dict[str, dict[str, str]] = {
+    "ipam.ipaddress": {
+        "dcim.interface": "interface_id",
+        "virtualization.vminterface": "vminterface_id",
+    },
+}
+GFK_KEYS = frozenset({"assigned_object_id", "assigned_object_type"})
+GFK_ALTERNATIVES = (
+    "interface_id (dcim.interface ids), vminterface_id (VM interface ids), or device_id / "
+    "virtual_machine_id for every address of a device or VM"
+)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A filter that takes another object's slug or id."""
+
+    target: ObjectType
+    by: str  # "slug" or "id"
+
+
+def relation(table: FilterTable, ot: ObjectType, key: str) -> Relation | None:
+    """The object type ``key`` points at and what it takes, when both are known: the
+    schema's hint says ``(slug)`` or ``(ID)`` (or the name ends in ``_id``), and one type
+    is named like the filter (``tenant`` -> tenancy.tenant, ``virtual_machine_id`` ->
+    virtualization.virtualmachine), preferring ``ot``'s own app."""
+    hint = ot.hints.get(key, "")
+    by = "id" if key.endswith("_id") or hint.endswith("(ID)") else None
+    by = by or ("slug" if "(slug)" in hint else None)
+    if by is None or key not in ot.filters:
+        return None
+    model = key.removesuffix("_id").replace("_", "")
+    named = [t for name, t in table.types.items() if name.split(".", 1)[1] == model]
+    same_app = [t for t in named if t.name.split(".")[0] == ot.name.split(".")[0]]
+    found = same_app if len(same_app) == 1 else named
+    if len(found) != 1 or "q" not in found[0].filters:
+        return None
+    return Relation(found[0], by)
+
+
+def _fits(value: Any, by: str) -> bool:
+    text = str(value).strip()
+    if text == "null":
+        return True
+    return text.isdigit() if by == "id" else SLUG.fullmatch(text) is not None
+
+
+def _label(obj: Mapping[str, Any]) -> str:
+    return str(obj.get("name") or obj.get("display") or obj.get("id"))
+
+
+async def _candidates(client: NetBoxClient, target: ObjectType, name: str) -> list[dict[str, Any]]:
+    data = await client.get(
+        target.path, [("q", name), ("brief", "true"), ("limit", str(LOOKUP_LIMIT))]
+    )
+    results = data.get("results") if isinstance(data, dict) else None
+    return [r for r in results or [] if isinstance(r, dict)]
+
+
+async def _closest(
+    client: NetBoxClient, target: ObjectType, name: str, near: list[dict[str, Any]]
+) -> str:
+    """The nearest names among the near misses, else among a page of the type."""
+    if not near:
+        data = await client.get(target.path, [("brief", "true"), ("limit", "100")])
+        near = [r for r in (data.get("results") or []) if isinstance(r, dict)]
+    labels = {_label(r).lower(): r for r in near}
+    close = difflib.get_close_matches(name.lower(), list(labels), n=3, cutoff=0.3)
+    shown = [f"{_label(labels[c])!r} ({_key(labels[c])})" for c in close]
+    return f"closest: {', '.join(shown)}" if shown else f"no {target.name} is close"
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    slug = obj.get("slug")
+    return f"slug {slug}, id {obj.get('id')}" if slug else f"id {obj.get('id')}"
+
+
+async def resolve_names(
+    client: NetBoxClient,
+    table: FilterTable,
+    ot: ObjectType,
+    filters: Mapping[str, Any],
+    notes: list[str],
+) -> dict[str, Any]:
+    """``filters`` with every relation value that cannot be a slug or id replaced by
+    the slug or id of the one object it names (see the module's docstring); raises
+    ``FilterRejected`` for a name that matches several objects or none."""
+    out = dict(filters)
+    problems: list[str] = []
+    for raw_key, value in filters.items():
+        key = str(raw_key).strip()
+        rel = relation(table, ot, key)
+        values = list(value) if isinstance(value, list | tuple) else [value]
+        if rel is None or all(_fits(v, rel.by) for v in values if isinstance(v, str | int)):
+            continue
+        read: list[Any] = []
+        for given in values:
+            if not isinstance(given, str) or _fits(given, rel.by):
+                read.append(given)
+                continue
+            name = given.strip()
+            near = await _candidates(client, rel.target, name)
+            same = [
+                r
+                for r in near
+                if name.lower() in (_label(r).lower(), str(r.get("slug", "")).lower())
+            ]
+            if len(same) == 1:
+                meant = same[0][rel.by]
+                read.append(meant)
+                notes.append(f"{key} {given!r} read as {rel.target.name} {rel.by} {meant!r}")
+            elif same:
+                listed = "; ".join(f"{_label(r)!r} ({_key(r)})" for r in same)
+                problems.append(
+                    f"'{key}': {given!r} names {len(same)} {rel.target.name} objects: {listed}. "
+                    f"Give the {rel.by} of the one you mean."
+                )
+            else:
+                closest = await _closest(client, rel.target, name, near)
+                problems.append(
+                    f"'{key}': no {rel.target.name} has the name or slug {given!r} ({closest}); "
+                    f"{key} takes a {rel.by}."
+                )
+        out[raw_key] = read if isinstance(value, list | tuple) else (read[0] if read else value)
+    if problems:
+        raise FilterRejected(" ".join(problems))
+    return out
+
+
+def generic_relations(
+    ot: ObjectType, filters: Mapping[str, Any], notes: list[str]
+) -> dict[str, Any]:
+    """``assigned_object_type`` + ``assigned_object_id`` as the filter that works
+    (``interface_id`` for dcim.interface), with a note; an id without a type it can
+    be read with is refused, naming the filters that work."""
+    kinds = GFK_FILTERS.get(ot.name)
+    keys = {str(k).strip(): k for k in filters}
+    if not kinds or "assigned_object_id" not in keys:
+        return dict(filters)
+    raw_type = filters.get(keys["assigned_object_type"]) if "assigned_object_type" in keys else None
+    kind = str(raw_type or "").strip().lower()
+    if "." not in kind:
+        kind = next((k for k in kinds if k.endswith("." + kind)), kind)
+    if kind not in kinds:
+        given = f"assigned_object_type {raw_type!r}" if raw_type else "no assigned_object_type"
+        raise FilterRejected(
+            f"'assigned_object_id' with {given}: NetBox cannot read that generic relation "
+            f"here; use {GFK_ALTERNATIVES}."
+        )
+    out = {k: v for k, v in filters.items() if str(k).strip() not in GFK_KEYS}
+    out[kinds[kind]] = filters[keys["assigned_object_id"]]
+    notes.append(f"assigned_object_type {kind!r} with assigned_object_id read as {kinds[kind]}")
+    return out
+
+
+def explain_bad_request(
+    table: FilterTable, ot: ObjectType, filters: Mapping[str, Any], error: NetBoxBadRequest
+) -> str:
+    """NetBox's 400 as one line: each refused filter, what was given, what it takes."""
+    detail = error.detail if isinstance(error.detail, dict) else {}
+    parts = []
+    for key, why in detail.items():
+        base = str(key).partition("__")[0]
+        given = filters.get(key)
+        shown = f" {given!r}" if given is not None else ""
+        rel = relation(table, ot, str(key))
+        if ot.choices.get(base):
+            takes = f"one of {', '.join(ot.choices[base])}"
+        elif rel is not None:
+            takes = (
+                f"a {rel.target.name} {rel.by} (find it with netbox_get_objects("
+                f"'{rel.target.name}', {{'q': ...}}))"
+            )
+        else:
+            takes = " ".join(str(w) for w in why) if isinstance(why, list) else str(why)
+        parts.append(f"'{key}'{shown} refused by NetBox; it takes {takes}")
+    if not parts:
+        return str(error)
+    return "NetBox answered 400: " + "; ".join(parts) + "."

@@ -1,0 +1,94 @@
+"""Item 1 of issue 24: a silent server is not a dead server. Through the real CLI
+and the REPL in a pty, against the scripted Ollama playing a server that sends
+nothing while `/api/ps` says it is loading the model or reading the prompt (a cold
+first call of 82-108 s and a 167 s prefill were recorded; ../shared/facts/
+real-models.md), scaled down against a scaled-down NETBOX_CHAT_TIMEOUT."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.ollama_server import Delay, ScriptedOllama, Stall, Text
+from tests.test_real_models import ask, ask_json, turn_row
+from tests.test_repl_pty import PROMPT, leave, only_session, spawn
+
+TIMEOUT = "2"  # seconds; every silence below is longer
+
+
+def stream(env: dict[str, str], *args: str, code: int = 0) -> list[dict[str, Any]]:
+    result = ask(env, *args, "--stream-json", code=code)
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_a_silent_server_that_is_loading_the_model_is_waited_for(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.running = []  # /api/ps answers, the model not yet loaded
+    ollama.script([Delay(5.0), Text("Hello.")])
+    lines = stream({**chat_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}, "hello")
+    assert lines[-1]["status"] == "done" and lines[-1]["answer"] == "Hello."
+    waits = [line for line in lines if line["type"] == "waiting"]
+    assert waits and all(w["activity"] == "loading qwen3:8b" for w in waits)
+    assert waits[-1]["seconds"] > float(TIMEOUT)  # waited past the timeout
+    assert ollama.ps_requests >= 2
+    assert turn_row(sessions_dir, lines[-1]["session"], 1)["answer"] == "Hello."
+
+
+def test_a_server_that_answers_nothing_at_all_times_out(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script([Delay(6.0), Text("Hello.")])  # no /api/ps either
+    started = time.monotonic()
+    result = ask_json({**chat_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}, "hello", code=1)
+    assert time.monotonic() - started < 5.5
+    assert result["status"] == "failed" and result["answer"] == ""
+    assert result["error"].startswith("Ollama did not answer in time: it stopped answering")
+
+
+def test_a_stall_after_the_answer_began_times_out_though_ps_answers(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.running = ["qwen3:8b"]
+    ollama.script([Text("Two devices "), Stall()])
+    result = ask_json({**chat_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}, "how many?", code=1)
+    assert "stalled mid-answer" in result["error"]
+    ollama.wait_for_disconnects(1)
+
+
+def test_the_repl_says_what_the_server_is_doing_and_ctrl_c_cancels_the_wait(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    env = {**chat_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}
+    ollama.script([Text("Hello.")])
+    child = spawn(env)
+    child.sendline("hello")
+    child.expect("Hello.")
+    child.expect(PROMPT)
+
+    ollama.running = []
+    ollama.script([Stall()])
+    child.sendline("the question to cancel")
+    child.expect("loading qwen3:8b…", timeout=10)
+    ollama.running = ["qwen3:8b"]
+    child.expect(r"reading [0-9.]+k? tokens…", timeout=10)
+    time.sleep(float(TIMEOUT) + 1)  # past the timeout: still waiting, still cancellable
+    assert child.isalive()
+    started = time.monotonic()
+    child.sendintr()
+    child.expect("cancelled")
+    child.expect("rolled back")
+    child.expect(PROMPT)
+    assert time.monotonic() - started < 3.0
+    ollama.wait_for_disconnects(1)
+    child.sendcontrol("u")
+    leave(child)
+
+    session = only_session(sessions_dir)
+    assert turn_row(sessions_dir, session, 2)["status"] == "cancelled"
+    ollama.script([Text("Sure.")])
+    ask_json(chat_env, "next question", "--session", session)
+    sent = json.dumps(ollama.requests[-1]["messages"])
+    assert "hello" in sent and "the question to cancel" not in sent
