@@ -156,6 +156,26 @@ OllamaUrl = Annotated[
         show_default=False,
     ),
 ]
+ProviderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        envvar="NETBOX_CHAT_PROVIDER",
+        show_envvar=True,
+        help="Model server: ollama (default), or openai for any OpenAI-compatible server.",
+        show_default=False,
+    ),
+]
+BaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        envvar="NETBOX_CHAT_BASE_URL",
+        show_envvar=True,
+        help="The OpenAI-compatible server, ending in /v1 (with --provider openai).",
+        show_default=False,
+    ),
+]
 Model = Annotated[
     str | None,
     typer.Option(
@@ -274,6 +294,8 @@ def settings_from(
     *,
     store: str | None = None,
     profile: str | None = None,
+    provider: str | None = None,
+    base_url: str | None = None,
     remembered: dict[str, str] | None = None,
     need_token: bool = False,
 ) -> Settings:
@@ -293,6 +315,8 @@ def settings_from(
         netbox_url=netbox_url,
         store=store,
         profile=profile,
+        provider=provider,
+        base_url=base_url,
     )
     typed["think"] = None if think is None else ("on" if think else "off")
     try:
@@ -414,6 +438,8 @@ def main_callback(
     ctx: typer.Context,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
+    provider: ProviderOption = None,
+    base_url: BaseUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
@@ -430,6 +456,8 @@ def main_callback(
             think,
             store=store,
             profile=profile,
+            provider=provider,
+            base_url=base_url,
             need_token=True,
         )
         _chat(settings, None, resume=False)
@@ -452,6 +480,8 @@ def resume(
     ] = None,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
+    provider: ProviderOption = None,
+    base_url: BaseUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
@@ -469,6 +499,8 @@ def resume(
     """
     flags = {
         "ollama_url": ollama_url,
+        "provider": provider,
+        "base_url": base_url,
         "model": model,
         "netbox_url": netbox_url,
         "think": think,
@@ -586,6 +618,8 @@ def _forget_unanswered(store: Store) -> None:
 def config_command(
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
+    provider: ProviderOption = None,
+    base_url: BaseUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
     profile: Profile = None,
@@ -603,6 +637,8 @@ def config_command(
         netbox_url,
         store=store_option,
         profile=profile,
+        provider=provider,
+        base_url=base_url,
         need_token=True,
     )
     out().print(render.settings_table(settings), soft_wrap=True)
@@ -636,6 +672,8 @@ def ask(
     ] = False,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
+    provider: ProviderOption = None,
+    base_url: BaseUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
@@ -654,6 +692,8 @@ def ask(
 
     flags = {
         "ollama_url": ollama_url,
+        "provider": provider,
+        "base_url": base_url,
         "model": model,
         "netbox_url": netbox_url,
         "think": think,
@@ -672,6 +712,8 @@ def ask(
             think,
             store=store_option,
             profile=profile,
+            provider=provider,
+            base_url=base_url,
             need_token=session is None,
         )
         store = open_store(settings)
@@ -880,6 +922,8 @@ def doctor(
     ] = False,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
+    provider: ProviderOption = None,
+    base_url: BaseUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
     profile: Profile = None,
@@ -906,6 +950,8 @@ def doctor(
         netbox_url,
         store=store_option,
         profile=profile,
+        provider=provider,
+        base_url=base_url,
         need_token=True,
     )
     checks = run_checks(settings)

@@ -35,12 +35,14 @@ from typing import Annotated, Any, NotRequired, cast
 from deepagents.middleware.summarization import SUMMARIZATION_EVENT_KEY, SummarizationState
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_stream_writer
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.types import Command
 
+from netbox_chat.errors import UserFacingError
 from netbox_chat.history import (
     SUMMARY_PREFIX,
     SUMMARY_SOURCE,
@@ -234,12 +236,32 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
             if compacted is not None:
                 request, update[SUMMARIZATION_EVENT_KEY] = compacted
                 chars = self.request_chars(request)
-        response = await handler(request)
+        try:
+            response = await handler(request)
+        except ContextOverflowError:
+            # The server refused the request as too long (an OpenAI-compatible
+            # server says so; Ollama cuts in silence, see above): compact and
+            # retry once, else the turn fails, rolled back, in one line.
+            compacted = await self._compact(request, event, self.window, emit)
+            if compacted is None:
+                raise self._overflowed() from None
+            request, update[SUMMARIZATION_EVENT_KEY] = compacted
+            chars = self.request_chars(request)
+            try:
+                response = await handler(request)
+            except ContextOverflowError:
+                raise self._overflowed() from None
         if self._measure(response, chars, emit):
             update[CALIBRATION_KEY] = list(self.calibration.samples)
         if not update:
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def _overflowed(self) -> UserFacingError:
+        return UserFacingError(
+            f"the request does not fit the model's window of {self.window:,} tokens, even "
+            "compacted: start a new session, or give the model a larger window"
+        )
 
     async def _compact(
         self, request: ModelRequest, event: Any, estimate: int, emit: Callable[[Any], None]
