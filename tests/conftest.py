@@ -12,6 +12,7 @@ import pytest
 
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama
+from tests.openai_server import DIALECTS, ScriptedOpenAI
 from tests.stores import StoreUnderTest, database_url, empty_database
 
 TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
@@ -62,6 +63,24 @@ def chat_env(
         COLUMNS="100",
     )
     return env
+
+
+@pytest.fixture(params=DIALECTS)
+def openai_server(request: pytest.FixtureRequest) -> Iterator[ScriptedOpenAI]:
+    """A scripted OpenAI-compatible server, once per dialect (llama.cpp, vllm,
+    sglang, lmstudio, ollama's /v1), with a 40,960-token window for qwen3:8b."""
+    with ScriptedOpenAI(request.param, context_lengths={"qwen3:8b": 40_960}) as server:
+        yield server
+
+
+@pytest.fixture
+def openai_env(chat_env: dict[str, str], openai_server: ScriptedOpenAI) -> dict[str, str]:
+    """`chat_env` with the model on `openai_server`, given the way a user gives it."""
+    return {
+        **chat_env,
+        "NETBOX_CHAT_PROVIDER": "openai",
+        "NETBOX_CHAT_BASE_URL": openai_server.base_url,
+    }
 
 
 @pytest.fixture(params=["folder", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -118,6 +118,8 @@ class ScriptedOpenAI(ScriptedOllama):
         self.tool_parser = tool_parser
         self.reasoning_field = reasoning_field or REASONING_FIELD[dialect]
         self.stops_during_prefill = STOPS_DURING_PREFILL[dialect]
+        self.authorizations: list[str | None] = []
+        """The Authorization header of every request, in arrival order: which key came."""
 
     def _handler(self) -> type[_Handler]:
         return _OpenAIHandler
@@ -140,6 +142,7 @@ class _OpenAIHandler(_Handler):
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         server = self.openai
+        server.authorizations.append(self.headers.get("Authorization"))
         dialect = server.dialect
         if path == "/v1/models":
             self._send_json(
@@ -201,6 +204,7 @@ class _OpenAIHandler(_Handler):
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
+        self.openai.authorizations.append(self.headers.get("Authorization"))
         length = int(self.headers.get("Content-Length") or 0)
         try:
             body = json.loads(self.rfile.read(length) or b"{}")

@@ -22,6 +22,7 @@ the configured base URL's own host, with the key configured with it).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -200,3 +201,63 @@ def _reason(exc: httpx.HTTPError) -> str:
     if isinstance(exc, httpx.TimeoutException):
         return "no answer in time"
     return str(exc) or type(exc).__name__
+
+
+@dataclass(frozen=True)
+class Trial:
+    """What one short request with a tool showed (`doctor` only: it generates)."""
+
+    refused: str | None  # the server's words when it refused the request
+    reasoning_field: str | None  # where reasoning came, if any did
+
+
+TRIAL_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "ping",
+        "description": "Answer ping.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+
+
+def trial(base_url: str, model: str, api_key: str | None, *, timeout: float) -> Trial:
+    """Send "Say OK" with one tool, streamed, at most 16 tokens: vLLM without
+    its tool flags refuses it (400), a reasoning model starts with reasoning."""
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Say OK."}],
+        "tools": [TRIAL_TOOL],
+        "max_tokens": 16,
+        "stream": True,
+    }
+    with (
+        httpx.Client(timeout=timeout, headers=auth_headers(api_key)) as http,
+        http.stream("POST", f"{base_url}/chat/completions", json=body) as response,
+    ):
+        if response.status_code != 200:
+            response.read()
+            error = _json(response).get("error")
+            words = error.get("message") if isinstance(error, dict) else error
+            return Trial(_short(words) or f"HTTP {response.status_code}", None)
+        for line in response.iter_lines():
+            field = _reasoning_in(line)
+            if field:
+                return Trial(None, field)
+    return Trial(None, None)
+
+
+def _reasoning_in(line: str) -> str | None:
+    if not line.startswith("data: {"):
+        return None
+    try:
+        chunk = json.loads(line[6:])
+    except ValueError:
+        return None
+    choices = _list(chunk.get("choices")) if isinstance(chunk, dict) else []
+    delta = choices[0].get("delta") if choices else None
+    if isinstance(delta, dict):
+        for field in ("reasoning_content", "reasoning"):
+            if isinstance(delta.get(field), str) and delta[field]:
+                return field
+    return None
