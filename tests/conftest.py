@@ -12,7 +12,7 @@ import pytest
 
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama
-from tests.openai_server import DIALECTS, ScriptedOpenAI
+from tests.openai_server import DIALECTS, ScriptedOpenAI, server_env
 from tests.stores import StoreUnderTest, database_url, empty_database
 
 TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
@@ -24,9 +24,23 @@ TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
 os.environ["NETBOX_CHAT_CHECK_HISTORY_CACHE"] = "1"
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """`@pytest.mark.model_servers(...)` runs a test once per model server: the
+    `ollama` fixture is then Ollama's own API or a scripted OpenAI-compatible
+    server in a dialect (tests/openai_server.py), with the same scripting; with
+    no arguments, every one."""
+    marker = metafunc.definition.get_closest_marker("model_servers")
+    if marker is not None and "ollama" in metafunc.fixturenames:
+        kinds = marker.args or ("ollama", *DIALECTS)
+        metafunc.parametrize("ollama", kinds, indirect=True, ids=[f"on-{k}" for k in kinds])
+
+
 @pytest.fixture
-def ollama() -> Iterator[ScriptedOllama]:
-    with ScriptedOllama() as server:
+def ollama(request: pytest.FixtureRequest) -> Iterator[ScriptedOllama]:
+    """The scripted model server: Ollama's API, or a dialect of /v1 (above)."""
+    kind = getattr(request, "param", "ollama")
+    server = ScriptedOllama() if kind == "ollama" else ScriptedOpenAI(kind)
+    with server:
         yield server
 
 
@@ -52,7 +66,7 @@ def chat_env(
     env.update(
         NETBOX_CHAT_SESSIONS=str(sessions_dir),
         NETBOX_CHAT_CHECK_HISTORY_CACHE="1",  # see the top of this file
-        OLLAMA_HOST=ollama.url,
+        **server_env(ollama),
         NETBOX_CHAT_MODEL="qwen3:8b",
         NETBOX_URL=netbox.url,
         NETBOX_TOKEN=TEST_TOKEN,

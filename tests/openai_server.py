@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tests.ollama_server import (
+    DEFAULT_MODELS,
     Delay,
     HTTPError,
     ScriptedOllama,
@@ -38,7 +40,7 @@ from tests.ollama_server import (
     fit_prompt,
 )
 
-__all__ = ["DIALECTS", "ScriptedOpenAI"]
+__all__ = ["DIALECTS", "ScriptedOpenAI", "server_env", "server_settings"]
 
 DIALECTS = ("llama.cpp", "vllm", "sglang", "lmstudio", "ollama")
 
@@ -93,6 +95,26 @@ VLLM_TOOLS_OFF = (
 """vLLM's 400 for `tools` without the flags (renderers/online_renderer.py:262-290)."""
 
 
+SESSION_WINDOW = 16_384
+"""Each model's window unless a test says otherwise: the window a session gets on
+Ollama's own API by default (NETBOX_CHAT_NUM_CTX), so a suite that runs on both
+sees the same window."""
+
+
+def server_settings(server: ScriptedOllama) -> dict[str, Any]:
+    """The settings that point netbox-chat at `server`, for resolve_settings."""
+    if isinstance(server, ScriptedOpenAI):
+        return {"provider": "openai", "base_url": server.base_url}
+    return {"ollama_url": server.url}
+
+
+def server_env(server: ScriptedOllama) -> dict[str, str]:
+    """The same, as a user's environment."""
+    if isinstance(server, ScriptedOpenAI):
+        return {"NETBOX_CHAT_PROVIDER": "openai", "NETBOX_CHAT_BASE_URL": server.base_url}
+    return {"OLLAMA_HOST": server.url}
+
+
 class ScriptedOpenAI(ScriptedOllama):
     """One OpenAI-compatible server in `dialect` (one of DIALECTS).
 
@@ -113,6 +135,9 @@ class ScriptedOpenAI(ScriptedOllama):
     ) -> None:
         if dialect not in DIALECTS:
             raise ValueError(f"unknown dialect {dialect!r}")
+        kwargs.setdefault(
+            "context_lengths", {name: SESSION_WINDOW for name in models or DEFAULT_MODELS}
+        )
         super().__init__(models, **kwargs)
         self.dialect = dialect
         self.tool_parser = tool_parser
@@ -415,7 +440,10 @@ class _EventStream:
     def _call_head(self, index: int, call: ToolCall, arguments: str) -> dict[str, Any]:
         return {
             "index": index,
-            "id": f"call_{index}_{call.name}",
+            # Unique per call, as the servers make them (vLLM `chatcmpl-tool-<uuid>`,
+            # llama-server a random string): ids repeated across turns would pair
+            # a result with the wrong call.
+            "id": f"call_{uuid.uuid4().hex[:24]}",
             "type": "function",
             "function": {"name": call.name, "arguments": arguments},
         }
