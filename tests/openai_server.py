@@ -40,7 +40,7 @@ from tests.ollama_server import (
     fit_prompt,
 )
 
-__all__ = ["DIALECTS", "ScriptedOpenAI", "server_env", "server_settings"]
+__all__ = ["DIALECTS", "ScriptedOpenAI", "chat_model_for", "server_env", "server_settings"]
 
 DIALECTS = ("llama.cpp", "vllm", "sglang", "lmstudio", "ollama")
 
@@ -106,6 +106,14 @@ def server_settings(server: ScriptedOllama) -> dict[str, Any]:
     if isinstance(server, ScriptedOpenAI):
         return {"provider": "openai", "base_url": server.base_url}
     return {"ollama_url": server.url}
+
+
+def chat_model_for(settings: Any) -> Any:
+    """The chat model build_runtime would build for `settings`, on either provider."""
+    from netbox_chat.models import provider_for
+
+    provider = provider_for(settings)
+    return provider.chat_model(settings, provider.served(settings, timeout=5), reasoning=None)
 
 
 def server_env(server: ScriptedOllama) -> dict[str, str]:

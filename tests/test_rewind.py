@@ -29,13 +29,12 @@ from langgraph.types import Command
 from netbox_chat import history
 from netbox_chat.agent import build_agent, find_end_node
 from netbox_chat.errors import UserFacingError
-from netbox_chat.models import provider_for
 from netbox_chat.runtime import open_saver
 from netbox_chat.stores import OpenSession
 from netbox_chat.turns import Conversation, TurnEvent, TurnOutcome
 from tests.graphs import build_graph
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.openai_server import server_settings
+from tests.openai_server import chat_model_for, server_settings
 from tests.stores import StoreUnderTest
 
 # Compaction and rewind behave alike on every server: Ollama's API and one
@@ -106,8 +105,7 @@ def open_chat(
     "delta" (minimal DeltaChannel graph) or "plain" (minimal add_messages graph)."""
     settings = store.settings(**server_settings(server))
     saver = open_saver(session)
-    provider = provider_for(settings)
-    model = provider.chat_model(settings, provider.served(settings, timeout=5), reasoning=None)
+    model = chat_model_for(settings)
     if kind == "deepagents":
         graph = build_agent(settings, DEEPAGENTS_TOOLS, saver, model=model)
     else:
