@@ -193,12 +193,16 @@ def check_openai(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
         checks.append(Check("model", False, f"{model}: no answer ({_http_reason(exc)})"))
     else:
         if tried.refused:
-            fix = speaks.tools_fix or "start the server with tool calling on"
-            words = visible_line(tried.refused)
-            checks.append(Check("model", False, f"{model} cannot call tools: {words}", fix))
+            # vLLM without its flags: the one refusal a short request shows.
+            fix = f"start it with {speaks.tools_fix}" if speaks.tools_fix else "turn tools on"
+            checks.append(Check("model", False, f"{model}: {speaks.name} refuses tool calls", fix))
         else:
+            # SGLang without --tool-call-parser accepts tools and answers with the
+            # call as text: only a real call shows it, so the flag is named.
             tools = (
-                "tools" if speaks.tools_fix is None else f"tools if started so: {speaks.tools_fix}"
+                "tools"
+                if facts.dialect != "sglang"
+                else f"tools if started with {speaks.tools_fix}"
             )
             reasoning = (
                 f"returns reasoning in `{tried.reasoning_field}`"

@@ -41,7 +41,8 @@ class Dialect:
     Ollama (openai/openai.go), `reasoning_content` on llama.cpp
     (common/chat.cpp) and SGLang (protocol.py)."""
     tools_fix: str | None = None
-    """The flags that turn tool calling on, where it is off by default."""
+    """The flags that turn tool calling on, where it is off by default
+    (vLLM cli_args.py:123,129; SGLang serving.py:227)."""
 
 
 DIALECTS: Mapping[str, Dialect] = {
@@ -49,12 +50,12 @@ DIALECTS: Mapping[str, Dialect] = {
     "vllm": Dialect(
         "vLLM",
         "reasoning",
-        "start vLLM with --enable-auto-tool-choice --tool-call-parser NAME (hermes for Qwen)",
+        "--enable-auto-tool-choice --tool-call-parser NAME (hermes for Qwen)",
     ),
     "sglang": Dialect(
         "SGLang",
         "reasoning_content",
-        "start SGLang with --tool-call-parser NAME (qwen for Qwen)",
+        "--tool-call-parser NAME (qwen for Qwen)",
     ),
     "lmstudio": Dialect("LM Studio", "reasoning_content"),
     "ollama": Dialect("Ollama /v1", "reasoning"),

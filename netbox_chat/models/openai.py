@@ -162,7 +162,9 @@ class ChatOpenAICompatible(BaseChatOpenAI):
             raise self._error(exc) from exc
         fix = self.speaks.tools_fix
         if fix and kwargs.get("tools") and not called and "<tool_call>" in "".join(content):
-            raise UserFacingError(f"{self.speaks.name} returned a tool call as text: {fix}")
+            raise UserFacingError(
+                f"{self.speaks.name} returned a tool call as text: start it with {fix}"
+            )
 
     def _error(self, exc: openai.APIError) -> Exception:
         """One line for the user, or WindowOverflow for the context guard."""
@@ -183,7 +185,7 @@ class ChatOpenAICompatible(BaseChatOpenAI):
         status = getattr(exc, "status_code", None)
         if status == 400 and _TOOLS_OFF.search(text):
             fix = self.speaks.tools_fix or DIALECTS["vllm"].tools_fix
-            return UserFacingError(f"{server} refuses tool calls: {fix}")
+            return UserFacingError(f"{server} refuses tool calls: start it with {fix}")
         if status in (401, 403):
             return UserFacingError(
                 f"{server} refused the key ({status}): check api_key_env and the variable it names"
