@@ -257,3 +257,73 @@ def test_the_flags_alone_chat_against_the_server(
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "Three sites."
     assert openai_server.requests[0]["model"] == "qwen3:8b"
+
+
+@pytest.mark.parametrize("openai_server", ["llama.cpp"], indirect=True)
+def test_stream_json_carries_the_thinking_apart_from_the_text(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    openai_server.script([Thinking("Count the sites."), Text("Three sites.")])
+    result = CliRunner().invoke(app, ["ask", "how many sites?", "--stream-json"], env=openai_env)
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[-1]["type"] == "result" and events[-1]["answer"] == "Three sites."
+    assert events[-1]["thinking"] == "Count the sites."
+    text = "".join(e["text"] for e in events if e["type"] == "text_delta")
+    assert text == "Three sites."
+
+
+def test_config_shows_the_server_settings_and_where_they_came_from(
+    chat_env: dict[str, str],
+) -> None:
+    config = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        'provider = "openai"\n'
+        "[profiles.gpu]\n"
+        'base_url = "http://gpu.example:8000/v1"\n'
+        'api_key_env = "GPU_KEY"\n'
+        "context_window = 32768\n"
+    )
+    env = {**chat_env, "GPU_KEY": "sk-gpu-secret-0123456789"}
+    shown = CliRunner().invoke(app, ["config", "--profile", "gpu"], env=env).stdout
+    rows = {line.split()[0]: line for line in shown.splitlines() if line.strip()}
+    assert rows["provider"].split()[1:] == ["openai", "file"]
+    assert rows["base_url"].split()[1:] == ["http://gpu.example:8000/v1", "profile", "gpu"]
+    assert "32768" in rows["context_window"] and "profile gpu" in rows["context_window"]
+    assert "set (from GPU_KEY)" in rows["api_key"]
+    assert "sk-gpu-secret" not in shown
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "words"),
+    [
+        ("NETBOX_CHAT_BASE_URL", "http://127.0.0.1:8000", "must be an http(s) URL ending in /v1"),
+        ("NETBOX_CHAT_API_KEY_ENV", "sk-a-key-pasted-here", "must name an environment variable"),
+        ("NETBOX_CHAT_PROVIDER", "vllm", "must be one of ollama, openai"),
+    ],
+)
+def test_a_wrong_server_setting_is_one_line_and_exit_1(
+    chat_env: dict[str, str], variable: str, value: str, words: str
+) -> None:
+    result = CliRunner().invoke(app, ["ask", "hi"], env={**chat_env, variable: value})
+    assert result.exit_code == 1
+    assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "sk-a-key" not in result.stderr or variable != "NETBOX_CHAT_API_KEY_ENV"
+
+
+def test_a_sessions_stored_data_never_chooses_the_server_or_the_key() -> None:
+    """What a session remembers (read back on resume) cannot point the key elsewhere."""
+    from netbox_chat.config import resolve_settings
+
+    env = {"SERVER_KEY": "sk-0123456789abcdef"}
+    settings = resolve_settings(
+        env=env,
+        remembered={
+            "provider": "openai",
+            "base_url": "http://attacker.example/v1",
+            "api_key_env": "SERVER_KEY",
+            "model": "qwen3:8b",
+        },
+    )
+    assert (settings.provider, settings.base_url, settings.api_key) == ("ollama", None, None)
