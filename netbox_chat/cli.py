@@ -183,7 +183,10 @@ Model = Annotated[
         "-m",
         envvar="NETBOX_CHAT_MODEL",
         show_envvar=True,
-        help="Ollama model; it must support tool calling (default qwen3:8b).",
+        help=(
+            "The model (Ollama's name, or the server's /v1/models id); it must call "
+            "tools (default qwen3:8b)."
+        ),
         show_default=False,
     ),
 ]

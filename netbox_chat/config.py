@@ -214,7 +214,7 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("netbox_url", "NETBOX_URL", "--netbox-url", _netbox_url, None, "NetBox base URL"),
-    Setting("model", "NETBOX_CHAT_MODEL", "--model", _text, DEFAULT_MODEL, "Ollama model"),
+    Setting("model", "NETBOX_CHAT_MODEL", "--model", _text, DEFAULT_MODEL, "the model"),
     Setting("ollama_url", "OLLAMA_HOST", "--ollama-url", _ollama_url, DEFAULT_OLLAMA_URL, "Ollama"),
     Setting(
         "sessions_dir",

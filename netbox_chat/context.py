@@ -14,7 +14,10 @@ final line's `prompt_eval_count`. So this module, inside the agent's graph:
   read it the same way). It runs before every model call of a turn, so a turn
   with several big tool results compacts between its calls too;
 - reads `prompt_eval_count` after every call, for the meter and the ledger,
-  and flags a request Ollama visibly cut.
+  and flags a request Ollama visibly cut;
+- when a server refuses a request as too long instead (an OpenAI-compatible
+  server's 400, netbox_chat.models.openai.WindowOverflow), compacts and sends
+  it once more, else fails the turn in one line naming the window.
 
 Everything it changes is state of the running turn: with `durability="exit"`
 it reaches the file only when the turn ends, so Ctrl-C or a crash during a

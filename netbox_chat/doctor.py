@@ -1,4 +1,5 @@
-"""`netbox-chat doctor`: can we reach Ollama, the model, NetBox, the sessions folder?
+"""`netbox-chat doctor`: can we reach the model server (Ollama or an
+OpenAI-compatible one), the model, NetBox, the sessions folder?
 
 Each check is one line, passed or failed, and a failed one names the fix. The
 checks are quick on purpose (short timeouts, no retries, no LangChain import)
