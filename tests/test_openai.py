@@ -327,3 +327,18 @@ def test_a_sessions_stored_data_never_chooses_the_server_or_the_key() -> None:
         },
     )
     assert (settings.provider, settings.base_url, settings.api_key) == ("ollama", None, None)
+
+
+@pytest.mark.parametrize("openai_server", ["lmstudio"], indirect=True)
+def test_lm_studio_gets_reasoning_back_in_the_field_it_wrote(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    """LM Studio writes `reasoning` for gpt-oss and `reasoning_content` for R1-style
+    models (api-changelog 0.3.9, 0.3.23): the field it wrote is the one sent back."""
+    openai_server.reasoning_field = "reasoning"
+    openai_server.script([Thinking("Ask NetBox."), OFFLINE], [Text("One.")])
+    code, answer, stderr = ask(openai_env, "which devices are offline?")
+    assert code == 0, stderr
+    assert answer["thinking"].startswith("Ask NetBox.")
+    (called,) = [m for m in openai_server.requests[1]["messages"] if m.get("tool_calls")]
+    assert called["reasoning"] == "Ask NetBox." and "reasoning_content" not in called
