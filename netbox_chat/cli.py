@@ -204,6 +204,26 @@ OllamaUrl = Annotated[
         show_default=False,
     ),
 ]
+ProviderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        envvar="NETBOX_CHAT_PROVIDER",
+        show_envvar=True,
+        help="Model server: ollama (default), or openai for any OpenAI-compatible server.",
+        show_default=False,
+    ),
+]
+BaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        envvar="NETBOX_CHAT_BASE_URL",
+        show_envvar=True,
+        help="The OpenAI-compatible server, ending in /v1 (with --provider openai).",
+        show_default=False,
+    ),
+]
 Model = Annotated[
     str | None,
     typer.Option(
@@ -211,7 +231,10 @@ Model = Annotated[
         "-m",
         envvar="NETBOX_CHAT_MODEL",
         show_envvar=True,
-        help="Ollama model; it must support tool calling (default qwen3:8b).",
+        help=(
+            "The model (Ollama's name, or the server's /v1/models id); it must call "
+            "tools (default qwen3:8b)."
+        ),
         show_default=False,
     ),
 ]
@@ -329,6 +352,8 @@ def settings_from(
     store: str | None = None,
     profile: str | None = None,
     session_model: str | None = None,
+    provider: str | None = None,
+    base_url: str | None = None,
     need_token: bool = False,
 ) -> Settings:
     """Resolve the settings (config.py's layers) for this command line.
@@ -346,6 +371,8 @@ def settings_from(
         model=model,
         netbox_url=netbox_url,
         profile=profile,
+        provider=provider,
+        base_url=base_url,
     )
     typed["store"] = typed_on_command_line(store_option=store)["store_option"]
     if typed["store"] is not None and typed["store"].startswith(DATABASE_SCHEMES):
@@ -517,6 +544,8 @@ def main_callback(
     ] = False,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
+    provider: ProviderOption = None,
+    base_url: BaseUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
@@ -537,6 +566,8 @@ def main_callback(
             think,
             store=store,
             profile=profile,
+            provider=provider,
+            base_url=base_url,
             need_token=True,
         )
         _chat(settings, None, resume=False)
@@ -559,6 +590,8 @@ def resume(
     ] = None,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
+    provider: ProviderOption = None,
+    base_url: BaseUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
@@ -576,6 +609,8 @@ def resume(
     """
     flags = {
         "ollama_url": ollama_url,
+        "provider": provider,
+        "base_url": base_url,
         "model": model,
         "netbox_url": netbox_url,
         "think": think,
@@ -785,6 +820,8 @@ def _say_forgotten(forgotten: list[str], why: str) -> None:
 def config_command(
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
+    provider: ProviderOption = None,
+    base_url: BaseUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
     profile: Profile = None,
@@ -797,7 +834,15 @@ def config_command(
     from netbox_chat.credentials import with_token
 
     settings = settings_from(
-        sessions_dir, ollama_url, model, netbox_url, store=store_option, profile=profile
+        sessions_dir,
+        ollama_url,
+        model,
+        netbox_url,
+        store=store_option,
+        profile=profile,
+        provider=provider,
+        base_url=base_url,
+        need_token=True,
     )
     open_store(settings)  # a store URL libpq cannot use is refused as by every command
     try:
@@ -850,6 +895,8 @@ def ask(
     ] = False,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
+    provider: ProviderOption = None,
+    base_url: BaseUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
@@ -877,6 +924,8 @@ def ask(
     question = read_question(question)
     flags = {
         "ollama_url": ollama_url,
+        "provider": provider,
+        "base_url": base_url,
         "model": model,
         "netbox_url": netbox_url,
         "think": think,
@@ -897,6 +946,8 @@ def ask(
             think,
             store=store_option,
             profile=profile,
+            provider=provider,
+            base_url=base_url,
             need_token=not continuing,
         )
         store = open_store(settings)
@@ -1177,6 +1228,8 @@ def doctor(
     ] = False,
     sessions_dir: SessionsDir = None,
     ollama_url: OllamaUrl = None,
+    provider: ProviderOption = None,
+    base_url: BaseUrl = None,
     model: Model = None,
     netbox_url: NetboxUrl = None,
     profile: Profile = None,
@@ -1203,6 +1256,8 @@ def doctor(
         netbox_url,
         store=store_option,
         profile=profile,
+        provider=provider,
+        base_url=base_url,
         need_token=True,
     )
     checks = run_checks(settings)

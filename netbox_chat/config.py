@@ -31,6 +31,9 @@ DEFAULT_NUM_CTX = 16384
 DEFAULT_REQUEST_TIMEOUT = 120.0
 DEFAULT_NETBOX_TIMEOUT = 15.0
 DEFAULT_COMPACT_AT = 0.8
+PROVIDERS = ("ollama", "openai")
+"""`ollama` talks Ollama's own API; `openai` any OpenAI-compatible server
+(llama-server, vLLM, SGLang, LM Studio, Ollama's /v1): netbox_chat.models."""
 
 SESSIONS_MARK = ".netbox-chat"
 """The file netbox-chat puts in a sessions folder it made: what lets the
@@ -96,6 +99,13 @@ class Settings:
     think: str | None = None
     num_predict: int | None = None  # the longest reply, thinking included (tokens)
     compact_at: float = DEFAULT_COMPACT_AT  # share of the window that triggers a compaction
+    provider: str = "ollama"
+    base_url: str | None = None  # an OpenAI-compatible server's URL, ending in /v1
+    api_key_env: str | None = None  # the variable holding its key (never the key)
+    # The key itself, read from `api_key_env` only when `base_url` was set in
+    # the same place (see `_api_key`): out of `repr` like the token.
+    api_key: str | None = field(default=None, repr=False)
+    context_window: int | None = None  # overrides what the server says
     profile: str | None = None
     token_source: TokenSource | None = field(default=None, repr=False, compare=False)
     # Why the token is withheld (it belongs to another NetBox than `netbox_url`);
@@ -185,6 +195,36 @@ def _store(value: object, where: str) -> str:
     return text
 
 
+def _provider(value: object, where: str) -> str:
+    word = _text(value, where).strip().lower()
+    if word not in PROVIDERS:
+        raise ConfigError(f"{where} must be one of {', '.join(PROVIDERS)}, got {value!r}")
+    return word
+
+
+def _base_url(value: object, where: str) -> str:
+    """An OpenAI-compatible server's base URL: http(s), ending in /v1, as
+    every such server documents it (`http://127.0.0.1:8000/v1`)."""
+    url = _text(value, where).strip().rstrip("/")
+    if not url.startswith(("http://", "https://")) or not url.endswith("/v1"):
+        raise ConfigError(
+            f"{where} must be an http(s) URL ending in /v1 (http://127.0.0.1:8000/v1), "
+            f"got {value!r}"
+        )
+    return url
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_name(value: object, where: str) -> str:
+    """The NAME of a variable: a key written here instead would end up in a file."""
+    name = _text(value, where).strip()
+    if not _ENV_NAME.fullmatch(name):
+        raise ConfigError(f"{where} must name an environment variable (MY_KEY), not hold a key")
+    return name
+
+
 @dataclass(frozen=True)
 class Setting:
     """One row of the table: the `Settings` field and config key share `name`."""
@@ -199,7 +239,7 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("netbox_url", "NETBOX_URL", "--netbox-url", _netbox_url, None, "NetBox base URL"),
-    Setting("model", "NETBOX_CHAT_MODEL", "--model", _text, DEFAULT_MODEL, "Ollama model"),
+    Setting("model", "NETBOX_CHAT_MODEL", "--model", _text, DEFAULT_MODEL, "the model"),
     Setting("ollama_url", "OLLAMA_HOST", "--ollama-url", _ollama_url, DEFAULT_OLLAMA_URL, "Ollama"),
     Setting(
         "sessions_dir",
@@ -265,8 +305,44 @@ SETTINGS: tuple[Setting, ...] = (
         DEFAULT_COMPACT_AT,
         "compact when the window is this full (0 = off)",
     ),
+    Setting(
+        "provider",
+        "NETBOX_CHAT_PROVIDER",
+        "--provider",
+        _provider,
+        "ollama",
+        "model server kind: ollama, or openai (any OpenAI-compatible server)",
+    ),
+    Setting(
+        "base_url",
+        "NETBOX_CHAT_BASE_URL",
+        "--base-url",
+        _base_url,
+        None,
+        "OpenAI-compatible server, ending in /v1 (provider openai)",
+    ),
+    Setting(
+        "api_key_env",
+        "NETBOX_CHAT_API_KEY_ENV",
+        None,
+        _env_name,
+        None,
+        "name of the variable holding the server's API key (provider openai)",
+    ),
+    Setting(
+        "context_window",
+        "NETBOX_CHAT_CONTEXT_WINDOW",
+        None,
+        lambda v, w: int(_positive(v, w)),
+        None,
+        "the model's window in tokens, over what the server says (provider openai)",
+    ),
 )
 _BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+_NEVER_FROM_SESSION = frozenset({"provider", "base_url", "api_key_env"})
+"""Where the model server is and which key goes there: a session's stored data
+never chooses them (issue 21's rule for NetBox tokens, applied to API keys)."""
 
 
 def _command(value: object, where: str) -> tuple[str, ...]:
@@ -625,8 +701,11 @@ def resolve_settings(
         origins["profile"] = why
         if why in ("--profile", PROFILE_ENV):
             warnings += _shadowed(chosen, config.profiles[chosen], origins, token)
+    api_key, warning = _api_key(values, origins, ranks, env)
+    warnings += warning
     return Settings(
         **values,
+        api_key=api_key,
         netbox_token=(env.get(token.env) or None) if token and token.env and not refused else None,
         profile=chosen,
         token_source=token,
@@ -657,6 +736,28 @@ def default_sessions_dir(env: Mapping[str, str], cwd: Path | None = None) -> tup
         except RuntimeError:  # no home folder: the current one
             return here / "sessions", "default: ./sessions (no home folder)"
     return Path(data) / "netbox-chat" / "sessions", "default: $XDG_DATA_HOME/netbox-chat/sessions"
+
+
+def _api_key(
+    values: Mapping[str, Any],
+    origins: Mapping[str, str],
+    ranks: Mapping[str, int],
+    env: Mapping[str, str],
+) -> tuple[str | None, tuple[str, ...]]:
+    """The API key, only for the base_url configured with it: both set in the
+    same place (one profile, the file's top level, the environment, the
+    command line). A --base-url typed over a profile's key would otherwise
+    send that key to another server; it then goes without one, said once."""
+    name = values["api_key_env"]
+    if name is None or values["provider"] != "openai":
+        return None, ()
+    if ranks["api_key_env"] != ranks["base_url"]:
+        where = origins["base_url"]
+        return None, (
+            f"warning: api_key_env {name} ({origins['api_key_env']}) was not configured "
+            f"with this base_url ({where}): no key is sent; set both in one place",
+        )
+    return env.get(name) or None, ()
 
 
 def _place_store(values: dict[str, Any], origins: dict[str, str], ranks: dict[str, int]) -> None:

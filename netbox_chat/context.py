@@ -14,7 +14,10 @@ final line's `prompt_eval_count`. So this module, inside the agent's graph:
   read it the same way). It runs before every model call of a turn, so a turn
   with several big tool results compacts between its calls too;
 - reads `prompt_eval_count` after every call, for the meter and the ledger,
-  and flags a request Ollama visibly cut.
+  and flags a request Ollama visibly cut;
+- when a server refuses a request as too long instead (an OpenAI-compatible
+  server's 400, netbox_chat.models.openai.WindowOverflow), compacts and sends
+  it once more, else fails the turn in one line naming the window.
 
 Everything it changes is state of the running turn: with `durability="exit"`
 it reaches the file only when the turn ends, so Ctrl-C or a crash during a
@@ -35,12 +38,14 @@ from typing import Annotated, Any, NotRequired, cast
 from deepagents.middleware.summarization import SUMMARIZATION_EVENT_KEY, SummarizationState
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_stream_writer
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.types import Command
 
+from netbox_chat.errors import UserFacingError
 from netbox_chat.history import (
     SUMMARY_PREFIX,
     SUMMARY_SOURCE,
@@ -259,12 +264,33 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
                 request, update[SUMMARIZATION_EVENT_KEY] = compacted
                 chars = self.request_chars(request)
         thinking = sum(sent_thinking_chars(request.messages))
-        response = await handler(request)
+        try:
+            response = await handler(request)
+        except ContextOverflowError:
+            # The server refused the request as too long (an OpenAI-compatible
+            # server says so; Ollama cuts in silence, see above): compact and
+            # retry once, else the turn fails, rolled back, in one line.
+            compacted = await self._compact(request, event, self.window, emit)
+            if compacted is None:
+                raise self._overflowed() from None
+            request, update[SUMMARIZATION_EVENT_KEY] = compacted
+            chars = self.request_chars(request)
+            thinking = sum(sent_thinking_chars(request.messages))
+            try:
+                response = await handler(request)
+            except ContextOverflowError:
+                raise self._overflowed() from None
         if self._measure(response, chars, thinking, emit):
             update[CALIBRATION_KEY] = list(self.calibration.samples)
         if not update:
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def _overflowed(self) -> UserFacingError:
+        return UserFacingError(
+            f"the request does not fit the model's window of {self.window:,} tokens, even "
+            "compacted: start a new session, or give the model a larger window"
+        )
 
     async def _compact(
         self, request: ModelRequest, event: Any, estimate: int, emit: Callable[[Any], None]

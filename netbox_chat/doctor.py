@@ -1,4 +1,5 @@
-"""`netbox-chat doctor`: can we reach Ollama, the model, NetBox, the sessions folder?
+"""`netbox-chat doctor`: can we reach the model server (Ollama or an
+OpenAI-compatible one), the model, NetBox, the sessions folder?
 
 Each check is one line, passed or failed, and a failed one names the fix. The
 checks are quick on purpose (short timeouts, no retries, no LangChain import)
@@ -24,6 +25,7 @@ from netbox_chat.credentials import token_origin
 from netbox_chat.errors import UserFacingError
 from netbox_chat.model_info import ModelInfo, parse_show
 from netbox_chat.sessions import StoreError, refuse_network_filesystem
+from netbox_chat.visible import visible_line
 from netbox_chat.window import session_window, turn_floor
 from netbox_chat.words import count
 
@@ -54,7 +56,10 @@ def skipped(name: str, why: str = "") -> Check:
 
 def run_checks(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
     """Every check, in the order a user would fix them."""
-    checks = check_ollama(settings, timeout=timeout)
+    if settings.provider == "openai":
+        checks = check_openai(settings, timeout=timeout)
+    else:
+        checks = check_ollama(settings, timeout=timeout)
     checks += asyncio.run(check_netbox(settings, timeout=timeout))
     if settings.store is not None:
         checks.append(check_database_store(settings.store))
@@ -173,6 +178,109 @@ def check_window(settings: Settings, info: ModelInfo) -> Check:
         )
     limit = f" of {info.context_length:,}" if info.context_length else ""
     return Check(name, True, f"{window:,} tokens{limit} (NETBOX_CHAT_NUM_CTX; {compaction})")
+
+
+# --- An OpenAI-compatible server ----------------------------------------------------
+
+TRIAL_TIMEOUT = 30.0
+"""The one short generation may wait for a model to load; the rest stays quick."""
+
+
+def check_openai(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
+    """The server and its version, the model, whether it can call tools and
+    returns reasoning (one short request), and the window."""
+    from netbox_chat.models.dialects import ServerError, probe, trial
+
+    model = settings.model
+    if settings.base_url is None:
+        return [
+            Check(
+                "model server",
+                False,
+                "provider openai has no base_url",
+                "pass --base-url http://HOST:PORT/v1 or set NETBOX_CHAT_BASE_URL",
+            ),
+            Check("model", False, f"{model}: not checked (no server)"),
+        ]
+    try:
+        facts = probe(settings.base_url, model, settings.api_key, timeout=timeout)
+    except ServerError as exc:
+        return [
+            Check(
+                "model server",
+                False,
+                visible_line(str(exc)),
+                "start the server, or point --base-url / NETBOX_CHAT_BASE_URL at it",
+            ),
+            Check("model", False, f"{model}: not checked (server unreachable)"),
+        ]
+    speaks = facts.speaks
+    version = f" (version {visible_line(facts.version)})" if facts.version else ""
+    checks = [Check("model server", True, f"{speaks.name} at {settings.base_url}{version}")]
+    if not facts.serves_model:
+        listed = visible_line(", ".join(facts.served[:8]) or "none")
+        checks.append(
+            Check("model", False, f"{model} is not served (it serves: {listed})", "--model ID")
+        )
+        return checks
+    try:
+        tried = trial(settings.base_url, model, settings.api_key, timeout=TRIAL_TIMEOUT)
+    except httpx.HTTPError as exc:
+        checks.append(Check("model", False, f"{model}: no answer ({_http_reason(exc)})"))
+    else:
+        if tried.refused:
+            # vLLM without its flags: the one refusal a short request shows.
+            fix = f"start it with {speaks.tools_fix}" if speaks.tools_fix else "turn tools on"
+            checks.append(Check("model", False, f"{model}: {speaks.name} refuses tool calls", fix))
+        else:
+            # SGLang without --tool-call-parser accepts tools and answers with the
+            # call as text: only a real call shows it, so the flag is named.
+            tools = (
+                "tools"
+                if facts.dialect != "sglang"
+                else f"tools if started with {speaks.tools_fix}"
+            )
+            reasoning = (
+                f"returns reasoning in `{tried.reasoning_field}`"
+                if tried.reasoning_field
+                else "no reasoning in a short answer"
+            )
+            checks.append(Check("model", True, f"{model} ({tools}; {reasoning})"))
+    checks.append(check_served_window(settings, facts.window, speaks.name))
+    return checks
+
+
+def check_served_window(settings: Settings, served: int | None, server: str) -> Check:
+    """The window the server says it gives one request, or the override."""
+    name = "context window"
+    window = settings.context_window or served
+    if window is None:
+        return Check(
+            name,
+            False,
+            f"{server} does not say its window; sessions assume {settings.num_ctx:,}",
+            "set NETBOX_CHAT_CONTEXT_WINDOW (or context_window) to the server's",
+        )
+    if served and window > served:
+        return Check(
+            name,
+            False,
+            f"context_window {window:,} is more than the {served:,} {server} gives a request",
+            f"set context_window to {served} or less",
+        )
+    needed = turn_floor(window)
+    if window < needed:
+        return Check(
+            name,
+            False,
+            f"{window:,} tokens is less than one turn needs (about {needed:,})",
+            f"give the model a window of at least {1 << (needed - 1).bit_length()}",
+        )
+    origin = "context_window" if settings.context_window else f"as {server} says"
+    compaction = (
+        f"compacts at {settings.compact_at:.0%}" if settings.compact_at else "compaction off"
+    )
+    return Check(name, True, f"{window:,} tokens ({origin}; {compaction})")
 
 
 def _json(response: httpx.Response) -> dict[str, Any]:

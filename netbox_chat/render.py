@@ -567,6 +567,15 @@ def tokens_table(turns: Sequence[Turn]) -> Columns:
     return Columns(rows, header=header, right={0, 2, 3, 4, 5}, flexible=1)
 
 
+def _key_state(settings: Settings) -> str:
+    """Whether the model server's key is set, never the key."""
+    if settings.api_key:
+        return f"set (from {settings.api_key_env})"
+    if settings.provider != "openai":
+        return "not used (provider ollama)"
+    return f"not sent ({settings.api_key_env} is not set, or not configured with base_url)"
+
+
 def settings_table(settings: Settings, *, token_failed: bool = False) -> Text:
     """`netbox-chat config`: each setting, its value, where it came from, one
     line each and never cut short (a path or URL is no use with an "…").
@@ -593,6 +602,8 @@ def settings_table(settings: Settings, *, token_failed: bool = False) -> Text:
         elif setting.name == "netbox_url" and value is not None:
             shown = without_userinfo(value, "***@")  # a proxy's user:password@
         rows.append((setting.name, shown, settings.origins.get(setting.name, "")))
+        if setting.name == "api_key_env" and value is not None:
+            rows.append(("api_key", _key_state(settings), ""))
     rows.append(("netbox_token", token, source.origin if source else ""))
     names = max(len(name) for name, _, _ in rows)
     values = max(len(value) for _, value, _ in rows)

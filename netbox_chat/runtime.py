@@ -23,7 +23,7 @@ from netbox_chat.errors import UserFacingError
 from netbox_chat.pgstore import PgSession
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import ThinkPlan, plan_thinking
-from netbox_chat.window import session_window, too_small_for
+from netbox_chat.window import too_small_for
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-# /api/show is a local lookup; a server that takes longer is not worth waiting for,
-# the session then runs without knowing the model's capabilities or length.
+# /api/show (or an OpenAI-compatible server's /v1/models) is a local lookup; a
+# server that takes longer is not worth waiting for, the session then runs
+# without knowing the model's capabilities or length.
 MODEL_INFO_TIMEOUT = 10.0
 
 
@@ -47,8 +48,8 @@ class Runtime:
     conversation: Conversation
     netbox: NetBoxClient | None
     model_info: ModelInfo | None
-    """What Ollama's /api/show said about the model (None: it could not be
-    read); fetched once per session, in build_runtime, for the window and the
+    """What the server said about the model (None: it could not be read);
+    fetched once per session, in build_runtime, for the window and the
     capabilities."""
     thinking: ThinkPlan
     context: ContextGuard | None = None
@@ -60,8 +61,10 @@ class Runtime:
 
     def set_thinking(self, setting: str | None) -> ThinkPlan:
         """Ask the model to think (or not) from the next request on (`/think`)."""
+        from netbox_chat.models import set_thinking
+
         self.thinking = plan_thinking(setting, self.model_info)
-        self.conversation.model.reasoning = self.thinking.reasoning
+        set_thinking(self.conversation.model, self.thinking.reasoning)
         return self.thinking
 
     def check_room(self, question: str) -> None:
@@ -102,14 +105,16 @@ def build_runtime(
     tools: Sequence[BaseTool] | None = None,
 ) -> Runtime:
     """Build the agent for `session` (slow: imports deepagents)."""
-    from netbox_chat.agent import build_agent, build_model, find_end_node
+    from netbox_chat.agent import build_agent, find_end_node
     from netbox_chat.context import ContextGuard
+    from netbox_chat.models import provider_for
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.netbox.tools import build_netbox_tools
     from netbox_chat.turns import Conversation
 
-    model_info = _read_model_info(settings)
-    window = session_window(settings.num_ctx, model_info.context_length if model_info else None)
+    provider = provider_for(settings)
+    served = provider.served(settings, timeout=MODEL_INFO_TIMEOUT)
+    model_info, window = served.info, served.window
     guard = ContextGuard(window, settings.compact_at)
     netbox = None
     if tools is None:
@@ -123,7 +128,7 @@ def build_runtime(
         tools = build_netbox_tools(netbox, window_tokens=window)
     thinking = plan_thinking(settings.think, model_info)
     saver = open_saver(session)
-    model = build_model(settings, reasoning=thinking.reasoning, num_ctx=window)
+    model = provider.chat_model(settings, served, reasoning=thinking.reasoning)
     graph = build_agent(settings, tools, saver, model=model, context_guard=guard)
     conversation = Conversation(session, graph, saver, find_end_node(graph), model=model)
     runtime = Runtime(conversation, netbox, model_info, thinking, guard)
@@ -133,18 +138,6 @@ def build_runtime(
     # session: a Ctrl-C or a keystroke waits for it. Frozen, they are skipped.
     gc.freeze()
     return runtime
-
-
-def _read_model_info(settings: Settings) -> ModelInfo | None:
-    """Ollama's facts about the model, or None when they cannot be read: the
-    session then keeps the configured window, and the first turn reports what
-    is wrong with Ollama the usual way."""
-    from netbox_chat.model_info import ModelInfoError, fetch_model_info
-
-    try:
-        return fetch_model_info(settings.ollama_url, settings.model, timeout=MODEL_INFO_TIMEOUT)
-    except ModelInfoError:
-        return None
 
 
 async def run_to_its_end(work: Coroutine[Any, Any, T]) -> T:

@@ -80,7 +80,7 @@ def plan_thinking(setting: str | None, info: ModelInfo | None) -> ThinkPlan:
         if setting in (None, "off"):
             return ThinkPlan(False if setting else None, setting_label(setting))
         name = info.name if info is not None else "the model"
-        note = f"Ollama did not say whether {name} can think; leaving thinking to the model"
+        note = f"the model server did not say whether {name} can think; leaving it to the model"
         return ThinkPlan(None, setting_label(None), note)
     if not info.can_think:
         label = f"thinking off ({info.name} cannot think)"

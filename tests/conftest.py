@@ -12,6 +12,7 @@ import pytest
 
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama
+from tests.openai_server import DIALECTS, ScriptedOpenAI, server_env
 from tests.stores import StoreUnderTest, database_url, empty_database
 
 TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
@@ -23,9 +24,23 @@ TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
 os.environ["NETBOX_CHAT_CHECK_HISTORY_CACHE"] = "1"
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """`@pytest.mark.model_servers(...)` runs a test once per model server: the
+    `ollama` fixture is then Ollama's own API or a scripted OpenAI-compatible
+    server in a dialect (tests/openai_server.py), with the same scripting; with
+    no arguments, every one."""
+    marker = metafunc.definition.get_closest_marker("model_servers")
+    if marker is not None and "ollama" in metafunc.fixturenames:
+        kinds = marker.args or ("ollama", *DIALECTS)
+        metafunc.parametrize("ollama", kinds, indirect=True, ids=[f"on-{k}" for k in kinds])
+
+
 @pytest.fixture
-def ollama() -> Iterator[ScriptedOllama]:
-    with ScriptedOllama() as server:
+def ollama(request: pytest.FixtureRequest) -> Iterator[ScriptedOllama]:
+    """The scripted model server: Ollama's API, or a dialect of /v1 (above)."""
+    kind = getattr(request, "param", "ollama")
+    server = ScriptedOllama() if kind == "ollama" else ScriptedOpenAI(kind)
+    with server:
         yield server
 
 
@@ -51,7 +66,7 @@ def chat_env(
     env.update(
         NETBOX_CHAT_SESSIONS=str(sessions_dir),
         NETBOX_CHAT_CHECK_HISTORY_CACHE="1",  # see the top of this file
-        OLLAMA_HOST=ollama.url,
+        **server_env(ollama),
         NETBOX_CHAT_MODEL="qwen3:8b",
         NETBOX_URL=netbox.url,
         NETBOX_TOKEN=TEST_TOKEN,
@@ -63,6 +78,24 @@ def chat_env(
         COLUMNS="100",
     )
     return env
+
+
+@pytest.fixture(params=DIALECTS)
+def openai_server(request: pytest.FixtureRequest) -> Iterator[ScriptedOpenAI]:
+    """A scripted OpenAI-compatible server, once per dialect (llama.cpp, vllm,
+    sglang, lmstudio, ollama's /v1), with a 40,960-token window for qwen3:8b."""
+    with ScriptedOpenAI(request.param, context_lengths={"qwen3:8b": 40_960}) as server:
+        yield server
+
+
+@pytest.fixture
+def openai_env(chat_env: dict[str, str], openai_server: ScriptedOpenAI) -> dict[str, str]:
+    """`chat_env` with the model on `openai_server`, given the way a user gives it."""
+    return {
+        **chat_env,
+        "NETBOX_CHAT_PROVIDER": "openai",
+        "NETBOX_CHAT_BASE_URL": openai_server.base_url,
+    }
 
 
 @pytest.fixture(params=["folder", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -544,7 +544,7 @@ class ScriptedOllama:
         """Bind a port and serve in a daemon thread; returns self for chaining."""
         if self._server is not None:
             raise RuntimeError("ScriptedOllama already started")
-        self._server = _Server(("127.0.0.1", self._port), _Handler, self)
+        self._server = _Server(("127.0.0.1", self._port), self._handler(), self)
         self._serve_thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},  # shutdown() waits one poll at most
@@ -556,6 +556,11 @@ class ScriptedOllama:
         self._timer.daemon = True
         self._timer.start()
         return self
+
+    def _handler(self) -> type[_Handler]:
+        """The request handler: Ollama's API here; tests.openai_server's speaks
+        /v1 over the same scripting, lifecycle and bookkeeping."""
+        return _Handler
 
     def stop(self) -> None:
         """Stop serving and close every connection, including ones held by a Stall."""

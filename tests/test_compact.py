@@ -15,8 +15,14 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from netbox_chat import history
 from netbox_chat.errors import UserFacingError
 from tests.ollama_server import HTTPError, ScriptedOllama, Stall, Text, ToolCall
+from tests.openai_server import ScriptedOpenAI
 from tests.stores import StoreUnderTest
 from tests.test_rewind import Chat, contents, fresh_process, new_chat, turn
+
+# Compaction and rewind behave alike on every server: Ollama's API and one
+# OpenAI-compatible dialect (vLLM) stand for all (tests/test_openai.py runs the
+# five where they differ).
+pytestmark = pytest.mark.model_servers("ollama", "vllm")
 
 SUMMARY = "SUMMARY: Akron has 3 devices (sw01, sw02 offline, rtr01); Columbus has 1."
 
@@ -245,6 +251,7 @@ async def test_a_failed_summary_writes_nothing(
         ollama.script([HTTPError(500, "out of memory")])
         with pytest.raises(UserFacingError) as caught:
             await history.compact(chat.conversation, model=chat.model)
-        assert str(caught.value).startswith("compaction failed, nothing changed: Ollama")
+        server = "vLLM" if isinstance(ollama, ScriptedOpenAI) else "Ollama"
+        assert str(caught.value).startswith(f"compaction failed, nothing changed: {server}")
         assert "out of memory" in str(caught.value)
         assert chat.snapshot() == before

@@ -22,6 +22,11 @@ from tests.ollama_server import Delay, ScriptedOllama, Text, ToolCall
 from tests.stores import StoreUnderTest
 
 ROOT = Path(__file__).parent.parent
+
+# A crash or a signal rolls back the same way whatever the server: Ollama's API and
+# one OpenAI-compatible dialect (llama-server) stand for all; tests/test_openai.py
+# cancels on all five, where when the server notices differs.
+pytestmark = pytest.mark.model_servers("ollama", "llama.cpp")
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
 
 

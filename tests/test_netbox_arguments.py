@@ -33,6 +33,7 @@ from netbox_chat.turns import Conversation
 from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.openai_server import chat_model_for, server_settings
 
 SHAPE = ("fields", "brief", "limit", "offset", "ordering")  # not filters
 
@@ -271,12 +272,13 @@ def run_agent_turn(
 
     async def go() -> list[str]:
         folder = tmp_path / "sessions"
-        settings = resolve_settings(sessions_dir=folder, ollama_url=ollama.url, env={})
+        settings = resolve_settings(sessions_dir=folder, env={}, **server_settings(ollama))
         session = SessionFile.create(SessionStore(folder), model="qwen3:8b")
         saver = BridgedSqliteSaver(session.db, session.id)
         client = NetBoxClient(netbox.url, TEST_TOKEN)
         try:
-            graph = build_agent(settings, build_netbox_tools(client), saver)
+            tools = build_netbox_tools(client)
+            graph = build_agent(settings, tools, saver, model=chat_model_for(settings))
             conversation = Conversation(session, graph, saver, find_end_node(graph))
             ollama.script(list(calls), [Text("done")])
             outcome = await conversation.run_turn("check the network")
@@ -294,6 +296,7 @@ def run_agent_turn(
 AGENT_CASES = [c for c in CORPUS if c.sent is not None and "paths" not in c.shape]
 
 
+@pytest.mark.model_servers()  # tool calls arrive whole or in pieces
 def test_sloppy_arguments_through_the_real_agent(
     tmp_path: Path, ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
@@ -309,6 +312,7 @@ def test_sloppy_arguments_through_the_real_agent(
         assert case.sent in filters_seen, (case.id, seen)
 
 
+@pytest.mark.model_servers()  # tool calls arrive whole or in pieces
 def test_refusals_through_the_real_agent_send_nothing(
     tmp_path: Path, ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
@@ -319,6 +323,7 @@ def test_refusals_through_the_real_agent_send_nothing(
     assert nb_calls(netbox, 0) == []
 
 
+@pytest.mark.model_servers()  # tool calls arrive whole or in pieces
 def test_json_strings_are_parsed_by_chatollama_and_still_read(
     tmp_path: Path, ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:

@@ -68,6 +68,9 @@ DEVICES_OFFLINE = ToolCall(
 )
 
 
+# The REPL on Ollama's API and on one OpenAI-compatible dialect (llama-server);
+# tests/test_openai.py cancels on all five, where when the server notices differs.
+@pytest.mark.model_servers("ollama", "llama.cpp")
 def test_chat_quit_ls_resume_and_the_model_remembers(
     store: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
@@ -137,6 +140,9 @@ MOMENTS = {
 }
 
 
+# The REPL on Ollama's API and on one OpenAI-compatible dialect (llama-server);
+# tests/test_openai.py cancels on all five, where when the server notices differs.
+@pytest.mark.model_servers("ollama", "llama.cpp")
 @pytest.mark.parametrize("moment", MOMENTS)
 def test_ctrl_c_cancels_and_rolls_back_at_any_moment(
     moment: str,

@@ -21,20 +21,26 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
-from langchain_ollama import ChatOllama
 from langgraph.types import Command
 
 from netbox_chat import history
-from netbox_chat.agent import build_agent, build_model, find_end_node
+from netbox_chat.agent import build_agent, find_end_node
 from netbox_chat.errors import UserFacingError
 from netbox_chat.runtime import open_saver
 from netbox_chat.stores import OpenSession
 from netbox_chat.turns import Conversation, TurnEvent, TurnOutcome
 from tests.graphs import build_graph
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.openai_server import chat_model_for, server_settings
 from tests.stores import StoreUnderTest
+
+# Compaction and rewind behave alike on every server: Ollama's API and one
+# OpenAI-compatible dialect (vLLM) stand for all (tests/test_openai.py runs the
+# five where they differ).
+pytestmark = pytest.mark.model_servers("ollama", "vllm")
 
 ROOT = Path(__file__).parent.parent
 
@@ -75,7 +81,7 @@ MINIMAL_TOOLS: list[BaseTool] = [lookup, slow_lookup]
 @dataclass
 class Chat:
     conversation: Conversation
-    model: ChatOllama
+    model: BaseChatModel
     kind: str
     store: StoreUnderTest
 
@@ -91,13 +97,15 @@ class Chat:
         return self.store.snapshot(self.session.id)
 
 
-def open_chat(session: OpenSession, kind: str, ollama_url: str, store: StoreUnderTest) -> Chat:
+def open_chat(
+    session: OpenSession, kind: str, server: ScriptedOllama, store: StoreUnderTest
+) -> Chat:
     """A Conversation on `session` built the way build_runtime builds one, with
-    test tools; kind is "deepagents", "delta" (minimal DeltaChannel graph) or
-    "plain" (minimal add_messages graph)."""
-    settings = store.settings(ollama_url=ollama_url)
+    test tools, on whichever model server `server` is; kind is "deepagents",
+    "delta" (minimal DeltaChannel graph) or "plain" (minimal add_messages graph)."""
+    settings = store.settings(**server_settings(server))
     saver = open_saver(session)
-    model = build_model(settings)
+    model = chat_model_for(settings)
     if kind == "deepagents":
         graph = build_agent(settings, DEEPAGENTS_TOOLS, saver, model=model)
     else:
@@ -112,7 +120,7 @@ async def new_chat(
     """A chat on a new session; when it closes, its ledger must agree with its
     checkpoints (unless the test damaged the ledger on purpose)."""
     session = store.create()
-    chat = open_chat(session, kind, ollama.url, store)
+    chat = open_chat(session, kind, ollama, store)
     try:
         yield chat
     finally:
@@ -123,7 +131,7 @@ async def new_chat(
 
 def reopen(chat: Chat, ollama: ScriptedOllama) -> Chat:
     chat.close()
-    return open_chat(chat.store.open(chat.session.id), chat.kind, ollama.url, chat.store)
+    return open_chat(chat.store.open(chat.session.id), chat.kind, ollama, chat.store)
 
 
 _FRESH_PROCESS = r"""
@@ -136,6 +144,7 @@ from netbox_chat.stores import open_store
 from netbox_chat.turns import Conversation
 from tests.graphs import build_graph
 from tests.ollama_server import ScriptedOllama, Text
+
 
 def dump(conv):
     head = conv.head_checkpoint_id()

@@ -1,0 +1,123 @@
+"""Owns the model servers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from netbox_chat.config import Settings
+from netbox_chat.errors import UserFacingError
+from netbox_chat.window import session_window
+
+if TYPE_CHECKING:
+    from netbox_chat.model_info import ModelInfo
+    from netbox_chat.models.dialects import ServerFacts
+
+
+@dataclass(frozen=True)
+class Served:
+    """What a session knows of its model before the first turn: what the
+    server said of it (None: it could not be asked) and the window every
+    request of the session is sized to."""
+
+    info: ModelInfo | None
+    window: int
+    facts: ServerFacts | None = None  # an OpenAI-compatible server's own
+
+
+class Provider(Protocol):
+    """One kind of model server (simonw/llm's one plugin interface, in small):
+    ask it about the model, then build the chat model a session talks to."""
+
+    def served(self, settings: Settings, *, timeout: float) -> Served: ...
+
+    def chat_model(
+        self, settings: Settings, served: Served, *, reasoning: bool | str | None
+    ) -> Any: ...
+
+
+class OllamaProvider:
+    """Ollama's own API through ChatOllama (agent.build_model), as before."""
+
+    def served(self, settings: Settings, *, timeout: float) -> Served:
+        from netbox_chat.model_info import ModelInfoError, fetch_model_info
+
+        try:
+            info = fetch_model_info(settings.ollama_url, settings.model, timeout=timeout)
+        except ModelInfoError:
+            # The session keeps the configured window; the first turn reports
+            # what is wrong with Ollama the usual way.
+            info = None
+        length = info.context_length if info else None
+        return Served(info, session_window(settings.num_ctx, length))
+
+    def chat_model(
+        self, settings: Settings, served: Served, *, reasoning: bool | str | None
+    ) -> Any:
+        from netbox_chat.agent import build_model
+
+        return build_model(settings, reasoning=reasoning, num_ctx=served.window)
+
+
+class OpenAIProvider:
+    """Any OpenAI-compatible server (models.dialects, models.openai)."""
+
+    def served(self, settings: Settings, *, timeout: float) -> Served:
+        from netbox_chat.model_info import ModelInfo
+        from netbox_chat.models.dialects import ServerError, probe
+
+        base_url = require_base_url(settings)
+        try:
+            facts = probe(base_url, settings.model, settings.api_key, timeout=timeout)
+        except ServerError as exc:
+            raise UserFacingError(str(exc)) from exc
+        if not facts.serves_model:
+            listed = ", ".join(facts.served[:8]) or "none"
+            raise UserFacingError(
+                f"{facts.speaks.name} at {base_url} does not serve {settings.model} "
+                f"(it serves: {listed}): pick one with --model"
+            )
+        window = settings.context_window or facts.window or settings.num_ctx
+        return Served(ModelInfo(settings.model, None, window), window, facts)
+
+    def chat_model(
+        self, settings: Settings, served: Served, *, reasoning: bool | str | None
+    ) -> Any:
+        from netbox_chat.models.openai import build_chat_model
+
+        return build_chat_model(
+            base_url=require_base_url(settings),
+            model=settings.model,
+            api_key=settings.api_key,
+            dialect=served.facts.dialect if served.facts else "unknown",
+            window=served.window,
+            read_timeout=settings.request_timeout,
+            reasoning=reasoning,
+        )
+
+
+def require_base_url(settings: Settings) -> str:
+    if settings.base_url is None:
+        raise UserFacingError(
+            "provider openai needs base_url: pass --base-url http://HOST:PORT/v1 "
+            "or set NETBOX_CHAT_BASE_URL"
+        )
+    return settings.base_url
+
+
+PROVIDERS: dict[str, Provider] = {"ollama": OllamaProvider(), "openai": OpenAIProvider()}
+
+
+def provider_for(settings: Settings) -> Provider:
+    return PROVIDERS[settings.provider]
+
+
+def set_thinking(model: Any, reasoning: bool | str | None) -> None:
+    """A ThinkPlan's `reasoning` on a built chat model, from the next request
+    on: ChatOllama sends its `reasoning` as `think`; ours words it per server
+    (ChatOpenAICompatible.set_thinking)."""
+    setter = getattr(model, "set_thinking", None)
+    if callable(setter):
+        setter(reasoning)
+    else:
+        model.reasoning = reasoning

@@ -1,0 +1,264 @@
+"""Which OpenAI-compatible server is behind a base URL, and what it says of the
+model: its real window and its version. Cheap to import (httpx only), so
+`doctor` uses it without LangChain.
+
+Each server says it differently (../shared/facts/openai-compatible-servers.md,
+sections 3.1 and 9; the sources are cited there):
+
+- llama-server: `/v1/models` `owned_by: "llamacpp"`; the window is `GET /props`
+  `default_generation_settings.n_ctx`, per slot (what one request gets), and
+  `build_info` is its version;
+- vLLM: `owned_by: "vllm"`, `max_model_len` on the model; `GET /version`;
+- SGLang: `owned_by: "sglang"`, `max_model_len` on the model;
+- LM Studio: `GET /api/v1/models` `models[].loaded_instances[].config.context_length`
+  (its `/v1/models` has no window, lmstudio-bug-tracker #2139);
+- Ollama's `/v1`: `GET /api/ps` `models[].context_length` of the loaded model,
+  `GET /api/version`.
+
+Everything read here comes from a server: numbers are checked, text is kept
+short, and none of it chooses where a request or a key goes (the probes go to
+the configured base URL's own host, with the key configured with it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one server kind speaks, where it differs from the others."""
+
+    name: str  # as `doctor` and errors name the server
+    reasoning_field: str
+    """The field it reads a turn's reasoning back from on assistant messages:
+    `reasoning` on vLLM (reasoning_content was removed, vLLM PR #33402) and
+    Ollama (openai/openai.go), `reasoning_content` on llama.cpp
+    (common/chat.cpp) and SGLang (protocol.py)."""
+    tools_fix: str | None = None
+    """The flags that turn tool calling on, where it is off by default
+    (vLLM cli_args.py:123,129; SGLang serving.py:227)."""
+
+
+DIALECTS: Mapping[str, Dialect] = {
+    "llama.cpp": Dialect("llama-server", "reasoning_content"),
+    "vllm": Dialect(
+        "vLLM",
+        "reasoning",
+        "--enable-auto-tool-choice --tool-call-parser NAME (hermes for Qwen)",
+    ),
+    "sglang": Dialect(
+        "SGLang",
+        "reasoning_content",
+        "--tool-call-parser NAME (qwen for Qwen)",
+    ),
+    "lmstudio": Dialect("LM Studio", "reasoning_content"),
+    "ollama": Dialect("Ollama /v1", "reasoning"),
+    "unknown": Dialect("OpenAI-compatible server", "reasoning_content"),
+}
+
+_OWNERS = {"llamacpp": "llama.cpp", "vllm": "vllm", "sglang": "sglang"}
+
+
+@dataclass(frozen=True)
+class ServerFacts:
+    """What the server behind `base_url` said about itself and `model`."""
+
+    base_url: str
+    dialect: str  # a key of DIALECTS
+    model: str
+    served: tuple[str, ...]  # the model ids `/v1/models` lists
+    window: int | None  # the tokens one request may hold, as the server says
+    version: str | None = None
+
+    @property
+    def speaks(self) -> Dialect:
+        return DIALECTS[self.dialect]
+
+    @property
+    def serves_model(self) -> bool:
+        """llama-server answers with its one model whatever the name; the others
+        refuse a name they do not list."""
+        return self.model in self.served or self.dialect == "llama.cpp"
+
+
+class ServerError(Exception):
+    """The server could not be asked: one line naming it and the reason."""
+
+
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def probe(base_url: str, model: str, api_key: str | None, *, timeout: float) -> ServerFacts:
+    """Ask the server at `base_url` which it is and what window `model` has."""
+    root = base_url.removesuffix("/v1")
+    with httpx.Client(timeout=timeout, headers=auth_headers(api_key)) as http:
+        try:
+            listed = http.get(f"{base_url}/models")
+        except httpx.HTTPError as exc:
+            raise ServerError(f"cannot reach {base_url} ({_reason(exc)})") from exc
+        if listed.status_code in (401, 403):
+            raise ServerError(
+                f"{base_url} refused the key ({listed.status_code}): "
+                "check api_key_env and the variable it names"
+            )
+        if listed.status_code != 200:
+            raise ServerError(f"{base_url}/models answered {listed.status_code}")
+        entries = [e for e in _list(_json(listed).get("data")) if isinstance(e.get("id"), str)]
+        served = tuple(str(e["id"])[:200] for e in entries)
+        entry = next((e for e in entries if e["id"] == model), entries[0] if entries else {})
+        dialect = _OWNERS.get(str(entry.get("owned_by")), "")
+        if dialect == "llama.cpp":
+            props = _get(http, f"{root}/props")
+            settings = props.get("default_generation_settings")
+            window = _count(settings.get("n_ctx") if isinstance(settings, dict) else None)
+            meta = entry.get("meta")
+            if window is None and isinstance(meta, dict):
+                window = _count(meta.get("n_ctx"))
+            return ServerFacts(
+                base_url, dialect, model, served, window, _short(props.get("build_info"))
+            )
+        if dialect in ("vllm", "sglang"):
+            version = _get(http, f"{root}/version").get("version") if dialect == "vllm" else None
+            return ServerFacts(
+                base_url,
+                dialect,
+                model,
+                served,
+                _count(entry.get("max_model_len")),
+                _short(version),
+            )
+        lmstudio = _get(http, f"{root}/api/v1/models")
+        if isinstance(lmstudio.get("models"), list):
+            return ServerFacts(
+                base_url, "lmstudio", model, served, _lmstudio_window(lmstudio, model)
+            )
+        ps = _get(http, f"{root}/api/ps")
+        if isinstance(ps.get("models"), list):
+            window = next(
+                (
+                    _count(m.get("context_length"))
+                    for m in _list(ps["models"])
+                    if model in (m.get("name"), m.get("model"))
+                ),
+                None,
+            )
+            version = _get(http, f"{root}/api/version").get("version")
+            return ServerFacts(base_url, "ollama", model, served, window, _short(version))
+    return ServerFacts(base_url, "unknown", model, served, None)
+
+
+def _lmstudio_window(payload: Mapping[str, Any], model: str) -> int | None:
+    for entry in _list(payload.get("models")):
+        instances = _list(entry.get("loaded_instances"))
+        if entry.get("key") == model or any(i.get("id") == model for i in instances):
+            for instance in instances:
+                config = instance.get("config")
+                if isinstance(config, dict) and (length := _count(config.get("context_length"))):
+                    return length
+    return None
+
+
+def _get(http: httpx.Client, url: str) -> dict[str, Any]:
+    """A JSON object from `url`, or {} (the endpoint is another server's)."""
+    try:
+        response = http.get(url)
+    except httpx.HTTPError:
+        return {}
+    return _json(response) if response.status_code == 200 else {}
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    try:
+        data = response.json()
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _list(value: object) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _count(value: object) -> int | None:
+    """A token count a server reported, if it is one (0 means "unknown" on
+    llama-server's router, `server-models.cpp`)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 1 << 31:
+        return None
+    return value
+
+
+def _short(value: object) -> str | None:
+    return value[:60] if isinstance(value, str) and value else None
+
+
+def _reason(exc: httpx.HTTPError) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return "no answer in time"
+    return str(exc) or type(exc).__name__
+
+
+@dataclass(frozen=True)
+class Trial:
+    """What one short request with a tool showed (`doctor` only: it generates)."""
+
+    refused: str | None  # the server's words when it refused the request
+    reasoning_field: str | None  # where reasoning came, if any did
+
+
+TRIAL_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "ping",
+        "description": "Answer ping.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+
+
+def trial(base_url: str, model: str, api_key: str | None, *, timeout: float) -> Trial:
+    """Send "Say OK" with one tool, streamed, at most 16 tokens: vLLM without
+    its tool flags refuses it (400), a reasoning model starts with reasoning."""
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Say OK."}],
+        "tools": [TRIAL_TOOL],
+        "max_tokens": 16,
+        "stream": True,
+    }
+    with (
+        httpx.Client(timeout=timeout, headers=auth_headers(api_key)) as http,
+        http.stream("POST", f"{base_url}/chat/completions", json=body) as response,
+    ):
+        if response.status_code != 200:
+            response.read()
+            error = _json(response).get("error")
+            words = error.get("message") if isinstance(error, dict) else error
+            return Trial(_short(words) or f"HTTP {response.status_code}", None)
+        for line in response.iter_lines():
+            field = _reasoning_in(line)
+            if field:
+                return Trial(None, field)
+    return Trial(None, None)
+
+
+def _reasoning_in(line: str) -> str | None:
+    if not line.startswith("data: {"):
+        return None
+    try:
+        chunk = json.loads(line[6:])
+    except ValueError:
+        return None
+    choices = _list(chunk.get("choices")) if isinstance(chunk, dict) else []
+    delta = choices[0].get("delta") if choices else None
+    if isinstance(delta, dict):
+        for field in ("reasoning_content", "reasoning"):
+            if isinstance(delta.get(field), str) and delta[field]:
+                return field
+    return None

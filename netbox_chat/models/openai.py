@@ -1,0 +1,252 @@
+"""The chat model for any OpenAI-compatible server: langchain-openai's base
+class, with what it leaves out for servers that are not OpenAI's.
+
+`BaseChatOpenAI` (langchain-openai 1.7.4) drops `reasoning` and
+`reasoning_content` from responses and never sends them back, asks for usage
+while streaming only without a base_url, gives async streams a 120 s
+per-chunk watchdog, and recognises none of these servers' "too long" answers
+(../shared/facts/openai-compatible-servers.md, sections 2.2, 3.2, 4, 5).
+`ChatOpenAICompatible` puts each back; the rest of the product sees the same
+message shapes as from ChatOllama (thinking in
+`additional_kwargs["reasoning_content"]`, usage in `usage_metadata`).
+
+Importing this module costs LangChain's imports: built on the REPL's
+background thread, like ChatOllama.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import openai
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
+from langchain_openai.chat_models.base import BaseChatOpenAI
+from pydantic import PrivateAttr, SecretStr
+
+from netbox_chat.errors import UserFacingError
+from netbox_chat.models.dialects import DIALECTS, Dialect
+from netbox_chat.visible import visible_line
+
+REASONING_KEY = "reasoning_content"
+"""Where a message keeps its thinking, as langchain-ollama keeps Ollama's
+(agent.REASONING_KEY): the renderer, the ledger and ThinkingMiddleware read it."""
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""The fields servers stream reasoning in: llama.cpp and SGLang the first, vLLM
+and Ollama the second, LM Studio either (facts, section 2.1)."""
+
+NO_KEY = "sk-no-key-required"
+"""What the SDK sends when no key is configured (llama-server's README uses
+this placeholder). Never OPENAI_API_KEY from the environment: a key meant for
+OpenAI must not go to whatever base_url names."""
+
+# Each server's own words for a request longer than its window (facts, 3.2):
+# llama-server `exceed_context_size_error` "request (N tokens) exceeds the
+# available context size (M tokens)" (server-common.cpp); vLLM "This model's
+# maximum context length is N tokens" (renderers/params.py); SGLang "The input
+# (N tokens) is longer than the model's context length (M tokens)" and
+# "Requested token count exceeds the model's maximum context length"
+# (tokenizer_manager.py); LM Studio "...the model is loaded with context length
+# of only N tokens, which is not enough" (lmstudio-bug-tracker #2322).
+_OVERFLOW = re.compile(
+    r"exceed_context_size_error|exceeds the available context size|maximum context length"
+    r"|longer than the model's context length|context length of only",
+    re.IGNORECASE,
+)
+# vLLM's 400 for `tools` without the flags (renderers/online_renderer.py).
+_TOOLS_OFF = re.compile(r"enable-auto-tool-choice|tool-call-parser", re.IGNORECASE)
+
+
+class WindowOverflow(ContextOverflowError):
+    """The server refused the request as longer than its window: the context
+    guard compacts and retries once (netbox_chat.context)."""
+
+
+class ChatOpenAICompatible(BaseChatOpenAI):
+    """One OpenAI-compatible server in one dialect (models.dialects)."""
+
+    dialect: str = "unknown"
+    num_ctx: int | None = None
+    """The session's window, as ChatOllama's `num_ctx` is: the summary request
+    is sized to it (history._transcript_budget)."""
+    _reasoning_field: str | None = PrivateAttr(default=None)
+    """The field this server last streamed reasoning in: LM Studio uses either,
+    per model, and reads back the one it writes."""
+
+    @property
+    def speaks(self) -> Dialect:
+        return DIALECTS.get(self.dialect, DIALECTS["unknown"])
+
+    def set_thinking(self, reasoning: bool | str | None) -> None:
+        """A ThinkPlan's `reasoning`: False asks for none (`reasoning_effort:
+        "none"`, which llama.cpp, vLLM, SGLang and Ollama honour, and Qwen's
+        `enable_thinking: false`), a level is sent as the effort, True or None
+        leave the model's default (facts, 2.1 and 9.4)."""
+        if reasoning is False:
+            self.reasoning_effort = "none"
+            self.extra_body = {"chat_template_kwargs": {"enable_thinking": False}}
+        else:
+            self.reasoning_effort = reasoning if isinstance(reasoning, str) else None
+            self.extra_body = None
+
+    # Requests
+
+    def _get_request_payload(
+        self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """The request, with each assistant message's reasoning in the field
+        this server reads. ThinkingMiddleware has already removed the
+        reasoning of earlier turns: what is left is the current turn's, which
+        gpt-oss and Qwen3 expect back inside a tool loop (facts, 2.2)."""
+        payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+        messages = self._convert_input(input_).to_messages()
+        field = self._reasoning_field or self.speaks.reasoning_field
+        for message, sent in zip(messages, payload.get("messages", []), strict=False):
+            thinking = isinstance(message, AIMessage) and message.additional_kwargs.get(
+                REASONING_KEY
+            )
+            if thinking and isinstance(thinking, str):
+                sent[field] = thinking
+        return payload
+
+    # Responses
+
+    def _convert_chunk_to_generation_chunk(
+        self,
+        chunk: dict[str, Any],
+        default_chunk_class: type,
+        base_generation_info: dict[str, Any] | None,
+    ) -> ChatGenerationChunk | None:
+        generation = super()._convert_chunk_to_generation_chunk(
+            chunk, default_chunk_class, base_generation_info
+        )
+        choices = chunk.get("choices") or []
+        delta = choices[0].get("delta") if choices and isinstance(choices[0], dict) else None
+        if generation is None or not isinstance(delta, dict):
+            return generation
+        for field in REASONING_FIELDS:
+            text = delta.get(field)
+            if isinstance(text, str) and text:
+                generation.message.additional_kwargs[REASONING_KEY] = text
+                self._reasoning_field = field
+                break
+        return generation
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """The stream, with the server's errors in words that name the fix,
+        and a tool call a server left in the text refused (SGLang without
+        --tool-call-parser returns it as content, serving_chat.py)."""
+        content: list[str] = []
+        called = False
+        try:
+            async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+                message = chunk.message
+                if isinstance(message, AIMessageChunk):
+                    called = called or bool(message.tool_call_chunks)
+                    content.append(message.text)
+                yield chunk
+        except openai.APIError as exc:
+            raise self._error(exc) from exc
+        fix = self.speaks.tools_fix
+        if fix and kwargs.get("tools") and not called and "<tool_call>" in "".join(content):
+            raise UserFacingError(
+                f"{self.speaks.name} returned a tool call as text: start it with {fix}"
+            )
+
+    def _error(self, exc: openai.APIError) -> Exception:
+        """One line for the user, or WindowOverflow for the context guard."""
+        server = self.speaks.name
+        text = visible_line(_message(exc))[:300]
+        if _OVERFLOW.search(text):
+            return WindowOverflow(f"{server}: {text}")
+        if isinstance(exc, openai.APITimeoutError):
+            return UserFacingError(
+                f"{server} did not answer in time: the model may be loading or too slow; "
+                "raise NETBOX_CHAT_TIMEOUT"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return UserFacingError(
+                f"cannot reach {self.openai_api_base} ({text}): is the server running "
+                "and base_url right?"
+            )
+        status = getattr(exc, "status_code", None)
+        if status == 400 and _TOOLS_OFF.search(text):
+            fix = self.speaks.tools_fix or DIALECTS["vllm"].tools_fix
+            return UserFacingError(f"{server} refuses tool calls: start it with {fix}")
+        if status in (401, 403):
+            return UserFacingError(
+                f"{server} refused the key ({status}): check api_key_env and the variable it names"
+            )
+        if status == 404:
+            return UserFacingError(
+                f"{server}: {text}: pick a model it serves with --model (`netbox-chat doctor`)"
+            )
+        if status is not None:
+            return UserFacingError(f"{server} answered {status}: {text}")
+        return UserFacingError(f"{server} reported an error mid-answer: {text}")
+
+
+def _message(exc: openai.APIError) -> str:
+    """The server's own words: the body's `error.message` or `message`, else
+    the SDK's text. Shown as one line of text, never as terminal control."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        found = inner.get("message") if isinstance(inner, dict) else inner
+        if isinstance(found, str) and found.strip():
+            return found.strip().splitlines()[0]
+    text = str(exc.message or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def build_chat_model(
+    *,
+    base_url: str,
+    model: str,
+    api_key: str | None,
+    dialect: str,
+    window: int,
+    read_timeout: float,
+    reasoning: bool | str | None,
+) -> ChatOpenAICompatible:
+    """The session's chat model.
+
+    - `stream_usage`: the server's own counts feed the meter, the calibration
+      and the ledger (langchain-openai turns it off when base_url is set).
+    - `stream_chunk_timeout=None`: no watchdog shorter than the product's own
+      liveness rule, the HTTP read timeout both providers share; vLLM sends
+      its headers before a prefill that can take minutes (facts, 4).
+    - `max_retries=0`: a retry re-submits the whole prompt; a failed request
+      fails the turn, which is rolled back, as with Ollama.
+    - `use_responses_api=False`: always /v1/chat/completions, whatever the
+      model's name (facts, 2.2).
+    """
+    chat = ChatOpenAICompatible(
+        model=model,
+        base_url=base_url,
+        api_key=SecretStr(api_key or NO_KEY),
+        dialect=dialect,
+        num_ctx=window,
+        temperature=0,
+        streaming=True,
+        stream_usage=True,
+        stream_chunk_timeout=None,
+        max_retries=0,
+        use_responses_api=False,
+        timeout=httpx.Timeout(read_timeout, connect=10.0),
+    )
+    chat.set_thinking(reasoning)
+    return chat

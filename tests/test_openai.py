@@ -1,0 +1,379 @@
+"""netbox-chat on any OpenAI-compatible server, through the real CLI against the
+scripted server (tests/openai_server.py) in each dialect: llama-server, vLLM,
+SGLang, LM Studio and Ollama's /v1.
+
+Run in full over the five dialects where they behave differently: a turn with
+reasoning, a tool call (whole or in argument deltas) and usage; the window;
+the over-length answer; cancel (when each server notices); tools refused.
+One representative dialect (vLLM) elsewhere: thinking off, the key's rule.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from tests.ollama_server import Delay, Stall, Text, Thinking, ToolCall
+from tests.openai_server import ScriptedOpenAI
+
+ROOT = Path(__file__).parent.parent
+OFFLINE = ToolCall(
+    "netbox_get_objects", {"object_type": "dcim.device", "filters": {"status": "offline"}}
+)
+REFUSE_WHEN_TOO_LONG = ["llama.cpp", "vllm", "sglang", "lmstudio"]
+SERVER_NAMES = {
+    "llama.cpp": "llama-server",
+    "vllm": "vLLM",
+    "sglang": "SGLang",
+    "lmstudio": "LM Studio",
+    "ollama": "Ollama /v1",
+}
+
+
+def ask(env: dict[str, str], *args: str) -> tuple[int, dict, str]:
+    result = CliRunner().invoke(app, ["ask", *args, "--json"], env=env)
+    data = json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
+    return result.exit_code, data, result.stderr
+
+
+def test_a_turn_keeps_reasoning_apart_sends_it_back_and_counts_the_servers_usage(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    openai_server.script(
+        [Thinking("Offline devices: ask NetBox."), OFFLINE],
+        [Thinking("One came back."), Text("One offline device: dmi01-akron-sw02.")],
+        [Text("Still one.")],
+    )
+    code, answer, stderr = ask(openai_env, "which devices are offline?")
+    assert code == 0, stderr
+    assert answer["answer"] == "One offline device: dmi01-akron-sw02."
+    assert "ask NetBox" in answer["thinking"] and "ask NetBox" not in answer["answer"]
+    assert answer["tool_calls"][0]["args"]["filters"] == {"status": "offline"}
+    # The ledger's counts are the server's own (the usage chunk it was asked for).
+    first, second = openai_server.requests[:2]
+    assert first["stream_options"] == {"include_usage": True}
+    assert answer["tokens"]["in"] == sum(s.evaluated for s in openai_server.seen[:2])
+    assert answer["context"]["window"] == 40_960  # as the server's own endpoint says
+    # Inside the tool loop the step's reasoning goes back, in the field this server reads.
+    field = openai_server.reasoning_field
+    (called,) = [m for m in second["messages"] if m.get("tool_calls")]
+    assert called[field] == "Offline devices: ask NetBox."
+    # A later turn carries no earlier turn's reasoning.
+    code, _, stderr = ask(openai_env, "and now?", "--session", answer["session"])
+    assert code == 0, stderr
+    assert "reasoning" not in json.dumps(openai_server.requests[2]["messages"])
+
+
+def test_a_request_too_long_for_the_window_is_compacted_and_sent_again(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    openai_server.context_lengths["qwen3:8b"] = 4_000
+    env = {**openai_env, "NETBOX_CHAT_COMPACT_AT": "0"}  # only the server's refusal compacts
+    long_answer = " ".join(["interface"] * 2_500)
+    openai_server.script([Text(long_answer)], [Text("Summary: interfaces.")], [Text("Short.")])
+    code, first, stderr = ask(env, "list every interface")
+    assert code == 0, stderr
+    code, second, stderr = ask(env, "and briefly?", "--session", first["session"])
+    if openai_server.dialect == "ollama":
+        # Ollama's /v1 drops the oldest messages in silence (server/prompt.go): no
+        # refusal to act on, and the same warning as on Ollama's own API.
+        assert code == 0 and second["answer"] == "Summary: interfaces."
+        assert second["context"]["truncated"]
+        return
+    assert code == 0, stderr
+    assert second["answer"] == "Short."
+    assert second["context"]["compactions"] == 1
+    # The summary request and the retry came after the refusal, and the retry fit.
+    assert len(openai_server.requests) == 4
+    assert openai_server.seen[3].requested_tokens <= 4_000
+
+
+# Ollama's /v1 never refuses: it truncates (the test above).
+@pytest.mark.parametrize("openai_server", REFUSE_WHEN_TOO_LONG, indirect=True)
+def test_a_request_that_cannot_fit_fails_in_one_line_naming_the_window_and_rolls_back(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    openai_server.context_lengths["qwen3:8b"] = 4_000
+    code, answer, _ = ask(openai_env, "interface " * 5_000)
+    assert code == 1
+    assert answer["status"] == "failed"
+    assert "does not fit the model's window of 4,000 tokens" in answer["error"]
+    assert answer["kept"] is False  # a new session whose only turn failed is not kept
+
+
+@pytest.mark.parametrize("moment", ["prefill", "answer"])
+def test_ctrl_c_rolls_back_and_closes_the_stream_when_the_server_notices(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI, moment: str
+) -> None:
+    prefill = 3.0 if moment == "prefill" else 0.0
+    openai_server.script(
+        [Delay(prefill), Text("one two three four five six seven eight", chunk_delay=0.5)]
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "netbox_chat", "ask", "which sites?", "--json"],
+        env=openai_env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        openai_server.wait_for_requests(1, timeout=30)
+        time.sleep(0.8)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    assert json.loads(stdout)["status"] == "cancelled"
+    if moment == "prefill" and not openai_server.stops_during_prefill:
+        # LM Studio and Ollama finish processing the prompt first (facts, section 4):
+        # the hang-up is noticed only when the first token goes out.
+        assert openai_server.disconnects == []
+        openai_server.wait_for_disconnects(1, timeout=5)
+    else:
+        openai_server.wait_for_disconnects(1, timeout=1.5)
+
+
+# Only vLLM and SGLang start with tool calling off.
+@pytest.mark.parametrize("openai_server", ["vllm", "sglang"], indirect=True)
+def test_tools_refused_or_left_in_the_text_name_the_servers_flags(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    openai_server.tool_parser = False
+    openai_server.script([OFFLINE])
+    code, answer, _ = ask(openai_env, "which devices are offline?")
+    assert code == 1 and answer["status"] == "failed"
+    flag = (
+        "--enable-auto-tool-choice --tool-call-parser"
+        if openai_server.dialect == "vllm"
+        else "--tool-call-parser"
+    )
+    assert flag in answer["error"]
+    assert SERVER_NAMES[openai_server.dialect] in answer["error"]
+
+
+def test_doctor_names_the_server_its_version_the_model_reasoning_and_window(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    openai_server.script([Thinking("Say OK."), Text("OK")])
+    result = CliRunner().invoke(app, ["doctor"], env=openai_env)
+    lines = result.stdout.splitlines()
+    server = next(line for line in lines if line.startswith("✓ model server"))
+    assert SERVER_NAMES[openai_server.dialect] in server
+    versions = {"llama.cpp": "b7000", "vllm": "0.33.0", "ollama": "0.12.0"}
+    if openai_server.dialect in versions:
+        assert f"version {versions[openai_server.dialect]}" in server
+    model = next(line for line in lines if line.startswith("✓ model:"))
+    assert (
+        "qwen3:8b" in model and f"returns reasoning in `{openai_server.reasoning_field}`" in model
+    )
+    assert any(line.startswith("✓ context window: 40,960 tokens") for line in lines)
+
+
+@pytest.mark.parametrize("openai_server", ["vllm"], indirect=True)
+def test_doctor_names_vllms_tool_flags(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    openai_server.tool_parser = False
+    result = CliRunner().invoke(app, ["doctor"], env=openai_env)
+    assert result.exit_code == 1
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("✗ model:")]
+    assert "--enable-auto-tool-choice --tool-call-parser" in line
+
+
+@pytest.mark.parametrize("openai_server", ["vllm"], indirect=True)
+def test_thinking_off_asks_the_server_for_no_reasoning(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    openai_server.script([Thinking("should not be seen"), Text("Three sites.")])
+    code, answer, stderr = ask(openai_env, "how many sites?", "--no-think")
+    assert code == 0, stderr
+    assert answer["answer"] == "Three sites." and answer["thinking"] is None
+    assert openai_server.requests[0]["reasoning_effort"] == "none"
+
+
+@pytest.mark.parametrize("openai_server", ["vllm"], indirect=True)
+def test_the_key_goes_only_to_the_base_url_configured_with_it(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI, tmp_path: Path
+) -> None:
+    secret = "sk-test-0123456789abcdef"
+    env = {**openai_env, "NETBOX_CHAT_API_KEY_ENV": "MY_SERVER_KEY", "MY_SERVER_KEY": secret}
+    openai_server.script([Text("Three sites.")])
+    code, _, stderr = ask(env, "how many sites?")
+    assert code == 0, stderr
+    assert set(openai_server.authorizations) == {f"Bearer {secret}"}
+    shown = CliRunner().invoke(app, ["config"], env=env).stdout
+    assert "set (from MY_SERVER_KEY)" in shown and secret not in shown
+    assert secret.encode() not in b"".join(
+        p.read_bytes() for p in Path(env["NETBOX_CHAT_SESSIONS"]).iterdir()
+    )
+
+    # The file names a key for its base_url; a --base-url typed over it gets none.
+    config = Path(env["XDG_CONFIG_HOME"]) / "netbox-chat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        'provider = "openai"\nbase_url = "http://10.9.9.9:8000/v1"\napi_key_env = "MY_SERVER_KEY"\n'
+    )
+    env = {k: v for k, v in env.items() if not k.startswith("NETBOX_CHAT_API_KEY_ENV")}
+    env.pop("NETBOX_CHAT_BASE_URL")
+    openai_server.authorizations.clear()
+    openai_server.script([Text("Three sites.")])
+    result = CliRunner().invoke(
+        app, ["ask", "how many sites?", "--base-url", openai_server.base_url], env=env
+    )
+    assert result.exit_code == 0, result.output
+    assert "no key is sent" in result.stderr
+    assert f"Bearer {secret}" not in openai_server.authorizations
+
+
+def test_the_flags_alone_chat_against_the_server(
+    chat_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    """The issue's "done when": --provider, --base-url and --model on the command line."""
+    openai_server.script([Text("Three sites.")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "ask",
+            "how many sites?",
+            "--provider",
+            "openai",
+            "--base-url",
+            openai_server.base_url,
+            "--model",
+            "qwen3:8b",
+        ],
+        env=chat_env,
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "Three sites."
+    assert openai_server.requests[0]["model"] == "qwen3:8b"
+
+
+@pytest.mark.parametrize("openai_server", ["llama.cpp"], indirect=True)
+def test_stream_json_carries_the_thinking_apart_from_the_text(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    openai_server.script([Thinking("Count the sites."), Text("Three sites.")])
+    result = CliRunner().invoke(app, ["ask", "how many sites?", "--stream-json"], env=openai_env)
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[-1]["type"] == "result" and events[-1]["answer"] == "Three sites."
+    assert events[-1]["thinking"] == "Count the sites."
+    text = "".join(e["text"] for e in events if e["type"] == "text_delta")
+    assert text == "Three sites."
+
+
+def test_config_shows_the_server_settings_and_where_they_came_from(
+    chat_env: dict[str, str],
+) -> None:
+    config = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        'provider = "openai"\n'
+        "[profiles.gpu]\n"
+        'base_url = "http://gpu.example:8000/v1"\n'
+        'api_key_env = "GPU_KEY"\n'
+        "context_window = 32768\n"
+    )
+    env = {**chat_env, "GPU_KEY": "sk-gpu-secret-0123456789"}
+    shown = CliRunner().invoke(app, ["config", "--profile", "gpu"], env=env).stdout
+    rows = {line.split()[0]: line for line in shown.splitlines() if line.strip()}
+    assert rows["provider"].split()[1:] == ["openai", "file"]
+    assert rows["base_url"].split()[1:] == ["http://gpu.example:8000/v1", "profile", "gpu"]
+    assert "32768" in rows["context_window"] and "profile gpu" in rows["context_window"]
+    assert "set (from GPU_KEY)" in rows["api_key"]
+    assert "sk-gpu-secret" not in shown
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "words"),
+    [
+        ("NETBOX_CHAT_BASE_URL", "http://127.0.0.1:8000", "must be an http(s) URL ending in /v1"),
+        ("NETBOX_CHAT_API_KEY_ENV", "sk-a-key-pasted-here", "must name an environment variable"),
+        ("NETBOX_CHAT_PROVIDER", "vllm", "must be one of ollama, openai"),
+    ],
+)
+def test_a_wrong_server_setting_is_one_line_and_exit_1(
+    chat_env: dict[str, str], variable: str, value: str, words: str
+) -> None:
+    result = CliRunner().invoke(app, ["ask", "hi"], env={**chat_env, variable: value})
+    assert result.exit_code == 1
+    assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "sk-a-key" not in result.stderr or variable != "NETBOX_CHAT_API_KEY_ENV"
+
+
+def test_a_sessions_stored_data_never_chooses_the_server_or_the_key() -> None:
+    """What a session remembers (read back on resume) cannot point the key elsewhere."""
+    from netbox_chat.config import resolve_settings
+
+    env = {"SERVER_KEY": "sk-0123456789abcdef"}
+    settings = resolve_settings(
+        env=env,
+        remembered={
+            "provider": "openai",
+            "base_url": "http://attacker.example/v1",
+            "api_key_env": "SERVER_KEY",
+            "model": "qwen3:8b",
+        },
+    )
+    assert (settings.provider, settings.base_url, settings.api_key) == ("ollama", None, None)
+
+
+@pytest.mark.parametrize("openai_server", ["lmstudio"], indirect=True)
+def test_lm_studio_gets_reasoning_back_in_the_field_it_wrote(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    """LM Studio writes `reasoning` for gpt-oss and `reasoning_content` for R1-style
+    models (api-changelog 0.3.9, 0.3.23): the field it wrote is the one sent back."""
+    openai_server.reasoning_field = "reasoning"
+    openai_server.script([Thinking("Ask NetBox."), OFFLINE], [Text("One.")])
+    code, answer, stderr = ask(openai_env, "which devices are offline?")
+    assert code == 0, stderr
+    assert answer["thinking"].startswith("Ask NetBox.")
+    (called,) = [m for m in openai_server.requests[1]["messages"] if m.get("tool_calls")]
+    assert called["reasoning"] == "Ask NetBox." and "reasoning_content" not in called
+
+
+def test_a_server_that_is_not_there_is_one_line_and_nothing_is_kept(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    env = {
+        **chat_env,
+        "NETBOX_CHAT_PROVIDER": "openai",
+        "NETBOX_CHAT_BASE_URL": "http://127.0.0.1:9/v1",
+    }
+    result = CliRunner().invoke(app, ["ask", "how many sites?"], env=env)
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        "netbox-chat: cannot reach http://127.0.0.1:9/v1 ([Errno 111] Connection refused); "
+        "nothing was kept"
+    ]
+    assert not list(sessions_dir.glob("*.sqlite"))
+
+
+@pytest.mark.parametrize("openai_server", ["vllm"], indirect=True)
+def test_a_silent_server_is_given_up_on_by_the_products_own_rule(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    """The wait follows the product's own liveness rule (the read timeout,
+    NETBOX_CHAT_TIMEOUT, as for Ollama): a silent prefill within it passes, a
+    server silent past it fails the turn in one line naming the setting."""
+    env = {**openai_env, "NETBOX_CHAT_TIMEOUT": "3"}
+    openai_server.script([Delay(2.0), Text("Three sites.")], [Stall()])
+    code, answer, stderr = ask(env, "how many sites?")
+    assert code == 0, stderr
+    assert answer["answer"] == "Three sites."
+    code, answer, _ = ask(env, "and now?", "--session", answer["session"])
+    assert code == 1 and answer["status"] == "failed"
+    assert answer["error"].startswith("vLLM did not answer in time")
+    assert "NETBOX_CHAT_TIMEOUT" in answer["error"]
