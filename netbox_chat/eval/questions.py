@@ -43,7 +43,8 @@ class Question:
     tier: str
     kind: str
     domain: str
-    query: Query
+    query: Query | None
+    """The harness's query that computed `expected` (None: typed in a questions file)."""
     expected: Expected
     universe: tuple[str, ...] = ()
     trap: str | None = None
@@ -59,7 +60,7 @@ class Question:
             "kind": self.kind,
             "domain": self.domain,
             "expected": self.expected,
-            "query": self.query.as_json(),
+            "query": None if self.query is None else self.query.as_json(),
             "trap": self.trap,
             "source": self.source,
         }
@@ -74,14 +75,16 @@ class Question:
 
 def question_from_json(data: Mapping[str, Any]) -> Question:
     """A question as a run folder stored it (the run's own file, re-read on --resume)."""
-    query = data["query"]
+    query = data.get("query")
     return Question(
         id=str(data["id"]),
         text=str(data["text"]),
         tier=str(data["tier"]),
         kind=str(data["kind"]),
         domain=str(data["domain"]),
-        query=Query(
+        query=None
+        if query is None
+        else Query(
             path=query["path"],
             params=tuple((str(k), str(v)) for k, v in query["params"].items()),
             take=query["take"],
