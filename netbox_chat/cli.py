@@ -915,7 +915,13 @@ def eval_command(
         int, typer.Option("--seed", help="Same seed + same data = same questions.")
     ] = 0,
     per_template: Annotated[
-        int, typer.Option("--per-template", min=1, max=50, help="Questions drawn per template.")
+        int,
+        typer.Option(
+            "--per-template",
+            min=0,
+            max=50,
+            help="Questions drawn per template (0: only --questions).",
+        ),
     ] = 3,
     repeat: Annotated[int, typer.Option("--repeat", min=1, max=100, help="Ask each N times.")] = 1,
     conversation: Annotated[

@@ -760,8 +760,10 @@ def build_questions(
 ) -> BuildReport:
     """Draw up to `per_template` instances of every template this NetBox has data for."""
     calls_before = client.calls
-    cat = read_catalog(client) if catalog is None else catalog
     report = BuildReport()
+    if per_template == 0:
+        return report
+    cat = read_catalog(client) if catalog is None else catalog
     for template in TEMPLATES:
         drafts = template.drafts(cat)
         rng = random.Random(f"{seed}:{template.id}")
