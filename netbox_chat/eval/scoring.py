@@ -21,7 +21,7 @@ _WORDS = (
 NUMBER_WORDS = {word: n for n, word in enumerate(_WORDS.split())}
 # A number standing on its own: not part of a name (sw01), an address (10.0.0.1/24),
 # a date or a time. Thousands separators are read through.
-_NUMBER = re.compile(r"(?<![\w.\-/:])(\d{1,3}(?:,\d{3})+|\d+)(?![\w\-/:]|\.\d)")
+_NUMBER = re.compile(r"(?<![\w.\-/:])(\d{1,3}(?:,\d{3})+|\d+)(?![\w\-/]|\.\d|:\d)")
 _WORD_NUMBER = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.IGNORECASE)
 _NONE = re.compile(
     r"\b(no|none|not|nothing|zero|neither|nor|cannot|can't|couldn't|doesn't|don't|"
