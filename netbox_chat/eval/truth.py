@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from netbox_chat.errors import UserFacingError
+from netbox_chat.netbox.client import auth_header
 
 PAGE = 1000
 """Rows per request: NetBox's default MAX_PAGE_SIZE, so a listing takes the fewest calls."""
@@ -164,7 +165,7 @@ class TruthClient:
     ) -> None:
         headers = {"Accept": "application/json"}
         if token:
-            headers["Authorization"] = f"Bearer {token}"
+            headers["Authorization"] = auth_header(token)
         self.base = url.rstrip("/") + "/api/"
         self._http = httpx.Client(
             headers=headers, timeout=timeout, transport=transport, follow_redirects=False
