@@ -177,7 +177,7 @@ def test_eval_runs_end_to_end_on_the_real_netbox(tmp_path: Path) -> None:
                 "--per-template",
                 "1",
                 "--json",
-            ],  # fmt: skip
+            ],
             env=env,
             capture_output=True,
             text=True,
