@@ -57,6 +57,14 @@ VALUE_OPTIONS = frozenset(
         "--to",
         "--grep",
         "-q",
+        # eval's
+        "--seed",
+        "--per-template",
+        "--repeat",
+        "--questions",
+        "--judge",
+        "--resume",
+        "--runs-dir",
         *SESSION_ID_OPTIONS,
     }
 )
@@ -73,6 +81,8 @@ FLAG_OPTIONS = frozenset(
         "--all",
         "-a",
         "--init-store",
+        "--conversation",
+        "--list",
         "--install-completion",
         "--show-completion",
         "--help",
