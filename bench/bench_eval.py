@@ -23,14 +23,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import NETBOX_CHAT, header, ms  # noqa: E402
-from netbox_chat.eval.questions import build_questions  # noqa: E402
-from netbox_chat.eval.scoring import score  # noqa: E402
-from netbox_chat.eval.truth import TruthClient  # noqa: E402
-from tests.conftest import TEST_TOKEN  # noqa: E402
-from tests.netbox_double import NetBoxDouble  # noqa: E402
-from tests.ollama_server import ScriptedOllama  # noqa: E402
-from tests.test_eval import MODELS, personas, right_answer  # noqa: E402
+from bench._common import NETBOX_CHAT, header, ms
+from netbox_chat.eval.questions import build_questions
+from netbox_chat.eval.scoring import score
+from netbox_chat.eval.truth import TruthClient
+from tests.conftest import TEST_TOKEN
+from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import ScriptedOllama
+from tests.test_eval import MODELS, personas, right_answer
 
 TOKEN = TEST_TOKEN
 
