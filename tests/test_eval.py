@@ -32,7 +32,7 @@ from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import Delay, Reply, ScriptedOllama, Text, ToolCall, by_question
 
 ROOT = Path(__file__).parent.parent
-MODELS = {name: ["completion", "tools"] for name in ("oracle", "flawed", "slow")}
+MODELS = {name: ["completion", "tools"] for name in ("oracle", "twin", "flawed", "slow")}
 LOOK = ToolCall("netbox_get_objects", {"object_type": "dcim.device", "filters": {}})
 NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five"]
 
@@ -209,12 +209,11 @@ def test_markdown_report_says_when_a_difference_is_too_small_to_call(
 ) -> None:
     """Two models that answer alike cannot be told apart: the report says so."""
     models.responder = personas(built(netbox, seed=1, per_template=1))
-    args = ["eval", "--seed", "1", "--per-template", "1", "-m", "oracle", "-m", "slow"]
-    models.models["slow"] = ["completion", "tools"]
+    args = ["eval", "--seed", "1", "--per-template", "1", "-m", "oracle", "-m", "twin"]
     result = CliRunner().invoke(app, [*args, "--conversation"], env=eval_env)
     assert result.exit_code == 0, result.output
     assert "all in one session" in result.stdout
-    assert "| oracle | slow |" in result.stdout and "too small to call" in result.stdout
+    assert "| oracle | twin |" in result.stdout and "too small to call" in result.stdout
 
 
 def start_eval(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
@@ -316,7 +315,6 @@ def test_a_run_stopped_mid_question_keeps_its_results_and_resume_finishes_it(
         assert len(list((folder / "sessions").glob("*.sqlite"))) == 2
     else:
         assert run.returncode == -signal.SIGKILL
-    models.models["slow"] = ["completion", "tools"]
 
     def fast(model: str, question: str, after_tool: bool) -> Reply:
         return [Text(expected[question])] if after_tool else [LOOK]
