@@ -31,6 +31,10 @@ from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import Delay, Reply, ScriptedOllama, Text, ToolCall, by_question
 
+# A run builds a new agent per question (about 1-2 s each on a busy two-core
+# machine, bench/bench_eval.py); the full two-model run asks 72 questions.
+pytestmark = pytest.mark.timeout(600)
+
 ROOT = Path(__file__).parent.parent
 MODELS = {name: ["completion", "tools"] for name in ("oracle", "twin", "flawed", "slow")}
 LOOK = ToolCall("netbox_get_objects", {"object_type": "dcim.device", "filters": {}})
