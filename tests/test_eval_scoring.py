@@ -10,6 +10,7 @@ import pytest
 
 from netbox_chat.eval.custom import QuestionsFileError, load_questions
 from netbox_chat.eval.report import paired_bootstrap
+from netbox_chat.eval.runfolder import RunFolder
 from netbox_chat.eval.scoring import score
 from netbox_chat.eval.truth import Query, QueryError, take
 
@@ -173,3 +174,19 @@ def test_paired_bootstrap_calls_only_differences_the_data_can_carry() -> None:
     b = {f"q{i}": [i < 3 or i >= 9] for i in range(40)}
     close = paired_bootstrap(a, b)
     assert close["difference"] == 0.075 and close["call"] == "too small to call"
+
+
+def test_a_run_folder_reads_back_only_whole_well_formed_results(tmp_path: Path) -> None:
+    """A kill -9 can tear the last line; anyone can edit the file."""
+    result = {
+        "model": "m", "repeat": 0, "question": "q1", "tier": "simple", "kind": "count",
+        "domain": "devices", "session": "s1", "status": "done", "tool_calls": [],
+        "tokens": {"in": 1, "out": 1}, "score": {"correct": True, "why": "says 1"},
+    }  # fmt: skip
+    folder = RunFolder(tmp_path)
+    folder.append(result)
+    folder.append({**result, "question": "q2", "score": {"correct": "yes"}})
+    folder.append({**result, "question": "q3", "tier": None})
+    with open(tmp_path / "results.jsonl", "a") as handle:
+        handle.write('{"model": "m", "repeat": 0, "quest')
+    assert folder.results() == [result]

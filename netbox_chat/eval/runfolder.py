@@ -80,6 +80,20 @@ def plan_from_json(data: Any) -> Plan:
         raise UserFacingError(f"the run's {PLAN} is not a run plan: {exc}") from None
 
 
+def well_formed(result: Any) -> bool:
+    """A result line has what the report reads, of the right types."""
+    if not isinstance(result, dict) or not isinstance(result.get("score"), dict):
+        return False
+    texts = ("model", "question", "tier", "kind", "domain", "session", "status")
+    return (
+        all(isinstance(result.get(key), str) for key in texts)
+        and isinstance(result.get("repeat"), int)
+        and result["score"].get("correct") in (True, False, None)
+        and isinstance(result.get("tool_calls"), list)
+        and isinstance(result.get("tokens"), dict)
+    )
+
+
 def result_key(result: dict[str, Any]) -> tuple[str, int, str]:
     return (str(result["model"]), int(result["repeat"]), str(result["question"]))
 
@@ -132,7 +146,8 @@ class RunFolder:
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 result = json.loads(line)
-                kept[result_key(result)] = result
+                if well_formed(result):
+                    kept[result_key(result)] = result
             except (ValueError, KeyError, TypeError):
                 continue  # a line torn by a kill -9, or edited by hand
         return list(kept.values())
