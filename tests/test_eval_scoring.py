@@ -88,6 +88,10 @@ def test_a_boolean_needs_the_verdict_and_every_exception() -> None:
     assert not score("boolean", "No, one is not.", truth, DEVICES).correct
     assert not score("boolean", "Yes, all devices are active.", truth, DEVICES).correct
     assert score("boolean", "Yes, all of them are.", {"yes": True, "exceptions": []}).correct
+    yes = {"yes": True, "exceptions": []}
+    assert score("boolean", "All devices at DM-Columbus are active.", yes).correct
+    assert score("boolean", "Every virtual machine in akron-vmw has a tenant.", yes).correct
+    assert not score("boolean", "Not every virtual machine has a tenant.", yes).correct
     assert not score("boolean", "Perhaps.", {"yes": True, "exceptions": []}).correct
 
 

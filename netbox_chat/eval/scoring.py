@@ -28,7 +28,7 @@ _NONE = re.compile(
     r"isn't|aren't|hasn't|haven't|without|absent|empty)\b|n't\b",
     re.IGNORECASE,
 )
-_YES = re.compile(r"\b(yes|all\s+\w+(\s+\w+)?\s+(are|is|have|has))\b", re.IGNORECASE)
+_YES = re.compile(r"\b(yes|(all|every|each)\b[^.:;]*?\b(are|is|have|has|do|does))\b", re.IGNORECASE)
 _NO = re.compile(r"\b(no|not)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _MARKUP = re.compile(r"[*_`|#>]")
