@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from netbox_chat.runtime import CancelOnSignals
-    from netbox_chat.turns import TurnOutcome
 
 
 def report(error: Exception) -> ExitStatus:
@@ -963,13 +962,14 @@ def ask(
             try:
                 result = asyncio.run(_ask_once(opened, settings, question, signals, lines or view))
             except UserFacingError as exc:
+                from netbox_chat.streamjson import turn_result
                 from netbox_chat.turns import TurnOutcome
 
                 stays = continuing or not _discard(opened)
                 # --json and --stream-json end with a result whatever happened.
                 failed = TurnOutcome(0, "failed", error=str(exc))
                 _print_result(
-                    {**_result(opened, failed, started=False), "kept": stays}, lines, as_json
+                    {**turn_result(opened.id, failed, started=False), "kept": stays}, lines, as_json
                 )
                 if not stays:
                     raise UserFacingError(
@@ -1067,6 +1067,7 @@ async def _ask_once(
 
     from netbox_chat import render
     from netbox_chat.runtime import build_runtime
+    from netbox_chat.streamjson import turn_result
     from netbox_chat.turns import EventSink, TurnOutcome, ignore_events
 
     outage = None
@@ -1109,34 +1110,7 @@ async def _ask_once(
         render.print_rollback(err(), outcome.rollback)
     if outcome.context.truncated and outcome.context.window:
         err().print(render.truncation_line(outcome.context.window))
-    return _result(session, outcome, started=started, outage=outage)
-
-
-def _result(
-    session: OpenSession, outcome: TurnOutcome, *, started: bool, outage: str | None = None
-) -> dict[str, Any]:
-    """What `ask --json` prints for a turn (but `kept`, known only after it)."""
-    from dataclasses import asdict
-
-    return {
-        "session": session.id,
-        "turn": outcome.number if started else None,
-        "status": outcome.status,
-        "answer": outcome.answer,
-        "thinking": outcome.thinking or None,
-        "thinking_seconds": outcome.thinking_seconds,
-        "tool_calls": [asdict(call) for call in outcome.tool_calls],
-        "tokens": {"in": outcome.tokens_in, "out": outcome.tokens_out},
-        "context": {
-            "window": outcome.context.window,
-            "prompt_tokens_max": outcome.context.prompt_tokens_max,
-            "prompt_tokens_last": outcome.context.prompt_tokens_last,
-            "truncated": outcome.context.truncated,
-            "compactions": len(outcome.context.compactions),
-        },
-        "error": outcome.error,
-        "netbox_error": outage,
-    }
+    return turn_result(session.id, outcome, started=started, outage=outage)
 
 
 @app.command("export")
@@ -1266,6 +1240,89 @@ def doctor(
         say(check.line(), style, stdout=True)
     if not all(check.ok for check in checks):
         raise typer.Exit(int(ExitStatus.USER_ERROR))
+
+
+@app.command("eval")
+def eval_command(
+    models: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="A model to evaluate; repeat the flag to compare several on the same "
+            "questions (default NETBOX_CHAT_MODEL or the profile's).",
+            show_default=False,
+        ),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Same seed + same data = same questions.")
+    ] = 0,
+    per_template: Annotated[
+        int,
+        typer.Option(
+            "--per-template",
+            min=0,
+            max=50,
+            help="Questions drawn per template (0: only --questions).",
+        ),
+    ] = 3,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, max=100, help="Ask each N times.")] = 1,
+    conversation: Annotated[
+        bool,
+        typer.Option("--conversation", help="Ask them all in one session (contamination)."),
+    ] = False,
+    questions_file: Annotated[
+        Path | None,
+        typer.Option("--questions", help="A TOML file of your own questions to add."),
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option("--judge", help="A model that grades explanation questions (only those)."),
+    ] = None,
+    list_only: Annotated[
+        bool, typer.Option("--list", help="Print the questions and their truth; ask no model.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON, not Markdown.")] = False,
+    resume_run: Annotated[
+        str | None, typer.Option("--resume", help="Finish a stopped run (its id).")
+    ] = None,
+    runs_dir: Annotated[
+        Path,
+        typer.Option(
+            "--runs-dir",
+            envvar="NETBOX_CHAT_EVAL_RUNS",
+            help="Where runs are kept, one folder each with its sessions.",
+        ),
+    ] = Path("eval-runs"),
+    ollama_url: OllamaUrl = None,
+    netbox_url: NetboxUrl = None,
+    think: Think = None,
+    profile: Profile = None,
+) -> None:
+    """How often does a model answer right on this NetBox? Builds questions from
+    its data, computes their truth by direct queries, asks each in a new session
+    and scores the answers. Ctrl-C stops (exit 130) keeping every finished answer."""
+    from netbox_chat.eval.command import EvalOptions, run_eval
+
+    settings = settings_from(
+        None, ollama_url, None, netbox_url, think, profile=profile, need_token=True
+    )
+    options = EvalOptions(
+        models=tuple(dict.fromkeys(models or [settings.model])),
+        seed=seed,
+        per_template=per_template,
+        repeat=repeat,
+        conversation=conversation,
+        judge=judge,
+        questions_file=questions_file,
+        list_only=list_only,
+        as_json=as_json,
+        resume=resume_run,
+        runs_dir=runs_dir,
+    )
+    status = run_eval(settings, options, out(), err())
+    if status:
+        raise typer.Exit(status)
 
 
 def main() -> None:

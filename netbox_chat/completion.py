@@ -60,6 +60,14 @@ VALUE_OPTIONS = frozenset(
         "--grep",
         "-q",
         "--older-than",
+        # eval's
+        "--seed",
+        "--per-template",
+        "--repeat",
+        "--questions",
+        "--judge",
+        "--resume",
+        "--runs-dir",
         *SESSION_ID_OPTIONS,
     }
 )
@@ -80,6 +88,8 @@ FLAG_OPTIONS = frozenset(
         "-c",
         "--ephemeral",
         "--version",
+        "--conversation",
+        "--list",
         "--install-completion",
         "--show-completion",
         "--help",

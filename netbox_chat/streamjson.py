@@ -11,7 +11,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from netbox_chat.turns import TurnOutcome
 
 from netbox_chat.visible import visible_json
 
@@ -37,3 +40,33 @@ class JsonLines:
 
     def event(self, event: object) -> None:
         self.write(event_object(event))
+
+
+def turn_result(
+    session: str, outcome: TurnOutcome, *, started: bool = True, outage: str | None = None
+) -> dict[str, Any]:
+    """A turn's outcome as `ask --json` prints it (and `--stream-json`'s last
+    line, and each answer of `netbox-chat eval`): answer, thinking, tool calls,
+    tokens, the window it used, error. `started` is False for a turn a signal
+    stopped before it began (no number was given); `outage` is why NetBox could
+    not serve the turn, if it could not (the answer was made without it)."""
+    context = outcome.context
+    return {
+        "session": session,
+        "turn": outcome.number if started else None,
+        "status": outcome.status,
+        "answer": outcome.answer,
+        "thinking": outcome.thinking or None,
+        "thinking_seconds": outcome.thinking_seconds,
+        "tool_calls": [dataclasses.asdict(call) for call in outcome.tool_calls],
+        "tokens": {"in": outcome.tokens_in, "out": outcome.tokens_out},
+        "context": {
+            "window": context.window,
+            "prompt_tokens_max": context.prompt_tokens_max,
+            "prompt_tokens_last": context.prompt_tokens_last,
+            "truncated": context.truncated,
+            "compactions": len(context.compactions),
+        },
+        "error": outcome.error,
+        "netbox_error": outage,
+    }

@@ -15,35 +15,72 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
 
+
+def _ref(oid: int, name: str, **more: Any) -> dict[str, Any]:
+    """A nested reference as NetBox 4.7 serializes one (id, name, slug...)."""
+    return {"id": oid, "name": name, "slug": name.lower().replace(" ", "-"), **more}
+
+
+def _status(value: str) -> dict[str, str]:
+    """A choice field as NetBox serializes it: value and label."""
+    return {"value": value, "label": value.capitalize()}
+
+
+AKRON, COLUMBUS = _ref(1, "DM-Akron"), _ref(2, "DM-Columbus")
+# Tenants: the display name real models sent for a slug (Dunder-Mifflin, Inc.).
+DUNDER = {"id": 1, "name": "Dunder-Mifflin, Inc.", "slug": "dunder-mifflin"}
+INITECH = _ref(2, "Initech")
+ACCESS, ROUTER = _ref(1, "Access Switch"), _ref(2, "Router")
+BLUE = _ref(1, "Blue")
 SITES = [
     {"id": 1, "name": "DM-Akron", "slug": "dm-akron", "status": {"value": "active"}},
     {"id": 2, "name": "DM-Columbus", "slug": "dm-columbus", "status": {"value": "active"}},
     {"id": 3, "name": "DM-Dayton", "slug": "dm-dayton", "status": {"value": "planned"}},
 ]
+# Every domain the evaluation harness asks about has a little data, with the
+# shapes its traps need: a device without a tenant (the scoped count), a VLAN
+# vid one tenant has and another has not (the false premise), a device without
+# a primary IP, a site whose devices are not all active.
 DEVICES = [
     {
         "id": 1,
         "name": "dmi01-akron-sw01",
-        "site": {"id": 1, "slug": "dm-akron"},
+        "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
         "status": {"value": "active"},
+        "role": ACCESS,
+        "tenant": DUNDER,
+        "rack": _ref(1, "R101"),
+        "primary_ip4": {"id": 1, "address": "10.0.0.1/24"},
     },
     {
         "id": 2,
         "name": "dmi01-akron-sw02",
-        "site": {"id": 1, "slug": "dm-akron"},
+        "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
         "status": {"value": "offline"},
+        "role": ACCESS,
+        "tenant": None,
+        "rack": _ref(1, "R101"),
+        "primary_ip4": None,
     },
     {
         "id": 3,
         "name": "dmi01-akron-rtr01",
-        "site": {"id": 1, "slug": "dm-akron"},
+        "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
         "status": {"value": "active"},
+        "role": ROUTER,
+        "tenant": DUNDER,
+        "rack": None,
+        "primary_ip4": {"id": 3, "address": "10.1.0.1/24"},
     },
     {
         "id": 4,
         "name": "dmi01-columbus-sw01",
-        "site": {"id": 2, "slug": "dm-columbus"},
+        "site": {"id": 2, "slug": "dm-columbus", "name": "DM-Columbus"},
         "status": {"value": "active"},
+        "role": ACCESS,
+        "tenant": INITECH,
+        "rack": _ref(2, "R201"),
+        "primary_ip4": None,
     },
 ]
 CHANGES = [
@@ -66,34 +103,116 @@ CHANGES = [
 # its display name "Dunder-Mifflin, Inc.", rack "DC1-R04" by name where NetBox wants
 # rack_id=46, IP addresses by assigned_object_id [66, 67]; and a device name that two
 # sites share, so a name can match several objects.
-TENANTS = [
-    {"id": 1, "name": "Dunder-Mifflin, Inc.", "slug": "dunder-mifflin"},
-    {"id": 2, "name": "Initech", "slug": "initech"},
-]
-RACKS = [{"id": 46, "name": "DC1-R04", "site": {"id": 1, "slug": "dm-akron"}}]
-for _device in DEVICES[:2]:
-    _device["tenant"] = {"id": 1, "slug": "dunder-mifflin"}
-DEVICES[0]["rack"] = {"id": 46}
 DEVICES += [
-    {"id": 5, "name": "core-sw", "site": {"id": 1, "slug": "dm-akron"}, "status": {"value": "active"}},
-    {"id": 6, "name": "core-sw", "site": {"id": 2, "slug": "dm-columbus"}, "status": {"value": "active"}},
+    {"id": 5, "name": "core-sw", "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
+     "status": {"value": "active"}, "role": ROUTER, "tenant": None, "rack": None, "primary_ip4": None},
+    {"id": 6, "name": "core-sw", "site": {"id": 2, "slug": "dm-columbus", "name": "DM-Columbus"},
+     "status": {"value": "active"}, "role": ROUTER, "tenant": None, "rack": None, "primary_ip4": None},
 ]  # fmt: skip
-IP_ADDRESSES = [
-    {"id": 1, "address": "10.0.0.1/24", "assigned_object_type": "dcim.interface",
-     "assigned_object_id": 66, "status": {"value": "active"}},
-    {"id": 2, "address": "10.0.0.2/24", "assigned_object_type": "dcim.interface",
-     "assigned_object_id": 67, "status": {"value": "active"}},
-    {"id": 3, "address": "10.0.0.3/24", "assigned_object_type": "dcim.interface",
-     "assigned_object_id": 68, "status": {"value": "active"}},
-]  # fmt: skip
+_DEVICE = {d["id"]: _ref(d["id"], d["name"]) for d in DEVICES}
+INTERFACES = [
+    {"id": 1, "name": "eth0", "device": _DEVICE[1], "cable": {"id": 1}, "enabled": True},
+    {"id": 2, "name": "eth1", "device": _DEVICE[1], "cable": None, "enabled": True},
+    {"id": 3, "name": "ge-0/0/0", "device": _DEVICE[3], "cable": {"id": 1}, "enabled": True},
+    {"id": 4, "name": "eth0", "device": _DEVICE[4], "cable": None, "enabled": False},
+]
+CABLES = [
+    {
+        "id": 1,
+        "label": "",
+        "status": _status("connected"),
+        "a_terminations": [{"object_type": "dcim.interface", "object_id": 1}],
+        "b_terminations": [{"object_type": "dcim.interface", "object_id": 3}],
+        "_site": [1],  # NetBox's site_id filter follows the terminations' devices
+    }
+]
 DATA: dict[str, list[dict[str, Any]]] = {
     "dcim/sites": SITES,
     "dcim/devices": DEVICES,
-    "dcim/racks": RACKS,
-    "tenancy/tenants": TENANTS,
-    "ipam/ip-addresses": IP_ADDRESSES,
-    "circuits/providers": [],
     "core/object-changes": CHANGES,
+    "dcim/device-roles": [{**ACCESS}, {**ROUTER}],
+    "dcim/racks": [
+        {"id": 1, "name": "R101", "site": AKRON, "status": _status("active")},
+        {"id": 2, "name": "R201", "site": COLUMBUS, "status": _status("active")},
+        {"id": 46, "name": "DC1-R04", "site": AKRON, "status": _status("active")},
+    ],
+    "dcim/interfaces": INTERFACES,
+    "dcim/cables": CABLES,
+    "dcim/power-panels": [{"id": 1, "name": "PP-Akron-A", "site": AKRON}],
+    "dcim/power-feeds": [
+        {
+            "id": 1,
+            "name": "PF-A1",
+            "power_panel": _ref(1, "PP-Akron-A"),
+            "status": _status("active"),
+        },
+        {
+            "id": 2,
+            "name": "PF-A2",
+            "power_panel": _ref(1, "PP-Akron-A"),
+            "status": _status("active"),
+        },
+    ],
+    "ipam/vrfs": [{"id": 1, "name": "Blue", "rd": "65000:1"}, {"id": 2, "name": "Red", "rd": None}],
+    "ipam/prefixes": [
+        {"id": 1, "prefix": "10.0.0.0/24", "vrf": BLUE, "status": _status("active")},
+        {"id": 2, "prefix": "10.1.0.0/24", "vrf": None, "status": _status("active")},
+        {"id": 3, "prefix": "192.168.0.0/24", "vrf": BLUE, "status": _status("reserved")},
+    ],
+    "ipam/ip-addresses": [
+        {
+            "id": 1,
+            "address": "10.0.0.1/24",
+            "vrf": BLUE,
+            "status": _status("active"),
+            "assigned_object_type": "dcim.interface",
+            "assigned_object_id": 66,
+        },
+        {
+            "id": 2,
+            "address": "10.0.0.2/24",
+            "vrf": BLUE,
+            "status": _status("reserved"),
+            "assigned_object_type": "dcim.interface",
+            "assigned_object_id": 67,
+        },
+        {
+            "id": 3,
+            "address": "10.1.0.1/24",
+            "vrf": None,
+            "status": _status("active"),
+            "assigned_object_type": "dcim.interface",
+            "assigned_object_id": 68,
+        },
+    ],
+    "ipam/vlans": [
+        {"id": 1, "vid": 100, "name": "mgmt", "site": AKRON, "tenant": DUNDER},
+        {"id": 2, "vid": 200, "name": "users", "site": AKRON, "tenant": None},
+        {"id": 3, "vid": 300, "name": "servers", "site": COLUMBUS, "tenant": INITECH},
+    ],
+    "tenancy/tenants": [{**DUNDER}, {**INITECH}],
+    "circuits/providers": [{**_ref(1, "Lumen")}, {**_ref(2, "Zayo")}],
+    "circuits/circuits": [
+        {
+            "id": 1,
+            "cid": "LUM-1001",
+            "provider": _ref(1, "Lumen"),
+            "tenant": DUNDER,
+            "status": _status("active"),
+        },
+        {
+            "id": 2,
+            "cid": "ZAY-2001",
+            "provider": _ref(2, "Zayo"),
+            "tenant": None,
+            "status": _status("planned"),
+        },
+    ],
+    "virtualization/clusters": [{"id": 1, "name": "akron-vmw"}],
+    "virtualization/virtual-machines": [
+        {"id": 1, "name": "vm-web01", "cluster": _ref(1, "akron-vmw"), "tenant": DUNDER},
+        {"id": 2, "name": "vm-db01", "cluster": _ref(1, "akron-vmw"), "tenant": None},
+    ],
 }
 # Filters whose value is another object's slug or id, and that object's list: NetBox
 # 4.7.3 answers 400 for a value no object has, as the live tier's NetBox does:
@@ -107,10 +226,26 @@ STATUSES = ("active", "offline", "planned", "staged", "failed", "decommissioning
 
 
 def _matches(obj: dict[str, Any], key: str, values: list[str]) -> bool:
+    """NetBox's filters as far as the tests use them: a field by its value, a
+    related object by slug (`site=dm-akron`) or by id (`site_id=1`, which an
+    object without one never matches), a choice by its value. A filter the
+    double does not know matches everything."""
+    if key == "site_id" and "_site" in obj:
+        return any(str(site) in values for site in obj["_site"])
+    if key.endswith("_id") and key not in obj and key[:-3] in obj:
+        related = obj[key[:-3]]
+        return related is not None and str(related.get("id")) in values
+    if key in ("id", "vid", "changed_object_id") and key in obj:
+        return str(obj[key]) in values
     field = obj.get(key)
     if isinstance(field, dict):
         field = field.get("slug") or field.get("value") or field.get("id")
-    return str(field) in values if field is not None else True
+    return str(field) in values if field is not None else key not in obj
+
+
+def _public(obj: dict[str, Any]) -> dict[str, Any]:
+    """An object as the API shows it, without the double's own bookkeeping keys."""
+    return {key: value for key, value in obj.items() if not key.startswith("_")}
 
 
 def _searched(obj: dict[str, Any], q: str) -> bool:
@@ -202,7 +337,7 @@ class NetBoxDouble:
                 listing, _, oid = path.rpartition("/")
                 if listing in double.data and oid.isdigit():  # GET /api/<list>/<id>/
                     found = [obj for obj in double.data[listing] if obj["id"] == int(oid)]
-                    return self._json(200, found[0]) if found else self._json(404, {})
+                    return self._json(200, _public(found[0])) if found else self._json(404, {})
                 if path not in double.data:
                     return self._html(404)
                 params: dict[str, list[str]] = {}
@@ -235,7 +370,7 @@ class NetBoxDouble:
                         if more
                         else None,
                         "previous": None,
-                        "results": page,
+                        "results": [_public(obj) for obj in page],
                     },
                 )
 

@@ -60,7 +60,9 @@ __all__ = [
     "Text",
     "Thinking",
     "ToolCall",
+    "by_question",
     "fit_prompt",
+    "last_user_text",
     "render_prompt",
     "repeated",
     "steps_from_json",
@@ -1050,6 +1052,28 @@ def _cycle(replies: list[list[Step]]) -> Responder:
     def respond(body: dict[str, Any]) -> Reply:
         with lock:
             return next(turns)
+
+    return respond
+
+
+def last_user_text(body: Mapping[str, Any]) -> str:
+    """The newest user message of a /api/chat request: the question being answered."""
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            return _content(message)
+    return ""
+
+
+def by_question(reply_for: Callable[[str, str, bool], Reply]) -> Responder:
+    """A responder that answers per model and per question: `reply_for(model,
+    question, after_tool)` where `after_tool` says the request ends with a tool
+    result. Opt-in scripting for many-question runs (the evaluation harness),
+    where a queue cannot know which question comes when."""
+
+    def respond(body: dict[str, Any]) -> Reply:
+        messages = body.get("messages") or []
+        after_tool = bool(messages) and messages[-1].get("role") == "tool"
+        return reply_for(str(body.get("model")), last_user_text(body), after_tool)
 
     return respond
 

@@ -1,0 +1,210 @@
+"""`netbox-chat eval`, from resolved settings to the exit status: build or
+reload the questions, run them with a progress bar, print the report.
+
+cli.py imports this module inside the command only, so no other command pays
+for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from netbox_chat.config import Settings
+from netbox_chat.errors import ExitStatus, UserFacingError
+from netbox_chat.eval.questions import Question, build_questions
+from netbox_chat.eval.report import markdown, summarize
+from netbox_chat.eval.runfolder import Plan, RunFolder
+from netbox_chat.eval.truth import TruthClient
+from netbox_chat.visible import visible_line
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    models: tuple[str, ...]
+    seed: int = 0
+    per_template: int = 3
+    repeat: int = 1
+    conversation: bool = False
+    judge: str | None = None
+    questions_file: Path | None = None
+    list_only: bool = False
+    as_json: bool = False
+    resume: str | None = None
+    runs_dir: Path = Path("eval-runs")
+
+
+def truth_client(settings: Settings) -> TruthClient:
+    if settings.netbox_url is None:
+        raise UserFacingError(
+            "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN (or pass --netbox-url)"
+        )
+    return TruthClient(settings.netbox_url, settings.netbox_token, timeout=settings.netbox_timeout)
+
+
+def make_questions(settings: Settings, options: EvalOptions, err: Console) -> list[Question]:
+    """The built questions plus the user's file, truth computed now."""
+    from netbox_chat.eval.custom import load_questions
+
+    with truth_client(settings) as client:
+        started = time.monotonic()
+        built = build_questions(client, seed=options.seed, per_template=options.per_template)
+        questions = built.questions
+        if options.questions_file is not None:
+            questions = questions + load_questions(options.questions_file, client)
+        err.print(
+            f"netbox-chat: {len(questions)} questions from {settings.netbox_url} "
+            f"({client.calls} NetBox requests, {time.monotonic() - started:.1f} s)"
+            + (f"; no data for: {', '.join(built.skipped)}" if built.skipped else ""),
+            style="dim",
+            markup=False,
+            highlight=False,
+        )
+    return questions
+
+
+def list_questions(questions: list[Question], options: EvalOptions, out: Console) -> None:
+    if options.as_json:
+        print(
+            json.dumps(
+                {"seed": options.seed, "questions": [q.as_json(universe=False) for q in questions]},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        return
+    for q in questions:
+        query = "typed in" if q.query is None else q.query.text()
+        out.print(
+            visible_line(
+                f"{q.id} [{q.tier} {q.kind} {q.domain}] {q.text} -> "
+                f"{json.dumps(q.expected, ensure_ascii=False)} ({query})"
+            ),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Console) -> int:
+    """The whole command; returns the exit status."""
+    if options.resume is not None:
+        folder = RunFolder.open(options.runs_dir, options.resume)
+        plan = folder.plan()
+        settings = _same_netbox(settings, plan, err)
+        _forget_unanswered(folder)
+    else:
+        questions = make_questions(settings, options, err)
+        if options.list_only:
+            list_questions(questions, options, out)
+            return ExitStatus.OK
+        if not questions:
+            raise UserFacingError("this NetBox has no data any question could be built from")
+        plan = Plan(
+            models=options.models,
+            questions=tuple(questions),
+            seed=options.seed,
+            repeat=options.repeat,
+            conversation=options.conversation,
+            judge=options.judge,
+            netbox_url=settings.netbox_url,
+        )
+        folder = RunFolder.create(options.runs_dir, plan)
+    err.print(f"netbox-chat: run {folder.id} in {folder.root}", style="dim", markup=False)
+    interrupted = _run(folder, plan, settings, err)
+    summary = summarize(plan, folder.results(), run=folder.id)
+    folder.write("report.json", json.dumps(summary, indent=1, ensure_ascii=False, default=str))
+    text = markdown(summary)
+    folder.write("report.md", text)
+    if options.as_json:
+        print(json.dumps(summary, indent=2, ensure_ascii=False, default=str))
+    else:
+        print(visible_text(text), end="")
+    if interrupted:
+        err.print(
+            f"netbox-chat: stopped; every finished answer is kept: "
+            f"netbox-chat eval --resume {folder.id} finishes the run",
+            style="yellow",
+            markup=False,
+        )
+        return ExitStatus.INTERRUPTED
+    return ExitStatus.OK
+
+
+def visible_text(text: str) -> str:
+    """The report with every line made safe for the terminal (answers and names are
+    from a model and from NetBox)."""
+    return "".join(visible_line(line) + "\n" for line in text.splitlines())
+
+
+def _same_netbox(settings: Settings, plan: Plan, err: Console) -> Settings:
+    if plan.netbox_url and settings.netbox_url and plan.netbox_url != settings.netbox_url:
+        raise UserFacingError(
+            f"the run was made against {plan.netbox_url}, this one talks to "
+            f"{settings.netbox_url}: its truth would not fit"
+        )
+    return settings
+
+
+def _forget_unanswered(folder: RunFolder) -> None:
+    """Sessions a kill -9 left without a finished turn: their questions are asked again."""
+    store = folder.store()
+    if not store.root.exists():
+        return
+    for session_id in store.unanswered():
+        try:
+            store.forget(session_id)
+        except UserFacingError:
+            continue
+
+
+def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console) -> bool:
+    """Ask what is pending; True when a signal stopped the run."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from netbox_chat.eval.runner import Runner
+    from netbox_chat.runtime import CancelOnSignals
+
+    done = folder.results()
+    pending = folder.pending(plan, done)
+    total = len(plan.items())
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    )
+    task = bar.add_task("eval", total=total, completed=total - len(pending))
+    right = sum(1 for r in done if r["score"]["correct"])
+
+    def progress(model: str, rep: int, question: Question, result: dict[str, Any] | None) -> None:
+        nonlocal right
+        if result is None:
+            line = f"{model} #{rep + 1} {question.id} ({right} right so far)"
+            bar.update(task, description=visible_line(line))
+            return
+        right += bool(result["score"]["correct"])
+        bar.update(task, advance=1)
+
+    with CancelOnSignals() as signals, bar:
+        runner = Runner(folder, plan, settings, signals, progress)
+        asyncio.run(runner.run(pending))
+        signals.settle()
+    return runner.interrupted or signals.received is not None

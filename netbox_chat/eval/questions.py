@@ -1,0 +1,815 @@
+"""The question set: templates over the user's own data, drawn by seed, with
+the truth computed by the harness's own queries (truth.py).
+
+A template names its tier, answer type and domain and turns the catalog (the
+first page of each object type this NetBox holds) into drafts: a question's
+words, the query that answers it, and the names that would be wrong to give.
+Each template draws with its own seeded generator, so the same seed on the
+same data gives the same questions, and adding a template changes no other
+template's draw. A template whose objects this NetBox does not have yields
+nothing and is skipped.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from netbox_chat.eval.truth import Query, QueryError, TruthClient, dig
+
+TIERS = ("simple", "medium", "advanced")
+KINDS = ("count", "list", "value", "boolean", "absence", "explanation")
+BUDGETS = {"simple": 3, "medium": 7, "advanced": 12}
+"""Tool calls a question of each tier should need: the measured medians and
+75th percentiles of the benchmark this product grew from (issue 23)."""
+
+MAX_LIST = 25
+"""A list question whose answer is longer cannot be read back reliably."""
+
+Expected = int | str | list[str] | dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question with its truth. `universe` holds names a wrong answer
+    would give (the other objects of the kind asked for); `trap` names the
+    failure the question is built to catch."""
+
+    id: str
+    text: str
+    tier: str
+    kind: str
+    domain: str
+    query: Query | None
+    """The harness's query that computed `expected` (None: typed in a questions file)."""
+    expected: Expected
+    universe: tuple[str, ...] = ()
+    trap: str | None = None
+    unscoped: int | None = None
+    reference: str = ""
+    source: str = "built"
+
+    def as_json(self, *, universe: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "text": self.text,
+            "tier": self.tier,
+            "kind": self.kind,
+            "domain": self.domain,
+            "expected": self.expected,
+            "query": None if self.query is None else self.query.as_json(),
+            "trap": self.trap,
+            "source": self.source,
+        }
+        if self.unscoped is not None:
+            data["unscoped"] = self.unscoped
+        if self.reference:
+            data["reference"] = self.reference
+        if universe:
+            data["universe"] = list(self.universe)
+        return data
+
+
+def question_from_json(data: Mapping[str, Any]) -> Question:
+    """A question as a run folder stored it (the run's own file, re-read on --resume)."""
+    query = data.get("query")
+    return Question(
+        id=str(data["id"]),
+        text=str(data["text"]),
+        tier=str(data["tier"]),
+        kind=str(data["kind"]),
+        domain=str(data["domain"]),
+        query=None
+        if query is None
+        else Query(
+            path=query["path"],
+            params=tuple((str(k), str(v)) for k, v in query["params"].items()),
+            take=query["take"],
+            where=tuple((str(k), None if v is None else str(v)) for k, v in query["where"]),
+        ),
+        expected=data["expected"],
+        universe=tuple(data.get("universe") or ()),
+        trap=data.get("trap"),
+        unscoped=data.get("unscoped"),
+        reference=str(data.get("reference") or ""),
+        source=str(data.get("source") or "built"),
+    )
+
+
+# --- the catalog --------------------------------------------------------------------
+
+CATALOG = (
+    "dcim/sites",
+    "dcim/devices",
+    "dcim/device-roles",
+    "dcim/racks",
+    "dcim/power-panels",
+    "dcim/power-feeds",
+    "ipam/prefixes",
+    "ipam/ip-addresses",
+    "ipam/vlans",
+    "ipam/vrfs",
+    "tenancy/tenants",
+    "circuits/circuits",
+    "circuits/providers",
+    "virtualization/virtual-machines",
+    "virtualization/clusters",
+    "core/object-changes",
+)
+
+Catalog = Mapping[str, Sequence[Mapping[str, Any]]]
+
+
+def read_catalog(client: TruthClient) -> dict[str, list[dict[str, Any]]]:
+    """The first page of each object type the templates draw from (ordered by id, so
+    the draw depends on the data, not on NetBox's default ordering)."""
+    catalog: dict[str, list[dict[str, Any]]] = {}
+    for path in CATALOG:
+        try:
+            page = client.get(path, [("limit", "1000"), ("ordering", "id")])
+        except QueryError:
+            page = {}  # a type this NetBox or this token cannot list: its templates skip
+        rows = page.get("results") if isinstance(page, dict) else None
+        catalog[path] = [row for row in rows or [] if isinstance(row, dict) and "id" in row]
+    return catalog
+
+
+def names(rows: Iterable[Mapping[str, Any]], key: str = "name") -> tuple[str, ...]:
+    return tuple(sorted({str(row[key]) for row in rows if row.get(key)}))
+
+
+def unique(rows: Sequence[Mapping[str, Any]], key: str = "name") -> list[Mapping[str, Any]]:
+    """Rows whose `key` no other row shares: a question naming one is unambiguous."""
+    seen = Counter(str(row.get(key)) for row in rows)
+    return [row for row in rows if row.get(key) and seen[str(row.get(key))] == 1]
+
+
+# --- templates ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Draft:
+    key: str
+    text: str
+    query: Query
+    universe: tuple[str, ...] = ()
+    unscoped: Query | None = None
+    reference: str = ""
+
+
+@dataclass(frozen=True)
+class Template:
+    id: str
+    tier: str
+    kind: str
+    domain: str
+    drafts: Callable[[Catalog], list[Draft]]
+    trap: str | None = None
+    empty_is_absence: bool = False
+    """A list whose truth is empty becomes an absence question ("none")."""
+
+
+def q(
+    path: str, take: str = "count", where: Sequence[tuple[str, str | None]] = (), **params: Any
+) -> Query:
+    return Query(path, tuple((k, str(v)) for k, v in params.items()), take, tuple(where))
+
+
+DEVICE_STATUSES = (
+    "active",
+    "offline",
+    "planned",
+    "staged",
+    "failed",
+    "inventory",
+    "decommissioning",
+)
+IP_STATUSES = ("active", "reserved", "deprecated", "dhcp", "slaac")
+
+
+def _sites_devices(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(s["id"]),
+            f"How many devices are at site {s['name']}?",
+            q("dcim/devices", site_id=s["id"]),
+        )
+        for s in unique(cat["dcim/sites"])
+    ]
+
+
+def _device_status(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(d["id"]),
+            f"What is the status of device {d['name']}?",
+            q(f"dcim/devices/{d['id']}", "value:status"),
+            DEVICE_STATUSES,
+        )
+        for d in unique(cat["dcim/devices"])
+    ]
+
+
+def _rack_site(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(r["id"]),
+            f"Which site is rack {r['name']} in?",
+            q(f"dcim/racks/{r['id']}", "value:site.name"),
+            names(cat["dcim/sites"]),
+        )
+        for r in unique(cat["dcim/racks"])
+    ]
+
+
+def _tenant_count(cat: Catalog) -> list[Draft]:
+    return (
+        [Draft("all", "How many tenants are defined in NetBox?", q("tenancy/tenants"))]
+        if cat["tenancy/tenants"]
+        else []
+    )
+
+
+def _vlan_vid(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(v["id"]),
+            f"What is the VLAN ID (VID) of VLAN {v['name']}?",
+            q(f"ipam/vlans/{v['id']}", "value:vid"),
+        )
+        for v in unique(cat["ipam/vlans"])
+    ]
+
+
+def _prefix_vrf(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(p["id"]),
+            f"Which VRF is prefix {p['prefix']} in?",
+            q(f"ipam/prefixes/{p['id']}", "value:vrf.name"),
+            names(cat["ipam/vrfs"]),
+        )
+        for p in unique(cat["ipam/prefixes"], "prefix")
+        if p.get("vrf")
+    ]
+
+
+def _ip_status(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(a["id"]),
+            f"What is the status of IP address {a['address']}?",
+            q(f"ipam/ip-addresses/{a['id']}", "value:status"),
+            IP_STATUSES,
+        )
+        for a in unique(cat["ipam/ip-addresses"], "address")
+    ]
+
+
+def _circuit_provider(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(c["id"]),
+            f"Which provider supplies circuit {c['cid']}?",
+            q(f"circuits/circuits/{c['id']}", "value:provider.name"),
+            names(cat["circuits/providers"]),
+        )
+        for c in unique(cat["circuits/circuits"], "cid")
+    ]
+
+
+def _vm_cluster(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(v["id"]),
+            f"Which cluster does virtual machine {v['name']} run in?",
+            q(f"virtualization/virtual-machines/{v['id']}", "value:cluster.name"),
+            names(cat["virtualization/clusters"]),
+        )
+        for v in unique(cat["virtualization/virtual-machines"])
+        if v.get("cluster")
+    ]
+
+
+def _feed_panel(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(f["id"]),
+            f"Which power panel does power feed {f['name']} come from?",
+            q(f"dcim/power-feeds/{f['id']}", "value:power_panel.name"),
+            names(cat["dcim/power-panels"]),
+        )
+        for f in unique(cat["dcim/power-feeds"])
+    ]
+
+
+def _vrf_rd(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(v["id"]),
+            f"What is the route distinguisher of VRF {v['name']}?",
+            q(f"ipam/vrfs/{v['id']}", "value:rd"),
+        )
+        for v in unique(cat["ipam/vrfs"])
+        if v.get("rd")
+    ]
+
+
+def _device_interfaces(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(d["id"]),
+            f"How many interfaces does device {d['name']} have?",
+            q("dcim/interfaces", device_id=d["id"]),
+        )
+        for d in unique(cat["dcim/devices"])
+    ]
+
+
+def _changes_by_user(cat: Catalog) -> list[Draft]:
+    users = sorted({str(c["user_name"]) for c in cat["core/object-changes"] if c.get("user_name")})
+    return [
+        Draft(
+            user,
+            f"How many changes has user {user} made in NetBox?",
+            q("core/object-changes", user_name=user),
+        )
+        for user in users
+    ]
+
+
+def _site_status_count(cat: Catalog) -> list[Draft]:
+    statuses = sorted({str(dig(d, "status")) for d in cat["dcim/devices"] if dig(d, "status")})
+    return [
+        Draft(
+            f"{s['id']}-{status}",
+            f"How many {status} devices are at site {s['name']}?",
+            q("dcim/devices", site_id=s["id"], status=status),
+        )
+        for s in unique(cat["dcim/sites"])
+        for status in statuses
+    ]
+
+
+def _role_site_list(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            f"{s['id']}-{r['id']}",
+            f"List the devices with role {r['name']} at site {s['name']}.",
+            q("dcim/devices", "list:name", site_id=s["id"], role_id=r["id"]),
+            names(cat["dcim/devices"]),
+        )
+        for s in unique(cat["dcim/sites"])
+        for r in unique(cat["dcim/device-roles"])
+    ]
+
+
+def _vrf_prefixes(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(v["id"]),
+            f"How many active prefixes are in VRF {v['name']}?",
+            q("ipam/prefixes", vrf_id=v["id"], status="active"),
+        )
+        for v in unique(cat["ipam/vrfs"])
+    ]
+
+
+def _site_vlans(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(s["id"]),
+            f"Which VLANs are assigned to site {s['name']}? Give their names.",
+            q("ipam/vlans", "list:name", site_id=s["id"]),
+            names(cat["ipam/vlans"]),
+        )
+        for s in unique(cat["dcim/sites"])
+    ]
+
+
+def _cluster_vms(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(c["id"]),
+            f"Which virtual machines run in cluster {c['name']}?",
+            q("virtualization/virtual-machines", "list:name", cluster_id=c["id"]),
+            names(cat["virtualization/virtual-machines"]),
+        )
+        for c in unique(cat["virtualization/clusters"])
+    ]
+
+
+def _provider_circuits(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(p["id"]),
+            f"How many active circuits does provider {p['name']} have?",
+            q("circuits/circuits", provider_id=p["id"], status="active"),
+        )
+        for p in unique(cat["circuits/providers"])
+    ]
+
+
+def _site_all_active(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(s["id"]),
+            f"Are all devices at site {s['name']} active? Name any that are not.",
+            q("dcim/devices", "list:name", [("!status", "active")], site_id=s["id"]),
+            names(cat["dcim/devices"]),
+        )
+        for s in unique(cat["dcim/sites"])
+    ]
+
+
+def _tenant_site_devices(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            f"{t['id']}-{s['id']}",
+            f"How many devices does tenant {t['name']} have at site {s['name']}?",
+            q("dcim/devices", tenant_id=t["id"], site_id=s["id"]),
+        )
+        for t in unique(cat["tenancy/tenants"])
+        for s in unique(cat["dcim/sites"])
+    ]
+
+
+def _site_cables(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(s["id"]),
+            f"How many cables are there at site {s['name']}?",
+            q("dcim/cables", site_id=s["id"]),
+        )
+        for s in unique(cat["dcim/sites"])
+    ]
+
+
+def _rack_devices(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(r["id"]),
+            f"Which devices are in rack {r['name']} at site {dig(r, 'site.name')}?",
+            q("dcim/devices", "list:name", rack_id=r["id"]),
+            names(cat["dcim/devices"]),
+        )
+        for r in cat["dcim/racks"]
+        if dig(r, "site.name")
+    ]
+
+
+def _panel_feeds(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(p["id"]),
+            f"Which power feeds come from power panel {p['name']}?",
+            q("dcim/power-feeds", "list:name", power_panel_id=p["id"]),
+            names(cat["dcim/power-feeds"]),
+        )
+        for p in unique(cat["dcim/power-panels"])
+    ]
+
+
+def _vrf_active_ips(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(v["id"]),
+            f"How many IP addresses in VRF {v['name']} are active?",
+            q("ipam/ip-addresses", vrf_id=v["id"], status="active"),
+        )
+        for v in unique(cat["ipam/vrfs"])
+    ]
+
+
+def _cabled_interfaces(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(d["id"]),
+            f"How many interfaces on device {d['name']} are connected by a cable?",
+            q("dcim/interfaces", where=[("!cable", None)], device_id=d["id"]),
+        )
+        for d in unique(cat["dcim/devices"])
+    ]
+
+
+def _untenanted(cat: Catalog) -> list[Draft]:
+    if not cat["dcim/devices"]:
+        return []
+    return [
+        Draft(
+            "all",
+            "How many devices have no tenant assigned?",
+            q("dcim/devices", where=[("tenant", None)]),
+            unscoped=q("dcim/devices"),
+        )
+    ]
+
+
+def _untenanted_site(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(s["id"]),
+            f"How many devices at site {s['name']} have no tenant assigned?",
+            q("dcim/devices", where=[("tenant", None)], site_id=s["id"]),
+            unscoped=q("dcim/devices", site_id=s["id"]),
+        )
+        for s in unique(cat["dcim/sites"])
+    ]
+
+
+def _role_sites(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(r["id"]),
+            f"Which sites have at least one device with role {r['name']}?",
+            q("dcim/devices", "distinct:site.name", role_id=r["id"]),
+            names(cat["dcim/sites"]),
+        )
+        for r in unique(cat["dcim/device-roles"])
+    ]
+
+
+def _cluster_tenants(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(c["id"]),
+            f"Which tenants own virtual machines in cluster {c['name']}?",
+            q("virtualization/virtual-machines", "distinct:tenant.name", cluster_id=c["id"]),
+            names(cat["tenancy/tenants"]),
+        )
+        for c in unique(cat["virtualization/clusters"])
+    ]
+
+
+def _no_primary_ip(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(s["id"]),
+            f"Which devices at site {s['name']} have no primary IPv4 address?",
+            q("dcim/devices", "list:name", [("primary_ip4", None)], site_id=s["id"]),
+            names(cat["dcim/devices"]),
+        )
+        for s in unique(cat["dcim/sites"])
+    ]
+
+
+def _vlan_false_premise(cat: Catalog) -> list[Draft]:
+    """Where is VLAN <vid> deployed for a tenant that has none with that vid
+    (the recorded false premise: every model named a place)."""
+    vlans = cat["ipam/vlans"]
+    have = {(dig(v, "tenant.id"), v.get("vid")) for v in vlans}
+    vids = sorted({v["vid"] for v in vlans if v.get("vid") is not None})
+    return [
+        Draft(
+            f"{t['id']}-{vid}",
+            f"Where is VLAN {vid} deployed for tenant {t['name']}?",
+            q("ipam/vlans", "list:name", vid=vid, tenant_id=t["id"]),
+            names(cat["dcim/sites"]) + names(vlans),
+        )
+        for t in unique(cat["tenancy/tenants"])
+        for vid in vids
+        if (t["id"], vid) not in have
+    ]
+
+
+def _circuit_false_premise(cat: Catalog) -> list[Draft]:
+    have = {(dig(c, "provider.id"), dig(c, "tenant.id")) for c in cat["circuits/circuits"]}
+    return [
+        Draft(
+            f"{p['id']}-{t['id']}",
+            f"Which circuits does provider {p['name']} deliver to tenant {t['name']}?",
+            q("circuits/circuits", "list:cid", provider_id=p["id"], tenant_id=t["id"]),
+            names(cat["circuits/circuits"], "cid"),
+        )
+        for p in unique(cat["circuits/providers"])
+        for t in unique(cat["tenancy/tenants"])
+        if (p["id"], t["id"]) not in have
+    ]
+
+
+def _device_changers(cat: Catalog) -> list[Draft]:
+    changed = sorted(
+        {
+            (int(c["changed_object_id"]), str(c.get("object_repr") or ""))
+            for c in cat["core/object-changes"]
+            if c.get("changed_object_type") == "dcim.device" and c.get("changed_object_id")
+        }
+    )
+    return [
+        Draft(
+            str(oid),
+            f"Which users have changed device {name}?",
+            q(
+                "core/object-changes",
+                "distinct:user_name",
+                changed_object_type="dcim.device",
+                changed_object_id=oid,
+            ),
+            names(cat["core/object-changes"], "user_name"),
+        )
+        for oid, name in changed
+        if name
+    ]
+
+
+def _vms_without_tenant(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(c["id"]),
+            f"Does every virtual machine in cluster {c['name']} have a tenant? "
+            "Name any that do not.",
+            q(
+                "virtualization/virtual-machines",
+                "list:name",
+                [("tenant", None)],
+                cluster_id=c["id"],
+            ),
+            names(cat["virtualization/virtual-machines"]),
+        )
+        for c in unique(cat["virtualization/clusters"])
+    ]
+
+
+def _describe_device(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(d["id"]),
+            f"Describe device {d['name']}: where it is, what role it has and what state it is in.",
+            q(f"dcim/devices/{d['id']}", "value:name"),
+            reference=(
+                f"{d['name']} is at site {dig(d, 'site.name')}, has role {dig(d, 'role.name')} "
+                f"and status {dig(d, 'status')}."
+            ),
+        )
+        for d in unique(cat["dcim/devices"])
+        if dig(d, "site.name")
+    ]
+
+
+TEMPLATES: tuple[Template, ...] = (
+    Template("site-devices", "simple", "count", "devices", _sites_devices),
+    Template("device-status", "simple", "value", "devices", _device_status),
+    Template("rack-site", "simple", "value", "racks", _rack_site),
+    Template("tenant-count", "simple", "count", "tenants", _tenant_count),
+    Template("vlan-vid", "simple", "value", "vlans", _vlan_vid),
+    Template("prefix-vrf", "simple", "value", "prefixes", _prefix_vrf),
+    Template("ip-status", "simple", "value", "ip-addresses", _ip_status),
+    Template("circuit-provider", "simple", "value", "circuits", _circuit_provider),
+    Template("vm-cluster", "simple", "value", "virtual-machines", _vm_cluster),
+    Template("feed-panel", "simple", "value", "power", _feed_panel),
+    Template("vrf-rd", "simple", "value", "vrfs", _vrf_rd),
+    Template("device-interfaces", "simple", "count", "interfaces", _device_interfaces),
+    Template("user-changes", "simple", "count", "changelog", _changes_by_user),
+    Template("site-status-devices", "medium", "count", "devices", _site_status_count),
+    Template(
+        "role-site-devices", "medium", "list", "devices", _role_site_list, empty_is_absence=True
+    ),
+    Template("vrf-active-prefixes", "medium", "count", "prefixes", _vrf_prefixes),
+    Template("site-vlans", "medium", "list", "vlans", _site_vlans, empty_is_absence=True),
+    Template(
+        "cluster-vms", "medium", "list", "virtual-machines", _cluster_vms, empty_is_absence=True
+    ),
+    Template("provider-active-circuits", "medium", "count", "circuits", _provider_circuits),
+    Template("site-all-active", "medium", "boolean", "devices", _site_all_active),
+    Template("tenant-site-devices", "medium", "count", "tenants", _tenant_site_devices),
+    Template("site-cables", "medium", "count", "cables", _site_cables),
+    Template("rack-devices", "medium", "list", "racks", _rack_devices, empty_is_absence=True),
+    Template("panel-feeds", "medium", "list", "power", _panel_feeds),
+    Template("vrf-active-ips", "medium", "count", "ip-addresses", _vrf_active_ips),
+    Template("cabled-interfaces", "medium", "count", "interfaces", _cabled_interfaces),
+    Template(
+        "untenanted-devices", "advanced", "count", "devices", _untenanted, trap="scoped-count"
+    ),
+    Template(
+        "site-untenanted-devices",
+        "advanced",
+        "count",
+        "devices",
+        _untenanted_site,
+        trap="scoped-count",
+    ),
+    Template("role-sites", "advanced", "list", "sites", _role_sites),
+    Template(
+        "cluster-tenants", "advanced", "list", "tenants", _cluster_tenants, empty_is_absence=True
+    ),
+    Template("no-primary-ip", "advanced", "list", "devices", _no_primary_ip, empty_is_absence=True),
+    Template(
+        "vlan-for-tenant", "advanced", "absence", "vlans", _vlan_false_premise, trap="false-premise"
+    ),
+    Template(
+        "circuits-for-tenant",
+        "advanced",
+        "absence",
+        "circuits",
+        _circuit_false_premise,
+        trap="false-premise",
+    ),
+    Template("device-changers", "advanced", "list", "changelog", _device_changers),
+    Template("cluster-vm-tenants", "advanced", "boolean", "virtual-machines", _vms_without_tenant),
+    Template("describe-device", "advanced", "explanation", "devices", _describe_device),
+)
+
+
+# --- drawing ------------------------------------------------------------------------------
+
+
+def expected_for(template: Template, truth: Any) -> tuple[str, Expected] | None:
+    """The question's answer type and expected answer from its query's result,
+    or None when this instance does not make the question the template wants
+    (a list too long to read back, a false premise that turns out true)."""
+    if template.kind == "count":
+        return ("count", truth) if isinstance(truth, int) else None
+    if template.kind in ("list", "absence"):
+        if not isinstance(truth, list) or len(truth) > MAX_LIST:
+            return None
+        if not truth:
+            return (
+                ("absence", None)
+                if template.empty_is_absence or template.kind == "absence"
+                else None
+            )
+        return ("list", sorted(truth)) if template.kind == "list" else None
+    if template.kind == "boolean":
+        if not isinstance(truth, list) or len(truth) > MAX_LIST:
+            return None
+        return "boolean", {"yes": not truth, "exceptions": sorted(truth)}
+    if template.kind in ("value", "explanation"):
+        return (template.kind, str(truth)) if truth not in (None, "") else None
+    return None
+
+
+@dataclass
+class BuildReport:
+    """What the builder did: the questions, the templates it skipped for lack of
+    data, and what the truth cost (requests to NetBox)."""
+
+    questions: list[Question] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    requests: int = 0
+
+
+def build_questions(
+    client: TruthClient,
+    *,
+    seed: int,
+    per_template: int = 3,
+    catalog: Catalog | None = None,
+) -> BuildReport:
+    """Draw up to `per_template` instances of every template this NetBox has data for."""
+    calls_before = client.calls
+    report = BuildReport()
+    if per_template == 0:
+        return report
+    cat = read_catalog(client) if catalog is None else catalog
+    for template in TEMPLATES:
+        drafts = template.drafts(cat)
+        rng = random.Random(f"{seed}:{template.id}")
+        rng.shuffle(drafts)
+        made = 0
+        # Each try costs NetBox requests: give up on a template after a few misses.
+        for draft in drafts[: per_template * 4]:
+            if made >= per_template:
+                break
+            question = _instantiate(client, template, draft)
+            if question is not None:
+                report.questions.append(question)
+                made += 1
+        if made == 0:
+            report.skipped.append(template.id)
+    report.requests = client.calls - calls_before
+    return report
+
+
+def _instantiate(client: TruthClient, template: Template, draft: Draft) -> Question | None:
+    truth = client.answer(draft.query)
+    made = expected_for(template, truth)
+    if made is None:
+        return None
+    kind, expected = made
+    unscoped = None
+    if draft.unscoped is not None:
+        total = client.answer(draft.unscoped)
+        if not isinstance(total, int) or total == expected:
+            return None  # the trap needs a total that differs from the scoped count
+        unscoped = total
+    if kind == "explanation":
+        expected = draft.reference
+    trap = template.trap
+    if kind == "absence" and trap is None:
+        trap = "absence"
+    return Question(
+        id=f"{template.id}:{draft.key}",
+        text=draft.text,
+        tier=template.tier,
+        kind=kind,
+        domain=template.domain,
+        query=draft.query,
+        expected=expected,
+        universe=draft.universe,
+        trap=trap,
+        unscoped=unscoped,
+        reference=draft.reference,
+    )

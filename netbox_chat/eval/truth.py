@@ -1,0 +1,223 @@
+"""The harness's own read-only NetBox client and the queries that compute the truth.
+
+Written apart from the agent's tools (netbox_chat/netbox/) on purpose: a bug in
+a tool must not be able to grade itself. A `Query` is an API path and its
+filters on the configured NetBox, plus what to take from the rows; it is also
+how a user's `--questions` file states where an answer comes from, so it is
+validated as untrusted input: a path of the NetBox API, never a URL.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from netbox_chat.errors import UserFacingError
+from netbox_chat.netbox.client import auth_header
+
+PAGE = 1000
+"""Rows per request: NetBox's default MAX_PAGE_SIZE, so a listing takes the fewest calls."""
+
+MAX_ROWS = 100_000
+"""A listing longer than this is not an answer anyone can check by reading it."""
+
+_PATH = re.compile(r"^[a-z][a-z0-9-]*(/[a-z][a-z0-9-]*)+(/[0-9]+)?$")
+_PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_FIELD = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$")
+TAKES = ("count", "list", "distinct", "value")
+_CONTROL = frozenset({"limit", "offset", "format", "export", "brief", "fields", "exclude"})
+
+
+class QueryError(UserFacingError):
+    """A query that cannot be run as written (a user's file, or NetBox said no)."""
+
+
+@dataclass(frozen=True)
+class Query:
+    """`GET /api/<path>/?<params>`, rows kept where every `where` holds, then `take`.
+
+    `take` is `count` (how many rows), `list:<field>` (that field of each row),
+    `distinct:<field>` (its distinct values, sorted) or `value:<field>` (of the
+    one row). A path ending in an id reads that one object. `where` compares a
+    dotted field with a value, `None` meaning the field is empty, a leading
+    `!` on the field negating it: filters NetBox spells differently across
+    versions are applied here, on rows NetBox returned, rather than guessed.
+    """
+
+    path: str
+    params: tuple[tuple[str, str], ...] = ()
+    take: str = "count"
+    where: tuple[tuple[str, str | None], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        check_query(self)
+
+    @property
+    def single(self) -> bool:
+        return self.path.rsplit("/", 1)[-1].isdigit()
+
+    def text(self) -> str:
+        """The query as a person would read it in a report."""
+        query = "&".join(f"{key}={value}" for key, value in self.params)
+        words = [f"GET /api/{self.path}/" + (f"?{query}" if query else "")]
+        for name, value in self.where:
+            negated = name.startswith("!")
+            words.append(
+                f"where {name.lstrip('!')} {'!=' if negated else '='} "
+                + ("empty" if value is None else value)
+            )
+        words.append(self.take)
+        return " | ".join(words)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "params": dict(self.params),
+            "where": [[name, value] for name, value in self.where],
+            "take": self.take,
+            "text": self.text(),
+        }
+
+
+def check_query(query: Query) -> None:
+    """Refuse what is not a plain read of this NetBox's API: a scheme, a host,
+    `..`, odd characters, paging of its own, an unknown `take`."""
+    if not _PATH.match(query.path):
+        raise QueryError(f"query path {query.path!r} is not a NetBox API path like dcim/devices")
+    for key, value in query.params:
+        if not _PARAM.match(key) or key in _CONTROL:
+            raise QueryError(f"query parameter {key!r} is not a NetBox filter")
+        if not isinstance(value, str) or len(value) > 200 or "\n" in value:
+            raise QueryError(f"query parameter {key}={value!r} is not a filter value")
+    kind, _, name = query.take.partition(":")
+    if kind not in TAKES or (kind == "count") != (name == ""):
+        raise QueryError(f"query take {query.take!r}: use count, list:F, distinct:F or value:F")
+    if name and not _FIELD.match(name):
+        raise QueryError(f"query field {name!r} is not a dotted field name")
+    if query.single and kind != "value":
+        raise QueryError("a query of one object (a path ending in an id) takes value:F")
+    for where_field, wanted in query.where:
+        if not _FIELD.match(where_field.removeprefix("!")):
+            raise QueryError(f"query where {where_field!r} is not a dotted field name")
+        if wanted is not None and not isinstance(wanted, str):
+            raise QueryError(f"query where {where_field}={wanted!r} is not text")
+
+
+def dig(row: Mapping[str, Any], dotted: str) -> Any:
+    """`row["site"]["name"]` for `site.name`; a choice field's value for
+    `status` (`{"value": "active", ...}` → "active"); None when absent."""
+    value: Any = row
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    if isinstance(value, Mapping) and "value" in value and "id" not in value:
+        value = value["value"]
+    return value
+
+
+def _holds(row: Mapping[str, Any], where: Sequence[tuple[str, str | None]]) -> bool:
+    for name, wanted in where:
+        negated = name.startswith("!")
+        value = dig(row, name.lstrip("!"))
+        if wanted is None:
+            same = value in (None, "", [])
+        else:
+            same = value is not None and str(value) == wanted
+        if same == negated:
+            return False
+    return True
+
+
+def take(query: Query, rows: Sequence[Mapping[str, Any]]) -> int | str | list[str] | None:
+    """What `query` answers, from the rows NetBox returned (pure)."""
+    kept = [row for row in rows if _holds(row, query.where)]
+    kind, _, name = query.take.partition(":")
+    if kind == "count":
+        return len(kept)
+    values = [dig(row, name) for row in kept]
+    texts = [str(value) for value in values if value not in (None, "")]
+    if kind == "list":
+        return texts
+    if kind == "distinct":
+        return sorted(set(texts))
+    return texts[0] if len(kept) == 1 and texts else None
+
+
+class TruthClient:
+    """A synchronous, read-only client for the truth: GET only, one NetBox.
+
+    Paging is done by offset on the configured URL, never by following the
+    `next` link a server sends, so a query cannot be led to another host.
+    `calls` and `seconds` say what the harness itself cost (bench/)."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = auth_header(token)
+        self.base = url.rstrip("/") + "/api/"
+        self._http = httpx.Client(
+            headers=headers, timeout=timeout, transport=transport, follow_redirects=False
+        )
+        self.calls = 0
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> TruthClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def get(self, path: str, params: Sequence[tuple[str, str]] = ()) -> Any:
+        self.calls += 1
+        try:
+            response = self._http.get(self.base + path.strip("/") + "/", params=list(params))
+        except httpx.HTTPError as exc:
+            raise QueryError(f"NetBox did not answer GET /api/{path}/: {exc}") from None
+        if response.status_code != 200:
+            raise QueryError(f"NetBox answered GET /api/{path}/ with HTTP {response.status_code}")
+        try:
+            return response.json()
+        except ValueError:
+            raise QueryError(f"NetBox sent no JSON for GET /api/{path}/") from None
+
+    def rows(self, path: str, params: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
+        """Every row of a listing, page by page."""
+        rows: list[dict[str, Any]] = []
+        while True:
+            page = self.get(path, [*params, ("limit", str(PAGE)), ("offset", str(len(rows)))])
+            if not isinstance(page, dict) or not isinstance(page.get("results"), list):
+                raise QueryError(f"GET /api/{path}/ is not a NetBox listing")
+            batch = [row for row in page["results"] if isinstance(row, dict)]
+            rows.extend(batch)
+            if not batch or len(rows) >= int(page.get("count") or 0) or len(rows) > MAX_ROWS:
+                return rows
+
+    def count(self, path: str, params: Sequence[tuple[str, str]] = ()) -> int:
+        page = self.get(path, [*params, ("limit", "1")])
+        if not isinstance(page, dict) or not isinstance(page.get("count"), int):
+            raise QueryError(f"GET /api/{path}/ is not a NetBox listing")
+        return int(page["count"])
+
+    def answer(self, query: Query) -> int | str | list[str] | None:
+        """Run `query` against NetBox: one request for a plain count, the
+        listing otherwise."""
+        if query.single:
+            row = self.get(query.path)
+            return take(query, [row] if isinstance(row, dict) else [])
+        if query.take == "count" and not query.where:
+            return self.count(query.path, query.params)
+        return take(query, self.rows(query.path, query.params))
