@@ -271,7 +271,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         _positive,
         DEFAULT_REQUEST_TIMEOUT,
-        "Ollama request timeout (s)",
+        "seconds Ollama may answer nothing at all (not even /api/ps), or stall mid-answer",
     ),
     Setting(
         "netbox_timeout",
