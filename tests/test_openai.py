@@ -5,7 +5,9 @@ SGLang, LM Studio and Ollama's /v1.
 Run in full over the five dialects where they behave differently: a turn with
 reasoning, a tool call (whole or in argument deltas) and usage; the window;
 the over-length answer; cancel (when each server notices); tools refused.
-One representative dialect (vLLM) elsewhere: thinking off, the key's rule.
+One dialect stands for all elsewhere: vLLM for thinking off, the key's rule
+and the read timeout, llama-server for --stream-json; LM Studio alone writes
+either reasoning field.
 """
 
 from __future__ import annotations
