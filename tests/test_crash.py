@@ -106,6 +106,9 @@ def test_ask_stopped_by_a_signal_rolls_back_and_exits_130(
     assert any("dcim/sites" in p for p in netbox.disconnects)  # the request was aborted
 
 
+# Thirty processes: on Ollama's API only (the rollback a crash leaves owing is the
+# store's, whatever the server; each process on /v1 also imports langchain-openai).
+@pytest.mark.model_servers("ollama")
 def test_kill_9_at_random_moments_never_breaks_a_session(
     store: StoreUnderTest,
     store_env: dict[str, str],

@@ -5,7 +5,9 @@ SGLang, LM Studio and Ollama's /v1.
 Run in full over the five dialects where they behave differently: a turn with
 reasoning, a tool call (whole or in argument deltas) and usage; the window;
 the over-length answer; cancel (when each server notices); tools refused.
-One representative dialect (vLLM) elsewhere: thinking off, the key's rule.
+One dialect stands for all elsewhere: vLLM for thinking off, the key's rule
+and the read timeout, llama-server for --stream-json; LM Studio alone writes
+either reasoning field.
 """
 
 from __future__ import annotations
@@ -377,3 +379,35 @@ def test_a_silent_server_is_given_up_on_by_the_products_own_rule(
     assert code == 1 and answer["status"] == "failed"
     assert answer["error"].startswith("vLLM did not answer in time")
     assert "NETBOX_CHAT_TIMEOUT" in answer["error"]
+
+
+@pytest.mark.parametrize("openai_server", ["vllm"], indirect=True)
+def test_the_repl_shows_the_servers_reasoning_dimmed_and_think_off_stops_it(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    from tests.test_repl_pty import DIM, PROMPT, leave, plain, spawn
+
+    openai_server.script(
+        [
+            Thinking("The user wants the sites.", chunk_delay=0.05),
+            Text("Three sites.", chunk_delay=0.05),
+        ],
+        [Thinking("never shown"), Text("Still three.")],
+    )
+    child = spawn(openai_env)
+    child.sendline("list the sites")
+    child.expect(DIM + r"\s*The user wants")  # vLLM's `reasoning`, shown dimmed
+    child.expect(r"thought for \d+\.\ds")
+    child.expect(r"([\s\S]*?)tokens \d+ in")
+    assert "Three sites." in plain(child.match.group(1))
+    assert "The user wants" not in child.match.group(1)
+    child.expect(PROMPT)
+    child.sendline("/think off")
+    child.expect("thinking off for the rest of this session")
+    child.expect(PROMPT)
+    child.sendline("and now?")
+    child.expect("Still three.")
+    child.expect(PROMPT)
+    leave(child)
+    assert "reasoning_effort" not in openai_server.requests[0]
+    assert openai_server.requests[1]["reasoning_effort"] == "none"
