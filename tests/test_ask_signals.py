@@ -88,7 +88,10 @@ def test_a_signal_while_the_program_is_still_importing_exits_130_and_nothing_is_
     assert (result["status"], result["turn"], result["kept"]) == ("cancelled", None, False)
     assert "before the turn started" in result["error"]
     assert ollama.requests == []
-    assert not sessions_dir.exists() or list(sessions_dir.iterdir()) == []
+    assert not sessions_dir.exists() or [p.name for p in sessions_dir.iterdir()] in (
+        [],
+        [".netbox-chat"],
+    )
 
 
 def test_sigints_in_a_row_during_a_cancel_still_print_the_output_and_exit_130(
