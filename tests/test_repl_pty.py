@@ -157,6 +157,12 @@ def test_ctrl_c_cancels_and_rolls_back_at_any_moment(
     child.sendline("the question to cancel")
     child.expect(wait_for)
     ollama.wait_for_requests(2)  # the cancelled turn's request reached the model
+    if moment in ("while NetBox answers", "between parallel tools"):
+        # The status line names the tool as it starts; its request comes a moment later.
+        deadline = time.monotonic() + 10
+        while not any("dcim/sites" in path for path in netbox.requests):
+            assert time.monotonic() < deadline, netbox.requests
+            time.sleep(0.02)
     started = time.monotonic()
     child.sendintr()
     child.expect("rolled back")
