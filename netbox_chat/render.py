@@ -549,7 +549,8 @@ class TurnView:
 
 def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> None:
     """The line after a turn: tokens, time and the context meter, or what went
-    wrong; and the red line when Ollama cut one of the turn's requests."""
+    wrong and what was rolled back (one line, so it wraps only between words);
+    and the red line when Ollama cut one of the turn's requests."""
     if outcome.context.truncated and outcome.context.window:
         console.print(truncation_line(outcome.context.window))
     if outcome.status == "done":
@@ -565,30 +566,36 @@ def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> Non
         console.print(line)
         return
     if outcome.status == "cancelled":
-        console.print(Text(f"turn {outcome.number} cancelled", style="yellow"), end=" ")
+        line = Text(f"turn {outcome.number} cancelled", style="yellow")
     else:
-        console.print(Text(f"turn {outcome.number} failed: {outcome.error}", style="red"), end=" ")
+        line = Text(f"turn {outcome.number} failed: {visible(outcome.error or '')}", style="red")
     if outcome.rollback is not None:
-        print_rollback(console, outcome.rollback)
+        line.append("; ")
+        line.append_text(rollback_text(outcome.rollback))
+    console.print(line)
 
 
 def print_rollback(console: Console, report: RollbackReport, *, reason: str = "") -> None:
+    console.print(rollback_text(report, reason=reason))
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 message`, `2 messages`: plain words, not `message(s)`."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def rollback_text(report: RollbackReport, *, reason: str = "") -> Text:
     if report.verified:
-        console.print(
-            Text(
-                f"{reason}rolled back ({report.removed_messages} message(s) removed); "
-                "the model will not see it",
-                style="dim",
-            )
+        return Text(
+            f"{reason}rolled back ({plural(report.removed_messages, 'message')} removed); "
+            "the model will not see it",
+            style="dim",
         )
-    else:
-        console.print(
-            Text(
-                f"{reason}rollback of turn {report.turn} could not be verified: "
-                f"{'; '.join(report.problems)}. Use /rewind to return to the last clean turn.",
-                style="bold red",
-            )
-        )
+    return Text(
+        f"{reason}rollback of turn {report.turn} could not be verified: "
+        f"{'; '.join(report.problems)}. Use /rewind to return to the last clean turn.",
+        style="bold red",
+    )
 
 
 def error_line(error: BaseException, *, prefix: str = "") -> Text:

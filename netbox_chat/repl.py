@@ -83,6 +83,15 @@ def _terminal(stream: TextIO) -> int | None:
     return fileno if os.isatty(fileno) else None
 
 
+def _bracketed_paste(*, on: bool) -> None:
+    """Ask the terminal to mark pastes (or stop). On while a turn runs, not
+    only at the prompt: a paste made meanwhile waits, marked, for the next
+    prompt, which takes it as one paste. Unmarked, each line of it would end
+    in an Enter and be sent as a question of its own."""
+    sys.stdout.write("\x1b[?2004h" if on else "\x1b[?2004l")
+    sys.stdout.flush()
+
+
 def _typed_ahead(terminal: int | None) -> bool:
     """Whether keys are waiting on the terminal for the prompt."""
     return terminal is not None and bool(select.select([terminal], [], [], 0)[0])
@@ -166,6 +175,7 @@ class Repl:
     pending_input: str = ""
     auth_warnings: list[str] = field(default_factory=list)
     thinking_noted: bool = False
+    view: render.TurnView | None = None  # the turn being drawn, if any
 
     async def runtime(self) -> Runtime:
         if not self.background.future.done():
@@ -184,6 +194,13 @@ class Repl:
         # After every render, which makes the first one start the agent build.
         prompt.app.after_render += self._prompt_drawn
         terminal = _terminal(sys.stdin)
+        try:
+            await self._lines(prompt, terminal)
+        finally:
+            if terminal is not None:
+                _bracketed_paste(on=False)
+
+    async def _lines(self, prompt: PromptSession[str], terminal: int | None) -> None:
         while True:
             # Keys typed before the prompt is back were typed for a new line:
             # the cancelled question would swallow them (a Ctrl-D deletes
@@ -205,6 +222,8 @@ class Repl:
             # next one: a Ctrl-C anywhere in between cancels this line's work
             # (a turn, /compact, waiting for the agent) and nothing else.
             keys_wait = contextlib.nullcontext() if terminal is None else KeysWait(terminal)
+            if terminal is not None:
+                _bracketed_paste(on=True)  # the prompt turned it off as it returned
             with keys_wait, CancelOnSignals(on_first=self._cancelling) as signals:
                 try:
                     if await signals.run(self.handle(line)) == "exit":
@@ -217,7 +236,12 @@ class Repl:
 
     def _cancelling(self, signum: int) -> None:
         del signum
-        self.console.print(Text("cancelling… rolling back", style="yellow"))
+        if self.view is not None:
+            # Said on the status line, under the answer being discarded: a
+            # line printed now would land above it.
+            self.view.status.activity = "cancelling, rolling back"
+        else:
+            self.console.print(Text("cancelling… rolling back", style="yellow"))
 
     async def handle(self, line: str) -> str | None:
         if line.startswith("/"):
@@ -231,14 +255,19 @@ class Repl:
             # Known once the agent is built (from /api/show), said before the first answer.
             self.console.print(Text(runtime.thinking.note, style="yellow"))
         self.thinking_noted = True
-        view = render.TurnView(self.console)
+        view = self.view = render.TurnView(self.console)
         started = time.monotonic()
-        with view:
-            # Cancelling the task that awaits this one cancels the turn itself;
-            # the turn rolls back and returns its outcome normally.
-            outcome = await asyncio.create_task(
-                runtime.conversation.run_turn(question, view.on_event)
-            )
+        try:
+            with view:
+                # Cancelling the task that awaits this one cancels the turn itself;
+                # the turn rolls back and returns its outcome normally.
+                outcome = await asyncio.create_task(
+                    runtime.conversation.run_turn(question, view.on_event)
+                )
+                if outcome.status != "done":
+                    view.discard()  # rolled back: what it said is not the answer
+        finally:
+            self.view = None
         for warning in self.auth_warnings:
             self.console.print(Text(warning, style="bold red"))
         self.auth_warnings.clear()

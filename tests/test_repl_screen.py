@@ -1,0 +1,146 @@
+"""What the REPL draws, through a real pty (issue 25): a long table streamed
+in full under its header, a paste made while an answer streams kept for the
+next prompt as one question, a cancelled answer marked as discarded with one
+clean line under it."""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+
+import pexpect
+import pyte
+
+from tests.ollama_server import ScriptedOllama, Text
+from tests.test_repl_pty import PROMPT, leave
+
+
+class Terminal:
+    """What the user sees: a VT100 emulator fed every byte the REPL writes
+    (as pexpect's `logfile_read`), the lines that scrolled off the top
+    included, with the terminal's own wrapping at its width."""
+
+    def __init__(self, columns: int, lines: int) -> None:
+        self.screen = pyte.HistoryScreen(columns, lines, history=10_000)
+        self.stream = pyte.Stream(self.screen)
+        self.written = io.StringIO()
+
+    def write(self, data: str) -> None:
+        self.stream.feed(data)
+        self.written.write(data)
+
+    def flush(self) -> None:
+        pass
+
+    def lines(self) -> list[str]:
+        scrolled = [
+            "".join(line[x].data for x in range(self.screen.columns)).rstrip()
+            for line in self.screen.history.top
+        ]
+        return scrolled + [line.rstrip() for line in self.screen.display]
+
+    def struck(self, text: str) -> bool:
+        """Whether `text` is on the screen drawn struck through."""
+        rows = [
+            *self.screen.history.top,
+            *(self.screen.buffer[y] for y in range(self.screen.lines)),
+        ]
+        for row in rows:
+            chars = [row[x] for x in range(self.screen.columns)]
+            line = "".join(c.data for c in chars)
+            if (at := line.find(text)) != -1:
+                return all(c.strikethrough for c in chars[at : at + len(text)])
+        return False
+
+
+def chat(env: dict[str, str], columns: int = 100) -> tuple[pexpect.spawn, Terminal]:
+    terminal = Terminal(columns, 30)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "netbox_chat"],
+        env={**env, "COLUMNS": str(columns), "LINES": "30"},  # as the terminal says
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(30, columns),
+    )
+    child.logfile_read = terminal
+    child.expect(PROMPT)
+    return child, terminal
+
+
+def test_a_long_table_is_drawn_whole_with_every_row_once(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    rows = "".join(f"| {n} | dm-akron-sw{n:03d} | offline |\n" for n in range(1, 61))
+    table = "| # | name | status |\n|---|---|---|\n" + rows
+    ollama.script([Text(f"**60 devices**:\n\n{table}\nThat is all of them.", chunk_delay=0.002)])
+    child, terminal = chat(chat_env)
+    child.sendline("list them")
+    child.expect("That is all of them.")
+    child.expect(PROMPT)
+    leave(child)
+    shown = terminal.lines()
+    answer = shown[shown.index("60 devices:") :]
+    assert answer[1:4] == ["", "", " #   name            status"]  # the header, once
+    found = [line for line in answer if "dm-akron-sw" in line]
+    assert found == [f" {n:<3} dm-akron-sw{n:03d}  offline" for n in range(1, 61)]
+    assert answer[answer.index(found[-1]) + 1 :][:3] == ["", "", "That is all of them."]
+
+
+def terminal_paste(child: pexpect.spawn, screen: io.StringIO, text: str) -> None:
+    """What a terminal sends for a paste: marked as one (bracketed) only if the
+    program last asked for that (the last of `ESC[?2004h` / `ESC[?2004l` it
+    wrote); otherwise the lines as if typed, each ending in Enter."""
+    drawn = screen.getvalue()
+    if drawn.rfind("\x1b[?2004h") > drawn.rfind("\x1b[?2004l"):
+        child.send("\x1b[200~" + text + "\x1b[201~")
+    else:
+        child.send(text.replace("\n", "\r"))
+
+
+def test_a_paste_made_while_an_answer_streams_waits_for_the_prompt_as_one_question(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script(
+        [Text("one two three four five six seven eight", chunk_delay=0.15)],
+        [Text("Both noted.")],
+    )
+    child, terminal = chat(chat_env)
+    child.sendline("count to eight")
+    child.expect("two")  # streaming
+    terminal_paste(child, terminal.written, "which sites are active?\nand which are planned?")
+    child.expect("eight")
+    child.expect(PROMPT)
+    child.expect("and which are planned")  # waiting at the prompt, not sent
+    time.sleep(0.3)
+    assert len(ollama.requests) == 1
+    child.send("\r")
+    child.expect("Both noted.")
+    child.expect(PROMPT)
+    leave(child)
+    assert len(ollama.requests) == 2
+    question = ollama.requests[-1]["messages"][-1]["content"]
+    assert question == "which sites are active?\nand which are planned?"
+
+
+def test_a_cancelled_answer_stays_struck_through_with_one_line_under_it(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script([Text("Alpha bravo charlie delta echo foxtrot golf hotel", chunk_delay=0.3)])
+    child, terminal = chat(chat_env, columns=60)  # narrower than the outcome line
+    child.sendline("spell it")
+    child.expect("charlie")
+    child.sendintr()
+    child.expect("will not see it")
+    child.expect(PROMPT)
+    leave(child)
+    shown = terminal.lines()
+    mark = shown.index("✗ partial answer discarded")
+    assert shown[mark - 1].startswith("Alpha bravo charlie")
+    assert terminal.struck("Alpha bravo charlie")
+    assert shown[mark + 1 : mark + 3] == [  # wrapped between words, by us
+        "turn 1 cancelled; rolled back (1 message removed); the model",
+        "will not see it",
+    ]
+    assert not any("cancelling" in line for line in shown)
