@@ -343,7 +343,7 @@ def _chat(
 ) -> None:
     import asyncio
 
-    from netbox_chat.repl import run_chat
+    from netbox_chat.repl import require_terminal, run_chat
 
     store = open_store(settings)
     if resume:
@@ -353,8 +353,10 @@ def _chat(
         session: OpenSession = store.open(session_id)
     else:
         require_netbox(settings)
+        require_terminal()  # before a session is made that nobody could use
         session = new_session(store, settings)
     with session:
+        require_terminal()
         asyncio.run(run_chat(session, settings, out(), resumed=resume, rewind_to=rewind_to))
 
 

@@ -753,27 +753,66 @@ def history_table(turns: Iterable[Turn]) -> Columns:
     return Columns(rows, right={0}, flexible=1)
 
 
-def print_recap(console: Console, session_id: str, recap: Recap) -> None:
-    """What `resume` restored: counts and the last exchange.
+RECAP_LINES = 12
+"""Lines of the last answer's Markdown that `resume` draws; the rest is one
+line saying how many more there are and how to see them."""
 
-    The last answer is printed as the model wrote it (Markdown source), not
-    rendered: rich's Markdown costs 20 ms to import, which before the first
-    prompt is half of what start-up may add to Python's own. Answers in the
-    REPL are rendered as usual. Questions and answers are never read as markup.
-    """
+
+def netbox_and_model(settings: Settings) -> str:
+    """`NetBox lab (netbox.example.com) · model qwen3:8b`: which NetBox the
+    session asks, and with which model, said on every start and resume."""
+    host = urlsplit(settings.netbox_url).netloc if settings.netbox_url else "(no URL set)"
+    where = f"{settings.profile} ({host})" if settings.profile else host
+    return visible_line(f"NetBox {where} · model {settings.model}")
+
+
+def print_banner(console: Console, session_id: str, settings: Settings, thinking: str) -> None:
+    """The first lines of a new session."""
+    console.print(
+        Text.assemble(
+            ("netbox-chat", "bold"),
+            " session ",
+            (session_id, "bold"),
+            f" · {netbox_and_model(settings)} · {thinking}",
+        )
+    )
+    console.print(Text(LEAVE_HINT, style="dim"))
+
+
+LEAVE_HINT = "/help for commands; exit or Ctrl-D to leave"
+
+
+def print_recap(console: Console, session_id: str, recap: Recap, settings: Settings) -> None:
+    """What `resume` restored: the session's NetBox and model, how many turns
+    were answered (the count `ls` shows), the last exchange with the first
+    lines of its answer rendered, and the turns that did not finish after it.
+    Questions and answers are shown as text, never read as markup."""
     line = Text.assemble(
         (f"resumed session {session_id}", "bold"),
-        f": {recap.turns} turn(s), {recap.messages} message(s)",
+        f": {plural(recap.turns, 'turn')}, {plural(recap.messages, 'message')}"
+        f" · {netbox_and_model(settings)}",
     )
     console.print(line)
     if recap.last is not None:
-        question = _shorten(recap.last.question, 200)
-        console.print(Text.assemble((f"last question ({recap.last.number}): ", "dim"), question))
+        question = visible_line(_shorten(recap.last.question, 200))
+        console.print(Text.assemble((f"turn {recap.last.number}: ", "dim"), question))
         if recap.last.answer:
-            console.print(Text(recap.last.answer))
+            lines = recap.last.answer.rstrip("\n").split("\n")
+            shown = "\n".join(lines[:RECAP_LINES])
+            console.print(answer_block(console, shown))
+            if len(lines) > RECAP_LINES:
+                more = len(lines) - RECAP_LINES
+                console.print(
+                    Text(
+                        f"… {plural(more, 'more line')}: `netbox-chat export {session_id}` "
+                        "to see all",
+                        style="dim",
+                    )
+                )
     for turn in recap.unfinished:
-        question = _shorten(turn.question, 80)
+        question = visible_line(_shorten(turn.question, 80))
         console.print(Text(f"turn {turn.number} was {turn.status}: {question}", style="dim"))
+    console.print(Text(LEAVE_HINT, style="dim"))
 
 
 def tokens_table(turns: Sequence[Turn]) -> Columns:

@@ -34,6 +34,7 @@ from rich.text import Text
 
 from netbox_chat import render
 from netbox_chat.config import Settings
+from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import check_setting, setting_label
@@ -360,6 +361,19 @@ class Repl:
         return done[-1].prompt_tokens_last if done else None
 
 
+def require_terminal() -> None:
+    """Refuse, before any session is made, to run the REPL without a terminal
+    on both ends: with stdin piped it would type blind, with stdout redirected
+    it would write prompt-toolkit's control codes into the file. `ask` is the
+    command for scripts."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UserFacingError(
+            "the chat needs a terminal (stdin and stdout); in a script or a pipe, "
+            'use `netbox-chat ask "QUESTION"`',
+            exit_status=ExitStatus.USAGE,
+        )
+
+
 async def run_chat(
     session: OpenSession,
     settings: Settings,
@@ -389,17 +403,9 @@ async def run_chat(
             except NothingToRewind as exc:
                 console.print(Text(str(exc), style="dim"))
         if resumed:
-            render.print_recap(console, session.id, session.recap())
+            render.print_recap(console, session.id, session.recap(), settings)
         else:
-            console.print(
-                Text.assemble(
-                    ("netbox-chat", "bold"),
-                    " session ",
-                    (session.id, "bold"),
-                    f" · model {settings.model} · {setting_label(settings.think)}"
-                    " · /help for commands, Ctrl-D to leave",
-                )
-            )
+            render.print_banner(console, session.id, settings, setting_label(settings.think))
         await repl.run()
     finally:
         await background.aclose()

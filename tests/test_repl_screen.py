@@ -6,8 +6,10 @@ clean line under it."""
 from __future__ import annotations
 
 import io
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pexpect
 import pyte
@@ -76,6 +78,10 @@ def test_a_long_table_is_drawn_whole_with_every_row_once(
     table = "| # | name | status |\n|---|---|---|\n" + rows
     ollama.script([Text(f"**60 devices**:\n\n{table}\nThat is all of them.", chunk_delay=0.002)])
     child, terminal = chat(chat_env)
+    host = chat_env["NETBOX_URL"].split("//")[1].rstrip("/")
+    banner = terminal.lines()[0]
+    assert banner.startswith("netbox-chat session ")
+    assert f" · NetBox {host} · model qwen3:8b · " in banner  # which NetBox, which model
     child.sendline("list them")
     child.expect("That is all of them.")
     child.expect(PROMPT)
@@ -144,3 +150,23 @@ def test_a_cancelled_answer_stays_struck_through_with_one_line_under_it(
         "will not see it",
     ]
     assert not any("cancelling" in line for line in shown)
+
+
+def test_the_chat_without_a_terminal_refuses_with_a_hint_and_writes_no_control_codes(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-m", "netbox_chat"],
+        env=chat_env,
+        input="how many sites?\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 2
+    assert ran.stdout == ""
+    assert ran.stderr.strip() == (
+        "netbox-chat: the chat needs a terminal (stdin and stdout); in a script or a pipe, "
+        'use `netbox-chat ask "QUESTION"`'
+    )
+    assert not list(sessions_dir.glob("*.sqlite"))  # no session made
