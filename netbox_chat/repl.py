@@ -21,12 +21,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import Application
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import HTML
-from prompt_toolkit.history import History
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input.vt100 import raw_mode
 from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
@@ -50,10 +53,11 @@ HELP = """\
                     low|medium|high for models that take levels (gpt-oss)
   /thinking [N]     the full thinking of the last turn (or of turn N)
   /help             this text
-  /exit, Ctrl-D     leave (the session is saved; `netbox-chat resume` reopens it)
+  exit, Ctrl-D      leave (the session is saved; `netbox-chat resume` reopens it)
 
 Ctrl-C during an answer cancels the turn and rolls it back: the model never sees it,
-and your question comes back to the input line to edit and resend.
+and your question comes back to the input line to edit and resend. Tab completes a
+/command; ↑ and Ctrl-R search what you typed, in this session and earlier ones.
 """
 
 
@@ -98,24 +102,52 @@ def _typed_ahead(terminal: int | None) -> bool:
     return terminal is not None and bool(select.select([terminal], [], [], 0)[0])
 
 
-class LedgerHistory(History):
-    """Input history from the session's turn ledger, so it is per session and
-    survives restarts without a second file. Cancelled questions are in it too.
-    Storing is a no-op: the ledger records a question when its turn begins."""
+def history_path() -> Path:
+    """The user's one input history, where shells keep theirs (XDG state)."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "netbox-chat" / "history"
 
-    def __init__(self, session: OpenSession) -> None:
-        super().__init__()
-        self.session = session
 
-    def load_history_strings(self) -> Iterable[str]:
-        seen: set[str] = set()
-        for turn in reversed(self.session.turns()):
-            if turn.question not in seen:
-                seen.add(turn.question)
-                yield turn.question
+def user_history(path: Path) -> History:
+    """Input history kept across sessions, as shells and `llm chat` keep it:
+    ↑ and Ctrl-R reach what was typed in earlier sessions too. The file holds
+    what was typed (questions and commands, nothing else), so it is made
+    owner-only, 0600 in a 0700 folder. A home that cannot be written keeps
+    the history for this session only."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
+        os.chmod(path, 0o600)
+    except OSError:
+        return InMemoryHistory()
+    return FileHistory(path)
 
-    def store_string(self, string: str) -> None:
-        del string
+
+SLASH_COMMANDS = (
+    "/help",
+    "/history",
+    "/rewind",
+    "/compact",
+    "/tokens",
+    "/think",
+    "/thinking",
+    "/exit",
+    "/quit",
+)
+
+
+class SlashCompleter(Completer):
+    """Tab completes a slash command's name; a question is left alone."""
+
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterable[Completion]:
+        del complete_event
+        typed = document.text_before_cursor
+        if typed.startswith("/") and " " not in typed:
+            for name in SLASH_COMMANDS:
+                if name.startswith(typed):
+                    yield Completion(name, start_position=-len(typed))
 
 
 class BackgroundRuntime:
@@ -190,7 +222,10 @@ class Repl:
 
     async def run(self) -> None:
         prompt: PromptSession[str] = PromptSession(
-            history=LedgerHistory(self.session), enable_history_search=True
+            history=user_history(history_path()),
+            enable_history_search=True,
+            completer=SlashCompleter(),
+            complete_while_typing=False,
         )
         # After every render, which makes the first one start the agent build.
         prompt.app.after_render += self._prompt_drawn
@@ -212,13 +247,18 @@ class Repl:
                 with patch_stdout(raw=True):
                     text = await prompt.prompt_async(HTML("<b>netbox</b>&gt; "), default=default)
             except KeyboardInterrupt:
+                # Ctrl-C at the prompt clears the line; on an empty one, say how to leave.
+                if not prompt.default_buffer.text:
+                    self.console.print(Text("(exit or Ctrl-D to leave)", style="dim"))
                 self.pending_input = ""
-                continue  # Ctrl-C at the prompt clears the line, nothing more
+                continue
             except EOFError:
                 return
             line = text.strip()
             if not line:
                 continue
+            if line in ("exit", "quit"):
+                return  # as in a shell; a question is never just that word
             # Armed from right after the prompt returns until right before the
             # next one: a Ctrl-C anywhere in between cancels this line's work
             # (a turn, /compact, waiting for the agent) and nothing else.

@@ -50,6 +50,7 @@ def chat_env(
     }
     env.update(
         NETBOX_CHAT_SESSIONS=str(sessions_dir),
+        XDG_STATE_HOME=str(tmp_path / "state"),  # the REPL's input history, never the real one
         NETBOX_CHAT_CHECK_HISTORY_CACHE="1",  # see the top of this file
         OLLAMA_HOST=ollama.url,
         NETBOX_CHAT_MODEL="qwen3:8b",

@@ -170,3 +170,41 @@ def test_the_chat_without_a_terminal_refuses_with_a_hint_and_writes_no_control_c
         'use `netbox-chat ask "QUESTION"`'
     )
     assert not list(sessions_dir.glob("*.sqlite"))  # no session made
+
+
+def test_history_from_an_earlier_session_tab_completion_and_the_ways_to_leave(
+    chat_env: dict[str, str], ollama: ScriptedOllama, tmp_path: Path
+) -> None:
+    ollama.script([Text("Three sites.")], [Text("Still three.")])
+    child, _ = chat(chat_env)
+    child.sendline("how many sites?")
+    child.expect("Three sites.")
+    child.expect(PROMPT)
+    time.sleep(0.3)  # let the prompt finish redrawing before typing at it
+    child.sendline("exit")  # typed alone, it leaves; it is not a question
+    child.expect("saved; `netbox-chat resume")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and len(ollama.requests) == 1
+    history = tmp_path / "state" / "netbox-chat" / "history"
+    assert history.stat().st_mode & 0o777 == 0o600
+    assert history.parent.stat().st_mode & 0o777 == 0o700
+
+    child, _ = chat(chat_env)  # a new session
+    child.sendintr()  # Ctrl-C at the empty prompt
+    child.expect_exact("(exit or Ctrl-D to leave)")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.send("\x1b[A\x1b[A")  # ↑ ↑: past `exit`, the question typed in the other session
+    child.expect_exact("how many sites?")
+    child.send("\r")
+    child.expect("Still three.")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.send("/hist\t")
+    child.expect(r"/hist(\x1b\[[0-9;?]*[a-zA-Z])*ory")  # completed by Tab
+    child.send("\r")
+    child.expect(r"1 +how many sites\?")
+    child.expect(PROMPT)
+    leave(child)
+    assert ollama.requests[-1]["messages"][-1]["content"] == "how many sites?"
