@@ -41,6 +41,7 @@ from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import check_setting, setting_label
+from netbox_chat.visible import visible_line
 
 HELP = """\
 [bold]Ask a question about your network[/bold] and press Enter. Pasting several lines works.
@@ -162,11 +163,16 @@ class BackgroundRuntime:
     """
 
     def __init__(
-        self, session: OpenSession, settings: Settings, on_auth_failure: Callable[[str], None]
+        self,
+        session: OpenSession,
+        settings: Settings,
+        on_auth_failure: Callable[[str], None],
+        on_problem: Callable[[Text], None] = lambda line: None,
     ) -> None:
         self.session = session
         self.settings = settings
         self.on_auth_failure = on_auth_failure
+        self.on_problem = on_problem
         self.future: concurrent.futures.Future[Runtime] = concurrent.futures.Future()
         self.started = False
 
@@ -187,8 +193,11 @@ class BackgroundRuntime:
             )
         except BaseException as exc:
             self.future.set_exception(exc)
+            self.on_problem(render.error_line(exc, prefix="the agent could not be built: "))
         else:
             self.future.set_result(runtime)
+            if runtime.problem:
+                self.on_problem(Text(visible_line(runtime.problem), style="bold red"))
 
     async def get(self) -> Runtime:
         self.start()
@@ -424,7 +433,14 @@ async def run_chat(
 ) -> None:
     """Open the REPL on `session`: recover a crashed turn, recap, then prompt."""
     auth_warnings: list[str] = []
-    background = BackgroundRuntime(session, settings, auth_warnings.append)
+
+    def say_problem(line: Text) -> None:
+        # From the build's thread, while the prompt waits: prompt_toolkit's
+        # patched stdout prints it above the prompt, at once.
+        line.append(" · `netbox-chat doctor` checks the setup", style="dim")
+        console.print(line)
+
+    background = BackgroundRuntime(session, settings, auth_warnings.append, say_problem)
     repl = Repl(session, settings, console, background, auth_warnings=auth_warnings)
     try:
         if session.running_turns():

@@ -52,6 +52,9 @@ class Runtime:
     thinking: ThinkPlan
     context: ContextGuard | None = None
     """The session's window and the compaction that keeps requests inside it."""
+    problem: str | None = None
+    """Why Ollama could not tell about the model, if it could not: said at the
+    prompt as soon as the build ends, not after the first question."""
 
     @property
     def window(self) -> int | None:
@@ -95,7 +98,7 @@ def build_runtime(
     from netbox_chat.netbox.tools import build_netbox_tools
     from netbox_chat.turns import Conversation
 
-    model_info = _read_model_info(settings)
+    model_info, problem = _read_model_info(settings)
     window = session_window(settings.num_ctx, model_info.context_length if model_info else None)
     guard = ContextGuard(window, settings.compact_at)
     netbox = None
@@ -114,7 +117,7 @@ def build_runtime(
     model = build_model(settings, reasoning=thinking.reasoning, num_ctx=window)
     graph = build_agent(settings, tools, saver, model=model, context_guard=guard)
     conversation = Conversation(session, graph, saver, find_end_node(graph), model=model)
-    runtime = Runtime(conversation, netbox, model_info, thinking, guard)
+    runtime = Runtime(conversation, netbox, model_info, thinking, guard, problem)
     # LangChain's imports and the compiled graph are about 120,000 objects that
     # live as long as the process. Left in the collector, every full garbage
     # collection walks them (60 ms here), and one lands in most turns of a long
@@ -123,16 +126,17 @@ def build_runtime(
     return runtime
 
 
-def _read_model_info(settings: Settings) -> ModelInfo | None:
-    """Ollama's facts about the model, or None when they cannot be read: the
-    session then keeps the configured window, and the first turn reports what
-    is wrong with Ollama the usual way."""
+def _read_model_info(settings: Settings) -> tuple[ModelInfo | None, str | None]:
+    """Ollama's facts about the model, or None and why they cannot be read:
+    the session then keeps the configured window, and the REPL says what is
+    wrong with Ollama or the model before the first question."""
     from netbox_chat.model_info import ModelInfoError, fetch_model_info
 
     try:
-        return fetch_model_info(settings.ollama_url, settings.model, timeout=MODEL_INFO_TIMEOUT)
-    except ModelInfoError:
-        return None
+        info = fetch_model_info(settings.ollama_url, settings.model, timeout=MODEL_INFO_TIMEOUT)
+    except ModelInfoError as exc:
+        return None, str(exc)
+    return info, None
 
 
 class CancelOnSignals:

@@ -208,3 +208,19 @@ def test_history_from_an_earlier_session_tab_completion_and_the_ways_to_leave(
     child.expect(PROMPT)
     leave(child)
     assert ollama.requests[-1]["messages"][-1]["content"] == "how many sites?"
+
+
+def test_a_model_ollama_does_not_have_is_said_at_the_prompt_before_any_question(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    child, terminal = chat({**chat_env, "NETBOX_CHAT_MODEL": "nosuch:1b"})
+    child.expect_exact("Ollama answered 404: model 'nosuch:1b' not found")
+    child.expect_exact("`netbox-chat doctor` checks the setup")
+    assert ollama.requests == []  # no question was asked
+    time.sleep(0.3)
+    assert any(
+        line == "Ollama answered 404: model 'nosuch:1b' not found · `netbox-chat doctor` "
+        "checks the setup"
+        for line in terminal.lines()
+    )
+    leave(child)
