@@ -732,6 +732,66 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+SHOWN_ROWS = 50
+"""Rows of a list result that `/show` draws as a table; the rest are counted."""
+
+
+def tool_call_view(name: str, args: dict[str, Any], result: str, error: bool) -> RenderableType:
+    """One tool call for `/show`: its line, then what it returned, readable: a
+    NetBox list as a table of its rows' fields, other JSON indented, text as
+    it came. Everything from NetBox is shown through `visible()`."""
+    head = Text("  ")
+    head.append("✗ " if error else "→ ", style="red" if error else "cyan")
+    head.append(visible_line(name), style="bold")
+    head.append(visible_line(f"({format_args(args)})"), style="dim")
+    return Group(head, _result_view(result))
+
+
+def _result_view(result: str) -> RenderableType:
+    try:
+        data = json.loads(result)
+    except ValueError:
+        return Text(visible(result))
+    rows = data.get("results") if isinstance(data, dict) else data
+    if not (isinstance(rows, list) and rows and all(isinstance(row, dict) for row in rows)):
+        return Text(visible(json.dumps(data, indent=2, ensure_ascii=False)))
+    keys: list[str] = []
+    for row in rows[:SHOWN_ROWS]:
+        keys.extend(key for key in row if key not in keys)
+    keys = keys[:8]
+    table = Columns(
+        (
+            [Text(_shorten(visible_line(_cell(row.get(key))), 40)) for key in keys]
+            for row in rows[:SHOWN_ROWS]
+        ),
+        header=[visible_line(key) for key in keys],
+        flexible=len(keys) - 1,
+    )
+    parts: list[RenderableType] = [table]
+    total = data.get("count") if isinstance(data, dict) else None
+    total = total if isinstance(total, int) else len(rows)
+    if total > min(len(rows), SHOWN_ROWS):
+        parts.append(
+            Text(f"… {plural(total - min(len(rows), SHOWN_ROWS), 'more row')}", style="dim")
+        )
+    return Group(*parts)
+
+
+def _cell(value: object) -> str:
+    """A field of a NetBox object, in a table cell: a nested object by its
+    name, a list joined, nothing for null."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        for key in ("display", "name", "slug", "label", "value"):
+            if isinstance(value.get(key), str | int):
+                return str(value[key])
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return ", ".join(_cell(item) for item in value)
+    return str(value)
+
+
 def history_table(turns: Iterable[Turn]) -> Columns:
     """Numbered turns; cancelled, failed and rewound ones dimmed and labelled."""
     rows = []

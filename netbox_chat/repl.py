@@ -53,6 +53,7 @@ HELP = """\
   /think on|off     let the model think (or not) for the rest of the session;
                     low|medium|high for models that take levels (gpt-oss)
   /thinking [N]     the full thinking of the last turn (or of turn N)
+  /show [N]         the tool calls of the last turn (or of turn N), with what they returned
   /help             this text
   exit, Ctrl-D      leave (the session is saved; `netbox-chat resume` reopens it)
 
@@ -132,6 +133,7 @@ SLASH_COMMANDS = (
     "/tokens",
     "/think",
     "/thinking",
+    "/show",
     "/exit",
     "/quit",
 )
@@ -344,6 +346,8 @@ class Repl:
             await self.think(argument)
         elif command == "/thinking":
             self.show_thinking(argument)
+        elif command == "/show":
+            await self.show(argument)
         else:
             self.console.print(
                 Text.assemble((f"unknown command {command}", "red"), "; /help lists them")
@@ -378,6 +382,42 @@ class Repl:
             self.console.print(Text(plan.note, style="yellow"))
         else:
             self.console.print(Text(f"{plan.label} for the rest of this session", style="green"))
+
+    async def show(self, argument: str) -> None:
+        """`/show [N]`: the tool calls of the last answered turn (or turn N),
+        with what each returned, from the turn's messages in the conversation."""
+        from langchain_core.messages import AIMessage, ToolMessage
+
+        done = [turn for turn in self.session.turns() if turn.status == "done"]
+        if argument:
+            done = [turn for turn in done if str(turn.number) == argument]
+        if not done:
+            where = f"turn {argument} was not answered" if argument else "no turn answered yet"
+            self.console.print(Text(f"/show: {where}", style="dim"))
+            return
+        turn = done[-1]
+        runtime = await self.runtime()
+        messages = runtime.conversation.messages()[
+            turn.base_message_count or 0 : turn.message_count
+        ]
+        calls = {
+            str(call["id"]): (call["name"], call["args"])
+            for message in messages
+            if isinstance(message, AIMessage)
+            for call in message.tool_calls
+        }
+        results = [message for message in messages if isinstance(message, ToolMessage)]
+        if not results:
+            self.console.print(Text(f"turn {turn.number} called no tools", style="dim"))
+            return
+        self.console.print(
+            Text(f"turn {turn.number}: {render.plural(len(results), 'tool call')}", style="dim")
+        )
+        for result in results:
+            name, args = calls.get(result.tool_call_id, (result.name or "?", {}))
+            text = result.content if isinstance(result.content, str) else str(result.content)
+            error = result.status == "error" or text.startswith("Error")
+            self.console.print(render.tool_call_view(name, args, text, error))
 
     def show_thinking(self, argument: str) -> None:
         thought = [turn for turn in self.session.turns() if turn.thinking]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pexpect
 import pyte
 
-from tests.ollama_server import ScriptedOllama, Text
+from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.test_repl_pty import PROMPT, leave
 
 
@@ -224,3 +224,30 @@ def test_a_model_ollama_does_not_have_is_said_at_the_prompt_before_any_question(
         for line in terminal.lines()
     )
     leave(child)
+
+
+def test_show_prints_the_last_turns_tool_calls_with_their_results_as_a_table(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script(
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
+        [Text("Three sites.")],
+    )
+    child, terminal = chat(chat_env)
+    child.sendline("which sites?")
+    child.expect("Three sites.")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("/show")
+    child.expect("DM-Dayton")
+    child.expect(PROMPT)
+    leave(child)
+    shown = terminal.lines()
+    start = shown.index("turn 1: 1 tool call")
+    assert shown[start + 1 : start + 6] == [
+        '  → netbox_get_objects(object_type="dcim.site")',
+        "id  name         slug         status",
+        "1   DM-Akron     dm-akron     active",
+        "2   DM-Columbus  dm-columbus  active",
+        "3   DM-Dayton    dm-dayton    planned",
+    ]
