@@ -14,6 +14,10 @@ Two answers:
   shape of the answer in the issue (about 4.4k tokens).
 - 100 kB: four such sections, each under a heading with a short list.
 
+The same is measured with the REPL drawing no answer text at all (a WHAT-IF,
+`NETBOX_CHAT_BENCH_VIEW=none` in bench/_repl.py): what the stream itself costs
+after its last token, the floor under the drawing.
+
 `--against REV` (default `main`) first measures `netbox_chat/` as committed
 at REV (extracted with `git archive`, the same harness), and prints its
 figures beside this tree's. A run that has not drawn the answer `--give-up`
@@ -155,13 +159,16 @@ def watch(child: pexpect.spawn, ends: LastToken, since: int, give_up: float) -> 
             return {"seconds": now - last_token, "bytes": received, "drawn": mark_seen}
 
 
-def measure(runs: int, give_up: float) -> dict[str, Any]:
+def measure(runs: int, give_up: float, **extra_env: str) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for size in TARGETS:
-        results = [one_run(size, give_up) for _ in range(runs)]
+        results = [one_run(size, give_up, **extra_env) for _ in range(runs)]
         figures[size] = results
         shown = ", ".join(fmt(r["seconds"], give_up) for r in results)
-        print(f"{size}: {results[0]['tokens']:,} tokens; last token → drawn: {shown}", flush=True)
+        what = " (WHAT-IF: no answer text drawn)" if extra_env else ""
+        print(
+            f"{size}{what}: {results[0]['tokens']:,} tokens; last token → end: {shown}", flush=True
+        )
     return figures
 
 
@@ -194,6 +201,9 @@ def main() -> None:
             "bench_render.py", args.against, ["--give-up", str(args.give_up)]
         )
     after = measure(args.runs, args.give_up)
+    # The same REPL drawing no answer text at all: what the stream itself
+    # (HTTP, LangChain, LangGraph, the ledger) costs after the last token.
+    floor = measure(args.runs, args.give_up, NETBOX_CHAT_BENCH_VIEW="none")
     print()
     print(f"| answer | {args.against or '-'} | this tree (median of {args.runs}) | target |")
     print("|---|---|---|---|")
@@ -201,6 +211,9 @@ def main() -> None:
         old = fmt(median(before[size]), args.give_up) if before else "-"
         new = median(after[size])
         print(f"| {size} | {old} | {fmt(new, args.give_up)} | ≤ {target} s |")
+    for size in TARGETS:
+        shown = fmt(median(floor[size]), args.give_up)
+        print(f"| {size}, WHAT-IF no answer drawn | - | {shown} | - |")
     for size, target in TARGETS.items():
         new = median(after[size])
         drawn = all(r["drawn"] for r in after[size])
