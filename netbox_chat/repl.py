@@ -20,7 +20,7 @@ import termios
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -54,6 +54,7 @@ HELP = """\
                     low|medium|high for models that take levels (gpt-oss)
   /thinking [N]     the full thinking of the last turn (or of turn N)
   /show [N]         the tool calls of the last turn (or of turn N), with what they returned
+  /model [NAME]     the model, or ask NAME from the next question on
   /help             this text
   exit, Ctrl-D      leave (the session is saved; `netbox-chat resume` reopens it)
 
@@ -134,6 +135,7 @@ SLASH_COMMANDS = (
     "/think",
     "/thinking",
     "/show",
+    "/model",
     "/exit",
     "/quit",
 )
@@ -348,6 +350,8 @@ class Repl:
             self.show_thinking(argument)
         elif command == "/show":
             await self.show(argument)
+        elif command == "/model":
+            await self.switch_model(argument)
         else:
             self.console.print(
                 Text.assemble((f"unknown command {command}", "red"), "; /help lists them")
@@ -382,6 +386,30 @@ class Repl:
             self.console.print(Text(plan.note, style="yellow"))
         else:
             self.console.print(Text(f"{plan.label} for the rest of this session", style="green"))
+
+    async def switch_model(self, name: str) -> None:
+        """`/model NAME`: the next questions go to another model. The agent is
+        built again for it; a model Ollama does not have is refused, and the
+        session stays with the one it had."""
+        if not name:
+            self.console.print(Text(f"model {visible_line(self.settings.model)}", style="dim"))
+            return
+        settings = replace(self.settings, model=name)
+        background = BackgroundRuntime(self.session, settings, self.auth_warnings.append)
+        with self.console.status("[dim]loading the agent…[/dim]"):
+            runtime = await background.get()
+        if runtime.problem:
+            await runtime.aclose()
+            line = Text(visible_line(runtime.problem), style="red")
+            line.append(f"; still {visible_line(self.settings.model)}")
+            self.console.print(line)
+            return
+        await self.background.aclose()
+        self.background, self.settings = background, settings
+        self.thinking_noted = False
+        self.console.print(
+            Text(f"model {visible_line(name)} from the next question on", style="green")
+        )
 
     async def show(self, argument: str) -> None:
         """`/show [N]`: the tool calls of the last answered turn (or turn N),
@@ -504,7 +532,7 @@ async def run_chat(
             render.print_banner(console, session.id, settings, setting_label(settings.think))
         await repl.run()
     finally:
-        await background.aclose()
+        await repl.background.aclose()  # /model may have replaced it
     if session.discard_if_unanswered():
         console.print(
             Text(f"no question was answered in session {session.id}; nothing was kept", "dim")

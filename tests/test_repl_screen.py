@@ -251,3 +251,28 @@ def test_show_prints_the_last_turns_tool_calls_with_their_results_as_a_table(
         "2   DM-Columbus  dm-columbus  active",
         "3   DM-Dayton    dm-dayton    planned",
     ]
+
+
+def test_model_switches_the_model_for_the_next_questions_and_refuses_one_ollama_lacks(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script([Text("Three sites.")], [Text("Still three.")])
+    child, _ = chat(chat_env)
+    child.sendline("how many sites?")
+    child.expect("Three sites.")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("/model nosuch:1b")
+    child.expect_exact("Ollama answered 404: model 'nosuch:1b' not found; still qwen3:8b")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("/model qwen2.5:7b")
+    child.expect_exact("model qwen2.5:7b from the next question on")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("and now?")
+    child.expect("Still three.")
+    child.expect(PROMPT)
+    leave(child)
+    assert [request["model"] for request in ollama.requests] == ["qwen3:8b", "qwen2.5:7b"]
+    assert "how many sites?" in str(ollama.requests[-1]["messages"])  # the same conversation
