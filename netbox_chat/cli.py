@@ -346,6 +346,7 @@ def _chat(
     from netbox_chat.repl import require_terminal, run_chat
 
     store = open_store(settings)
+    fresh = settings  # for a session made by /new: not the resumed one's
     if resume:
         session_id = store.resolve(thread) if thread is not None else store.most_recent()
         settings = settings_for_session(store, session_id, flags or {})
@@ -357,7 +358,12 @@ def _chat(
         session = new_session(store, settings)
     with session:
         require_terminal()
-        asyncio.run(run_chat(session, settings, out(), resumed=resume, rewind_to=rewind_to))
+        ending = asyncio.run(
+            run_chat(session, settings, out(), resumed=resume, rewind_to=rewind_to)
+        )
+    while ending == "new":  # /new: a fresh session without leaving
+        with new_session(store, fresh) as session:
+            ending = asyncio.run(run_chat(session, fresh, out(), resumed=False))
 
 
 def new_session(store: Store, settings: Settings) -> OpenSession:

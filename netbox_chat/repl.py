@@ -55,6 +55,7 @@ HELP = """\
   /thinking [N]     the full thinking of the last turn (or of turn N)
   /show [N]         the tool calls of the last turn (or of turn N), with what they returned
   /model [NAME]     the model, or ask NAME from the next question on
+  /new              leave this session (saved) for a fresh one
   /help             this text
   exit, Ctrl-D      leave (the session is saved; `netbox-chat resume` reopens it)
 
@@ -136,6 +137,7 @@ SLASH_COMMANDS = (
     "/thinking",
     "/show",
     "/model",
+    "/new",
     "/exit",
     "/quit",
 )
@@ -222,6 +224,7 @@ class Repl:
     auth_warnings: list[str] = field(default_factory=list)
     thinking_noted: bool = False
     view: render.TurnView | None = None  # the turn being drawn, if any
+    ending: str = "exit"  # or "new": /new asks for a fresh session
 
     async def runtime(self) -> Runtime:
         if not self.background.future.done():
@@ -280,7 +283,8 @@ class Repl:
                 _bracketed_paste(on=True)  # the prompt turned it off as it returned
             with keys_wait, CancelOnSignals(on_first=self._cancelling) as signals:
                 try:
-                    if await signals.run(self.handle(line)) == "exit":
+                    if (ending := await signals.run(self.handle(line))) is not None:
+                        self.ending = ending
                         return
                 except asyncio.CancelledError:
                     self.console.print(Text("cancelled", style="yellow"))
@@ -334,6 +338,8 @@ class Repl:
         argument = argument.strip()
         if command in ("/exit", "/quit"):
             return "exit"
+        if command == "/new":
+            return "new"
         if command == "/help":
             self.console.print(Text.from_markup(HELP))
         elif command == "/history":
@@ -498,8 +504,9 @@ async def run_chat(
     *,
     resumed: bool,
     rewind_to: int | None = None,
-) -> None:
-    """Open the REPL on `session`: recover a crashed turn, recap, then prompt."""
+) -> str:
+    """Open the REPL on `session`: recover a crashed turn, recap, then prompt.
+    Returns how it ended: "exit", or "new" when `/new` asked for a fresh session."""
     auth_warnings: list[str] = []
 
     def say_problem(line: Text) -> None:
@@ -541,3 +548,4 @@ async def run_chat(
         console.print(
             Text(f"session {session.id} saved; `netbox-chat resume {session.id}`", style="dim")
         )
+    return repl.ending

@@ -276,3 +276,28 @@ def test_model_switches_the_model_for_the_next_questions_and_refuses_one_ollama_
     leave(child)
     assert [request["model"] for request in ollama.requests] == ["qwen3:8b", "qwen2.5:7b"]
     assert "how many sites?" in str(ollama.requests[-1]["messages"])  # the same conversation
+
+
+def test_new_leaves_the_session_saved_and_goes_on_in_a_fresh_one(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script([Text("Three sites.")], [Text("Two devices.")])
+    child, _ = chat(chat_env)
+    child.sendline("how many sites?")
+    child.expect("Three sites.")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("/new")
+    child.expect(r"session (\w+) saved")
+    first = child.match.group(1)
+    child.expect(r"netbox-chat(?:\x1b\[[0-9;]*m)* session (?:\x1b\[[0-9;]*m)*(\w+)")
+    second = child.match.group(1)
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("how many devices?")
+    child.expect("Two devices.")
+    child.expect(PROMPT)
+    leave(child)
+    assert first != second
+    assert sorted(path.stem for path in sessions_dir.glob("*.sqlite")) == sorted([first, second])
+    assert "how many sites?" not in str(ollama.requests[-1]["messages"])  # a fresh conversation
