@@ -12,6 +12,8 @@ NETBOX_CHAT_BENCH_AGENT=tools (default) injects the bench tools;
 NETBOX_CHAT_BENCH_AGENT=none makes the background build fail at once without
 importing anything (a what-if: the prompt without the agent import competing).
 NETBOX_CHAT_BENCH_SLOW_TOOL sets the slow tool's seconds (default 1.0).
+NETBOX_CHAT_BENCH_VIEW=none draws no answer text at all (a what-if: the floor
+of bench 10, what the stream costs before anything is drawn).
 NETBOX_CHAT_BENCH_TIMELINE=FILE appends "mark wall-clock-time" lines for the
 start-up steps (bench 2 turns them into a breakdown).
 """
@@ -51,6 +53,19 @@ def _build_runtime(session: Any, settings: Any, *, tools: Any = None, **kwargs: 
 runtime.build_runtime = _build_runtime
 
 
+def _draw_no_answer() -> None:
+    from netbox_chat import render
+    from netbox_chat.turns import TextDelta
+
+    on_event = render.TurnView.on_event
+
+    def on_event_without_text(self: Any, event: Any) -> None:
+        if not isinstance(event, TextDelta):
+            on_event(self, event)
+
+    render.TurnView.on_event = on_event_without_text  # type: ignore[method-assign]
+
+
 def _instrument() -> None:
     from netbox_chat import cli
 
@@ -85,6 +100,8 @@ def _instrument() -> None:
 
 
 if __name__ == "__main__":
+    if os.environ.get("NETBOX_CHAT_BENCH_VIEW") == "none":
+        _draw_no_answer()
     if _TIMELINE:
         _instrument()
     from netbox_chat.cli import main

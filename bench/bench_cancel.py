@@ -59,6 +59,11 @@ STREAM = 0.8  # model call 2: seconds of streamed answer
 STATUS_LINE = re.compile(rb"thinking\xe2\x80\xa6")
 CANCELLED_THEN_PROMPT = re.compile(rb"turn \d+ cancelled(.*?)" + C.PROMPT_RE.pattern, re.S)
 DONE_THEN_PROMPT = re.compile(rb"turn \d+ \xc2\xb7 tokens.*?" + C.PROMPT_RE.pattern, re.S)
+# A Ctrl-C that lands after the REPL took the line but before the turn began:
+# the REPL says only "cancelled" and offers the question again; no turn ran.
+BEFORE_THE_TURN = re.compile(
+    rb"\n(?:\x1b\[[0-9;]*m)*cancelled(?:\x1b\[[0-9;]*m)*\r?\n.*?" + C.PROMPT_RE.pattern, re.S
+)
 
 
 class Clock:
@@ -144,6 +149,7 @@ def cancel_in_repl(
     repl = str(Path(__file__).with_name("_repl.py"))
     results: list[tuple[float, str]] = []
     late = 0
+    before_turn = 0
     unverified = 0
     child = pexpect.spawn(
         C.PYTHON, [repl, "resume", session_id], env=env, dimensions=(40, 100), timeout=60
@@ -173,10 +179,15 @@ def cancel_in_repl(
             sent = time.perf_counter()
             phase = clock.phase(since, sent)
             child.sendintr()
-            which = child.expect([CANCELLED_THEN_PROMPT, DONE_THEN_PROMPT], timeout=60)
+            which = child.expect(
+                [CANCELLED_THEN_PROMPT, DONE_THEN_PROMPT, BEFORE_THE_TURN], timeout=60
+            )
             back = time.perf_counter()
             if which == 1:
                 late += 1  # the turn ended before the Ctrl-C landed
+                continue
+            if which == 2:
+                before_turn += 1  # no turn ran: nothing to roll back, nothing to time
                 continue
             if b"could not be verified" in (child.match.group(1) or b""):
                 unverified += 1
@@ -186,7 +197,7 @@ def cancel_in_repl(
         child.expect(pexpect.EOF, timeout=60)
     finally:
         child.close(force=True)
-    return {"times": results, "late": late, "unverified": unverified}
+    return {"times": results, "late": late, "before_turn": before_turn, "unverified": unverified}
 
 
 def part_a(cached: dict[str, Any], moments: list[tuple[bool, float]]) -> dict[str, Any]:
@@ -356,7 +367,8 @@ def report_a(label: str, a: dict[str, Any]) -> None:
         f"min {C.ms(s['min'])}, max {C.ms(s['max'])}"
     )
     print(
-        f"   Ctrl-C after the turn had ended (not counted): {a['late']}; "
+        f"   Ctrl-C before the turn began (not counted): {a.get('before_turn', 0)}; "
+        f"after the turn had ended (not counted): {a['late']}; "
         f"rollbacks reported unverified: {a['unverified']}"
     )
     print(f"   {a['check']}")

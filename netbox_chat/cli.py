@@ -454,9 +454,10 @@ def _chat(
 ) -> None:
     import asyncio
 
-    from netbox_chat.repl import run_chat
+    from netbox_chat.repl import require_terminal, run_chat
 
     store = open_store(settings)
+    fresh = settings  # for a session made by /new: not the resumed one's
     if resume:
         session_id = store.resolve(thread) if thread is not None else store.most_recent()
         settings = settings_for_session(store, session_id, flags or {})
@@ -464,9 +465,16 @@ def _chat(
         session: OpenSession = store.open(session_id)
     else:
         require_netbox(settings)
+        require_terminal()  # before a session is made that nobody could use
         session = new_session(store, settings)
     with session:
-        asyncio.run(run_chat(session, settings, out(), resumed=resume, rewind_to=rewind_to))
+        require_terminal()
+        ending = asyncio.run(
+            run_chat(session, settings, out(), resumed=resume, rewind_to=rewind_to)
+        )
+    while ending == "new":  # /new: a fresh session without leaving
+        with new_session(store, fresh) as session:
+            ending = asyncio.run(run_chat(session, fresh, out(), resumed=False))
 
 
 def new_session(store: Store, settings: Settings) -> OpenSession:

@@ -8,27 +8,33 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import textwrap
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 
 from netbox_chat.config import SETTINGS, Settings, without_userinfo
 from netbox_chat.errors import UserFacingError
+from netbox_chat.mdstream import Finished, MarkdownBlocks, tail_preview
 from netbox_chat.sessions import Recap, SessionSummary, Turn, epoch
 from netbox_chat.thinking import thought_for
 from netbox_chat.visible import visible, visible_line
 
 if TYPE_CHECKING:
+    from rich.align import AlignMethod
     from rich.console import JustifyMethod, OverflowMethod
     from rich.live import Live
     from rich.markdown import Markdown
+    from rich.spinner import Spinner
 
     from netbox_chat.turns import RollbackReport, TurnEvent, TurnOutcome
 
@@ -160,62 +166,362 @@ def thinking_text(turn: Turn) -> RenderableType:
 
 
 class _Status:
-    """The line under the answer while a turn runs; rich re-renders it on its
-    own refresh thread, so the elapsed time keeps moving while we wait."""
+    """The line under the answer while a turn runs: a spinner, what the turn
+    waits for (a running tool with its arguments) and the elapsed time. Rich
+    draws it on its own refresh thread, so it keeps moving while we wait."""
 
     def __init__(self) -> None:
         self.started = time.monotonic()
         self.activity = "thinking"
+        self.spinner: Spinner | None = None
 
-    def __rich__(self) -> Text:
-        return Text(f"⠿ {self.activity}… {time.monotonic() - self.started:.1f}s", style="dim")
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.spinner import Spinner
+
+        if self.spinner is None:
+            self.spinner = Spinner("dots", style="cyan")
+        elapsed = time.monotonic() - self.started
+        self.spinner.update(text=Text(f"{self.activity}… {elapsed:.1f}s", style="dim"))
+        yield self.spinner
+
+
+DISCARDED = Style(dim=True, strike=True)
+"""How an answer cut short by a cancel or an error stays on screen: still
+readable, plainly not a valid answer."""
+
+
+class AnswerBlock:
+    """Finished Markdown, laid out once: printed above the live area and never
+    rendered again, which keeps drawing an answer linear in its length."""
+
+    def __init__(self, lines: list[list[Segment]], *, gap: bool = False) -> None:
+        self.lines = [[], *lines] if gap and lines else lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.lines:
+            yield from line
+            yield Segment.line()
+
+
+def answer_block(
+    console: Console, text: str, *, gap: bool = False, style: Style | None = None
+) -> AnswerBlock:
+    """Markdown from the model, laid out for `console`: shown through
+    `visible()`, and without the empty lines rich puts around some blocks, so
+    blocks printed one by one are spaced as the whole answer would be (one
+    empty line between two, `gap`)."""
+    return AnswerBlock(_lines(console, markdown(visible(text)), style), gap=gap)
+
+
+def _lines(
+    console: Console, renderable: RenderableType, style: Style | None
+) -> list[list[Segment]]:
+    lines = console.render_lines(renderable, console.options, style=style, pad=False)
+    start, end = 0, len(lines)
+    while start < end and not any(segment.text for segment in lines[start]):
+        start += 1
+    while end > start and not any(segment.text for segment in lines[end - 1]):
+        end -= 1
+    return lines[start:end]
+
+
+@dataclass
+class TableLayout:
+    """A streamed table's columns, fixed by its first rows: the rows after
+    them are drawn under the same columns as they arrive (a cell wider than
+    its column wraps inside it, as in rich's own tables)."""
+
+    widths: list[int] | None = None
+    """Each column's width with its padding, as rich's table chose them."""
+    justify: list[AlignMethod] = field(default_factory=list)
+    """Each column's alignment, from the delimiter row."""
+
+
+@functools.cache
+def _rows_markdown() -> Callable[[str, TableLayout], RenderableType]:
+    """Rich's Markdown, whose tables are drawn under a `TableLayout`: the
+    first rows by rich's own table, which fixes the layout's widths, the
+    later ones by `_body_rows`. Made on first use, as `markdown()` is."""
+    from rich.markdown import Markdown, MarkdownElement, TableElement
+    from rich.markdown import Markdown as Base
+    from rich.table import Table
+
+    class RowsTable(TableElement):
+        layout: TableLayout
+
+        @classmethod
+        def create(cls, markdown: Base, token: Any) -> MarkdownElement:
+            del token
+            element = cls()
+            element.layout = markdown.layout  # type: ignore[attr-defined]
+            return element
+
+        def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+            if self.layout.widths is not None:
+                rows = self.body.rows if self.body is not None else []
+                yield _BodyRows([[cell.content for cell in row.cells] for row in rows], self.layout)
+                return
+            for table in super().__rich_console__(console, options):
+                assert isinstance(table, Table)
+                # Rich's own width negotiation (a private method in rich 14
+                # and 15), kept for the rows that follow.
+                inner = options.update_width(options.max_width - table._extra_width)
+                self.layout.widths = table._calculate_column_widths(console, inner)
+                yield table
+
+    class RowsMarkdown(Markdown):
+        elements: ClassVar[dict[str, type[MarkdownElement]]] = {
+            **Markdown.elements,
+            "table_open": RowsTable,
+        }
+
+        def __init__(self, text: str, layout: TableLayout) -> None:
+            super().__init__(text)
+            self.layout = layout
+
+    return RowsMarkdown
+
+
+class _BodyRows:
+    """Table rows under fixed columns, laid out as rich's Markdown tables lay
+    them out (box SIMPLE, no padding at the edges, one space between columns,
+    cells wrapped at words, a word too long cut with "…"), at a fraction of
+    the cost: rich's table measures and pads every cell through its generic
+    machinery, about 6 ms a row here, which a table streaming hundreds of
+    rows a second cannot afford."""
+
+    def __init__(self, rows: list[list[Text]], layout: TableLayout) -> None:
+        self.rows = rows
+        self.widths = layout.widths or []
+        self.justify = layout.justify
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        last = len(self.widths) - 1
+        space = Segment(" ")
+        for row in self.rows:
+            row = row + [Text()] * (len(self.widths) - len(row))
+            columns: list[list[Text]] = []
+            for index, (cell, width) in enumerate(zip(row, self.widths, strict=False)):
+                inner = width if index == last else width - 1  # the padding on the right
+                if cell.cell_len <= inner and "\n" not in cell.plain:
+                    columns.append([cell])
+                else:
+                    columns.append(list(cell.wrap(console, inner, overflow="ellipsis")))
+            for number in range(max((len(lines) for lines in columns), default=0)):
+                yield space
+                for index, (lines, width) in enumerate(zip(columns, self.widths, strict=False)):
+                    line = lines[number] if number < len(lines) else Text()
+                    justify = self.justify[index] if index < len(self.justify) else "left"
+                    if not line.spans and justify == "left":
+                        style = console.get_style(line.style) if line.style else None
+                        yield Segment(line.plain + " " * (width - line.cell_len), style)
+                    else:
+                        line = line.copy()
+                        line.align(justify, width)
+                        yield from line.render(console, end="")
+                    yield space
+                yield Segment.line()
+
+
+_MARKUP = re.compile(r"[*_`\\[\]<>&~!]")
+"""Characters that may begin inline Markdown; a row without any is plain text."""
+
+
+def _plain_rows(rows: str) -> list[list[Text]] | None:
+    """The cells of table rows that hold no inline Markdown, split as GFM
+    splits them; None when some cell needs the Markdown parser."""
+    if _MARKUP.search(rows):
+        return None
+    cells = []
+    for row in rows.splitlines():
+        row = row.strip().removeprefix("|")
+        row = row[:-1] if row.endswith("|") else row
+        cells.append([Text(cell.strip()) for cell in row.split("|")])
+    return cells
+
+
+def _justify(delimiter_row: str) -> list[AlignMethod]:
+    """Each column's alignment, from a table's delimiter row (`:--`, `:-:`, `--:`)."""
+    row = delimiter_row.strip().removeprefix("|")
+    row = row[:-1] if row.endswith("|") else row
+    justify: list[AlignMethod] = []
+    for cell in row.split("|"):
+        cell = cell.strip()
+        left, right = cell.startswith(":"), cell.endswith(":")
+        justify.append("center" if left and right else "right" if right else "left")
+    return justify
+
+
+def table_rows(
+    console: Console,
+    piece: Finished,
+    layout: TableLayout,
+    *,
+    gap: bool = False,
+    style: Style | None = None,
+) -> AnswerBlock:
+    """Some of a streamed table's rows, under the columns `layout` fixes: the
+    first ones by rich's own table, with the header (and the empty edge rich
+    draws above it), the last ones with the edge below."""
+    first = layout.widths is None
+    if first:
+        lines = _lines(console, _rows_markdown()(visible(piece.text), layout), style)
+        layout.justify = _justify(piece.table.rstrip("\n").rsplit("\n", 1)[-1])
+        if not piece.last:
+            lines = lines[:-1]  # the edge under the table: it goes on
+    else:
+        plain = _plain_rows(visible(piece.text))
+        if plain is not None:
+            lines = _lines(console, _BodyRows(plain, layout), style)
+        else:
+            text = visible(piece.table + piece.text)
+            lines = _lines(console, _rows_markdown()(text, layout), style)
+        if piece.last and layout.widths:
+            lines.append([Segment(" " * (sum(layout.widths) + len(layout.widths) + 1))])
+    return AnswerBlock(lines, gap=gap)
+
+
+class _LiveArea:
+    """What the live area shows, read when rich draws it (8 times a second
+    and whenever a line is printed above): the thinking's last lines, the
+    answer's unfinished block, the status line. Reading at draw time, not at
+    every token, is what keeps a fast stream cheap."""
+
+    def __init__(self, view: TurnView) -> None:
+        self.view = view
+        self._drawn: tuple[str, int, bool, list[list[Segment]]] | None = None
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        view = self.view
+        if view.thinking:
+            yield thinking_tail(view.thinking, options.max_width)
+        yield AnswerBlock(self._tail(console, options))
+        if not view.finished:
+            yield view.status
+
+    def _tail(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
+        """The unfinished block, cut to its last lines when it would not fit on
+        the screen (a long table keeps its header row); a streamed table's
+        next rows, under its columns."""
+        blocks, gap = self.view.blocks, self.view.printed
+        text = blocks.tail
+        if not text.strip():
+            return []
+        if self._drawn and self._drawn[:3] == (text, options.max_width, gap):
+            return self._drawn[3]
+        if blocks.table_started and self.view.table is not None:
+            lines = table_rows(console, Finished(text, blocks.table), self.view.table).lines
+            self._drawn = (text, options.max_width, gap, lines)
+            return lines
+        budget = max(console.size.height // 2, 5)
+        shown, hidden = tail_preview(text, budget)
+        lines = answer_block(console, shown, gap=gap).lines
+        if hidden:
+            more = Segment(f"… {hidden:,} more lines, drawn when the block is complete", DIM)
+            lines = [[more], *lines]
+        self._drawn = (text, options.max_width, gap, lines)
+        return lines
+
+
+DIM = Style(dim=True)
 
 
 class TurnView:
-    """Renders one turn's events: streamed Markdown, tool lines, status line."""
+    """Renders one turn's events: streamed Markdown, tool lines, status line.
+
+    The answer is cut into blocks as it streams (`MarkdownBlocks`): a finished
+    block is laid out once and printed above the live area; only the block
+    still being written is drawn again, at rich's refresh rate, not per token.
+    """
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self.answer = ""
+        self.blocks = MarkdownBlocks()
+        self.printed = False  # a block of the current model call's answer is on screen
+        self.shown = False  # any of this turn's answer text was shown
         self.thinking = ""  # of the model call under way, until it starts answering
         self.status = _Status()
         self.live: Live | None = None
         self.running_tools: dict[str, str] = {}
+        self.table: TableLayout | None = None  # the columns of the table being streamed
+        self.discarded = False
+        self.finished = False
 
     def __enter__(self) -> TurnView:
         if self.console.is_terminal:
             from rich.live import Live
 
             self.live = Live(
-                self._renderable(), console=self.console, refresh_per_second=8, transient=False
+                _LiveArea(self), console=self.console, refresh_per_second=8, transient=False
             )
             self.live.__enter__()
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def discard(self) -> None:
+        """The turn was cancelled or failed: what is left of its answer is
+        drawn dimmed and struck through, and marked as discarded."""
+        self.discarded = True
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        if exc_type is not None:
+            self.discarded = True
+        self._flush()
+        if self.discarded and self.shown:
+            self._print_above(Text("✗ partial answer discarded", style="yellow"))
+        self.finished = True
+        self.thinking = ""
         if self.live is not None:
-            self.status.activity = ""
-            self.live.update(self._renderable(final=True), refresh=True)
             self.live.__exit__(None, None, None)
             self.live = None
-        elif self.answer:
-            self.console.print(markdown(self.answer))
 
-    def _renderable(self, final: bool = False) -> RenderableType:
-        parts: list[RenderableType] = []
-        if self.thinking:
-            parts.append(thinking_tail(self.thinking, self.console.width))
-        if self.answer:
-            parts.append(markdown(self.answer))
-        if not final:
-            parts.append(self.status)
-        return Group(*parts)
+    def _flush(self) -> None:
+        """Print what is left of the current model call's answer, once. A
+        discarded one is not worth laying out in full: its last lines do."""
+        blocks, self.blocks = self.blocks, MarkdownBlocks()
+        text = blocks.tail
+        if blocks.table_started:
+            self._print_piece(Finished(text, blocks.table, last=True))
+        elif text.strip():
+            if self.discarded:
+                text, hidden = tail_preview(text, max(self.console.size.height // 2, 5))
+                if hidden:
+                    self._print_above(Text(f"… {hidden:,} more lines", style=DISCARDED))
+            self._print_block(text)
+        self.printed = False
+
+    def _print_piece(self, piece: Finished) -> None:
+        if not piece.table:
+            self._print_block(piece.text)
+            return
+        if piece.first or self.table is None:
+            self.table = TableLayout()
+        style = DISCARDED if self.discarded else None
+        gap = self.printed and piece.first
+        block = table_rows(self.console, piece, self.table, gap=gap, style=style)
+        if piece.last:
+            self.table = None
+        if block.lines:
+            self._print_above(block)
+            self.printed = self.shown = True
+
+    def _print_block(self, text: str) -> None:
+        block = answer_block(
+            self.console, text, gap=self.printed, style=DISCARDED if self.discarded else None
+        )
+        if block.lines:
+            self._print_above(block)
+            self.printed = self.shown = True
 
     def _print_above(self, renderable: RenderableType) -> None:
         if self.live is not None:
             self.live.console.print(renderable)
         else:
             self.console.print(renderable)
+
+    def _waiting(self) -> str:
+        if not self.running_tools:
+            return "thinking"
+        return "waiting for " + ", ".join(self.running_tools.values())
 
     def on_event(self, event: TurnEvent) -> None:
         from netbox_chat.liveness import Waiting
@@ -230,38 +536,34 @@ class TurnView:
             ToolStarted,
         )
 
-        if isinstance(event, ThinkingDelta):
+        if isinstance(event, TextDelta):
+            self.status.activity = "answering"
+            if self.blocks.tail or event.text.strip():
+                self.shown = True
+            for piece in self.blocks.feed(event.text):
+                self._print_piece(piece)
+        elif isinstance(event, ThinkingDelta):
             self.thinking += event.text
             self.status.activity = "thinking"
         elif isinstance(event, ThinkingFinished):
-            # The live area collapses to one line; /thinking prints it all. The
-            # area is redrawn without it first, or printing above would redraw it.
+            # The live area collapses to one line; /thinking prints it all.
             self.thinking = ""
-            if self.live is not None:
-                self.live.update(self._renderable(), refresh=True)
             self._print_above(Text(f"  {thought_for(event.seconds)}", style="dim"))
-        elif isinstance(event, TextDelta):
-            self.answer += event.text
-            self.status.activity = "answering"
         elif isinstance(event, ToolStarted):
-            if self.answer.strip():
-                # Text before a tool call is the model thinking aloud; keep it.
-                self._print_above(markdown(self.answer))
-            self.answer = ""
-            self.running_tools[event.call_id] = event.name
-            self.status.activity = "waiting for " + ", ".join(self.running_tools.values())
+            # Text before a tool call is the model thinking aloud; keep it.
+            self._flush()
+            self.running_tools[event.call_id] = visible_line(
+                f"{event.name}({format_args(event.args, 60)})"
+            )
+            self.status.activity = self._waiting()
         elif isinstance(event, ToolFinished):
             self.running_tools.pop(event.call_id, None)
             self._print_above(
                 tool_line(event.name, event.args, event.result_chars, event.seconds, event.error)
             )
-            self.status.activity = (
-                "waiting for " + ", ".join(self.running_tools.values())
-                if self.running_tools
-                else "thinking"
-            )
+            self.status.activity = self._waiting()
         elif isinstance(event, RollingBack):
-            self.status.activity = "rolling back"
+            self.status.activity = "cancelling, rolling back"
         elif isinstance(event, Waiting):
             self.status.activity = event.activity  # "loading qwen3:8b", before a first byte
         elif isinstance(event, ContextCompacted):
@@ -277,17 +579,17 @@ class TurnView:
             self._print_above(
                 Text(
                     f"context {short_tokens(event.tokens)}/{short_tokens(event.window)}: "
-                    f"could not summarize ({event.reason}); this request goes on uncompacted",
+                    f"could not summarize ({visible_line(event.reason)}); "
+                    "this request goes on uncompacted",
                     style="yellow",
                 )
             )
-        if self.live is not None:
-            self.live.update(self._renderable())
 
 
 def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> None:
     """The line after a turn: tokens, time and the context meter, or what went
-    wrong; and the red line when Ollama cut one of the turn's requests."""
+    wrong and what was rolled back (one line, so it wraps only between words);
+    and the red line when Ollama cut one of the turn's requests."""
     if outcome.context.truncated and outcome.context.window:
         console.print(truncation_line(outcome.context.window))
     if outcome.status == "done":
@@ -303,31 +605,36 @@ def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> Non
         console.print(line)
         return
     if outcome.status == "cancelled":
-        console.print(Text(f"turn {outcome.number} cancelled", style="yellow"), end=" ")
+        line = Text(f"turn {outcome.number} cancelled", style="yellow")
     else:
-        failed = f"turn {outcome.number} failed: {visible(str(outcome.error))}"
-        console.print(Text(failed, style="red"), end=" ")
+        line = Text(f"turn {outcome.number} failed: {visible(outcome.error or '')}", style="red")
     if outcome.rollback is not None:
-        print_rollback(console, outcome.rollback)
+        line.append("; ")
+        line.append_text(rollback_text(outcome.rollback))
+    console.print(line)
 
 
 def print_rollback(console: Console, report: RollbackReport, *, reason: str = "") -> None:
+    console.print(rollback_text(report, reason=reason))
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 message`, `2 messages`: plain words, not `message(s)`."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def rollback_text(report: RollbackReport, *, reason: str = "") -> Text:
     if report.verified:
-        console.print(
-            Text(
-                f"{reason}rolled back ({report.removed_messages} message(s) removed); "
-                "the model will not see it",
-                style="dim",
-            )
+        return Text(
+            f"{reason}rolled back ({plural(report.removed_messages, 'message')} removed); "
+            "the model will not see it",
+            style="dim",
         )
-    else:
-        console.print(
-            Text(
-                f"{reason}rollback of turn {report.turn} could not be verified: "
-                f"{'; '.join(report.problems)}. Use /rewind to return to the last clean turn.",
-                style="bold red",
-            )
-        )
+    return Text(
+        f"{reason}rollback of turn {report.turn} could not be verified: "
+        f"{'; '.join(report.problems)}. Use /rewind to return to the last clean turn.",
+        style="bold red",
+    )
 
 
 def error_line(error: BaseException, *, prefix: str = "") -> Text:
@@ -500,6 +807,66 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+SHOWN_ROWS = 50
+"""Rows of a list result that `/show` draws as a table; the rest are counted."""
+
+
+def tool_call_view(name: str, args: dict[str, Any], result: str, error: bool) -> RenderableType:
+    """One tool call for `/show`: its line, then what it returned, readable: a
+    NetBox list as a table of its rows' fields, other JSON indented, text as
+    it came. Everything from NetBox is shown through `visible()`."""
+    head = Text("  ")
+    head.append("✗ " if error else "→ ", style="red" if error else "cyan")
+    head.append(visible_line(name), style="bold")
+    head.append(visible_line(f"({format_args(args)})"), style="dim")
+    return Group(head, _result_view(result))
+
+
+def _result_view(result: str) -> RenderableType:
+    try:
+        data = json.loads(result)
+    except ValueError:
+        return Text(visible(result))
+    rows = data.get("results") if isinstance(data, dict) else data
+    if not (isinstance(rows, list) and rows and all(isinstance(row, dict) for row in rows)):
+        return Text(visible(json.dumps(data, indent=2, ensure_ascii=False)))
+    keys: list[str] = []
+    for row in rows[:SHOWN_ROWS]:
+        keys.extend(key for key in row if key not in keys)
+    keys = keys[:8]
+    table = Columns(
+        (
+            [Text(_shorten(visible_line(_cell(row.get(key))), 40)) for key in keys]
+            for row in rows[:SHOWN_ROWS]
+        ),
+        header=[visible_line(key) for key in keys],
+        flexible=len(keys) - 1,
+    )
+    parts: list[RenderableType] = [table]
+    total = data.get("count") if isinstance(data, dict) else None
+    total = total if isinstance(total, int) else len(rows)
+    if total > min(len(rows), SHOWN_ROWS):
+        parts.append(
+            Text(f"… {plural(total - min(len(rows), SHOWN_ROWS), 'more row')}", style="dim")
+        )
+    return Group(*parts)
+
+
+def _cell(value: object) -> str:
+    """A field of a NetBox object, in a table cell: a nested object by its
+    name, a list joined, nothing for null."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        for key in ("display", "name", "slug", "label", "value"):
+            if isinstance(value.get(key), str | int):
+                return str(value[key])
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return ", ".join(_cell(item) for item in value)
+    return str(value)
+
+
 def history_table(turns: Iterable[Turn]) -> Columns:
     """Numbered turns; cancelled, failed and rewound ones dimmed and labelled."""
     rows = []
@@ -521,27 +888,66 @@ def history_table(turns: Iterable[Turn]) -> Columns:
     return Columns(rows, right={0}, flexible=1)
 
 
-def print_recap(console: Console, session_id: str, recap: Recap) -> None:
-    """What `resume` restored: counts and the last exchange.
+RECAP_LINES = 12
+"""Lines of the last answer's Markdown that `resume` draws; the rest is one
+line saying how many more there are and how to see them."""
 
-    The last answer is printed as the model wrote it (Markdown source), not
-    rendered: rich's Markdown costs 20 ms to import, which before the first
-    prompt is half of what start-up may add to Python's own. Answers in the
-    REPL are rendered as usual. Questions and answers are never read as markup.
-    """
+
+def netbox_and_model(settings: Settings) -> str:
+    """`NetBox lab (netbox.example.com) · model qwen3:8b`: which NetBox the
+    session asks, and with which model, said on every start and resume."""
+    host = urlsplit(settings.netbox_url).netloc if settings.netbox_url else "(no URL set)"
+    where = f"{settings.profile} ({host})" if settings.profile else host
+    return visible_line(f"NetBox {where} · model {settings.model}")
+
+
+def print_banner(console: Console, session_id: str, settings: Settings, thinking: str) -> None:
+    """The first lines of a new session."""
+    console.print(
+        Text.assemble(
+            ("netbox-chat", "bold"),
+            " session ",
+            (session_id, "bold"),
+            f" · {netbox_and_model(settings)} · {thinking}",
+        )
+    )
+    console.print(Text(LEAVE_HINT, style="dim"))
+
+
+LEAVE_HINT = "/help for commands; exit or Ctrl-D to leave"
+
+
+def print_recap(console: Console, session_id: str, recap: Recap, settings: Settings) -> None:
+    """What `resume` restored: the session's NetBox and model, how many turns
+    were answered (the count `ls` shows), the last exchange with the first
+    lines of its answer rendered, and the turns that did not finish after it.
+    Questions and answers are shown as text, never read as markup."""
     line = Text.assemble(
         (f"resumed session {session_id}", "bold"),
-        f": {recap.turns} turn(s), {recap.messages} message(s)",
+        f": {plural(recap.turns, 'turn')}, {plural(recap.messages, 'message')}"
+        f" · {netbox_and_model(settings)}",
     )
     console.print(line)
     if recap.last is not None:
-        question = _shorten(recap.last.question, 200)
-        console.print(Text.assemble((f"last question ({recap.last.number}): ", "dim"), question))
+        question = visible_line(_shorten(recap.last.question, 200))
+        console.print(Text.assemble((f"turn {recap.last.number}: ", "dim"), question))
         if recap.last.answer:
-            console.print(Text(visible(recap.last.answer)))
+            lines = recap.last.answer.rstrip("\n").split("\n")
+            shown = "\n".join(lines[:RECAP_LINES])
+            console.print(answer_block(console, shown))
+            if len(lines) > RECAP_LINES:
+                more = len(lines) - RECAP_LINES
+                console.print(
+                    Text(
+                        f"… {plural(more, 'more line')}: `netbox-chat export {session_id}` "
+                        "to see all",
+                        style="dim",
+                    )
+                )
     for turn in recap.unfinished:
-        question = _shorten(turn.question, 80)
+        question = visible_line(_shorten(turn.question, 80))
         console.print(Text(f"turn {turn.number} was {turn.status}: {question}", style="dim"))
+    console.print(Text(LEAVE_HINT, style="dim"))
 
 
 def tokens_table(turns: Sequence[Turn]) -> Columns:

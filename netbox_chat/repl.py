@@ -19,14 +19,17 @@ import sys
 import termios
 import threading
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import Application
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import HTML
-from prompt_toolkit.history import History
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input.vt100 import raw_mode
 from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
@@ -34,9 +37,11 @@ from rich.text import Text
 
 from netbox_chat import render
 from netbox_chat.config import Settings
+from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import check_setting, setting_label
+from netbox_chat.visible import visible_line
 
 HELP = """\
 [bold]Ask a question about your network[/bold] and press Enter. Pasting several lines works.
@@ -48,11 +53,15 @@ HELP = """\
   /think on|off     let the model think (or not) for the rest of the session;
                     low|medium|high for models that take levels (gpt-oss)
   /thinking [N]     the full thinking of the last turn (or of turn N)
+  /show [N]         the tool calls of the last turn (or of turn N), with what they returned
+  /model [NAME]     the model, or ask NAME from the next question on
+  /new              leave this session (saved) for a fresh one
   /help             this text
-  /exit, Ctrl-D     leave (the session is saved; `netbox-chat resume` reopens it)
+  exit, Ctrl-D      leave (the session is saved; `netbox-chat resume` reopens it)
 
 Ctrl-C during an answer cancels the turn and rolls it back: the model never sees it,
-and your question comes back to the input line to edit and resend.
+and your question comes back to the input line to edit and resend. Tab completes a
+/command; ↑ and Ctrl-R search what you typed, in this session and earlier ones.
 """
 
 
@@ -83,29 +92,69 @@ def _terminal(stream: TextIO) -> int | None:
     return fileno if os.isatty(fileno) else None
 
 
+def _bracketed_paste(*, on: bool) -> None:
+    """Ask the terminal to mark pastes (or stop). On while a turn runs, not
+    only at the prompt: a paste made meanwhile waits, marked, for the next
+    prompt, which takes it as one paste. Unmarked, each line of it would end
+    in an Enter and be sent as a question of its own."""
+    sys.stdout.write("\x1b[?2004h" if on else "\x1b[?2004l")
+    sys.stdout.flush()
+
+
 def _typed_ahead(terminal: int | None) -> bool:
     """Whether keys are waiting on the terminal for the prompt."""
     return terminal is not None and bool(select.select([terminal], [], [], 0)[0])
 
 
-class LedgerHistory(History):
-    """Input history from the session's turn ledger, so it is per session and
-    survives restarts without a second file. Cancelled questions are in it too.
-    Storing is a no-op: the ledger records a question when its turn begins."""
+def history_path() -> Path:
+    """The user's one input history, where shells keep theirs (XDG state)."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "netbox-chat" / "history"
 
-    def __init__(self, session: OpenSession) -> None:
-        super().__init__()
-        self.session = session
 
-    def load_history_strings(self) -> Iterable[str]:
-        seen: set[str] = set()
-        for turn in reversed(self.session.turns()):
-            if turn.question not in seen:
-                seen.add(turn.question)
-                yield turn.question
+def user_history(path: Path) -> History:
+    """Input history kept across sessions, as shells and `llm chat` keep it:
+    ↑ and Ctrl-R reach what was typed in earlier sessions too. The file holds
+    what was typed (questions and commands, nothing else), so it is made
+    owner-only, 0600 in a 0700 folder. A home that cannot be written keeps
+    the history for this session only."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
+        os.chmod(path, 0o600)
+    except OSError:
+        return InMemoryHistory()
+    return FileHistory(path)
 
-    def store_string(self, string: str) -> None:
-        del string
+
+SLASH_COMMANDS = (
+    "/help",
+    "/history",
+    "/rewind",
+    "/compact",
+    "/tokens",
+    "/think",
+    "/thinking",
+    "/show",
+    "/model",
+    "/new",
+    "/exit",
+    "/quit",
+)
+
+
+class SlashCompleter(Completer):
+    """Tab completes a slash command's name; a question is left alone."""
+
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterable[Completion]:
+        del complete_event
+        typed = document.text_before_cursor
+        if typed.startswith("/") and " " not in typed:
+            for name in SLASH_COMMANDS:
+                if name.startswith(typed):
+                    yield Completion(name, start_position=-len(typed))
 
 
 class BackgroundRuntime:
@@ -119,9 +168,15 @@ class BackgroundRuntime:
     imports to finish either.
     """
 
-    def __init__(self, session: OpenSession, settings: Settings) -> None:
+    def __init__(
+        self,
+        session: OpenSession,
+        settings: Settings,
+        on_problem: Callable[[Text], None] = lambda line: None,
+    ) -> None:
         self.session = session
         self.settings = settings
+        self.on_problem = on_problem
         self.future: concurrent.futures.Future[Runtime] = concurrent.futures.Future()
         self.started = False
 
@@ -140,8 +195,11 @@ class BackgroundRuntime:
             runtime = build_runtime(self.session, self.settings)
         except BaseException as exc:
             self.future.set_exception(exc)
+            self.on_problem(render.error_line(exc, prefix="the agent could not be built: "))
         else:
             self.future.set_result(runtime)
+            if runtime.problem:
+                self.on_problem(Text(visible_line(runtime.problem), style="bold red"))
 
     async def get(self) -> Runtime:
         self.start()
@@ -160,6 +218,8 @@ class Repl:
     background: BackgroundRuntime
     pending_input: str = ""
     thinking_noted: bool = False
+    view: render.TurnView | None = None  # the turn being drawn, if any
+    ending: str = "exit"  # or "new": /new asks for a fresh session
 
     async def runtime(self) -> Runtime:
         if not self.background.future.done():
@@ -173,11 +233,21 @@ class Repl:
 
     async def run(self) -> None:
         prompt: PromptSession[str] = PromptSession(
-            history=LedgerHistory(self.session), enable_history_search=True
+            history=user_history(history_path()),
+            enable_history_search=True,
+            completer=SlashCompleter(),
+            complete_while_typing=False,
         )
         # After every render, which makes the first one start the agent build.
         prompt.app.after_render += self._prompt_drawn
         terminal = _terminal(sys.stdin)
+        try:
+            await self._lines(prompt, terminal)
+        finally:
+            if terminal is not None:
+                _bracketed_paste(on=False)
+
+    async def _lines(self, prompt: PromptSession[str], terminal: int | None) -> None:
         while True:
             # Keys typed before the prompt is back were typed for a new line:
             # the cancelled question would swallow them (a Ctrl-D deletes
@@ -188,20 +258,28 @@ class Repl:
                 with patch_stdout(raw=True):
                     text = await prompt.prompt_async(HTML("<b>netbox</b>&gt; "), default=default)
             except KeyboardInterrupt:
+                # Ctrl-C at the prompt clears the line; on an empty one, say how to leave.
+                if not prompt.default_buffer.text:
+                    self.console.print(Text("(exit or Ctrl-D to leave)", style="dim"))
                 self.pending_input = ""
-                continue  # Ctrl-C at the prompt clears the line, nothing more
+                continue
             except EOFError:
                 return
             line = text.strip()
             if not line:
                 continue
+            if line in ("exit", "quit"):
+                return  # as in a shell; a question is never just that word
             # Armed from right after the prompt returns until right before the
             # next one: a Ctrl-C anywhere in between cancels this line's work
             # (a turn, /compact, waiting for the agent) and nothing else.
             keys_wait = contextlib.nullcontext() if terminal is None else KeysWait(terminal)
+            if terminal is not None:
+                _bracketed_paste(on=True)  # the prompt turned it off as it returned
             with keys_wait, CancelOnSignals(on_first=self._cancelling) as signals:
                 try:
-                    if await signals.run(self.handle(line)) == "exit":
+                    if (ending := await signals.run(self.handle(line))) is not None:
+                        self.ending = ending
                         return
                 except asyncio.CancelledError:
                     self.console.print(Text("cancelled", style="yellow"))
@@ -211,7 +289,12 @@ class Repl:
 
     def _cancelling(self, signum: int) -> None:
         del signum
-        self.console.print(Text("cancelling… rolling back", style="yellow"))
+        if self.view is not None:
+            # Said on the status line, under the answer being discarded: a
+            # line printed now would land above it.
+            self.view.status.activity = "cancelling, rolling back"
+        else:
+            self.console.print(Text("cancelling… rolling back", style="yellow"))
 
     async def handle(self, line: str) -> str | None:
         if line.startswith("/"):
@@ -226,13 +309,20 @@ class Repl:
             # Known once the agent is built (from /api/show), said before the first answer.
             self.console.print(Text(runtime.thinking.note, style="yellow"))
         self.thinking_noted = True
-        view = render.TurnView(self.console)
+        view = self.view = render.TurnView(self.console)
         started = time.monotonic()
-        with view:
-            # A Ctrl-C cancels the turn itself: it rolls back and returns its
-            # outcome normally. What is shown is that outcome, the ledger's,
-            # even when the Ctrl-C came as the answer was being recorded.
-            outcome = await run_to_its_end(runtime.conversation.run_turn(question, view.on_event))
+        try:
+            with view:
+                # A Ctrl-C cancels the turn itself: it rolls back and returns its
+                # outcome normally. What is shown is that outcome, the ledger's,
+                # even when the Ctrl-C came as the answer was being recorded.
+                outcome = await run_to_its_end(
+                    runtime.conversation.run_turn(question, view.on_event)
+                )
+                if outcome.status != "done":
+                    view.discard()  # rolled back: what it said is not the answer
+        finally:
+            self.view = None
         render.print_outcome(self.console, outcome, time.monotonic() - started)
         if (outage := runtime.take_outage()) is not None:
             self.console.print(render.outage_line(outage))
@@ -244,6 +334,8 @@ class Repl:
         argument = argument.strip()
         if command in ("/exit", "/quit"):
             return "exit"
+        if command == "/new":
+            return "new"
         if command == "/help":
             self.console.print(Text.from_markup(HELP))
         elif command == "/history":
@@ -258,6 +350,10 @@ class Repl:
             await self.think(argument)
         elif command == "/thinking":
             self.show_thinking(argument)
+        elif command == "/show":
+            await self.show(argument)
+        elif command == "/model":
+            await self.switch_model(argument)
         else:
             self.console.print(
                 Text.assemble((f"unknown command {command}", "red"), "; /help lists them")
@@ -293,6 +389,66 @@ class Repl:
         else:
             self.console.print(Text(f"{plan.label} for the rest of this session", style="green"))
 
+    async def switch_model(self, name: str) -> None:
+        """`/model NAME`: the next questions go to another model. The agent is
+        built again for it; a model Ollama does not have is refused, and the
+        session stays with the one it had."""
+        if not name:
+            self.console.print(Text(f"model {visible_line(self.settings.model)}", style="dim"))
+            return
+        settings = replace(self.settings, model=name)
+        background = BackgroundRuntime(self.session, settings, self.background.on_problem)
+        with self.console.status("[dim]loading the agent…[/dim]"):
+            runtime = await background.get()
+        if runtime.problem:
+            await runtime.aclose()
+            line = Text(visible_line(runtime.problem), style="red")
+            line.append(f"; still {visible_line(self.settings.model)}")
+            self.console.print(line)
+            return
+        await self.background.aclose()
+        self.background, self.settings = background, settings
+        self.thinking_noted = False
+        self.console.print(
+            Text(f"model {visible_line(name)} from the next question on", style="green")
+        )
+
+    async def show(self, argument: str) -> None:
+        """`/show [N]`: the tool calls of the last answered turn (or turn N),
+        with what each returned, from the turn's messages in the conversation."""
+        from langchain_core.messages import AIMessage, ToolMessage
+
+        done = [turn for turn in self.session.turns() if turn.status == "done"]
+        if argument:
+            done = [turn for turn in done if str(turn.number) == argument]
+        if not done:
+            where = f"turn {argument} was not answered" if argument else "no turn answered yet"
+            self.console.print(Text(f"/show: {where}", style="dim"))
+            return
+        turn = done[-1]
+        runtime = await self.runtime()
+        messages = runtime.conversation.messages()[
+            turn.base_message_count or 0 : turn.message_count
+        ]
+        calls = {
+            str(call["id"]): (call["name"], call["args"])
+            for message in messages
+            if isinstance(message, AIMessage)
+            for call in message.tool_calls
+        }
+        results = [message for message in messages if isinstance(message, ToolMessage)]
+        if not results:
+            self.console.print(Text(f"turn {turn.number} called no tools", style="dim"))
+            return
+        self.console.print(
+            Text(f"turn {turn.number}: {render.plural(len(results), 'tool call')}", style="dim")
+        )
+        for result in results:
+            name, args = calls.get(result.tool_call_id, (result.name or "?", {}))
+            text = result.content if isinstance(result.content, str) else str(result.content)
+            error = result.status == "error" or text.startswith("Error")
+            self.console.print(render.tool_call_view(name, args, text, error))
+
     def show_thinking(self, argument: str) -> None:
         thought = [turn for turn in self.session.turns() if turn.thinking]
         if argument:
@@ -324,6 +480,19 @@ class Repl:
         return done[-1].prompt_tokens_last if done else None
 
 
+def require_terminal() -> None:
+    """Refuse, before any session is made, to run the REPL without a terminal
+    on both ends: with stdin piped it would type blind, with stdout redirected
+    it would write prompt-toolkit's control codes into the file. `ask` is the
+    command for scripts."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UserFacingError(
+            "the chat needs a terminal (stdin and stdout); in a script or a pipe, "
+            'use `netbox-chat ask "QUESTION"`',
+            exit_status=ExitStatus.USAGE,
+        )
+
+
 async def run_chat(
     session: OpenSession,
     settings: Settings,
@@ -331,9 +500,17 @@ async def run_chat(
     *,
     resumed: bool,
     rewind_to: int | None = None,
-) -> None:
-    """Open the REPL on `session`: recover a crashed turn, recap, then prompt."""
-    background = BackgroundRuntime(session, settings)
+) -> str:
+    """Open the REPL on `session`: recover a crashed turn, recap, then prompt.
+    Returns how it ended: "exit", or "new" when `/new` asked for a fresh session."""
+
+    def say_problem(line: Text) -> None:
+        # From the build's thread, while the prompt waits: prompt_toolkit's
+        # patched stdout prints it above the prompt, at once.
+        line.append(" · `netbox-chat doctor` checks the setup", style="dim")
+        console.print(line)
+
+    background = BackgroundRuntime(session, settings, say_problem)
     repl = Repl(session, settings, console, background)
     try:
         if session.running_turns():
@@ -352,20 +529,12 @@ async def run_chat(
             except NothingToRewind as exc:
                 console.print(Text(str(exc), style="dim"))
         if resumed:
-            render.print_recap(console, session.id, session.recap())
+            render.print_recap(console, session.id, session.recap(), settings)
         else:
-            console.print(
-                Text.assemble(
-                    ("netbox-chat", "bold"),
-                    " session ",
-                    (session.id, "bold"),
-                    f" · model {settings.model} · {setting_label(settings.think)}"
-                    " · /help for commands, Ctrl-D to leave",
-                )
-            )
+            render.print_banner(console, session.id, settings, setting_label(settings.think))
         await repl.run()
     finally:
-        await background.aclose()
+        await repl.background.aclose()  # /model may have replaced it
     if session.discard_if_unanswered():
         console.print(
             Text(f"no question was answered in session {session.id}; nothing was kept", "dim")
@@ -374,3 +543,4 @@ async def run_chat(
         console.print(
             Text(f"session {session.id} saved; `netbox-chat resume {session.id}`", style="dim")
         )
+    return repl.ending

@@ -54,6 +54,9 @@ class Runtime:
     thinking: ThinkPlan
     context: ContextGuard | None = None
     """The session's window and the compaction that keeps requests inside it."""
+    problem: str | None = None
+    """Why Ollama could not tell about the model, if it could not: said at the
+    prompt as soon as the build ends, not after the first question."""
 
     @property
     def window(self) -> int | None:
@@ -114,7 +117,7 @@ def build_runtime(
 
     provider = provider_for(settings)
     served = provider.served(settings, timeout=MODEL_INFO_TIMEOUT)
-    model_info, window = served.info, served.window
+    model_info, window, problem = served.info, served.window, served.problem
     guard = ContextGuard(window, settings.compact_at)
     netbox = None
     if tools is None:
@@ -131,7 +134,7 @@ def build_runtime(
     model = provider.chat_model(settings, served, reasoning=thinking.reasoning)
     graph = build_agent(settings, tools, saver, model=model, context_guard=guard)
     conversation = Conversation(session, graph, saver, find_end_node(graph), model=model)
-    runtime = Runtime(conversation, netbox, model_info, thinking, guard)
+    runtime = Runtime(conversation, netbox, model_info, thinking, guard, problem)
     # LangChain's imports and the compiled graph are about 120,000 objects that
     # live as long as the process. Left in the collector, every full garbage
     # collection walks them (60 ms here), and one lands in most turns of a long

@@ -78,7 +78,9 @@ def test_the_recap_reads_the_counts_the_last_exchange_and_what_came_after(
         assert session.recap().last is None and session.recap().turns == 0
         finished(session, "first question", "done", answer="first answer", message_count=2)
         finished(session, "cancelled early", "cancelled")
-        finished(session, "what is in [/dev]?", "done", answer="**/dev** [red]x", message_count=4)
+        items = "".join(f"\n- item {n}" for n in range(1, 13))
+        answer = f"**/dev** [red]x\n{items}"  # 14 lines
+        finished(session, "what is in [/dev]?", "done", answer=answer, message_count=4)
         finished(session, "this one failed", "failed", error="model went away")
         finished(session, "cancelled late", "cancelled")
         recap = session.recap()
@@ -87,15 +89,25 @@ def test_the_recap_reads_the_counts_the_last_exchange_and_what_came_after(
         assert [(t.number, t.status) for t in recap.unfinished] == [(4, "failed"), (5, "cancelled")]
 
     out = io.StringIO()
-    render.print_recap(Console(file=out, width=100), session.id, recap)
+    settings = resolve_settings(
+        sessions_dir=sessions_dir, netbox_url="https://netbox.example.com", env={}
+    )
+    render.print_recap(Console(file=out, width=100), session.id, recap, settings)
     lines = out.getvalue().splitlines()
-    assert lines[0] == f"resumed session {session.id}: 2 turn(s), 4 message(s)"
-    # Questions and answers appear as written, never read as rich markup.
-    assert lines[1] == "last question (3): what is in [/dev]?"
-    assert lines[2] == "**/dev** [red]x"
-    assert lines[3:] == [
+    assert lines[0] == (
+        f"resumed session {session.id}: 2 turns, 4 messages · NetBox netbox.example.com "
+        "· model qwen3:8b"
+    )
+    # Questions and answers appear as written, never read as rich markup; the
+    # answer's first lines rendered, then how many more and where to see them.
+    assert lines[1] == "turn 3: what is in [/dev]?"
+    assert lines[2].rstrip() == "/dev [red]x"
+    assert [line.rstrip() for line in lines[3:14]] == [""] + [f" • item {n}" for n in range(1, 11)]
+    assert lines[14:] == [
+        f"… 2 more lines: `netbox-chat export {session.id}` to see all",
         "turn 4 was failed: this one failed",
         "turn 5 was cancelled: cancelled late",
+        "/help for commands; exit or Ctrl-D to leave",
     ]
 
 

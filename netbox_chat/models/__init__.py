@@ -23,6 +23,7 @@ class Served:
     info: ModelInfo | None
     window: int
     facts: ServerFacts | None = None  # an OpenAI-compatible server's own
+    problem: str | None = None  # why the server could not be asked, said at the prompt
 
 
 class Provider(Protocol):
@@ -44,12 +45,11 @@ class OllamaProvider:
 
         try:
             info = fetch_model_info(settings.ollama_url, settings.model, timeout=timeout)
-        except ModelInfoError:
-            # The session keeps the configured window; the first turn reports
-            # what is wrong with Ollama the usual way.
-            info = None
-        length = info.context_length if info else None
-        return Served(info, session_window(settings.num_ctx, length))
+        except ModelInfoError as exc:
+            # The session keeps the configured window, and the REPL says what
+            # is wrong with Ollama or the model before the first question.
+            return Served(None, session_window(settings.num_ctx, None), problem=str(exc))
+        return Served(info, session_window(settings.num_ctx, info.context_length))
 
     def chat_model(
         self, settings: Settings, served: Served, *, reasoning: bool | str | None

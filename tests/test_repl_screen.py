@@ -1,0 +1,303 @@
+"""What the REPL draws, through a real pty (issue 25): a long table streamed
+in full under its header, a paste made while an answer streams kept for the
+next prompt as one question, a cancelled answer marked as discarded with one
+clean line under it."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pyte
+
+from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.test_repl_pty import PROMPT, leave
+
+
+class Terminal:
+    """What the user sees: a VT100 emulator fed every byte the REPL writes
+    (as pexpect's `logfile_read`), the lines that scrolled off the top
+    included, with the terminal's own wrapping at its width."""
+
+    def __init__(self, columns: int, lines: int) -> None:
+        self.screen = pyte.HistoryScreen(columns, lines, history=10_000)
+        self.stream = pyte.Stream(self.screen)
+        self.written = io.StringIO()
+
+    def write(self, data: str) -> None:
+        self.stream.feed(data)
+        self.written.write(data)
+
+    def flush(self) -> None:
+        pass
+
+    def lines(self) -> list[str]:
+        scrolled = [
+            "".join(line[x].data for x in range(self.screen.columns)).rstrip()
+            for line in self.screen.history.top
+        ]
+        return scrolled + [line.rstrip() for line in self.screen.display]
+
+    def struck(self, text: str) -> bool:
+        """Whether `text` is on the screen drawn struck through."""
+        rows = [
+            *self.screen.history.top,
+            *(self.screen.buffer[y] for y in range(self.screen.lines)),
+        ]
+        for row in rows:
+            chars = [row[x] for x in range(self.screen.columns)]
+            line = "".join(c.data for c in chars)
+            if (at := line.find(text)) != -1:
+                return all(c.strikethrough for c in chars[at : at + len(text)])
+        return False
+
+
+def chat(env: dict[str, str], columns: int = 100) -> tuple[pexpect.spawn, Terminal]:
+    terminal = Terminal(columns, 30)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "netbox_chat"],
+        env={**env, "COLUMNS": str(columns), "LINES": "30"},  # as the terminal says
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(30, columns),
+    )
+    child.logfile_read = terminal
+    child.expect(PROMPT)
+    return child, terminal
+
+
+def test_a_long_table_is_drawn_whole_with_every_row_once(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    rows = "".join(f"| {n} | dm-akron-sw{n:03d} | offline |\n" for n in range(1, 61))
+    table = "| # | name | status |\n|---|---|---|\n" + rows
+    ollama.script([Text(f"**60 devices**:\n\n{table}\nThat is all of them.", chunk_delay=0.002)])
+    child, terminal = chat(chat_env)
+    host = chat_env["NETBOX_URL"].split("//")[1].rstrip("/")
+    banner = terminal.lines()[0]
+    assert banner.startswith("netbox-chat session ")
+    assert f" · NetBox {host} · model qwen3:8b · " in banner  # which NetBox, which model
+    child.sendline("list them")
+    child.expect("That is all of them.")
+    child.expect(PROMPT)
+    leave(child)
+    shown = terminal.lines()
+    answer = shown[shown.index("60 devices:") :]
+    assert answer[1:4] == ["", "", " #   name            status"]  # the header, once
+    found = [line for line in answer if "dm-akron-sw" in line]
+    assert found == [f" {n:<3} dm-akron-sw{n:03d}  offline" for n in range(1, 61)]
+    assert answer[answer.index(found[-1]) + 1 :][:3] == ["", "", "That is all of them."]
+
+
+def terminal_paste(child: pexpect.spawn, screen: io.StringIO, text: str) -> None:
+    """What a terminal sends for a paste: marked as one (bracketed) only if the
+    program last asked for that (the last of `ESC[?2004h` / `ESC[?2004l` it
+    wrote); otherwise the lines as if typed, each ending in Enter."""
+    drawn = screen.getvalue()
+    if drawn.rfind("\x1b[?2004h") > drawn.rfind("\x1b[?2004l"):
+        child.send("\x1b[200~" + text + "\x1b[201~")
+    else:
+        child.send(text.replace("\n", "\r"))
+
+
+def test_a_paste_made_while_an_answer_streams_waits_for_the_prompt_as_one_question(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script(
+        [Text("one two three four five six seven eight", chunk_delay=0.15)],
+        [Text("Both noted.")],
+    )
+    child, terminal = chat(chat_env)
+    child.sendline("count to eight")
+    child.expect("two")  # streaming
+    terminal_paste(child, terminal.written, "which sites are active?\nand which are planned?")
+    child.expect("eight")
+    child.expect(PROMPT)
+    child.expect("and which are planned")  # waiting at the prompt, not sent
+    time.sleep(0.3)
+    assert len(ollama.requests) == 1
+    child.send("\r")
+    child.expect("Both noted.")
+    child.expect(PROMPT)
+    leave(child)
+    assert len(ollama.requests) == 2
+    question = ollama.requests[-1]["messages"][-1]["content"]
+    assert question == "which sites are active?\nand which are planned?"
+
+
+def test_a_cancelled_answer_stays_struck_through_with_one_line_under_it(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script([Text("Alpha bravo charlie delta echo foxtrot golf hotel", chunk_delay=0.3)])
+    child, terminal = chat(chat_env, columns=60)  # narrower than the outcome line
+    child.sendline("spell it")
+    child.expect("charlie")
+    child.sendintr()
+    child.expect("will not see it")
+    child.expect(PROMPT)
+    leave(child)
+    shown = terminal.lines()
+    mark = shown.index("✗ partial answer discarded")
+    assert shown[mark - 1].startswith("Alpha bravo charlie")
+    assert terminal.struck("Alpha bravo charlie")
+    assert shown[mark + 1 : mark + 3] == [  # wrapped between words, by us
+        "turn 1 cancelled; rolled back (1 message removed); the model",
+        "will not see it",
+    ]
+    assert not any("cancelling" in line for line in shown)
+
+
+def test_the_chat_without_a_terminal_refuses_with_a_hint_and_writes_no_control_codes(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-m", "netbox_chat"],
+        env=chat_env,
+        input="how many sites?\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 2
+    assert ran.stdout == ""
+    assert ran.stderr.strip() == (
+        "netbox-chat: the chat needs a terminal (stdin and stdout); in a script or a pipe, "
+        'use `netbox-chat ask "QUESTION"`'
+    )
+    assert not list(sessions_dir.glob("*.sqlite"))  # no session made
+
+
+def test_history_from_an_earlier_session_tab_completion_and_the_ways_to_leave(
+    chat_env: dict[str, str], ollama: ScriptedOllama, tmp_path: Path
+) -> None:
+    ollama.script([Text("Three sites.")], [Text("Still three.")])
+    child, _ = chat(chat_env)
+    child.sendline("how many sites?")
+    child.expect("Three sites.")
+    child.expect(PROMPT)
+    time.sleep(0.3)  # let the prompt finish redrawing before typing at it
+    child.sendline("exit")  # typed alone, it leaves; it is not a question
+    child.expect("saved; `netbox-chat resume")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and len(ollama.requests) == 1
+    history = tmp_path / "state" / "netbox-chat" / "history"
+    assert history.stat().st_mode & 0o777 == 0o600
+    assert history.parent.stat().st_mode & 0o777 == 0o700
+
+    child, _ = chat(chat_env)  # a new session
+    child.sendintr()  # Ctrl-C at the empty prompt
+    child.expect_exact("(exit or Ctrl-D to leave)")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.send("\x1b[A\x1b[A")  # ↑ ↑: past `exit`, the question typed in the other session
+    child.expect_exact("how many sites?")
+    child.send("\r")
+    child.expect("Still three.")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.send("/hist\t")
+    child.expect(r"/hist(\x1b\[[0-9;?]*[a-zA-Z])*ory")  # completed by Tab
+    child.send("\r")
+    child.expect(r"1 +how many sites\?")
+    child.expect(PROMPT)
+    leave(child)
+    assert ollama.requests[-1]["messages"][-1]["content"] == "how many sites?"
+
+
+def test_a_model_ollama_does_not_have_is_said_at_the_prompt_before_any_question(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    child, terminal = chat({**chat_env, "NETBOX_CHAT_MODEL": "nosuch:1b"})
+    child.expect_exact("Ollama answered 404: model 'nosuch:1b' not found")
+    child.expect_exact("`netbox-chat doctor` checks the setup")
+    assert ollama.requests == []  # no question was asked
+    time.sleep(0.3)
+    assert any(
+        line == "Ollama answered 404: model 'nosuch:1b' not found · `netbox-chat doctor` "
+        "checks the setup"
+        for line in terminal.lines()
+    )
+    leave(child)
+
+
+def test_show_prints_the_last_turns_tool_calls_with_their_results_as_a_table(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script(
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
+        [Text("Three sites.")],
+    )
+    child, terminal = chat(chat_env)
+    child.sendline("which sites?")
+    child.expect("Three sites.")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("/show")
+    child.expect("DM-Dayton")
+    child.expect(PROMPT)
+    leave(child)
+    shown = terminal.lines()
+    start = shown.index("turn 1: 1 tool call")
+    assert shown[start + 1 : start + 6] == [
+        '  → netbox_get_objects(object_type="dcim.site")',
+        "id  name         slug         status",
+        "1   DM-Akron     dm-akron     active",
+        "2   DM-Columbus  dm-columbus  active",
+        "3   DM-Dayton    dm-dayton    planned",
+    ]
+
+
+def test_model_switches_the_model_for_the_next_questions_and_refuses_one_ollama_lacks(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script([Text("Three sites.")], [Text("Still three.")])
+    child, _ = chat(chat_env)
+    child.sendline("how many sites?")
+    child.expect("Three sites.")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("/model nosuch:1b")
+    child.expect_exact("Ollama answered 404: model 'nosuch:1b' not found; still qwen3:8b")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("/model qwen2.5:7b")
+    child.expect_exact("model qwen2.5:7b from the next question on")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("and now?")
+    child.expect("Still three.")
+    child.expect(PROMPT)
+    leave(child)
+    assert [request["model"] for request in ollama.requests] == ["qwen3:8b", "qwen2.5:7b"]
+    assert "how many sites?" in str(ollama.requests[-1]["messages"])  # the same conversation
+
+
+def test_new_leaves_the_session_saved_and_goes_on_in_a_fresh_one(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script([Text("Three sites.")], [Text("Two devices.")])
+    child, _ = chat(chat_env)
+    child.sendline("how many sites?")
+    child.expect("Three sites.")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("/new")
+    child.expect(r"session (\w+) saved")
+    first = child.match.group(1)
+    child.expect(r"netbox-chat(?:\x1b\[[0-9;]*m)* session (?:\x1b\[[0-9;]*m)*(\w+)")
+    second = child.match.group(1)
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("how many devices?")
+    child.expect("Two devices.")
+    child.expect(PROMPT)
+    leave(child)
+    assert first != second
+    assert sorted(path.stem for path in sessions_dir.glob("*.sqlite")) == sorted([first, second])
+    assert "how many sites?" not in str(ollama.requests[-1]["messages"])  # a fresh conversation
