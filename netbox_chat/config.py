@@ -438,8 +438,7 @@ def _check_owner_and_modes(path: Path) -> None:
     others; a folder others can write passes only with the sticky bit (/tmp),
     where nobody else can replace what is ours inside it."""
     uid = os.getuid()
-    chains = {path.absolute(), path.resolve()}
-    for start in chains:
+    for start in dict.fromkeys((path.absolute(), path.resolve())):  # as given, then resolved
         for place in (start, *start.parents):
             try:
                 info = place.stat()
