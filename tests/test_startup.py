@@ -119,7 +119,7 @@ async def test_the_agent_build_starts_once_the_prompt_is_drawn(
         SessionFile.create(SessionStore(sessions_dir), model=settings.model) as session,
         create_pipe_input() as pipe,
     ):
-        background = BackgroundRuntime(session, settings, print)
+        background = BackgroundRuntime(session, settings)
         renders_before_start: list[int] = []
         start = background.start
 
@@ -144,7 +144,7 @@ async def test_ctrl_c_while_waiting_for_the_agent_does_not_cancel_its_build(
 ) -> None:
     settings = resolve_settings(env=chat_env)
     with SessionFile.create(SessionStore(sessions_dir), model=settings.model) as session:
-        background = BackgroundRuntime(session, settings, print)
+        background = BackgroundRuntime(session, settings)
         waiter = asyncio.create_task(background.get())
         await asyncio.sleep(0)
         assert background.started
