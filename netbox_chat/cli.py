@@ -557,7 +557,7 @@ def main_callback(
     netbox_url: NetboxUrl = None,
     think: Think = None,
     profile: Profile = None,
-    store: StoreOption = None,
+    store_option: StoreOption = None,
 ) -> None:
     """Start a new chat session when no command is given."""
     if ctx.invoked_subcommand != "ask":  # `ask` guards itself (entry.py)
@@ -571,7 +571,7 @@ def main_callback(
             model,
             netbox_url,
             think,
-            store=store,
+            store=store_option,
             profile=profile,
             provider=provider,
             base_url=base_url,
@@ -603,7 +603,7 @@ def resume(
     netbox_url: NetboxUrl = None,
     think: Think = None,
     profile: Profile = None,
-    store: StoreOption = None,
+    store_option: StoreOption = None,
 ) -> None:
     """Reopen a session and continue it, with its memory.
 
@@ -621,9 +621,9 @@ def resume(
         "model": model,
         "netbox_url": netbox_url,
         "think": think,
-        "store": store,
+        "store": store_option,
     }
-    settings = settings_from(sessions_dir, store=store, profile=profile)
+    settings = settings_from(sessions_dir, store=store_option, profile=profile)
     _chat(settings, thread, resume=True, rewind_to=at, flags={**flags, "profile": profile})
 
 

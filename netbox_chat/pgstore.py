@@ -67,7 +67,7 @@ INSTALL_HINT = "pip install 'netbox-chat[postgres]'"
 # a bigint key as classid (high 32 bits) and objid (low 32 bits), objsubid 1,
 # and lists every database of the server: only ours counts.
 LOCK_CLASS = 0x6E6263
-_LOCK_KEY = (
+LOCK_KEY = (
     f"(CASE WHEN {{sid}} ~ '^[{ID_ALPHABET}]{{{{{ID_LENGTH}}}}}$' THEN "
     f"({LOCK_CLASS}::bigint << {5 * ID_LENGTH}) | (SELECT bit_or("
     f"(strpos('{ID_ALPHABET}', substr({{sid}}, i, 1)) - 1)::bigint << (5 * ({ID_LENGTH} - i))) "
@@ -331,7 +331,7 @@ def migrate(conn: PgConnection) -> int:
 
 _HOLDER_SQL = (
     "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-    f"WHERE {_OUR_LOCKS} AND {_HELD_KEY} = " + _LOCK_KEY.format(sid="%(sid)s")
+    f"WHERE {_OUR_LOCKS} AND {_HELD_KEY} = " + LOCK_KEY.format(sid="%(sid)s")
 )
 
 
@@ -385,7 +385,7 @@ LEFT JOIN LATERAL (
     SELECT prompt_tokens_last, context_window FROM turns
     WHERE turns.session_id = s.session_id AND status = 'done' ORDER BY number DESC LIMIT 1
 ) c ON true
-LEFT JOIN holders h ON h.key = {_LOCK_KEY.format(sid="s.session_id")}
+LEFT JOIN holders h ON h.key = {LOCK_KEY.format(sid="s.session_id")}
 WHERE s.created_at IS NOT NULL
 ORDER BY greatest(t.last, s.created_at) DESC, s.session_id
 """
@@ -685,7 +685,7 @@ class PgSession(Ledger):
             raise
 
     def _lock(self) -> None:
-        locked = "SELECT pg_try_advisory_lock(" + _LOCK_KEY.format(sid="%(sid)s") + ")"
+        locked = "SELECT pg_try_advisory_lock(" + LOCK_KEY.format(sid="%(sid)s") + ")"
         if not scalar(self.db, locked, {"sid": self.id}):
             raise HeldElsewhere(self.id, _holder(self.db, self.id) or "")
 

@@ -98,14 +98,15 @@ def test_a_writer_on_another_machine_is_named_and_its_lock_dies_with_it(
     netbox-chat, as the server reports it, holds the session's advisory lock."""
     import psycopg
 
-    from netbox_chat.pgstore import LOCK_CLASS
+    from netbox_chat.pgstore import LOCK_KEY
 
     session_id = first_turn(store_env, ollama)
     other = psycopg.connect(
         pg.value, autocommit=True, application_name="netbox-chat 4242@night-shift-laptop"
     )
     try:
-        other.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, session_id))
+        lock = "SELECT pg_advisory_lock(" + LOCK_KEY.format(sid="%(sid)s") + ")"
+        other.execute(lock, {"sid": session_id})
         refused = cli(store_env, "ask", "mine now?", "--session", session_id)
         assert refused.returncode == 4, refused.stderr
         assert refused.stderr.strip() == (

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -93,6 +94,8 @@ def test_a_session_resumes_with_its_memory_and_lists_read_only(
     assert summary["title"] == "how many sites?" and not summary["is_open"]
 
     me = f"{getpass.getuser()}@{socket.gethostname()}"
+    if store.kind == "postgres":  # the server's login role first, the OS user beside it
+        me = f"{urlsplit(store.value).username} ({me})"
     assert summary["asked_by"] == [me]  # who asked, never a token
 
     exported = cli(store_env, "export", session_id, "--format", "json")

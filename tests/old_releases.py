@@ -1,0 +1,73 @@
+"""Session files written by earlier releases, made by their own code.
+
+Each release's `netbox_chat/` is taken from git (`git archive`, as bench 3
+does for its "before" figures) into a temporary folder and run as its own CLI
+in a subprocess, with this tree's scripted Ollama server and NetBox double:
+a turn with a tool call, a second turn, and where the release has them, a
+rewind (`resume --at`) and a compaction (`/compact`) in its REPL on a pty.
+The files are what that release wrote, for `test_store_trust.py` to open
+with today's code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from io import BytesIO
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Merges on main (first parent) where what a session holds changed: the
+# first with rewind and compaction (the commit before it could not run on its
+# own), compression, the ledger's schema, the database store, and the last.
+# LangGraph's pins never changed, so their values are encoded alike.
+RELEASES = {
+    "9022a98": "rewind and compaction, blobs stored as they are",
+    "833d5a5": "habits: blobs compressed",
+    "a048088": "integrity-store: ledger schema 2, recorded migrations",
+    "6e4b0c3": "postgres: the team store",
+    "80cc957": "the last merge before issue 21",
+}
+
+
+def release_code(commit: str, into: Path) -> Path | None:
+    """`netbox_chat/` as committed at `commit`, under `into` (None: no git history here)."""
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", commit, "netbox_chat"],
+            capture_output=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def release_argv(code: Path, *args: str) -> list[str]:
+    """That release's CLI, in this venv (every release pinned the same
+    LangGraph), with this tree's editable install out of the way, so no
+    module of today's code is imported beside the release's."""
+    program = (
+        "import sys; "
+        "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in f.__module__]; "
+        f"sys.path.insert(0, {str(code)!r}); "
+        "from netbox_chat.cli import main; main()"
+    )
+    return [sys.executable, "-c", program, *args]
+
+
+@contextlib.contextmanager
+def release(commit: str) -> Iterator[Path | None]:
+    with tempfile.TemporaryDirectory(prefix=f"nbc-release-{commit}-") as folder:
+        yield release_code(commit, Path(folder))
+
+
+def has_postgres(code: Path) -> bool:
+    return (code / "netbox_chat" / "pgstore.py").exists()

@@ -1,0 +1,420 @@
+"""A session store is someone else's data (issue 21): what a row may hold, who
+is named as asking, which lock is whose, what is printed about the store, and
+that every store failure ends as the README's exit 3.
+
+Real parts: the CLI in subprocesses, both stores (a folder; the PostgreSQL
+that scripts/postgres_up.sh starts, under -m postgres), the scripted Ollama
+server and the NetBox double. A "teammate" is another connection to the same
+database (or another process on the same folder) doing what its role allows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import ormsgpack
+import pytest
+
+from netbox_chat.pgstore import PgSession
+from netbox_chat.sessions import NoSuchSession
+from netbox_chat.stores import Store
+from tests.netbox_double import NetBoxDouble
+from tests.old_releases import RELEASES, has_postgres, release, release_argv
+from tests.ollama_server import ScriptedOllama, Text
+from tests.stores import StoreUnderTest
+from tests.test_pgstore import pg, with_url  # noqa: F401  (pg: a fixture)
+from tests.test_repl_pty import PROMPT
+from tests.test_stores import SITES, cli, first_turn
+
+# --- item 1: a row never chooses code ----------------------------------------------------
+
+
+def packed_call(module: str, name: str, argument: Any) -> bytes:
+    """A msgpack blob as LangGraph's own encoder lays out "build module.name(arg)"
+    (langgraph/checkpoint/serde/jsonplus.py, EXT_CONSTRUCTOR_SINGLE_ARG = 0)."""
+    return ormsgpack.packb(ormsgpack.Ext(0, ormsgpack.packb([module, name, argument])))
+
+
+def inside_a_message(module: str, name: str, argument: Any) -> bytes:
+    """The same call nested in an allowed AIMessage's fields (EXT_PYDANTIC_V2 = 5)."""
+    inner = ormsgpack.Ext(0, ormsgpack.packb([module, name, argument]))
+    fields = {"content": "hello", "additional_kwargs": {"x": inner}}
+    record = ["langchain_core.messages.ai", "AIMessage", fields, "model_validate_json"]
+    return ormsgpack.packb([ormsgpack.Ext(5, ormsgpack.packb(record))])
+
+
+def rewrite_messages(store: StoreUnderTest, session_id: str, blob: bytes) -> int:
+    """What a teammate's role can do: replace the session's stored `messages`
+    writes with `blob` (type msgpack). Returns the rows rewritten."""
+    if store.kind == "folder":
+        path = Path(store.value) / f"{session_id}.sqlite"
+        with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+            return conn.execute(
+                "UPDATE writes SET type = 'msgpack', value = ? WHERE channel = 'messages'",
+                (blob,),
+            ).rowcount
+    from netbox_chat import pgstore
+
+    with contextlib.closing(pgstore.connect(store.value)) as conn:
+        return int(
+            conn.execute(
+                "UPDATE checkpoint_writes SET type = 'msgpack', blob = %s "
+                "WHERE thread_id = %s AND channel = 'messages'",
+                (blob, session_id),
+            ).rowcount
+        )
+
+
+@pytest.fixture
+def marker() -> Iterator[Path]:
+    """A file only a payload that ran would create."""
+    path = Path(tempfile.gettempdir()) / f"nbc-ran-{os.getpid()}"
+    path.unlink(missing_ok=True)
+    yield path
+    path.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("where", ["top level", "inside a message"])
+def test_a_row_naming_code_is_refused_and_nothing_of_it_runs(
+    where: str,
+    store: StoreUnderTest,
+    store_env: dict[str, str],
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    marker: Path,
+    tmp_path: Path,
+) -> None:
+    session_id = first_turn(store_env, ollama)
+    make = packed_call if where == "top level" else inside_a_message
+    assert rewrite_messages(store, session_id, make("os", "system", f"touch {marker}")) > 0
+
+    ollama.script([Text("never asked")])
+    refused = cli(store_env, "ask", "and now?", "--session", session_id)
+    elsewhere = {**chat_env, "NETBOX_CHAT_SESSIONS": str(tmp_path / "elsewhere")}
+    copied = cli(store_env, "copy", session_id, "--to", str(tmp_path / "elsewhere"))
+
+    assert not marker.exists()
+    for out in (refused, copied):
+        assert out.returncode == 3, out.stderr
+        assert out.stderr.strip().splitlines() == [
+            f"netbox-chat: session {session_id} holds a stored value of type os.system, "
+            "which netbox-chat never writes: refused, nothing of it was run"
+        ]
+    assert len(ollama.requests) == 1  # the first turn's; refused before any model call
+    assert json.loads(cli(elsewhere, "ls", "--json").stdout) == []  # the copy left nothing
+
+
+def test_an_allowed_type_with_arguments_it_rejects_is_refused(
+    store: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """An AIMessage whose content is not text: built by its validating
+    constructor, refused, never taken unchecked."""
+    session_id = first_turn(store_env, ollama)
+    record = ["langchain_core.messages.ai", "AIMessage", {"content": 42}, "model_validate_json"]
+    blob = ormsgpack.packb([ormsgpack.Ext(5, ormsgpack.packb(record))])
+    assert rewrite_messages(store, session_id, blob) > 0
+    ollama.script([Text("never asked")])
+    out = cli(store_env, "ask", "and now?", "--session", session_id)
+    assert out.returncode == 3, out.stderr
+    assert "type langchain_core.messages.ai.AIMessage (ValidationError)" in out.stderr
+
+
+# --- item 7: forget --unanswered looks again under the lock ------------------------------
+
+
+def never_answered(store: Store) -> str:
+    """What a crash in a new session's first turn leaves: a session without an answer."""
+    with store.create(model="qwen3:8b") as session:
+        number = session.begin_turn("first try", base_checkpoint_id=None, base_message_count=0)
+        session.finish_turn(number, "interrupted")
+        return session.id
+
+
+def test_forget_unanswered_keeps_a_session_answered_after_its_scan(
+    store: StoreUnderTest,
+    store_env: dict[str, str],
+    ollama: ScriptedOllama,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from typer.testing import CliRunner
+
+    from netbox_chat import cli as cli_module
+
+    session_id = never_answered(store.store())
+    kind = type(store.store())
+    scan = kind.unanswered
+
+    def scan_then_someone_answers(self: Any) -> list[str]:
+        found = scan(self)
+        ollama.script([Text("the answer they were shown")])
+        answered = cli(store_env, "ask", "second try", "--session", session_id)
+        assert answered.returncode == 0, answered.stderr
+        return found
+
+    monkeypatch.setattr(kind, "unanswered", scan_then_someone_answers)
+    result = CliRunner().invoke(cli_module.app, ["forget", "--unanswered"], env=store_env)
+    assert result.exit_code == 0, result.output
+    assert session_id in store.session_ids()
+    assert f"kept {session_id}: answered since the scan" in result.output
+    assert [t["answer"] for t in store.turns(session_id)][-1] == "the answer they were shown"
+
+
+# --- items 8 and 17: the lock ------------------------------------------------------------
+
+
+def test_an_open_racing_a_forget_is_refused_not_left_writing_a_deleted_id(
+    pg: StoreUnderTest,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another terminal's `forget --yes` lands in the instant before `open`
+    takes the lock: open must then find the session gone, not return it."""
+    with pg.create() as session:
+        session_id = session.id
+    take_lock = PgSession._lock
+
+    def forgotten_just_before(self: PgSession) -> None:
+        monkeypatch.setattr(PgSession, "_lock", take_lock)
+        pg.store().forget(session_id)
+        take_lock(self)
+
+    monkeypatch.setattr(PgSession, "_lock", forgotten_just_before)
+    with pytest.raises(NoSuchSession):
+        pg.open(session_id)
+
+
+# Two ids whose hashtext() is the same (-1873989405): the old 32-bit lock key.
+TWINS = ("ktxqyq8r", "vjzdjb1b")
+
+
+def test_sessions_whose_ids_hash_alike_do_not_lock_each_other_out(
+    pg: StoreUnderTest,  # noqa: F811
+    store_env: dict[str, str],
+    ollama: ScriptedOllama,
+) -> None:
+    from netbox_chat import pgstore
+
+    with contextlib.closing(pgstore.connect(pg.value)) as conn:
+        hashes = conn.execute("SELECT hashtext(%s), hashtext(%s)", TWINS).fetchone()
+    assert hashes is not None and hashes[0] == hashes[1]
+    store = pg.store()
+    for session_id in TWINS:
+        store.create(model="qwen3:8b", session_id=session_id).close()
+    with pg.open(TWINS[0]):
+        listed = {s["id"]: s["is_open"] for s in json.loads(cli(store_env, "ls", "--json").stdout)}
+        assert listed == {TWINS[0]: True, TWINS[1]: False}
+        forgot = cli(store_env, "forget", "--yes", TWINS[1])
+        assert forgot.returncode == 0, forgot.stderr
+    assert pg.session_ids() == [TWINS[0]]
+
+
+def test_a_lock_in_another_database_on_the_server_is_not_a_holder(
+    pg: StoreUnderTest,  # noqa: F811
+    store_env: dict[str, str],
+    ollama: ScriptedOllama,
+) -> None:
+    """The same key locked in the server's `postgres` database: pg_locks lists
+    it, but it holds nothing of ours."""
+    import psycopg
+
+    from netbox_chat.pgstore import LOCK_KEY
+
+    session_id = first_turn(store_env, ollama)
+    other_db = urlsplit(pg.value)._replace(path="/postgres").geturl()
+    with psycopg.connect(
+        other_db, autocommit=True, application_name="netbox-chat 4242@elsewhere"
+    ) as other:
+        other.execute(
+            "SELECT pg_advisory_lock(" + LOCK_KEY.format(sid="%(sid)s") + ")",
+            {"sid": session_id},
+        )
+        (summary,) = json.loads(cli(store_env, "ls", "--json").stdout)
+        assert not summary["is_open"] and summary["holder"] is None
+        ollama.script([Text("Still mine.")])
+        mine = cli(store_env, "ask", "mine?", "--session", session_id)
+        assert mine.returncode == 0, mine.stderr
+
+
+# --- item 15: who asked ------------------------------------------------------------------
+
+
+def test_the_team_store_records_the_database_role_that_asked(
+    pg: StoreUnderTest,  # noqa: F811
+    store_env: dict[str, str],
+    ollama: ScriptedOllama,
+) -> None:
+    role = urlsplit(pg.value).username
+    session_id = first_turn({**store_env, "LOGNAME": "not-me", "USER": "not-me"}, ollama)
+    (turn,) = json.loads(cli(store_env, "export", session_id, "--format", "json").stdout)["turns"]
+    assert turn["asked_by"].startswith(f"{role} (not-me@")  # the claim only beside it
+    (summary,) = json.loads(cli(store_env, "ls", "--json").stdout)
+    assert summary["asked_by"] == [turn["asked_by"]]
+
+
+# --- items 12 and 19: the URL, its password, and the store's failures -------------------
+
+
+SECRET = "S3CRETPW"
+
+
+def test_the_store_password_is_never_printed_and_a_typed_one_is_warned_about(
+    pg: StoreUnderTest,  # noqa: F811
+    store_env: dict[str, str],
+) -> None:
+    parts = urlsplit(pg.value)
+    host = f"{parts.hostname}:{parts.port}"
+    working = f"postgresql://{parts.username}@{host}{parts.path}?password={parts.password}"
+    env = {k: v for k, v in store_env.items() if k != "NETBOX_CHAT_STORE"}
+    runs = {
+        "config, ?password=": cli(
+            env, "config", "--store", f"postgresql://alice@{host}/x?password={SECRET}"
+        ),
+        "ls, ?password=, refused": cli(
+            env, "ls", "--store", f"postgresql://alice@{host}/x?password={SECRET}"
+        ),
+        "ls, a bad %-escape": cli(env, "ls", "--store", f"postgresql://alice:{SECRET}%ZZ@{host}/x"),
+        "ls, ?password=, working": cli(env, "ls", "--store", working),
+        "ls, user:password@": cli(env, "ls", "--store", pg.value),
+    }
+    for what, out in runs.items():
+        text = out.stdout + out.stderr
+        assert SECRET not in text and str(parts.password) not in text, (what, text)
+        warning = [line for line in out.stderr.splitlines() if "visible to other users" in line]
+        assert warning == [
+            "netbox-chat: a password in --store is visible to other users in `ps` and kept "
+            "in your shell history: put it in ~/.pgpass or PGPASSWORD instead"
+        ], what
+    assert runs["ls, a bad %-escape"].returncode == 3
+    assert 'invalid percent-encoded token: "***"' in runs["ls, a bad %-escape"].stderr
+    assert runs["ls, ?password=, working"].returncode == 0
+    from_env = cli(with_url(env, working), "ls")
+    assert from_env.returncode == 0 and from_env.stderr == ""  # not typed: no warning
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("postgresql://alice@db.example:54x2/netops", 'invalid integer value "54x2"'),
+        ("postgresql://alice@[::1/netops", 'looking for matching "]"'),
+    ],
+)
+@pytest.mark.parametrize("command", ["ls", "config", "ask"])
+def test_a_malformed_store_url_is_a_store_error_not_a_bug(
+    url: str, words: str, command: str, chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    args = [command, "hello?"] if command == "ask" else [command]
+    out = cli(with_url(chat_env, url), *args)
+    assert out.returncode == 3, out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"netbox-chat: the session store URL {url} is malformed: ")
+    assert words in line
+    assert ollama.requests == []
+
+
+def test_a_connection_dropped_in_a_new_sessions_first_turn_is_exit_3_with_its_result(
+    pg: StoreUnderTest,  # noqa: F811
+    store_env: dict[str, str],
+    ollama: ScriptedOllama,
+    netbox: NetBoxDouble,
+) -> None:
+    """README: a connection lost mid-turn ends it with exit 3 and the server's
+    words; `--json` still ends with the result object."""
+    import subprocess
+    import sys
+
+    from netbox_chat import pgstore
+    from tests.test_crash import ROOT
+    from tests.test_stores import wait_until
+
+    netbox.delays["dcim/sites"] = 3.0
+    ollama.script([SITES], [Text("Sites: a, b.")])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netbox_chat", "ask", "list the sites slowly", "--json"],
+        env=store_env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_until(lambda: any("dcim/sites" in r for r in netbox.requests), "no tool call")
+    with contextlib.closing(pgstore.connect(pg.value)) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s",
+            (f"netbox-chat {proc.pid}@%",),
+        )
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    (line,) = err.strip().splitlines()
+    assert "unexpected error" not in line and "connection" in line
+    result = json.loads(out)
+    assert result["status"] == "failed" and result["kept"] is True
+    assert result["error"] == line.removeprefix("netbox-chat: ")
+    (summary,) = json.loads(cli(store_env, "ls", "--json").stdout)
+    assert summary["id"] == result["session"] and summary["unanswered"]
+
+
+# --- item 1: what earlier releases wrote still opens -------------------------------------
+
+
+def release_session(code: Path, env: dict[str, str], ollama: ScriptedOllama) -> str:
+    """A session as that release writes it, through its own CLI and REPL: a
+    tool call, three more turns, then in its REPL a rewind (an `Overwrite`
+    of the messages) and a compaction (a summary written over them)."""
+    import subprocess
+
+    import pexpect
+
+    def run(*args: str) -> str:
+        done = subprocess.run(release_argv(code, *args), env=env, capture_output=True, text=True)
+        assert done.returncode == 0, (args, done.stderr)
+        return done.stdout
+
+    ollama.script([SITES], [Text("Three sites: DM-Akron, DM-Columbus, DM-Dayton.")])
+    session_id = str(json.loads(run("ask", "which sites?", "--json"))["session"])
+    for n in (2, 3, 4):
+        ollama.script([Text(f"answer {n}")])
+        run("ask", f"question {n}", "--session", session_id)
+    argv = release_argv(code, "resume", session_id)
+    child = pexpect.spawn(
+        argv[0], argv[1:], env=env, encoding="utf-8", timeout=180, dimensions=(40, 160)
+    )
+    try:
+        for command, outcome in (("/rewind 3", "set aside"), ("/compact", "compacted ")):
+            child.expect(PROMPT)
+            if command == "/compact":
+                ollama.script([Text("SUMMARY: the user asked which sites there are.")])
+            child.sendline(command)
+            child.expect(outcome)
+        child.expect(PROMPT)
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    return session_id
+
+
+@pytest.mark.timeout(600)  # four turns and a REPL of that release, on a loaded machine
+@pytest.mark.parametrize("commit", list(RELEASES))
+def test_a_session_written_by_an_earlier_release_opens_and_goes_on(
+    commit: str, store: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    with release(commit) as code:
+        if code is None:
+            pytest.skip("no git history to take the release from")
+        if store.kind == "postgres" and not has_postgres(code):
+            pytest.skip(f"{commit} had no database store")
+        session_id = release_session(code, store_env, ollama)
+    ollama.script([Text("Still three.")])
+    today = cli(store_env, "ask", "how many again?", "--session", session_id)
+    assert today.returncode == 0, today.stderr
+    sent = [m.get("content", "") for m in ollama.requests[-1]["messages"]]
+    assert any("SUMMARY: the user asked" in text for text in sent)
+    assert "question 4" not in json.dumps(sent)  # rewound away, as that release left it
+    assert sent[-1] == "how many again?"
