@@ -32,7 +32,7 @@ _HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 _LIST_ITEM = re.compile(r"^ {0,3}([-*+]|\d{1,9}[.)])(\s|$)")
 _DELIMITER_ROW = re.compile(r"^ {0,3}\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
-FIRST_ROWS = 20
+FIRST_ROWS = 10
 """Body rows a table's first batch waits for: they set its columns' widths."""
 MORE_ROWS = 10
 """Body rows in each later batch: few enough to follow the stream closely,

@@ -296,6 +296,14 @@ class _BodyRows:
         self.justify = layout.justify
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.lines(console):
+            yield from line
+            yield Segment.line()
+
+    def lines(self, console: Console) -> list[list[Segment]]:
+        """The rows' lines, as segments: laid out here, not by rich's line
+        splitting, which would cost as much again."""
+        lines: list[list[Segment]] = []
         last = len(self.widths) - 1
         space = Segment(" ")
         for row in self.rows:
@@ -307,20 +315,21 @@ class _BodyRows:
                     columns.append([cell])
                 else:
                     columns.append(list(cell.wrap(console, inner, overflow="ellipsis")))
-            for number in range(max((len(lines) for lines in columns), default=0)):
-                yield space
-                for index, (lines, width) in enumerate(zip(columns, self.widths, strict=False)):
-                    line = lines[number] if number < len(lines) else Text()
+            for number in range(max((len(wrapped) for wrapped in columns), default=0)):
+                segments = [space]
+                for index, (wrapped, width) in enumerate(zip(columns, self.widths, strict=False)):
+                    line = wrapped[number] if number < len(wrapped) else Text()
                     justify = self.justify[index] if index < len(self.justify) else "left"
                     if not line.spans and justify == "left":
                         style = console.get_style(line.style) if line.style else None
-                        yield Segment(line.plain + " " * (width - line.cell_len), style)
+                        segments.append(Segment(line.plain + " " * (width - line.cell_len), style))
                     else:
                         line = line.copy()
                         line.align(justify, width)
-                        yield from line.render(console, end="")
-                    yield space
-                yield Segment.line()
+                        segments.extend(line.render(console, end=""))
+                    segments.append(space)
+                lines.append(segments)
+        return lines
 
 
 _MARKUP = re.compile(r"[*_`\\[\]<>&~!]")
@@ -372,7 +381,9 @@ def table_rows(
     else:
         plain = _plain_rows(visible(piece.text))
         if plain is not None:
-            lines = _lines(console, _BodyRows(plain, layout), style)
+            lines = _BodyRows(plain, layout).lines(console)
+            if style is not None:
+                lines = [list(Segment.apply_style(line, post_style=style)) for line in lines]
         else:
             text = visible(piece.table + piece.text)
             lines = _lines(console, _rows_markdown()(text, layout), style)
