@@ -62,7 +62,8 @@ DONE_THEN_PROMPT = re.compile(rb"turn \d+ \xc2\xb7 tokens.*?" + C.PROMPT_RE.patt
 # A Ctrl-C that lands after the REPL took the line but before the turn began:
 # the REPL says only "cancelled" and offers the question again; no turn ran.
 BEFORE_THE_TURN = re.compile(
-    rb"\n(?:\x1b\[[0-9;]*m)*cancelled(?:\x1b\[[0-9;]*m)*\r?\n.*?" + C.PROMPT_RE.pattern, re.S
+    rb"(?<![0-9] )(?<![0-9] \x1b\[0m)cancelled(?:\x1b\[[0-9;]*m)*\r?\n.*?" + C.PROMPT_RE.pattern,
+    re.S,
 )
 
 

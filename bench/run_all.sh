@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=.venv/bin/python
-for bench in bench_ls bench_startup bench_cancel bench_size bench_request bench_persist bench_habits bench_context bench_eval; do
+for bench in bench_ls bench_startup bench_cancel bench_size bench_request bench_persist bench_habits bench_context bench_eval bench_render; do
     "$py" -W ignore "bench/$bench.py"
     echo
 done

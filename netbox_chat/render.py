@@ -919,10 +919,10 @@ def print_banner(console: Console, session_id: str, settings: Settings, thinking
             ("netbox-chat", "bold"),
             " session ",
             (session_id, "bold"),
-            f" · {netbox_and_model(settings)} · {thinking}",
+            f" · {netbox_and_model(settings)}",
         )
     )
-    console.print(Text(LEAVE_HINT, style="dim"))
+    console.print(Text(f"{thinking} · {LEAVE_HINT}", style="dim"))
 
 
 LEAVE_HINT = "/help for commands; exit or Ctrl-D to leave"
