@@ -804,12 +804,10 @@ def _forget_all(store: Store, session_ids: list[str], why: str) -> None:
     forgotten = []
     for session_id in session_ids:
         try:
-            with store.open(session_id) as session:
-                gone = session.discard_if_unanswered()
-        except UserFacingError as exc:  # opened since the scan, or gone: leave it
+            store.forget(session_id)
+        except UserFacingError as exc:  # opened or changed since the scan: leave it
             say(f"netbox-chat: kept {session_id}: {exc}", "yellow", soft_wrap=True)
-            continue
-        if gone:
+        else:
             forgotten.append(session_id)
     _say_forgotten(forgotten, why)
 
@@ -849,7 +847,6 @@ def config_command(
         profile=profile,
         provider=provider,
         base_url=base_url,
-        need_token=True,
     )
     open_store(settings)  # a store URL libpq cannot use is refused as by every command
     try:

@@ -48,6 +48,8 @@ VALUE_OPTIONS = frozenset(
         "--model",
         "-m",
         "--netbox-url",
+        "--provider",
+        "--base-url",
         "--profile",
         "-p",
         "--store",

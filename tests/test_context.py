@@ -561,34 +561,34 @@ def test_the_repl_shows_the_meter_the_compaction_and_compact_before_after(
     )
     child = spawn({**chat_env, "NETBOX_CHAT_NUM_CTX": "8192"})
     child.sendline(BIG_QUESTION[:2000])
-    child.expect(r"context (\d+(\.\d)?k?) / 8k \((\d+) %\)")
+    child.expect(r"context (\d+(\.\d)?k?) / 8k \((\d+)%\)")
     first_fill = int(child.match.group(3))
     for _ in range(2):
         child.expect(r"netbox\S*>")
         time.sleep(0.3)
         child.sendline(BIG_QUESTION)
-        child.expect(r"context [\d.]+k / 8k \(\d+ %\)")
+        child.expect(r"context [\d.]+k / 8k \(\d+%\)")
     child.expect(r"netbox\S*>")
     time.sleep(0.3)
     child.sendline(BIG_QUESTION)
     child.expect(r"context [\d.]+k/8k: summarized \d+ older messages")
-    child.expect(r"context [\d.]+k / 8k \((\d+) %\)")
+    child.expect(r"context [\d.]+k / 8k \((\d+)%\)")
     for question in ("and the switches?", "and the routers?"):  # so /compact has work
         child.expect(r"netbox\S*>")
         time.sleep(0.3)
         child.sendline(question)
-        child.expect(r"context [\d.]+k / 8k \(\d+ %\)")
+        child.expect(r"context [\d.]+k / 8k \(\d+%\)")
     child.expect(r"netbox\S*>")
     child.sendline("/tokens")
     child.expect("last request")
     child.expect(r"netbox\S*>")
     time.sleep(0.3)
     child.sendline("/compact")
-    child.expect(r" %\)(\x1b\[0m)?\r\n")  # the meter after ends the line
+    child.expect(r"%\)(\x1b\[0m)?\r\n")  # the meter after ends the line
     printed = plain((child.before or "") + (child.after or ""))
     assert re.search(r"compacted \d+ messages", printed), printed
     meter = re.search(
-        r"context [\d.]+k? / 8k \((\d+) %\) → context [\d.]+k? / 8k \((\d+) %\)", printed
+        r"context [\d.]+k? / 8k \((\d+)%\) → context [\d.]+k? / 8k \((\d+)%\)", printed
     )
     assert meter is not None, printed
     before, after = int(meter.group(1)), int(meter.group(2))
@@ -606,7 +606,6 @@ async def test_the_netbox_result_budget_scales_with_the_window(
     sessions_dir: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tests import netbox_double
 
     many = [
         {
@@ -617,7 +616,7 @@ async def test_the_netbox_result_budget_scales_with_the_window(
         }
         for n in range(1, 41)
     ]  # about 3,300 characters of JSON
-    monkeypatch.setitem(netbox_double.DATA, "dcim/devices", many)
+    monkeypatch.setitem(netbox.data, "dcim/devices", many)
     ollama.responder = lambda body: (
         faithful_summary(body)
         if is_summary_request(body)

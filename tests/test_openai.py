@@ -77,9 +77,11 @@ def test_a_turn_keeps_reasoning_apart_sends_it_back_and_counts_the_servers_usage
 def test_a_request_too_long_for_the_window_is_compacted_and_sent_again(
     openai_env: dict[str, str], openai_server: ScriptedOpenAI
 ) -> None:
-    openai_server.context_lengths["qwen3:8b"] = 4_000
+    # Just above what one turn needs (window.too_small_for: 4,072 here), so the
+    # question is asked and only the grown history can be too long.
+    openai_server.context_lengths["qwen3:8b"] = 4_200
     env = {**openai_env, "NETBOX_CHAT_COMPACT_AT": "0"}  # only the server's refusal compacts
-    long_answer = " ".join(["interface"] * 2_500)
+    long_answer = " ".join(["interface"] * 3_000)
     openai_server.script([Text(long_answer)], [Text("Summary: interfaces.")], [Text("Short.")])
     code, first, stderr = ask(env, "list every interface")
     assert code == 0, stderr
@@ -95,7 +97,7 @@ def test_a_request_too_long_for_the_window_is_compacted_and_sent_again(
     assert second["context"]["compactions"] == 1
     # The summary request and the retry came after the refusal, and the retry fit.
     assert len(openai_server.requests) == 4
-    assert openai_server.seen[3].requested_tokens <= 4_000
+    assert openai_server.seen[3].requested_tokens <= 4_200
 
 
 # Ollama's /v1 never refuses: it truncates (the test above).
@@ -107,7 +109,9 @@ def test_a_request_that_cannot_fit_fails_in_one_line_naming_the_window_and_rolls
     code, answer, _ = ask(openai_env, "interface " * 5_000)
     assert code == 1
     assert answer["status"] == "failed"
-    assert "does not fit the model's window of 4,000 tokens" in answer["error"]
+    # Refused before asking (issue 25, item 5): the window is the server's own.
+    assert "the context window (4,000 tokens) cannot hold one turn" in answer["error"]
+    assert openai_server.requests == []
     assert answer["kept"] is False  # a new session whose only turn failed is not kept
 
 
@@ -312,23 +316,6 @@ def test_a_wrong_server_setting_is_one_line_and_exit_1(
     assert result.exit_code == 1
     assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "sk-a-key" not in result.stderr or variable != "NETBOX_CHAT_API_KEY_ENV"
-
-
-def test_a_sessions_stored_data_never_chooses_the_server_or_the_key() -> None:
-    """What a session remembers (read back on resume) cannot point the key elsewhere."""
-    from netbox_chat.config import resolve_settings
-
-    env = {"SERVER_KEY": "sk-0123456789abcdef"}
-    settings = resolve_settings(
-        env=env,
-        remembered={
-            "provider": "openai",
-            "base_url": "http://attacker.example/v1",
-            "api_key_env": "SERVER_KEY",
-            "model": "qwen3:8b",
-        },
-    )
-    assert (settings.provider, settings.base_url, settings.api_key) == ("ollama", None, None)
 
 
 @pytest.mark.parametrize("openai_server", ["lmstudio"], indirect=True)
