@@ -104,7 +104,7 @@ CHANGES = [
 # rack_id=46, IP addresses by assigned_object_id [66, 67]; and a device name that two
 # sites share, so a name can match several objects.
 DEVICES += [
-    {"id": 5, "name": "core-sw", "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
+    {"id": 5, "name": "core-sw", "site": {"id": 3, "slug": "dm-dayton", "name": "DM-Dayton"},
      "status": {"value": "active"}, "role": ROUTER, "tenant": None, "rack": None, "primary_ip4": None},
     {"id": 6, "name": "core-sw", "site": {"id": 2, "slug": "dm-columbus", "name": "DM-Columbus"},
      "status": {"value": "active"}, "role": ROUTER, "tenant": None, "rack": None, "primary_ip4": None},
