@@ -228,7 +228,8 @@ def test_a_token_goes_only_to_the_netbox_it_was_configured_for(tmp_path: Path) -
         app, ["config", "-p", "lab"], env={**base, "NETBOX_URL": "http://other.example"}
     )
     assert ran.exit_code == 1
-    assert ran.stderr == f"netbox-chat: {env_url.token_refused}\n"
+    # After the shadowing warning (--profile lab under NETBOX_URL), the refusal.
+    assert ran.stderr.splitlines()[-1] == f"netbox-chat: {env_url.token_refused}"
 
 
 def test_netbox_url_credentials_are_never_stored_or_printed(

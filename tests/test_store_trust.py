@@ -306,9 +306,11 @@ def test_the_store_password_is_never_printed_and_a_typed_one_is_warned_about(
     ],
 )
 @pytest.mark.parametrize("command", ["ls", "config", "ask"])
+@pytest.mark.postgres  # libpq parses the URL: it needs the postgres extra, not a server
 def test_a_malformed_store_url_is_a_store_error_not_a_bug(
     url: str, words: str, command: str, chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
+    pytest.importorskip("psycopg")
     args = [command, "hello?"] if command == "ask" else [command]
     out = cli(with_url(chat_env, url), *args)
     assert out.returncode == 3, out.stderr

@@ -337,6 +337,7 @@ def test_the_repl_chats_cancels_and_resumes_the_latest_on_either_store(
     assert "how many sites?" in sent and "list them slowly" not in sent
 
 
+@pytest.mark.postgres  # a database URL is read by libpq: the postgres extra, not a server
 def test_the_store_is_a_setting_like_the_others_and_its_password_is_never_shown(
     tmp_path: Path,
 ) -> None:
@@ -344,6 +345,7 @@ def test_the_store_is_a_setting_like_the_others_and_its_password_is_never_shown(
     level; a folder there is the sessions folder (a --sessions-dir flag still
     wins over a file's), a database URL is used over any folder, and
     `netbox-chat config` shows the URL without its password."""
+    pytest.importorskip("psycopg")
     from typer.testing import CliRunner
 
     from netbox_chat.cli import app

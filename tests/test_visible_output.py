@@ -132,7 +132,11 @@ def test_ls_and_export_show_every_control_character_as_an_escape(
     session, _ = hostile
     ls = run(chat_env, "ls")
     assert_nothing_raw(ls.stdout + ls.stderr, "ls")
-    assert "which site is \\x1b]0;owned\\x07\\x1b[2J\\x9b…" in ls.stdout
+    # Piped, `ls` never cuts a title (issue 25, item 7): all of it, shown as escapes.
+    assert (
+        "which site is \\x1b]0;owned\\x07\\x1b[2J\\x9b31m\\u202eevil\\x7f [bold]B[/bold] "
+        "$(touch x) `id`?"
+    ) in ls.stdout
     listed = run(chat_env, "ls", "--json")
     assert_nothing_raw(listed.stdout, "ls --json")
     assert json.loads(listed.stdout)[0]["title"] == f"which site is {HOSTILE}?"
