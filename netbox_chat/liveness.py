@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import httpx
 
@@ -25,6 +26,8 @@ class Waiting:
     seconds: float
 
 
+_T = TypeVar("_T")
+
 Probe = Callable[[httpx.Request], Awaitable[str | None]]
 """Asks the server about a request that has had no byte yet: what it is doing
 (shown to the user), or None when it did not answer."""
@@ -40,32 +43,60 @@ def short_tokens(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
-def ollama_probe(base_url: str, timeout: float) -> Probe:
-    """Ollama's `/api/ps`: the model listed means it is loaded and reading the
-    prompt (its size estimated at 4 characters a token), not listed that it is
-    loading; no answer is None."""
+def model_of(request: httpx.Request) -> tuple[str, dict[str, Any]]:
+    """The model a chat request asks for, and its body (`{}` when it is not JSON)."""
+    try:
+        body = json.loads(request.content or b"{}")
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    return str(body.get("model") or "the model"), body
+
+
+def reading(body: dict[str, Any]) -> str:
+    """`reading 12.3k tokens`: the prompt's size, estimated at 4 characters a token."""
+    prompt = json.dumps(body.get("messages") or []) + json.dumps(body.get("tools") or [])
+    return f"reading {short_tokens(len(prompt) // 4)} tokens"
+
+
+Reading = Callable[[httpx.Response, str, dict[str, Any]], str | None]
+"""What one server's answer to its probe says the server is doing, given the
+model and the body of the request waiting: the activity, or None when the
+answer says it is not working on it (it is down, or not the server)."""
+
+
+def answer_probe(
+    url: str, read: Reading, timeout: float, headers: Mapping[str, str] | None = None
+) -> Probe:
+    """The Probe that GETs `url` and reads its answer with `read`; no answer in
+    time (at most PROBE_TIMEOUT) is None."""
     limit = min(PROBE_TIMEOUT, timeout)
 
     async def probe(request: httpx.Request) -> str | None:
+        model, body = model_of(request)
         try:
-            body = json.loads(request.content or b"{}")
-        except ValueError:
-            body = {}
-        model = str(body.get("model") or "the model")
-        try:
-            async with httpx.AsyncClient(timeout=limit) as client:
-                answer = await client.get(f"{base_url}/api/ps")
-            listed = answer.json().get("models") or []
-        except (httpx.HTTPError, ValueError, AttributeError):
+            async with httpx.AsyncClient(timeout=limit, headers=headers) as client:
+                answer = await client.get(url)
+            return read(answer, model, body)
+        except (httpx.HTTPError, ValueError, AttributeError, TypeError):
             return None
-        names = {str(m.get("name")) for m in listed if isinstance(m, dict)}
-        names |= {str(m.get("model")) for m in listed if isinstance(m, dict)}
-        if model not in names:
-            return f"loading {model}"
-        prompt = json.dumps(body.get("messages") or []) + json.dumps(body.get("tools") or [])
-        return f"reading {short_tokens(len(prompt) // 4)} tokens"
 
     return probe
+
+
+def read_ollama_ps(answer: httpx.Response, model: str, body: dict[str, Any]) -> str | None:
+    """Ollama's `/api/ps`: the model listed means it is loaded and reading the
+    prompt, not listed that it is loading."""
+    listed = answer.json().get("models") or []
+    names = {str(m.get("name")) for m in listed if isinstance(m, dict)}
+    names |= {str(m.get("model")) for m in listed if isinstance(m, dict)}
+    return reading(body) if model in names else f"loading {model}"
+
+
+def ollama_probe(base_url: str, timeout: float) -> Probe:
+    """Ollama's `/api/ps` (read_ollama_ps); no answer is None."""
+    return answer_probe(f"{base_url}/api/ps", read_ollama_ps, timeout)
 
 
 def report_to_graph(event: Waiting) -> None:
@@ -121,59 +152,79 @@ class PatientTransport(httpx.AsyncBaseTransport):
             "timeout": {**request.extensions.get("timeout", {}), "read": None},
         }
         started = time.monotonic()
-        sent = asyncio.ensure_future(self.inner.handle_async_request(request))
-        try:
-            response = await self._first(sent, request, started)
-        except BaseException:
-            sent.cancel()
-            raise
+        response = await self.patiently(self.inner.handle_async_request(request), request, started)
         return httpx.Response(
             status_code=response.status_code,
             headers=response.headers,
-            stream=_Bounded(response, self.timeout, request),
+            stream=_Bounded(response, self, request, started),
             extensions=response.extensions,
         )
 
-    async def _first(
-        self, sent: asyncio.Future[httpx.Response], request: httpx.Request, started: float
-    ) -> httpx.Response:
+    async def patiently(self, awaited: Awaitable[_T], request: httpx.Request, started: float) -> _T:
+        """`awaited`, as long as the server answers the request or a probe:
+        the headers, then the first piece of the body (vLLM and SGLang send
+        their headers before they read the prompt,
+        ../shared/facts/openai-compatible-servers.md section 4)."""
+        pending = asyncio.ensure_future(awaited)
         last_answer = started
-        while True:
-            done, _ = await asyncio.wait({sent}, timeout=self.poll)
-            if done:
-                return sent.result()
-            activity = await self.probe(request)
-            now = time.monotonic()
-            if activity is not None:
-                last_answer = now
-                self.report(Waiting(activity, round(now - started, 1)))
-            elif gave_up(now, last_answer, self.timeout):
-                raise httpx.ReadTimeout(
-                    f"no answer from the model server for {self.timeout:.0f}s", request=request
-                )
+        try:
+            while True:
+                done, _ = await asyncio.wait({pending}, timeout=self.poll)
+                if done:
+                    return pending.result()
+                activity = await self.probe(request)
+                now = time.monotonic()
+                if activity is not None:
+                    last_answer = now
+                    self.report(Waiting(activity, round(now - started, 1)))
+                elif gave_up(now, last_answer, self.timeout):
+                    raise httpx.ReadTimeout(
+                        f"no answer from the model server for {self.timeout:.0f}s",
+                        request=request,
+                    )
+        except BaseException:
+            pending.cancel()
+            raise
 
     async def aclose(self) -> None:
         await self.inner.aclose()
 
 
 class _Bounded(httpx.AsyncByteStream):
-    """A response body whose every next piece must come within `timeout`."""
+    """A response body whose first piece is waited for as the headers were
+    (PatientTransport.patiently), and every next piece must come within the
+    timeout."""
 
-    def __init__(self, response: httpx.Response, timeout: float, request: httpx.Request) -> None:
+    def __init__(
+        self,
+        response: httpx.Response,
+        transport: PatientTransport,
+        request: httpx.Request,
+        started: float,
+    ) -> None:
         self.response = response
-        self.timeout = timeout
+        self.transport = transport
         self.request = request
+        self.started = started
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         pieces = self.response.aiter_raw().__aiter__()
+        timeout = self.transport.timeout
+        first = True
         while True:
             try:
-                piece = await asyncio.wait_for(pieces.__anext__(), self.timeout)
+                if first:
+                    piece = await self.transport.patiently(
+                        pieces.__anext__(), self.request, self.started
+                    )
+                    first = False
+                else:
+                    piece = await asyncio.wait_for(pieces.__anext__(), timeout)
             except StopAsyncIteration:
                 return
             except TimeoutError:
                 raise httpx.ReadTimeout(
-                    f"the model server stopped mid-answer for {self.timeout:.0f}s",
+                    f"the model server stopped mid-answer for {timeout:.0f}s",
                     request=self.request,
                 ) from None
             yield piece

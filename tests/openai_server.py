@@ -16,6 +16,7 @@ Each behaviour cites its source; the key is ../shared/facts/openai-compatible-se
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -80,6 +81,15 @@ STOPS_DURING_PREFILL = {
     "lmstudio": False,
     "ollama": False,
 }
+
+HEADERS_BEFORE_PREFILL = {"vllm", "sglang"}
+"""Servers that send their headers before they read the prompt: vLLM answers with
+a StreamingResponse at once and its first (role) chunk comes only after queue and
+prefill (facts 4: chat_completion/api_router.py:80-86, serving.py:520-600); SGLang
+returns a StreamingResponse too (serving_chat.py:2425-2439), whose headers Starlette
+sends before the body's first piece. llama-server sends its headers only with the
+first result (server-context.cpp:4361-4395), LM Studio and Ollama with their first
+chunk. A leading Delay or Stall is that silence."""
 
 WHOLE_TOOL_CALLS = {"ollama"}
 """Ollama sends each tool call whole in one chunk (ollama #13581); llama-server
@@ -153,6 +163,15 @@ class ScriptedOpenAI(ScriptedOllama):
         self.stops_during_prefill = STOPS_DURING_PREFILL[dialect]
         self.authorizations: list[str | None] = []
         """The Authorization header of every request, in arrival order: which key came."""
+        self.gets: list[str] = []
+        """The path of every GET, in arrival order: which probes came."""
+        self.hung = False
+        """Opt in to play a server that answers nothing at all (a hung process, a
+        dropped network): every GET from then on is held without an answer until
+        the client gives up. `running` (ScriptedOllama's) is which models are
+        loaded: None, every one (the default); a list, only those, and the others
+        are loading (llama-server's `/health` 503, LM Studio's and Ollama's model
+        lists). A leading `Delay` or `Stall` is the silence while it works."""
 
     def _handler(self) -> type[_Handler]:
         return _OpenAIHandler
@@ -163,6 +182,10 @@ class ScriptedOpenAI(ScriptedOllama):
 
     def window(self, model: str) -> int:
         return self.context_lengths.get(model, 4096)
+
+    def loaded(self, model: str) -> bool:
+        """Whether `model` is loaded (see `running`)."""
+        return self.running is None or model in self.running
 
 
 class _OpenAIHandler(_Handler):
@@ -176,8 +199,24 @@ class _OpenAIHandler(_Handler):
         path = self.path.split("?", 1)[0]
         server = self.openai
         server.authorizations.append(self.headers.get("Authorization"))
+        server.gets.append(path)
+        if server.hung:
+            with contextlib.suppress(_ClientGone, _ServerStopping):
+                self.pause(None)
+            self.close_connection = True
+            return
         dialect = server.dialect
-        if path == "/v1/models":
+        if path == "/health" and dialect == "llama.cpp":
+            # tools/server/README.md "GET /health": 503 while the model loads, then 200.
+            if server.running is not None and not server.running:
+                self._error(503, "Loading model", type="unavailable_error")
+            else:
+                self._send_json(200, {"status": "ok"})
+        elif path == "/health" and dialect == "vllm":
+            # vllm/entrypoints/serve/instrumentator/health.py: 200, empty, while the
+            # engine lives; the app serves only once the model is loaded.
+            self._send(200, b"", "application/json")
+        elif path == "/v1/models":
             self._send_json(
                 200, {"object": "list", "data": [self._model(m) for m in server.models]}
             )
@@ -203,7 +242,9 @@ class _OpenAIHandler(_Handler):
                     "key": name,
                     "loaded_instances": [
                         {"id": name, "config": {"context_length": server.window(name)}}
-                    ],
+                    ]
+                    if server.loaded(name)
+                    else [],
                     "max_context_length": 131_072,
                 }
                 for name in server.models
@@ -214,6 +255,7 @@ class _OpenAIHandler(_Handler):
             models = [
                 {"name": name, "model": name, "context_length": server.window(name)}
                 for name in server.models
+                if server.loaded(name)
             ]
             self._send_json(200, {"models": models})
         elif path == "/api/version" and dialect == "ollama":
@@ -348,7 +390,8 @@ class _EventStream:
     (llama-server server-task.cpp:480-512; the same on the others, facts 5).
 
     Headers go out with the first event: llama-server sends them only after the first
-    result (server-context.cpp:4361-4395), so a leading Delay is a silent prefill.
+    result (server-context.cpp:4361-4395), so a leading Delay is a silent prefill; vLLM
+    and SGLang send them before it (HEADERS_BEFORE_PREFILL).
     """
 
     def __init__(
@@ -385,6 +428,11 @@ class _EventStream:
                     # content (serving_chat.py:1079-1092), as Qwen's template writes it.
                     call = json.dumps({"name": step.name, "arguments": dict(step.args)})
                     self._delta({"content": f"<tool_call>\n{call}\n</tool_call>"})
+                case Delay() | Stall() if position == 0 and self.server.dialect in (
+                    HEADERS_BEFORE_PREFILL
+                ):
+                    self._headers()
+                    self.handler.pause(step.seconds if isinstance(step, Delay) else None)
                 case Delay():
                     if (
                         position == 0
@@ -475,11 +523,14 @@ class _EventStream:
     def event(self, payload: Mapping[str, Any]) -> None:
         self._write(b"data: " + json.dumps(payload).encode() + b"\n\n")
 
-    def _write(self, data: bytes) -> None:
+    def _headers(self) -> None:
         if not self.headers_sent:
             headers = {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"}
             self.handler.start_response(200, headers)
             self.headers_sent = True
+
+    def _write(self, data: bytes) -> None:
+        self._headers()
         self.handler.write(b"%x\r\n%s\r\n" % (len(data), data))
 
     def end(self) -> None:

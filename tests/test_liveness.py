@@ -2,7 +2,9 @@
 and the REPL in a pty, against the scripted Ollama playing a server that sends
 nothing while `/api/ps` says it is loading the model or reading the prompt (a cold
 first call of 82-108 s and a 167 s prefill were recorded; ../shared/facts/
-real-models.md), scaled down against a scaled-down NETBOX_CHAT_TIMEOUT."""
+real-models.md), scaled down against a scaled-down NETBOX_CHAT_TIMEOUT; then the
+same rule on every OpenAI-compatible dialect (tests/openai_server.py), each asked
+where it says it is alive (models/dialects.py, `Dialect.busy`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.ollama_server import Delay, ScriptedOllama, Stall, Text
+import pytest
+
+from netbox_chat.models.dialects import DIALECTS
+from tests.ollama_server import Delay, Responder, ScriptedOllama, Stall, Step, Text
+from tests.openai_server import ScriptedOpenAI
 from tests.test_real_models import ask, ask_json, turn_row
 from tests.test_repl_pty import PROMPT, leave, only_session, spawn
 
@@ -91,4 +97,110 @@ def test_the_repl_says_what_the_server_is_doing_and_ctrl_c_cancels_the_wait(
     ollama.script([Text("Sure.")])
     ask_json(chat_env, "next question", "--session", session)
     sent = json.dumps(ollama.requests[-1]["messages"])
+    assert "hello" in sent and "the question to cancel" not in sent
+
+
+PROBED = {
+    "llama.cpp": "/health",
+    "vllm": "/health",
+    "sglang": "/v1/models",
+    "lmstudio": "/api/v1/models",
+    "ollama": "/api/ps",
+}
+"""Where each dialect is asked whether it is alive (models/dialects.py)."""
+LOADS = {"llama.cpp", "lmstudio", "ollama"}
+"""The servers that load a model on request and say so; vLLM and SGLang serve only
+once their model is loaded."""
+
+
+def hang(server: ScriptedOpenAI) -> Responder:
+    """A responder: from this request on the server answers nothing at all."""
+
+    def respond(body: dict[str, Any]) -> list[Step]:
+        server.hung = True
+        return [Stall()]
+
+    return respond
+
+
+def test_a_silent_openai_server_that_says_it_is_alive_is_waited_for(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI, sessions_dir: Path
+) -> None:
+    openai_server.running = []  # the model not loaded yet, where the server can say so
+    openai_server.script([Delay(5.0), Text("Hello.")])
+    lines = stream({**openai_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}, "hello")
+    assert lines[-1]["status"] == "done" and lines[-1]["answer"] == "Hello."
+    activities = {w["activity"] for w in lines if w["type"] == "waiting"}
+    if openai_server.dialect in LOADS:
+        assert activities == {"loading qwen3:8b"}
+    else:
+        assert len(activities) == 1 and activities.pop().startswith("reading ")
+    waits = [line for line in lines if line["type"] == "waiting"]
+    assert waits[-1]["seconds"] > float(TIMEOUT)  # waited past the timeout
+    assert openai_server.gets.count(PROBED[openai_server.dialect]) >= 2
+    assert turn_row(sessions_dir, lines[-1]["session"], 1)["answer"] == "Hello."
+
+
+def test_an_openai_server_that_answers_nothing_at_all_times_out(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI, sessions_dir: Path
+) -> None:
+    openai_server.responder = hang(openai_server)
+    started = time.monotonic()
+    result = ask_json({**openai_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}, "hello", code=1)
+    assert time.monotonic() - started < 20
+    assert result["status"] == "failed" and result["answer"] == ""
+    name = DIALECTS[openai_server.dialect].name
+    assert result["error"].startswith(f"{name} did not answer in time: it stopped answering")
+    openai_server.wait_for_disconnects(1)
+
+
+@pytest.mark.parametrize("openai_server", ["llama.cpp", "vllm"], indirect=True)
+def test_an_openai_server_that_stalls_mid_answer_times_out_though_it_says_it_is_alive(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    openai_server.script([Text("Two devices "), Stall()])
+    result = ask_json({**openai_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}, "how many?", code=1)
+    assert "stalled mid-answer" in result["error"]
+    assert result["error"].startswith(DIALECTS[openai_server.dialect].name)
+    openai_server.wait_for_disconnects(1)
+
+
+@pytest.mark.parametrize("openai_server", ["llama.cpp", "vllm"], indirect=True)
+def test_the_repl_says_what_an_openai_server_is_doing_and_ctrl_c_cancels_the_wait(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI, sessions_dir: Path
+) -> None:
+    """llama-server sends nothing before its first token; vLLM sends its headers at
+    once, then nothing while it reads the prompt: either way the REPL waits, says
+    so, and Ctrl-C cancels, closing the stream."""
+    env = {**openai_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}
+    openai_server.script([Text("Hello.")])
+    child = spawn(env)
+    child.sendline("hello")
+    child.expect("Hello.")
+    child.expect(PROMPT)
+
+    openai_server.running = []
+    openai_server.script([Stall()])
+    child.sendline("the question to cancel")
+    if openai_server.dialect in LOADS:
+        child.expect("loading qwen3:8b…", timeout=10)
+        openai_server.running = None
+    child.expect(r"reading [0-9.]+k? tokens…", timeout=10)
+    time.sleep(float(TIMEOUT) + 1)  # past the timeout: still waiting, still cancellable
+    assert child.isalive()
+    started = time.monotonic()
+    child.sendintr()
+    child.expect("cancelled")
+    child.expect("rolled back")
+    child.expect(PROMPT)
+    assert time.monotonic() - started < 3.0
+    openai_server.wait_for_disconnects(1)
+    child.sendcontrol("u")
+    leave(child)
+
+    session = only_session(sessions_dir)
+    assert turn_row(sessions_dir, session, 2)["status"] == "cancelled"
+    openai_server.script([Text("Sure.")])
+    ask_json(openai_env, "next question", "--session", session)
+    sent = json.dumps(openai_server.requests[-1]["messages"])
     assert "hello" in sent and "the question to cancel" not in sent

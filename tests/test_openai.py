@@ -23,7 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
-from tests.ollama_server import Delay, Stall, Text, Thinking, ToolCall
+from tests.ollama_server import Delay, Text, Thinking, ToolCall
 from tests.openai_server import ScriptedOpenAI
 
 ROOT = Path(__file__).parent.parent
@@ -348,24 +348,6 @@ def test_a_server_that_is_not_there_is_one_line_and_nothing_is_kept(
         "nothing was kept"
     ]
     assert not list(sessions_dir.glob("*.sqlite"))
-
-
-@pytest.mark.parametrize("openai_server", ["vllm"], indirect=True)
-def test_a_silent_server_is_given_up_on_by_the_products_own_rule(
-    openai_env: dict[str, str], openai_server: ScriptedOpenAI
-) -> None:
-    """The wait follows the product's own liveness rule (the read timeout,
-    NETBOX_CHAT_TIMEOUT, as for Ollama): a silent prefill within it passes, a
-    server silent past it fails the turn in one line naming the setting."""
-    env = {**openai_env, "NETBOX_CHAT_TIMEOUT": "3"}
-    openai_server.script([Delay(2.0), Text("Three sites.")], [Stall()])
-    code, answer, stderr = ask(env, "how many sites?")
-    assert code == 0, stderr
-    assert answer["answer"] == "Three sites."
-    code, answer, _ = ask(env, "and now?", "--session", answer["session"])
-    assert code == 1 and answer["status"] == "failed"
-    assert answer["error"].startswith("vLLM did not answer in time")
-    assert "NETBOX_CHAT_TIMEOUT" in answer["error"]
 
 
 @pytest.mark.parametrize("openai_server", ["vllm"], indirect=True)

@@ -29,6 +29,40 @@ from typing import Any
 
 import httpx
 
+from netbox_chat.liveness import Probe, Reading, answer_probe, read_ollama_ps, reading
+
+
+def _read_llama_health(answer: httpx.Response, model: str, body: dict[str, Any]) -> str | None:
+    """llama-server's `/health`: 503 `Loading model` while it loads the model,
+    200 `{"status": "ok"}` once it serves (tools/server/README.md, "GET
+    /health"); it answers from the HTTP thread while a slot reads a prompt."""
+    if answer.status_code == 503:
+        return f"loading {model}"
+    return reading(body) if answer.status_code == 200 else None
+
+
+def _read_ok(answer: httpx.Response, model: str, body: dict[str, Any]) -> str | None:
+    """Any 200: the server is up, so it is reading the prompt. vLLM's `/health`
+    is 200 while the engine lives, 503 once it is dead
+    (vllm/entrypoints/serve/instrumentator/health.py); it starts serving only
+    once the model is loaded, so it is never "loading"."""
+    return reading(body) if answer.status_code == 200 else None
+
+
+def _read_lmstudio(answer: httpx.Response, model: str, body: dict[str, Any]) -> str | None:
+    """LM Studio's `/api/v1/models`: a model with a loaded instance is reading
+    the prompt; one without is being loaded (LM Studio loads a model on its
+    first request; 2_rest/list.md `loaded_instances`)."""
+    if answer.status_code != 200:
+        return None
+    for entry in _list(_json(answer).get("models")):
+        instances = _list(entry.get("loaded_instances"))
+        if instances and (
+            entry.get("key") == model or any(i.get("id") == model for i in instances)
+        ):
+            return reading(body)
+    return f"loading {model}"
+
 
 @dataclass(frozen=True)
 class Dialect:
@@ -43,24 +77,44 @@ class Dialect:
     tools_fix: str | None = None
     """The flags that turn tool calling on, where it is off by default
     (vLLM cli_args.py:123,129; SGLang serving.py:227)."""
+    busy: tuple[str, Reading] = ("{base}/models", _read_ok)
+    """Where it says it is alive while a request gets no byte (`{root}` is the
+    base URL without `/v1`), and how its answer reads (liveness.py's rule).
+    SGLang's `/health` generates a token and may take 20 s to answer
+    (http_server.py health_generate): its `/v1/models`, answered by the HTTP
+    process, is the probe."""
 
 
 DIALECTS: Mapping[str, Dialect] = {
-    "llama.cpp": Dialect("llama-server", "reasoning_content"),
+    "llama.cpp": Dialect(
+        "llama-server", "reasoning_content", busy=("{root}/health", _read_llama_health)
+    ),
     "vllm": Dialect(
         "vLLM",
         "reasoning",
         "--enable-auto-tool-choice --tool-call-parser NAME (hermes for Qwen)",
+        busy=("{root}/health", _read_ok),
     ),
     "sglang": Dialect(
         "SGLang",
         "reasoning_content",
         "--tool-call-parser NAME (qwen for Qwen)",
     ),
-    "lmstudio": Dialect("LM Studio", "reasoning_content"),
-    "ollama": Dialect("Ollama /v1", "reasoning"),
+    "lmstudio": Dialect(
+        "LM Studio", "reasoning_content", busy=("{root}/api/v1/models", _read_lmstudio)
+    ),
+    "ollama": Dialect("Ollama /v1", "reasoning", busy=("{root}/api/ps", read_ollama_ps)),
     "unknown": Dialect("OpenAI-compatible server", "reasoning_content"),
 }
+
+
+def busy_probe(base_url: str, dialect: str, api_key: str | None, timeout: float) -> Probe:
+    """The liveness Probe of the server at `base_url`: to the configured
+    server's own host, with the key configured with it."""
+    template, read = DIALECTS.get(dialect, DIALECTS["unknown"]).busy
+    url = template.format(root=base_url.removesuffix("/v1"), base=base_url)
+    return answer_probe(url, read, timeout, auth_headers(api_key))
+
 
 _OWNERS = {"llamacpp": "llama.cpp", "vllm": "vllm", "sglang": "sglang"}
 

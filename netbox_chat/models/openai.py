@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import openai
@@ -31,7 +32,8 @@ from langchain_openai.chat_models.base import BaseChatOpenAI
 from pydantic import PrivateAttr, SecretStr
 
 from netbox_chat.errors import UserFacingError
-from netbox_chat.models.dialects import DIALECTS, Dialect
+from netbox_chat.liveness import PatientTransport
+from netbox_chat.models.dialects import DIALECTS, Dialect, busy_probe
 from netbox_chat.visible import visible_line
 
 REASONING_KEY = "reasoning_content"
@@ -160,6 +162,8 @@ class ChatOpenAICompatible(BaseChatOpenAI):
                 yield chunk
         except openai.APIError as exc:
             raise self._error(exc) from exc
+        except httpx.TimeoutException as exc:  # liveness.py's rule, mid-answer
+            raise self._timed_out() from exc
         fix = self.speaks.tools_fix
         if fix and kwargs.get("tools") and not called and "<tool_call>" in "".join(content):
             raise UserFacingError(
@@ -173,10 +177,7 @@ class ChatOpenAICompatible(BaseChatOpenAI):
         if _OVERFLOW.search(text):
             return WindowOverflow(f"{server}: {text}")
         if isinstance(exc, openai.APITimeoutError):
-            return UserFacingError(
-                f"{server} did not answer in time: the model may be loading or too slow; "
-                "raise NETBOX_CHAT_TIMEOUT"
-            )
+            return self._timed_out()
         if isinstance(exc, openai.APIConnectionError):
             return UserFacingError(
                 f"cannot reach {self.openai_api_base} ({text}): is the server running "
@@ -197,6 +198,15 @@ class ChatOpenAICompatible(BaseChatOpenAI):
         if status is not None:
             return UserFacingError(f"{server} answered {status}: {text}")
         return UserFacingError(f"{server} reported an error mid-answer: {text}")
+
+    def _timed_out(self) -> UserFacingError:
+        """The liveness rule gave up (liveness.PatientTransport): the server
+        answered neither the request nor its probe, or stopped mid-answer."""
+        return UserFacingError(
+            f"{self.speaks.name} did not answer in time: it stopped answering, or stalled "
+            "mid-answer, for NETBOX_CHAT_TIMEOUT seconds; check the server, or raise "
+            "NETBOX_CHAT_TIMEOUT"
+        )
 
 
 def _message(exc: openai.APIError) -> str:
@@ -226,9 +236,13 @@ def build_chat_model(
 
     - `stream_usage`: the server's own counts feed the meter, the calibration
       and the ledger (langchain-openai turns it off when base_url is set).
-    - `stream_chunk_timeout=None`: no watchdog shorter than the product's own
-      liveness rule, the HTTP read timeout both providers share; vLLM sends
-      its headers before a prefill that can take minutes (facts, 4).
+    - `stream_chunk_timeout=None`, and the async client's transport is
+      liveness.PatientTransport with this server's probe
+      (dialects.busy_probe): a silent server that says it is alive is waited
+      for, with the status line saying so; `read_timeout` bounds only a server
+      that answers nothing at all, or stops mid-answer. vLLM sends its headers
+      before a prefill that can take minutes (facts, 4): the wait lasts until
+      the first piece of the body.
     - `max_retries=0`: a retry re-submits the whole prompt; a failed request
       fails the turn, which is rolled back, as with Ollama.
     - `use_responses_api=False`: always /v1/chat/completions, whatever the
@@ -247,6 +261,14 @@ def build_chat_model(
         max_retries=0,
         use_responses_api=False,
         timeout=httpx.Timeout(read_timeout, connect=10.0),
+        http_async_client=httpx.AsyncClient(
+            transport=PatientTransport(
+                busy_probe(base_url, dialect, api_key, read_timeout),
+                read_timeout,
+                paths=(f"{urlsplit(base_url).path.rstrip('/')}/chat/completions",),
+            ),
+            timeout=httpx.Timeout(read_timeout, connect=10.0),
+        ),
     )
     chat.set_thinking(reasoning)
     return chat
