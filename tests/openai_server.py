@@ -133,6 +133,32 @@ def server_env(server: ScriptedOllama) -> dict[str, str]:
     return {"OLLAMA_HOST": server.url}
 
 
+def thinking_read(dialect: str, body: Mapping[str, Any]) -> bool | str | None:
+    """The thinking a request asks for, as `dialect` reads it (facts 2.1): False
+    (off), True (on), a level, or None (the model's default).
+
+    `reasoning_effort` is read by all five: "none" is off (llama.cpp
+    server-common.cpp:1340-1380; vLLM protocol.py:645-666 and SGLang
+    protocol.py:974-986 turn it into `enable_thinking: false`; Ollama
+    openai/openai.go:523-546 into `think: false`; LM Studio UNVERIFIED, facts 10),
+    another value is a level. llama-server, vLLM and SGLang also pass
+    `chat_template_kwargs` to the template: `enable_thinking` switches Qwen3,
+    `reasoning_effort` is gpt-oss's level on llama-server. Ollama and LM Studio
+    have no `chat_template_kwargs`."""
+    effort = body.get("reasoning_effort")
+    template = body.get("chat_template_kwargs") if dialect in TEMPLATE_KWARGS else None
+    template = template if isinstance(template, Mapping) else {}
+    if effort == "none" or template.get("enable_thinking") is False:
+        return False
+    level = effort or template.get("reasoning_effort")
+    if isinstance(level, str):
+        return level
+    return True if template.get("enable_thinking") is True else None
+
+
+TEMPLATE_KWARGS = {"llama.cpp", "vllm", "sglang"}
+
+
 class ScriptedOpenAI(ScriptedOllama):
     """One OpenAI-compatible server in `dialect` (one of DIALECTS).
 
@@ -163,6 +189,11 @@ class ScriptedOpenAI(ScriptedOllama):
         self.stops_during_prefill = STOPS_DURING_PREFILL[dialect]
         self.authorizations: list[str | None] = []
         """The Authorization header of every request, in arrival order: which key came."""
+        self.thinking_asked: dict[int, bool | str | None] = {}
+        """Per request (same index as `requests`): the thinking it asked for, as this
+        server reads it (`thinking_read`): False, True, a level, or None (nothing)."""
+        self.retired: set[str] = set()
+        """Paths this release does not have (404): an older or newer server."""
         self.gets: list[str] = []
         """The path of every GET, in arrival order: which probes came."""
         self.hung = False
@@ -206,7 +237,17 @@ class _OpenAIHandler(_Handler):
             self.close_connection = True
             return
         dialect = server.dialect
-        if path == "/health" and dialect == "llama.cpp":
+        if path in server.retired:
+            self._send(404, b"404 page not found", "text/plain; charset=utf-8")
+        elif path in ("/server_info", "/get_server_info") and dialect == "sglang":
+            # srt/entrypoints/http_server.py: the server's arguments, its scheduler's
+            # facts and `"version": __version__`; /get_server_info is the deprecated
+            # name of /server_info. No /version (404).
+            self._send_json(
+                200,
+                {"model_path": next(iter(server.models)), "tp_size": 1, "version": "0.5.23"},
+            )
+        elif path == "/health" and dialect == "llama.cpp":
             # tools/server/README.md "GET /health": 503 while the model loads, then 200.
             if server.running is not None and not server.running:
                 self._error(503, "Loading model", type="unavailable_error")
@@ -299,6 +340,7 @@ class _OpenAIHandler(_Handler):
     def _completions(self, body: dict[str, Any]) -> None:
         server = self.openai
         index = server._record(body)
+        server.thinking_asked[index] = thinking_read(server.dialect, body)
         model = str(body.get("model", ""))
         dialect = server.dialect
         if model not in server.models and dialect != "llama.cpp":  # llama-server serves its one
@@ -408,7 +450,7 @@ class _EventStream:
         self.id = f"chatcmpl-{time.monotonic_ns()}"
 
     def play(self, reply: Sequence[Step]) -> None:
-        thinking_off = self.body.get("reasoning_effort") == "none"
+        thinking_off = thinking_read(self.server.dialect, self.body) is False
         parser = self.server.tool_parser
         pending: list[ToolCall] = []
         for position, step in enumerate(reply):
@@ -417,7 +459,7 @@ class _EventStream:
                 pending = []
             match step:
                 case Thinking():
-                    if not thinking_off:  # reasoning_effort "none" stops it (facts 2.1)
+                    if not thinking_off:  # thinking_read
                         self._pieces(step, self.server.reasoning_field)
                 case Text():
                     self._pieces(step, "content")

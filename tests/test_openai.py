@@ -175,14 +175,30 @@ def test_doctor_names_the_server_its_version_the_model_reasoning_and_window(
     lines = result.stdout.splitlines()
     server = next(line for line in lines if line.startswith("✓ model server"))
     assert SERVER_NAMES[openai_server.dialect] in server
-    versions = {"llama.cpp": "b7000", "vllm": "0.33.0", "ollama": "0.12.0"}
+    versions = {"llama.cpp": "b7000", "vllm": "0.33.0", "sglang": "0.5.23", "ollama": "0.12.0"}
     if openai_server.dialect in versions:
         assert f"version {versions[openai_server.dialect]}" in server
+    else:  # LM Studio says none
+        assert "version" not in server
     model = next(line for line in lines if line.startswith("✓ model:"))
     assert (
         "qwen3:8b" in model and f"returns reasoning in `{openai_server.reasoning_field}`" in model
     )
     assert any(line.startswith("✓ context window: 40,960 tokens") for line in lines)
+
+
+@pytest.mark.parametrize("openai_server", ["sglang"], indirect=True)
+@pytest.mark.parametrize("path", ["/server_info", "/get_server_info"])
+def test_doctor_reads_sglangs_version_under_either_name(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI, path: str
+) -> None:
+    """A release with only one of the two names (before the rename, or after the
+    deprecated one goes) still shows its version."""
+    openai_server.retired = {path}
+    openai_server.script([Text("OK")])
+    result = CliRunner().invoke(app, ["doctor"], env=openai_env)
+    server = next(line for line in result.stdout.splitlines() if "model server" in line)
+    assert server == f"✓ model server: SGLang at {openai_server.base_url} (version 0.5.23)"
 
 
 @pytest.mark.parametrize("openai_server", ["vllm"], indirect=True)
@@ -205,6 +221,57 @@ def test_thinking_off_asks_the_server_for_no_reasoning(
     assert code == 0, stderr
     assert answer["answer"] == "Three sites." and answer["thinking"] is None
     assert openai_server.requests[0]["reasoning_effort"] == "none"
+
+
+SWITCHED = {"llama.cpp", "vllm", "sglang"}
+"""The servers that pass `chat_template_kwargs` to the template (Qwen3's switch)."""
+THINK = {
+    # (model, setting): what the user is told, and what each server reads.
+    ("gpt-oss:20b", "high"): (None, lambda dialect: "high"),
+    ("gpt-oss:20b", "off"): (
+        "gpt-oss:20b cannot stop thinking; it thinks as little as it can (low)",
+        lambda dialect: "low",
+    ),
+    ("qwen3:8b", "high"): (
+        "qwen3:8b takes no thinking levels; thinking on",
+        lambda dialect: True if dialect in SWITCHED else None,
+    ),
+    ("qwen3:8b", "on"): (None, lambda dialect: True if dialect in SWITCHED else None),
+    ("qwen3:8b", "off"): (None, lambda dialect: False),
+    ("gemma:2b", "high"): (
+        "the model server did not say whether gemma:2b can think; leaving it to the model",
+        lambda dialect: None,
+    ),
+}
+
+
+@pytest.mark.parametrize(("model", "setting"), list(THINK), ids=[f"{m}-{s}" for m, s in THINK])
+def test_each_thinking_setting_reaches_each_server_in_the_fields_it_reads(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI, model: str, setting: str
+) -> None:
+    """gpt-oss takes levels and cannot stop (as on Ollama's own API), Qwen3 is
+    switched on or off, a model of no known family is left to itself: worded as
+    `reasoning_effort` for every server, and as the template's own switch where
+    the server passes `chat_template_kwargs` (models/openai.py thinking_fields)."""
+    env = {
+        **openai_env,
+        "NETBOX_CHAT_MODEL": model,
+        "NETBOX_CHAT_THINK": setting,
+        "NETBOX_CHAT_CONTEXT_WINDOW": "16384",
+    }
+    openai_server.script([Thinking("Sites: ask NetBox."), Text("Three sites.")])
+    code, answer, stderr = ask(env, "how many sites?")
+    assert code == 0, stderr
+    note, expected = THINK[(model, setting)]
+    assert (note in stderr) if note else ("netbox-chat: " not in stderr), stderr
+    asked = expected(openai_server.dialect)
+    assert openai_server.thinking_asked[0] == asked
+    sent = openai_server.requests[0]
+    if asked in ("low", "high") and openai_server.dialect == "llama.cpp":
+        assert sent["chat_template_kwargs"] == {"reasoning_effort": asked}
+    if openai_server.dialect in ("lmstudio", "ollama"):
+        assert "chat_template_kwargs" not in sent  # they have none
+    assert (answer["thinking"] is None) == (asked is False)
 
 
 @pytest.mark.parametrize("openai_server", ["vllm"], indirect=True)

@@ -64,7 +64,7 @@ class OpenAIProvider:
 
     def served(self, settings: Settings, *, timeout: float) -> Served:
         from netbox_chat.model_info import ModelInfo
-        from netbox_chat.models.dialects import ServerError, probe
+        from netbox_chat.models.dialects import ServerError, model_family, probe
 
         base_url = require_base_url(settings)
         try:
@@ -78,7 +78,12 @@ class OpenAIProvider:
                 f"(it serves: {listed}): pick one with --model"
             )
         window = settings.context_window or facts.window or settings.num_ctx
-        return Served(ModelInfo(settings.model, None, window), window, facts)
+        family = model_family(settings.model)
+        # No OpenAI-compatible server says whether a model thinks: a family
+        # known by its id does (thinking.plan_thinking plans from it), any
+        # other is planned as a model that did not say.
+        thinks = frozenset({"completion", "thinking"}) if family else None
+        return Served(ModelInfo(settings.model, thinks, window, family), window, facts)
 
     def chat_model(
         self, settings: Settings, served: Served, *, reasoning: bool | str | None

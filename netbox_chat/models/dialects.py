@@ -9,7 +9,8 @@ sections 3.1 and 9; the sources are cited there):
   `default_generation_settings.n_ctx`, per slot (what one request gets), and
   `build_info` is its version;
 - vLLM: `owned_by: "vllm"`, `max_model_len` on the model; `GET /version`;
-- SGLang: `owned_by: "sglang"`, `max_model_len` on the model;
+- SGLang: `owned_by: "sglang"`, `max_model_len` on the model; `GET /server_info`
+  (before, `/get_server_info`) `version`;
 - LM Studio: `GET /api/v1/models` `models[].loaded_instances[].config.context_length`
   (its `/v1/models` has no window, lmstudio-bug-tracker #2139);
 - Ollama's `/v1`: `GET /api/ps` `models[].context_length` of the loaded model,
@@ -141,6 +142,20 @@ class ServerFacts:
         return self.model in self.served or self.dialect == "llama.cpp"
 
 
+def model_family(model: str) -> str | None:
+    """The thinking family of a model, from its id (`openai/gpt-oss-20b`,
+    `Qwen/Qwen3-8B`, `qwen3:8b`): `gpt-oss` thinks in levels and cannot stop
+    (model_info.HARMONY_FAMILIES), `qwen3` thinks or not on a switch
+    (`enable_thinking`; not its Coder and Instruct-2507 models, which never
+    think); None for any other, whose thinking no server reports."""
+    name = model.lower()
+    if "gpt-oss" in name:
+        return "gpt-oss"
+    if "qwen3" in name and not any(word in name for word in ("coder", "instruct")):
+        return "qwen3"
+    return None
+
+
 class ServerError(Exception):
     """The server could not be asked: one line naming it and the reason."""
 
@@ -179,7 +194,11 @@ def probe(base_url: str, model: str, api_key: str | None, *, timeout: float) -> 
                 base_url, dialect, model, served, window, _short(props.get("build_info"))
             )
         if dialect in ("vllm", "sglang"):
-            version = _get(http, f"{root}/version").get("version") if dialect == "vllm" else None
+            version = (
+                _get(http, f"{root}/version").get("version")
+                if dialect == "vllm"
+                else _sglang_version(http, root)
+            )
             return ServerFacts(
                 base_url,
                 dialect,
@@ -206,6 +225,17 @@ def probe(base_url: str, model: str, api_key: str | None, *, timeout: float) -> 
             version = _get(http, f"{root}/api/version").get("version")
             return ServerFacts(base_url, "ollama", model, served, window, _short(version))
     return ServerFacts(base_url, "unknown", model, served, None)
+
+
+def _sglang_version(http: httpx.Client, root: str) -> object:
+    """SGLang's version: `version` of `GET /server_info`, or of
+    `/get_server_info`, its name before it was renamed and kept as a deprecated
+    alias (sglang srt/entrypoints/http_server.py: both return `"version":
+    __version__` beside the server's arguments). SGLang has no `/version`."""
+    for path in ("/server_info", "/get_server_info"):
+        if version := _get(http, f"{root}{path}").get("version"):
+            return version
+    return None
 
 
 def _lmstudio_window(payload: Mapping[str, Any], model: str) -> int | None:

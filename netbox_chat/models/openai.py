@@ -87,16 +87,9 @@ class ChatOpenAICompatible(BaseChatOpenAI):
         return DIALECTS.get(self.dialect, DIALECTS["unknown"])
 
     def set_thinking(self, reasoning: bool | str | None) -> None:
-        """A ThinkPlan's `reasoning`: False asks for none (`reasoning_effort:
-        "none"`, which llama.cpp, vLLM, SGLang and Ollama honour, and Qwen's
-        `enable_thinking: false`), a level is sent as the effort, True or None
-        leave the model's default (facts, 2.1 and 9.4)."""
-        if reasoning is False:
-            self.reasoning_effort = "none"
-            self.extra_body = {"chat_template_kwargs": {"enable_thinking": False}}
-        else:
-            self.reasoning_effort = reasoning if isinstance(reasoning, str) else None
-            self.extra_body = None
+        """A ThinkPlan's `reasoning`, in the fields this server reads
+        (thinking_fields)."""
+        self.reasoning_effort, self.extra_body = thinking_fields(self.dialect, reasoning)
 
     # Requests
 
@@ -207,6 +200,50 @@ class ChatOpenAICompatible(BaseChatOpenAI):
             "mid-answer, for NETBOX_CHAT_TIMEOUT seconds; check the server, or raise "
             "NETBOX_CHAT_TIMEOUT"
         )
+
+
+TEMPLATE_SWITCH = frozenset({"llama.cpp", "vllm", "sglang"})
+"""The servers that pass a request's `chat_template_kwargs` to the model's chat
+template, where Qwen3's reads `enable_thinking` and gpt-oss's `reasoning_effort`
+(llama-server README `chat_template_kwargs`, PR #13196; vLLM and SGLang
+protocol.py; facts 2.1). Ollama's /v1 reads only `reasoning_effort`
+(openai/openai.go:523-546); LM Studio's reading of either on
+/v1/chat/completions is UNVERIFIED (facts 10), so it gets only the standard
+`reasoning_effort`."""
+
+
+def thinking_fields(
+    dialect: str, reasoning: bool | str | None
+) -> tuple[str | None, dict[str, Any] | None]:
+    """(`reasoning_effort`, `extra_body`) for a ThinkPlan's `reasoning`, as
+    `dialect` reads them (facts 2.1 and 9.4):
+
+    - False: `reasoning_effort: "none"`, which llama.cpp, vLLM and SGLang turn
+      into `enable_thinking: false` (vLLM protocol.py:645-666, SGLang
+      protocol.py:974-986) and Ollama into `think: false`; the template switch
+      is sent too where it is read, for servers that predate that.
+    - True: `enable_thinking: true` where the template switch is read (it
+      overrides a server started with thinking off by default,
+      `--default-chat-template-kwargs`, llama-server `--reasoning off`); else the
+      model's default, which is thinking for a thinking model.
+    - A level (gpt-oss, planned by thinking.plan_thinking): `reasoning_effort`,
+      which vLLM and SGLang put in gpt-oss's Harmony system message and Ollama
+      sends as `think`; llama-server's gpt-oss template reads it as a template
+      variable (`--chat-template-kwargs '{"reasoning_effort": "high"}'`), so it
+      goes there too.
+    - None: nothing; the model's default.
+    """
+    switch = dialect in TEMPLATE_SWITCH
+    if reasoning is False:
+        kwargs = {"chat_template_kwargs": {"enable_thinking": False}} if switch else None
+        return "none", kwargs
+    if reasoning is True:
+        return None, {"chat_template_kwargs": {"enable_thinking": True}} if switch else None
+    if isinstance(reasoning, str):
+        if dialect == "llama.cpp":
+            return reasoning, {"chat_template_kwargs": {"reasoning_effort": reasoning}}
+        return reasoning, None
+    return None, None
 
 
 def _message(exc: openai.APIError) -> str:
