@@ -160,13 +160,20 @@ class PatientTransport(httpx.AsyncBaseTransport):
             extensions=response.extensions,
         )
 
-    async def patiently(self, awaited: Awaitable[_T], request: httpx.Request, started: float) -> _T:
+    async def patiently(
+        self,
+        awaited: Awaitable[_T],
+        request: httpx.Request,
+        started: float,
+        answered: float | None = None,
+    ) -> _T:
         """`awaited`, as long as the server answers the request or a probe:
         the headers, then the first piece of the body (vLLM and SGLang send
         their headers before they read the prompt,
-        ../shared/facts/openai-compatible-servers.md section 4)."""
+        ../shared/facts/openai-compatible-servers.md section 4). `started` is
+        when the request went out, `answered` when the server last answered it."""
         pending = asyncio.ensure_future(awaited)
-        last_answer = started
+        last_answer = answered or started
         try:
             while True:
                 done, _ = await asyncio.wait({pending}, timeout=self.poll)
@@ -206,6 +213,7 @@ class _Bounded(httpx.AsyncByteStream):
         self.transport = transport
         self.request = request
         self.started = started
+        self.answered = time.monotonic()  # the headers came
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         pieces = self.response.aiter_raw().__aiter__()
@@ -215,7 +223,7 @@ class _Bounded(httpx.AsyncByteStream):
             try:
                 if first:
                     piece = await self.transport.patiently(
-                        pieces.__anext__(), self.request, self.started
+                        pieces.__anext__(), self.request, self.started, self.answered
                     )
                     first = False
                 else:
