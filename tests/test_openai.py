@@ -4,10 +4,11 @@ SGLang, LM Studio and Ollama's /v1.
 
 Run in full over the five dialects where they behave differently: a turn with
 reasoning, a tool call (whole or in argument deltas) and usage; the window;
-the over-length answer; cancel (when each server notices); tools refused.
-One dialect stands for all elsewhere: vLLM for thinking off, the key's rule
-and the read timeout, llama-server for --stream-json; LM Studio alone writes
-either reasoning field.
+the over-length answer; cancel (when each server notices); tools refused;
+each thinking setting, in the fields each server reads. One dialect stands for
+all elsewhere: vLLM for the REPL's thinking and the key's rule, llama-server for
+--stream-json; LM Studio alone writes either reasoning field. The liveness rule
+(a silent server that says it is alive) is in tests/test_liveness.py.
 """
 
 from __future__ import annotations
