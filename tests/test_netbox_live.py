@@ -289,8 +289,11 @@ def test_bad_value_for_a_real_filter_is_refused_with_its_values_or_netboxs_400_i
     out, counting = get_objects({"object_type": "dcim.device", "filters": {"status": "broken"}})
     assert out.startswith("Error: 'status': 'broken' is not a value of dcim.device's status")
     assert "Its values: offline, active, planned" in out and counting.sent == []
-    out, _ = get_objects({"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}})
-    assert out.startswith("Error: NetBox answered 400: 'site' 'dm-nowhere' refused by NetBox")
+    out, _ = get_objects({"object_type": "dcim.device", "filters": {"created__gte": "yesterday"}})
+    assert out == (
+        "Error: NetBox answered 400: 'created__gte' 'yesterday' refused by NetBox: "
+        "Enter a valid date/time."
+    )
 
     async def go():
         async with NetBoxClient(URL, TOKEN) as c:
@@ -685,11 +688,20 @@ def test_a_choice_in_the_wrong_case_is_read_and_a_400_is_one_line():
     result = json.loads(out)
     assert result["count"] == raw_count("dcim/devices", [("status", "active")])
     assert "status 'Active' read as 'active'" in result["note"]
-    out, _ = get_objects({"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}})
-    assert out == (
-        "Error: NetBox answered 400: 'site' 'dm-nowhere' refused by NetBox; it takes a "
-        "dcim.site slug (find it with netbox_get_objects('dcim.site', {'q': ...}))."
-    )
+
+
+def test_a_slug_or_id_no_object_has_is_refused_naming_the_closest():
+    """NetBox answers 400 "Select a valid choice" for both; the tool looks the value up
+    as a name after that 400 only, and names the closest sites."""
+    assert raw("dcim/devices", [("site", "dm-nowhere")]).status_code == 400
+    assert raw("dcim/devices", [("site_id", "99999")]).status_code == 400
+    out, counting = get_objects({"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}})
+    assert out.startswith("Error: 'site': no dcim.site has the name or slug 'dm-nowhere' (")
+    assert "closest: 'DM-Cleveland' (slug dm-cleveland, id 4), 'DM-Akron'" in out
+    assert [r.url.path for r in counting.sent].count("/api/dcim/devices/") == 1
+    out, _ = get_objects({"object_type": "dcim.device", "filters": {"site_id": 99999}})
+    assert out.startswith("Error: 'site_id': no dcim.site has the name, slug or id '99999'")
+    assert "look it up with netbox_get_objects('dcim.site', {'q': ...})" in out
 
 
 def test_a_generic_relation_is_sent_as_the_filter_that_works():
