@@ -27,7 +27,11 @@ class Waiting:
 
 Probe = Callable[[httpx.Request], Awaitable[str | None]]
 """Asks the server about a request that has had no byte yet: what it is doing
-(shown to the user), or None when it did not answer."""
+(shown to the user), or None when it did not answer. An activity that starts
+with `LOADING` names the model being loaded: when such a wait ends, the load
+took that long (see `PatientTransport`'s `loaded`)."""
+
+LOADING = "loading "
 
 
 def gave_up(now: float, last_answer: float, timeout: float) -> bool:
@@ -61,7 +65,7 @@ def ollama_probe(base_url: str, timeout: float) -> Probe:
         names = {str(m.get("name")) for m in listed if isinstance(m, dict)}
         names |= {str(m.get("model")) for m in listed if isinstance(m, dict)}
         if model not in names:
-            return f"loading {model}"
+            return f"{LOADING}{model}"
         prompt = json.dumps(body.get("messages") or []) + json.dumps(body.get("tools") or [])
         return f"reading {short_tokens(len(prompt) // 4)} tokens"
 
@@ -93,6 +97,9 @@ class PatientTransport(httpx.AsyncBaseTransport):
     only its own). While it waits it reports `Waiting` events to the LangGraph
     run it is part of (stream mode "custom"); the turn shows them on the status
     line. Cancelling the request (Ctrl-C) cancels the wait and the request.
+    `loaded`, if given, is told the model and the seconds from the request to the
+    end of a load it saw (the server reading the prompt, or answering): the
+    user's own cold start, to within a poll.
     """
 
     def __init__(
@@ -104,6 +111,7 @@ class PatientTransport(httpx.AsyncBaseTransport):
         inner: httpx.AsyncBaseTransport | None = None,
         report: Callable[[Waiting], None] = report_to_graph,
         poll: float = POLL_SECONDS,
+        loaded: Callable[[str, float], None] | None = None,
     ) -> None:
         self.probe = probe
         self.timeout = timeout
@@ -111,6 +119,7 @@ class PatientTransport(httpx.AsyncBaseTransport):
         self.inner = inner or httpx.AsyncHTTPTransport()
         self.report = report
         self.poll = poll
+        self.loaded = loaded
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.method != "POST" or request.url.path not in self.paths:
@@ -138,19 +147,30 @@ class PatientTransport(httpx.AsyncBaseTransport):
         self, sent: asyncio.Future[httpx.Response], request: httpx.Request, started: float
     ) -> httpx.Response:
         last_answer = started
+        loading: str | None = None  # the model a probe said was loading
         while True:
             done, _ = await asyncio.wait({sent}, timeout=self.poll)
             if done:
+                self._load_ended(loading, time.monotonic() - started)
                 return sent.result()
             activity = await self.probe(request)
             now = time.monotonic()
             if activity is not None:
                 last_answer = now
+                if activity.startswith(LOADING):
+                    loading = activity.removeprefix(LOADING)
+                else:
+                    self._load_ended(loading, now - started)
+                    loading = None
                 self.report(Waiting(activity, round(now - started, 1)))
             elif gave_up(now, last_answer, self.timeout):
                 raise httpx.ReadTimeout(
                     f"no answer from the model server for {self.timeout:.0f}s", request=request
                 )
+
+    def _load_ended(self, model: str | None, seconds: float) -> None:
+        if model is not None and self.loaded is not None:
+            self.loaded(model, seconds)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
