@@ -221,6 +221,23 @@ def test_an_empty_reply_after_tool_calls_fails_the_turn_and_keeps_nothing(
     assert not list(sessions_dir.glob("*.sqlite"))
 
 
+def test_an_empty_reply_in_a_session_is_rolled_back_and_never_sent_again(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    session = _first_turn(chat_env, ollama)
+    ollama.script([ToolCall("netbox_get_objects", SITES_CALL)], [])
+    result = ask(chat_env, "list the sites", "--session", session, code=1)
+    assert result.stdout == ""
+    (line,) = [line for line in result.stderr.splitlines() if line]
+    assert "turn 2 failed" in line and "without an answer" in line and "/think off" in line
+    row = turn_row(sessions_dir, session, 2)
+    assert row["status"] == "failed" and row["answer"] is None and row["rolled_back"] >= 1
+    ollama.script([Text("Yes.")])
+    ask_json(chat_env, "still there?", "--session", session)
+    sent = [(m["role"], m["content"]) for m in ollama.requests[-1]["messages"][1:]]
+    assert sent == [("user", "hello"), ("assistant", "Hello."), ("user", "still there?")]
+
+
 # --- item 5: the same call twice in one turn ----------------------------------------
 
 
@@ -294,12 +311,18 @@ def one_call(
     env: dict[str, str], ollama: ScriptedOllama, call: ToolCall | dict[str, Any]
 ) -> tuple[dict[str, Any], str]:
     """One turn that makes one call (a netbox_get_objects call, given its arguments);
-    (result, the tool result the next request carried)."""
+    (result, the tool result the next request carried), once the ledger is seen to
+    record the turn done and the call as the model sent it, failed if refused."""
     if not isinstance(call, ToolCall):
         call = ToolCall("netbox_get_objects", call)
     ollama.script([call], [Text("Done.")])
     result = ask_json(env, "question")
     (carried,) = tool_results(ollama.requests[-1])
+    row = turn_row(Path(env["NETBOX_CHAT_SESSIONS"]), result["session"], 1)
+    assert row["status"] == "done" and row["answer"] == "Done."
+    (recorded,) = json.loads(row["tool_calls"])
+    assert (recorded["name"], recorded["args"]) == (call.name, dict(call.args))
+    assert recorded["error"] == carried.startswith("Error: ")
     return result, carried
 
 
