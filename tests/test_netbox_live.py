@@ -730,28 +730,68 @@ def test_nothing_found_says_where_the_name_is():
     assert json.loads(out)["found_elsewhere"]["tenancy.tenant"]["names"] == ["Acme"]
 
 
-def test_the_same_call_twice_in_a_turn_asks_netbox_once(tmp_path, ollama):
-    """Item 5 through the real CLI and agent against the real NetBox: the second,
-    identical call is answered from the first, with a note."""
+def ask_through_the_cli(tmp_path, ollama, *replies) -> list[str]:
+    """One `ask --json` through the real CLI and agent, the scripted Ollama playing
+    `replies`, against the real NetBox: the tool results its last request carried."""
     from typer.testing import CliRunner
 
     from netbox_chat.cli import app
-    from tests.ollama_server import Text, ToolCall
 
-    args = {"object_type": "ipam.prefix", "filters": {"status": "active"}}
-    ollama.script(
-        [ToolCall("netbox_get_objects", args)],
-        [ToolCall("netbox_get_objects", {"object_type": "ipam.prefix", "status": "active"})],
-        [Text("Done.")],
-    )
+    ollama.script(*replies)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NETBOX_CHAT", "OLLAMA"))}
     env.update(
         NETBOX_CHAT_SESSIONS=str(tmp_path / "s"), OLLAMA_HOST=ollama.url,
         NETBOX_CHAT_MODEL="qwen3:8b", XDG_CACHE_HOME=str(tmp_path / "cache"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_STATE_HOME=str(tmp_path / "state"),
     )  # fmt: skip
-    result = CliRunner().invoke(app, ["ask", "active prefixes?", "--json"], env=env)
+    result = CliRunner().invoke(app, ["ask", "question", "--json"], env=env)
     assert result.exit_code == 0, result.output
-    first, second = [m["content"] for m in ollama.requests[2]["messages"] if m["role"] == "tool"]
+    assert json.loads(result.stdout)["answer"] == "Done."
+    return [m["content"] for m in ollama.requests[-1]["messages"] if m["role"] == "tool"]
+
+
+def test_the_same_call_twice_in_a_turn_asks_netbox_once(tmp_path, ollama):
+    """Item 5 through the real CLI and agent against the real NetBox: the second,
+    identical call is answered from the first, with a note."""
+    from tests.ollama_server import Text, ToolCall
+
+    args = {"object_type": "ipam.prefix", "filters": {"status": "active"}}
+    first, second = ask_through_the_cli(
+        tmp_path,
+        ollama,
+        [ToolCall("netbox_get_objects", args)],
+        [ToolCall("netbox_get_objects", {"object_type": "ipam.prefix", "status": "active"})],
+        [Text("Done.")],
+    )
     assert json.loads(first)["count"] == raw_count("ipam/prefixes", [("status", "active")])
     assert "NetBox was not asked again" in second
+
+
+def test_names_where_netbox_wants_slugs_through_the_cli(tmp_path, ollama):
+    """Item 6 through the real CLI: a display name read as its slug, a slug no site has
+    refused naming the closest."""
+    from tests.ollama_server import Text, ToolCall
+
+    by_name = {"object_type": "dcim.device", "filters": {"tenant": "GLOBEX"}}
+    no_site = {"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}}
+    read, refused = ask_through_the_cli(
+        tmp_path,
+        ollama,
+        [ToolCall("netbox_get_objects", by_name), ToolCall("netbox_get_objects", no_site)],
+        [Text("Done.")],
+    )
+    assert json.loads(read)["count"] == raw_count("dcim/devices", [("tenant", "globex")])
+    assert "tenant 'GLOBEX' read as tenancy.tenant slug 'globex'" in read
+    assert refused.startswith("Error: 'site': no dcim.site has the name or slug 'dm-nowhere'")
+    assert "'DM-Akron' (slug dm-akron, id 1)" in refused
+
+
+def test_not_found_says_where_the_name_is_through_the_cli(tmp_path, ollama):
+    """Item 7 through the real CLI: a tenant searched as a circuit provider."""
+    from tests.ollama_server import Text, ToolCall
+
+    search = {"query": "Globex", "object_types": ["circuits.provider"]}
+    (found,) = ask_through_the_cli(
+        tmp_path, ollama, [ToolCall("netbox_search_objects", search)], [Text("Done.")]
+    )
+    assert json.loads(found)["found_elsewhere"]["tenancy.tenant"]["names"] == ["Globex"]
