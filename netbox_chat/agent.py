@@ -7,6 +7,7 @@ why the REPL builds the agent on a background thread while the user types.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Required
@@ -28,6 +29,7 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
+from netbox_chat.coldstart import recorder
 from netbox_chat.config import Settings
 from netbox_chat.liveness import PatientTransport, ollama_probe
 from netbox_chat.netbox.repeats import RepeatedCalls
@@ -178,6 +180,7 @@ def build_model(
             "transport": PatientTransport(
                 ollama_probe(settings.ollama_url, settings.request_timeout),
                 settings.request_timeout,
+                loaded=recorder(os.environ),  # the user's cold start, for doctor
             )
         },
     )

@@ -384,6 +384,16 @@ def config_path(env: Mapping[str, str]) -> Path | None:
     return Path(base) / CONFIG_NAME if base else None
 
 
+def state_dir(env: Mapping[str, str]) -> Path | None:
+    """`$XDG_STATE_HOME/netbox-chat`, else under `$HOME/.local/state`: the user's own
+    state (the REPL's input history, measured cold starts), where shells keep theirs.
+    Only from the given environment, as `config_path`."""
+    base = env.get("XDG_STATE_HOME") or (
+        str(Path(env["HOME"]) / ".local" / "state") if env.get("HOME") else ""
+    )
+    return Path(base) / "netbox-chat" if base else None
+
+
 @dataclass(frozen=True)
 class ConfigFile:
     path: Path

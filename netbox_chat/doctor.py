@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from netbox_chat.coldstart import cold_start_line, last_cold_start, record_path
 from netbox_chat.config import Settings
 from netbox_chat.credentials import token_origin
 from netbox_chat.errors import UserFacingError
@@ -111,12 +112,14 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
     checks.append(_model_check(info))
     checks.append(check_window(settings, info))
     checks.append(check_loaded(url, model, timeout))
+    last = last_cold_start(record_path(os.environ), model)
+    checks.append(Check("cold start", True, cold_start_line(last, model)))
     return checks
 
 
 COLD_START = (
-    "the first question waits while Ollama loads it (a cold first call of 82-108 s was "
-    "measured for a 125B MoE); netbox-chat waits as long as Ollama answers /api/ps"
+    "the first question waits while Ollama loads it; netbox-chat waits as long as "
+    "Ollama answers /api/ps"
 )
 
 

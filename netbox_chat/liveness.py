@@ -30,7 +30,11 @@ _T = TypeVar("_T")
 
 Probe = Callable[[httpx.Request], Awaitable[str | None]]
 """Asks the server about a request that has had no byte yet: what it is doing
-(shown to the user), or None when it did not answer."""
+(shown to the user), or None when it did not answer. An activity that starts
+with `LOADING` names the model being loaded: when such a wait ends, the load
+took that long (see `PatientTransport`'s `loaded`)."""
+
+LOADING = "loading "
 
 
 def gave_up(now: float, last_answer: float, timeout: float) -> bool:
@@ -91,7 +95,7 @@ def read_ollama_ps(answer: httpx.Response, model: str, body: dict[str, Any]) -> 
     listed = answer.json().get("models") or []
     names = {str(m.get("name")) for m in listed if isinstance(m, dict)}
     names |= {str(m.get("model")) for m in listed if isinstance(m, dict)}
-    return reading(body) if model in names else f"loading {model}"
+    return reading(body) if model in names else f"{LOADING}{model}"
 
 
 def ollama_probe(base_url: str, timeout: float) -> Probe:
@@ -124,6 +128,9 @@ class PatientTransport(httpx.AsyncBaseTransport):
     only its own). While it waits it reports `Waiting` events to the LangGraph
     run it is part of (stream mode "custom"); the turn shows them on the status
     line. Cancelling the request (Ctrl-C) cancels the wait and the request.
+    `loaded`, if given, is told the model and the seconds from the request to the
+    end of a load it saw (the server reading the prompt, or answering): the
+    user's own cold start, to within a poll.
     """
 
     def __init__(
@@ -135,6 +142,7 @@ class PatientTransport(httpx.AsyncBaseTransport):
         inner: httpx.AsyncBaseTransport | None = None,
         report: Callable[[Waiting], None] = report_to_graph,
         poll: float = POLL_SECONDS,
+        loaded: Callable[[str, float], None] | None = None,
     ) -> None:
         self.probe = probe
         self.timeout = timeout
@@ -142,6 +150,7 @@ class PatientTransport(httpx.AsyncBaseTransport):
         self.inner = inner or httpx.AsyncHTTPTransport()
         self.report = report
         self.poll = poll
+        self.loaded = loaded
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.method != "POST" or request.url.path not in self.paths:
@@ -174,15 +183,22 @@ class PatientTransport(httpx.AsyncBaseTransport):
         when the request went out, `answered` when the server last answered it."""
         pending = asyncio.ensure_future(awaited)
         last_answer = answered or started
+        loading: str | None = None  # the model a probe said was loading
         try:
             while True:
                 done, _ = await asyncio.wait({pending}, timeout=self.poll)
                 if done:
+                    self._load_ended(loading, time.monotonic() - started)
                     return pending.result()
                 activity = await self.probe(request)
                 now = time.monotonic()
                 if activity is not None:
                     last_answer = now
+                    if activity.startswith(LOADING):
+                        loading = activity.removeprefix(LOADING)
+                    else:
+                        self._load_ended(loading, now - started)
+                        loading = None
                     self.report(Waiting(activity, round(now - started, 1)))
                 elif gave_up(now, last_answer, self.timeout):
                     raise httpx.ReadTimeout(
@@ -192,6 +208,10 @@ class PatientTransport(httpx.AsyncBaseTransport):
         except BaseException:
             pending.cancel()
             raise
+
+    def _load_ended(self, model: str | None, seconds: float) -> None:
+        if model is not None and self.loaded is not None:
+            self.loaded(model, seconds)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -36,7 +36,7 @@ from rich.console import Console
 from rich.text import Text
 
 from netbox_chat import render
-from netbox_chat.config import Settings
+from netbox_chat.config import Settings, state_dir
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
 from netbox_chat.stores import OpenSession
@@ -108,8 +108,8 @@ def _typed_ahead(terminal: int | None) -> bool:
 
 def history_path() -> Path:
     """The user's one input history, where shells keep theirs (XDG state)."""
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "netbox-chat" / "history"
+    state = state_dir(os.environ) or Path.home() / ".local" / "state" / "netbox-chat"
+    return state / "history"
 
 
 def user_history(path: Path) -> History:

@@ -65,7 +65,7 @@ def chat_env(
     }
     env.update(
         NETBOX_CHAT_SESSIONS=str(sessions_dir),
-        XDG_STATE_HOME=str(tmp_path / "state"),  # the REPL's input history, never the real one
+        XDG_STATE_HOME=str(tmp_path / "state"),  # input history, cold starts: never the real
         NETBOX_CHAT_CHECK_HISTORY_CACHE="1",  # see the top of this file
         **server_env(ollama),
         NETBOX_CHAT_MODEL="qwen3:8b",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
@@ -217,8 +218,17 @@ DATA: dict[str, list[dict[str, Any]]] = {
 # Filters whose value is another object's slug or id, and that object's list: NetBox
 # 4.7.3 answers 400 for a value no object has, as the live tier's NetBox does:
 # {"tenant": ["Select a valid choice. Dunder-Mifflin, Inc. is not one of the available
-# choices."]}, {"rack_id": ["“DC1” is not a valid value."]}.
-RELATIONS = {"site": "dcim/sites", "tenant": "tenancy/tenants", "rack_id": "dcim/racks"}
+# choices."]}, {"rack_id": ["“DC1” is not a valid value."]}, and for an id no object has
+# {"site_id": ["Select a valid choice. 99999 is not one of the available choices."]}.
+# Of several values, only the first no object has is named (Django's
+# ModelMultipleChoiceField._check_values stops there).
+RELATIONS = {
+    "site": "dcim/sites",
+    "site_id": "dcim/sites",
+    "tenant": "tenancy/tenants",
+    "tenant_id": "tenancy/tenants",
+    "rack_id": "dcim/racks",
+}
 # Filters that read another field of the row (IP addresses by their interface's id).
 FILTER_FIELDS = {("ipam/ip-addresses", "interface_id"): "assigned_object_id"}
 # Choice values, as NetBox checks them (case-sensitive: "Active" is a 400).
@@ -253,14 +263,20 @@ def _searched(obj: dict[str, Any], q: str) -> bool:
     return any(q.lower() in str(obj.get(k, "")).lower() for k in ("name", "slug", "address"))
 
 
-def _refused(key: str, values: list[str]) -> dict[str, list[str]] | None:
-    """NetBox's 400 for a filter value no object or choice has (see RELATIONS)."""
+def _refused(
+    data: dict[str, list[dict[str, Any]]], key: str, values: list[str]
+) -> dict[str, list[str]] | None:
+    """NetBox's 400 for a filter value no object or choice has (see RELATIONS), or a
+    date that is none (the live tier's NetBox: {"created__gte": ["Enter a valid
+    date/time."]} for created__gte=yesterday)."""
     for value in values:
+        if key.partition("__")[0] in ("created", "last_updated") and not _is_date(value):
+            return {key: ["Enter a valid date/time."]}
         if key.endswith("_id") and not value.isdigit():
             return {key: [f"“{value}” is not a valid value."]}
         table = RELATIONS.get(key)
         known = (
-            {str(o["id"] if key.endswith("_id") else o["slug"]) for o in DATA[table]}
+            {str(o["id"] if key.endswith("_id") else o["slug"]) for o in data[table]}
             if table
             else set(STATUSES)
             if key == "status"
@@ -269,6 +285,14 @@ def _refused(key: str, values: list[str]) -> dict[str, list[str]] | None:
         if known is not None and value not in known:
             return {key: [f"Select a valid choice. {value} is not one of the available choices."]}
     return None
+
+
+def _is_date(value: str) -> bool:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 class NetBoxDouble:
@@ -349,7 +373,7 @@ class NetBoxDouble:
                     params.pop(control, None)
                 q = params.pop("q", [""])[0]
                 for key, values in params.items():
-                    refused = _refused(key, values)
+                    refused = _refused(double.data, key, values)
                     if refused:
                         return self._json(400, refused)
                 rows = [

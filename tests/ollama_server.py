@@ -523,6 +523,11 @@ class ScriptedOllama:
         the prompt. Real figures (../shared/facts/real-models.md): a cold first call
         of 82-108 s, a 19,976-token prefill of about 167 s with no byte streamed;
         `[Delay(s), Text(...)]` plays such a silence, scaled down."""
+        self.load_seconds: float | None = None
+        """Opt in (with `running`): a chat request for a model `running` lacks lists
+        it there this many seconds later, as a real Ollama lists a model in /api/ps
+        once it has loaded it and goes on to read the prompt (the cold first call of
+        82-108 s above, scaled down)."""
         self.ps_requests = 0
         self.requests: list[dict[str, Any]] = []
         self.seen: list[SeenPrompt | None] = []
@@ -643,6 +648,15 @@ class ScriptedOllama:
                 )
 
     # Called from handler threads
+
+    def _load(self, model: str) -> None:
+        """Plays `load_seconds`: the model joins `running` once loaded."""
+        running, seconds = self.running, self.load_seconds
+        if running is None or seconds is None or model in running:
+            return
+        timer = threading.Timer(seconds, lambda: model in running or running.append(model))
+        timer.daemon = True
+        timer.start()
 
     def _record(self, body: dict[str, Any]) -> int:
         with self._changed:
@@ -862,6 +876,7 @@ class _Handler(BaseHTTPRequestHandler):
         if think and "thinking" not in capabilities and ollama._version >= (0, 9, 0):
             self._send_json(400, {"error": f'"{model}" does not support thinking'})
             return
+        ollama._load(model)
         try:
             reply = ollama._next_reply(index, body)
         except _NoReply as err:

@@ -9,7 +9,9 @@ where it says it is alive (models/dialects.py, `Dialect.busy`)."""
 from __future__ import annotations
 
 import json
+import stat
 import time
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ import pytest
 from netbox_chat.models.dialects import DIALECTS
 from tests.ollama_server import Delay, Responder, ScriptedOllama, Stall, Step, Text
 from tests.openai_server import ScriptedOpenAI
+from tests.test_doctor import doctor, line
 from tests.test_real_models import ask, ask_json, turn_row
 from tests.test_repl_pty import PROMPT, leave, only_session, spawn
 
@@ -204,3 +207,63 @@ def test_the_repl_says_what_an_openai_server_is_doing_and_ctrl_c_cancels_the_wai
     ask_json(openai_env, "next question", "--session", session)
     sent = json.dumps(openai_server.requests[-1]["messages"])
     assert "hello" in sent and "the question to cancel" not in sent
+
+
+def cold_starts(env: dict[str, str]) -> Path:
+    return Path(env["XDG_STATE_HOME"]) / "netbox-chat" / "cold-starts.json"
+
+
+def test_a_cold_start_is_measured_in_a_turn_and_doctor_states_it(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    assert "never measured here for qwen3:8b" in line(doctor(chat_env)[1], "cold start")
+    ollama.running = []
+    ollama.load_seconds = 3.0  # listed by /api/ps after 3 s, then reads the prompt
+    ollama.script([Delay(6.0), Text("Hello.")])
+    lines = stream({**chat_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}, "hello")
+    activities = [line["activity"] for line in lines if line["type"] == "waiting"]
+    assert activities[0] == "loading qwen3:8b" and activities[-1].startswith("reading ")
+    assert lines[-1]["answer"] == "Hello."
+
+    record = cold_starts(chat_env)
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
+    assert stat.S_IMODE(record.parent.stat().st_mode) == 0o700
+    seconds = json.loads(record.read_text())["qwen3:8b"]["seconds"]
+    assert 3.0 <= seconds < 6.0  # the load, to within a poll: not the whole silence
+    assert line(doctor(chat_env)[1], "cold start") == (
+        f"✓ cold start: {seconds:.0f} s for qwen3:8b, measured {date.today().isoformat()}"
+    )
+
+
+def test_a_turn_with_the_model_in_memory_measures_no_cold_start(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.running = ["qwen3:8b"]
+    ollama.script([Delay(3.0), Text("Hello.")])  # a silence, but reading, not loading
+    stream({**chat_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}, "hello")
+    assert not cold_starts(chat_env).exists()
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        '{"qwen3:8b": {"seconds": "14\\u001b[2J", "measured": "2026-12-02"}}',
+        '{"qwen3:8b": {"seconds": 1e999, "measured": "2026-12-02"}}',
+        '{"qwen3:8b": {"seconds": true, "measured": "2026-12-02"}}',
+        '{"qwen3:8b": {"seconds": 14, "measured": "2026-12-02\\u001b[2J"}}',
+        '{"qwen3:8b": {"seconds": 14, "measured": "yesterday!"}}',
+        '{"llama3:8b": {"seconds": 14, "measured": "2026-12-02"}}',
+        '["qwen3:8b", 14]',
+        "not json",
+    ],
+    ids=["control-in-seconds", "infinite", "bool", "control-in-date", "no-date", "other-model",
+         "a-list", "not-json"],
+)  # fmt: skip
+def test_a_cold_start_record_that_is_not_ours_is_never_shown(
+    chat_env: dict[str, str], stored: str
+) -> None:
+    record = cold_starts(chat_env)
+    record.parent.mkdir(parents=True)
+    record.write_text(stored)
+    shown = line(doctor(chat_env)[1], "cold start")
+    assert "never measured here for qwen3:8b" in shown and "\x1b" not in shown

@@ -289,8 +289,11 @@ def test_bad_value_for_a_real_filter_is_refused_with_its_values_or_netboxs_400_i
     out, counting = get_objects({"object_type": "dcim.device", "filters": {"status": "broken"}})
     assert out.startswith("Error: 'status': 'broken' is not a value of dcim.device's status")
     assert "Its values: offline, active, planned" in out and counting.sent == []
-    out, _ = get_objects({"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}})
-    assert out.startswith("Error: NetBox answered 400: 'site' 'dm-nowhere' refused by NetBox")
+    out, _ = get_objects({"object_type": "dcim.device", "filters": {"created__gte": "yesterday"}})
+    assert out == (
+        "Error: NetBox answered 400: 'created__gte' 'yesterday' refused by NetBox: "
+        "Enter a valid date/time."
+    )
 
     async def go():
         async with NetBoxClient(URL, TOKEN) as c:
@@ -685,11 +688,20 @@ def test_a_choice_in_the_wrong_case_is_read_and_a_400_is_one_line():
     result = json.loads(out)
     assert result["count"] == raw_count("dcim/devices", [("status", "active")])
     assert "status 'Active' read as 'active'" in result["note"]
-    out, _ = get_objects({"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}})
-    assert out == (
-        "Error: NetBox answered 400: 'site' 'dm-nowhere' refused by NetBox; it takes a "
-        "dcim.site slug (find it with netbox_get_objects('dcim.site', {'q': ...}))."
-    )
+
+
+def test_a_slug_or_id_no_object_has_is_refused_naming_the_closest():
+    """NetBox answers 400 "Select a valid choice" for both; the tool looks the value up
+    as a name after that 400 only, and names the closest sites."""
+    assert raw("dcim/devices", [("site", "dm-nowhere")]).status_code == 400
+    assert raw("dcim/devices", [("site_id", "99999")]).status_code == 400
+    out, counting = get_objects({"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}})
+    assert out.startswith("Error: 'site': no dcim.site has the name or slug 'dm-nowhere' (")
+    assert "closest: 'DM-Cleveland' (slug dm-cleveland, id 4), 'DM-Akron'" in out
+    assert [r.url.path for r in counting.sent].count("/api/dcim/devices/") == 1
+    out, _ = get_objects({"object_type": "dcim.device", "filters": {"site_id": 99999}})
+    assert out.startswith("Error: 'site_id': no dcim.site has the name, slug or id '99999'")
+    assert "look it up with netbox_get_objects('dcim.site', {'q': ...})" in out
 
 
 def test_a_generic_relation_is_sent_as_the_filter_that_works():
@@ -718,28 +730,68 @@ def test_nothing_found_says_where_the_name_is():
     assert json.loads(out)["found_elsewhere"]["tenancy.tenant"]["names"] == ["Acme"]
 
 
-def test_the_same_call_twice_in_a_turn_asks_netbox_once(tmp_path, ollama):
-    """Item 5 through the real CLI and agent against the real NetBox: the second,
-    identical call is answered from the first, with a note."""
+def ask_through_the_cli(tmp_path, ollama, *replies) -> list[str]:
+    """One `ask --json` through the real CLI and agent, the scripted Ollama playing
+    `replies`, against the real NetBox: the tool results its last request carried."""
     from typer.testing import CliRunner
 
     from netbox_chat.cli import app
-    from tests.ollama_server import Text, ToolCall
 
-    args = {"object_type": "ipam.prefix", "filters": {"status": "active"}}
-    ollama.script(
-        [ToolCall("netbox_get_objects", args)],
-        [ToolCall("netbox_get_objects", {"object_type": "ipam.prefix", "status": "active"})],
-        [Text("Done.")],
-    )
+    ollama.script(*replies)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NETBOX_CHAT", "OLLAMA"))}
     env.update(
         NETBOX_CHAT_SESSIONS=str(tmp_path / "s"), OLLAMA_HOST=ollama.url,
         NETBOX_CHAT_MODEL="qwen3:8b", XDG_CACHE_HOME=str(tmp_path / "cache"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_STATE_HOME=str(tmp_path / "state"),
     )  # fmt: skip
-    result = CliRunner().invoke(app, ["ask", "active prefixes?", "--json"], env=env)
+    result = CliRunner().invoke(app, ["ask", "question", "--json"], env=env)
     assert result.exit_code == 0, result.output
-    first, second = [m["content"] for m in ollama.requests[2]["messages"] if m["role"] == "tool"]
+    assert json.loads(result.stdout)["answer"] == "Done."
+    return [m["content"] for m in ollama.requests[-1]["messages"] if m["role"] == "tool"]
+
+
+def test_the_same_call_twice_in_a_turn_asks_netbox_once(tmp_path, ollama):
+    """Item 5 through the real CLI and agent against the real NetBox: the second,
+    identical call is answered from the first, with a note."""
+    from tests.ollama_server import Text, ToolCall
+
+    args = {"object_type": "ipam.prefix", "filters": {"status": "active"}}
+    first, second = ask_through_the_cli(
+        tmp_path,
+        ollama,
+        [ToolCall("netbox_get_objects", args)],
+        [ToolCall("netbox_get_objects", {"object_type": "ipam.prefix", "status": "active"})],
+        [Text("Done.")],
+    )
     assert json.loads(first)["count"] == raw_count("ipam/prefixes", [("status", "active")])
     assert "NetBox was not asked again" in second
+
+
+def test_names_where_netbox_wants_slugs_through_the_cli(tmp_path, ollama):
+    """Item 6 through the real CLI: a display name read as its slug, a slug no site has
+    refused naming the closest."""
+    from tests.ollama_server import Text, ToolCall
+
+    by_name = {"object_type": "dcim.device", "filters": {"tenant": "GLOBEX"}}
+    no_site = {"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}}
+    read, refused = ask_through_the_cli(
+        tmp_path,
+        ollama,
+        [ToolCall("netbox_get_objects", by_name), ToolCall("netbox_get_objects", no_site)],
+        [Text("Done.")],
+    )
+    assert json.loads(read)["count"] == raw_count("dcim/devices", [("tenant", "globex")])
+    assert "tenant 'GLOBEX' read as tenancy.tenant slug 'globex'" in read
+    assert refused.startswith("Error: 'site': no dcim.site has the name or slug 'dm-nowhere'")
+    assert "'DM-Akron' (slug dm-akron, id 1)" in refused
+
+
+def test_not_found_says_where_the_name_is_through_the_cli(tmp_path, ollama):
+    """Item 7 through the real CLI: a tenant searched as a circuit provider."""
+    from tests.ollama_server import Text, ToolCall
+
+    search = {"query": "Globex", "object_types": ["circuits.provider"]}
+    (found,) = ask_through_the_cli(
+        tmp_path, ollama, [ToolCall("netbox_search_objects", search)], [Text("Done.")]
+    )
+    assert json.loads(found)["found_elsewhere"]["tenancy.tenant"]["names"] == ["Globex"]

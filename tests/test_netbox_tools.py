@@ -206,10 +206,29 @@ def test_a_bad_choice_is_refused_before_netbox_with_its_values():
     )
 
 
-def test_netbox_400_is_one_line_naming_the_filter_and_what_it_takes():
+def test_a_slug_no_object_has_is_refused_naming_the_closest():
+    # NetBox answers 400 "Select a valid choice. dm-nowhere is not one of the available
+    # choices."; the tool then looks the value up as a name (q), then on a page of sites.
     assert scenario("bad_slug_400")["result"] == (
-        "Error: NetBox answered 400: 'site' 'dm-nowhere' refused by NetBox; it takes a "
-        "dcim.site slug (find it with netbox_get_objects('dcim.site', {'q': ...}))."
+        "Error: 'site': no dcim.site has the name or slug 'dm-nowhere' (closest: "
+        "'DM-Cleveland' (slug dm-cleveland, id 4), 'DM-Akron' (slug dm-akron, id 1), "
+        "'DM-Dayton' (slug dm-dayton, id 3)); site takes a slug."
+    )
+
+
+def test_an_id_no_object_has_is_refused_saying_how_to_find_it():
+    # NetBox answers an id no site has as it does a slug: 400 "Select a valid choice".
+    # No name is near a number, so no page of sites is read for one.
+    assert scenario("no_such_site_id_400")["result"] == (
+        "Error: 'site_id': no dcim.site has the name, slug or id '99999' (none is close; "
+        "look it up with netbox_get_objects('dcim.site', {'q': ...})); site_id takes an id."
+    )
+
+
+def test_netbox_400_is_one_line_naming_the_filter_and_netboxs_words():
+    assert scenario("bad_date_400")["result"] == (
+        "Error: NetBox answered 400: 'created__gte' 'yesterday' refused by NetBox: "
+        "Enter a valid date/time."
     )
 
 

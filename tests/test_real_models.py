@@ -221,6 +221,23 @@ def test_an_empty_reply_after_tool_calls_fails_the_turn_and_keeps_nothing(
     assert not list(sessions_dir.glob("*.sqlite"))
 
 
+def test_an_empty_reply_in_a_session_is_rolled_back_and_never_sent_again(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    session = _first_turn(chat_env, ollama)
+    ollama.script([ToolCall("netbox_get_objects", SITES_CALL)], [])
+    result = ask(chat_env, "list the sites", "--session", session, code=1)
+    assert result.stdout == ""
+    (line,) = [line for line in result.stderr.splitlines() if line]
+    assert "turn 2 failed" in line and "without an answer" in line and "/think off" in line
+    row = turn_row(sessions_dir, session, 2)
+    assert row["status"] == "failed" and row["answer"] is None and row["rolled_back"] >= 1
+    ollama.script([Text("Yes.")])
+    ask_json(chat_env, "still there?", "--session", session)
+    sent = [(m["role"], m["content"]) for m in ollama.requests[-1]["messages"][1:]]
+    assert sent == [("user", "hello"), ("assistant", "Hello."), ("user", "still there?")]
+
+
 # --- item 5: the same call twice in one turn ----------------------------------------
 
 
@@ -294,12 +311,18 @@ def one_call(
     env: dict[str, str], ollama: ScriptedOllama, call: ToolCall | dict[str, Any]
 ) -> tuple[dict[str, Any], str]:
     """One turn that makes one call (a netbox_get_objects call, given its arguments);
-    (result, the tool result the next request carried)."""
+    (result, the tool result the next request carried), once the ledger is seen to
+    record the turn done and the call as the model sent it, failed if refused."""
     if not isinstance(call, ToolCall):
         call = ToolCall("netbox_get_objects", call)
     ollama.script([call], [Text("Done.")])
     result = ask_json(env, "question")
     (carried,) = tool_results(ollama.requests[-1])
+    row = turn_row(Path(env["NETBOX_CHAT_SESSIONS"]), result["session"], 1)
+    assert row["status"] == "done" and row["answer"] == "Done."
+    (recorded,) = json.loads(row["tool_calls"])
+    assert (recorded["name"], recorded["args"]) == (call.name, dict(call.args))
+    assert recorded["error"] == carried.startswith("Error: ")
     return result, carried
 
 
@@ -352,14 +375,73 @@ def test_a_name_no_object_has_is_refused_naming_the_closest(
     assert devices_asked(netbox) == []
 
 
+def test_a_slug_no_object_has_is_refused_naming_the_closest(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    # A slug-shaped value NetBox answers 400 for: looked up as a name after the 400 only
+    args = {"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}}
+    result, carried = one_call(chat_env, ollama, args)
+    assert result["status"] == "done"
+    assert carried.startswith("Error: 'site': no dcim.site has the name or slug 'dm-nowhere' (")
+    assert "(closest: 'DM-Akron' (slug dm-akron, id 1), 'DM-Dayton'" in carried
+    assert carried.endswith("site takes a slug.")
+    assert len(devices_asked(netbox)) == 1  # the refused request, not asked again
+    assert sites_asked(netbox) == 2  # the name (q), then a page of sites to be near
+
+
+def test_an_id_no_object_has_is_refused_without_reading_a_page(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    args = {"object_type": "dcim.device", "filters": {"site_id": 99999}}
+    _, carried = one_call(chat_env, ollama, args)
+    assert carried == (
+        "Error: 'site_id': no dcim.site has the name, slug or id '99999' (none is close; "
+        "look it up with netbox_get_objects('dcim.site', {'q': ...})); site_id takes an id."
+    )
+    assert sites_asked(netbox) == 1
+
+
+def test_a_slug_shaped_name_netbox_refuses_is_read_as_that_objects_slug(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble, sessions_dir: Path
+) -> None:
+    netbox.data["dcim/sites"].append({"id": 9, "name": "HQ", "slug": "dm-hq"})
+    netbox.data["dcim/devices"].append(
+        {"id": 9, "name": "hq-fw01", "site": {"id": 9, "slug": "dm-hq", "name": "HQ"}}
+    )
+    args = {"object_type": "dcim.device", "filters": {"site": ["dm-akron", "hq"]}}
+    result, carried = one_call(chat_env, ollama, args)
+    first, second = devices_asked(netbox)
+    assert "site=dm-akron&site=hq&" in first and "site=dm-akron&site=dm-hq&" in second
+    answer = json.loads(carried)
+    assert answer["count"] == 4 and "site 'hq' read as dcim.site slug 'dm-hq'" in answer["note"]
+    (call,) = json.loads(turn_row(sessions_dir, result["session"], 1)["tool_calls"])
+    assert call["args"]["filters"] == {"site": ["dm-akron", "hq"]}  # as the model sent it
+
+
 def test_netbox_400_comes_back_as_one_line_naming_the_filter(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
-    args = {"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}}
+    args = {"object_type": "dcim.device", "filters": {"created__gte": "yesterday"}}
     _, carried = one_call(chat_env, ollama, args)
     assert carried == (
-        "Error: NetBox answered 400: 'site' 'dm-nowhere' refused by NetBox; it takes a "
-        "dcim.site slug (find it with netbox_get_objects('dcim.site', {'q': ...}))."
+        "Error: NetBox answered 400: 'created__gte' 'yesterday' refused by NetBox: "
+        "Enter a valid date/time."
+    )
+
+
+def test_a_filter_named_like_another_apps_type_is_not_looked_up_there(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    # A device's role_id is a dcim.devicerole id; an IPAM role of that name is no answer
+    netbox.data["ipam/roles"] = [{"id": 7, "name": "Router", "slug": "router"}]
+    args = {"object_type": "dcim.device", "filters": {"role_id": "Router"}}
+    _, carried = one_call(chat_env, ollama, args)
+    assert not [p for p in netbox.requests if p.startswith("/api/ipam/")]
+    (sent,) = devices_asked(netbox)
+    assert "role_id=Router" in sent
+    assert carried == (
+        "Error: NetBox answered 400: 'role_id' 'Router' refused by NetBox: "
+        "“Router” is not a valid value."
     )
 
 

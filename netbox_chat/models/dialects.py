@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from netbox_chat.liveness import Probe, Reading, answer_probe, read_ollama_ps, reading
+from netbox_chat.liveness import LOADING, Probe, Reading, answer_probe, read_ollama_ps, reading
 
 
 def _read_llama_health(answer: httpx.Response, model: str, body: dict[str, Any]) -> str | None:
@@ -38,7 +38,7 @@ def _read_llama_health(answer: httpx.Response, model: str, body: dict[str, Any])
     200 `{"status": "ok"}` once it serves (tools/server/README.md, "GET
     /health"); it answers from the HTTP thread while a slot reads a prompt."""
     if answer.status_code == 503:
-        return f"loading {model}"
+        return f"{LOADING}{model}"
     return reading(body) if answer.status_code == 200 else None
 
 
@@ -62,7 +62,7 @@ def _read_lmstudio(answer: httpx.Response, model: str, body: dict[str, Any]) -> 
             entry.get("key") == model or any(i.get("id") == model for i in instances)
         ):
             return reading(body)
-    return f"loading {model}"
+    return f"{LOADING}{model}"
 
 
 @dataclass(frozen=True)

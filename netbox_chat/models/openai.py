@@ -16,6 +16,7 @@ background thread, like ChatOllama.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -31,6 +32,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai.chat_models.base import BaseChatOpenAI
 from pydantic import PrivateAttr, SecretStr
 
+from netbox_chat.coldstart import recorder
 from netbox_chat.errors import UserFacingError
 from netbox_chat.liveness import PatientTransport
 from netbox_chat.models.dialects import DIALECTS, Dialect, busy_probe
@@ -303,6 +305,7 @@ def build_chat_model(
                 busy_probe(base_url, dialect, api_key, read_timeout),
                 read_timeout,
                 paths=(f"{urlsplit(base_url).path.rstrip('/')}/chat/completions",),
+                loaded=recorder(os.environ),  # the user's cold start, for doctor
             ),
             timeout=httpx.Timeout(read_timeout, connect=10.0),
         ),

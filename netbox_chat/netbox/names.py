@@ -5,8 +5,10 @@ Inc."`` (a display name; NetBox answered 400), ``rack_id`` given a rack's name,
 ``assigned_object_id: [66, 67]`` with ``assigned_object_type`` (400). A relation filter
 whose value cannot be a slug (or an id) is looked up on its own type: exactly one
 object with that name (any case) or slug gives its slug or id, with a note; several
-are listed and none is named by the closest, both as refusals. What NetBox still
-refuses with a 400 comes back as one line naming the filter and what it takes.
+are listed and none is named by the closest, both as refusals. A slug or id NetBox
+answers 400 for (no object has it) is looked up the same way, after the 400 only. What
+NetBox still refuses with a 400 comes back as one line naming the filter and what it
+takes.
 """
 
 from __future__ import annotations
@@ -50,17 +52,27 @@ class Relation:
 def relation(table: FilterTable, ot: ObjectType, key: str) -> Relation | None:
     """The object type ``key`` points at and what it takes, when both are known: the
     schema's hint says ``(slug)`` or ``(ID)`` (or the name ends in ``_id``), and one type
-    is named like the filter (``tenant`` -> tenancy.tenant, ``virtual_machine_id`` ->
-    virtualization.virtualmachine), preferring ``ot``'s own app."""
+    is named like the hint's label (``Circuit group`` -> circuits.circuitgroup) or the
+    filter (``tenant`` -> tenancy.tenant, ``virtual_machine_id`` ->
+    virtualization.virtualmachine), preferring ``ot``'s own app. A name ``ot``'s app
+    also ends other types with (``group`` beside dcim.rackgroup and dcim.sitegroup) is
+    not read as another app's type: no guess, so no wrong object."""
     hint = ot.hints.get(key, "")
     by = "id" if key.endswith("_id") or hint.endswith("(ID)") else None
     by = by or ("slug" if "(slug)" in hint else None)
     if by is None or key not in ot.filters:
         return None
-    model = key.removesuffix("_id").replace("_", "")
-    named = [t for name, t in table.types.items() if name.split(".", 1)[1] == model]
-    same_app = [t for t in named if t.name.split(".")[0] == ot.name.split(".")[0]]
-    found = same_app if len(same_app) == 1 else named
+    app = ot.name.split(".")[0]
+    models = {name.split(".", 1)[1]: name for name in table.types}
+    label = hint.partition(" (")[0].replace(" ", "").lower()
+    if label in models and models[label].split(".")[0] == app:
+        found = [table.types[models[label]]]
+    else:
+        model = key.removesuffix("_id").replace("_", "")
+        named = [t for name, t in table.types.items() if name.split(".", 1)[1] == model]
+        same_app = [t for t in named if t.name.split(".")[0] == app]
+        kin = [n for n in table.types if n.startswith(app + ".") and n.endswith(model)]
+        found = same_app if len(same_app) == 1 else ([] if kin else named)
     if len(found) != 1 or "q" not in found[0].filters:
         return None
     return Relation(found[0], by)
@@ -88,19 +100,58 @@ async def _candidates(client: NetBoxClient, target: ObjectType, name: str) -> li
 async def _closest(
     client: NetBoxClient, target: ObjectType, name: str, near: list[dict[str, Any]]
 ) -> str:
-    """The nearest names among the near misses, else among a page of the type."""
-    if not near:
+    """The objects NetBox's search found for ``name`` (``q``: its name, or a VLAN's
+    vid, holds it), nearest first; else the nearest names on a page of the type, which
+    a number (an id no object has) is near none of, so that page is not read for one."""
+    if near:
+        ranked = sorted(near, key=lambda r: -_likeness(name, _label(r)))[:3]
+    elif name.isdigit():
+        ranked = []
+    else:
         data = await client.get(target.path, [("brief", "true"), ("limit", "100")])
-        near = [r for r in (data.get("results") or []) if isinstance(r, dict)]
-    labels = {_label(r).lower(): r for r in near}
-    close = difflib.get_close_matches(name.lower(), list(labels), n=3, cutoff=0.3)
-    shown = [f"{_label(labels[c])!r} ({_key(labels[c])})" for c in close]
-    return f"closest: {', '.join(shown)}" if shown else f"no {target.name} is close"
+        labels = {_label(r).lower(): r for r in (data.get("results") or []) if isinstance(r, dict)}
+        close = difflib.get_close_matches(name.lower(), list(labels), n=3, cutoff=0.3)
+        ranked = [labels[c] for c in close]
+    shown = [f"{_label(r)!r} ({_key(r)})" for r in ranked]
+    if shown:
+        return f"closest: {', '.join(shown)}"
+    return f"none is close; look it up with netbox_get_objects('{target.name}', {{'q': ...}})"
+
+
+def _likeness(name: str, label: str) -> float:
+    return difflib.SequenceMatcher(None, name.lower(), label.lower()).ratio()
 
 
 def _key(obj: Mapping[str, Any]) -> str:
     slug = obj.get("slug")
     return f"slug {slug}, id {obj.get('id')}" if slug else f"id {obj.get('id')}"
+
+
+async def _read_name(
+    client: NetBoxClient, rel: Relation, key: str, given: str, notes: list[str]
+) -> tuple[Any, str | None]:
+    """The slug or id of the one ``rel.target`` object ``given`` names (its name in any
+    case, or its slug), with a note; else no value and the refusal: the objects it
+    names when several do, the closest when none does."""
+    name = given.strip()
+    near = await _candidates(client, rel.target, name)
+    same = [r for r in near if name.lower() in (_label(r).lower(), str(r.get("slug", "")).lower())]
+    if len(same) == 1:
+        meant = same[0][rel.by]
+        notes.append(f"{key} {given!r} read as {rel.target.name} {rel.by} {meant!r}")
+        return meant, None
+    if same:
+        listed = "; ".join(f"{_label(r)!r} ({_key(r)})" for r in same)
+        return None, (
+            f"'{key}': {given!r} names {len(same)} {rel.target.name} objects: {listed}. "
+            f"Give the {rel.by} of the one you mean."
+        )
+    closest = await _closest(client, rel.target, name, near)
+    held = "name or slug" if rel.by == "slug" else "name, slug or id"
+    return None, (
+        f"'{key}': no {rel.target.name} has the {held} {given!r} ({closest}); "
+        f"{key} takes {'a slug' if rel.by == 'slug' else 'an id'}."
+    )
 
 
 async def resolve_names(
@@ -126,33 +177,54 @@ async def resolve_names(
             if not isinstance(given, str) or _fits(given, rel.by):
                 read.append(given)
                 continue
-            name = given.strip()
-            near = await _candidates(client, rel.target, name)
-            same = [
-                r
-                for r in near
-                if name.lower() in (_label(r).lower(), str(r.get("slug", "")).lower())
-            ]
-            if len(same) == 1:
-                meant = same[0][rel.by]
-                read.append(meant)
-                notes.append(f"{key} {given!r} read as {rel.target.name} {rel.by} {meant!r}")
-            elif same:
-                listed = "; ".join(f"{_label(r)!r} ({_key(r)})" for r in same)
-                problems.append(
-                    f"'{key}': {given!r} names {len(same)} {rel.target.name} objects: {listed}. "
-                    f"Give the {rel.by} of the one you mean."
-                )
+            meant, problem = await _read_name(client, rel, key, given, notes)
+            if problem:
+                problems.append(problem)
             else:
-                closest = await _closest(client, rel.target, name, near)
-                problems.append(
-                    f"'{key}': no {rel.target.name} has the name or slug {given!r} ({closest}); "
-                    f"{key} takes a {rel.by}."
-                )
+                read.append(meant)
         out[raw_key] = read if isinstance(value, list | tuple) else (read[0] if read else value)
     if problems:
         raise FilterRejected(" ".join(problems))
     return out
+
+
+# NetBox 4.7.3 answers a relation filter value no object has with Django's
+# ModelMultipleChoiceField error naming the first such value (django/forms/models.py,
+# "invalid_choice"); the live tier's NetBox, for site=dm-nowhere and site_id=99999:
+# {"site": ["Select a valid choice. dm-nowhere is not one of the available choices."]}
+NO_SUCH_CHOICE = re.compile(r"Select a valid choice\. (.*) is not one of the available choices\.")
+
+
+async def reread_refused(
+    client: NetBoxClient,
+    table: FilterTable,
+    ot: ObjectType,
+    params: list[tuple[str, str]],
+    error: NetBoxBadRequest,
+    notes: list[str],
+) -> list[tuple[str, str]] | None:
+    """``params`` with each relation value NetBox's 400 says no object has read as the
+    one object it names: a slug or id that is no object's may still be one's name
+    (``site: hq`` for the site named HQ). None when the 400 refused no such value;
+    raises ``FilterRejected`` listing the objects, or naming the closest, otherwise.
+    Only a request NetBox refused pays for the lookup."""
+    detail = error.detail if isinstance(error.detail, dict) else {}
+    read: dict[tuple[str, str], str] = {}
+    problems: list[str] = []
+    for key, why in detail.items():
+        rel = relation(table, ot, str(key))
+        said = [NO_SUCH_CHOICE.fullmatch(str(w)) for w in (why if isinstance(why, list) else [why])]
+        refused = [m.group(1) for m in said if m and (str(key), m.group(1)) in params]
+        if rel is None or not refused:
+            continue
+        meant, problem = await _read_name(client, rel, str(key), refused[0], notes)
+        if problem:
+            problems.append(problem)
+        else:
+            read[(str(key), refused[0])] = str(meant)
+    if problems:
+        raise FilterRejected(" ".join(problems))
+    return [(k, read.get((k, v), v)) for k, v in params] if read else None
 
 
 def generic_relations(
@@ -199,8 +271,10 @@ def explain_bad_request(
                 f"a {rel.target.name} {rel.by} (find it with netbox_get_objects("
                 f"'{rel.target.name}', {{'q': ...}}))"
             )
-        else:
-            takes = " ".join(str(w) for w in why) if isinstance(why, list) else str(why)
+        else:  # NetBox's own words ("Enter a valid date/time.")
+            said = " ".join(str(w) for w in why) if isinstance(why, list) else str(why)
+            parts.append(f"'{key}'{shown} refused by NetBox: {said.rstrip('.')}")
+            continue
         parts.append(f"'{key}'{shown} refused by NetBox; it takes {takes}")
     if not parts:
         return str(error)

@@ -32,7 +32,7 @@ from .client import (
     NetBoxServerError,
 )
 from .custom_fields import with_custom_fields
-from .names import explain_bad_request, generic_relations, resolve_names
+from .names import explain_bad_request, generic_relations, reread_refused, resolve_names
 from .object_types import (
     FilterTable,
     ObjectType,
@@ -347,9 +347,7 @@ class NetBoxTools:
         if order:
             params.append(("ordering", order))
         try:
-            data = await self.client.get(ot.path, params)
-        except NetBoxBadRequest as e:
-            raise FilterRejected(explain_bad_request(table, ot, filters, e)) from None
+            data = await self._fetch(table, ot, filters, params, notes)
         except NetBoxServerError as e:
             if not order:
                 raise
@@ -367,6 +365,26 @@ class NetBoxTools:
         if name and not data.get("count"):
             await self._elsewhere(envelope, notes, name, {ot.name})
         return self._page(envelope, data, results, off, notes)
+
+    async def _fetch(
+        self,
+        table: FilterTable,
+        ot: ObjectType,
+        filters: Mapping[str, Any],
+        params: list[tuple[str, str]],
+        notes: list[str],
+    ) -> Any:
+        """NetBox's answer to ``params``; a relation value NetBox refuses because no
+        object has it is read as the object it names and asked again (each round
+        replaces refused values with ones NetBox holds), else refused in one line."""
+        while True:
+            try:
+                return await self.client.get(ot.path, params)
+            except NetBoxBadRequest as e:
+                again = await reread_refused(self.client, table, ot, params, e, notes)
+                if again is None or again == params:
+                    raise FilterRejected(explain_bad_request(table, ot, filters, e)) from None
+                params = again
 
     def _shape_params(self, ot: ObjectType, fields: Any, brief: Any) -> list[tuple[str, str]]:
         names = check_fields(ot, fields)

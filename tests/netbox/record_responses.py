@@ -16,6 +16,12 @@ seed or the tools' requests:
 
     NETBOX_URL=... NETBOX_TOKEN=... .venv/bin/python tests/netbox/record_responses.py
 
+Given scenario names, it runs only those and merges them into the recording (their
+results replaced, the exchanges it lacks added, the rest kept as recorded), so a
+changed tool re-records what it changed without churning the rest:
+
+    ... record_responses.py bad_slug_400 no_such_site_id_400
+
 No token is written: requests are stored as method + path + query only.
 """
 
@@ -120,6 +126,16 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
         "netbox_get_objects",
         {"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}},
     ),
+    (
+        "no_such_site_id_400",
+        "netbox_get_objects",
+        {"object_type": "dcim.device", "filters": {"site_id": 99999}},
+    ),
+    (
+        "bad_date_400",
+        "netbox_get_objects",
+        {"object_type": "dcim.device", "filters": {"created__gte": "yesterday"}},
+    ),
     ("device_by_id", "netbox_get_object_by_id", {"object_type": "dcim.device", "object_id": 2}),
     (
         "device_by_id_fields",
@@ -189,15 +205,24 @@ async def main() -> int:
     if not url or not token:
         print("set NETBOX_URL and NETBOX_TOKEN (scripts/netbox_up.sh prints them)", file=sys.stderr)
         return 2
+    only = set(sys.argv[1:])
+    unknown = only - {name for name, _, _ in SCENARIOS}
+    if unknown:
+        print(f"no such scenario: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
     rec = Recorder()
     client = NetBoxClient(url, token, transport=rec)
     tools = {t.name: t for t in build_netbox_tools(client)}
     scenarios = []
     for name, tool, args in SCENARIOS:
+        if only and name not in only:
+            continue
         result = await tools[tool].ainvoke(args)
         scenarios.append({"name": name, "tool": tool, "args": args, "result": result})
         print(f"{name}: {result[:100]}")
     await client.aclose()
+    if only:
+        return write(merged(json.loads(OUT.read_text(encoding="utf-8")), rec, scenarios), token)
 
     raw = {}
     async with httpx.AsyncClient(base_url=url) as http:
@@ -225,10 +250,24 @@ async def main() -> int:
         "scenarios": scenarios,
         "raw": raw,
     }
+    return write(data, token)
+
+
+def merged(data: dict[str, Any], rec: Recorder, scenarios: list[dict[str, Any]]) -> dict[str, Any]:
+    """The recording with these scenarios' results, in SCENARIOS' order, and the
+    exchanges it lacks (one already recorded is kept: the other scenarios replay it)."""
+    known = {(e["method"], e["target"]) for e in data["exchanges"]}
+    data["exchanges"] += [e for e in rec.exchanges if (e["method"], e["target"]) not in known]
+    by_name = {s["name"]: s for s in data["scenarios"]} | {s["name"]: s for s in scenarios}
+    data["scenarios"] = [by_name[name] for name, _, _ in SCENARIOS if name in by_name]
+    return data
+
+
+def write(data: dict[str, Any], token: str) -> int:
     text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
     assert token not in text and token.split(".")[-1] not in text, "token leaked into the recording"
     OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT} ({len(text)} bytes, {len(rec.exchanges)} exchanges)")
+    print(f"wrote {OUT} ({len(text)} bytes, {len(data['exchanges'])} exchanges)")
     return 0
 
 
