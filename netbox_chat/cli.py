@@ -422,6 +422,27 @@ def typed_on_command_line(**values: Any) -> dict[str, Any]:
     }
 
 
+def refuse_chat_options(ctx: typer.Context, command: str) -> None:
+    """The chat's own options typed before a command (`netbox-chat --profile
+    prod ask "…"`, as `git -C dir status` goes) were dropped without a word:
+    the command ran on the default profile, folder or model, and asked
+    another NetBox than the one named. Refused (exit 2), saying where they go."""
+    from typer._click.core import ParameterSource  # typer 0.28 vendors click
+
+    given = [
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise UserFacingError(
+            f"{', '.join(given)} before a command would be ignored: put it after the "
+            f"command (`netbox-chat {command} {given[0]} …`; `netbox-chat {command} "
+            "--help` lists what it takes)",
+            exit_status=ExitStatus.USAGE,
+        )
+
+
 def require_netbox(settings: Settings) -> None:
     """Refuse before any session is created: without NetBox every answer fails.
 
@@ -564,6 +585,8 @@ def main_callback(
         from netbox_chat import entry
 
         entry.release()
+    if ctx.invoked_subcommand is not None:
+        refuse_chat_options(ctx, ctx.invoked_subcommand)
     if ctx.invoked_subcommand is None:
         settings = settings_from(
             sessions_dir,

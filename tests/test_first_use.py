@@ -5,8 +5,12 @@ drove it, through the real REPL in a pty or the real CLI."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
-from tests.ollama_server import ScriptedOllama
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from tests.ollama_server import ScriptedOllama, Text
 from tests.test_repl_pty import PROMPT, leave
 from tests.test_repl_screen import chat
 
@@ -25,3 +29,26 @@ def test_a_model_ollama_lacks_is_refused_in_one_line(
     leave(child)
     said = [line for line in terminal.lines() if "nosuch:1b' not found" in line]
     assert said == ["Ollama answered 404: model 'nosuch:1b' not found; still qwen3:8b"]
+
+
+def test_a_chat_option_before_a_command_is_refused_not_dropped(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """`netbox-chat --model qwen2.5:7b ask "…"` asked qwen3:8b, and
+    `netbox-chat --sessions-dir DIR ls` listed the default folder: the chat's
+    options before a command were dropped without a word."""
+    runner = CliRunner()
+    asked = runner.invoke(app, ["--model", "qwen2.5:7b", "ask", "which sites?"], env=chat_env)
+    assert asked.exit_code == 2
+    assert asked.stderr == (
+        "netbox-chat: --model before a command would be ignored: put it after the command "
+        "(`netbox-chat ask --model …`; `netbox-chat ask --help` lists what it takes)\n"
+    )
+    assert ollama.requests == [] and not sessions_dir.exists()
+    listed = runner.invoke(app, ["--sessions-dir", str(sessions_dir), "ls"], env=chat_env)
+    assert listed.exit_code == 2 and "--sessions-dir before a command" in listed.stderr
+    # after the command, as `--help` shows them, they work
+    ollama.script([Text("Three sites.")])
+    asked = runner.invoke(app, ["ask", "which sites?", "--model", "qwen2.5:7b"], env=chat_env)
+    assert asked.exit_code == 0 and asked.stdout == "Three sites.\n"
+    assert [request["model"] for request in ollama.requests] == ["qwen2.5:7b"]
