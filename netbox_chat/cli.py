@@ -820,7 +820,7 @@ def _forget_unanswered(store: Store) -> None:
             forgotten.append(session_id)
         else:
             say(f"netbox-chat: kept {session_id}: answered since the scan", "yellow")
-    _say_forgotten(forgotten, "never answered")
+    _say_forgotten(forgotten, "left unanswered")
 
 
 def _forget_all(store: Store, session_ids: list[str], why: str) -> None:

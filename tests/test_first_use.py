@@ -52,3 +52,12 @@ def test_a_chat_option_before_a_command_is_refused_not_dropped(
     asked = runner.invoke(app, ["ask", "which sites?", "--model", "qwen2.5:7b"], env=chat_env)
     assert asked.exit_code == 0 and asked.stdout == "Three sites.\n"
     assert [request["model"] for request in ollama.requests] == ["qwen2.5:7b"]
+
+
+def test_forget_unanswered_says_what_it_did_in_plain_words(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    """It said `no session never answered to forget`."""
+    swept = CliRunner().invoke(app, ["forget", "--unanswered"], env=chat_env)
+    assert swept.exit_code == 0
+    assert swept.stdout == "no session left unanswered to forget\n"
