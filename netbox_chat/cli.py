@@ -127,13 +127,29 @@ class Commands(TyperGroup):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """`netbox-chat "which sites are there?"` asks it, as `llm "q"` does:
-        a first word that is no command and holds a space is a question. A
-        single unknown word stays an unknown command (a typo of `ls` must
-        not go to the model)."""
-        first = args[0] if args else ""
-        if not first.startswith("-") and first not in self.commands and len(first.split()) > 1:
-            args = ["ask", *args]
+        a first word that is no command and holds a space is a question, also
+        after the chat's options (`netbox-chat -m qwen3:14b "…"`, as `llm -m`
+        goes), which then go to `ask` with it. A single unknown word stays an
+        unknown command (a typo of `ls` must not go to the model)."""
+        at = self.first_word(args)
+        word = args[at] if at < len(args) else ""
+        if word not in self.commands and len(word.split()) > 1:
+            args = ["ask", word, *args[:at], *args[at + 1 :]]
         return list(super().parse_args(ctx, args))
+
+    def first_word(self, args: list[str]) -> int:
+        """Where the first argument that is neither an option of ours nor its
+        value is: a flag stands alone, any other option takes the next word."""
+        flags = {
+            opt
+            for param in self.params
+            if getattr(param, "is_flag", False)
+            for opt in (*param.opts, *param.secondary_opts)
+        }
+        at = 0
+        while at < len(args) and args[at].startswith("-") and args[at] != "--":
+            at += 1 if args[at] in flags or "=" in args[at] else 2
+        return at
 
     def invoke(self, ctx: Any) -> Any:
         consoles.cache_clear()  # made under this command's streams and environment

@@ -61,3 +61,20 @@ def test_forget_unanswered_says_what_it_did_in_plain_words(
     swept = CliRunner().invoke(app, ["forget", "--unanswered"], env=chat_env)
     assert swept.exit_code == 0
     assert swept.stdout == "no session left unanswered to forget\n"
+
+
+def test_a_question_after_the_chat_options_is_asked_with_them(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """`netbox-chat -m qwen2.5:7b "which sites?"` (as `llm -m … "q"`) was
+    `No such command 'which sites?'`: only a question first was asked."""
+    ollama.script([Text("Three sites.")])
+    runner = CliRunner()
+    # --no-think is a flag: it must not take the question as its value
+    asked = runner.invoke(app, ["-m", "qwen2.5:7b", "--no-think", "which sites?"], env=chat_env)
+    assert asked.exit_code == 0, asked.output
+    assert asked.stdout == "Three sites.\n"
+    assert [request["model"] for request in ollama.requests] == ["qwen2.5:7b"]
+    typo = runner.invoke(app, ["-m", "qwen2.5:7b", "lss"], env=chat_env)
+    assert typo.exit_code == 2 and "No such command 'lss'" in typo.output
+    assert len(ollama.requests) == 1
