@@ -4,14 +4,16 @@ drove it, through the real REPL in a pty or the real CLI."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
-from tests.ollama_server import ScriptedOllama, Text
-from tests.test_repl_pty import PROMPT, leave
+from tests.ollama_server import HTTPError, ScriptedOllama, Text
+from tests.test_cli_ask import run
+from tests.test_repl_pty import PROMPT, leave, plain, spawn
 from tests.test_repl_screen import chat
 
 
@@ -78,3 +80,21 @@ def test_a_question_after_the_chat_options_is_asked_with_them(
     typo = runner.invoke(app, ["-m", "qwen2.5:7b", "lss"], env=chat_env)
     assert typo.exit_code == 2 and "No such command 'lss'" in typo.output
     assert len(ollama.requests) == 1
+
+
+def test_resume_at_recaps_the_turn_it_went_back_to_not_an_older_failure(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """`resume ID --at 1` on turns done, failed, done said `turn 2 was
+    failed: …` under turn 1's answer, as if it had been the last thing asked:
+    turn 3, answered after it, had only been set aside by the rewind."""
+    ollama.script([Text("Three sites.")], [HTTPError(500, "boom")], [Text("Two racks.")])
+    first = run(chat_env, "ask", "how many sites?", "--json")
+    session = json.loads(first.stdout)["session"]
+    assert run(chat_env, "ask", "how many cables?", "--session", session).returncode == 1
+    assert run(chat_env, "ask", "how many racks?", "--session", session).returncode == 0
+    child = spawn(chat_env, "resume", session, "--at", "1")
+    shown = plain(child.before or "")  # all it said before its first prompt
+    leave(child)
+    assert "rewound to turn 1" in shown and "turn 1: how many sites?" in shown
+    assert "how many cables?" not in shown
