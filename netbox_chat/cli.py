@@ -139,7 +139,8 @@ class Commands(TyperGroup):
 
     def first_word(self, args: list[str]) -> int:
         """Where the first argument that is neither an option of ours nor its
-        value is: a flag stands alone, any other option takes the next word."""
+        value is: a flag stands alone, as does `--opt=value` or `-mVALUE`; any
+        other option takes the next word."""
         flags = {
             opt
             for param in self.params
@@ -148,7 +149,9 @@ class Commands(TyperGroup):
         }
         at = 0
         while at < len(args) and args[at].startswith("-") and args[at] != "--":
-            at += 1 if args[at] in flags or "=" in args[at] else 2
+            word = args[at]
+            alone = word in flags or "=" in word or (not word.startswith("--") and len(word) > 2)
+            at += 1 if alone else 2
         return at
 
     def invoke(self, ctx: Any) -> Any:

@@ -77,9 +77,16 @@ def test_a_question_after_the_chat_options_is_asked_with_them(
     assert asked.exit_code == 0, asked.output
     assert asked.stdout == "Three sites.\n"
     assert [request["model"] for request in ollama.requests] == ["qwen2.5:7b"]
+    ollama.script([Text("Two racks.")])
+    joined = runner.invoke(
+        app,
+        ["-mqwen2.5:7b", "--netbox-url=" + chat_env["NETBOX_URL"], "how many racks?"],
+        env=chat_env,
+    )
+    assert joined.exit_code == 0 and joined.stdout == "Two racks.\n", joined.output
     typo = runner.invoke(app, ["-m", "qwen2.5:7b", "lss"], env=chat_env)
     assert typo.exit_code == 2 and "No such command 'lss'" in typo.output
-    assert len(ollama.requests) == 1
+    assert len(ollama.requests) == 2
 
 
 def test_resume_at_recaps_the_turn_it_went_back_to_not_an_older_failure(
