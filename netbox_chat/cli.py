@@ -127,13 +127,32 @@ class Commands(TyperGroup):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """`netbox-chat "which sites are there?"` asks it, as `llm "q"` does:
-        a first word that is no command and holds a space is a question. A
-        single unknown word stays an unknown command (a typo of `ls` must
-        not go to the model)."""
-        first = args[0] if args else ""
-        if not first.startswith("-") and first not in self.commands and len(first.split()) > 1:
-            args = ["ask", *args]
+        a first word that is no command and holds a space is a question, also
+        after the chat's options (`netbox-chat -m qwen3:14b "…"`, as `llm -m`
+        goes), which then go to `ask` with it. A single unknown word stays an
+        unknown command (a typo of `ls` must not go to the model)."""
+        at = self.first_word(args)
+        word = args[at] if at < len(args) else ""
+        if word not in self.commands and len(word.split()) > 1:
+            args = ["ask", word, *args[:at], *args[at + 1 :]]
         return list(super().parse_args(ctx, args))
+
+    def first_word(self, args: list[str]) -> int:
+        """Where the first argument that is neither an option of ours nor its
+        value is: a flag stands alone, as does `--opt=value` or `-mVALUE`; any
+        other option takes the next word."""
+        flags = {
+            opt
+            for param in self.params
+            if getattr(param, "is_flag", False)
+            for opt in (*param.opts, *param.secondary_opts)
+        }
+        at = 0
+        while at < len(args) and args[at].startswith("-") and args[at] != "--":
+            word = args[at]
+            alone = word in flags or "=" in word or (not word.startswith("--") and len(word) > 2)
+            at += 1 if alone else 2
+        return at
 
     def invoke(self, ctx: Any) -> Any:
         consoles.cache_clear()  # made under this command's streams and environment
@@ -422,6 +441,27 @@ def typed_on_command_line(**values: Any) -> dict[str, Any]:
     }
 
 
+def refuse_chat_options(ctx: typer.Context, command: str) -> None:
+    """The chat's own options typed before a command (`netbox-chat --profile
+    prod ask "…"`, as `git -C dir status` goes) were dropped without a word:
+    the command ran on the default profile, folder or model, and asked
+    another NetBox than the one named. Refused (exit 2), saying where they go."""
+    from typer._click.core import ParameterSource  # typer 0.28 vendors click
+
+    given = [
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise UserFacingError(
+            f"{', '.join(given)} before a command would be ignored: put it after the "
+            f"command (`netbox-chat {command} {given[0]} …`; `netbox-chat {command} "
+            "--help` lists what it takes)",
+            exit_status=ExitStatus.USAGE,
+        )
+
+
 def require_netbox(settings: Settings) -> None:
     """Refuse before any session is created: without NetBox every answer fails.
 
@@ -564,6 +604,8 @@ def main_callback(
         from netbox_chat import entry
 
         entry.release()
+    if ctx.invoked_subcommand is not None:
+        refuse_chat_options(ctx, ctx.invoked_subcommand)
     if ctx.invoked_subcommand is None:
         settings = settings_from(
             sessions_dir,
@@ -797,7 +839,7 @@ def _forget_unanswered(store: Store) -> None:
             forgotten.append(session_id)
         else:
             say(f"netbox-chat: kept {session_id}: answered since the scan", "yellow")
-    _say_forgotten(forgotten, "never answered")
+    _say_forgotten(forgotten, "left unanswered")
 
 
 def _forget_all(store: Store, session_ids: list[str], why: str) -> None:

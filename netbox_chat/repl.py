@@ -397,7 +397,9 @@ class Repl:
             self.console.print(Text(f"model {visible_line(self.settings.model)}", style="dim"))
             return
         settings = replace(self.settings, model=name)
-        background = BackgroundRuntime(self.session, settings, self.background.on_problem)
+        # No on_problem: the refusal below is the one line a failed build gets
+        # (the start-up's hint would print the same problem a second time).
+        background = BackgroundRuntime(self.session, settings)
         with self.console.status("[dim]loading the agent…[/dim]"):
             runtime = await background.get()
         if runtime.problem:

@@ -974,9 +974,15 @@ class Ledger:
         (done,) = self._run("SELECT count(*) FROM turns WHERE {and_}status = 'done'").fetchone()
         newest = self._turns("status = 'done'", "DESC LIMIT 1")
         last = newest[0] if newest else None
+        # Only what went wrong after the last answer, rewound ones included: a
+        # rewind to turn 1 must not bring back "turn 2 was failed" from before
+        # turns 3 and 4 were answered (and set aside by that rewind).
+        (answered,) = self._run(
+            f"SELECT coalesce(max(number), 0) FROM turns WHERE {{and_}}status IN {_ANSWERED}"
+        ).fetchone()
         unfinished = self._turns(
             "number > :after AND status IN ('cancelled', 'failed', 'interrupted')",
-            after=last.number if last else 0,
+            after=int(answered),
         )
         return Recap(int(done), self.message_count_now(), last, tuple(unfinished))
 
