@@ -1131,6 +1131,12 @@ def export_command(
     thinking: Annotated[
         bool, typer.Option("--thinking", help="Include the model's thinking in each turn.")
     ] = False,
+    results: Annotated[
+        bool,
+        typer.Option(
+            "--tool-results", help="Include what each tool call returned (as /show prints it)."
+        ),
+    ] = False,
     sessions_dir: SessionsDir = None,
     store_option: StoreOption = None,
 ) -> None:
@@ -1151,6 +1157,7 @@ def export_command(
         "json" if fmt == "json" else "md",
         secrets=[settings.netbox_token],
         thinking=thinking,
+        results=results,
     )
     if output is None:
         sys.stdout.write(text)
