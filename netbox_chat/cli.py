@@ -29,6 +29,7 @@ from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choice
 from netbox_chat.config import (
     DATABASE_SCHEMES,
     PROFILE_ENV,
+    ConfigError,
     Settings,
     profiles_on,
     resolve_settings,
@@ -384,7 +385,7 @@ def settings_from(
         if need_token:
             settings = with_token(settings)
     except ValueError as exc:
-        raise UserFacingError(str(exc)) from None
+        raise settings_error(exc) from None
     for warning in settings.warnings:
         if warning not in _warned:
             _warned.add(warning)
@@ -1195,12 +1196,20 @@ def copy(
     )
 
 
+def settings_error(exc: ValueError) -> UserFacingError:
+    """A setting that cannot be used, in one line: exit 2 for a flag's value
+    the command does not take (a usage error, as `--format html`), exit 1 for
+    a wrong environment or config file."""
+    usage = isinstance(exc, ConfigError) and exc.usage
+    return UserFacingError(str(exc), exit_status=ExitStatus.USAGE if usage else None)
+
+
 def resolve_target(to: str) -> Settings:
     """The settings naming `copy --to`'s store: that value alone decides."""
     try:
         return resolve_settings(store=to, env={})
     except ValueError as exc:
-        raise UserFacingError(str(exc)) from None
+        raise settings_error(exc) from None
 
 
 @app.command()
@@ -1231,7 +1240,8 @@ def doctor(
         if settings.store is None:
             raise UserFacingError(
                 "--init-store is for a postgresql:// store (--store / NETBOX_CHAT_STORE); "
-                "a sessions folder is created when it is first used"
+                "a sessions folder is created when it is first used",
+                exit_status=ExitStatus.USAGE,
             )
         say("✓ " + init_database_store(settings.store), "green", stdout=True)
         return
