@@ -1347,6 +1347,14 @@ def eval_command(
         raise typer.Exit(status)
 
 
+def _stdout_is_devnull() -> bool:
+    try:
+        out, null = os.fstat(1), os.stat(os.devnull)
+    except OSError:
+        return False
+    return (out.st_dev, out.st_ino) == (null.st_dev, null.st_ino)
+
+
 def main() -> None:
     """The `netbox-chat` entry point.
 
@@ -1359,10 +1367,16 @@ def main() -> None:
     reference counting still frees what it can, the OS reclaims the rest.
     """
     status: str | int | None = 0
+    stdout, devnull_before = sys.stdout, _stdout_is_devnull()
     try:
         app()
     except SystemExit as done:
         status = done.code
+        if sys.stdout is not stdout or (not devnull_before and _stdout_is_devnull()):
+            # Typer's own EPIPE handling (`--version`) wraps stdout, and
+            # rich's (Typer's help) points it at /dev/null, both exiting 1;
+            # a reader going away is 141, as for every command.
+            status = int(reader_went_away())
     finally:
         gc.freeze()
     try:  # what is still buffered: `ls --json | head -c1` breaks the pipe only here

@@ -4,6 +4,7 @@ recent session, forget asks first."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -218,8 +219,15 @@ def test_a_reader_that_goes_away_ends_it_quietly_as_git_does(sessions_dir: Path)
     session_id = make_session(SessionStore(sessions_dir), "which sites are there?")
     env = {**os.environ, "NETBOX_CHAT_SESSIONS": str(sessions_dir)}
     # `ls` writes through rich as it goes; `ls --json` and `export` leave their
-    # output in Python's buffer until the exit flush
-    for args in (["ls"], ["ls", "--json"], ["export", session_id]):
+    # output in Python's buffer until the exit flush; help is Typer's own
+    for args in (
+        ["ls"],
+        ["ls", "--json"],
+        ["export", session_id],
+        ["--help"],
+        ["ls", "-h"],
+        ["--version"],
+    ):
         proc = subprocess.Popen(
             [sys.executable, "-m", "netbox_chat", *args],
             env=env,
@@ -231,6 +239,28 @@ def test_a_reader_that_goes_away_ends_it_quietly_as_git_does(sessions_dir: Path)
         proc.stdout.close()  # `| head` that has read all it wanted
         _, stderr = proc.communicate(timeout=60)
         assert (proc.returncode, stderr) == (141, ""), args
+
+
+def test_ask_into_a_reader_that_goes_away_keeps_the_answer_and_exits_141(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """`netbox-chat ask "…" | head -0`: the turn is answered and recorded, and
+    the closed pipe is no bug report: nothing on stderr, exit 141."""
+    ollama.script([Text("Three sites. " * 2000)])  # more than a pipe's buffer
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netbox_chat", "ask", "how many sites?"],
+        env=chat_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, stderr = proc.communicate(timeout=120)
+    assert (proc.returncode, stderr) == (141, "")
+    (path,) = sessions_dir.glob("*.sqlite")
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT number, status FROM turns").fetchall() == [(1, "done")]
 
 
 def test_sessions_are_found_from_any_folder(
