@@ -323,6 +323,39 @@ def age_session(path: Path, days: int) -> None:
     conn.close()
 
 
+def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25: `ls` shows last activity as `just now`, `3 days ago`, then
+    the date once a month old; and, when no setting named the folder, says
+    which one it read and by what rule (a named folder needs no note)."""
+    from datetime import UTC, datetime, timedelta
+
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    for name in [k for k in os.environ if k.startswith(("NETBOX_CHAT_", "XDG_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    home = tmp_path / "data" / "netbox-chat" / "sessions"
+    store = SessionStore(home)
+    now, days, month = (make_session(store, q) for q in ("now?", "days?", "month?"))
+    age_session(home / f"{days}.sqlite", 3)
+    age_session(home / f"{month}.sqlite", 40)
+    listed = CliRunner().invoke(app, ["ls"], env=env)
+    assert listed.exit_code == 0, listed.output
+    rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+    assert "just now" in rows[now] and "3 days ago" in rows[days]
+    date = (datetime.now(UTC) - timedelta(days=40)).date().isoformat()
+    assert date in rows[month]
+    assert listed.stderr.splitlines()[0] == (
+        f"sessions in {home} (default: $XDG_DATA_HOME/netbox-chat/sessions)"
+    )
+    named = CliRunner().invoke(app, ["ls"], env={**env, "NETBOX_CHAT_SESSIONS": str(home)})
+    assert named.exit_code == 0 and "sessions in" not in named.stderr
+
+
 def test_forget_takes_several_ids_and_older_than_but_never_an_open_session(
     sessions_dir: Path,
 ) -> None:
