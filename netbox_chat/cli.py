@@ -161,8 +161,9 @@ app = typer.Typer(
         "$XDG_DATA_HOME/netbox-chat/sessions (see `netbox-chat config`).\n\n"
         "Exit codes: 0 ok, 1 user error, 2 usage, 3 session store cannot be opened "
         "or written, 4 session in use by another netbox-chat, 5 `ask` answered without "
-        "NetBox (unreachable, or the token refused), 130 `ask` interrupted, 141 stdout "
-        "closed early (`| head`), quietly."
+        "NetBox (unreachable, or the token refused), 6 the store failed while an answer "
+        "was recorded (kept or not is unknown until the session is opened again), 130 "
+        "`ask` interrupted, 141 stdout closed early (`| head`), quietly."
     ),
     no_args_is_help=False,
     add_completion=True,
