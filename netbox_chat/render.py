@@ -460,6 +460,9 @@ class TurnView:
         self.finished = False
 
     def __enter__(self) -> TurnView:
+        # The turn's clock starts here: `ask` makes its view before building
+        # the agent, which took seconds the status line counted as thinking.
+        self.status.started = time.monotonic()
         if self.console.is_terminal:
             from rich.live import Live
 
