@@ -178,7 +178,7 @@ HOSTILE_SITE = "Evil\x1b]0;pwned\x07 | `x` <b>"
 
 
 def test_tool_results_are_exported_as_tables_and_errors_readable_and_inert(
-    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble, sessions_dir: Path
 ) -> None:
     """Issue 25, item 11: `export --tool-results` shows what NetBox returned, a
     list as a Markdown table, an error as text; a site named by someone hostile
@@ -216,6 +216,11 @@ def test_tool_results_are_exported_as_tables_and_errors_readable_and_inert(
     assert lines[second + 2] == "```text"
     assert "get_objects is not a valid tool" in lines[second + 3]
     assert "\x1b" not in md and "\x07" not in md and TEST_TOKEN not in md
+    # read-only and lock-free: the same while the session is open elsewhere
+    with SessionFile.open(SessionStore(sessions_dir), sid):
+        before = folder_hash(sessions_dir)
+        assert run(chat_env, "export", sid, "--tool-results") == (0, md, "")
+        assert folder_hash(sessions_dir) == before
 
     code, out, err = run(chat_env, "export", sid, "--tool-results", "--format", "json")
     assert code == 0, err
