@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -101,28 +100,16 @@ def test_the_repl_refuses_a_profile_token_env_that_is_not_set_before_any_prompt(
 ) -> None:
     """The chat checks the token as `ask` does: one line naming the variable
     the profile names, exit 1, no prompt, no session, nothing sent."""
-    import pexpect
-
-    from tests.test_repl_pty import ROOT, plain
+    from tests.test_repl_pty import run_in_pty
 
     config = tmp_path / "config" / "netbox-chat" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text(f'[profiles.lab]\nnetbox_url = "{netbox.url}"\ntoken_env = "LAB_TOKEN"\n')
     config.chmod(0o600)
     env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat", "--profile", "lab"],
-        env=env,
-        cwd=str(ROOT),
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 160),
-    )
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 1
-    said = " ".join(plain(child.before or "").split())  # wrapped to the terminal
+    status, screen = run_in_pty(env, "--profile", "lab")
+    assert status == 1
+    said = " ".join(screen.split())  # wrapped to the terminal
     assert said.startswith(
         "netbox-chat: no NetBox token: LAB_TOKEN (the token_env of profile lab) is not set;"
     )
