@@ -29,6 +29,7 @@ from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choice
 from netbox_chat.config import (
     DATABASE_SCHEMES,
     PROFILE_ENV,
+    ConfigError,
     Settings,
     profiles_on,
     resolve_settings,
@@ -179,8 +180,9 @@ app = typer.Typer(
         "$XDG_DATA_HOME/netbox-chat/sessions (see `netbox-chat config`).\n\n"
         "Exit codes: 0 ok, 1 user error, 2 usage, 3 session store cannot be opened "
         "or written, 4 session in use by another netbox-chat, 5 `ask` answered without "
-        "NetBox (unreachable, or the token refused), 130 `ask` interrupted, 141 stdout "
-        "closed early (`| head`), quietly."
+        "NetBox (unreachable, or the token refused), 6 the store failed while an answer "
+        "was recorded (kept or not is unknown until the session is opened again), 130 "
+        "`ask` interrupted, 141 stdout closed early (`| head`), quietly."
     ),
     no_args_is_help=False,
     add_completion=True,
@@ -403,7 +405,7 @@ def settings_from(
         if need_token:
             settings = with_token(settings)
     except ValueError as exc:
-        raise UserFacingError(str(exc)) from None
+        raise settings_error(exc) from None
     for warning in settings.warnings:
         if warning not in _warned:
             _warned.add(warning)
@@ -1173,6 +1175,12 @@ def export_command(
     thinking: Annotated[
         bool, typer.Option("--thinking", help="Include the model's thinking in each turn.")
     ] = False,
+    results: Annotated[
+        bool,
+        typer.Option(
+            "--tool-results", help="Include what each tool call returned (as /show prints it)."
+        ),
+    ] = False,
     sessions_dir: SessionsDir = None,
     store_option: StoreOption = None,
 ) -> None:
@@ -1193,6 +1201,7 @@ def export_command(
         "json" if fmt == "json" else "md",
         secrets=[settings.netbox_token],
         thinking=thinking,
+        results=results,
     )
     if output is None:
         sys.stdout.write(text)
@@ -1230,12 +1239,20 @@ def copy(
     )
 
 
+def settings_error(exc: ValueError) -> UserFacingError:
+    """A setting that cannot be used, in one line: exit 2 for a flag's value
+    the command does not take (a usage error, as `--format html`), exit 1 for
+    a wrong environment or config file."""
+    usage = isinstance(exc, ConfigError) and exc.usage
+    return UserFacingError(str(exc), exit_status=ExitStatus.USAGE if usage else None)
+
+
 def resolve_target(to: str) -> Settings:
     """The settings naming `copy --to`'s store: that value alone decides."""
     try:
         return resolve_settings(store=to, env={})
     except ValueError as exc:
-        raise UserFacingError(str(exc)) from None
+        raise settings_error(exc) from None
 
 
 @app.command()
@@ -1266,7 +1283,8 @@ def doctor(
         if settings.store is None:
             raise UserFacingError(
                 "--init-store is for a postgresql:// store (--store / NETBOX_CHAT_STORE); "
-                "a sessions folder is created when it is first used"
+                "a sessions folder is created when it is first used",
+                exit_status=ExitStatus.USAGE,
             )
         say("✓ " + init_database_store(settings.store), "green", stdout=True)
         return
@@ -1372,6 +1390,14 @@ def eval_command(
         raise typer.Exit(status)
 
 
+def _stdout_is_devnull() -> bool:
+    try:
+        out, null = os.fstat(1), os.stat(os.devnull)
+    except OSError:
+        return False
+    return (out.st_dev, out.st_ino) == (null.st_dev, null.st_ino)
+
+
 def main() -> None:
     """The `netbox-chat` entry point.
 
@@ -1384,10 +1410,16 @@ def main() -> None:
     reference counting still frees what it can, the OS reclaims the rest.
     """
     status: str | int | None = 0
+    stdout, devnull_before = sys.stdout, _stdout_is_devnull()
     try:
         app()
     except SystemExit as done:
         status = done.code
+        if sys.stdout is not stdout or (not devnull_before and _stdout_is_devnull()):
+            # Typer's own EPIPE handling (`--version`) wraps stdout, and
+            # rich's (Typer's help) points it at /dev/null, both exiting 1;
+            # a reader going away is 141, as for every command.
+            status = int(reader_went_away())
     finally:
         gc.freeze()
     try:  # what is still buffered: `ls --json | head -c1` breaks the pipe only here

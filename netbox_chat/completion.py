@@ -80,6 +80,7 @@ FLAG_OPTIONS = frozenset(
         "--json",
         "--stream-json",
         "--thinking",
+        "--tool-results",
         "--yes",
         "-y",
         "--unanswered",

@@ -45,7 +45,11 @@ CONFIG_NAME = Path("netbox-chat") / "config.toml"
 
 
 class ConfigError(ValueError):
-    """A setting or the config file is wrong; the message is one line."""
+    """A setting or the config file is wrong; the message is one line.
+    `usage`: the wrong value was typed on the command line (a flag's value
+    it does not take), which the CLI reports as a usage error (exit 2)."""
+
+    usage: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,11 +153,21 @@ def _ollama_url(value: object, where: str) -> str:
     if "://" not in url:
         # Ollama's own CLI accepts OLLAMA_HOST=127.0.0.1:11434; so do we.
         url = f"http://{url}"
-    return url.rstrip("/")
+    return _http(url.rstrip("/"), where)
 
 
 def _netbox_url(value: object, where: str) -> str | None:
-    return _text(value, where).rstrip("/") or None
+    url = _text(value, where).rstrip("/")
+    return _http(url, where) if url else None
+
+
+def _http(url: str, where: str) -> str:
+    """An http(s) URL, or a one-line refusal: another scheme never reaches
+    the server as typed (`--ollama-url ftp://x` was seen to send the question
+    to OLLAMA_HOST's server instead, quietly)."""
+    if not url.lower().startswith(("http://", "https://")):
+        raise ConfigError(f"{where} must be an http:// or https:// URL, got {url!r}")
+    return url
 
 
 def without_userinfo(url: str, mask: str = "") -> str:
@@ -696,7 +710,11 @@ def resolve_settings(
             if setting.name in layer.values:
                 raw = layer.values[setting.name]
                 raw = str(raw) if isinstance(raw, Path) else raw  # typer's Path flags
-                values[setting.name] = setting.read(raw, layer.where(setting))
+                try:
+                    values[setting.name] = setting.read(raw, layer.where(setting))
+                except ConfigError as exc:
+                    exc.usage = layer.origin == "flag"
+                    raise
                 origins[setting.name] = layer.label(setting)
                 ranks[setting.name] = rank
                 break

@@ -7,6 +7,10 @@ imports LangChain. The ledger holds every turn, including the ones the model
 no longer sees (cancelled, failed, interrupted, rewound), which is what a
 transcript has to show; the checkpoints hold only what the model sees.
 
+`--tool-results` adds what each tool call returned, which only the
+checkpoints hold: read on a read-only connection too, through LangGraph's saver
+(this one imports LangChain), by the code `/show` uses (netbox_chat.evidence).
+
 The NetBox token is never part of a session, and the secrets passed in are
 masked anyway, so an export cannot leak one.
 """
@@ -19,13 +23,15 @@ import os
 import sqlite3
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from netbox_chat.config import mask_token
+from netbox_chat.database import Connection
 from netbox_chat.errors import UserFacingError
+from netbox_chat.evidence import ToolResult, table_of, tool_results, turn_messages
 from netbox_chat.pgstore import PgSessionStore
 from netbox_chat.sessions import (
     SessionStore,
@@ -38,6 +44,9 @@ from netbox_chat.sessions import (
 from netbox_chat.thinking import thought_for
 from netbox_chat.visible import visible, visible_json
 from netbox_chat.words import count
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 Store = SessionStore | PgSessionStore
 Format = Literal["md", "json"]
@@ -52,17 +61,22 @@ STATUS_NOTES = {
 }
 
 
-def read_transcript(store: Store, session_id: str, *, thinking: bool = False) -> dict[str, Any]:
+def read_transcript(
+    store: Store, session_id: str, *, thinking: bool = False, results: bool = False
+) -> dict[str, Any]:
     """The session's transcript as plain data (what the JSON export prints).
 
     How long and how much the model thought is always there; the thinking
     itself only with `thinking`: it is a scratchpad, often longer than the
-    answer, and the model never sees it again."""
+    answer, and the model never sees it again. What each tool call returned
+    only with `results` (`tool_results`, null for a turn whose messages were
+    rolled back): it is most of a session's bytes."""
     if isinstance(store, PgSessionStore):
         meta, turns, edits = store.ledger(session_id)
     else:
         meta, turns, edits = _read_file(store, session_id)
     done = [t for t in turns if t.status == "done"]
+    returned = stored_tool_results(store, session_id, turns) if results else None
     return {
         "session": session_id,
         "title": meta.get("title", ""),
@@ -76,7 +90,7 @@ def read_transcript(store: Store, session_id: str, *, thinking: bool = False) ->
             "tokens_out": sum(t.tokens_out for t in turns),
             "tool_calls": sum(len(t.tool_calls) for t in turns),
         },
-        "turns": [_turn_json(t, thinking=thinking) for t in turns],
+        "turns": [_turn_json(t, thinking=thinking, returned=returned) for t in turns],
         "edits": [
             {"kind": kind, "at": at, **json.loads(detail or "{}")} for kind, at, detail in edits
         ],
@@ -102,7 +116,9 @@ def _read_file(
     return meta, turns, edits
 
 
-def _turn_json(turn: Turn, *, thinking: bool) -> dict[str, Any]:
+def _turn_json(
+    turn: Turn, *, thinking: bool, returned: dict[int, list[ToolResult]] | None
+) -> dict[str, Any]:
     data = {
         "number": turn.number,
         "asked_by": turn.asked_by,
@@ -127,7 +143,84 @@ def _turn_json(turn: Turn, *, thinking: bool) -> dict[str, Any]:
     }
     if thinking:
         data["thinking"] = turn.thinking
+    if returned is not None:
+        kept = returned.get(turn.number)
+        data["tool_results"] = (
+            None
+            if kept is None
+            else [
+                {"name": r.name, "args": r.args, "error": r.error, "result": r.data()} for r in kept
+            ]
+        )
     return data
+
+
+# Turns whose messages are still stored: a rolled-back turn's are deleted
+# with it; a rewound turn's stay, as ancestry of the head.
+KEPT_MESSAGES = ("done", "rewound")
+
+
+def stored_tool_results(
+    store: Store, session_id: str, turns: Sequence[Turn]
+) -> dict[int, list[ToolResult]]:
+    """What each tool call of each turn returned, by turn number, for the turns
+    whose messages are stored, read at each turn's own end checkpoint.
+
+    A minimal graph of the session's state schema reads them: LangGraph
+    rebuilds the message list from its delta writes only through a compiled
+    graph's channels. Turns are read oldest first, each end the child of the
+    one before, so the saver extends the history it decoded last instead of
+    walking the whole thread again (checkpointer.HistoryCache)."""
+    wanted = [t for t in turns if t.status in KEPT_MESSAGES and t.end_checkpoint_id]
+    if not wanted:
+        return {}
+    from langgraph.graph import END, START, StateGraph
+
+    from netbox_chat.agent import SessionState
+
+    with _read_only_saver(store, session_id) as saver:
+        builder = StateGraph(SessionState)
+        builder.add_node("read", _nothing)
+        builder.add_edge(START, "read")
+        builder.add_edge("read", END)
+        graph = builder.compile(checkpointer=saver)
+        found = {}
+        for turn in wanted:
+            config: RunnableConfig = {
+                "configurable": {
+                    "thread_id": session_id,
+                    "checkpoint_ns": "",
+                    "checkpoint_id": turn.end_checkpoint_id,
+                }
+            }
+            at_end = graph.get_state(config).values.get("messages", [])
+            found[turn.number] = tool_results(turn_messages(turn, at_end))
+    return found
+
+
+def _nothing(state: Any) -> dict[str, Any]:
+    """The reading graph's one node; it never runs."""
+    return {}
+
+
+@contextlib.contextmanager
+def _read_only_saver(store: Store, session_id: str) -> Iterator[Any]:
+    """The session's LangGraph saver on a read-only connection of its own:
+    no lock taken, nothing written (the session may be open elsewhere)."""
+    if isinstance(store, PgSessionStore):
+        from netbox_chat import pgstore
+        from netbox_chat.pgsaver import BridgedPostgresSaver
+
+        with contextlib.closing(pgstore.connect(store.url, read_only=True)) as pg:
+            yield BridgedPostgresSaver(pg, store.url, session_id)
+        return
+    from netbox_chat.checkpointer import BridgedSqliteSaver
+
+    try:
+        with read_only_connection(store.path_for(session_id), factory=Connection) as conn:
+            yield BridgedSqliteSaver(cast(Connection, conn), session_id)
+    except sqlite3.DatabaseError as exc:
+        raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
 
 
 def export_session(
@@ -137,11 +230,12 @@ def export_session(
     *,
     secrets: Sequence[str | None] = (),
     thinking: bool = False,
+    results: bool = False,
 ) -> str:
     """The transcript of `session_id` in `fmt`, with every secret masked and
     no control character raw: it goes to a terminal, or to a file that is
     read on one later (`visible`; in JSON a `\\u` escape, the same string)."""
-    transcript = read_transcript(store, session_id, thinking=thinking)
+    transcript = read_transcript(store, session_id, thinking=thinking, results=results)
     if fmt == "json":
         text = visible_json(json.dumps(transcript, indent=2, ensure_ascii=False)) + "\n"
     elif fmt == "md":
@@ -267,6 +361,8 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
                 f"{call['seconds']:.2f}s{flag}"
             )
         lines.append("")
+    if turn["tool_calls"] and "tool_results" in turn:
+        lines += _results_md(turn["tool_results"])
     if turn["thinking_chars"]:
         measured = (
             f"{thought_for(turn['thinking_seconds'])} ({turn['thinking_chars']:,} characters)"
@@ -281,6 +377,71 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
     elif status == "done":
         lines += ["**Answer:** (empty)", ""]
     return lines
+
+
+def _results_md(results: list[dict[str, Any]] | None) -> list[str]:
+    """`--tool-results` in Markdown: each call, then what it returned: a NetBox
+    list as a table of all its rows (the columns `/show` shows), other JSON
+    and text in a code block. NetBox's data cannot forge the transcript's
+    structure: cells are escaped, blocks fenced longer than any run inside."""
+    if results is None:
+        return ["Tool results: not kept (the turn was rolled back).", ""]
+    lines = ["Tool results:", ""]
+    for number, result in enumerate(results, 1):
+        args = json.dumps(result["args"], ensure_ascii=False, sort_keys=True)
+        flag = " **(error)**" if result["error"] else ""
+        lines += [f"{number}. {_code(result['name'])} {_code(args)}{flag}", ""]
+        data = result["result"]
+        table = None if isinstance(data, str) else table_of(data)
+        if table is None:
+            text = data if isinstance(data, str) else json.dumps(data, indent=2, ensure_ascii=False)
+            lines += [*_fenced(text, "text" if isinstance(data, str) else "json"), ""]
+            continue
+        lines += [
+            _row(table.keys),
+            _row(["---"] * len(table.keys)),
+            *(_row(row) for row in table.rows),
+            "",
+        ]
+        notes = [count(len(table.rows), "row")]
+        if table.total > len(table.rows):
+            notes.append(f"{table.total} in NetBox")
+        if table.other_keys:
+            notes.append(f"other fields (in --format json): {', '.join(table.other_keys)}")
+        lines += [f"_{'; '.join(notes)}_", ""]
+    return lines
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(_cell_md(cell) for cell in cells) + " |"
+
+
+def _cell_md(text: str) -> str:
+    """A table cell: one line, with what could end the cell or open markup
+    (a pipe, a backtick, an HTML tag, a backslash) escaped."""
+    one_line = " ".join(text.split())
+    return "".join(f"\\{char}" if char in "\\|`<" else char for char in one_line)
+
+
+def _code(text: str) -> str:
+    """An inline code span holding `text` as it is, whatever backticks it has."""
+    one_line = " ".join(text.split())
+    ticks = "`" * (_longest_run(one_line, "`") + 1)
+    pad = " " if one_line.startswith("`") or one_line.endswith("`") else ""
+    return f"{ticks}{pad}{one_line}{pad}{ticks}"
+
+
+def _fenced(text: str, info: str) -> list[str]:
+    fence = "`" * max(3, _longest_run(text, "`") + 1)
+    return [f"{fence}{info}", *text.splitlines(), fence]
+
+
+def _longest_run(text: str, char: str) -> int:
+    longest = run = 0
+    for c in text:
+        run = run + 1 if c == char else 0
+        longest = max(longest, run)
+    return longest
 
 
 def write_private(path: Path, text: str) -> None:

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from netbox_chat.config import SETTINGS, Settings, without_userinfo
 from netbox_chat.errors import UserFacingError
+from netbox_chat.evidence import table_of
 from netbox_chat.mdstream import Finished, MarkdownBlocks, tail_preview
 from netbox_chat.sessions import Recap, SessionSummary, Turn, epoch
 from netbox_chat.thinking import thought_for
@@ -459,6 +460,9 @@ class TurnView:
         self.finished = False
 
     def __enter__(self) -> TurnView:
+        # The turn's clock starts here: `ask` makes its view before building
+        # the agent, which took seconds the status line counted as thinking.
+        self.status.started = time.monotonic()
         if self.console.is_terminal:
             from rich.live import Live
 
@@ -838,44 +842,19 @@ def _result_view(result: str) -> RenderableType:
         data = json.loads(result)
     except ValueError:
         return Text(visible(result))
-    rows = data.get("results") if isinstance(data, dict) else data
-    if not (isinstance(rows, list) and rows and all(isinstance(row, dict) for row in rows)):
+    table = table_of(data, max_rows=SHOWN_ROWS)
+    if table is None:
         return Text(visible(json.dumps(data, indent=2, ensure_ascii=False)))
-    keys: list[str] = []
-    for row in rows[:SHOWN_ROWS]:
-        keys.extend(key for key in row if key not in keys)
-    keys = keys[:8]
-    table = Columns(
-        (
-            [Text(_shorten(visible_line(_cell(row.get(key))), 40)) for key in keys]
-            for row in rows[:SHOWN_ROWS]
-        ),
-        header=[visible_line(key) for key in keys],
-        flexible=len(keys) - 1,
-    )
-    parts: list[RenderableType] = [table]
-    total = data.get("count") if isinstance(data, dict) else None
-    total = total if isinstance(total, int) else len(rows)
-    if total > min(len(rows), SHOWN_ROWS):
-        parts.append(
-            Text(f"… {plural(total - min(len(rows), SHOWN_ROWS), 'more row')}", style="dim")
+    parts: list[RenderableType] = [
+        Columns(
+            ([Text(_shorten(visible_line(value), 40)) for value in row] for row in table.rows),
+            header=[visible_line(key) for key in table.keys],
+            flexible=len(table.keys) - 1,
         )
+    ]
+    if table.total > len(table.rows):
+        parts.append(Text(f"… {plural(table.total - len(table.rows), 'more row')}", style="dim"))
     return Group(*parts)
-
-
-def _cell(value: object) -> str:
-    """A field of a NetBox object, in a table cell: a nested object by its
-    name, a list joined, nothing for null."""
-    if value is None:
-        return ""
-    if isinstance(value, dict):
-        for key in ("display", "name", "slug", "label", "value"):
-            if isinstance(value.get(key), str | int):
-                return str(value[key])
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return ", ".join(_cell(item) for item in value)
-    return str(value)
 
 
 def history_table(turns: Iterable[Turn]) -> Columns:

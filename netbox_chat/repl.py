@@ -417,8 +417,8 @@ class Repl:
 
     async def show(self, argument: str) -> None:
         """`/show [N]`: the tool calls of the last answered turn (or turn N),
-        with what each returned, from the turn's messages in the conversation."""
-        from langchain_core.messages import AIMessage, ToolMessage
+        with what each returned, from the conversation at the turn's end."""
+        from netbox_chat.evidence import tool_results, turn_messages
 
         done = [turn for turn in self.session.turns() if turn.status == "done"]
         if argument:
@@ -429,16 +429,8 @@ class Repl:
             return
         turn = done[-1]
         runtime = await self.runtime()
-        messages = runtime.conversation.messages()[
-            turn.base_message_count or 0 : turn.message_count
-        ]
-        calls = {
-            str(call["id"]): (call["name"], call["args"])
-            for message in messages
-            if isinstance(message, AIMessage)
-            for call in message.tool_calls
-        }
-        results = [message for message in messages if isinstance(message, ToolMessage)]
+        at_end = runtime.conversation.committed_values(turn.end_checkpoint_id)
+        results = tool_results(turn_messages(turn, at_end.get("messages", [])))
         if not results:
             self.console.print(Text(f"turn {turn.number} called no tools", style="dim"))
             return
@@ -446,10 +438,9 @@ class Repl:
             Text(f"turn {turn.number}: {render.plural(len(results), 'tool call')}", style="dim")
         )
         for result in results:
-            name, args = calls.get(result.tool_call_id, (result.name or "?", {}))
-            text = result.content if isinstance(result.content, str) else str(result.content)
-            error = result.status == "error" or text.startswith("Error")
-            self.console.print(render.tool_call_view(name, args, text, error))
+            self.console.print(
+                render.tool_call_view(result.name, result.args, result.text, result.error)
+            )
 
     def show_thinking(self, argument: str) -> None:
         thought = [turn for turn in self.session.turns() if turn.thinking]

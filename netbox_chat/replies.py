@@ -26,6 +26,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from netbox_chat.errors import UserFacingError
+from netbox_chat.words import count
 
 # Prefixes a model puts before a tool's name: gpt-oss's harmony format addresses
 # tools as `functions.NAME` (openai/harmony, "to=functions.get_weather").
@@ -155,7 +156,7 @@ def no_answer(message: AIMessage, tool_calls_so_far: int) -> NoAnswer | None:
         return None
     if not isinstance(message.content, str) and message.content:
         return None
-    after = f" after {tool_calls_so_far} tool call(s)" if tool_calls_so_far else ""
+    after = f" after {count(tool_calls_so_far, 'tool call')}" if tool_calls_so_far else ""
     return NoAnswer(
         f"the model ended its reply{after} without an answer: ask again, more "
         "narrowly, or turn thinking off with /think off (NETBOX_CHAT_THINK=off)"

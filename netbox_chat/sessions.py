@@ -589,8 +589,11 @@ class SessionStore:
 
 
 @contextlib.contextmanager
-def read_only_connection(path: Path) -> Iterator[sqlite3.Connection]:
-    """Open a session without writing anything, not even SQLite's side files.
+def read_only_connection(
+    path: Path, factory: type[sqlite3.Connection] = sqlite3.Connection
+) -> Iterator[sqlite3.Connection]:
+    """Open a session without writing anything, not even SQLite's side files
+    (`factory`: the connection class a LangGraph saver on it wants).
 
     A read-only open of a WAL database creates `-wal` and `-shm` files and
     leaves them behind. When no `-wal` exists nobody is writing, so the file
@@ -599,7 +602,7 @@ def read_only_connection(path: Path) -> Iterator[sqlite3.Connection]:
     """
     live = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
     uri = f"{path.resolve().as_uri()}?mode=ro" + ("" if live else "&immutable=1")
-    conn = sqlite3.connect(uri, uri=True, timeout=2.0)
+    conn = sqlite3.connect(uri, uri=True, timeout=2.0, factory=factory)
     try:
         yield conn
     finally:

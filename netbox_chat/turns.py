@@ -51,6 +51,7 @@ from netbox_chat.replies import JSON_STARTS, READ_AS_CALL
 from netbox_chat.sessions import OutcomeUnknown, StoreError, ToolCallRecord, TurnStatus
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import ThinkSplitter, inlines_thinking, split_thinking
+from netbox_chat.words import count
 
 
 # What a session store that cannot be written raises (disk full, I/O error,
@@ -765,7 +766,7 @@ class Conversation:
             problems.append("the head is not the pre-turn checkpoint")
         if base_message_count is not None and messages != base_message_count:
             problems.append(
-                f"{messages} message(s) where the pre-turn snapshot had {base_message_count}"
+                f"{count(messages, 'message')} where the pre-turn snapshot had {base_message_count}"
             )
         return problems
 
@@ -806,7 +807,7 @@ def _unfinished_step_problems(steps: Sequence[str], pending: int) -> list[str]:
     if steps:
         problems.append(f"the graph still has steps to run: {', '.join(steps)}")
     if pending:
-        problems.append(f"{pending} task result(s) pending on the head")
+        problems.append(f"{count(pending, 'task result')} pending on the head")
     return problems
 
 

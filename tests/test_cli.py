@@ -4,6 +4,7 @@ recent session, forget asks first."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -218,8 +219,15 @@ def test_a_reader_that_goes_away_ends_it_quietly_as_git_does(sessions_dir: Path)
     session_id = make_session(SessionStore(sessions_dir), "which sites are there?")
     env = {**os.environ, "NETBOX_CHAT_SESSIONS": str(sessions_dir)}
     # `ls` writes through rich as it goes; `ls --json` and `export` leave their
-    # output in Python's buffer until the exit flush
-    for args in (["ls"], ["ls", "--json"], ["export", session_id]):
+    # output in Python's buffer until the exit flush; help is Typer's own
+    for args in (
+        ["ls"],
+        ["ls", "--json"],
+        ["export", session_id],
+        ["--help"],
+        ["ls", "-h"],
+        ["--version"],
+    ):
         proc = subprocess.Popen(
             [sys.executable, "-m", "netbox_chat", *args],
             env=env,
@@ -231,6 +239,28 @@ def test_a_reader_that_goes_away_ends_it_quietly_as_git_does(sessions_dir: Path)
         proc.stdout.close()  # `| head` that has read all it wanted
         _, stderr = proc.communicate(timeout=60)
         assert (proc.returncode, stderr) == (141, ""), args
+
+
+def test_ask_into_a_reader_that_goes_away_keeps_the_answer_and_exits_141(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """`netbox-chat ask "…" | head -0`: the turn is answered and recorded, and
+    the closed pipe is no bug report: nothing on stderr, exit 141."""
+    ollama.script([Text("Three sites. " * 2000)])  # more than a pipe's buffer
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netbox_chat", "ask", "how many sites?"],
+        env=chat_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, stderr = proc.communicate(timeout=120)
+    assert (proc.returncode, stderr) == (141, "")
+    (path,) = sessions_dir.glob("*.sqlite")
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT number, status FROM turns").fetchall() == [(1, "done")]
 
 
 def test_sessions_are_found_from_any_folder(
@@ -291,6 +321,39 @@ def age_session(path: Path, days: int) -> None:
         conn.execute(f"UPDATE turns SET started_at = {stamp}, ended_at = {stamp}")
         conn.execute(f"UPDATE session_meta SET value = {stamp} WHERE key = 'created_at'")
     conn.close()
+
+
+def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25: `ls` shows last activity as `just now`, `3 days ago`, then
+    the date once a month old; and, when no setting named the folder, says
+    which one it read and by what rule (a named folder needs no note)."""
+    from datetime import UTC, datetime, timedelta
+
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    for name in [k for k in os.environ if k.startswith(("NETBOX_CHAT_", "XDG_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    home = tmp_path / "data" / "netbox-chat" / "sessions"
+    store = SessionStore(home)
+    now, days, month = (make_session(store, q) for q in ("now?", "days?", "month?"))
+    age_session(home / f"{days}.sqlite", 3)
+    age_session(home / f"{month}.sqlite", 40)
+    listed = CliRunner().invoke(app, ["ls"], env=env)
+    assert listed.exit_code == 0, listed.output
+    rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+    assert "just now" in rows[now] and "3 days ago" in rows[days]
+    date = (datetime.now(UTC) - timedelta(days=40)).date().isoformat()
+    assert date in rows[month]
+    assert listed.stderr.splitlines()[0] == (
+        f"sessions in {home} (default: $XDG_DATA_HOME/netbox-chat/sessions)"
+    )
+    named = CliRunner().invoke(app, ["ls"], env={**env, "NETBOX_CHAT_SESSIONS": str(home)})
+    assert named.exit_code == 0 and "sessions in" not in named.stderr
 
 
 def test_forget_takes_several_ids_and_older_than_but_never_an_open_session(

@@ -11,14 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pexpect
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.test_repl_pty import run_in_pty
 
 ROOT = Path(__file__).parent.parent
-ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\x07|\r")
 
 
 def run(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -92,19 +91,8 @@ def test_ask_in_a_terminal_streams_like_the_repl_and_says_how_to_go_on(
         [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
         [Text("# Sites\n\nThere are **three** sites.")],
     )
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat", "ask", "how many sites?"],
-        env=chat_env,
-        cwd=str(ROOT),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(40, 160),
-    )
-    child.expect(pexpect.EOF)
-    child.close()
-    screen = ANSI.sub("", child.before or "")
-    assert child.exitstatus == 0, screen
+    status, screen = run_in_pty(chat_env, "ask", "how many sites?")
+    assert status == 0, screen
     (path,) = sessions_dir.glob("*.sqlite")
     assert '→ netbox_get_objects(object_type="dcim.site")' in screen
     assert "There are three sites." in screen and "**" not in screen  # rendered Markdown

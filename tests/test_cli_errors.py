@@ -85,3 +85,51 @@ def test_an_unexpected_error_is_one_line_with_exit_1_and_the_session_survives(
 
     traced = netbox_chat({**chat_env, "NETBOX_CHAT_TRACEBACK": "1"}, "ask", latin1)
     assert traced.returncode == 1 and "Traceback" in traced.stderr
+
+
+def test_usage_errors_exit_2_and_the_same_value_from_the_environment_exits_1(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """Issue 25's polish: a flag's value the command does not take, flags that
+    exclude each other or do not apply, an empty question: exit 2, one line,
+    nothing asked. The same wrong value in the environment is configuration
+    (exit 1). A URL that is not http(s) is refused before anything is sent."""
+    session_id = first_session(chat_env, ollama)
+    runs = [
+        (chat_env, ["export", session_id, "--format", "html"], "unknown format 'html'"),
+        (chat_env, ["doctor", "--init-store"], "--init-store is for a postgresql:// store"),
+        (chat_env, ["ask", "--provider", "nope", "hi"], "--provider must be one of"),
+        (chat_env, ["ask", "--ollama-url", "ftp://x", "hi"], "--ollama-url must be an http://"),
+        (chat_env, ["ask", "--netbox-url", "netbox.example", "hi"], "--netbox-url must be an"),
+        (chat_env, ["ask", "-c", "--ephemeral", "hi"], "exclude each other"),
+        (chat_env, ["ask", "  "], "the question is empty"),
+        (chat_env, ["ls", "--store", "mysql://x"], "unknown session store"),
+        ({**chat_env, "OLLAMA_HOST": "ftp://x"}, ["ask", "hi"], "OLLAMA_HOST must be an http://"),
+        ({**chat_env, "NETBOX_CHAT_PROVIDER": "nope"}, ["ask", "hi"], "NETBOX_CHAT_PROVIDER must"),
+    ]
+    asked = len(ollama.requests)
+    for env, args, said in runs:
+        result = CliRunner().invoke(app, args, env=env)
+        expected = 1 if env is not chat_env else 2
+        assert result.exit_code == expected, (args, result.output)
+        (line,) = result.stderr.splitlines()
+        assert line.startswith("netbox-chat: ") and said in line, (args, line)
+    assert len(ollama.requests) == asked  # nothing was sent to the model
+
+
+def test_the_readme_and_the_help_list_every_exit_status_there_is() -> None:
+    """The README's exit-code table and `--help` name each status the CLI can
+    end with, and nothing else: a new one cannot go undocumented."""
+    import re
+
+    from netbox_chat.errors import ExitStatus
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("### Exit codes") : readme.index("netbox-chat fails closed")]
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", table, re.MULTILINE)}
+    assert documented == {int(status) for status in ExitStatus}
+    help_text = " ".join(CliRunner().invoke(app, ["--help"]).stdout.split())
+    listed = help_text[help_text.index("Exit codes:") : help_text.index("quietly.")]
+    listed = listed.replace("│", " ")  # rich's help panel, where a line wraps
+    for status in ExitStatus:
+        assert re.search(rf"\b{int(status)} ", listed), status

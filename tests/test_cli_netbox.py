@@ -95,6 +95,30 @@ def test_a_profile_token_env_that_is_not_set_is_refused_before_asking(
     )
 
 
+def test_the_repl_refuses_a_profile_token_env_that_is_not_set_before_any_prompt(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble, tmp_path: Path
+) -> None:
+    """The chat checks the token as `ask` does: one line naming the variable
+    the profile names, exit 1, no prompt, no session, nothing sent."""
+    from tests.test_repl_pty import run_in_pty
+
+    config = tmp_path / "config" / "netbox-chat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'[profiles.lab]\nnetbox_url = "{netbox.url}"\ntoken_env = "LAB_TOKEN"\n')
+    config.chmod(0o600)
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+    status, screen = run_in_pty(env, "--profile", "lab")
+    assert status == 1
+    said = " ".join(screen.split())  # wrapped to the terminal
+    assert said.startswith(
+        "netbox-chat: no NetBox token: LAB_TOKEN (the token_env of profile lab) is not set;"
+    )
+    assert ollama.requests == [] and netbox.requests == []
+    assert not Path(env["NETBOX_CHAT_SESSIONS"]).exists() or not any(
+        Path(env["NETBOX_CHAT_SESSIONS"]).glob("*.sqlite")
+    )
+
+
 def test_no_token_at_all_is_said_first_and_the_403_says_none_was_sent(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from netbox_chat.cli import app
 from netbox_chat.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
+from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, StreamError, Text, ToolCall
 
 
@@ -169,3 +170,112 @@ def test_export_masks_a_token_even_if_one_got_into_the_ledger(
         code, text, _ = run(chat_env, "export", sid, "--format", fmt)
         assert code == 0 and TEST_TOKEN not in text and TEST_TOKEN.split(".")[1] not in text
         assert "my token is ***" in text
+
+
+# --- --tool-results: what each call returned, as /show reads it -------------------------
+
+HOSTILE_SITE = "Evil\x1b]0;pwned\x07 | `x` <b>"
+
+
+def test_tool_results_are_exported_as_tables_and_errors_readable_and_inert(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble, sessions_dir: Path
+) -> None:
+    """Issue 25, item 11: `export --tool-results` shows what NetBox returned, a
+    list as a Markdown table, an error as text; a site named by someone hostile
+    cannot forge a cell, a row or a terminal sequence."""
+    netbox.data["dcim/sites"].append(
+        {"id": 9, "name": HOSTILE_SITE, "slug": "evil", "status": {"value": "active"}}
+    )
+    ollama.script(
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
+        [ToolCall("get_objects", {"object_type": "dcim.site"})],  # no such tool: an error
+        [Text("Four sites.")],
+    )
+    code, out, err = run(chat_env, "ask", "which sites?", "--json")
+    assert code == 0, err
+    sid = str(json.loads(out)["session"])
+
+    code, plain, _ = run(chat_env, "export", sid)
+    assert code == 0 and "Tool results:" not in plain  # only when asked for
+
+    code, md, err = run(chat_env, "export", sid, "--tool-results")
+    assert code == 0, err
+    lines = md.splitlines()
+    first = lines.index('1. `netbox_get_objects` `{"object_type": "dcim.site"}`')
+    assert lines[first + 2 : first + 9] == [
+        "| id | name | slug | status |",
+        "| --- | --- | --- | --- |",
+        "| 1 | DM-Akron | dm-akron | active |",
+        "| 2 | DM-Columbus | dm-columbus | active |",
+        "| 3 | DM-Dayton | dm-dayton | planned |",
+        "| 9 | Evil\\x1b]0;pwned\\x07 \\| \\`x\\` \\<b> | evil | active |",
+        "",
+    ]
+    assert lines[first + 9] == "_4 rows_"
+    second = lines.index('2. `get_objects` `{"object_type": "dcim.site"}` **(error)**')
+    assert lines[second + 2] == "```text"
+    assert "get_objects is not a valid tool" in lines[second + 3]
+    assert "\x1b" not in md and "\x07" not in md and TEST_TOKEN not in md
+    # read-only and lock-free: the same while the session is open elsewhere
+    with SessionFile.open(SessionStore(sessions_dir), sid):
+        before = folder_hash(sessions_dir)
+        assert run(chat_env, "export", sid, "--tool-results") == (0, md, "")
+        assert folder_hash(sessions_dir) == before
+
+    code, out, err = run(chat_env, "export", sid, "--tool-results", "--format", "json")
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out
+    (turn,) = json.loads(out)["turns"]
+    listing, failure = turn["tool_results"]
+    assert listing["name"] == "netbox_get_objects" and listing["error"] is False
+    assert listing["args"] == {"object_type": "dcim.site"}
+    assert [site["name"] for site in listing["result"]["results"]] == [
+        "DM-Akron",
+        "DM-Columbus",
+        "DM-Dayton",
+        HOSTILE_SITE,
+    ]
+    assert failure["name"] == "get_objects" and failure["error"] is True
+    assert "not a valid tool" in failure["result"]
+
+
+def test_tool_results_from_either_store_and_none_for_a_rolled_back_turn(
+    store_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """From a folder and from PostgreSQL alike, read-only: a rolled-back turn's
+    calls are listed from the ledger, and said to have no results kept."""
+    ollama.script(
+        [
+            ToolCall(
+                "netbox_get_objects",
+                {"object_type": "dcim.device", "filters": {"site": "dm-akron"}},
+            )
+        ],
+        [Text("Three devices.")],
+    )
+    code, out, err = run(store_env, "ask", "devices at Akron?", "--json")
+    assert code == 0, err
+    sid = str(json.loads(out)["session"])
+    ollama.script(
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
+        [Text("Half an"), StreamError("model crashed")],
+    )
+    assert run(store_env, "ask", "and the sites?", "--session", sid)[0] == 1
+
+    code, out, err = run(store_env, "export", sid, "-f", "json", "--tool-results")
+    assert code == 0, err
+    done, failed = json.loads(out)["turns"]
+    (devices,) = done["tool_results"]
+    assert [row["name"] for row in devices["result"]["results"]] == [
+        "dmi01-akron-sw01",
+        "dmi01-akron-sw02",
+        "dmi01-akron-rtr01",
+    ]
+    assert failed["status"] == "failed" and failed["tool_calls"]
+    assert failed["tool_results"] is None
+
+    code, md, err = run(store_env, "export", sid, "--tool-results")
+    assert code == 0, err
+    assert "| 3 | dmi01-akron-rtr01 |" in md
+    turn2 = md[md.index("## Turn 2") :]
+    assert "Tool results: not kept (the turn was rolled back)." in turn2

@@ -228,7 +228,7 @@ async def test_a_rollback_to_a_head_with_another_message_count_is_reported(
     )
     (report,) = conversation.recover_interrupted()
     assert not report.verified
-    assert report.problems == ["8 message(s) where the pre-turn snapshot had 7"]
+    assert report.problems == ["8 messages where the pre-turn snapshot had 7"]
     (turn,) = [t for t in conversation.session.turns() if t.status == "interrupted"]
     assert turn.error is not None and "rollback check failed" in turn.error
 

@@ -215,7 +215,7 @@ def test_an_empty_reply_after_tool_calls_fails_the_turn_and_keeps_nothing(
     )
     result = ask_json(chat_env, "list the sites", code=1)
     assert result["status"] == "failed" and result["answer"] == ""
-    assert "ended its reply after 3 tool call(s) without an answer" in result["error"]
+    assert "ended its reply after 3 tool calls without an answer" in result["error"]
     assert "/think off" in result["error"]
     assert result["kept"] is False  # a new session with no answer is not kept
     assert not list(sessions_dir.glob("*.sqlite"))

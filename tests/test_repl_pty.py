@@ -29,18 +29,32 @@ ROOT = Path(__file__).parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\x07|\r")
 
 
-def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
-    child = pexpect.spawn(
+def in_pty(env: dict[str, str], *args: str, timeout: float = 30) -> pexpect.spawn:
+    """`netbox-chat ARGS` started in a 160-column terminal."""
+    return pexpect.spawn(
         sys.executable,
         ["-m", "netbox_chat", *args],
         env=env,
         cwd=str(ROOT),
         encoding="utf-8",
-        timeout=30,
+        timeout=timeout,
         dimensions=(40, 160),
     )
+
+
+def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
+    child = in_pty(env, *args)
     child.expect(PROMPT)
     return child
+
+
+def run_in_pty(env: dict[str, str], *args: str, timeout: float = 60) -> tuple[int, str]:
+    """A command that ends by itself, run in a terminal: its exit status and
+    what it drew, without the escape codes."""
+    child = in_pty(env, *args, timeout=timeout)
+    child.expect(pexpect.EOF)
+    child.close()
+    return int(child.exitstatus or 0), plain(child.before or "")
 
 
 def leave(child: pexpect.spawn) -> str:

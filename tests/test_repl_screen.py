@@ -253,6 +253,42 @@ def test_show_prints_the_last_turns_tool_calls_with_their_results_as_a_table(
     ]
 
 
+def test_show_after_compact_still_shows_what_an_early_turn_returned(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """/show N reads turn N's messages where the turn ended, not the head's
+    list, which /compact rewrote into a summary and the last exchanges."""
+    ollama.script(
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
+        [Text("Three sites.")],
+        [Text("Yes, three.")],
+        [Text("Still three.")],
+        [Text("A summary: three sites.")],
+    )
+    child, terminal = chat(chat_env)
+    for question, answer in [
+        ("which sites?", "Three sites."),
+        ("sure?", "Yes, three."),
+        ("really?", "Still three."),
+    ]:
+        child.sendline(question)
+        child.expect(answer)
+        child.expect(PROMPT)
+        time.sleep(0.3)
+    child.sendline("/compact")
+    child.expect("compacted")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendline("/show 1")
+    child.expect("DM-Dayton")
+    child.expect(PROMPT)
+    leave(child)
+    shown = terminal.lines()
+    start = shown.index("turn 1: 1 tool call")
+    assert shown[start + 1] == '  → netbox_get_objects(object_type="dcim.site")'
+    assert shown[start + 5].startswith("3   DM-Dayton")
+
+
 def test_model_switches_the_model_for_the_next_questions_and_refuses_one_ollama_lacks(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:

@@ -127,7 +127,11 @@ def _question(path: Path, n: int, item: Any, client: TruthClient | None) -> Ques
         raise _fail(path, n, "not a table")
     unknown = set(item) - _KEYS
     if unknown:
-        raise _fail(path, n, f"unknown key(s) {', '.join(sorted(unknown))}")
+        raise _fail(
+            path,
+            n,
+            f"unknown {'key' if len(unknown) == 1 else 'keys'} {', '.join(sorted(unknown))}",
+        )
     text, kind = item.get("text"), item.get("kind")
     tier, domain = item.get("tier", "simple"), item.get("domain", "custom")
     if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:

@@ -14,6 +14,7 @@ from typing import Any
 
 from netbox_chat.eval.questions import BUDGETS, KINDS, TIERS
 from netbox_chat.eval.runfolder import Plan
+from netbox_chat.words import count
 
 BOOTSTRAP_SAMPLES = 2000
 
@@ -149,7 +150,7 @@ def markdown(summary: dict[str, Any]) -> str:
         f"# netbox-chat eval, run {summary['run']}",
         "",
         f"{summary['questions']} questions (seed {summary['seed']}), "
-        f"{summary['repeat']} repeat(s), "
+        f"{count(summary['repeat'], 'repeat')}, "
         + ("all in one session" if summary["conversation"] else "each in a new session")
         + f"; {summary['finished']} of {summary['expected_results']} answers finished"
         + ("." if summary["complete"] else " (stopped: --resume to finish)."),
