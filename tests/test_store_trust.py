@@ -329,23 +329,13 @@ def test_a_connection_dropped_in_a_new_sessions_first_turn_is_exit_3_with_its_re
 ) -> None:
     """README: a connection lost mid-turn ends it with exit 3 and the server's
     words; `--json` still ends with the result object."""
-    import subprocess
-    import sys
-
     from netbox_chat import pgstore
-    from tests.test_crash import ROOT
+    from tests.test_crash import ask
     from tests.test_stores import wait_until
 
     netbox.delays["dcim/sites"] = 3.0
     ollama.script([SITES], [Text("Sites: a, b.")])
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "ask", "list the sites slowly", "--json"],
-        env=store_env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = ask(store_env, "list the sites slowly", "--json")
     wait_until(lambda: any("dcim/sites" in r for r in netbox.requests), "no tool call")
     with contextlib.closing(pgstore.connect(pg.value)) as admin:
         admin.execute(
