@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pexpect
@@ -16,21 +15,15 @@ from typer.testing import CliRunner
 
 from netbox_chat.cli import app
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.test_repl_pty import on_a_terminal
+from tests.test_stores import cli
 
-ROOT = Path(__file__).parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\x07|\r")
 
 
 def run(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "netbox_chat", *args],
-        env=env,
-        cwd=ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """The CLI with stdin a pipe (empty unless given), as in a script."""
+    return cli(env, *args, stdin=stdin)
 
 
 def test_the_question_comes_from_stdin_and_an_empty_one_is_refused(
@@ -92,15 +85,7 @@ def test_ask_in_a_terminal_streams_like_the_repl_and_says_how_to_go_on(
         [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
         [Text("# Sites\n\nThere are **three** sites.")],
     )
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat", "ask", "how many sites?"],
-        env=chat_env,
-        cwd=str(ROOT),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(40, 160),
-    )
+    child = on_a_terminal(chat_env, "ask", "how many sites?")
     child.expect(pexpect.EOF)
     child.close()
     screen = ANSI.sub("", child.before or "")

@@ -29,16 +29,24 @@ ROOT = Path(__file__).parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\x07|\r")
 
 
-def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
-    child = pexpect.spawn(
+def on_a_terminal(
+    env: dict[str, str], *args: str, columns: int = 160, timeout: float = 60
+) -> pexpect.spawn:
+    """The CLI on a pty of 40 lines by `columns`, as a user's terminal runs it."""
+    return pexpect.spawn(
         sys.executable,
         ["-m", "netbox_chat", *args],
         env=env,
         cwd=str(ROOT),
         encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 160),
+        timeout=timeout,
+        dimensions=(40, columns),
     )
+
+
+def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
+    """The REPL on a terminal, at its first prompt."""
+    child = on_a_terminal(env, *args, timeout=30)
     child.expect(PROMPT)
     return child
 
