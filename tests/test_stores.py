@@ -52,7 +52,9 @@ def first_turn(env: dict[str, str], ollama: ScriptedOllama) -> str:
     return str(json.loads(done.stdout)["session"])
 
 
-def wait_until(condition: Any, what: str, timeout: float = 20.0) -> None:
+def wait_until(condition: Any, what: str, timeout: float = 60.0) -> None:
+    """Until `condition()`; the timeout is a bound for a loaded machine, not a
+    wait (see test_crash.wait_for_running)."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, what
