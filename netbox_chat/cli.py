@@ -190,82 +190,76 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+
+def setting_option(*flags: str, envvar: str, help: str) -> Any:
+    """An option the environment can give as well: --help names the variable,
+    and shows no default, because the value left unset is resolved later (the
+    config file's profile, then the default each help text names)."""
+    return typer.Option(*flags, envvar=envvar, show_envvar=True, help=help, show_default=False)
+
+
 SessionsDir = Annotated[
     Path | None,
-    typer.Option(
+    setting_option(
         "--sessions-dir",
         envvar="NETBOX_CHAT_SESSIONS",
-        show_envvar=True,
         help="Folder of session files (default: the nearest sessions/ folder made by "
         "netbox-chat in or above this one, else $XDG_DATA_HOME/netbox-chat/sessions).",
-        show_default=False,
     ),
 ]
 StoreOption = Annotated[
     str | None,
-    typer.Option(
+    setting_option(
         "--store",
         envvar="NETBOX_CHAT_STORE",
-        show_envvar=True,
         help=(
             "Where sessions live: a folder, or a postgresql:// URL for a team's database "
             "(needs the package's postgres extra)."
         ),
-        show_default=False,
     ),
 ]
 OllamaUrl = Annotated[
     str | None,
-    typer.Option(
+    setting_option(
         "--ollama-url",
         envvar="OLLAMA_HOST",
-        show_envvar=True,
         help="Ollama server (default http://127.0.0.1:11434).",
-        show_default=False,
     ),
 ]
 ProviderOption = Annotated[
     str | None,
-    typer.Option(
+    setting_option(
         "--provider",
         envvar="NETBOX_CHAT_PROVIDER",
-        show_envvar=True,
         help="Model server: ollama (default), or openai for any OpenAI-compatible server.",
-        show_default=False,
     ),
 ]
 BaseUrl = Annotated[
     str | None,
-    typer.Option(
+    setting_option(
         "--base-url",
         envvar="NETBOX_CHAT_BASE_URL",
-        show_envvar=True,
         help="The OpenAI-compatible server, ending in /v1 (with --provider openai).",
-        show_default=False,
     ),
 ]
 Model = Annotated[
     str | None,
-    typer.Option(
+    setting_option(
         "--model",
         "-m",
         envvar="NETBOX_CHAT_MODEL",
-        show_envvar=True,
         help=(
             "The model (Ollama's name, or the server's /v1/models id); it must call "
             "tools (default qwen3:8b)."
         ),
-        show_default=False,
     ),
 ]
 NetboxUrl = Annotated[
     str | None,
-    typer.Option(
+    setting_option(
         "--netbox-url",
         envvar="NETBOX_URL",
-        show_envvar=True,
         help="NetBox base URL; the token comes from NETBOX_TOKEN or the profile, never a flag.",
-        show_default=False,
     ),
 ]
 Think = Annotated[
@@ -281,13 +275,11 @@ Think = Annotated[
 ]
 Profile = Annotated[
     str | None,
-    typer.Option(
+    setting_option(
         "--profile",
         "-p",
         envvar=PROFILE_ENV,
-        show_envvar=True,
         help="A profile of the config file: its NetBox, token, model… (see `netbox-chat config`).",
-        show_default=False,
     ),
 ]
 

@@ -39,6 +39,7 @@ from netbox_chat import render
 from netbox_chat.config import Settings, state_dir
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
+from netbox_chat.sessions import Turn
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import check_setting, setting_label
 from netbox_chat.visible import visible_line
@@ -420,14 +421,11 @@ class Repl:
         with what each returned, from the conversation at the turn's end."""
         from netbox_chat.evidence import tool_results, turn_messages
 
-        done = [turn for turn in self.session.turns() if turn.status == "done"]
-        if argument:
-            done = [turn for turn in done if str(turn.number) == argument]
-        if not done:
+        turn = chosen_turn([t for t in self.session.turns() if t.status == "done"], argument)
+        if turn is None:
             where = f"turn {argument} was not answered" if argument else "no turn answered yet"
             self.console.print(Text(f"/show: {where}", style="dim"))
             return
-        turn = done[-1]
         runtime = await self.runtime()
         at_end = runtime.conversation.committed_values(turn.end_checkpoint_id)
         results = tool_results(turn_messages(turn, at_end.get("messages", [])))
@@ -443,14 +441,12 @@ class Repl:
             )
 
     def show_thinking(self, argument: str) -> None:
-        thought = [turn for turn in self.session.turns() if turn.thinking]
-        if argument:
-            thought = [turn for turn in thought if str(turn.number) == argument]
-        if not thought:
+        turn = chosen_turn([t for t in self.session.turns() if t.thinking], argument)
+        if turn is None:
             where = f"turn {argument}" if argument else "this session"
             self.console.print(Text(f"no thinking recorded for {where}", style="dim"))
             return
-        self.console.print(render.thinking_text(thought[-1]))
+        self.console.print(render.thinking_text(turn))
 
     async def compact(self) -> None:
         from netbox_chat.history import compact
@@ -471,6 +467,13 @@ class Repl:
             return runtime.context.last_prompt_tokens
         done = [t for t in self.session.turns() if t.status == "done"]
         return done[-1].prompt_tokens_last if done else None
+
+
+def chosen_turn(turns: list[Turn], argument: str) -> Turn | None:
+    """The turn a command's argument names (`/show 2`, `/thinking 2`) among
+    `turns`, or with no argument the last of them; None when there is none."""
+    chosen = [turn for turn in turns if not argument or str(turn.number) == argument]
+    return chosen[-1] if chosen else None
 
 
 def require_terminal() -> None:

@@ -3,8 +3,8 @@
 Each release's `netbox_chat/` is taken from git (`git archive`, as bench 3
 does for its "before" figures) into a temporary folder and run as its own CLI
 in a subprocess, with this tree's scripted Ollama server and NetBox double:
-a turn with a tool call, a second turn, and where the release has them, a
-rewind (`resume --at`) and a compaction (`/compact`) in its REPL on a pty.
+a turn with a tool call by its `ask`, then in its REPL on a pty three more
+turns, a rewind (`/rewind`) and a compaction (`/compact`).
 The files are what that release wrote, for `test_store_trust.py` to open
 with today's code.
 """

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -16,20 +15,12 @@ from typer.testing import CliRunner
 from netbox_chat.cli import app
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.test_repl_pty import run_in_pty
-
-ROOT = Path(__file__).parent.parent
+from tests.test_stores import cli
 
 
 def run(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "netbox_chat", *args],
-        env=env,
-        cwd=ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """The CLI with stdin a pipe (empty unless given), as in a script."""
+    return cli(env, *args, stdin=stdin)
 
 
 def test_the_question_comes_from_stdin_and_an_empty_one_is_refused(

@@ -6,8 +6,6 @@ ours reported as one line with an exit status, not a traceback."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -15,18 +13,8 @@ from typer.testing import CliRunner
 from netbox_chat.cli import app
 from tests.ollama_server import Delay, HTTPError, ScriptedOllama, Text
 from tests.stores import StoreUnderTest
-from tests.test_crash import ROOT, ask, first_session, turn_rows, wait_for_running
-
-
-def netbox_chat(env: dict[str, str], *args: str | bytes) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "netbox_chat", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from tests.test_crash import ask, first_session, turn_rows, wait_for_running
+from tests.test_stores import cli
 
 
 def test_messages_are_not_wrapped_when_stderr_is_not_a_terminal(
@@ -41,14 +29,14 @@ def test_messages_are_not_wrapped_when_stderr_is_not_a_terminal(
     crashed.wait(timeout=10)
 
     ollama.script([Text("Still three sites.")])
-    resumed = netbox_chat(narrow, "ask", "and now?", "--session", session_id)
+    resumed = cli(narrow, "ask", "and now?", "--session", session_id)
     assert resumed.returncode == 0, resumed.stderr
     (recovery,) = [line for line in resumed.stderr.splitlines() if "interrupted" in line]
     assert recovery.startswith("turn 2 was interrupted and rolled back (")
     assert recovery.endswith("removed); the model will not see it")
 
     empty = sessions_dir.parent / ("a-folder-with-a-long-name-" * 3)
-    listing = netbox_chat({**narrow, "NETBOX_CHAT_SESSIONS": str(empty)}, "ls")
+    listing = cli({**narrow, "NETBOX_CHAT_SESSIONS": str(empty)}, "ls")
     assert listing.stderr.splitlines() == [f"no sessions in {empty}; start one with `netbox-chat`"]
 
 
@@ -70,7 +58,7 @@ def test_an_unexpected_error_is_one_line_with_exit_1_and_the_session_survives(
     # which SQLite cannot store. No code path expects it: it is a bug, and a
     # bug gets one line and an exit status, not a traceback.
     latin1 = "caf\udce9?"
-    failed = netbox_chat(chat_env, "ask", latin1, "--json")
+    failed = cli(chat_env, "ask", latin1, "--json")
     assert failed.returncode == 1
     (line,) = failed.stderr.splitlines()
     assert line.startswith("netbox-chat: unexpected error (UnicodeEncodeError")
@@ -79,11 +67,11 @@ def test_an_unexpected_error_is_one_line_with_exit_1_and_the_session_survives(
     assert turn_rows(path) == []
 
     ollama.script([Text("Three sites.")])
-    again = netbox_chat(chat_env, "ask", "how many sites?", "--session", path.stem, "--json")
+    again = cli(chat_env, "ask", "how many sites?", "--session", path.stem, "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["turn"] == 1
 
-    traced = netbox_chat({**chat_env, "NETBOX_CHAT_TRACEBACK": "1"}, "ask", latin1)
+    traced = cli({**chat_env, "NETBOX_CHAT_TRACEBACK": "1"}, "ask", latin1)
     assert traced.returncode == 1 and "Traceback" in traced.stderr
 
 

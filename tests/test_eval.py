@@ -210,29 +210,6 @@ def test_oracle_scores_100_and_flawed_scores_0_each_for_its_known_failure(
     assert (run / "report.md").read_text().startswith(f"# netbox-chat eval, run {report['run']}")
 
 
-def test_markdown_report_says_when_a_difference_is_too_small_to_call(
-    eval_env: dict[str, str], netbox: NetBoxDouble, models: ScriptedOllama
-) -> None:
-    """Two models that answer alike cannot be told apart: the report says so."""
-    models.responder = personas(built(netbox, seed=1, per_template=1))
-    args = ["eval", "--seed", "1", "--per-template", "1", "-m", "oracle", "-m", "twin"]
-    result = CliRunner().invoke(app, [*args, "--conversation"], env=eval_env)
-    assert result.exit_code == 0, result.output
-    assert "all in one session" in result.stdout
-    assert "| oracle | twin |" in result.stdout and "too small to call" in result.stdout
-
-
-def start_eval(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "eval", "--json", *args],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 QUESTIONS_TOML = """
 [[question]]
 id = "sites"
@@ -260,6 +237,53 @@ text = "How many tenants are there?"
 kind = "count"
 expected = 2
 """
+TEXTS = [line.split('"')[1] for line in QUESTIONS_TOML.splitlines() if line.startswith("text")]
+# Each question's right answer, as a model would word it.
+ANSWERS = dict(
+    zip(
+        TEXTS,
+        [
+            "There are 3 sites.",
+            "dmi01-akron-sw01, dmi01-akron-sw02 and dmi01-akron-rtr01.",
+            "It is offline.",
+            "Two.",
+        ],
+        strict=True,
+    )
+)
+
+
+def answers_right(model: str, question: str, after_tool: bool) -> Reply:
+    """Every model answers QUESTIONS_TOML's questions right, after one tool call."""
+    return [Text(ANSWERS[question])] if after_tool else [LOOK]
+
+
+def test_markdown_report_says_when_a_difference_is_too_small_to_call(
+    eval_env: dict[str, str], models: ScriptedOllama, tmp_path: Path
+) -> None:
+    """Two models that answer alike cannot be told apart: the report says so.
+    Four questions of one's own prove it as well as the 36 built ones would
+    (the bootstrap of a difference that is zero on every question straddles
+    zero at any size) for a ninth of the turns."""
+    path = tmp_path / "mine.toml"
+    path.write_text(QUESTIONS_TOML)
+    models.responder = by_question(answers_right)
+    args = ["eval", "--per-template", "0", "--questions", str(path), "-m", "oracle", "-m", "twin"]
+    result = CliRunner().invoke(app, [*args, "--conversation"], env=eval_env)
+    assert result.exit_code == 0, result.output
+    assert "all in one session" in result.stdout
+    assert "| oracle | twin |" in result.stdout and "too small to call" in result.stdout
+
+
+def start_eval(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "netbox_chat", "eval", "--json", *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
@@ -272,20 +296,11 @@ def test_a_run_stopped_mid_question_keeps_its_results_and_resume_finishes_it(
 ) -> None:
     path = tmp_path / "mine.toml"
     path.write_text(QUESTIONS_TOML)
-    texts = [line.split('"')[1] for line in QUESTIONS_TOML.splitlines() if line.startswith("text")]
-    expected: dict[str, str] = {
-        texts[0]: "There are 3 sites.",
-        texts[1]: "dmi01-akron-sw01, dmi01-akron-sw02 and dmi01-akron-rtr01.",
-        texts[2]: "It is offline.",
-        texts[3]: "Two.",
-    }
 
     def reply(model: str, question: str, after_tool: bool) -> Reply:
-        if not after_tool:
-            return [LOOK]
-        if question == texts[2] and model == "slow":
-            return [Delay(60.0), Text(expected[question])]
-        return [Text(expected[question])]
+        if after_tool and question == TEXTS[2] and model == "slow":
+            return [Delay(60.0), Text(ANSWERS[question])]
+        return answers_right(model, question, after_tool)
 
     models.responder = by_question(reply)
     run = start_eval(eval_env, "-m", "slow", "--per-template", "0", "--questions", str(path))
@@ -297,7 +312,7 @@ def test_a_run_stopped_mid_question_keeps_its_results_and_resume_finishes_it(
         if (
             results
             and len(results[0].read_text().splitlines()) == 2
-            and any(texts[2] in json.dumps(body["messages"]) for body in models.requests)
+            and any(TEXTS[2] in json.dumps(body["messages"]) for body in models.requests)
         ):
             break
         assert run.poll() is None, run.communicate()
@@ -322,10 +337,7 @@ def test_a_run_stopped_mid_question_keeps_its_results_and_resume_finishes_it(
     else:
         assert run.returncode == -signal.SIGKILL
 
-    def fast(model: str, question: str, after_tool: bool) -> Reply:
-        return [Text(expected[question])] if after_tool else [LOOK]
-
-    models.responder = by_question(fast)
+    models.responder = by_question(answers_right)
     resumed = CliRunner().invoke(app, ["eval", "--resume", folder.name, "--json"], env=eval_env)
     assert resumed.exit_code == 0, resumed.output
     report = json.loads(resumed.stdout)

@@ -29,8 +29,10 @@ ROOT = Path(__file__).parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\x07|\r")
 
 
-def in_pty(env: dict[str, str], *args: str, timeout: float = 30) -> pexpect.spawn:
-    """`netbox-chat ARGS` started in a 160-column terminal."""
+def on_a_terminal(
+    env: dict[str, str], *args: str, columns: int = 160, timeout: float = 60
+) -> pexpect.spawn:
+    """The CLI on a pty of 40 lines by `columns`, as a user's terminal runs it."""
     return pexpect.spawn(
         sys.executable,
         ["-m", "netbox_chat", *args],
@@ -38,12 +40,13 @@ def in_pty(env: dict[str, str], *args: str, timeout: float = 30) -> pexpect.spaw
         cwd=str(ROOT),
         encoding="utf-8",
         timeout=timeout,
-        dimensions=(40, 160),
+        dimensions=(40, columns),
     )
 
 
 def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
-    child = in_pty(env, *args)
+    """The REPL on a terminal, at its first prompt."""
+    child = on_a_terminal(env, *args, timeout=30)
     child.expect(PROMPT)
     return child
 
@@ -51,7 +54,7 @@ def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
 def run_in_pty(env: dict[str, str], *args: str, timeout: float = 60) -> tuple[int, str]:
     """A command that ends by itself, run in a terminal: its exit status and
     what it drew, without the escape codes."""
-    child = in_pty(env, *args, timeout=timeout)
+    child = on_a_terminal(env, *args, timeout=timeout)
     child.expect(pexpect.EOF)
     child.close()
     return int(child.exitstatus or 0), plain(child.before or "")

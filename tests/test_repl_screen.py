@@ -71,6 +71,15 @@ def chat(env: dict[str, str], columns: int = 100) -> tuple[pexpect.spawn, Termin
     return child, terminal
 
 
+def answered(child: pexpect.spawn, line: str, shown: str) -> None:
+    """`line` typed at the prompt, `shown` drawn in answer, and the prompt
+    back and settled, ready for the next line."""
+    child.sendline(line)
+    child.expect_exact(shown)
+    child.expect(PROMPT)
+    time.sleep(0.3)  # let the prompt finish redrawing before typing at it
+
+
 def test_a_long_table_is_drawn_whole_with_every_row_once(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
@@ -177,10 +186,7 @@ def test_history_from_an_earlier_session_tab_completion_and_the_ways_to_leave(
 ) -> None:
     ollama.script([Text("Three sites.")], [Text("Still three.")])
     child, _ = chat(chat_env)
-    child.sendline("how many sites?")
-    child.expect("Three sites.")
-    child.expect(PROMPT)
-    time.sleep(0.3)  # let the prompt finish redrawing before typing at it
+    answered(child, "how many sites?", "Three sites.")
     child.sendline("exit")  # typed alone, it leaves; it is not a question
     child.expect("saved; `netbox-chat resume")
     child.expect(pexpect.EOF)
@@ -234,10 +240,7 @@ def test_show_prints_the_last_turns_tool_calls_with_their_results_as_a_table(
         [Text("Three sites.")],
     )
     child, terminal = chat(chat_env)
-    child.sendline("which sites?")
-    child.expect("Three sites.")
-    child.expect(PROMPT)
-    time.sleep(0.3)
+    answered(child, "which sites?", "Three sites.")
     child.sendline("/show")
     child.expect("DM-Dayton")
     child.expect(PROMPT)
@@ -294,18 +297,13 @@ def test_model_switches_the_model_for_the_next_questions_and_refuses_one_ollama_
 ) -> None:
     ollama.script([Text("Three sites.")], [Text("Still three.")])
     child, _ = chat(chat_env)
-    child.sendline("how many sites?")
-    child.expect("Three sites.")
-    child.expect(PROMPT)
-    time.sleep(0.3)
-    child.sendline("/model nosuch:1b")
-    child.expect_exact("Ollama answered 404: model 'nosuch:1b' not found; still qwen3:8b")
-    child.expect(PROMPT)
-    time.sleep(0.3)
-    child.sendline("/model qwen2.5:7b")
-    child.expect_exact("model qwen2.5:7b from the next question on")
-    child.expect(PROMPT)
-    time.sleep(0.3)
+    answered(child, "how many sites?", "Three sites.")
+    answered(
+        child,
+        "/model nosuch:1b",
+        "Ollama answered 404: model 'nosuch:1b' not found; still qwen3:8b",
+    )
+    answered(child, "/model qwen2.5:7b", "model qwen2.5:7b from the next question on")
     child.sendline("and now?")
     child.expect("Still three.")
     child.expect(PROMPT)
@@ -319,10 +317,7 @@ def test_new_leaves_the_session_saved_and_goes_on_in_a_fresh_one(
 ) -> None:
     ollama.script([Text("Three sites.")], [Text("Two devices.")])
     child, _ = chat(chat_env)
-    child.sendline("how many sites?")
-    child.expect("Three sites.")
-    child.expect(PROMPT)
-    time.sleep(0.3)
+    answered(child, "how many sites?", "Three sites.")
     child.sendline("/new")
     child.expect(r"session (\w+) saved")
     first = child.match.group(1)

@@ -18,8 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import subprocess
-import sys
 import textwrap
 import threading
 from collections.abc import Iterator
@@ -35,8 +33,8 @@ from tests.inspect_session import fresh_connection
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.stores import StoreUnderTest
+from tests.test_stores import cli
 
-ROOT = Path(__file__).parent.parent
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
 PROD_SECRET = "nbt_prodkey000001.SECRETOFTHEPRODPROFILExxxxxxxxxxxxxxxx"
 
@@ -94,17 +92,6 @@ def read_meta(store: StoreUnderTest, session_id: str) -> dict[str, str]:
     params = () if store.kind == "folder" else (session_id,)
     with fresh_connection(store.value, session_id) as db:
         return dict(db.execute(f"SELECT key, value FROM session_meta{where}", params).fetchall())
-
-
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "netbox_chat", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_a_session_row_never_chooses_the_netbox_the_profile_or_the_token(

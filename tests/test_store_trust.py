@@ -329,23 +329,13 @@ def test_a_connection_dropped_in_a_new_sessions_first_turn_is_exit_3_with_its_re
 ) -> None:
     """README: a connection lost mid-turn ends it with exit 3 and the server's
     words; `--json` still ends with the result object."""
-    import subprocess
-    import sys
-
     from netbox_chat import pgstore
-    from tests.test_crash import ROOT
+    from tests.test_crash import ask
     from tests.test_stores import wait_until
 
     netbox.delays["dcim/sites"] = 3.0
     ollama.script([SITES], [Text("Sites: a, b.")])
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "ask", "list the sites slowly", "--json"],
-        env=store_env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = ask(store_env, "list the sites slowly", "--json")
     wait_until(lambda: any("dcim/sites" in r for r in netbox.requests), "no tool call")
     with contextlib.closing(pgstore.connect(pg.value)) as admin:
         admin.execute(
@@ -368,23 +358,26 @@ def test_a_connection_dropped_in_a_new_sessions_first_turn_is_exit_3_with_its_re
 
 def release_session(code: Path, env: dict[str, str], ollama: ScriptedOllama, cwd: Path) -> str:
     """A session as that release writes it, through its own CLI and REPL: a
-    tool call, three more turns, then in its REPL a rewind (an `Overwrite`
-    of the messages) and a compaction (a summary written over them)."""
+    tool call by `ask`, then in its REPL three more turns, a rewind (an
+    `Overwrite` of the messages) and a compaction (a summary written over
+    them). The three turns are typed in the REPL rather than asked by three
+    more `ask` processes: the same release's code writes them either way, and
+    each start of a release's CLI costs seconds (LangGraph is imported anew)."""
     import subprocess
+    import time
 
     import pexpect
 
-    def run(*args: str) -> str:
-        argv = release_argv(code, *args)
-        done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
-        assert done.returncode == 0, (args, done.stderr)
-        return done.stdout
-
     ollama.script([SITES], [Text("Three sites: DM-Akron, DM-Columbus, DM-Dayton.")])
-    session_id = str(json.loads(run("ask", "which sites?", "--json"))["session"])
-    for n in (2, 3, 4):
-        ollama.script([Text(f"answer {n}")])
-        run("ask", f"question {n}", "--session", session_id)
+    asked = subprocess.run(
+        release_argv(code, "ask", "which sites?", "--json"),
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+    assert asked.returncode == 0, asked.stderr
+    session_id = str(json.loads(asked.stdout)["session"])
     argv = release_argv(code, "resume", session_id)
     child = pexpect.spawn(
         argv[0],
@@ -396,6 +389,12 @@ def release_session(code: Path, env: dict[str, str], ollama: ScriptedOllama, cwd
         dimensions=(40, 160),
     )
     try:
+        for n in (2, 3, 4):
+            child.expect(PROMPT)
+            time.sleep(0.3)  # let the prompt finish redrawing before typing at it
+            ollama.script([Text(f"answer {n}")])
+            child.sendline(f"question {n}")
+            child.expect(f"answer {n}")
         # A compaction's report: its text, or (9022a98) the dataclass it printed.
         for command, outcome in (
             ("/rewind 3", "set aside"),

@@ -29,11 +29,16 @@ from tests.stores import StoreUnderTest
 from tests.test_crash import ROOT, SITES, ask
 
 
-def cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def cli(
+    env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The CLI as a script runs it: a subprocess, its output captured, `stdin`
+    piped to it (None: this process's own stdin)."""
     return subprocess.run(
         [sys.executable, "-m", "netbox_chat", *args],
         env=env,
         cwd=ROOT,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -47,7 +52,9 @@ def first_turn(env: dict[str, str], ollama: ScriptedOllama) -> str:
     return str(json.loads(done.stdout)["session"])
 
 
-def wait_until(condition: Any, what: str, timeout: float = 20.0) -> None:
+def wait_until(condition: Any, what: str, timeout: float = 60.0) -> None:
+    """Until `condition()`; the timeout is a bound for a loaded machine, not a
+    wait (see test_crash.wait_for_running)."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, what

@@ -13,7 +13,6 @@ import io
 import json
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,8 +21,8 @@ import pytest
 
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, StreamError, Text, Thinking, ToolCall
-
-ROOT = Path(__file__).parent.parent
+from tests.test_repl_pty import on_a_terminal
+from tests.test_stores import cli
 
 # A window title, a screen clear, an 8-bit CSI, a bidi override, BEL, DEL;
 # Rich markup; what a shell would run.
@@ -38,15 +37,11 @@ RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2
 OWN = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][0-9];[^\x07\x1b]*\x07|\x1b[()][A-Z0-9]|\r")
 
 
-def run(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    ran = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
+def run(
+    env: dict[str, str], *args: str, check: bool = True, typed: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The CLI piped, `typed` its stdin (an answer to a question it asks)."""
+    ran = cli(env, *args, stdin=typed)
     if check:
         assert ran.returncode == 0, ran.stderr
     return ran
@@ -109,15 +104,7 @@ def test_ask_plain_and_on_a_terminal_show_controls_and_markup_as_text(
     assert_nothing_raw(ran.stdout + ran.stderr, "ask")
     assert ran.stdout == f"plain {SHOWN}\n"
     ollama.script([Text(f"on a terminal [see](http://evil.example) {HOSTILE}")])
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat", "ask", "and on a terminal?", "--session", session],
-        env=chat_env,
-        cwd=str(ROOT),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(40, 200),
-    )
+    child = on_a_terminal(chat_env, "ask", "and on a terminal?", "--session", session, columns=200)
     child.expect(pexpect.EOF)
     screen = child.before or ""
     assert_shown_on_terminal(screen, "ask on a terminal")
@@ -165,15 +152,7 @@ def test_a_failed_turn_and_forget_show_the_servers_words_and_the_title_as_text(
     assert failed.returncode == 1
     assert_nothing_raw(failed.stdout + failed.stderr, "a failed ask")
     assert "model crashed \\x1b]0;owned" in failed.stderr
-    forget = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "forget", session],
-        env=chat_env,
-        cwd=ROOT,
-        input="n\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    forget = run(chat_env, "forget", session, check=False, typed="n\n")
     assert forget.returncode == 1
     assert_nothing_raw(forget.stdout + forget.stderr, "forget's question")
     assert f"(which site is {SHOWN}?)" in forget.stdout
@@ -185,15 +164,7 @@ def test_resume_recap_repl_turn_history_and_thinking_in_a_pty(
     hostile: tuple[str, subprocess.CompletedProcess[str]],
 ) -> None:
     session, _ = hostile
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat", "resume", session],
-        env=chat_env,
-        cwd=str(ROOT),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(40, 200),
-    )
+    child = on_a_terminal(chat_env, "resume", session, columns=200)  # no hostile line wrapped
     child.logfile_read = shown = io.StringIO()
     child.expect(r"netbox\S*>")
     recap = child.before or ""
