@@ -16,6 +16,8 @@ from tests.stores import StoreUnderTest
 from tests.test_crash import ask, first_session, turn_rows, wait_for_running
 from tests.test_stores import cli
 
+ROOT = Path(__file__).parent.parent
+
 
 def test_messages_are_not_wrapped_when_stderr_is_not_a_terminal(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
