@@ -445,14 +445,31 @@ def _plan(values: dict[str, Any], keep_exchanges: int) -> _Plan:
     return _Plan(older, tail, kept, event is not None, effective)
 
 
-def effective_messages(messages: list[BaseMessage], event: Any) -> list[BaseMessage]:
-    """What the model sees, given deepagents' own summarization event (if any)."""
+QUESTION_KEY = "question_message"
+"""Our one addition to deepagents' summarization event: the question the turn
+was answering when the context guard summarized inside it. It stays its own
+message after the summary, as it was asked (issue 25, item 5)."""
+
+
+def event_front(event: Any) -> list[BaseMessage] | None:
+    """The messages a summarization event puts in front of the state's
+    messages from its cutoff on: the summary, then the open question if any.
+    None when there is no (well-formed) event."""
     if not isinstance(event, dict):
-        return messages
+        return None
     summary, cutoff = event.get("summary_message"), event.get("cutoff_index")
     if not isinstance(summary, BaseMessage) or not isinstance(cutoff, int):
+        return None
+    question = event.get(QUESTION_KEY)
+    return [summary, question] if isinstance(question, HumanMessage) else [summary]
+
+
+def effective_messages(messages: list[BaseMessage], event: Any) -> list[BaseMessage]:
+    """What the model sees, given deepagents' own summarization event (if any)."""
+    front = event_front(event)
+    if front is None:
         return messages
-    return [summary, *messages[cutoff:]]
+    return [*front, *messages[event["cutoff_index"] :]]
 
 
 def summary_request(
