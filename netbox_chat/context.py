@@ -64,6 +64,7 @@ from netbox_chat.turns import (
     text_of,
 )
 from netbox_chat.window import DEFAULT_CHARS_PER_TOKEN, transcript_chars
+from netbox_chat.words import number
 
 SAFETY = 0.9
 """The ratio used is 90 % of the lowest one seen lately: err on the safe side."""
@@ -292,7 +293,7 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
 
     def _overflowed(self) -> UserFacingError:
         return UserFacingError(
-            f"the request does not fit the model's window of {self.window:,} tokens, even "
+            f"the request does not fit the model's window of {number(self.window)} tokens, even "
             "compacted: start a new session, or give the model a larger window"
         )
 

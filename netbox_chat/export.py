@@ -37,7 +37,7 @@ from netbox_chat.sessions import (
 )
 from netbox_chat.thinking import thought_for
 from netbox_chat.visible import visible, visible_json
-from netbox_chat.words import count
+from netbox_chat.words import count, number
 
 Store = SessionStore | PgSessionStore
 Format = Literal["md", "json"]
@@ -164,8 +164,8 @@ def to_markdown(transcript: dict[str, Any]) -> str:
         f"- title: {transcript['title'] or '(no question yet)'}",
         f"- model: {transcript['model']}",
         f"- created: {transcript['created_at']}",
-        f"- turns: {totals['turns']} ({totals['answered']} answered), "
-        f"tokens {totals['tokens_in']} in / {totals['tokens_out']} out, "
+        f"- turns: {number(totals['turns'])} ({number(totals['answered'])} answered), "
+        f"tokens {number(totals['tokens_in'])} in / {number(totals['tokens_out'])} out, "
         f"{count(totals['tool_calls'], 'tool call')}",
         "",
     ]
@@ -211,16 +211,20 @@ def _edit_text(edit: dict[str, Any]) -> str:
         return (
             f"compacted after {where}: {count(edit.get('summarized', '?'), 'message')} "
             f"summarized, {count(edit.get('kept_exchanges', '?'), 'exchange')} kept, "
-            f"{edit.get('messages_before', '?')} → {edit.get('message_count', '?')} messages, "
-            f"{edit.get('chars_before', '?')} → {edit.get('chars_after', '?')} characters "
-            f"(tokens {edit.get('tokens_in', 0)} in / {edit.get('tokens_out', 0)} out)"
+            f"{number(edit.get('messages_before', '?'))} → "
+            f"{number(edit.get('message_count', '?'))} messages, "
+            f"{number(edit.get('chars_before', '?'))} → "
+            f"{number(edit.get('chars_after', '?'))} characters "
+            f"(tokens {number(edit.get('tokens_in', 0))} in / "
+            f"{number(edit.get('tokens_out', 0))} out)"
         )
     if edit["kind"] == "auto-compact":
         return (
             f"automatic compaction in turn {edit.get('turn', '?')}: the request was about "
-            f"{edit.get('tokens_before', '?')} of {edit.get('window', '?')} tokens; "
+            f"{number(edit.get('tokens_before', '?'))} of "
+            f"{number(edit.get('window', '?'))} tokens; "
             f"{count(edit.get('summarized', '?'), 'older message')} summarized by the model "
-            f"(about {edit.get('tokens_after', '?')} tokens after)"
+            f"(about {number(edit.get('tokens_after', '?'))} tokens after)"
         )
     return f"{edit['kind']} after {where}"
 
@@ -232,14 +236,16 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
     asked = f" · asked by {turn['asked_by']}" if turn.get("asked_by") else ""
     context = turn.get("context") or {}
     meter = (
-        f" · largest request {context['prompt_tokens_max']} of {context['window']} tokens"
+        f" · largest request {number(context['prompt_tokens_max'])} of "
+        f"{number(context['window'])} tokens"
         if context.get("window") and context.get("prompt_tokens_max") is not None
         else ""
     )
     lines = [
         f"## Turn {turn['number']}{mark}",
         "",
-        f"_{turn['started_at']}{asked} · tokens {tokens['in']} in / {tokens['out']} out{meter}_",
+        f"_{turn['started_at']}{asked} · tokens {number(tokens['in'])} in / "
+        f"{number(tokens['out'])} out{meter}_",
         "",
     ]
     if context.get("truncated"):
@@ -269,7 +275,7 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
         lines.append("")
     if turn["thinking_chars"]:
         measured = (
-            f"{thought_for(turn['thinking_seconds'])} ({turn['thinking_chars']:,} characters)"
+            f"{thought_for(turn['thinking_seconds'])} ({number(turn['thinking_chars'])} characters)"
         )
         lines += [f"_{measured}_", ""]
     if turn.get("thinking"):
