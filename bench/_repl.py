@@ -93,7 +93,7 @@ def _instrument() -> None:
     async def timed_prompt_async(self: Any, *args: Any, **kwargs: Any) -> Any:
         if first[0]:
             first[0] = False
-            mark("recap printed, prompt_async called")
+            mark("banner or recap (first lines) printed, prompt_async called")
         return await prompt_async(self, *args, **kwargs)
 
     repl.PromptSession.prompt_async = timed_prompt_async

@@ -44,6 +44,7 @@ from netbox_chat.sessions import (
 )
 from netbox_chat.stores import OpenSession, Store, open_store
 from netbox_chat.visible import visible, visible_line
+from netbox_chat.words import number
 
 if TYPE_CHECKING:
     from netbox_chat.render import TurnView
@@ -713,7 +714,7 @@ def list_sessions(
             say(netbox, "dim", soft_wrap=True)
         hidden = len(ids) - len(summaries)
         if hidden > 0:
-            older = "1 older session is" if hidden == 1 else f"{hidden:,} older sessions are"
+            older = "1 older session is" if hidden == 1 else f"{number(hidden)} older sessions are"
             say(f"… {older} not shown; `netbox-chat ls --all` lists them")
         if any(s.unanswered and not s.is_open for s in summaries):
             say(

@@ -47,9 +47,11 @@ from langgraph.types import Command
 
 from netbox_chat.errors import UserFacingError
 from netbox_chat.history import (
+    QUESTION_KEY,
     SUMMARY_PREFIX,
     SUMMARY_SOURCE,
     effective_messages,
+    event_front,
     is_summary,
     summary_request,
 )
@@ -62,6 +64,7 @@ from netbox_chat.turns import (
     text_of,
 )
 from netbox_chat.window import DEFAULT_CHARS_PER_TOKEN, transcript_chars
+from netbox_chat.words import number
 
 SAFETY = 0.9
 """The ratio used is 90 % of the lowest one seen lately: err on the safe side."""
@@ -194,17 +197,19 @@ def choose_cut(messages: Sequence[BaseMessage], calibration: Calibration, keep_t
 def _state_cutoff(event: Any, cut: int) -> int:
     """`cut` (an index into what the model sees) as an index into the state's
     full message list, which a previous summary event has shortened by its
-    cutoff (minus the one summary message in front)."""
-    if isinstance(event, dict) and isinstance(event.get("cutoff_index"), int):
-        return int(event["cutoff_index"]) + cut - 1
-    return cut
+    cutoff (minus the messages it puts in front: the summary, and the open
+    question if it kept one)."""
+    front = event_front(event)
+    if front is None:
+        return cut
+    return int(event["cutoff_index"]) + cut - len(front)
 
 
-def _open_question(older: Sequence[BaseMessage]) -> str | None:
+def _open_question(older: Sequence[BaseMessage]) -> HumanMessage | None:
     """The question being answered, when the cut falls inside the current turn."""
     for message in reversed(older):
         if isinstance(message, HumanMessage) and not is_summary(message):
-            return text_of(message)
+            return message
         if isinstance(message, AIMessage) and not message.tool_calls:
             return None  # the last question before the cut was answered
     return None
@@ -288,7 +293,7 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
 
     def _overflowed(self) -> UserFacingError:
         return UserFacingError(
-            f"the request does not fit the model's window of {self.window:,} tokens, even "
+            f"the request does not fit the model's window of {number(self.window)} tokens, even "
             "compacted: start a new session, or give the model a larger window"
         )
 
@@ -317,15 +322,16 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
             reason = str(exc) if isinstance(exc, ValueError) else describe_error(exc)
             emit(ContextSummaryFailed(estimate, self.window, reason))
             return None
-        question = _open_question(older)
-        if question is not None:
-            text += f"\n\nThe operator's question, still being answered:\n{question}"
         summary = HumanMessage(
             content=SUMMARY_PREFIX + text,
             additional_kwargs=dict(SUMMARY_SOURCE),
             id=str(uuid.uuid4()),
         )
-        compacted = request.override(messages=[summary, *tail])
+        # The question being asked is never summarized: when the cut falls
+        # inside the running turn, it follows the summary as it was typed.
+        question = _open_question(older)
+        front: list[BaseMessage] = [summary] if question is None else [summary, question]
+        compacted = request.override(messages=cast("list[AnyMessage]", [*front, *tail]))
         after = self.calibration.estimate(self.request_chars(compacted))
         usage: dict[str, Any] = dict(getattr(reply, "usage_metadata", None) or {})
         emit(
@@ -341,6 +347,7 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
         new_event = {
             "cutoff_index": _state_cutoff(event, cut),
             "summary_message": summary,
+            QUESTION_KEY: question,
             "file_path": None,
             "created_at_index": len(messages),
         }

@@ -28,7 +28,7 @@ from netbox_chat.model_info import ModelInfo, parse_show
 from netbox_chat.sessions import StoreError, refuse_network_filesystem
 from netbox_chat.visible import visible_line
 from netbox_chat.window import session_window, turn_floor
-from netbox_chat.words import count
+from netbox_chat.words import count, number
 
 TIMEOUT = 3.0
 
@@ -166,8 +166,8 @@ def check_window(settings: Settings, info: ModelInfo) -> Check:
         return Check(
             name,
             False,
-            f"NETBOX_CHAT_NUM_CTX {settings.num_ctx:,} is more than {info.name}'s "
-            f"{info.context_length:,}: sessions get {window:,}",
+            f"NETBOX_CHAT_NUM_CTX {number(settings.num_ctx)} is more than {info.name}'s "
+            f"{number(info.context_length)}: sessions get {number(window)}",
             f"set NETBOX_CHAT_NUM_CTX to {info.context_length} or less",
         )
     needed = turn_floor(window)
@@ -175,12 +175,12 @@ def check_window(settings: Settings, info: ModelInfo) -> Check:
         return Check(
             name,
             False,
-            f"{window:,} tokens is less than one turn needs (about {needed:,}: system "
+            f"{number(window)} tokens is less than one turn needs (about {number(needed)}: system "
             "prompt, tool definitions, one tool result, the answer)",
             f"raise NETBOX_CHAT_NUM_CTX to at least {1 << (needed - 1).bit_length()}",
         )
-    limit = f" of {info.context_length:,}" if info.context_length else ""
-    return Check(name, True, f"{window:,} tokens{limit} (NETBOX_CHAT_NUM_CTX; {compaction})")
+    limit = f" of {number(info.context_length)}" if info.context_length else ""
+    return Check(name, True, f"{number(window)} tokens{limit} (NETBOX_CHAT_NUM_CTX; {compaction})")
 
 
 # --- An OpenAI-compatible server ----------------------------------------------------
@@ -261,14 +261,15 @@ def check_served_window(settings: Settings, served: int | None, server: str) -> 
         return Check(
             name,
             False,
-            f"{server} does not say its window; sessions assume {settings.num_ctx:,}",
+            f"{server} does not say its window; sessions assume {number(settings.num_ctx)}",
             "set NETBOX_CHAT_CONTEXT_WINDOW (or context_window) to the server's",
         )
     if served and window > served:
         return Check(
             name,
             False,
-            f"context_window {window:,} is more than the {served:,} {server} gives a request",
+            f"context_window {number(window)} is more than the {number(served)} "
+            f"{server} gives a request",
             f"set context_window to {served} or less",
         )
     needed = turn_floor(window)
@@ -276,14 +277,14 @@ def check_served_window(settings: Settings, served: int | None, server: str) -> 
         return Check(
             name,
             False,
-            f"{window:,} tokens is less than one turn needs (about {needed:,})",
+            f"{number(window)} tokens is less than one turn needs (about {number(needed)})",
             f"give the model a window of at least {1 << (needed - 1).bit_length()}",
         )
     origin = "context_window" if settings.context_window else f"as {server} says"
     compaction = (
         f"compacts at {settings.compact_at:.0%}" if settings.compact_at else "compaction off"
     )
-    return Check(name, True, f"{window:,} tokens ({origin}; {compaction})")
+    return Check(name, True, f"{number(window)} tokens ({origin}; {compaction})")
 
 
 def _json(response: httpx.Response) -> dict[str, Any]:

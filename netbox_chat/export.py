@@ -43,7 +43,7 @@ from netbox_chat.sessions import (
 )
 from netbox_chat.thinking import thought_for
 from netbox_chat.visible import visible, visible_json
-from netbox_chat.words import count
+from netbox_chat.words import count, number
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -258,8 +258,8 @@ def to_markdown(transcript: dict[str, Any]) -> str:
         f"- title: {transcript['title'] or '(no question yet)'}",
         f"- model: {transcript['model']}",
         f"- created: {transcript['created_at']}",
-        f"- turns: {totals['turns']} ({totals['answered']} answered), "
-        f"tokens {totals['tokens_in']} in / {totals['tokens_out']} out, "
+        f"- turns: {number(totals['turns'])} ({number(totals['answered'])} answered), "
+        f"tokens {number(totals['tokens_in'])} in / {number(totals['tokens_out'])} out, "
         f"{count(totals['tool_calls'], 'tool call')}",
         "",
     ]
@@ -305,16 +305,20 @@ def _edit_text(edit: dict[str, Any]) -> str:
         return (
             f"compacted after {where}: {count(edit.get('summarized', '?'), 'message')} "
             f"summarized, {count(edit.get('kept_exchanges', '?'), 'exchange')} kept, "
-            f"{edit.get('messages_before', '?')} → {edit.get('message_count', '?')} messages, "
-            f"{edit.get('chars_before', '?')} → {edit.get('chars_after', '?')} characters "
-            f"(tokens {edit.get('tokens_in', 0)} in / {edit.get('tokens_out', 0)} out)"
+            f"{number(edit.get('messages_before', '?'))} → "
+            f"{number(edit.get('message_count', '?'))} messages, "
+            f"{number(edit.get('chars_before', '?'))} → "
+            f"{number(edit.get('chars_after', '?'))} characters "
+            f"(tokens {number(edit.get('tokens_in', 0))} in / "
+            f"{number(edit.get('tokens_out', 0))} out)"
         )
     if edit["kind"] == "auto-compact":
         return (
             f"automatic compaction in turn {edit.get('turn', '?')}: the request was about "
-            f"{edit.get('tokens_before', '?')} of {edit.get('window', '?')} tokens; "
+            f"{number(edit.get('tokens_before', '?'))} of "
+            f"{number(edit.get('window', '?'))} tokens; "
             f"{count(edit.get('summarized', '?'), 'older message')} summarized by the model "
-            f"(about {edit.get('tokens_after', '?')} tokens after)"
+            f"(about {number(edit.get('tokens_after', '?'))} tokens after)"
         )
     return f"{edit['kind']} after {where}"
 
@@ -326,14 +330,16 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
     asked = f" · asked by {turn['asked_by']}" if turn.get("asked_by") else ""
     context = turn.get("context") or {}
     meter = (
-        f" · largest request {context['prompt_tokens_max']} of {context['window']} tokens"
+        f" · largest request {number(context['prompt_tokens_max'])} of "
+        f"{number(context['window'])} tokens"
         if context.get("window") and context.get("prompt_tokens_max") is not None
         else ""
     )
     lines = [
         f"## Turn {turn['number']}{mark}",
         "",
-        f"_{turn['started_at']}{asked} · tokens {tokens['in']} in / {tokens['out']} out{meter}_",
+        f"_{turn['started_at']}{asked} · tokens {number(tokens['in'])} in / "
+        f"{number(tokens['out'])} out{meter}_",
         "",
     ]
     if context.get("truncated"):
@@ -365,7 +371,7 @@ def _turn_md(turn: dict[str, Any]) -> list[str]:
         lines += _results_md(turn["tool_results"])
     if turn["thinking_chars"]:
         measured = (
-            f"{thought_for(turn['thinking_seconds'])} ({turn['thinking_chars']:,} characters)"
+            f"{thought_for(turn['thinking_seconds'])} ({number(turn['thinking_chars'])} characters)"
         )
         lines += [f"_{measured}_", ""]
     if turn.get("thinking"):
@@ -387,10 +393,10 @@ def _results_md(results: list[dict[str, Any]] | None) -> list[str]:
     if results is None:
         return ["Tool results: not kept (the turn was rolled back).", ""]
     lines = ["Tool results:", ""]
-    for number, result in enumerate(results, 1):
+    for index, result in enumerate(results, 1):
         args = json.dumps(result["args"], ensure_ascii=False, sort_keys=True)
         flag = " **(error)**" if result["error"] else ""
-        lines += [f"{number}. {_code(result['name'])} {_code(args)}{flag}", ""]
+        lines += [f"{index}. {_code(result['name'])} {_code(args)}{flag}", ""]
         data = result["result"]
         table = None if isinstance(data, str) else table_of(data)
         if table is None:

@@ -65,7 +65,7 @@ from netbox_chat.turns import (
     unpaired_tool_messages,
 )
 from netbox_chat.window import transcript_chars
-from netbox_chat.words import count
+from netbox_chat.words import count, number
 
 # deepagents' own summarization middleware keeps its summary out of the message
 # list: `_summarization_event` holds the summary message and a cutoff index into
@@ -129,7 +129,7 @@ class RewindResult:
             )
         if self.undid_compaction:
             changes.append("the compaction since then is undone")
-        changes.append(f"{self.messages_before} → {self.messages_after} messages")
+        changes.append(f"{number(self.messages_before)} → {count(self.messages_after, 'message')}")
         return f"rewound to {where}: " + "; ".join(changes)
 
 
@@ -150,9 +150,9 @@ class CompactResult:
         if self.cancelled:
             return "compaction cancelled: the conversation is unchanged"
         return (
-            f"compacted {self.summarized} messages into a summary + last "
+            f"compacted {count(self.summarized, 'message')} into a summary + last "
             f"{count(self.kept_exchanges, 'exchange')}: history sent with each request "
-            f"~{self.chars_before:,} → ~{self.chars_after:,} characters"
+            f"~{number(self.chars_before)} → ~{number(self.chars_after)} characters"
         )
 
 
@@ -445,14 +445,31 @@ def _plan(values: dict[str, Any], keep_exchanges: int) -> _Plan:
     return _Plan(older, tail, kept, event is not None, effective)
 
 
-def effective_messages(messages: list[BaseMessage], event: Any) -> list[BaseMessage]:
-    """What the model sees, given deepagents' own summarization event (if any)."""
+QUESTION_KEY = "question_message"
+"""Our one addition to deepagents' summarization event: the question the turn
+was answering when the context guard summarized inside it. It stays its own
+message after the summary, as it was asked (issue 25, item 5)."""
+
+
+def event_front(event: Any) -> list[BaseMessage] | None:
+    """The messages a summarization event puts in front of the state's
+    messages from its cutoff on: the summary, then the open question if any.
+    None when there is no (well-formed) event."""
     if not isinstance(event, dict):
-        return messages
+        return None
     summary, cutoff = event.get("summary_message"), event.get("cutoff_index")
     if not isinstance(summary, BaseMessage) or not isinstance(cutoff, int):
+        return None
+    question = event.get(QUESTION_KEY)
+    return [summary, question] if isinstance(question, HumanMessage) else [summary]
+
+
+def effective_messages(messages: list[BaseMessage], event: Any) -> list[BaseMessage]:
+    """What the model sees, given deepagents' own summarization event (if any)."""
+    front = event_front(event)
+    if front is None:
         return messages
-    return [summary, *messages[cutoff:]]
+    return [*front, *messages[event["cutoff_index"] :]]
 
 
 def summary_request(
@@ -492,7 +509,7 @@ def _transcript(messages: Sequence[BaseMessage]) -> str:
 def _clip_end(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
-    return text[:limit] + f" […{len(text) - limit:,} more characters]"
+    return text[:limit] + f" […{number(len(text) - limit)} more characters]"
 
 
 def _clip_middle(text: str, limit: int) -> str:
@@ -500,7 +517,8 @@ def _clip_middle(text: str, limit: int) -> str:
         return text
     head = limit // 4
     tail = limit - head
-    return text[:head] + f"\n\n[…{len(text) - limit:,} characters omitted…]\n\n" + text[-tail:]
+    omitted = f"\n\n[…{number(len(text) - limit)} characters omitted…]\n\n"
+    return text[:head] + omitted + text[-tail:]
 
 
 def request_chars(messages: Sequence[BaseMessage]) -> int:

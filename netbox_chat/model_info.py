@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 
+from netbox_chat.words import number
+
 
 @dataclass(frozen=True)
 class ModelInfo:
@@ -55,7 +57,7 @@ class ModelInfo:
             shown = sorted(self.capabilities - {"completion"}, key=_shown_order) or ["no tools"]
             parts.append(", ".join(shown))
         if self.context_length:
-            parts.append(f"context {self.context_length:,}")
+            parts.append(f"context {number(self.context_length)}")
         return f"{self.name} ({'; '.join(parts)})" if parts else self.name
 
 

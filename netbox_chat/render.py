@@ -29,6 +29,7 @@ from netbox_chat.mdstream import Finished, MarkdownBlocks, tail_preview
 from netbox_chat.sessions import Recap, SessionSummary, Turn, epoch
 from netbox_chat.thinking import thought_for
 from netbox_chat.visible import visible, visible_line
+from netbox_chat.words import count, number
 
 if TYPE_CHECKING:
     from rich.align import AlignMethod
@@ -160,7 +161,7 @@ def thinking_text(turn: Turn) -> RenderableType:
     """A turn's full thinking, for `/thinking`: a dim header, then the text as written."""
     header = Text(
         f"turn {turn.number} · {thought_for(turn.thinking_seconds)} · "
-        f"{turn.thinking_chars:,} characters",
+        f"{number(turn.thinking_chars)} characters",
         style="dim",
     )
     return Group(header, Text(visible(turn.thinking or ""), style="dim italic"))
@@ -316,10 +317,10 @@ class _BodyRows:
                     columns.append([cell])
                 else:
                     columns.append(list(cell.wrap(console, inner, overflow="ellipsis")))
-            for number in range(max((len(wrapped) for wrapped in columns), default=0)):
+            for at in range(max((len(wrapped) for wrapped in columns), default=0)):
                 segments = [space]
                 for index, (wrapped, width) in enumerate(zip(columns, self.widths, strict=False)):
-                    line = wrapped[number] if number < len(wrapped) else Text()
+                    line = wrapped[at] if at < len(wrapped) else Text()
                     justify = self.justify[index] if index < len(self.justify) else "left"
                     if not line.spans and justify == "left":
                         style = console.get_style(line.style) if line.style else None
@@ -393,6 +394,19 @@ def table_rows(
     return AnswerBlock(lines, gap=gap)
 
 
+@dataclass(frozen=True)
+class _Drawn:
+    """The live area's last layout of the unfinished block, kept while its
+    text and width stay the same."""
+
+    text: str
+    width: int
+    gap: bool
+    lines: list[list[Segment]]
+    hidden: int = 0  # lines above the preview, left out (0 for a streamed table)
+    markdown: bool = True  # laid out as a Markdown block, not as table rows
+
+
 class _LiveArea:
     """What the live area shows, read when rich draws it (8 times a second
     and whenever a line is printed above): the thinking's last lines, the
@@ -401,7 +415,7 @@ class _LiveArea:
 
     def __init__(self, view: TurnView) -> None:
         self.view = view
-        self._drawn: tuple[str, int, bool, list[list[Segment]]] | None = None
+        self.drawn: _Drawn | None = None
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         view = self.view
@@ -419,20 +433,25 @@ class _LiveArea:
         text = blocks.tail
         if not text.strip():
             return []
-        if self._drawn and self._drawn[:3] == (text, options.max_width, gap):
-            return self._drawn[3]
-        if blocks.table_started and self.view.table is not None:
-            lines = table_rows(console, Finished(text, blocks.table), self.view.table).lines
-            self._drawn = (text, options.max_width, gap, lines)
-            return lines
-        budget = max(console.size.height // 2, 5)
-        shown, hidden = tail_preview(text, budget)
-        lines = answer_block(console, shown, gap=gap).lines
-        if hidden:
-            more = Segment(f"… {hidden:,} more lines, drawn when the block is complete", DIM)
-            lines = [[more], *lines]
-        self._drawn = (text, options.max_width, gap, lines)
-        return lines
+        drawn = self.drawn
+        if drawn is None or (drawn.text, drawn.width, drawn.gap) != (text, options.max_width, gap):
+            drawn = self.drawn = self._layout(console, text, options.max_width, gap)
+        if not drawn.hidden:
+            return drawn.lines
+        more = f"… {number(drawn.hidden)} more lines, drawn when the block is complete"
+        return [[Segment(more, DIM)], *drawn.lines]
+
+    def _layout(self, console: Console, text: str, width: int, gap: bool) -> _Drawn:
+        if self.view.blocks.table_started and self.view.table is not None:
+            rows = table_rows(console, Finished(text, self.view.blocks.table), self.view.table)
+            return _Drawn(text, width, gap, rows.lines, markdown=False)
+        shown, hidden = tail_preview(text, preview_lines(console))
+        return _Drawn(text, width, gap, answer_block(console, shown, gap=gap).lines, hidden)
+
+
+def preview_lines(console: Console) -> int:
+    """Lines of an unfinished block shown at once: half the screen."""
+    return max(console.size.height // 2, 5)
 
 
 DIM = Style(dim=True)
@@ -454,6 +473,7 @@ class TurnView:
         self.thinking = ""  # of the model call under way, until it starts answering
         self.status = _Status()
         self.live: Live | None = None
+        self.area: _LiveArea | None = None  # the live area, in a terminal
         self.running_tools: dict[str, str] = {}
         self.table: TableLayout | None = None  # the columns of the table being streamed
         self.discarded = False
@@ -466,9 +486,8 @@ class TurnView:
         if self.console.is_terminal:
             from rich.live import Live
 
-            self.live = Live(
-                _LiveArea(self), console=self.console, refresh_per_second=8, transient=False
-            )
+            self.area = _LiveArea(self)
+            self.live = Live(self.area, console=self.console, refresh_per_second=8, transient=False)
             self.live.__enter__()
         return self
 
@@ -497,12 +516,29 @@ class TurnView:
         if blocks.table_started:
             self._print_piece(Finished(text, blocks.table, last=True))
         elif text.strip():
-            if self.discarded:
-                text, hidden = tail_preview(text, max(self.console.size.height // 2, 5))
-                if hidden:
-                    self._print_above(Text(f"… {hidden:,} more lines", style=DISCARDED))
-            self._print_block(text)
+            if not self.discarded:
+                self._print_block(text)
+            else:
+                self._print_discarded(text)
         self.printed = False
+
+    def _print_discarded(self, text: str) -> None:
+        """A discarded block is not worth laying out in full: its last lines
+        are, struck through. They are what the live area last drew, when it
+        did (its layout is reused: Ctrl-C does not wait for Markdown), else
+        laid out now."""
+        drawn = self.area.drawn if self.area is not None else None
+        if drawn is None or not drawn.markdown or not text.startswith(drawn.text):
+            shown, hidden = tail_preview(text, preview_lines(self.console))
+            lines = answer_block(self.console, shown, gap=self.printed).lines
+        else:
+            lines, hidden = drawn.lines, drawn.hidden
+        if hidden:
+            self._print_above(Text(f"… {number(hidden)} more lines", style=DISCARDED))
+        if lines:
+            styled = [list(Segment.apply_style(line, post_style=DISCARDED)) for line in lines]
+            self._print_above(AnswerBlock(styled))
+            self.printed = self.shown = True
 
     def _print_piece(self, piece: Finished) -> None:
         if not piece.table:
@@ -585,7 +621,7 @@ class TurnView:
             self._print_above(
                 Text(
                     f"context {short_tokens(event.tokens_before)}/{short_tokens(event.window)}: "
-                    f"summarized {event.summarized} older messages",
+                    f"summarized {count(event.summarized, 'older message')}",
                     style="cyan",
                 )
             )
@@ -609,8 +645,8 @@ def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> Non
         console.print(truncation_line(outcome.context.window))
     if outcome.status == "done":
         line = Text(
-            f"turn {outcome.number} · tokens {outcome.tokens_in} in / "
-            f"{outcome.tokens_out} out · {seconds:.1f}s",
+            f"turn {outcome.number} · tokens {number(outcome.tokens_in)} in / "
+            f"{number(outcome.tokens_out)} out · {seconds:.1f}s",
             style="dim",
         )
         context = outcome.context
@@ -633,15 +669,10 @@ def print_rollback(console: Console, report: RollbackReport, *, reason: str = ""
     console.print(rollback_text(report, reason=reason))
 
 
-def plural(count: int, noun: str) -> str:
-    """`1 message`, `2 messages`: plain words, not `message(s)`."""
-    return f"{count:,} {noun}" + ("" if count == 1 else "s")
-
-
 def rollback_text(report: RollbackReport, *, reason: str = "") -> Text:
     if report.verified:
         return Text(
-            f"{reason}rolled back ({plural(report.removed_messages, 'message')} removed); "
+            f"{reason}rolled back ({count(report.removed_messages, 'message')} removed); "
             "the model will not see it",
             style="dim",
         )
@@ -762,7 +793,7 @@ def sessions_table(
             [
                 ident,
                 title,
-                Text(str(s.turns)),
+                Text(number(s.turns)),
                 Text(ago(s.last_active)),
                 Text(s.model),
                 *netbox,
@@ -795,8 +826,8 @@ def ago(stamp: str, now: float | None = None) -> str:
     if seconds >= 30 * 86400:
         return datetime.fromtimestamp(then, UTC).date().isoformat()
     for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
-        if (count := int(seconds // size)) >= 1:
-            return f"{count} {unit}{'s' if unit == 'day' and count > 1 else ''} ago"
+        if (n := int(seconds // size)) >= 1:
+            return f"{n} {unit}{'s' if unit == 'day' and n > 1 else ''} ago"
     return "just now"
 
 
@@ -853,7 +884,7 @@ def _result_view(result: str) -> RenderableType:
         )
     ]
     if table.total > len(table.rows):
-        parts.append(Text(f"… {plural(table.total - len(table.rows), 'more row')}", style="dim"))
+        parts.append(Text(f"… {count(table.total - len(table.rows), 'more row')}", style="dim"))
     return Group(*parts)
 
 
@@ -907,37 +938,45 @@ def print_banner(console: Console, session_id: str, settings: Settings, thinking
 LEAVE_HINT = "/help for commands; exit or Ctrl-D to leave"
 
 
-def print_recap(console: Console, session_id: str, recap: Recap, settings: Settings) -> None:
+def print_recap(
+    console: Console, session_id: str, recap: Recap, settings: Settings
+) -> Callable[[], None]:
     """What `resume` restored: the session's NetBox and model, how many turns
     were answered (the count `ls` shows), the last exchange with the first
     lines of its answer rendered, and the turns that did not finish after it.
-    Questions and answers are shown as text, never read as markup."""
+    Questions and answers are shown as text, never read as markup.
+
+    The first lines are printed now; the rest is returned, to be drawn once
+    the prompt is up (above it): rendering Markdown, with its imports, would
+    cost the resumed prompt about as much as the rest of its start-up."""
     line = Text.assemble(
         (f"resumed session {session_id}", "bold"),
-        f": {plural(recap.turns, 'turn')}, {plural(recap.messages, 'message')}"
+        f": {count(recap.turns, 'turn')}, {count(recap.messages, 'message')}"
         f" · {netbox_and_model(settings)}",
     )
     console.print(line)
     if recap.last is not None:
         question = visible_line(_shorten(recap.last.question, 200))
         console.print(Text.assemble((f"turn {recap.last.number}: ", "dim"), question))
-        if recap.last.answer:
-            lines = recap.last.answer.rstrip("\n").split("\n")
-            shown = "\n".join(lines[:RECAP_LINES])
-            console.print(answer_block(console, shown))
+
+    def rest() -> None:
+        shown: list[RenderableType] = []
+        answer = recap.last.answer if recap.last is not None else ""
+        if answer:
+            lines = answer.rstrip("\n").split("\n")
+            shown.append(answer_block(console, "\n".join(lines[:RECAP_LINES])))
             if len(lines) > RECAP_LINES:
-                more = len(lines) - RECAP_LINES
-                console.print(
-                    Text(
-                        f"… {plural(more, 'more line')}: `netbox-chat export {session_id}` "
-                        "to see all",
-                        style="dim",
-                    )
+                more = count(len(lines) - RECAP_LINES, "more line")
+                shown.append(
+                    Text(f"… {more}: `netbox-chat export {session_id}` to see all", style="dim")
                 )
-    for turn in recap.unfinished:
-        question = visible_line(_shorten(turn.question, 80))
-        console.print(Text(f"turn {turn.number} was {turn.status}: {question}", style="dim"))
-    console.print(Text(LEAVE_HINT, style="dim"))
+        for turn in recap.unfinished:
+            question = visible_line(_shorten(turn.question, 80))
+            shown.append(Text(f"turn {turn.number} was {turn.status}: {question}", style="dim"))
+        shown.append(Text(LEAVE_HINT, style="dim"))
+        console.print(Group(*shown))  # one write: it lands above the prompt at once
+
+    return rest
 
 
 def tokens_table(turns: Sequence[Turn]) -> Columns:
@@ -949,7 +988,7 @@ def tokens_table(turns: Sequence[Turn]) -> Columns:
         total_in += turn.tokens_in
         total_out += turn.tokens_out
         values = (turn.number, turn.status, turn.tokens_in, turn.tokens_out, len(turn.tool_calls))
-        row = [Text(str(value)) for value in values]
+        row = [Text(number(value)) for value in values]
         if turn.context_window and turn.prompt_tokens_last is not None:
             row.append(Text(short_tokens(turn.prompt_tokens_max or 0)))
             row.append(context_meter(turn.prompt_tokens_last, turn.context_window))
@@ -957,7 +996,7 @@ def tokens_table(turns: Sequence[Turn]) -> Columns:
             row.extend([Text(), Text()])
         row.append(Text("cut", style="bold red") if turn.truncated else Text())
         rows.append(row)
-    totals = ("total", "", str(total_in), str(total_out), "", "", "", "")
+    totals = ("total", "", number(total_in), number(total_out), "", "", "", "")
     rows.append([Text(value, style="bold") for value in totals])
     header = ("turn", "status", "in", "out", "tools", "largest", "last request", "")
     return Columns(rows, header=header, right={0, 2, 3, 4, 5}, flexible=1)

@@ -43,6 +43,7 @@ from netbox_chat.sessions import Turn
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import check_setting, setting_label
 from netbox_chat.visible import visible_line
+from netbox_chat.words import count
 
 HELP = """\
 [bold]Ask a question about your network[/bold] and press Enter. Pasting several lines works.
@@ -220,6 +221,7 @@ class Repl:
     pending_input: str = ""
     thinking_noted: bool = False
     view: render.TurnView | None = None  # the turn being drawn, if any
+    above_prompt: Callable[[], None] | None = None  # drawn once the first prompt is up
     ending: str = "exit"  # or "new": /new asks for a fresh session
 
     async def runtime(self) -> Runtime:
@@ -229,7 +231,13 @@ class Repl:
         return self.background.future.result()
 
     def _prompt_drawn(self, app: Application[str]) -> None:
-        del app
+        """After every render. The first one draws what waited for the prompt
+        (the resumed session's recap) above it; the next starts the agent
+        build, which would otherwise hold the GIL while the recap renders."""
+        if self.above_prompt is not None:
+            draw, self.above_prompt = self.above_prompt, None
+            asyncio.get_running_loop().call_soon(draw)  # not inside the renderer
+            return
         self.background.start()
 
     async def run(self) -> None:
@@ -433,7 +441,7 @@ class Repl:
             self.console.print(Text(f"turn {turn.number} called no tools", style="dim"))
             return
         self.console.print(
-            Text(f"turn {turn.number}: {render.plural(len(results), 'tool call')}", style="dim")
+            Text(f"turn {turn.number}: {count(len(results), 'tool call')}", style="dim")
         )
         for result in results:
             self.console.print(
@@ -525,7 +533,7 @@ async def run_chat(
             except NothingToRewind as exc:
                 console.print(Text(str(exc), style="dim"))
         if resumed:
-            render.print_recap(console, session.id, session.recap(), settings)
+            repl.above_prompt = render.print_recap(console, session.id, session.recap(), settings)
         else:
             render.print_banner(console, session.id, settings, setting_label(settings.think))
         await repl.run()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+from netbox_chat.words import number
+
 DEFAULT_CHARS_PER_TOKEN = 2.5
 """The ratio before Ollama has counted anything: below NetBox JSON's (about 2.7
 to 3 characters a token), so a first estimate errs high, never low."""
@@ -64,10 +66,11 @@ def too_small_for(window: int, question: str) -> str | None:
     needed = sum(parts.values())
     if needed <= window:
         return None
-    each = ", ".join(f"{name} {tokens:,}" for name, tokens in parts.items())
+    each = ", ".join(f"{name} {number(tokens)}" for name, tokens in parts.items())
     return (
-        f"the context window ({window:,} tokens) cannot hold one turn: {each}, "
-        f"{needed:,} in all; raise NETBOX_CHAT_NUM_CTX to {1 << (needed - 1).bit_length():,} "
+        f"the context window ({number(window)} tokens) cannot hold one turn: {each}, "
+        f"{number(needed)} in all; raise NETBOX_CHAT_NUM_CTX to "
+        f"{number(1 << (needed - 1).bit_length())} "
         "(`netbox-chat doctor` checks it)"
     )
 

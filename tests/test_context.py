@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -721,3 +722,128 @@ def test_the_running_turn_s_thinking_counts_toward_the_window(
     ]
     assert all(s is not None and s.messages_dropped == 0 and s.middle_cut == 0 for s in agent)
     assert FACT in agent[-1].text  # type: ignore[union-attr]
+
+
+def _many_devices(count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": n,
+            "name": f"dmi01-akron-sw{n:03d}",
+            "site": {"id": 1, "slug": "dm-akron"},
+            "status": {"value": "active"},
+        }
+        for n in range(1, count + 1)
+    ]
+
+
+def _page_until_summarized(body: dict[str, Any]) -> list[Step]:
+    """Pages through the devices until the guard summarizes, then answers the
+    question it sees last, word for word (or says it lost it)."""
+    if is_summary_request(body):
+        return faithful_summary(body)
+    messages = body["messages"]
+    summarized = any(str(m.get("content", "")).startswith(history.SUMMARY_PREFIX) for m in messages)
+    asked = [
+        str(m["content"])
+        for m in messages
+        if m["role"] == "user" and not str(m["content"]).startswith(history.SUMMARY_PREFIX)
+    ]
+    calls = sum(1 for m in messages if m["role"] == "tool")
+    if messages[-1]["role"] == "tool" and (summarized or calls >= 8):
+        return [Text(f"Answer to: {asked[-1]}" if asked else "Answer to: (no question seen)")]
+    if messages[-1]["role"] == "user" and summarized and asked:
+        return [Text(f"Answer to: {asked[-1]}")]
+    offset = 50 * calls
+    return [
+        ToolCall(
+            "netbox_get_objects", {"object_type": "dcim.device", "limit": 50, "offset": offset}
+        )
+    ]
+
+
+QUESTION = "Which DM-Akron switches are active, page by page?"
+
+
+def test_the_question_being_asked_is_never_summarized(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: Any, sessions_dir: Path
+) -> None:
+    """Issue 25, item 5: a summary inside the running turn (after three
+    4 kB results in an 8k window) is followed by the question, as its own
+    user message and exactly as typed; the answer is to that question, and
+    the next turn still sees it after the summary."""
+    netbox.data["dcim/devices"] = _many_devices(400)
+    ollama.responder = _page_until_summarized
+    env = {**chat_env, "NETBOX_CHAT_NUM_CTX": "8192"}
+    first = run_ask(env, QUESTION)
+    assert first.returncode == 0, first.stderr
+    result = json.loads(first.stdout)
+    assert result["context"]["compactions"] == 1
+    assert result["answer"] == f"Answer to: {QUESTION}"
+    kinds = ["summary" if is_summary_request(b) else "agent" for b in ollama.requests]
+    after = ollama.requests[kinds.index("summary") + 1]["messages"]
+    assert [m["role"] for m in after[:3]] == ["system", "user", "user"]
+    assert str(after[1]["content"]).startswith(history.SUMMARY_PREFIX)
+    assert QUESTION not in str(after[1]["content"])  # not folded into the summary
+    assert after[2]["content"] == QUESTION
+    assert [m["role"] for m in after[3:]] == ["assistant", "tool"]  # the last step, kept
+
+    then = run_ask(env, "and the routers?", "--session", result["session"])
+    assert then.returncode == 0, then.stderr
+    nxt = ollama.requests[-1]["messages"]
+    assert str(nxt[1]["content"]).startswith(history.SUMMARY_PREFIX)
+    assert nxt[2] == {"role": "user", "content": QUESTION}
+    assert json.loads(then.stdout)["answer"] == "Answer to: and the routers?"
+
+
+def test_sigint_after_a_summary_that_kept_the_question_rolls_the_turn_back(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: Any, sessions_dir: Path
+) -> None:
+    """Ctrl-C (SIGINT to `ask`) while the model answers from the summary and
+    the kept question: the session is as it was before the turn, and the
+    next question is sent without that summary."""
+    netbox.data["dcim/devices"] = _many_devices(400)
+    ollama.responder = lambda body: [Text("Hello.")]
+    env = {**chat_env, "NETBOX_CHAT_NUM_CTX": "8192"}
+    first = run_ask(env, "hello")
+    assert first.returncode == 0, first.stderr
+    session_id = json.loads(first.stdout)["session"]
+    before = inspect(sessions_dir, session_id)
+    stalled = threading.Event()
+
+    def stall_after_the_summary(body: dict[str, Any]) -> list[Step]:
+        messages = body["messages"]
+        if not is_summary_request(body) and any(
+            str(m.get("content", "")).startswith(history.SUMMARY_PREFIX) for m in messages
+        ):
+            assert messages[2]["content"] == QUESTION  # kept, as its own message
+            stalled.set()
+            return [Stall()]
+        return _page_until_summarized(body)
+
+    ollama.responder = stall_after_the_summary
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netbox_chat", "ask", QUESTION, "--session", session_id],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert stalled.wait(60), "the turn never asked again after its summary"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 130, stderr
+    assert "rolled back" in stderr
+    assert inspect(sessions_dir, session_id)["messages"] == before["messages"]
+
+    ollama.responder = lambda body: [Text("Short answer.")]
+    again = run_ask(env, "and now?", "--session", session_id)
+    assert again.returncode == 0, again.stderr
+    sent = ollama.requests[-1]["messages"]
+    assert not any(str(m["content"]).startswith(history.SUMMARY_PREFIX) for m in sent)
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["hello", "and now?"]

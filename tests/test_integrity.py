@@ -552,7 +552,7 @@ def test_the_repl_after_a_turn_the_full_disk_left_unrecorded_keeps_later_answers
     """The disk fills up while turn 2 is answered: neither the turn nor its
     rollback can be written, the REPL says so and goes on. Once there is room,
     the next question first finishes turn 2, and its answer survives `resume`."""
-    from tests.test_repl_pty import PROMPT, leave, only_session, plain, spawn
+    from tests.test_repl_pty import PROMPT, leave, only_session, resume, spawn
     from tests.test_safety import tmpfs
 
     with tmpfs(tmp_path / "small", "size=2m,mode=0700") as mount:
@@ -587,8 +587,7 @@ def test_the_repl_after_a_turn_the_full_disk_left_unrecorded_keeps_later_answers
         assert_ledger_agrees(sessions_dir, sid)
 
         ollama.script([Text("Still two.")])
-        child = spawn(env, "resume", sid)
-        shown = plain(child.before or "")
+        child, shown = resume(env, sid)
         assert "was interrupted and rolled back" not in shown
         assert "Two devices are offline." in shown
         child.sendline("and now?")

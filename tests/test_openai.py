@@ -435,7 +435,7 @@ def test_the_repl_shows_the_servers_reasoning_dimmed_and_think_off_stops_it(
     child.sendline("list the sites")
     child.expect(DIM + r"\s*The user wants")  # vLLM's `reasoning`, shown dimmed
     child.expect(r"thought for \d+\.\ds")
-    child.expect(r"([\s\S]*?)tokens \d+ in")
+    child.expect(r"([\s\S]*?)tokens [\d,]+ in")
     assert "Three sites." in plain(child.match.group(1))
     assert "The user wants" not in child.match.group(1)
     child.expect(PROMPT)

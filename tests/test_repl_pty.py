@@ -60,6 +60,18 @@ def run_in_pty(env: dict[str, str], *args: str, timeout: float = 60) -> tuple[in
     return int(child.exitstatus or 0), plain(child.before or "")
 
 
+def resume(env: dict[str, str], *args: str) -> tuple[pexpect.spawn, str]:
+    """`netbox-chat resume ARGS` and what it showed once its recap is drawn:
+    the first lines come before the prompt, the rendered answer and the rest
+    above it once it is up (render.print_recap)."""
+    child = spawn(env, "resume", *args)
+    shown = child.before or ""
+    child.expect(r"exit or Ctrl-D to leave")
+    shown += (child.before or "") + child.after
+    child.expect(PROMPT)
+    return child, plain(shown)
+
+
 def leave(child: pexpect.spawn) -> str:
     time.sleep(0.3)  # let the prompt finish redrawing before typing at it
     child.sendcontrol("u")
@@ -99,7 +111,7 @@ def test_chat_quit_ls_resume_and_the_model_remembers(
     child.sendline("which devices at DM-Akron are offline?")
     child.expect(r"netbox_get_objects\S{0,20}\(object_type=\"dcim.device\"")  # the tool line
     child.expect("dmi01-akron-sw02")  # the streamed answer
-    child.expect(r"tokens \d+ in / \d+ out")
+    child.expect(r"tokens \d{1,3},\d{3} in / \d+ out")  # two requests, grouped: 2,999
     child.expect(PROMPT)
     child.sendline("/history")
     child.expect("which devices at DM-Akron are offline")
@@ -121,8 +133,7 @@ def test_chat_quit_ls_resume_and_the_model_remembers(
     assert session_id in listing and "which devices at DM-Akron are offline?" in listing
 
     ollama.script([Text("Columbus has no offline devices.")])
-    child = spawn(store_env, "resume", session_id[:4])
-    recap = plain(child.before or "")
+    child, recap = resume(store_env, session_id[:4])
     assert "1 turn, 4 messages" in recap and "dmi01-akron-sw02" in recap
     child.sendline("and at Columbus?")
     child.expect("no offline devices")
@@ -255,8 +266,7 @@ def test_resume_rolls_back_a_crashed_turn_before_the_prompt(
 
     # Recovery needs the agent before the prompt; the recap comes after it.
     ollama.script([Text("Still three sites.")])
-    child = spawn(store_env, "resume", session_id)
-    shown = plain(child.before or "")
+    child, shown = resume(store_env, session_id)
     assert "turn 2 was interrupted and rolled back" in shown
     assert "1 turn, 2 messages" in shown and "Three sites." in shown
     assert "turn 2 was interrupted: the question that crashed" in shown
@@ -278,8 +288,7 @@ def test_resume_at_goes_back_before_the_prompt_and_the_recap_says_so(
     assert later.wait(timeout=60) == 0
 
     ollama.script([Text("Back at the sites.")])
-    child = spawn(store_env, "resume", session_id, "--at", "1")
-    shown = plain(child.before or "")
+    child, shown = resume(store_env, session_id, "--at", "1")
     assert "1 turn, 2 messages" in shown
     assert "turn 1: how many sites?" in shown and "Three sites." in shown
     assert "Two devices." not in shown
@@ -309,7 +318,7 @@ def test_thinking_streams_dimmed_then_collapses_and_can_be_switched_off(
     child.sendline("list the sites")
     child.expect(DIM + r"\s*The user wants")  # the live area, dimmed
     child.expect(r"thought for \d+\.\ds")  # collapsed to one line when the answer starts
-    child.expect(r"([\s\S]*?)tokens \d+ in")
+    child.expect(r"([\s\S]*?)tokens [\d,]+ in")
     assert "Three sites." in plain(child.match.group(1))
     assert "The user wants" not in child.match.group(1)  # gone from the screen
     child.expect(PROMPT)
@@ -372,7 +381,7 @@ def test_think_tags_in_the_content_are_shown_as_thinking_never_as_the_answer(
         child.logfile_read = screen
         child.sendline("list the sites")
         child.expect(DIM + r"\s*pondering")
-        child.expect(r"([\s\S]*?)tokens \d+ in")
+        child.expect(r"([\s\S]*?)tokens [\d,]+ in")
         assert "Three sites." in plain(child.match.group(1))
         child.expect(PROMPT)
         leave(child)

@@ -92,7 +92,9 @@ def test_the_recap_reads_the_counts_the_last_exchange_and_what_came_after(
     settings = resolve_settings(
         sessions_dir=sessions_dir, netbox_url="https://netbox.example.com", env={}
     )
-    render.print_recap(Console(file=out, width=100), session.id, recap, settings)
+    rest = render.print_recap(Console(file=out, width=100), session.id, recap, settings)
+    assert len(out.getvalue().splitlines()) == 2  # the rest waits for the prompt
+    rest()
     lines = out.getvalue().splitlines()
     assert lines[0] == (
         f"resumed session {session.id}: 2 turns, 4 messages · NetBox netbox.example.com "
