@@ -16,7 +16,6 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -25,6 +24,7 @@ from netbox_chat.config import Settings
 from netbox_chat.credentials import token_origin
 from netbox_chat.errors import UserFacingError
 from netbox_chat.model_info import ModelInfo, parse_show
+from netbox_chat.models.dialects import json_object
 from netbox_chat.sessions import StoreError, refuse_network_filesystem
 from netbox_chat.visible import visible_line
 from netbox_chat.window import session_window, turn_floor
@@ -90,7 +90,7 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
             ),
             skipped("model", f"{model}: Ollama unreachable"),
         ]
-    number = _json(version).get("version", "unknown version")
+    number = json_object(version).get("version", "unknown version")
     checks = [Check("Ollama", True, f"{url} (version {number})")]
     if shown.status_code == 404:
         checks.append(
@@ -103,12 +103,12 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
         )
         return checks
     if shown.status_code != 200:
-        message = _json(shown).get("error") or shown.reason_phrase
+        message = json_object(shown).get("error") or shown.reason_phrase
         checks.append(
             Check("model", False, f"{model}: Ollama answered {shown.status_code}: {message}")
         )
         return checks
-    info = parse_show(model, _json(shown))
+    info = parse_show(model, json_object(shown))
     checks.append(_model_check(info))
     checks.append(check_window(settings, info))
     checks.append(check_loaded(url, model, timeout))
@@ -129,7 +129,7 @@ def check_loaded(url: str, model: str, timeout: float) -> Check:
     try:
         with httpx.Client(base_url=url, timeout=timeout) as http:
             answer = http.get("/api/ps")
-        listed = _json(answer).get("models") if answer.status_code == 200 else None
+        listed = json_object(answer).get("models") if answer.status_code == 200 else None
     except httpx.HTTPError:
         listed = None
     if not isinstance(listed, list):
@@ -285,14 +285,6 @@ def check_served_window(settings: Settings, served: int | None, server: str) -> 
         f"compacts at {settings.compact_at:.0%}" if settings.compact_at else "compaction off"
     )
     return Check(name, True, f"{number(window)} tokens ({origin}; {compaction})")
-
-
-def _json(response: httpx.Response) -> dict[str, Any]:
-    try:
-        data = response.json()
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _http_reason(exc: httpx.HTTPError) -> str:

@@ -56,7 +56,7 @@ def _read_lmstudio(answer: httpx.Response, model: str, body: dict[str, Any]) -> 
     first request; 2_rest/list.md `loaded_instances`)."""
     if answer.status_code != 200:
         return None
-    for entry in _list(_json(answer).get("models")):
+    for entry in _list(json_object(answer).get("models")):
         instances = _list(entry.get("loaded_instances"))
         if instances and (
             entry.get("key") == model or any(i.get("id") == model for i in instances)
@@ -179,7 +179,9 @@ def probe(base_url: str, model: str, api_key: str | None, *, timeout: float) -> 
             )
         if listed.status_code != 200:
             raise ServerError(f"{base_url}/models answered {listed.status_code}")
-        entries = [e for e in _list(_json(listed).get("data")) if isinstance(e.get("id"), str)]
+        entries = [
+            e for e in _list(json_object(listed).get("data")) if isinstance(e.get("id"), str)
+        ]
         served = tuple(str(e["id"])[:200] for e in entries)
         entry = next((e for e in entries if e["id"] == model), entries[0] if entries else {})
         dialect = _OWNERS.get(str(entry.get("owned_by")), "")
@@ -255,10 +257,12 @@ def _get(http: httpx.Client, url: str) -> dict[str, Any]:
         response = http.get(url)
     except httpx.HTTPError:
         return {}
-    return _json(response) if response.status_code == 200 else {}
+    return json_object(response) if response.status_code == 200 else {}
 
 
-def _json(response: httpx.Response) -> dict[str, Any]:
+def json_object(response: httpx.Response) -> dict[str, Any]:
+    """The answer's JSON object, or {} for anything else: a server's answer is
+    untrusted, and a field read from {} is simply missing."""
     try:
         data = response.json()
     except ValueError:
@@ -322,7 +326,7 @@ def trial(base_url: str, model: str, api_key: str | None, *, timeout: float) -> 
     ):
         if response.status_code != 200:
             response.read()
-            error = _json(response).get("error")
+            error = json_object(response).get("error")
             words = error.get("message") if isinstance(error, dict) else error
             return Trial(_short(words) or f"HTTP {response.status_code}", None)
         for line in response.iter_lines():
