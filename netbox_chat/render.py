@@ -134,13 +134,17 @@ def format_args(args: dict[str, Any], limit: int = 120) -> str:
 
 
 def tool_line(
-    name: str, args: dict[str, Any], result_chars: int, seconds: float, error: bool
+    name: str, args: dict[str, Any], result_chars: int, seconds: float, error: bool, width: int
 ) -> Text:
+    """One line per call, within `width`: the arguments give way (`…`) so the
+    size and time stay on the line they belong to, never wrapped to the next."""
+    tail = f"  {human_size(result_chars)}  {seconds:.2f}s"
+    room = width - len(f"  → {name}()") - len(tail) - 1
     line = Text("  ")
     line.append("✗ " if error else "→ ", style="red" if error else "cyan")
     line.append(name, style="bold")
-    line.append(f"({format_args(args)})", style="dim")
-    line.append(f"  {human_size(result_chars)}  {seconds:.2f}s", style="dim")
+    line.append(f"({format_args(args, max(20, min(120, room)))})", style="dim")
+    line.append(tail, style="dim")
     return line
 
 
@@ -610,7 +614,15 @@ class TurnView:
         elif isinstance(event, ToolFinished):
             self.running_tools.pop(event.call_id, None)
             self._print_above(
-                tool_line(event.name, event.args, event.result_chars, event.seconds, event.error)
+                tool_line(
+                    event.name,
+                    event.args,
+                    event.result_chars,
+                    event.seconds,
+                    event.error,
+                    # piped, a line is never cut to a width (issue 25 item 7)
+                    self.console.width if self.console.is_terminal else 10_000,
+                )
             )
             self.status.activity = self._waiting()
         elif isinstance(event, RollingBack):

@@ -59,7 +59,7 @@ HELP = """\
   /model [NAME]     the model, or ask NAME from the next question on
   /new              leave this session (saved) for a fresh one
   /help             this text
-  exit, Ctrl-D      leave (the session is saved; `netbox-chat resume` reopens it)
+  exit, /exit, Ctrl-D  leave (the session is saved; `netbox-chat resume` reopens it)
 
 Ctrl-C during an answer cancels the turn and rolls it back: the model never sees it,
 and your question comes back to the input line to edit and resend. Tab completes a

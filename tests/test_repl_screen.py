@@ -256,6 +256,22 @@ def test_show_prints_the_last_turns_tool_calls_with_their_results_as_a_table(
     ]
 
 
+def test_a_tool_line_keeps_its_size_and_time_on_its_own_line_in_a_narrow_terminal(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    filters = {"site": "dm-akron", "status": "offline", "role": "core-switch", "q": "sw"}
+    ollama.script(
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.device", "filters": filters})],
+        [Text("None offline.")],
+    )
+    child, terminal = chat(chat_env, columns=72)
+    answered(child, "which switches at DM-Akron are offline?", "None offline.")
+    leave(child)
+    (line,) = [shown for shown in terminal.lines() if "→ netbox_get_objects(" in shown]
+    assert line.endswith("s") and " B  " in line  # size and time end the same line
+    assert "…)" in line and len(line) <= 72  # the arguments gave way
+
+
 def test_show_after_compact_still_shows_what_an_early_turn_returned(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
