@@ -14,6 +14,7 @@ from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama
 from tests.openai_server import DIALECTS, ScriptedOpenAI, server_env
 from tests.stores import StoreUnderTest, database_url, empty_database
+from tests.wire import OLLAMA_V1
 
 TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
 
@@ -23,9 +24,6 @@ TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
 # history equals the store (netbox_chat.checkpointer.HistoryCache).
 os.environ["NETBOX_CHAT_CHECK_HISTORY_CACHE"] = "1"
 
-
-OLLAMA_V1 = "ollama-v1"
-"""The marker's name for Ollama's /v1 dialect: "ollama" alone is Ollama's own API."""
 
 MODEL_SERVERS = ("ollama", *(OLLAMA_V1 if d == "ollama" else d for d in DIALECTS))
 """Every model server a test can run on: Ollama's API, then each /v1 dialect."""
