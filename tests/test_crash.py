@@ -55,8 +55,10 @@ def turn_rows(path: Path) -> list[tuple[int, str]]:
 
 
 def wait_for_running(store: StoreUnderTest, session_id: str, number: int) -> None:
-    """Until turn `number` is in the ledger (read as it is, even mid-turn)."""
-    deadline = time.monotonic() + 20.0
+    """Until turn `number` is in the ledger (read as it is, even mid-turn). The
+    process imports LangChain first (and the OpenAI SDK on /v1): 60 s guards
+    against a hang on a loaded machine, it is not a target."""
+    deadline = time.monotonic() + 60.0
     while time.monotonic() < deadline:
         if any(n == number for n, _ in store.statuses(session_id)):
             return
