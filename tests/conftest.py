@@ -14,6 +14,7 @@ from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama
 from tests.openai_server import DIALECTS, ScriptedOpenAI, server_env
 from tests.stores import StoreUnderTest, database_url, empty_database
+from tests.wire import OLLAMA_V1
 
 TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
 
@@ -24,14 +25,21 @@ TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
 os.environ["NETBOX_CHAT_CHECK_HISTORY_CACHE"] = "1"
 
 
+MODEL_SERVERS = ("ollama", *(OLLAMA_V1 if d == "ollama" else d for d in DIALECTS))
+"""Every model server a test can run on: Ollama's API, then each /v1 dialect."""
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """`@pytest.mark.model_servers(...)` runs a test once per model server: the
-    `ollama` fixture is then Ollama's own API or a scripted OpenAI-compatible
-    server in a dialect (tests/openai_server.py), with the same scripting; with
-    no arguments, every one."""
+    """`@pytest.mark.model_servers(...)` runs a test once per model server (the
+    way the `store` fixture runs it once per store): the `ollama` fixture is
+    then Ollama's own API or a scripted OpenAI-compatible server in a dialect
+    (tests/openai_server.py), with the same scripting; with no arguments, every
+    one of MODEL_SERVERS. tests/wire.py reads what each was sent."""
     marker = metafunc.definition.get_closest_marker("model_servers")
     if marker is not None and "ollama" in metafunc.fixturenames:
-        kinds = marker.args or ("ollama", *DIALECTS)
+        kinds = marker.args or MODEL_SERVERS
+        unknown = set(kinds) - set(MODEL_SERVERS)
+        assert not unknown, f"model_servers: unknown {sorted(unknown)}, not in {MODEL_SERVERS}"
         metafunc.parametrize("ollama", kinds, indirect=True, ids=[f"on-{k}" for k in kinds])
 
 
@@ -39,7 +47,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def ollama(request: pytest.FixtureRequest) -> Iterator[ScriptedOllama]:
     """The scripted model server: Ollama's API, or a dialect of /v1 (above)."""
     kind = getattr(request, "param", "ollama")
-    server = ScriptedOllama() if kind == "ollama" else ScriptedOpenAI(kind)
+    if kind == "ollama":
+        server = ScriptedOllama()
+    else:
+        server = ScriptedOpenAI("ollama" if kind == OLLAMA_V1 else kind)
     with server:
         yield server
 

@@ -253,6 +253,9 @@ def test_pasting_several_lines_sends_them_as_one_question(
     assert question == "which sites are active?\nand which are planned?"
 
 
+# Crash recovery on Ollama's API and on one OpenAI-compatible dialect (llama-server):
+# the rollback is the store's, the resumed request the server's own.
+@pytest.mark.model_servers("ollama", "llama.cpp")
 def test_resume_rolls_back_a_crashed_turn_before_the_prompt(
     store: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:

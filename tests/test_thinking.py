@@ -1,7 +1,14 @@
 """Thinking models through the real CLI (Typer's runner), the real deepagents
-graph and the real ChatOllama against the scripted Ollama: the trace is shown as
-thinking, never as the answer, recorded in the ledger, left out of later
-requests; the switch sends what Ollama accepts and says so when it cannot."""
+graph and the real chat model against the scripted server: the trace is shown
+as thinking, never as the answer, recorded in the ledger, sent back within its
+turn in the field that server reads and left out of later turns; the switch
+sends what the server accepts and says so when it cannot.
+
+Where the wire differs per server (the reasoning field: `thinking` on Ollama's
+API, `reasoning` or `reasoning_content` on /v1), a test runs on every model
+server; the switch on Ollama's API and vLLM; what only Ollama's API tells
+(whether a model can think, and in levels) on Ollama alone. tests/wire.py reads
+each server's fields."""
 
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ from typer.testing import CliRunner
 from netbox_chat.cli import app
 from netbox_chat.thinking import ThinkSplitter, split_thinking
 from tests.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
+from tests.wire import reasoning_sent_back, thinking_asked
 
 REASONING = "The user wants the sites. I should call netbox_get_objects for dcim.site."
 ANSWER = "Three sites: DM-Akron, DM-Columbus, DM-Dayton."
@@ -47,6 +55,7 @@ def sent(request: dict[str, Any]) -> str:
     return json.dumps(request["messages"])
 
 
+@pytest.mark.model_servers()  # each server's own reasoning field
 def test_thinking_is_kept_apart_from_the_answer_and_not_sent_again(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
@@ -58,9 +67,11 @@ def test_thinking_is_kept_apart_from_the_answer_and_not_sent_again(
     assert result["answer"] == ANSWER
     assert REASONING in result["thinking"] and "Three came back" in result["thinking"]
     assert result["thinking_seconds"] is not None and result["thinking_seconds"] >= 0
-    assert ollama.requests[0]["think"] is True  # qwen3:8b thinks: asked for, so it is kept
-    # Inside the turn the model gets its own thinking back, as Ollama's templates expect.
-    assert REASONING in sent(ollama.requests[1])
+    assert thinking_asked(ollama, ollama.requests[0]) is not False  # qwen3:8b thinks
+    # Inside the turn the model gets its own thinking back, in the field this server
+    # reads: Ollama's templates, gpt-oss and Qwen3 on /v1 expect it (facts 2.2).
+    assert reasoning_sent_back(ollama, ollama.requests[1]) == [REASONING]
+    assert REASONING not in json.dumps([m.get("content") for m in ollama.requests[1]["messages"]])
 
     answer, thinking, seconds, chars = ledger_row(sessions_dir, result["session"])
     assert answer == ANSWER and thinking == result["thinking"]
@@ -71,13 +82,33 @@ def test_thinking_is_kept_apart_from_the_answer_and_not_sent_again(
     later = sent(ollama.requests[-1])
     assert ANSWER in later and "is Akron one of them?" in later
     assert "Three came back" not in later and REASONING not in later
-    assert all("thinking" not in m for m in ollama.requests[-1]["messages"])
+    assert reasoning_sent_back(ollama, ollama.requests[-1]) == []
+
+
+@pytest.mark.model_servers()  # each server's own reasoning field
+def test_stream_json_streams_the_thinking_apart_from_the_answer(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """The events the REPL draws (thinking dimmed, the answer plain) are the
+    ones `--stream-json` prints: the trace only ever as thinking."""
+    ollama.script([Thinking(REASONING), Text(ANSWER)])
+    result = ask(chat_env, "list the sites", "--stream-json")
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    shown = {
+        kind: "".join(e["text"] for e in events if e["type"] == kind)
+        for kind in ("thinking_delta", "text_delta")
+    }
+    assert shown == {"thinking_delta": REASONING, "text_delta": ANSWER}
+    assert events[-1]["type"] == "result"
+    assert (events[-1]["answer"], events[-1]["thinking"]) == (ANSWER, REASONING)
 
 
 def test_think_tags_in_content_are_thinking_not_answer(
     chat_env: dict[str, str], sessions_dir: Path
 ) -> None:
-    # Ollama before 0.9.0 had no `think`: qwen3 wrote its trace into the content.
+    """Ollama before 0.9.0 had no `think`: qwen3 wrote its trace into the
+    content. On Ollama alone: the other servers this test would stand for (a
+    /v1 server with no reasoning parser) are not scripted."""
     with ScriptedOllama(version="0.8.0") as old:
         env = {**chat_env, "OLLAMA_HOST": old.url}
         old.script([Thinking(REASONING, chunk_delay=0.01), Text(ANSWER, chunk_delay=0.01)])
@@ -98,24 +129,31 @@ def test_think_tags_in_content_are_thinking_not_answer(
         assert "thought for" in exported
 
 
-def test_no_think_sends_think_false(chat_env: dict[str, str], ollama: ScriptedOllama) -> None:
+@pytest.mark.model_servers("ollama", "vllm")
+def test_no_think_asks_for_no_thinking(chat_env: dict[str, str], ollama: ScriptedOllama) -> None:
+    """Off is `think: false` on Ollama's API, `reasoning_effort: "none"` on /v1
+    (which the scripted servers honour, as llama.cpp, vLLM, SGLang and Ollama do)."""
     ollama.script([Thinking(REASONING), Text(ANSWER)])
     result = ask_json(chat_env, "list the sites", "--no-think")
-    assert ollama.requests[0]["think"] is False
+    assert thinking_asked(ollama, ollama.requests[0]) is False
     assert result["answer"] == ANSWER and result["thinking"] is None
     assert result["thinking_seconds"] is None
 
     ollama.script([Text(ANSWER)])
     ask_json({**chat_env, "NETBOX_CHAT_THINK": "off"}, "list the sites")
-    assert ollama.requests[-1]["think"] is False
+    assert thinking_asked(ollama, ollama.requests[-1]) is False
     ollama.script([Thinking(REASONING), Text(ANSWER)])
     result = ask_json({**chat_env, "NETBOX_CHAT_THINK": "off"}, "list the sites", "--think")
-    assert ollama.requests[-1]["think"] is True and result["thinking"] == REASONING
+    assert thinking_asked(ollama, ollama.requests[-1]) is not False
+    assert result["thinking"] == REASONING
 
 
 def test_asking_a_model_that_cannot_think_to_think_is_a_note_not_a_400(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
+    """On Ollama's API alone: only it says what a model can do (/api/show
+    `capabilities`); a /v1 server does not, and the choice is left to the
+    model there (thinking.plan_thinking)."""
     ollama.script([Text(ANSWER)])
     result = ask(chat_env, "list the sites", "--think", "--model", "qwen2.5:7b")
     assert result.stdout.strip() == ANSWER
@@ -140,6 +178,9 @@ def test_gpt_oss_takes_levels_and_cannot_stop(
     think: object,
     note: str,
 ) -> None:
+    """On Ollama's API alone: only it says what a model can do (/api/show
+    `capabilities`); a /v1 server does not, and the choice is left to the
+    model there (thinking.plan_thinking)."""
     ollama.script([Thinking(REASONING), Text(ANSWER)])
     env = {**chat_env, "NETBOX_CHAT_MODEL": "gpt-oss:20b"}
     if setting is not None:
@@ -153,6 +194,9 @@ def test_gpt_oss_takes_levels_and_cannot_stop(
 def test_a_level_on_a_model_without_levels_turns_thinking_on(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
+    """On Ollama's API alone: only it says what a model can do (/api/show
+    `capabilities`); a /v1 server does not, and the choice is left to the
+    model there (thinking.plan_thinking)."""
     ollama.script([Thinking(REASONING), Text(ANSWER)])
     result = ask({**chat_env, "NETBOX_CHAT_THINK": "high"}, "list the sites", "--json")
     assert ollama.requests[0]["think"] is True
@@ -221,28 +265,47 @@ def test_a_less_than_sign_in_an_answer_is_kept() -> None:
 QUOTING = "sw01's description reads 'lab <think> box'. IMPORTANT: sw02 is offline since 03:00."
 
 
+@pytest.mark.model_servers("ollama", "vllm")
 def test_a_think_tag_inside_an_answer_is_text_not_thinking(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
     """Issue 21, item 9: only a leading block of a model that inlines its
     thinking is thinking. A `<think>` the model quotes (a NetBox description)
     is kept in the answer the user reads, the ledger and the model's own
-    history; from a server that sends thinking in its own field, even a
-    leading one is text."""
+    history."""
     ollama.script([Thinking(REASONING), Text(QUOTING)])
     result = ask_json(chat_env, "what do the switch descriptions say?")
     assert result["answer"] == QUOTING and result["thinking"] == REASONING
     assert ledger_row(sessions_dir, result["session"])[:2] == (QUOTING, REASONING)
-    ollama.script([Text("<think> is how the tag reads.")])
-    shown = ask(chat_env, "how does the tag read?", "--session", result["session"]).stdout
-    assert shown == "<think> is how the tag reads.\n"
     ollama.script([Text("ok")])
     ask(chat_env, "anything down?", "--session", result["session"])
     history = [m for m in ollama.requests[-1]["messages"] if m["role"] == "assistant"]
-    assert [m.get("content") for m in history] == [QUOTING, "<think> is how the tag reads."]
+    assert [m.get("content") for m in history] == [QUOTING]
 
-    # A model that writes its thinking into the content (Ollama before 0.9):
-    # the leading block is thinking, a tag after it is the answer's.
+
+def test_a_leading_think_tag_is_text_when_thinking_has_its_own_field(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """From a server asked to send thinking in its own field, even a leading
+    `<think>` is text. On Ollama's API alone: on /v1 the client cannot yet tell
+    a server with a reasoning parser from one without (which inlines the
+    thinking), so a leading block is still taken for thinking there."""
+    ollama.script([Thinking(REASONING), Text(ANSWER)], [Text("<think> is how the tag reads.")])
+    session = ask_json(chat_env, "list the sites")["session"]
+    shown = ask(chat_env, "how does the tag read?", "--session", session).stdout
+    assert shown == "<think> is how the tag reads.\n"
+    ollama.script([Text("ok")])
+    ask(chat_env, "anything down?", "--session", session)
+    history = [m for m in ollama.requests[-1]["messages"] if m["role"] == "assistant"]
+    assert [m.get("content") for m in history] == [ANSWER, "<think> is how the tag reads."]
+
+
+def test_a_think_tag_after_inline_thinking_is_the_answers(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    """A model that writes its thinking into the content (Ollama before 0.9):
+    the leading block is thinking, a tag after it is the answer's. On Ollama
+    alone, as test_think_tags_in_content_are_thinking_not_answer."""
     with ScriptedOllama(version="0.8.0") as old:
         env = {**chat_env, "OLLAMA_HOST": old.url}
         old.script([Thinking(REASONING, chunk_delay=0.01), Text(QUOTING, chunk_delay=0.01)])

@@ -1,6 +1,13 @@
-"""Cancel and rollback on the real deepagents graph, with the real ChatOllama
-talking to the scripted server. Invariants I1-I6 of the Ctrl-C issue are
-checked from a fresh process, the way the next `resume` sees the session."""
+"""Cancel and rollback on the real deepagents graph, with the real chat model
+(ChatOllama, or ours over /v1) talking to the scripted server, in either store.
+Invariants I1-I6 of the Ctrl-C issue are checked from a fresh process, the way
+the next `resume` sees the session.
+
+Each test runs on Ollama's API and on one OpenAI-compatible dialect (vLLM), as
+on both stores; where tool calls reach the client differently (whole in one
+chunk or in argument pieces), once per way (wire.TOOL_CALL_SHAPES). When each
+server notices a closed stream differs too: tests/test_openai.py cancels on all
+five dialects."""
 
 from __future__ import annotations
 
@@ -25,7 +32,11 @@ from netbox_chat.sessions import SessionFile, SessionStore, connect
 from netbox_chat.turns import Conversation, ToolFinished, TurnEvent
 from tests.inspect_session import read_from_fresh_process
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.openai_server import chat_model_for, server_settings
 from tests.stores import StoreUnderTest
+from tests.wire import TOOL_CALL_SHAPES
+
+pytestmark = pytest.mark.model_servers("ollama", "vllm")
 
 SLOW_SECONDS = 1.5
 
@@ -62,10 +73,10 @@ TOOLS = [fast_lookup, slow_lookup, blocking_lookup]
 async def conversation(
     ollama: ScriptedOllama, store: StoreUnderTest
 ) -> AsyncIterator[Conversation]:
-    settings = store.settings(ollama_url=ollama.url)
+    settings = store.settings(**server_settings(ollama))
     session = store.create(model=settings.model)
     saver = open_saver(session)
-    graph = build_agent(settings, TOOLS, saver)
+    graph = build_agent(settings, TOOLS, saver, model=chat_model_for(settings))
     yield Conversation(session, graph, saver, find_end_node(graph))
     session.close()
     store.assert_ledger_agrees(session.id)
@@ -103,6 +114,7 @@ async def cancel_when(
     return await task
 
 
+@pytest.mark.model_servers(*TOOL_CALL_SHAPES)  # the parallel calls whole or in pieces
 async def test_cancel_between_parallel_tools_restores_everything(
     conversation: Conversation, ollama: ScriptedOllama, store: StoreUnderTest
 ) -> None:
@@ -187,12 +199,14 @@ async def test_each_turn_adds_about_the_same_bytes_however_long_the_session(
     assert max(windows) <= 1.2 * windows[0], windows
 
 
+@pytest.mark.model_servers("ollama")
 async def test_sessions_written_without_compression_still_read(
     ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
     """Blobs are stored compressed now; a file from the release before, written
     with SqliteSaver's plain serializer, opens and goes on, and its new rows
-    are compressed. Session files only: no release before wrote a database."""
+    are compressed. Session files only: no release before wrote a database.
+    On Ollama's API only: no release before spoke to another server."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     settings = resolve_settings(sessions_dir=sessions_dir, ollama_url=ollama.url, env={})
@@ -238,7 +252,7 @@ async def test_a_result_that_lands_after_the_rollback_never_appears(
     assert "late result" not in json.dumps(state)
 
 
-async def test_cancel_mid_answer_aborts_the_ollama_stream(
+async def test_cancel_mid_answer_closes_the_servers_stream(
     conversation: Conversation, ollama: ScriptedOllama
 ) -> None:
     ollama.script([Text("one two three four five six seven eight nine ten", chunk_delay=0.3)])
@@ -314,13 +328,11 @@ async def test_parallel_tool_cancel_on_a_minimal_graph(
 ) -> None:
     """The same regression without deepagents: messages as a delta channel and
     as plain add_messages, read back through a fresh connection to the store."""
-    from langchain_ollama import ChatOllama
-
     from tests.graphs import build_graph
 
-    settings = store.settings(ollama_url=ollama.url)
+    settings = store.settings(**server_settings(ollama))
     session = store.create(model=settings.model)
-    model = ChatOllama(model=settings.model, base_url=ollama.url)
+    model = chat_model_for(settings)
     saver = open_saver(session)
     graph = build_graph(model, [quick_lookup, slow_lookup], saver, delta=delta)
     conversation = Conversation(session, graph, saver, find_end_node(graph))
