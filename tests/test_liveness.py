@@ -15,6 +15,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import pexpect
 import pytest
 
 from netbox_chat.models.dialects import DIALECTS
@@ -67,6 +68,35 @@ def test_a_stall_after_the_answer_began_times_out_though_ps_answers(
     ollama.wait_for_disconnects(1)
 
 
+def cancel_the_wait(
+    child: pexpect.spawn,
+    server: ScriptedOllama | ScriptedOpenAI,
+    env: dict[str, str],
+    sessions_dir: Path,
+) -> None:
+    """Past the timeout the REPL still waits on a server that says it is
+    working; Ctrl-C cancels at once, closes the stream, and the next request
+    carries nothing of the cancelled turn."""
+    time.sleep(float(TIMEOUT) + 1)  # past the timeout: still waiting, still cancellable
+    assert child.isalive()
+    started = time.monotonic()
+    child.sendintr()
+    child.expect("cancelled")
+    child.expect("rolled back")
+    child.expect(PROMPT)
+    assert time.monotonic() - started < 3.0
+    server.wait_for_disconnects(1)
+    child.sendcontrol("u")
+    leave(child)
+
+    session = only_session(sessions_dir)
+    assert turn_row(sessions_dir, session, 2)["status"] == "cancelled"
+    server.script([Text("Sure.")])
+    ask_json(env, "next question", "--session", session)
+    sent = json.dumps(server.requests[-1]["messages"])
+    assert "hello" in sent and "the question to cancel" not in sent
+
+
 def test_the_repl_says_what_the_server_is_doing_and_ctrl_c_cancels_the_wait(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
@@ -83,24 +113,7 @@ def test_the_repl_says_what_the_server_is_doing_and_ctrl_c_cancels_the_wait(
     child.expect("loading qwen3:8b…", timeout=10)
     ollama.running = ["qwen3:8b"]
     child.expect(r"reading [0-9.]+k? tokens…", timeout=10)
-    time.sleep(float(TIMEOUT) + 1)  # past the timeout: still waiting, still cancellable
-    assert child.isalive()
-    started = time.monotonic()
-    child.sendintr()
-    child.expect("cancelled")
-    child.expect("rolled back")
-    child.expect(PROMPT)
-    assert time.monotonic() - started < 3.0
-    ollama.wait_for_disconnects(1)
-    child.sendcontrol("u")
-    leave(child)
-
-    session = only_session(sessions_dir)
-    assert turn_row(sessions_dir, session, 2)["status"] == "cancelled"
-    ollama.script([Text("Sure.")])
-    ask_json(chat_env, "next question", "--session", session)
-    sent = json.dumps(ollama.requests[-1]["messages"])
-    assert "hello" in sent and "the question to cancel" not in sent
+    cancel_the_wait(child, ollama, chat_env, sessions_dir)
 
 
 PROBED = {
@@ -189,24 +202,7 @@ def test_the_repl_says_what_an_openai_server_is_doing_and_ctrl_c_cancels_the_wai
         child.expect("loading qwen3:8b…", timeout=10)
         openai_server.running = None
     child.expect(r"reading [0-9.]+k? tokens…", timeout=10)
-    time.sleep(float(TIMEOUT) + 1)  # past the timeout: still waiting, still cancellable
-    assert child.isalive()
-    started = time.monotonic()
-    child.sendintr()
-    child.expect("cancelled")
-    child.expect("rolled back")
-    child.expect(PROMPT)
-    assert time.monotonic() - started < 3.0
-    openai_server.wait_for_disconnects(1)
-    child.sendcontrol("u")
-    leave(child)
-
-    session = only_session(sessions_dir)
-    assert turn_row(sessions_dir, session, 2)["status"] == "cancelled"
-    openai_server.script([Text("Sure.")])
-    ask_json(openai_env, "next question", "--session", session)
-    sent = json.dumps(openai_server.requests[-1]["messages"])
-    assert "hello" in sent and "the question to cancel" not in sent
+    cancel_the_wait(child, openai_server, openai_env, sessions_dir)
 
 
 def cold_starts(env: dict[str, str]) -> Path:
