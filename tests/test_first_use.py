@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from netbox_chat.cli import app
 from tests.ollama_server import HTTPError, ScriptedOllama, Text
 from tests.test_cli_ask import run
-from tests.test_repl_pty import PROMPT, leave, plain, spawn
+from tests.test_repl_pty import PROMPT, leave, resume
 from tests.test_repl_screen import chat
 
 
@@ -100,8 +100,7 @@ def test_resume_at_recaps_the_turn_it_went_back_to_not_an_older_failure(
     session = json.loads(first.stdout)["session"]
     assert run(chat_env, "ask", "how many cables?", "--session", session).returncode == 1
     assert run(chat_env, "ask", "how many racks?", "--session", session).returncode == 0
-    child = spawn(chat_env, "resume", session, "--at", "1")
-    shown = plain(child.before or "")  # all it said before its first prompt
+    child, shown = resume(chat_env, session, "--at", "1")  # the whole recap
     leave(child)
     assert "rewound to turn 1" in shown and "turn 1: how many sites?" in shown
     assert "how many cables?" not in shown

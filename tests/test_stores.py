@@ -315,7 +315,7 @@ def test_the_repl_chats_cancels_and_resumes_the_latest_on_either_store(
     ollama: ScriptedOllama,
     netbox: NetBoxDouble,
 ) -> None:
-    from tests.test_repl_pty import PROMPT, leave, plain, spawn
+    from tests.test_repl_pty import PROMPT, leave, resume, spawn
 
     ollama.script([Text("Three sites.")])
     child = spawn(store_env)
@@ -333,8 +333,7 @@ def test_the_repl_chats_cancels_and_resumes_the_latest_on_either_store(
     leave(child)
 
     ollama.script([Text("Still three.")])
-    child = spawn(store_env, "resume")  # no id: the most recent session
-    recap = plain(child.before or "")
+    child, recap = resume(store_env)  # no id: the most recent session
     assert "how many sites?" in recap and "Three sites." in recap
     child.sendline("and now?")
     child.expect("Still three.")
