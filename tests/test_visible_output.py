@@ -168,8 +168,12 @@ def test_resume_recap_repl_turn_history_and_thinking_in_a_pty(
     child.logfile_read = shown = io.StringIO()
     child.expect(r"netbox\S*>")
     recap = child.before or ""
+    child.expect("exit or Ctrl-D to leave")  # the rendered answer, drawn above the prompt
+    recap += (child.before or "") + child.after
+    child.expect(r"netbox\S*>")
     assert_shown_on_terminal(recap, "resume's recap")
     assert "which site is \\x1b]0;owned" in recap and "[bold]B[/bold]" in recap
+    assert "The site is DM-\\x1b]0;owned" in re.sub(r"\x1b\[[0-9;]*m", "", recap)
     ollama.script(
         [ToolCall("netbox_get_objects", {"object_type": "dcim.site", "filters": {"q": HOSTILE}})],
         [Thinking(f"mulling {HOSTILE}"), Text(f"In the REPL: {HOSTILE}")],
