@@ -488,6 +488,7 @@ def _chat(
     flags: dict[str, Any] | None = None,
 ) -> None:
     import asyncio
+    from dataclasses import replace
 
     from netbox_chat.repl import require_terminal, run_chat
 
@@ -507,7 +508,9 @@ def _chat(
         ending = asyncio.run(
             run_chat(session, settings, out(), resumed=resume, rewind_to=rewind_to)
         )
-    while ending == "new":  # /new: a fresh session without leaving
+    while ending.how == "new":  # /new: a fresh session without leaving
+        if ending.model is not None:  # and with the model /model switched to
+            fresh = replace(fresh, model=ending.model)
         with new_session(store, fresh) as session:
             ending = asyncio.run(run_chat(session, fresh, out(), resumed=False))
 
@@ -521,7 +524,8 @@ def new_session(store: Store, settings: Settings) -> OpenSession:
 def settings_for_session(store: Store, session_id: str, flags: dict[str, Any]) -> Settings:
     """The settings to continue a session with: the user's own NetBox, token
     and profile (flags, environment, config file), and the session's model
-    unless a flag, the environment or a typed profile names another.
+    (the one its newest turn asked, so a `/model` switch carries over) unless
+    a flag, the environment or a typed profile names another, which is said.
 
     The session's rows may have been written by anyone with access to the
     store, so they never choose the NetBox, the profile or the token: the
@@ -532,6 +536,13 @@ def settings_for_session(store: Store, session_id: str, flags: dict[str, Any]) -
     summary = store.summarize(session_id)
     folder = store.root if isinstance(store, SessionStore) else None
     settings = settings_from(folder, **flags, session_model=summary.model or None, need_token=True)
+    if summary.model and settings.model != summary.model:
+        say(
+            f"netbox-chat: session {summary.id} last asked {summary.model}; going on with "
+            f"{settings.model} ({settings.origins.get('model', 'default')})",
+            "yellow",
+            soft_wrap=True,
+        )
     change = netbox_change(summary, settings)
     if change is None:
         return settings
