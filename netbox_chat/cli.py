@@ -496,7 +496,7 @@ def _chat(
     fresh = settings  # for a session made by /new: not the resumed one's
     if resume:
         session_id = store.resolve(thread) if thread is not None else store.most_recent()
-        settings = settings_for_session(store, session_id, flags or {})
+        settings = settings_for_session(store, session_id, flags or {}, note_model=True)
         require_netbox(settings)
         session: OpenSession = store.open(session_id)
     else:
@@ -521,11 +521,15 @@ def new_session(store: Store, settings: Settings) -> OpenSession:
     )
 
 
-def settings_for_session(store: Store, session_id: str, flags: dict[str, Any]) -> Settings:
+def settings_for_session(
+    store: Store, session_id: str, flags: dict[str, Any], *, note_model: bool = False
+) -> Settings:
     """The settings to continue a session with: the user's own NetBox, token
     and profile (flags, environment, config file), and the session's model
     (the one its newest turn asked, so a `/model` switch carries over) unless
-    a flag, the environment or a typed profile names another, which is said.
+    a flag, the environment or a typed profile names another. With
+    `note_model` (the chat, whose banner names the model) that is said in one
+    yellow line; `ask` keeps its stderr to the one line of an error.
 
     The session's rows may have been written by anyone with access to the
     store, so they never choose the NetBox, the profile or the token: the
@@ -536,7 +540,7 @@ def settings_for_session(store: Store, session_id: str, flags: dict[str, Any]) -
     summary = store.summarize(session_id)
     folder = store.root if isinstance(store, SessionStore) else None
     settings = settings_from(folder, **flags, session_model=summary.model or None, need_token=True)
-    if summary.model and settings.model != summary.model:
+    if note_model and summary.model and settings.model != summary.model:
         say(
             f"netbox-chat: session {summary.id} last asked {summary.model}; going on with "
             f"{settings.model} ({settings.origins.get('model', 'default')})",
@@ -658,9 +662,9 @@ def resume(
     Prints what was restored (turns, messages, the last exchange). A turn that
     a crash left half-done is rolled back first. With --at N the conversation
     goes back to just after turn N (linearly: later turns are set aside, never
-    replayed). The session's own NetBox and model are used unless a flag or
-    the environment names others; another NetBox needs --netbox-url or
-    --profile.
+    replayed). It goes on with the model its latest turn asked unless a flag
+    or the environment names another; the NetBox is your own, and another
+    than the session's needs --netbox-url or --profile.
     """
     flags = {
         "ollama_url": ollama_url,
