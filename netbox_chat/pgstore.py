@@ -363,7 +363,8 @@ class HeldElsewhere(SessionBusy):
 
 
 # One query for `ls`: the meta of every session, its ledger's counts, the
-# model its newest turn asked, and who holds its lock (pg_locks is read once, not once per session).
+# model its newest turn asked, and who holds its lock (pg_locks is read once,
+# not once per session).
 _SUMMARY_SQL = f"""
 WITH holders AS MATERIALIZED (
     SELECT {_HELD_KEY} AS key, a.application_name
@@ -537,8 +538,8 @@ class PgSessionStore:
 
     def _summary(self, row: tuple[Any, ...]) -> SessionSummary:
         sid, created, title, model, netbox_url, profile = row[:6]
-        turns, answered, last, askers, context_tokens, context_window, holder = row[6:13]
-        latest_model = row[13]
+        turns, answered, last, askers, context_tokens, context_window = row[6:12]
+        holder, latest_model = row[12:]
         found = _HOLDER.fullmatch(holder or "")
         return PgSessionSummary(
             sid,
