@@ -488,6 +488,7 @@ def _chat(
     flags: dict[str, Any] | None = None,
 ) -> None:
     import asyncio
+    from dataclasses import replace
 
     from netbox_chat.repl import require_terminal, run_chat
 
@@ -495,7 +496,7 @@ def _chat(
     fresh = settings  # for a session made by /new: not the resumed one's
     if resume:
         session_id = store.resolve(thread) if thread is not None else store.most_recent()
-        settings = settings_for_session(store, session_id, flags or {})
+        settings = settings_for_session(store, session_id, flags or {}, note_model=True)
         require_netbox(settings)
         session: OpenSession = store.open(session_id)
     else:
@@ -507,7 +508,9 @@ def _chat(
         ending = asyncio.run(
             run_chat(session, settings, out(), resumed=resume, rewind_to=rewind_to)
         )
-    while ending == "new":  # /new: a fresh session without leaving
+    while ending.how == "new":  # /new: a fresh session without leaving
+        if ending.model is not None:  # and with the model /model switched to
+            fresh = replace(fresh, model=ending.model)
         with new_session(store, fresh) as session:
             ending = asyncio.run(run_chat(session, fresh, out(), resumed=False))
 
@@ -518,10 +521,15 @@ def new_session(store: Store, settings: Settings) -> OpenSession:
     )
 
 
-def settings_for_session(store: Store, session_id: str, flags: dict[str, Any]) -> Settings:
+def settings_for_session(
+    store: Store, session_id: str, flags: dict[str, Any], *, note_model: bool = False
+) -> Settings:
     """The settings to continue a session with: the user's own NetBox, token
     and profile (flags, environment, config file), and the session's model
-    unless a flag, the environment or a typed profile names another.
+    (the one its newest turn asked, so a `/model` switch carries over) unless
+    a flag, the environment or a typed profile names another. With
+    `note_model` (the chat, whose banner names the model) that is said in one
+    yellow line; `ask` keeps its stderr to the one line of an error.
 
     The session's rows may have been written by anyone with access to the
     store, so they never choose the NetBox, the profile or the token: the
@@ -532,6 +540,13 @@ def settings_for_session(store: Store, session_id: str, flags: dict[str, Any]) -
     summary = store.summarize(session_id)
     folder = store.root if isinstance(store, SessionStore) else None
     settings = settings_from(folder, **flags, session_model=summary.model or None, need_token=True)
+    if note_model and summary.model and settings.model != summary.model:
+        say(
+            f"netbox-chat: session {summary.id} last asked {summary.model}; going on with "
+            f"{settings.model} ({settings.origins.get('model', 'default')})",
+            "yellow",
+            soft_wrap=True,
+        )
     change = netbox_change(summary, settings)
     if change is None:
         return settings
@@ -647,9 +662,9 @@ def resume(
     Prints what was restored (turns, messages, the last exchange). A turn that
     a crash left half-done is rolled back first. With --at N the conversation
     goes back to just after turn N (linearly: later turns are set aside, never
-    replayed). The session's own NetBox and model are used unless a flag or
-    the environment names others; another NetBox needs --netbox-url or
-    --profile.
+    replayed). It goes on with the model its latest turn asked unless a flag
+    or the environment names another; the NetBox is your own, and another
+    than the session's needs --netbox-url or --profile.
     """
     flags = {
         "ollama_url": ollama_url,

@@ -40,6 +40,8 @@ from netbox_chat.sessions import (
     check_session,
     read_only_connection,
     read_turns,
+    session_model,
+    stored_model,
 )
 from netbox_chat.thinking import thought_for
 from netbox_chat.visible import visible, visible_json
@@ -77,10 +79,13 @@ def read_transcript(
         meta, turns, edits = _read_file(store, session_id)
     done = [t for t in turns if t.status == "done"]
     returned = stored_tool_results(store, session_id, turns) if results else None
+    # A turn from before the ledger kept its model asked the session's first.
+    started = stored_model(meta.get("model")) or ""
     return {
         "session": session_id,
         "title": meta.get("title", ""),
-        "model": meta.get("model", ""),
+        "model": session_model(turns[-1].model if turns else None, started),
+        "model_at_start": started,
         "created_at": meta.get("created_at", ""),
         "schema_version": int(meta.get("schema_version", "0")),
         "totals": {
@@ -90,7 +95,7 @@ def read_transcript(
             "tokens_out": sum(t.tokens_out for t in turns),
             "tool_calls": sum(len(t.tool_calls) for t in turns),
         },
-        "turns": [_turn_json(t, thinking=thinking, returned=returned) for t in turns],
+        "turns": [_turn_json(t, started, thinking=thinking, returned=returned) for t in turns],
         "edits": [
             {"kind": kind, "at": at, **json.loads(detail or "{}")} for kind, at, detail in edits
         ],
@@ -117,11 +122,13 @@ def _read_file(
 
 
 def _turn_json(
-    turn: Turn, *, thinking: bool, returned: dict[int, list[ToolResult]] | None
+    turn: Turn, started: str, *, thinking: bool, returned: dict[int, list[ToolResult]] | None
 ) -> dict[str, Any]:
     data = {
         "number": turn.number,
         "asked_by": turn.asked_by,
+        "model": turn.model or started,
+        "provider": turn.provider,
         "status": turn.status,
         "seen_by_model": turn.status == "done",
         "question": turn.question,
@@ -256,7 +263,7 @@ def to_markdown(transcript: dict[str, Any]) -> str:
         f"# netbox-chat session {transcript['session']}",
         "",
         f"- title: {transcript['title'] or '(no question yet)'}",
-        f"- model: {transcript['model']}",
+        f"- model: {_models_md(transcript)}",
         f"- created: {transcript['created_at']}",
         f"- turns: {number(totals['turns'])} ({number(totals['answered'])} answered), "
         f"tokens {number(totals['tokens_in'])} in / {number(totals['tokens_out'])} out, "
@@ -269,13 +276,20 @@ def to_markdown(transcript: dict[str, Any]) -> str:
         # compaction after the last finished turn (its after_turn).
         position = max([int(edit.get("after_turn", 0)), *map(int, edit.get("set_aside", []))])
         edits_after.setdefault(position, []).append(edit)
-    last = 0
+    last, model = 0, transcript["model_at_start"]
     for turn in transcript["turns"]:
         out += _edits_md(edits_after, last, turn["number"])
-        out += _turn_md(turn)
-        last = turn["number"]
+        out += _turn_md(turn, switched=turn["model"] != model)
+        last, model = turn["number"], turn["model"]
     out += _edits_md(edits_after, last, None)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _models_md(transcript: dict[str, Any]) -> str:
+    """The model the session goes on with, and the one it started with if
+    `/model` (or a resume with another) changed it."""
+    now, started = transcript["model"], transcript["model_at_start"]
+    return now if now == started or not started else f"{now} (started with {started})"
 
 
 def _edits_md(
@@ -323,11 +337,14 @@ def _edit_text(edit: dict[str, Any]) -> str:
     return f"{edit['kind']} after {where}"
 
 
-def _turn_md(turn: dict[str, Any]) -> list[str]:
+def _turn_md(turn: dict[str, Any], *, switched: bool) -> list[str]:
+    """One turn; `switched`: it asked another model than the turn before it
+    (or, the first, than the session started with), which it then names."""
     status = turn["status"]
     mark = "" if status == "done" else f" · {status.upper()}"
     tokens = turn["tokens"]
     asked = f" · asked by {turn['asked_by']}" if turn.get("asked_by") else ""
+    asked += f" · model {turn['model']}" if switched and turn["model"] else ""
     context = turn.get("context") or {}
     meter = (
         f" · largest request {number(context['prompt_tokens_max'])} of "

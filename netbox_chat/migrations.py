@@ -102,6 +102,18 @@ def m004_asked_by(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE turns ADD COLUMN asked_by TEXT")
 
 
+@migration
+def m005_turn_model(db: sqlite3.Connection) -> None:
+    """Which model, on which kind of server, each turn asked: `/model` changes
+    it within a session, so the session's first model no longer says it. A
+    row from before reads NULL: it asked the session's (meta) model."""
+    for column in TURN_MODEL_COLUMNS:
+        db.execute(f"ALTER TABLE turns ADD COLUMN {column}")
+
+
+TURN_MODEL_COLUMNS = ("model TEXT", "provider TEXT")
+
+
 def schema_version() -> int:
     """The version this netbox-chat writes: how many migrations it knows."""
     return len(MIGRATIONS)

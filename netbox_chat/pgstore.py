@@ -48,6 +48,7 @@ from netbox_chat.sessions import (
     matching_line,
     new_session_id,
     normalize_session_id,
+    session_model,
 )
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from netbox_chat.pgdatabase import PgConnection
 
 SCHEMA = "netbox_chat"
-PG_SCHEMA_VERSION = 2
+PG_SCHEMA_VERSION = 3
 INSTALL_HINT = "pip install 'netbox-chat[postgres]'"
 
 # pg_try_advisory_lock(key): one 64-bit key per session, exact. An id is 8
@@ -134,9 +135,17 @@ ALTER TABLE {SCHEMA}.turns
     ADD COLUMN IF NOT EXISTS thinking_chars INTEGER NOT NULL DEFAULT 0
 """
 
+# Version 3: which model, on which kind of server, each turn asked (the
+# session file's m005); NULL in a row from before: the session's own model.
+_SCHEMA_V3 = f"""
+ALTER TABLE {SCHEMA}.turns
+    ADD COLUMN IF NOT EXISTS model TEXT,
+    ADD COLUMN IF NOT EXISTS provider TEXT
+"""
+
 # MIGRATIONS[n] takes the schema from version n to n + 1 (0: no schema); its
 # statements run one by one (a prepared statement holds only one).
-MIGRATIONS = {0: _SCHEMA_V1, 1: _SCHEMA_V2}
+MIGRATIONS = {0: _SCHEMA_V1, 1: _SCHEMA_V2, 2: _SCHEMA_V3}
 assert len(MIGRATIONS) == PG_SCHEMA_VERSION
 
 
@@ -353,8 +362,9 @@ class HeldElsewhere(SessionBusy):
         self.holder = holder
 
 
-# One query for `ls`: the meta of every session, its ledger's counts, and who
-# holds its lock (pg_locks is read once, not once per session).
+# One query for `ls`: the meta of every session, its ledger's counts, the
+# model its newest turn asked, and who holds its lock (pg_locks is read once,
+# not once per session).
 _SUMMARY_SQL = f"""
 WITH holders AS MATERIALIZED (
     SELECT {_HELD_KEY} AS key, a.application_name
@@ -372,7 +382,7 @@ WITH holders AS MATERIALIZED (
 )
 SELECT s.session_id, s.created_at, s.title, s.model, s.netbox_url, s.profile,
        t.turns, t.answered, t.last, t.askers, c.prompt_tokens_last, c.context_window,
-       h.application_name
+       h.application_name, m.model AS latest_model
 FROM sessions s
 LEFT JOIN LATERAL (
     SELECT count(*) FILTER (WHERE status = 'done') AS turns,
@@ -385,6 +395,10 @@ LEFT JOIN LATERAL (
     SELECT prompt_tokens_last, context_window FROM turns
     WHERE turns.session_id = s.session_id AND status = 'done' ORDER BY number DESC LIMIT 1
 ) c ON true
+LEFT JOIN LATERAL (
+    SELECT model FROM turns
+    WHERE turns.session_id = s.session_id ORDER BY number DESC LIMIT 1
+) m ON true
 LEFT JOIN holders h ON h.key = {LOCK_KEY.format(sid="s.session_id")}
 WHERE s.created_at IS NOT NULL
 ORDER BY greatest(t.last, s.created_at) DESC, s.session_id
@@ -524,14 +538,15 @@ class PgSessionStore:
 
     def _summary(self, row: tuple[Any, ...]) -> SessionSummary:
         sid, created, title, model, netbox_url, profile = row[:6]
-        turns, answered, last, askers, context_tokens, context_window, holder = row[6:]
+        turns, answered, last, askers, context_tokens, context_window = row[6:12]
+        holder, latest_model = row[12:]
         found = _HOLDER.fullmatch(holder or "")
         return PgSessionSummary(
             sid,
             Path(),
             0,
             title=title or "",
-            model=model or "",
+            model=session_model(latest_model, model),
             netbox_url=netbox_url or "",
             profile=profile or "",
             created_at=created or "",

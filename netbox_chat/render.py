@@ -807,7 +807,7 @@ def sessions_table(
                 title,
                 Text(number(s.turns)),
                 Text(ago(s.last_active)),
-                Text(s.model),
+                Text(visible_line(s.model)),
                 *netbox,
                 size,
                 *[Text(_shorten(", ".join(s.asked_by), 30))] * team,

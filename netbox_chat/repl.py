@@ -223,6 +223,7 @@ class Repl:
     view: render.TurnView | None = None  # the turn being drawn, if any
     above_prompt: Callable[[], None] | None = None  # drawn once the first prompt is up
     ending: str = "exit"  # or "new": /new asks for a fresh session
+    switched_to: str | None = None  # the model `/model NAME` last switched to
 
     async def runtime(self) -> Runtime:
         if not self.background.future.done():
@@ -419,6 +420,7 @@ class Repl:
             return
         await self.background.aclose()
         self.background, self.settings = background, settings
+        self.switched_to = name
         self.thinking_noted = False
         self.console.print(
             Text(f"model {visible_line(name)} from the next question on", style="green")
@@ -497,6 +499,17 @@ def require_terminal() -> None:
         )
 
 
+@dataclass(frozen=True)
+class Ending:
+    """How the REPL ended: "exit", or "new" when `/new` asked for a fresh
+    session; and the model `/model` switched to (None: it did not), which
+    that fresh session goes on with: the user chose it, the configuration
+    did not."""
+
+    how: str
+    model: str | None = None
+
+
 async def run_chat(
     session: OpenSession,
     settings: Settings,
@@ -504,9 +517,8 @@ async def run_chat(
     *,
     resumed: bool,
     rewind_to: int | None = None,
-) -> str:
-    """Open the REPL on `session`: recover a crashed turn, recap, then prompt.
-    Returns how it ended: "exit", or "new" when `/new` asked for a fresh session."""
+) -> Ending:
+    """Open the REPL on `session`: recover a crashed turn, recap, then prompt."""
 
     def say_problem(line: Text) -> None:
         # From the build's thread, while the prompt waits: prompt_toolkit's
@@ -547,4 +559,4 @@ async def run_chat(
         console.print(
             Text(f"session {session.id} saved; `netbox-chat resume {session.id}`", style="dim")
         )
-    return repl.ending
+    return Ending(repl.ending, repl.switched_to)

@@ -133,7 +133,14 @@ def build_runtime(
     saver = open_saver(session)
     model = provider.chat_model(settings, served, reasoning=thinking.reasoning)
     graph = build_agent(settings, tools, saver, model=model, context_guard=guard)
-    conversation = Conversation(session, graph, saver, find_end_node(graph), model=model)
+    conversation = Conversation(
+        session,
+        graph,
+        saver,
+        find_end_node(graph),
+        model=model,
+        asks=(settings.model, settings.provider),
+    )
     runtime = Runtime(conversation, netbox, model_info, thinking, guard, problem)
     # LangChain's imports and the compiled graph are about 120,000 objects that
     # live as long as the process. Left in the collector, every full garbage

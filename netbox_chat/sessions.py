@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 from netbox_chat import migrations
-from netbox_chat.config import SESSIONS_MARK, without_userinfo
+from netbox_chat.config import PROVIDERS, SESSIONS_MARK, without_userinfo
 from netbox_chat.database import Connection
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.migrations import schema_version
@@ -197,25 +197,31 @@ class Turn:
     thinking_seconds: float | None = None
     thinking_chars: int = 0
     asked_by: str | None = None
+    model: str | None = None  # None: a row from before m005, it asked the session's model
+    provider: str | None = None
 
 
 _TURN_FIELDS = tuple(f.name for f in fields(Turn))
 _TURN_COLUMNS = ", ".join(_TURN_FIELDS)
 
 
+def turn_columns(conn: sqlite3.Connection) -> set[str]:
+    """The ledger's columns in this file: fewer in a file of an older schema."""
+    return {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
+
+
 def read_turns(conn: sqlite3.Connection, where: str = "", params: Sequence[Any] = ()) -> list[Turn]:
     """Ledger rows as `Turn`s (`where` is the rest of the query), whatever the
     file's schema: a column an older schema lacks reads as NULL, so `export`
     works on a file no current netbox-chat has opened for writing yet."""
-    present = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
+    present = turn_columns(conn)
     columns = ", ".join(name if name in present else f"NULL AS {name}" for name in _TURN_FIELDS)
     rows = conn.execute(f"SELECT {columns} FROM turns {where}", params).fetchall()
     return [_turn_from_row(row) for row in rows]
 
 
-def _askers(conn: sqlite3.Connection) -> tuple[str, ...]:
+def _askers(conn: sqlite3.Connection, present: set[str]) -> tuple[str, ...]:
     """Everyone who asked a turn of the file (none before the ledger kept it)."""
-    present = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
     if "asked_by" not in present:
         return ()
     rows = conn.execute(
@@ -224,11 +230,43 @@ def _askers(conn: sqlite3.Connection) -> tuple[str, ...]:
     return tuple(row[0] for row in rows)
 
 
+def _latest_model(conn: sqlite3.Connection, present: set[str]) -> object:
+    """The model the file's newest turn asked, as stored (None before m005)."""
+    if "model" not in present:
+        return None
+    row = conn.execute("SELECT model FROM turns ORDER BY number DESC LIMIT 1").fetchone()
+    return row[0] if row else None
+
+
 def _turn_from_row(row: tuple[Any, ...]) -> Turn:
     values = dict(zip(_TURN_FIELDS, row, strict=True))
     calls = json.loads(values["tool_calls"] or "[]")
     values["tool_calls"] = [ToolCallRecord(**call) for call in calls]
+    values["model"] = stored_model(values["model"])
+    values["provider"] = values["provider"] if values["provider"] in PROVIDERS else None
     return Turn(**values)
+
+
+MODEL_NAME_MAX = 200
+
+
+def stored_model(value: object) -> str | None:
+    """A model name read back from a store, or None when it is not one.
+
+    Anyone with access to a store writes these rows, and the name goes to
+    the model server (as the model asked for, never as a URL or a command)
+    and to the screen: one printable line, no longer than any real id
+    (`hf.co/org/repo:Q4_K_M`, `Qwen/Qwen3-8B`, a llama-server file path)."""
+    if not isinstance(value, str) or not value or len(value) > MODEL_NAME_MAX:
+        return None
+    return value if value.isprintable() and value == value.strip() else None
+
+
+def session_model(latest: object, started: object) -> str:
+    """The model a session goes on with: its newest turn's, or, for a turn
+    from before the ledger kept one (or none yet), the model it was started
+    with; "" when neither is a model name (`stored_model`)."""
+    return stored_model(latest) or stored_model(started) or ""
 
 
 # What `copy` carries over of a session's meta (the rest belongs to the store).
@@ -499,7 +537,9 @@ class SessionStore:
                     "SELECT prompt_tokens_last, context_window FROM turns "
                     "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
                 ).fetchone() or (None, None)
-                askers = _askers(conn)
+                present = turn_columns(conn)
+                askers = _askers(conn, present)
+                latest_model = _latest_model(conn, present)
         except (UnreadableSession, sqlite3.DatabaseError) as exc:
             reason = str(exc) if isinstance(exc, UnreadableSession) else f"damaged ({exc})"
             return replace(base, unreadable=reason)
@@ -507,7 +547,7 @@ class SessionStore:
         return replace(
             base,
             title=meta.get("title", ""),
-            model=meta.get("model", ""),
+            model=session_model(latest_model, meta.get("model")),
             netbox_url=meta.get("netbox_url", ""),
             profile=meta.get("profile", ""),
             created_at=created,
@@ -822,22 +862,31 @@ class Ledger:
     # the turn ledger
 
     def begin_turn(
-        self, question: str, *, base_checkpoint_id: str | None, base_message_count: int
+        self,
+        question: str,
+        *,
+        base_checkpoint_id: str | None,
+        base_message_count: int,
+        model: str | None = None,
+        provider: str | None = None,
     ) -> int:
-        """Record a turn as running, with its rollback point and who asked it,
-        before it starts; the first question names the session."""
+        """Record a turn as running, with its rollback point, who asked it and
+        which model (on which kind of server) it asks, before it starts; the
+        first question names the session."""
         with self.db.atomic():
             row = self._run(
                 "INSERT INTO turns({key_col}number, question, status, started_at, "
-                "base_checkpoint_id, base_message_count, asked_by) "
+                "base_checkpoint_id, base_message_count, asked_by, model, provider) "
                 "SELECT {key_val}coalesce(max(number), 0) + 1, :question, 'running', :now, "
-                ":base_checkpoint_id, :base_message_count, :asked_by FROM turns {where} "
-                "RETURNING number",
+                ":base_checkpoint_id, :base_message_count, :asked_by, :model, :provider "
+                "FROM turns {where} RETURNING number",
                 question=question,
                 now=now_iso(),
                 base_checkpoint_id=base_checkpoint_id,
                 base_message_count=base_message_count,
                 asked_by=self.asked_by,
+                model=model,
+                provider=provider,
             ).fetchone()
             self._run(
                 "UPDATE session_meta SET value = :title WHERE {and_}key = 'title' AND value = ''",

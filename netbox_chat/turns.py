@@ -349,6 +349,7 @@ class Conversation:
         saver: SyncSaverBridge,
         end_node: str,
         model: Any = None,
+        asks: tuple[str, str] | None = None,
     ) -> None:
         if getattr(saver, "conn", session.db) is not session.db:
             # A rollback and its ledger record are one transaction: on two
@@ -359,6 +360,9 @@ class Conversation:
         self.saver = saver
         self.end_node = end_node
         self.model = model  # the agent's chat model; /compact asks it for the summary
+        # The model's name and its server's kind (provider), as each turn's
+        # ledger row records them: `/model` builds a new Conversation.
+        self.asks = asks
         self.config: RunnableConfig = {"configurable": {"thread_id": session.id}}
         # Turns whose rollback or record could not be written yet, by number.
         self._unrecorded: dict[int, TurnOutcome] = {}
@@ -508,8 +512,13 @@ class Conversation:
                     + "); rewind to the last clean turn with /rewind"
                 )
             self.saver.ids_after(base)
+            model, provider = self.asks or (None, None)
             number = self.session.begin_turn(
-                question, base_checkpoint_id=base, base_message_count=base_messages
+                question,
+                base_checkpoint_id=base,
+                base_message_count=base_messages,
+                model=model,
+                provider=provider,
             )
         except _store_errors() as exc:  # no snapshot, no turn (and no model call)
             raise StoreError(

@@ -34,6 +34,9 @@ RELEASES = {
     "80cc957": "the last merge before issue 21",
 }
 
+# The last commit before the ledger kept each turn's model (m005, PG schema 3).
+BEFORE_TURN_MODEL = "278211b"
+
 
 def release_code(commit: str, into: Path) -> Path | None:
     """`netbox_chat/` as committed at `commit`, under `into` (None: no git history here)."""
