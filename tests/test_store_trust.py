@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +30,7 @@ from netbox_chat.stores import Store
 from tests.netbox_double import NetBoxDouble
 from tests.old_releases import RELEASES, has_postgres, release, release_argv
 from tests.ollama_server import ScriptedOllama, Text
-from tests.stores import StoreUnderTest
+from tests.stores import StoreUnderTest, scratch_database
 from tests.test_pgstore import pg, with_url  # noqa: F401  (pg: a fixture)
 from tests.test_repl_pty import PROMPT
 from tests.test_stores import SITES, cli, first_turn
@@ -422,18 +423,32 @@ def test_a_session_written_by_an_earlier_release_opens_and_goes_on(
     ollama: ScriptedOllama,
     tmp_path: Path,
 ) -> None:
-    # Releases before the database store knew only NETBOX_CHAT_SESSIONS.
-    env = (
-        {**store_env, "NETBOX_CHAT_SESSIONS": store.value} if store.kind == "folder" else store_env
-    )
-    with release(commit) as code:
+    with contextlib.ExitStack() as stack:
+        code = stack.enter_context(release(commit))
         if code is None:
             pytest.skip("no git history to take the release from")
-        if store.kind == "postgres" and not has_postgres(code):
+        if store.kind == "folder":
+            # Releases before the database store knew only NETBOX_CHAT_SESSIONS.
+            env, today_env = {**store_env, "NETBOX_CHAT_SESSIONS": store.value}, store_env
+        elif not has_postgres(code):
             pytest.skip(f"{commit} had no database store")
+        else:
+            # A team store as that release made it, at its own schema, which
+            # today's `doctor --init-store` then migrates, as a team upgrades.
+            env = today_env = with_url(store_env, stack.enter_context(scratch_database()))
+            made = subprocess.run(
+                release_argv(code, "doctor", "--init-store"),
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            assert made.returncode == 0, made.stderr
         session_id = release_session(code, env, ollama, tmp_path)
-    ollama.script([Text("Still three.")])
-    today = cli(store_env, "ask", "how many again?", "--session", session_id)
+        if store.kind == "postgres":
+            migrated = cli(today_env, "doctor", "--init-store")
+            assert migrated.returncode == 0, migrated.stderr
+        ollama.script([Text("Still three.")])
+        today = cli(today_env, "ask", "how many again?", "--session", session_id)
     assert today.returncode == 0, today.stderr
     sent = [m.get("content", "") for m in ollama.requests[-1]["messages"]]
     assert any("SUMMARY: the user asked" in text for text in sent)

@@ -14,7 +14,6 @@ import contextlib
 import json
 import sqlite3
 import subprocess
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,8 @@ import pytest
 from netbox_chat import migrations, pgstore
 from tests.old_releases import BEFORE_TURN_MODEL, release, release_argv
 from tests.ollama_server import ScriptedOllama, Text
-from tests.stores import StoreUnderTest, database_url
-from tests.test_pgstore import replaced, with_url
+from tests.stores import StoreUnderTest, scratch_database
+from tests.test_pgstore import with_url
 from tests.test_repl_pty import leave, resume, spawn
 from tests.test_repl_screen import answered
 from tests.test_stores import cli, first_turn
@@ -233,12 +232,7 @@ def test_a_team_store_from_the_release_before_migrates_and_keeps_its_model(
 ) -> None:
     """A database whose schema that release made: refused until `doctor
     --init-store` migrates it, then its sessions show and go on with their model."""
-    admin_url = database_url()
-    scratch = f"netbox_chat_scratch_{uuid.uuid4().hex[:8]}"
-    url = replaced(admin_url, path=f"/{scratch}")
-    with contextlib.closing(pgstore.connect(admin_url)) as admin:
-        admin.execute(f"CREATE DATABASE {scratch}")
-    try:
+    with scratch_database() as url:
         env = with_url({k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}, url)
         with release(BEFORE_TURN_MODEL) as code:
             if code is None:
@@ -276,6 +270,3 @@ def test_a_team_store_from_the_release_before_migrates_and_keeps_its_model(
             (OTHER, None),
             (OTHER, "ollama"),
         ]
-    finally:
-        with contextlib.closing(pgstore.connect(admin_url)) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {scratch} WITH (FORCE)")
