@@ -256,6 +256,35 @@ def test_show_prints_the_last_turns_tool_calls_with_their_results_as_a_table(
     ]
 
 
+def test_show_in_a_narrow_terminal_wraps_cells_and_names_the_columns_left_out(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """At 60 columns a device list's eight columns do not fit whole: cells wrap
+    inside their columns, the last columns give way (named under the table),
+    and no cell is cut."""
+    filters = {"site": "dm-akron", "status": "offline"}
+    ollama.script(
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.device", "filters": filters})],
+        [Text("One is offline.")],
+    )
+    child, terminal = chat(chat_env, columns=60)
+    answered(child, "which devices at DM-Akron are offline?", "One is offline.")
+    child.sendline("/show")
+    child.expect("not shown at this width")
+    child.expect(PROMPT)
+    leave(child)
+    shown = terminal.lines()
+    start = shown.index("id  name              site      status   role         tenant")
+    table = shown[start : shown.index("not shown at this width: primary_ip4, rack")]
+    assert table == [
+        "id  name              site      status   role         tenant",
+        "2   dmi01-akron-sw02  DM-Akron  offline  Access",
+        "                                         Switch",
+    ]
+    assert "…" not in "".join(shown[start:])
+    assert all(len(line) <= 60 for line in shown)
+
+
 def test_a_tool_line_keeps_its_size_and_time_on_its_own_line_in_a_narrow_terminal(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
