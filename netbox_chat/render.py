@@ -788,20 +788,17 @@ class Columns:
             yield Text(f"not shown at this width: {', '.join(dropped)}", style="dim")
 
     def _cell(self, console: Console, cell: Text, index: int, width: int) -> list[Text]:
-        """A cell as the lines it takes in a column `width` cells wide."""
+        """A cell as the lines it takes in a column `width` cells wide (new
+        Texts: the row's own are left as they are)."""
         justify: AlignMethod = "right" if index in self.right else "left"
         if self.wrap and cell.cell_len > width:
-            wrapped = cell.wrap(console, width, justify=justify, overflow="fold")
-            return [self._padded(line, width, justify) for line in wrapped]
-        fitted = cell.copy()
-        fitted.overflow = "ellipsis"
-        return [self._padded(fitted, width, justify)]
-
-    @staticmethod
-    def _padded(line: Text, width: int, justify: AlignMethod) -> Text:
-        line = line.copy()
-        line.align(justify, width)
-        return line
+            lines = list(cell.wrap(console, width, justify=justify, overflow="fold"))
+        else:
+            lines = [cell.copy()]
+            lines[0].overflow = "ellipsis"
+        for line in lines:
+            line.align(justify, width)
+        return lines
 
     def layout(self, natural: Sequence[int], max_width: int) -> tuple[list[int], list[int]]:
         """The columns shown and their widths, in a terminal `max_width` wide."""
