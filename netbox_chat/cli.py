@@ -156,6 +156,14 @@ class Commands(TyperGroup):
             at += 1 if alone else 2
         return at
 
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[CompletionItem]:
+        """No command is offered after the chat's own options: the CLI would
+        refuse it there (`refuse_chat_options`)."""
+        offered = super().shell_complete(ctx, incomplete)
+        if chat_options_typed(ctx):
+            return [item for item in offered if item.value not in self.commands]
+        return offered
+
     def invoke(self, ctx: Any) -> Any:
         consoles.cache_clear()  # made under this command's streams and environment
         fit_to_streams(*consoles())
@@ -287,7 +295,11 @@ Profile = Annotated[
 
 def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]] | list[str]:
     """Session ids for Typer's completion, when `completion.main` did not
-    answer first (PowerShell, or a line it does not read): the same choices."""
+    answer first (PowerShell, or a line it does not read): the same choices,
+    and none after the chat's own options typed before the command, which the
+    CLI refuses."""
+    if ctx.parent is not None and chat_options_typed(ctx.parent):
+        return []
     word = SessionIdWord(
         incomplete,
         sessions_dir=ctx.params.get("sessions_dir"),
@@ -436,19 +448,25 @@ def typed_on_command_line(**values: Any) -> dict[str, Any]:
     }
 
 
-def refuse_chat_options(ctx: typer.Context, command: str) -> None:
-    """The chat's own options typed before a command (`netbox-chat --profile
-    prod ask "…"`, as `git -C dir status` goes) were dropped without a word:
-    the command ran on the default profile, folder or model, and asked
-    another NetBox than the one named. Refused (exit 2), saying where they go."""
+def chat_options_typed(ctx: Any) -> list[str]:
+    """The chat's own options typed on the command line (the app's context)."""
     from typer._click.core import ParameterSource  # typer 0.28 vendors click
 
-    given = [
+    return [
         param.opts[0]
         for param in ctx.command.params
         if param.name and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
     ]
-    if given:
+
+
+def refuse_chat_options(ctx: typer.Context, command: str) -> None:
+    """The chat's own options typed before a command (`netbox-chat --profile
+    prod ask "…"`, as `git -C dir status` goes) were dropped without a word:
+    the command ran on the default profile, folder or model, and asked
+    another NetBox than the one named. Refused (exit 2), saying where they go.
+    Completion follows the same rule (`Commands.shell_complete`,
+    `complete_session_id`, `completion.refused_by_the_cli`)."""
+    if given := chat_options_typed(ctx):
         raise UserFacingError(
             f"{', '.join(given)} before a command would be ignored: put it after the "
             f"command (`netbox-chat {command} {given[0]} …`; `netbox-chat {command} "
