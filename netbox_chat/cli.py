@@ -505,6 +505,20 @@ def _chat(
     rewind_to: int | None = None,
     flags: dict[str, Any] | None = None,
 ) -> None:
+    from netbox_chat import typeahead
+
+    with typeahead.held():  # keys typed until the prompt is up wait for it, unechoed
+        _chat_held(settings, thread, resume=resume, rewind_to=rewind_to, flags=flags)
+
+
+def _chat_held(
+    settings: Settings,
+    thread: str | None,
+    *,
+    resume: bool,
+    rewind_to: int | None = None,
+    flags: dict[str, Any] | None = None,
+) -> None:
     import asyncio
 
     from netbox_chat.repl import require_terminal, run_chat

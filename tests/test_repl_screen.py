@@ -15,6 +15,7 @@ import pexpect
 import pyte
 
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.test_crash import first_session
 from tests.test_repl_pty import PROMPT, leave
 
 
@@ -377,3 +378,58 @@ def test_new_leaves_the_session_saved_and_goes_on_in_a_fresh_one(
     assert first != second
     assert sorted(path.stem for path in sessions_dir.glob("*.sqlite")) == sorted([first, second])
     assert "how many sites?" not in str(ollama.requests[-1]["messages"])  # a fresh conversation
+
+
+def test_keys_typed_before_the_prompt_is_up_appear_once_at_it_and_are_sent_as_typed(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """`resume --at` rewinds before its prompt, which waits seconds for the
+    agent. What is typed meanwhile is not echoed above the recap by the
+    terminal: it appears once, at the prompt, and Enter sends it as typed.
+    The terminal is given back as it was (echo, line editing) when the chat
+    ends, and when a chat is refused before it starts."""
+    session_id = first_session(chat_env, ollama)
+    ollama.script([Text("Two devices.")])
+    terminal = Terminal(100, 30)
+    chat = f"{sys.executable} -m netbox_chat resume {session_id} --at 1"
+    child = pexpect.spawn(
+        "sh",
+        ["-c", f"{chat}; stty -a"],
+        env={**chat_env, "COLUMNS": "100", "LINES": "30"},
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(30, 100),
+    )
+    child.logfile_read = terminal
+    assert child.waitnoecho(timeout=30)  # the chat holds the keys from its start
+    child.expect(pexpect.TIMEOUT, timeout=0.3)  # what it drew so far, onto the screen
+    assert not any(PROMPT.search(line) for line in terminal.lines()), "the prompt was up"
+    typed = "and the Devices?"
+    child.send(typed)
+    child.expect(PROMPT)
+    time.sleep(1)  # the recap drawn above the prompt, and the typed keys at it
+    child.send("\r")
+    child.expect("Two devices.")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendcontrol("d")
+    child.expect("speed")  # stty -a, run after the chat in the same terminal
+    child.expect(pexpect.EOF)
+    shown = terminal.lines()
+    assert [line for line in shown if typed in line] == [f"netbox> {typed}"]
+    questions = [m for m in ollama.requests[-1]["messages"] if m["role"] == "user"]
+    assert questions[-1]["content"] == typed
+    modes = terminal.written.getvalue().split()
+    assert "echo" in modes and "icanon" in modes and "-echo" not in modes
+
+    refused = pexpect.spawn(
+        "sh",
+        ["-c", f"{sys.executable} -m netbox_chat; stty -a"],
+        env={k: v for k, v in chat_env.items() if k != "NETBOX_URL"},
+        encoding="utf-8",
+        timeout=30,
+    )
+    refused.expect(pexpect.EOF)
+    assert "NetBox is not configured" in (refused.before or "")
+    modes = (refused.before or "").split()
+    assert "echo" in modes and "icanon" in modes and "-echo" not in modes
