@@ -1056,14 +1056,18 @@ def ask(
             result["kept"] = False
     _print_result(result, lines, as_json)
     if lines is None and not as_json and result["status"] == "done" and view is None:
-        print(visible(result["answer"]))
+        # Flushed before any line on stderr: in `> log 2>&1` the answer comes first.
+        print(visible(result["answer"]), flush=True)
     if result["status"] != "done" and not (as_json or stream_json):
         what = "" if result["turn"] is None else f"turn {result['turn']} {result['status']}: "
         kept = "" if result["kept"] else "; nothing was kept"
         say(f"netbox-chat: {what}{result['error'] or 'rolled back'}{kept}", "red")
     if result["netbox_error"] is not None:
         err().print(render.outage_line(result["netbox_error"], prefix="netbox-chat: "))
-    if result["kept"] and err().is_terminal and not (as_json or stream_json):
+    if result["kept"] and err().is_terminal and view is not None:
+        # Only beside an answer drawn in the terminal: piped (`| cat`), stdout
+        # is the answer alone, as `llm "q" | cat` prints it, and a hint on
+        # stderr would reach the terminal before the pipe's reader printed it.
         sid = result["session"]
         say(
             f'session {sid}: `netbox-chat ask -c "…"` goes on, `netbox-chat resume {sid}` opens it',
@@ -1109,7 +1113,7 @@ def _print_result(result: dict[str, Any], lines: JsonLines | None, as_json: bool
     if lines is not None:
         lines.write({"type": "result", **result})
     elif as_json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result, indent=2), flush=True)  # before stderr's lines
 
 
 def _discard(session: OpenSession) -> bool:
