@@ -1095,7 +1095,9 @@ def tokens_table(turns: Sequence[Turn]) -> Columns:
     totals = ("total", "", number(total_in), number(total_out), "", "", "", "")
     rows.append([Text(value, style="bold") for value in totals])
     header = ("turn", "status", "in", "out", "tools", "largest", "last request", "")
-    return Columns(rows, header=header, right={0, 2, 3, 4, 5}, flexible=1)
+    # Narrow, the meter and its `cut` stay whole; the counts it sums up give way.
+    drop = [header.index(name) for name in ("tools", "largest", "out")]
+    return Columns(rows, header=header, right={0, 2, 3, 4, 5}, flexible=1, drop=drop)
 
 
 def _key_state(settings: Settings) -> str:

@@ -6,6 +6,7 @@ clean line under it."""
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 import time
@@ -283,6 +284,27 @@ def test_show_in_a_narrow_terminal_wraps_cells_and_names_the_columns_left_out(
         "                                         Switch",
     ]
     assert "…" not in "".join(shown[start:])
+    assert all(len(line) <= 60 for line in shown)
+
+
+def test_tokens_in_a_narrow_terminal_keeps_the_meter_whole(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """/tokens at 60 columns cut its last column, the context meter, mid-number:
+    the counts the totals sum up give way first, named under the table."""
+    ollama.script([Text("Three sites.")])
+    child, terminal = chat(chat_env, columns=60)
+    answered(child, "which sites?", "Three sites.")
+    child.sendline("/tokens")
+    child.expect("not shown at this width")
+    child.expect(PROMPT)
+    leave(child)
+    shown = terminal.lines()
+    start = shown.index("netbox> /tokens")
+    header, row = shown[start + 1].split(), shown[start + 2]
+    assert header[:3] == ["turn", "status", "in"] and header[-2:] == ["last", "request"]
+    assert re.search(r"context [\d.]+k / 16k \(\d+%\)$", row), row
+    assert "not shown at this width: " in shown[start + 4]
     assert all(len(line) <= 60 for line in shown)
 
 
