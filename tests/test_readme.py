@@ -44,6 +44,12 @@ def example(first_line: str) -> list[str]:
     return lines[start : start + lines[start:].index("```")]
 
 
+def example_starting(prefix: str) -> list[str]:
+    """The README code block whose first line starts with `prefix`."""
+    (first,) = [line for line in README.splitlines() if line.startswith(prefix)]
+    return example(first)
+
+
 def normal(line: str, ids: list[str], netbox_url: str) -> str:
     """`line` with what varies from run to run named alike, spaces collapsed."""
     for sid in sorted({*ids, *(sid[:4] for sid in ids), *README_IDS}, key=len, reverse=True):
@@ -246,3 +252,31 @@ def test_the_readmes_config_example(chat_env: dict[str, str]) -> None:
         for line in shown.stdout.splitlines()
     ]
     assert_shown(example(first), [first, *lines], [], chat_env["NETBOX_URL"])
+
+
+def test_the_readmes_messages_for_ids_and_unreadable_files(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    import sqlite3
+
+    from netbox_chat.sessions import SCHEMA_VERSION, SessionStore
+    from tests.test_sessions import make_session
+
+    def said(*args: str) -> list[str]:
+        return CliRunner().invoke(app, list(args), env=chat_env).stderr.splitlines()
+
+    assert said("export", "../x") == example_starting("netbox-chat: '../x' is not a session id")
+
+    sessions_dir.mkdir(parents=True, exist_ok=True)
+    (sessions_dir / "zzzzzzzz.sqlite").write_bytes(b"\x00" * 10 + b"a spreadsheet, really")
+    with sqlite3.connect(sessions_dir / "xxxxxxxx.sqlite") as foreign:
+        foreign.execute("CREATE TABLE recipes (name TEXT)")
+    newer = sessions_dir / f"{make_session(SessionStore(sessions_dir))}.sqlite"
+    newer = newer.rename(sessions_dir / "wwwwwwww.sqlite")
+    with sqlite3.connect(newer) as db:
+        db.execute(
+            "UPDATE session_meta SET value = ? WHERE key = 'schema_version'",
+            (str(SCHEMA_VERSION + 1),),
+        )
+    shown = [line for sid in ("zzzzzzzz", "xxxxxxxx", "wwwwwwww") for line in said("export", sid)]
+    assert shown == example_starting("netbox-chat: session zzzzzzzz is unreadable")
