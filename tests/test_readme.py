@@ -280,3 +280,28 @@ def test_the_readmes_messages_for_ids_and_unreadable_files(
         )
     shown = [line for sid in ("zzzzzzzz", "xxxxxxxx", "wwwwwwww") for line in said("export", sid)]
     assert shown == example_starting("netbox-chat: session zzzzzzzz is unreadable")
+
+
+def test_the_readmes_messages_for_the_configuration_file(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
+    folder.mkdir(parents=True)
+    config = folder / "config.toml"
+    config.write_text(
+        'default_profile = "lab"\n[profiles.lab]\n'
+        'netbox_url = "http://netbox-lab.example:8000"\ntoken_env = "NETBOX_TOKEN_LAB"\n'
+    )
+    config.chmod(0o600)
+    env = {k: v for k, v in chat_env.items() if k != "NETBOX_TOKEN"}
+    env |= {"NETBOX_URL": "https://staging.example", "NETBOX_TOKEN_LAB": "nbt_lab"}
+    elsewhere = CliRunner().invoke(app, ["ask", "which sites?"], env=env)
+    assert elsewhere.exit_code == 1 and ollama.requests == []
+    readme = example_starting("netbox-chat: the NetBox token (profile lab, token_env")
+    assert elsewhere.stderr.splitlines() == readme
+
+    config.chmod(0o666)
+    refused = CliRunner().invoke(app, ["ls"], env=env)
+    assert refused.exit_code == 1
+    shown = refused.stderr.replace(chat_env["XDG_CONFIG_HOME"], "/home/me/.config")
+    assert shown.splitlines() == example_starting("netbox-chat: refusing /home/me/.config/")
