@@ -305,3 +305,32 @@ def test_the_readmes_messages_for_the_configuration_file(
     assert refused.exit_code == 1
     shown = refused.stderr.replace(chat_env["XDG_CONFIG_HOME"], "/home/me/.config")
     assert shown.splitlines() == example_starting("netbox-chat: refusing /home/me/.config/")
+
+
+def test_the_readmes_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path: Path) -> None:
+    """`ls` with no folder named: the line naming the default folder, and the
+    one NetBox, under the table."""
+    from netbox_chat.sessions import SessionStore
+
+    data = Path(chat_env["XDG_DATA_HOME"])
+    store = SessionStore(data / "netbox-chat" / "sessions")
+    with store.create(model="qwen3:8b", netbox_url="http://netbox.example:8000") as session:
+        number = session.begin_turn(QUESTION, base_checkpoint_id=None, base_message_count=0)
+        session.finish_turn(number, "done", answer=ANSWER, message_count=2)
+    env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
+    elsewhere = tmp_path / "elsewhere"  # no sessions/ folder in or above it
+    elsewhere.mkdir()
+    listed = subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "ls"],
+        env={**env, "COLUMNS": "130"},
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    shown = (listed.stdout + listed.stderr).replace(str(data), "/home/ana/.local/share")
+    shown = re.sub(r"\d+\.\d kB", "45.1 kB", shown)
+    block = example("$ netbox-chat ls")
+    readme = block[: block.index(f'$ netbox-chat ask "{QUESTION}" --json')]
+    assert_shown(readme, ["$ netbox-chat ls", *shown.splitlines()], [session.id], "http://x")
