@@ -334,3 +334,30 @@ def test_the_readmes_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path
     block = example("$ netbox-chat ls")
     readme = block[: block.index(f'$ netbox-chat ask "{QUESTION}" --json')]
     assert_shown(readme, ["$ netbox-chat ls", *shown.splitlines()], [session.id], "http://x")
+
+
+def test_every_command_and_option_the_readme_lists_exists() -> None:
+    """ "Using it": each line's command is one of the CLI's, and each option
+    it names is in that command's `--help`."""
+    block = example(README.split("## Using it\n\n```text\n", 1)[1].splitlines()[0])
+    commands = set(typer_commands())
+    for line in block:
+        words = line.split("#", 1)[0].replace("[", " ").replace("]", " ").replace("|", " ")
+        _, *rest = words.split()
+        command = rest[0] if rest and rest[0] in commands else None
+        options = [w for w in rest if re.fullmatch(r"--?[a-z][a-z-]*", w)]
+        helped = CliRunner().invoke(
+            app, [*([command] if command else []), "--help"], env={"COLUMNS": "200"}
+        )
+        assert helped.exit_code == 0, line
+        for option in options:
+            assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", helped.stdout), (
+                line,
+                option,
+            )
+
+
+def typer_commands() -> list[str]:
+    import typer
+
+    return list(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
