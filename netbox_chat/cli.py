@@ -24,7 +24,7 @@ from typer._click.shell_completion import CompletionItem, add_completion_class
 from typer._completion_classes import FishComplete, ZshComplete
 from typer.core import TyperGroup
 
-from netbox_chat import words
+from netbox_chat import typeahead, words
 from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
 from netbox_chat.config import (
     DATABASE_SCHEMES,
@@ -497,21 +497,8 @@ def require_netbox(settings: Settings) -> None:
     say(f"netbox-chat: {missing}: only a NetBox that lets anyone read will answer", "yellow")
 
 
+@typeahead.held()  # keys typed until the prompt is up wait for it, unechoed
 def _chat(
-    settings: Settings,
-    thread: str | None,
-    *,
-    resume: bool,
-    rewind_to: int | None = None,
-    flags: dict[str, Any] | None = None,
-) -> None:
-    from netbox_chat import typeahead
-
-    with typeahead.held():  # keys typed until the prompt is up wait for it, unechoed
-        _chat_held(settings, thread, resume=resume, rewind_to=rewind_to, flags=flags)
-
-
-def _chat_held(
     settings: Settings,
     thread: str | None,
     *,
