@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.segment import Segment
 from rich.style import Style
@@ -817,7 +818,7 @@ class Columns:
         return [
             min(
                 self.WORD_MAX,
-                max(len(word) for cell in column for word in [*cell.plain.split(), ""]),
+                max(cell_len(word) for cell in column for word in [*cell.plain.split(), ""]),
             )
             for column in zip(*self.rows, strict=True)
         ]
@@ -825,6 +826,8 @@ class Columns:
     def _squeeze(
         self, kept: Sequence[int], natural: Sequence[int], floors: Sequence[int], max_width: int
     ) -> list[int]:
+        """The `kept` columns' widths: the flexible one shortened, then (with
+        `wrap`) the widest narrowed, a cell at a time, down to their floors."""
         room = max_width - 2 * (len(kept) - 1)
         widths = {index: natural[index] for index in kept}
         if self.flexible in widths:
