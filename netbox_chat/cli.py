@@ -24,7 +24,7 @@ from typer._click.shell_completion import CompletionItem, add_completion_class
 from typer._completion_classes import FishComplete, ZshComplete
 from typer.core import TyperGroup
 
-from netbox_chat import words
+from netbox_chat import typeahead, words
 from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
 from netbox_chat.config import (
     DATABASE_SCHEMES,
@@ -155,6 +155,14 @@ class Commands(TyperGroup):
             alone = word in flags or "=" in word or (not word.startswith("--") and len(word) > 2)
             at += 1 if alone else 2
         return at
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[CompletionItem]:
+        """No command is offered after the chat's own options: the CLI would
+        refuse it there (`refuse_chat_options`)."""
+        offered = super().shell_complete(ctx, incomplete)
+        if chat_options_typed(ctx):
+            return [item for item in offered if item.value not in self.commands]
+        return offered
 
     def invoke(self, ctx: Any) -> Any:
         consoles.cache_clear()  # made under this command's streams and environment
@@ -287,7 +295,11 @@ Profile = Annotated[
 
 def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]] | list[str]:
     """Session ids for Typer's completion, when `completion.main` did not
-    answer first (PowerShell, or a line it does not read): the same choices."""
+    answer first (PowerShell, or a line it does not read): the same choices,
+    and none after the chat's own options typed before the command, which the
+    CLI refuses."""
+    if ctx.parent is not None and chat_options_typed(ctx.parent):
+        return []
     word = SessionIdWord(
         incomplete,
         sessions_dir=ctx.params.get("sessions_dir"),
@@ -436,19 +448,25 @@ def typed_on_command_line(**values: Any) -> dict[str, Any]:
     }
 
 
-def refuse_chat_options(ctx: typer.Context, command: str) -> None:
-    """The chat's own options typed before a command (`netbox-chat --profile
-    prod ask "…"`, as `git -C dir status` goes) were dropped without a word:
-    the command ran on the default profile, folder or model, and asked
-    another NetBox than the one named. Refused (exit 2), saying where they go."""
+def chat_options_typed(ctx: Any) -> list[str]:
+    """The chat's own options typed on the command line (the app's context)."""
     from typer._click.core import ParameterSource  # typer 0.28 vendors click
 
-    given = [
+    return [
         param.opts[0]
         for param in ctx.command.params
         if param.name and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
     ]
-    if given:
+
+
+def refuse_chat_options(ctx: typer.Context, command: str) -> None:
+    """The chat's own options typed before a command (`netbox-chat --profile
+    prod ask "…"`, as `git -C dir status` goes) were dropped without a word:
+    the command ran on the default profile, folder or model, and asked
+    another NetBox than the one named. Refused (exit 2), saying where they go.
+    Completion follows the same rule (`Commands.shell_complete`,
+    `complete_session_id`, `completion.refused_by_the_cli`)."""
+    if given := chat_options_typed(ctx):
         raise UserFacingError(
             f"{', '.join(given)} before a command would be ignored: put it after the "
             f"command (`netbox-chat {command} {given[0]} …`; `netbox-chat {command} "
@@ -479,6 +497,7 @@ def require_netbox(settings: Settings) -> None:
     say(f"netbox-chat: {missing}: only a NetBox that lets anyone read will answer", "yellow")
 
 
+@typeahead.held()  # keys typed until the prompt is up wait for it, unechoed
 def _chat(
     settings: Settings,
     thread: str | None,
@@ -1039,14 +1058,18 @@ def ask(
             result["kept"] = False
     _print_result(result, lines, as_json)
     if lines is None and not as_json and result["status"] == "done" and view is None:
-        print(visible(result["answer"]))
+        # Flushed before any line on stderr: in `> log 2>&1` the answer comes first.
+        print(visible(result["answer"]), flush=True)
     if result["status"] != "done" and not (as_json or stream_json):
         what = "" if result["turn"] is None else f"turn {result['turn']} {result['status']}: "
         kept = "" if result["kept"] else "; nothing was kept"
         say(f"netbox-chat: {what}{result['error'] or 'rolled back'}{kept}", "red")
     if result["netbox_error"] is not None:
         err().print(render.outage_line(result["netbox_error"], prefix="netbox-chat: "))
-    if result["kept"] and err().is_terminal and not (as_json or stream_json):
+    if result["kept"] and err().is_terminal and view is not None:
+        # Only beside an answer drawn in the terminal: piped (`| cat`), stdout
+        # is the answer alone, as `llm "q" | cat` prints it, and a hint on
+        # stderr would reach the terminal before the pipe's reader printed it.
         sid = result["session"]
         say(
             f'session {sid}: `netbox-chat ask -c "…"` goes on, `netbox-chat resume {sid}` opens it',
@@ -1092,7 +1115,7 @@ def _print_result(result: dict[str, Any], lines: JsonLines | None, as_json: bool
     if lines is not None:
         lines.write({"type": "result", **result})
     elif as_json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result, indent=2), flush=True)  # before stderr's lines
 
 
 def _discard(session: OpenSession) -> bool:

@@ -8,7 +8,9 @@ the one word whose completion reads the sessions folder, so `main` answers
 that word itself, in what Typer's completion scripts read (for zsh, the
 `zsh_answer` that the app's Typer class gives too: Typer's own let zsh run a
 title), from this module's light imports (the config and the ledger reader).
-Anything else, or anything it cannot read with certainty, goes to Typer.
+A line the CLI would refuse for the chat's options typed before a command
+is answered here too, with nothing. Anything else, or anything it cannot
+read with certainty, goes to Typer.
 
 `SESSION_ID_COMMANDS` and the option tables repeat what the Typer app
 declares; tests/test_habits.py compares them with the app, so they cannot
@@ -155,6 +157,27 @@ def session_id_word(words: Sequence[str], incomplete: str) -> SessionIdWord | No
     return SessionIdWord(incomplete, **location) if wanted else None
 
 
+def refused_by_the_cli(words: Sequence[str], incomplete: str) -> bool:
+    """Whether the line puts the chat's own options before a command, which
+    the CLI refuses (exit 2, `cli.refuse_chat_options`): nothing offered there
+    could run, so nothing is offered (not even the commands), and an option's
+    value there never chooses where ids come from. A question (a first word
+    with a space) takes the options along as `ask`'s, as `cli.Commands` reads
+    the line, so that line goes on being read."""
+    at = 0
+    while at < len(words) and words[at].startswith("-") and words[at] != "--":
+        name, equals, _ = words[at].partition("=")
+        glued = not name.startswith("--") and len(name) > 2  # -mqwen3:8b
+        alone = name not in VALUE_OPTIONS or bool(equals) or glued
+        at += 1 if alone else 2
+    if at == 0 or at > len(words):
+        return False  # no option before, or the word typed is an option's value
+    first = words[at] if at < len(words) else incomplete
+    if at == len(words) and first.startswith("-"):
+        return False  # another of the chat's options: Typer offers them
+    return len(first.split()) <= 1
+
+
 def session_id_choices(
     word: SessionIdWord, *, with_titles: bool = True
 ) -> list[tuple[str, str | None]]:
@@ -268,8 +291,9 @@ class Answer:
 
 
 def answer_session_id(environ: Mapping[str, str]) -> Answer | None:
-    """The shell's answer when the word being completed is a session id, in the
-    format Typer's completion scripts read; None to let Typer answer."""
+    """The shell's answer when the word being completed is a session id, or
+    when the CLI would refuse the line (an empty one), in the format Typer's
+    completion scripts read; None to let Typer answer."""
     shell = environ.get(COMPLETE_VAR, "")
     if shell == "complete_bash":
         try:
@@ -277,18 +301,19 @@ def answer_session_id(environ: Mapping[str, str]) -> Answer | None:
             cword = int(environ["COMP_CWORD"])
         except (KeyError, ValueError):
             return None
-        incomplete = words[cword] if cword < len(words) else ""
-        word = session_id_word(words[1:cword], incomplete)
+        before, incomplete = words[1:cword], words[cword] if cword < len(words) else ""
+    elif shell in ("complete_zsh", "complete_fish"):
+        before, incomplete = _typed_words(environ.get("_TYPER_COMPLETE_ARGS", ""))
+    else:
+        return None
+    choices: list[tuple[str, str | None]] = []
+    if not refused_by_the_cli(before, incomplete):
+        word = session_id_word(before, incomplete)
         if word is None:
             return None
-        return Answer("\n".join(sid for sid, _ in session_id_choices(word, with_titles=False)))
-    if shell not in ("complete_zsh", "complete_fish"):
-        return None
-    before, incomplete = _typed_words(environ.get("_TYPER_COMPLETE_ARGS", ""))
-    word = session_id_word(before, incomplete)
-    if word is None:
-        return None
-    choices = session_id_choices(word)
+        choices = session_id_choices(word, with_titles=shell != "complete_bash")
+    if shell == "complete_bash":
+        return Answer("\n".join(sid for sid, _ in choices))
     if shell == "complete_zsh":
         return Answer(zsh_answer(choices))
     action = environ.get("_TYPER_COMPLETE_FISH_ACTION", "")

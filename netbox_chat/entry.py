@@ -1,5 +1,6 @@
 """The `netbox-chat` entry point: SIGINT and SIGTERM are caught from its first
-line, before the seconds of imports that come ahead of any command.
+line, before the seconds of imports that come ahead of any command; and
+keys typed while a chat starts wait for its prompt (typeahead.py).
 
 `ask` promises that a signal before its turn starts stops the turn from
 starting (exit 130, nothing recorded), but its guard (`CancelOnSignals`) could
@@ -52,12 +53,23 @@ def release() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if _received:
+        from netbox_chat import typeahead
+
+        typeahead.restore()  # a SIGTERM ends the process here, exit handlers unrun
         signal.raise_signal(_received.pop())
 
 
 def main() -> None:
-    """`netbox-chat`: arm, then a Tab on a session id or the CLI (completion.main)."""
+    """`netbox-chat`: arm, hold the keys typed while a chat starts
+    (typeahead.py), then a Tab on a session id or the CLI (completion.main)."""
     arm()
+    import os
+    import sys
+
+    from netbox_chat import typeahead
+
+    if typeahead.starts_a_chat(sys.argv, os.environ):
+        typeahead.hold()
     from netbox_chat.completion import main as run
 
     run()

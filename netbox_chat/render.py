@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.segment import Segment
 from rich.style import Style
@@ -717,18 +718,27 @@ def outage_line(outage: str, *, prefix: str = "") -> Text:
 
 
 class Columns:
-    """Rows of one-line cells in aligned columns, two spaces apart.
+    """Rows of cells in aligned columns, two spaces apart.
 
     Used instead of rich's Table, whose layout engine measures and wraps every
     cell: for `ls`'s twenty rows that cost 10 ms, and importing it 3 ms more,
-    on a command whose whole budget is twice Python's start-up. When the
-    console is too narrow the `flexible` column gives way first, down to
-    `FLEXIBLE_MIN` cells; past that, lines end in "…" at the console's edge.
-    On a console that is not a terminal (a pipe, a file) nothing is cut: a
-    `grep` must see every cell whole.
+    on a command whose whole budget is twice Python's start-up.
+
+    In a terminal too narrow for every column whole, the table gives way in
+    this order, so that what is left stays readable: the `flexible` column is
+    shortened (down to `FLEXIBLE_MIN` cells, its cells ending in "…"); with
+    `wrap`, each cell wraps inside its column at spaces, the widest columns
+    narrowing first, none below its longest word; then the columns in `drop`
+    are left out, one at a time, and a dim line under the table names them;
+    only past all of that are words folded (with `wrap`) or lines cut at the
+    terminal's edge. On a console that is not a terminal (a pipe, a file)
+    nothing is cut, wrapped or left out: a `grep` must see every cell whole.
     """
 
     FLEXIBLE_MIN = 20
+    # A wrapped column is never narrower than its longest word, up to this:
+    # a longer word (a URL) is folded rather than take the whole line.
+    WORD_MAX = 24
 
     def __init__(
         self,
@@ -736,38 +746,102 @@ class Columns:
         *,
         header: Sequence[str] = (),
         right: Collection[int] = (),
-        flexible: int = 0,
+        flexible: int | None = None,
         flexible_max: int | None = None,
+        wrap: bool = False,
+        drop: Sequence[int] = (),
     ) -> None:
+        self.header = list(header)
         self.rows = [[Text(name, style="bold") for name in header]] if header else []
         self.rows.extend(list(row) for row in rows)
         self.right = right
         self.flexible = flexible
         self.flexible_max = flexible_max
+        self.wrap = wrap
+        self.drop = drop
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if not self.rows:
             return
         fit = console.is_terminal
         overflow: OverflowMethod = "ellipsis" if fit else "ignore"
-        widths = [max(cell.cell_len for cell in column) for column in zip(*self.rows, strict=True)]
-        others = sum(widths) - widths[self.flexible] + 2 * (len(widths) - 1)
+        natural = [max(cell.cell_len for cell in column) for column in zip(*self.rows, strict=True)]
         if fit:
-            room = max(self.FLEXIBLE_MIN, options.max_width - others)
-            widths[self.flexible] = min(widths[self.flexible], room, self.flexible_max or room)
-        lines = []
+            kept, widths = self.layout(natural, options.max_width)
+        else:
+            kept, widths = list(range(len(natural))), natural
+        lines: list[Text] = []
         for row in self.rows:
-            line = Text()
-            for index, (cell, width) in enumerate(zip(row, widths, strict=True)):
-                fitted = cell.copy()
-                fitted.overflow = overflow
-                fitted.align("right" if index in self.right else "left", width)
-                if index:
-                    line.append("  ")
-                line.append_text(fitted)
-            line.rstrip()
-            lines.append(line)
+            cells = [
+                self._cell(console, row[index], index, width)
+                for index, width in zip(kept, widths, strict=True)
+            ]
+            for at in range(max(len(cell) for cell in cells)):
+                line = Text()
+                for index, (cell, width) in enumerate(zip(cells, widths, strict=True)):
+                    if index:
+                        line.append("  ")
+                    line.append_text(cell[at] if at < len(cell) else Text(" " * width))
+                line.rstrip()
+                lines.append(line)
         yield Text("\n", no_wrap=True, overflow=overflow).join(lines)
+        if self.header and (dropped := [self.header[i] for i in self.drop if i not in kept]):
+            yield Text(f"not shown at this width: {', '.join(dropped)}", style="dim")
+
+    def _cell(self, console: Console, cell: Text, index: int, width: int) -> list[Text]:
+        """A cell as the lines it takes in a column `width` cells wide (new
+        Texts: the row's own are left as they are)."""
+        justify: AlignMethod = "right" if index in self.right else "left"
+        if self.wrap and cell.cell_len > width:
+            lines = list(cell.wrap(console, width, justify=justify, overflow="fold"))
+        else:
+            lines = [cell.copy()]
+            lines[0].overflow = "ellipsis"
+        for line in lines:
+            line.align(justify, width)
+        return lines
+
+    def layout(self, natural: Sequence[int], max_width: int) -> tuple[list[int], list[int]]:
+        """The columns shown and their widths, in a terminal `max_width` wide."""
+        kept = list(range(len(natural)))
+        floors = self._floors() if self.wrap else natural
+        for left_out in [None, *self.drop]:
+            if left_out is not None:
+                kept.remove(left_out)
+            widths = self._squeeze(kept, natural, floors, max_width)
+            if sum(widths) + 2 * (len(kept) - 1) <= max_width:
+                return kept, widths
+        return kept, self._squeeze(kept, natural, [1] * len(natural), max_width)
+
+    def _floors(self) -> list[int]:
+        """How narrow each wrapped column may get: its longest word."""
+        return [
+            min(
+                self.WORD_MAX,
+                max(cell_len(word) for cell in column for word in [*cell.plain.split(), ""]),
+            )
+            for column in zip(*self.rows, strict=True)
+        ]
+
+    def _squeeze(
+        self, kept: Sequence[int], natural: Sequence[int], floors: Sequence[int], max_width: int
+    ) -> list[int]:
+        """The `kept` columns' widths: the flexible one shortened, then (with
+        `wrap`) the widest narrowed, a cell at a time, down to their floors."""
+        room = max_width - 2 * (len(kept) - 1)
+        widths = {index: natural[index] for index in kept}
+        if self.flexible in widths:
+            flexible = self.flexible
+            others = sum(widths.values()) - widths[flexible]
+            space = max(self.FLEXIBLE_MIN, room - others)
+            widths[flexible] = min(widths[flexible], space, self.flexible_max or space)
+        if self.wrap:
+            while sum(widths.values()) > room:
+                widest = max(kept, key=lambda index: (widths[index] > floors[index], widths[index]))
+                if widths[widest] <= floors[widest]:
+                    break
+                widths[widest] -= 1
+        return [widths[index] for index in kept]
 
 
 def sessions_table(
@@ -823,8 +897,19 @@ def sessions_table(
         "size",
         *(("asked by",) if team else ()),
     )
+    # Narrow, the least telling columns give way first; the title only shortens.
+    drop = [
+        header.index(name)
+        for name in ("size", "turns", "asked by", "last active")
+        if name in header
+    ]
     return Columns(
-        rows, header=header, right={2, header.index("size")}, flexible=1, flexible_max=50
+        rows,
+        header=header,
+        right={2, header.index("size")},
+        flexible=1,
+        flexible_max=50,
+        drop=drop,
     )
 
 
@@ -890,9 +975,11 @@ def _result_view(result: str) -> RenderableType:
         return Text(visible(json.dumps(data, indent=2, ensure_ascii=False)))
     parts: list[RenderableType] = [
         Columns(
-            ([Text(_shorten(visible_line(value), 40)) for value in row] for row in table.rows),
+            ([Text(visible_line(value)) for value in row] for row in table.rows),
             header=[visible_line(key) for key in table.keys],
-            flexible=len(table.keys) - 1,
+            wrap=True,
+            # NetBox lists an object's fields most telling first (id, name, ...)
+            drop=range(len(table.keys) - 1, 0, -1),
         )
     ]
     if table.total > len(table.rows):
@@ -1011,7 +1098,9 @@ def tokens_table(turns: Sequence[Turn]) -> Columns:
     totals = ("total", "", number(total_in), number(total_out), "", "", "", "")
     rows.append([Text(value, style="bold") for value in totals])
     header = ("turn", "status", "in", "out", "tools", "largest", "last request", "")
-    return Columns(rows, header=header, right={0, 2, 3, 4, 5}, flexible=1)
+    # Narrow, the meter and its `cut` stay whole; the counts it sums up give way.
+    drop = [header.index(name) for name in ("tools", "largest", "out")]
+    return Columns(rows, header=header, right={0, 2, 3, 4, 5}, flexible=1, drop=drop)
 
 
 def _key_state(settings: Settings) -> str:

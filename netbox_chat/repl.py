@@ -16,7 +16,6 @@ import io
 import os
 import select
 import sys
-import termios
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -42,6 +41,7 @@ from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime, run_to_
 from netbox_chat.sessions import Turn
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import check_setting, setting_label
+from netbox_chat.typeahead import LFLAG_OFF
 from netbox_chat.visible import visible_line
 from netbox_chat.words import count
 
@@ -82,7 +82,7 @@ class KeysWait(raw_mode):
 
     @classmethod
     def _patch_lflag(cls, attrs: int) -> int:
-        return attrs & ~(termios.ECHO | termios.ICANON | termios.IEXTEN)
+        return attrs & ~LFLAG_OFF
 
 
 def _terminal(stream: TextIO) -> int | None:

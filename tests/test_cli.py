@@ -185,6 +185,41 @@ def test_ls_fits_a_narrow_terminal_by_shortening_titles(sessions_dir: Path) -> N
     assert all(len(line) <= 80 for line in lines)
 
 
+@pytest.mark.parametrize("columns", [60, 45])
+def test_ls_in_a_narrow_terminal_leaves_out_the_least_telling_columns_and_cuts_none(
+    sessions_dir: Path, columns: int
+) -> None:
+    """In a real terminal 60 (or 45) columns wide, the title shortens and then
+    size, turns and last active give way, named under the table; the model
+    and every id stay whole."""
+    import pexpect
+
+    from netbox_chat.sessions import SessionStore
+    from tests.test_repl_screen import Terminal
+    from tests.test_sessions import make_session
+
+    store = SessionStore(sessions_dir)
+    title = "which devices at DM-Akron have been offline since the last maintenance window?"
+    ids = [make_session(store, title), make_session(store, "list the sites")]
+    terminal = Terminal(columns, 24)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "netbox_chat", "ls"],
+        env={**os.environ, "NETBOX_CHAT_SESSIONS": str(sessions_dir), "TERM": "xterm"},
+        encoding="utf-8",
+        dimensions=(24, columns),
+    )
+    child.logfile_read = terminal
+    child.expect(pexpect.EOF, timeout=60)
+    lines = [line for line in terminal.lines() if line]
+    left_out = {60: "size", 45: "size, turns, last active"}[columns]
+    assert lines[0].split()[:2] == ["id", "title"] and lines[0].endswith("model")
+    assert [line.split()[0] for line in lines[1:3]] == ids[::-1]
+    assert all(line.endswith("  qwen3:8b") for line in lines[1:3])
+    assert "which devices at DM" in lines[2] and "…" in lines[2]
+    assert " ".join(lines[3:]) == f"not shown at this width: {left_out}"  # wrapped at 45
+
+
 def test_ls_piped_is_never_cut_and_its_notes_come_after_the_table(sessions_dir: Path) -> None:
     from netbox_chat.cli import LS_ROWS
     from netbox_chat.sessions import SessionStore

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.test_cli_netbox import closed_port
 from tests.test_repl_pty import run_in_pty
 from tests.test_stores import cli
 
@@ -94,6 +96,42 @@ def test_ask_in_a_terminal_streams_like_the_repl_and_says_how_to_go_on(
         f'session {path.stem}: `netbox-chat ask -c "…"` goes on, '
         f"`netbox-chat resume {path.stem}` opens it"
     ) in screen
+
+
+def test_ask_piped_from_a_terminal_prints_the_answer_alone_and_errors_after_it(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """`netbox-chat ask "q" | cat` in a terminal: stdout is a pipe, so the
+    answer is all there is, as `llm "q" | cat` prints it; the session hint,
+    which only stderr (the terminal) would show, used to land above the
+    answer, written while the answer still sat in stdout's buffer. A line that
+    must be said (NetBox was down) comes after the answer, also when both
+    streams go to one file."""
+    import pexpect
+
+    ollama.script([Text("There are three sites.")])
+    ask = f"{sys.executable} -m netbox_chat ask 'how many sites?'"
+    child = pexpect.spawn("sh", ["-c", f"{ask} | cat"], env=chat_env, encoding="utf-8")
+    child.expect(pexpect.EOF, timeout=60)
+    child.close()
+    screen = (child.before or "").replace("\r\n", "\n")
+    assert child.exitstatus == 0, screen
+    assert screen == "There are three sites.\n"  # no hint, no figures: stdout is not a terminal
+
+    down = {**chat_env, "NETBOX_URL": f"http://127.0.0.1:{closed_port()}", "NETBOX_TIMEOUT": "1"}
+    down.pop("PYTHONUNBUFFERED", None)  # stdout buffered, as a user's Python has it
+    ollama.script([ToolCall("netbox_get_objects", {"object_type": "dcim.site"})], [Text("Three.")])
+    both = subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "ask", "how many sites?"],
+        env=down,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # `> log 2>&1`
+        text=True,
+        timeout=60,
+    )
+    assert both.returncode == 5
+    answer, outage = both.stdout.splitlines()
+    assert answer == "Three." and outage.startswith("netbox-chat: answered without NetBox:")
 
 
 def test_a_window_too_small_for_one_turn_refuses_before_asking_with_the_numbers(

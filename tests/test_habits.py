@@ -284,7 +284,7 @@ def test_a_tab_on_a_session_id_is_answered_before_typer_and_as_typer_would(
     )
     lines = [
         ("bash", "netbox-chat resume "),
-        ("bash", f"netbox-chat --profile '' export --format md {ids[0][:3]}"),
+        ("bash", f"netbox-chat export --profile '' --format md {ids[0][:3]}"),
         ("bash", "netbox-chat ask 'a question' -s "),
         ("bash", "netbox-chat forget --yes zz"),
         ("zsh", "netbox-chat resume "),
@@ -320,6 +320,48 @@ def test_a_tab_on_a_session_id_is_answered_before_typer_and_as_typer_would(
         ran = complete(chat_env, shell, line)
         assert "TYPER" in ran.stderr, line
     assert "--sessions-dir" in complete(chat_env, "zsh", "netbox-chat resume --").stdout
+
+
+def test_completion_reads_the_chats_options_only_where_the_cli_does(
+    sessions_dir: Path, chat_env: dict[str, str]
+) -> None:
+    """The CLI refuses the chat's options typed before a command (exit 2), so
+    a Tab there offers nothing: no session id (not those of the folder that
+    option names, nor the default one's), no command. After the command the
+    same option chooses the folder; before a question it is `ask`'s, as the
+    CLI reads it."""
+    mine = make_session(SessionStore(sessions_dir), "in the default folder")
+    elsewhere = sessions_dir.parent / "elsewhere"
+    other = make_session(SessionStore(elsewhere), "somewhere else")
+    refused = CliRunner().invoke(app, ["--sessions-dir", str(elsewhere), "resume", other])
+    assert refused.exit_code == 2  # the rule completion follows
+    fish = {"_TYPER_COMPLETE_FISH_ACTION": "get-args"}
+    for line in [
+        f"netbox-chat --sessions-dir {elsewhere} resume ",
+        f"netbox-chat --sessions-dir={elsewhere} export {other[:3]}",
+        f"netbox-chat -m qwen3:8b --sessions-dir {elsewhere} forget --yes ",
+        "netbox-chat --think resume ",
+        f"netbox-chat --sessions-dir {elsewhere} ",
+        "netbox-chat --profile '' res",
+    ]:
+        for shell, more in [("bash", {}), ("zsh", {}), ("fish", fish)]:
+            for entry in ("console script", "typer"):
+                ran = complete(chat_env, shell, line, entry=entry, **more)
+                assert ran.returncode == 0, (line, shell, entry, ran.stderr)
+                offered = ran.stdout.replace("_files", "").split()
+                assert offered == [], (line, shell, entry, ran.stdout)
+        is_args = complete(chat_env, "fish", line, _TYPER_COMPLETE_FISH_ACTION="is-args")
+        assert is_args.returncode == 1, line  # fish: nothing to offer
+    for line, wanted in [
+        (f"netbox-chat resume --sessions-dir {elsewhere} ", [other]),
+        (f"netbox-chat --sessions-dir {elsewhere} 'which sites are there?' -s ", [other]),
+        ("netbox-chat --think 'which sites are there?' --session ", [mine]),
+    ]:
+        for entry in ("console script", "typer"):
+            ran = complete(chat_env, "bash", line, entry=entry)
+            assert ran.stdout.split() == wanted, (line, entry, ran.stderr)
+    commands = complete(chat_env, "bash", "netbox-chat --")
+    assert "--sessions-dir" in commands.stdout.split()  # the options themselves still complete
 
 
 # Titles someone else could have written (a copied session, the team's store):
@@ -437,6 +479,18 @@ def test_a_tab_in_a_real_shell_never_evaluates_a_title(
         settle(child)
         child.send("netbox-chat resume --sessions-d\t")  # Typer's answer, same format
         child.expect("--sessions-dir")
+        settle(child)
+        # the chat's options before a command are refused by the CLI: no id there
+        elsewhere = tmp_path / "elsewhere"
+        other = make_session(SessionStore(elsewhere), "somewhere else")
+        screen.seek(0)
+        screen.truncate()
+        child.send(f"netbox-chat --sessions-dir {elsewhere} resume {other[:4]}\t")
+        child.expect(pexpect.TIMEOUT, timeout=2)
+        assert other not in screen.getvalue()
+        settle(child)
+        child.send(f"netbox-chat resume --sessions-dir {elsewhere} {other[:4]}\t")
+        child.expect(f"{elsewhere} {other}")
         settle(child)
     finally:
         child.close(force=True)

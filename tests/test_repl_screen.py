@@ -6,6 +6,7 @@ clean line under it."""
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ import pexpect
 import pyte
 
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.test_crash import first_session
 from tests.test_repl_pty import PROMPT, leave
 
 
@@ -256,6 +258,54 @@ def test_show_prints_the_last_turns_tool_calls_with_their_results_as_a_table(
     ]
 
 
+def narrow(env: dict[str, str], question: str, answer: str, command: str) -> list[str]:
+    """The screen of a 60-column terminal after `question` was answered and
+    `command` drew a table too wide for it."""
+    child, terminal = chat(env, columns=60)
+    answered(child, question, answer)
+    child.sendline(command)
+    child.expect("not shown at this width")
+    child.expect(PROMPT)
+    leave(child)
+    return terminal.lines()
+
+
+def test_show_in_a_narrow_terminal_wraps_cells_and_names_the_columns_left_out(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """At 60 columns a device list's eight columns do not fit whole: cells wrap
+    inside their columns, the last columns give way (named under the table),
+    and no cell is cut."""
+    filters = {"site": "dm-akron", "status": "offline"}
+    ollama.script(
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.device", "filters": filters})],
+        [Text("One is offline.")],
+    )
+    shown = narrow(chat_env, "which devices at DM-Akron are offline?", "One is offline.", "/show")
+    start = shown.index("id  name              site      status   role         tenant")
+    table = shown[start : shown.index("not shown at this width: primary_ip4, rack")]
+    assert table == [
+        "id  name              site      status   role         tenant",
+        "2   dmi01-akron-sw02  DM-Akron  offline  Access",
+        "                                         Switch",
+    ]
+    assert "…" not in "".join(shown[start:])
+
+
+def test_tokens_in_a_narrow_terminal_keeps_the_meter_whole(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """/tokens at 60 columns cut its last column, the context meter, mid-number:
+    the counts the totals sum up give way first, named under the table."""
+    ollama.script([Text("Three sites.")])
+    shown = narrow(chat_env, "which sites?", "Three sites.", "/tokens")
+    start = shown.index("netbox> /tokens")
+    header, row = shown[start + 1].split(), shown[start + 2]
+    assert header[:3] == ["turn", "status", "in"] and header[-2:] == ["last", "request"]
+    assert re.search(r"context [\d.]+k / 16k \(\d+%\)$", row), row
+    assert "not shown at this width: " in shown[start + 4]
+
+
 def test_a_tool_line_keeps_its_size_and_time_on_its_own_line_in_a_narrow_terminal(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
@@ -348,3 +398,58 @@ def test_new_leaves_the_session_saved_and_goes_on_in_a_fresh_one(
     assert first != second
     assert sorted(path.stem for path in sessions_dir.glob("*.sqlite")) == sorted([first, second])
     assert "how many sites?" not in str(ollama.requests[-1]["messages"])  # a fresh conversation
+
+
+def test_keys_typed_before_the_prompt_is_up_appear_once_at_it_and_are_sent_as_typed(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """`resume --at` rewinds before its prompt, which waits seconds for the
+    agent. What is typed meanwhile is not echoed above the recap by the
+    terminal: it appears once, at the prompt, and Enter sends it as typed.
+    The terminal is given back as it was (echo, line editing) when the chat
+    ends, and when a chat is refused before it starts."""
+    session_id = first_session(chat_env, ollama)
+    ollama.script([Text("Two devices.")])
+    terminal = Terminal(100, 30)
+    chat = f"{sys.executable} -m netbox_chat resume {session_id} --at 1"
+    child = pexpect.spawn(
+        "sh",
+        ["-c", f"{chat}; stty -a"],
+        env={**chat_env, "COLUMNS": "100", "LINES": "30"},
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(30, 100),
+    )
+    child.logfile_read = terminal
+    assert child.waitnoecho(timeout=30)  # the chat holds the keys from its start
+    child.expect(pexpect.TIMEOUT, timeout=0.3)  # what it drew so far, onto the screen
+    assert not any(PROMPT.search(line) for line in terminal.lines()), "the prompt was up"
+    typed = "and the Devices?"
+    child.send(typed)
+    child.expect(PROMPT)
+    time.sleep(1)  # the recap drawn above the prompt, and the typed keys at it
+    child.send("\r")
+    child.expect("Two devices.")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendcontrol("d")
+    child.expect("speed")  # stty -a, run after the chat in the same terminal
+    child.expect(pexpect.EOF)
+    shown = terminal.lines()
+    assert [line for line in shown if typed in line] == [f"netbox> {typed}"]
+    questions = [m for m in ollama.requests[-1]["messages"] if m["role"] == "user"]
+    assert questions[-1]["content"] == typed
+    modes = terminal.written.getvalue().split()
+    assert "echo" in modes and "icanon" in modes and "-echo" not in modes
+
+    refused = pexpect.spawn(
+        "sh",
+        ["-c", f"{sys.executable} -m netbox_chat; stty -a"],
+        env={k: v for k, v in chat_env.items() if k != "NETBOX_URL"},
+        encoding="utf-8",
+        timeout=30,
+    )
+    refused.expect(pexpect.EOF)
+    assert "NetBox is not configured" in (refused.before or "")
+    modes = (refused.before or "").split()
+    assert "echo" in modes and "icanon" in modes and "-echo" not in modes

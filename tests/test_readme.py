@@ -1,0 +1,363 @@
+"""The README's examples, run through the real CLI and the REPL in a pty
+(issue 25, "Done when": the README matches what the tool prints). Each
+example block is read from README.md itself and compared line by line with
+what the command printed, after the parts that differ from run to run are
+named alike on both sides: session ids, the NetBox's host, durations, how
+long ago. A README line of `…` stands for lines the example leaves out."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pexpect
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from tests.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
+from tests.test_repl_pty import PROMPT
+from tests.test_repl_screen import Terminal, chat
+
+ROOT = Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text()
+QUESTION = "which devices at DM-Akron are offline?"
+OFFLINE = ToolCall(
+    "netbox_get_objects",
+    {"object_type": "dcim.device", "filters": {"site": "dm-akron", "status": "offline"}},
+)
+ANSWER = "One device is offline at DM-Akron: `dmi01-akron-sw02`."
+# The README's own example ids and hosts.
+README_IDS = ("5k9dztr9", "5vyf4aa0", "5vyf", "p0nv2y4m", "p0nv")
+README_HOSTS = ("netbox.example.com", "netbox.example:8000", "https://netbox.example")
+
+
+def example(first_line: str) -> list[str]:
+    """The lines of the README code block whose first line is `first_line`."""
+    lines = README.splitlines()
+    start = lines.index(first_line)
+    assert lines[start - 1].startswith("```"), first_line
+    return lines[start : start + lines[start:].index("```")]
+
+
+def example_starting(prefix: str) -> list[str]:
+    """The README code block whose first line starts with `prefix`."""
+    (first,) = [line for line in README.splitlines() if line.startswith(prefix)]
+    return example(first)
+
+
+def normal(line: str, ids: list[str], netbox_url: str) -> str:
+    """`line` with what varies from run to run named alike, spaces collapsed."""
+    for sid in sorted({*ids, *(sid[:4] for sid in ids), *README_IDS}, key=len, reverse=True):
+        line = line.replace(sid, "ID")
+    for host in (netbox_url.rstrip("/"), urlsplit(netbox_url).netloc, *README_HOSTS):
+        line = line.replace(host, "HOST")
+    line = re.sub(r"\d+\.\d+s\b", "Ns", line)
+    line = re.sub(r"just now|\d+ min ago", "AGO", line)
+    line = re.sub(r'"(thinking_seconds|seconds)": [\d.]+', r'"\1": N', line)
+    return " ".join(line.split())
+
+
+def assert_shown(
+    readme: list[str], shown: list[str], ids: list[str], netbox_url: str, *, whole: bool = True
+) -> None:
+    """Every line of the README's example is printed, in order; with `whole`,
+    nothing else is printed between two of them that the README does not
+    skip with `…`."""
+    wanted = [normal(line, ids, netbox_url) for line in readme]
+    got = [normal(line, ids, netbox_url) for line in shown]
+    at = 0
+    skipping = not whole
+    for line in wanted:
+        if line == "…":
+            skipping = True
+            continue
+        if skipping:
+            assert line in got[at:], (line, got[at:])
+            at = got.index(line, at) + 1
+        else:
+            assert got[at : at + 1] == [line], (line, got[at:])
+            at += 1
+        skipping = not whole
+    assert not whole or at == len(got) or wanted[-1] == "…", got[at:]
+
+
+def script_the_example(ollama: ScriptedOllama) -> None:
+    ollama.script(
+        [Thinking("The operator wants offline devices at DM-Akron."), OFFLINE],
+        [Thinking("The tool says one device."), Text(ANSWER)],
+    )
+
+
+def test_the_readmes_chat_session(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    script_the_example(ollama)
+    sites = ["There are three sites:\n\n", "- DM-Akron\n", "- DM-Columbus\n", "- DM-Dayton\n"]
+    ollama.script([Text("".join(sites), chunks=sites, chunk_delay=2.0)])
+    child, terminal = chat(chat_env, columns=130)
+    child.sendline(QUESTION)
+    child.expect("dmi01-akron-sw02")
+    child.expect(PROMPT)
+    time.sleep(0.5)
+    child.sendline("/show")
+    child.expect("R101")
+    child.expect(PROMPT)
+    time.sleep(0.5)
+    child.sendline("list the sites")
+    child.expect("There are three sites:")
+    time.sleep(0.3)
+    child.sendcontrol("c")
+    child.expect("rolled back")
+    child.expect(PROMPT)
+    time.sleep(0.5)
+    child.sendcontrol("u")  # the cancelled question came back to the line
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    (path,) = sessions_dir.glob("*.sqlite")
+    shown = ["$ netbox-chat", *(line for line in terminal.lines() if line)]
+    assert_shown(example("$ netbox-chat"), shown, [path.stem], chat_env["NETBOX_URL"])
+
+    listed = CliRunner().invoke(app, ["ls"], env={**chat_env, "COLUMNS": "130"})
+    readme = [line for line in example("$ netbox-chat ls") if not line.startswith("sessions in")]
+    readme = readme[: readme.index("$ netbox-chat ask " + f'"{QUESTION}" --json')]
+    shown = ["$ netbox-chat ls", *listed.stdout.splitlines(), *listed.stderr.splitlines()]
+    assert_shown(readme, shown, [path.stem], chat_env["NETBOX_URL"])
+
+
+def test_the_readmes_ask_examples(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    url = chat_env["NETBOX_URL"]
+    script_the_example(ollama)
+    asked = CliRunner().invoke(app, ["ask", QUESTION, "--json"], env=chat_env)
+    block = example("$ netbox-chat ls")
+    readme_json = block[block.index(f'$ netbox-chat ask "{QUESTION}" --json') :]
+    sid = json.loads(asked.stdout)["session"]
+    assert_shown(readme_json, [readme_json[0], *asked.stdout.splitlines()], [sid], url)
+
+    script_the_example(ollama)
+    terminal = Terminal(130, 30)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "netbox_chat", QUESTION],
+        env={**chat_env, "COLUMNS": "130"},
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(30, 130),
+    )
+    child.logfile_read = terminal
+    child.expect(pexpect.EOF)
+    ids = [path.stem for path in sessions_dir.glob("*.sqlite")]
+    shown = [f'$ netbox-chat "{QUESTION}"', *(line for line in terminal.lines() if line)]
+    assert_shown(example(f'$ netbox-chat "{QUESTION}"'), shown, ids, url)
+
+    piped = subprocess.run(
+        [sys.executable, "-m", "netbox_chat"],
+        input="how many sites?\n",
+        env=chat_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert piped.returncode == 2
+    first = '$ echo "how many sites?" | netbox-chat'
+    assert_shown(example(first), [first, *piped.stderr.splitlines()], [], url)
+
+    exported = CliRunner().invoke(app, ["export", sid, "--tool-results"], env=chat_env)
+    first = "$ netbox-chat export 5vyf4aa0 --tool-results"
+    shown = [first, *exported.stdout.splitlines()]
+    assert_shown(example(first), shown, [sid], url)
+
+    elsewhere = CliRunner().invoke(
+        app, ["resume", sid[:4]], env={**chat_env, "NETBOX_URL": "https://staging.example"}
+    )
+    assert elsewhere.exit_code == 1
+    first = "$ NETBOX_URL=https://staging.example netbox-chat resume 5vyf"
+    readme = example(first)
+    assert_shown(readme[:2], [first, *elsewhere.stderr.splitlines()], [sid], url)
+
+    folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
+    folder.mkdir(parents=True)
+    (folder / "config.toml").write_text(
+        '[profiles.staging]\nnetbox_url = "https://staging.example"\ntoken_env = "STAGING"\n'
+    )
+    (folder / "config.toml").chmod(0o600)
+    staging = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+    typed = CliRunner().invoke(
+        app, ["resume", sid[:4], "--profile", "staging"], env={**staging, "STAGING": "nbt_x"}
+    )
+    assert typed.exit_code == 2  # then the chat needs a terminal, which the runner is not
+    shown = [readme[2], typed.stderr.splitlines()[0]]
+    assert_shown(readme[2:], shown, [sid], url)
+
+
+def test_the_readmes_resume_recap(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    rows = "".join(f"| {n} | dm-akron-sw{n:03d} | dm-akron | offline |\n" for n in range(1, 201))
+    table = "| # | name | site | status |\n|---|---|---|---|\n" + rows
+    ollama.script(
+        [Text("Three sites.")], [Text(f"200 devices are offline, newest first:\n\n{table}")]
+    )
+    first = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=chat_env)
+    sid = json.loads(first.stdout)["session"]
+    second = CliRunner().invoke(app, ["ask", "-c", "list every offline device"], env=chat_env)
+    assert second.exit_code == 0, second.output
+    terminal = Terminal(130, 40)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "netbox_chat", "resume", sid[:4]],
+        env={**chat_env, "COLUMNS": "130"},
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 130),
+    )
+    child.logfile_read = terminal
+    child.expect("to see all")
+    child.expect(PROMPT)
+    time.sleep(0.5)
+    shown = ["$ netbox-chat resume p0nv", *terminal.lines()]
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    shown = shown[: max(at for at, line in enumerate(shown) if PROMPT.search(line)) + 1]
+    assert_shown(example("$ netbox-chat resume p0nv"), shown, [sid], chat_env["NETBOX_URL"])
+
+
+def test_the_readmes_config_example(chat_env: dict[str, str]) -> None:
+    folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
+    folder.mkdir(parents=True)
+    (folder / "config.toml").write_text(
+        "[profiles.prod]\n"
+        'netbox_url = "https://netbox.example.com"\n'
+        'token_command = ["sh", "-c", "echo nbt_prod"]\n'
+        'model = "qwen3:14b"\n'
+        'think = "off"\n'
+    )
+    (folder / "config.toml").chmod(0o600)
+    # the environment would win over the profile (the README's example has OLLAMA_HOST only)
+    mine = ("NETBOX_URL", "NETBOX_TOKEN", "NETBOX_CHAT_MODEL")
+    env = {k: v for k, v in chat_env.items() if k not in mine} | {"COLUMNS": "200"}
+    shown = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    assert shown.exit_code == 0, shown.output
+    first = "$ netbox-chat config --profile prod"
+    lines = [
+        line.replace(chat_env["XDG_CONFIG_HOME"], "/home/me/.config").replace(
+            chat_env["OLLAMA_HOST"], "http://127.0.0.1:11434"
+        )
+        for line in shown.stdout.splitlines()
+    ]
+    assert_shown(example(first), [first, *lines], [], chat_env["NETBOX_URL"])
+
+
+def test_the_readmes_messages_for_ids_and_unreadable_files(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    import sqlite3
+
+    from netbox_chat.sessions import SCHEMA_VERSION, SessionStore
+    from tests.test_sessions import make_session
+
+    def said(*args: str) -> list[str]:
+        return CliRunner().invoke(app, list(args), env=chat_env).stderr.splitlines()
+
+    assert said("export", "../x") == example_starting("netbox-chat: '../x' is not a session id")
+
+    sessions_dir.mkdir(parents=True, exist_ok=True)
+    (sessions_dir / "zzzzzzzz.sqlite").write_bytes(b"\x00" * 10 + b"a spreadsheet, really")
+    with sqlite3.connect(sessions_dir / "xxxxxxxx.sqlite") as foreign:
+        foreign.execute("CREATE TABLE recipes (name TEXT)")
+    newer = sessions_dir / f"{make_session(SessionStore(sessions_dir))}.sqlite"
+    newer = newer.rename(sessions_dir / "wwwwwwww.sqlite")
+    with sqlite3.connect(newer) as db:
+        db.execute(
+            "UPDATE session_meta SET value = ? WHERE key = 'schema_version'",
+            (str(SCHEMA_VERSION + 1),),
+        )
+    shown = [line for sid in ("zzzzzzzz", "xxxxxxxx", "wwwwwwww") for line in said("export", sid)]
+    assert shown == example_starting("netbox-chat: session zzzzzzzz is unreadable")
+
+
+def test_the_readmes_messages_for_the_configuration_file(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
+    folder.mkdir(parents=True)
+    config = folder / "config.toml"
+    config.write_text(
+        'default_profile = "lab"\n[profiles.lab]\n'
+        'netbox_url = "http://netbox-lab.example:8000"\ntoken_env = "NETBOX_TOKEN_LAB"\n'
+    )
+    config.chmod(0o600)
+    env = {k: v for k, v in chat_env.items() if k != "NETBOX_TOKEN"}
+    env |= {"NETBOX_URL": "https://staging.example", "NETBOX_TOKEN_LAB": "nbt_lab"}
+    elsewhere = CliRunner().invoke(app, ["ask", "which sites?"], env=env)
+    assert elsewhere.exit_code == 1 and ollama.requests == []
+    readme = example_starting("netbox-chat: the NetBox token (profile lab, token_env")
+    assert elsewhere.stderr.splitlines() == readme
+
+    config.chmod(0o666)
+    refused = CliRunner().invoke(app, ["ls"], env=env)
+    assert refused.exit_code == 1
+    shown = refused.stderr.replace(chat_env["XDG_CONFIG_HOME"], "/home/me/.config")
+    assert shown.splitlines() == example_starting("netbox-chat: refusing /home/me/.config/")
+
+
+def test_the_readmes_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path: Path) -> None:
+    """`ls` with no folder named: the line naming the default folder, and the
+    one NetBox, under the table."""
+    from netbox_chat.sessions import SessionStore
+
+    data = Path(chat_env["XDG_DATA_HOME"])
+    store = SessionStore(data / "netbox-chat" / "sessions")
+    with store.create(model="qwen3:8b", netbox_url="http://netbox.example:8000") as session:
+        number = session.begin_turn(QUESTION, base_checkpoint_id=None, base_message_count=0)
+        session.finish_turn(number, "done", answer=ANSWER, message_count=2)
+    env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
+    elsewhere = tmp_path / "elsewhere"  # no sessions/ folder in or above it
+    elsewhere.mkdir()
+    listed = subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "ls"],
+        env={**env, "COLUMNS": "130"},
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    shown = (listed.stdout + listed.stderr).replace(str(data), "/home/ana/.local/share")
+    shown = re.sub(r"\d+\.\d kB", "45.1 kB", shown)
+    block = example("$ netbox-chat ls")
+    readme = block[: block.index(f'$ netbox-chat ask "{QUESTION}" --json')]
+    assert_shown(readme, ["$ netbox-chat ls", *shown.splitlines()], [session.id], "http://x")
+
+
+def test_every_command_and_option_the_readme_lists_exists() -> None:
+    """ "Using it": each line's command is one of the CLI's, and each option
+    it names is in that command's `--help`."""
+    block = example(README.split("## Using it\n\n```text\n", 1)[1].splitlines()[0])
+    commands = set(typer_commands())
+    for line in block:
+        words = line.split("#", 1)[0].replace("[", " ").replace("]", " ").replace("|", " ")
+        _, *rest = words.split()
+        command = rest[0] if rest and rest[0] in commands else None
+        options = [w for w in rest if re.fullmatch(r"--?[a-z][a-z-]*", w)]
+        helped = CliRunner().invoke(
+            app, [*([command] if command else []), "--help"], env={"COLUMNS": "200"}
+        )
+        assert helped.exit_code == 0, line
+        for option in options:
+            assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", helped.stdout), (
+                line,
+                option,
+            )
+
+
+def typer_commands() -> list[str]:
+    import typer
+
+    return list(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
