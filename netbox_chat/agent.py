@@ -29,6 +29,7 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
+from netbox_chat.coalesce import CoalescingTransport
 from netbox_chat.coldstart import recorder
 from netbox_chat.config import Settings
 from netbox_chat.liveness import PatientTransport, ollama_probe
@@ -176,11 +177,14 @@ def build_model(
         # but a silent server that still answers /api/ps is waited for
         # (liveness.py): loading a model or reading a long prompt takes minutes.
         client_kwargs={"timeout": settings.request_timeout},
+        # A reply read slower than it streams is read in fewer pieces (coalesce.py).
         async_client_kwargs={
-            "transport": PatientTransport(
-                ollama_probe(settings.ollama_url, settings.request_timeout),
-                settings.request_timeout,
-                loaded=recorder(os.environ),  # the user's cold start, for doctor
+            "transport": CoalescingTransport(
+                PatientTransport(
+                    ollama_probe(settings.ollama_url, settings.request_timeout),
+                    settings.request_timeout,
+                    loaded=recorder(os.environ),  # the user's cold start, for doctor
+                )
             )
         },
     )

@@ -247,7 +247,11 @@ class _Bounded(httpx.AsyncByteStream):
                     )
                     first = False
                 else:
-                    piece = await asyncio.wait_for(pieces.__anext__(), timeout)
+                    # Not wait_for: it runs each read as a task of its own, a
+                    # trip through the event loop for every token even when the
+                    # next one is already here (coalesce.py reads ahead on that).
+                    async with asyncio.timeout(timeout):
+                        piece = await pieces.__anext__()
             except StopAsyncIteration:
                 return
             except TimeoutError:

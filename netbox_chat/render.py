@@ -570,7 +570,14 @@ class TurnView:
 
     def _print_above(self, renderable: RenderableType) -> None:
         if self.live is not None:
-            self.live.console.print(renderable)
+            # Rich takes the live area's lock only to note how tall the area
+            # last drawn is, then lays out and writes without it; a refresh
+            # from its thread in between left the erase counting the wrong
+            # height: a line of the area stayed on the screen twice, or lines
+            # printed above were erased (a fast stream showed both). Held
+            # for the whole print (`_lock` is rich's RLock, private in 14 and 15).
+            with self.live._lock:
+                self.live.console.print(renderable)
         else:
             self.console.print(renderable)
 

@@ -105,6 +105,65 @@ def test_a_long_table_is_drawn_whole_with_every_row_once(
     assert answer[answer.index(found[-1]) + 1 :][:3] == ["", "", "That is all of them."]
 
 
+def long_answer(sites: tuple[str, ...], rows: int) -> str:
+    """Sections under headings, each a sentence, a table and a short list."""
+    parts = []
+    for site in sites:
+        body = "".join(f"| {n} | {site}-sw{n:03d} | offline |\n" for n in range(1, rows + 1))
+        parts.append(
+            f"## {site}\n\n**{rows} devices** at {site}:\n\n| # | name | status |\n"
+            f"|---|---|---|\n{body}\n- {site} checked just now\n\n"
+        )
+    return "".join(parts) + "That is every device listed."
+
+
+def test_a_long_answer_streamed_faster_than_it_is_read_is_drawn_whole_in_order_once(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """No pause between tokens: the REPL reads the lines that wait in fewer
+    pieces (coalesce.py), and draws every one of them once, in order."""
+    sites = ("dm-akron", "dm-camden", "dm-nashua")
+    ollama.script([Text(long_answer(sites, 99))])
+    child, terminal = chat(chat_env)
+    child.sendline("list every offline device")
+    child.expect("That is every device listed.")
+    child.expect(PROMPT)
+    leave(child)
+    shown = terminal.lines()
+    rows = [line for line in shown if "-sw" in line]
+    assert rows == [f" {n:<3} {site}-sw{n:03d}  offline" for site in sites for n in range(1, 100)]
+    for site in sites:
+        assert sum(f"{site} checked just now" in line for line in shown) == 1
+    last = [i for i, line in enumerate(shown) if "That is every device listed." in line]
+    assert len(last) == 1 and last[0] > shown.index(rows[-1])
+
+
+def test_ctrl_c_in_a_long_answer_streamed_faster_than_it_is_read_rolls_back(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script(
+        [Text(long_answer(("dm-akron", "dm-camden", "dm-nashua"), 400), chunk_delay=0.0005)],
+        [Text("Nothing was kept.")],
+    )
+    child, terminal = chat(chat_env)
+    child.sendline("list every offline device")
+    child.expect("dm-akron-sw020")  # well into the answer, long before its end
+    child.sendintr()
+    child.expect("will not see it")
+    child.expect(PROMPT)
+    time.sleep(0.3)
+    child.sendcontrol("u")  # the cancelled question waits at the prompt, to edit
+    answered(child, "what did you keep?", "Nothing was kept.")
+    leave(child)
+    shown = terminal.lines()
+    assert "✗ partial answer discarded" in shown
+    assert any(line.startswith("turn 1 cancelled; rolled back") for line in shown)
+    assert "That is every device listed." not in "\n".join(shown)
+    # The second question went to the model without the discarded answer.
+    sent = [m.get("content") or "" for m in ollama.requests[-1]["messages"]]
+    assert not any("dm-akron-sw" in content for content in sent)
+
+
 def terminal_paste(child: pexpect.spawn, screen: io.StringIO, text: str) -> None:
     """What a terminal sends for a paste: marked as one (bracketed) only if the
     program last asked for that (the last of `ESC[?2004h` / `ESC[?2004l` it

@@ -1,0 +1,73 @@
+"""A reply that streams faster than the turn reads it is read in fewer pieces
+(netbox_chat/coalesce.py, issue 25 item 1): through the real CLI (`ask
+--stream-json`, Typer's runner), the real deepagents graph and ChatOllama
+against the scripted Ollama streaming one token per line with no pause, as
+fast as it can. What the user reads must not change: the same text, in the
+same order, the thinking apart from the answer, the tool lines where the
+model called its tools, and the answer kept as the model wrote it."""
+
+from __future__ import annotations
+
+import json
+from itertools import groupby
+from typing import Any
+
+from typer.testing import CliRunner
+
+from netbox_chat.cli import app
+from tests.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
+
+REASONING = " ".join(f"step {n}: the sites come from dcim.site." for n in range(400))
+PREAMBLE = " ".join(f"I will look {n} up." for n in range(200))
+SECOND_THOUGHT = " ".join(f"row {n} is DM-Akron." for n in range(400))
+ROWS = "".join(f"| {n} | dm-akron-sw{n:03d} | offline |\n" for n in range(1, 401))
+ANSWER = f"| # | name | status |\n|---|---|---|\n{ROWS}\nThat is all 400."
+
+
+def streamed(env: dict[str, str], question: str) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(app, ["ask", question, "--stream-json"], env=env)
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_a_fast_reply_keeps_its_text_its_order_and_its_thinking_apart(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script(
+        [
+            Thinking(REASONING),
+            Text(PREAMBLE),
+            ToolCall("netbox_get_objects", {"object_type": "dcim.site"}),
+        ],
+        [Thinking(SECOND_THOUGHT), Text(ANSWER)],
+    )
+    events = streamed(chat_env, "list the offline switches")
+    kinds = [kind for kind, _ in groupby(e["type"] for e in events)]
+    assert [k for k in kinds if k not in ("model_call_finished", "context_measured")] == [
+        "turn_started",
+        "thinking_delta",
+        "thinking_finished",
+        "text_delta",  # the words before the tool call, before its line
+        "tool_started",
+        "tool_finished",
+        "thinking_delta",
+        "thinking_finished",
+        "text_delta",
+        "result",
+    ]
+    text = [e["text"] for e in events if e["type"] == "text_delta"]
+    thinking = [e["text"] for e in events if e["type"] == "thinking_delta"]
+    assert "".join(text) == PREAMBLE + ANSWER
+    assert "".join(thinking) == REASONING + SECOND_THOUGHT
+    result = events[-1]
+    assert result["answer"] == ANSWER and result["thinking"] == f"{REASONING}\n\n{SECOND_THOUGHT}"
+    # The model's own count of what it wrote, from Ollama's last line, not the pieces.
+    tokens = sum(len(Text(t).pieces()) for t in (REASONING, PREAMBLE, SECOND_THOUGHT, ANSWER))
+    assert result["tokens"]["out"] == tokens + 1  # and the tool call
+    # What this test is about: the lines were read faster than one at a time.
+    assert len(text) + len(thinking) < tokens / 4
+    # And what the model gets back next turn is the answer as it was written.
+    ollama.script([Text("Yes.")])
+    session = result["session"]
+    CliRunner().invoke(app, ["ask", "and the next?", "--session", session], env=chat_env)
+    assert ANSWER in [m.get("content") for m in ollama.requests[-1]["messages"]]
