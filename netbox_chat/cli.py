@@ -559,6 +559,25 @@ def settings_for_session(
     summary = store.summarize(session_id)
     folder = store.root if isinstance(store, SessionStore) else None
     settings = settings_from(folder, **flags, session_model=summary.model or None, need_token=True)
+    change = netbox_change(summary, settings)
+    if change is not None:
+        typed = typed_on_command_line(
+            netbox_url=flags.get("netbox_url"), profile=flags.get("profile")
+        )
+        if settings.netbox_url is None or not any(typed.values()):
+            mine = profiles_on(summary.netbox_url, settings.config_file)
+            own = f"; your profile for it: --profile {' or '.join(mine)}" if mine else ""
+            if settings.netbox_url is None:
+                raise UserFacingError(f"{change}{own}")
+            raise UserFacingError(
+                f"{change}; resume it with --netbox-url or --profile to go on against this one{own}"
+            )
+        say(
+            f"netbox-chat: {change}: its earlier answers describe the other NetBox",
+            "yellow",
+            soft_wrap=True,
+        )
+    # Only once the session is sure to go on: a refusal stays one line.
     if note_model and summary.model and settings.model != summary.model:
         say(
             f"netbox-chat: session {summary.id} last asked {summary.model}; going on with "
@@ -566,23 +585,6 @@ def settings_for_session(
             "yellow",
             soft_wrap=True,
         )
-    change = netbox_change(summary, settings)
-    if change is None:
-        return settings
-    typed = typed_on_command_line(netbox_url=flags.get("netbox_url"), profile=flags.get("profile"))
-    if settings.netbox_url is None or not any(typed.values()):
-        mine = profiles_on(summary.netbox_url, settings.config_file)
-        own = f"; your profile for it: --profile {' or '.join(mine)}" if mine else ""
-        if settings.netbox_url is None:
-            raise UserFacingError(f"{change}{own}")
-        raise UserFacingError(
-            f"{change}; resume it with --netbox-url or --profile to go on against this one{own}"
-        )
-    say(
-        f"netbox-chat: {change}: its earlier answers describe the other NetBox",
-        "yellow",
-        soft_wrap=True,
-    )
     return settings
 
 
