@@ -292,15 +292,33 @@ def _rows_markdown() -> Callable[[str, TableLayout], RenderableType]:
 class _BodyRows:
     """Table rows under fixed columns, laid out as rich's Markdown tables lay
     them out (box SIMPLE, no padding at the edges, one space between columns,
-    cells wrapped at words, a word too long cut with "…"), at a fraction of
-    the cost: rich's table measures and pads every cell through its generic
-    machinery, about 6 ms a row here, which a table streaming hundreds of
-    rows a second cannot afford."""
+    cells wrapped at words), at a fraction of the cost: rich's table measures
+    and pads every cell through its generic machinery, about 6 ms a row here,
+    which a table streaming hundreds of rows a second cannot afford.
+
+    The columns were fixed by the first rows, but a later word may be wider
+    (row 100 of a table whose first rows numbered to 10). While the table
+    still fits the terminal, its column widens for it and the rows from there
+    on sit further right; past the terminal's edge, the word folds inside its
+    cell. Either way every character the model wrote is on the screen: rich's
+    "1…" would show a different answer from the one the model gave."""
 
     def __init__(self, rows: list[list[Text]], layout: TableLayout) -> None:
         self.rows = rows
-        self.widths = layout.widths or []
+        self.widths = layout.widths or []  # the layout's own list: a widening lasts
         self.justify = layout.justify
+
+    def _widen(self, room: int) -> None:
+        """Each column as wide as the longest word its rows hold, as far as
+        `room` (the terminal's width) allows."""
+        last = len(self.widths) - 1
+        for row in self.rows:
+            for index, cell in enumerate(row[: last + 1]):
+                pad = 0 if index == last else 1
+                need = max((cell_len(word) for word in cell.plain.split()), default=0) + pad
+                spare = room - (sum(self.widths) + len(self.widths) + 1)
+                if need > self.widths[index] and spare > 0:
+                    self.widths[index] = min(need, self.widths[index] + spare)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         for line in self.lines(console):
@@ -310,6 +328,7 @@ class _BodyRows:
     def lines(self, console: Console) -> list[list[Segment]]:
         """The rows' lines, as segments: laid out here, not by rich's line
         splitting, which would cost as much again."""
+        self._widen(console.width)
         lines: list[list[Segment]] = []
         last = len(self.widths) - 1
         space = Segment(" ")
@@ -321,7 +340,7 @@ class _BodyRows:
                 if cell.cell_len <= inner and "\n" not in cell.plain:
                     columns.append([cell])
                 else:
-                    columns.append(list(cell.wrap(console, inner, overflow="ellipsis")))
+                    columns.append(list(cell.wrap(console, inner, overflow="fold")))
             for at in range(max((len(wrapped) for wrapped in columns), default=0)):
                 segments = [space]
                 for index, (wrapped, width) in enumerate(zip(columns, self.widths, strict=False)):

@@ -121,9 +121,11 @@ def test_a_long_answer_streamed_faster_than_it_is_read_is_drawn_whole_in_order_o
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
     """No pause between tokens: the REPL reads the lines that wait in fewer
-    pieces (coalesce.py), and draws every one of them once, in order."""
+    pieces (coalesce.py), and draws every one of them once, in order, each
+    cell whole: row 100 is `100`, though the first rows (1 to 10) fixed the
+    columns, where rich's own layout would draw `1…`."""
     sites = ("dm-akron", "dm-camden", "dm-nashua")
-    ollama.script([Text(long_answer(sites, 99))])
+    ollama.script([Text(long_answer(sites, 120))])
     child, terminal = chat(chat_env)
     child.sendline("list every offline device")
     child.expect("That is every device listed.")
@@ -131,7 +133,9 @@ def test_a_long_answer_streamed_faster_than_it_is_read_is_drawn_whole_in_order_o
     leave(child)
     shown = terminal.lines()
     rows = [line for line in shown if "-sw" in line]
-    assert rows == [f" {n:<3} {site}-sw{n:03d}  offline" for site in sites for n in range(1, 100)]
+    assert [row.split() for row in rows] == [
+        [str(n), f"{site}-sw{n:03d}", "offline"] for site in sites for n in range(1, 121)
+    ]
     for site in sites:
         assert sum(f"{site} checked just now" in line for line in shown) == 1
     last = [i for i, line in enumerate(shown) if "That is every device listed." in line]
