@@ -24,7 +24,7 @@ from typer._click.shell_completion import CompletionItem, add_completion_class
 from typer._completion_classes import FishComplete, ZshComplete
 from typer.core import TyperGroup
 
-from netbox_chat import words
+from netbox_chat import entry, words
 from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
 from netbox_chat.config import (
     DATABASE_SCHEMES,
@@ -575,6 +575,10 @@ def show_version(wanted: bool) -> None:
         raise typer.Exit()
 
 
+CHATS = (None, "resume")
+"""The invocations that open the REPL: no command (a new session) and `resume`."""
+
+
 @app.callback(invoke_without_command=True)
 def main_callback(
     ctx: typer.Context,
@@ -596,9 +600,9 @@ def main_callback(
 ) -> None:
     """Start a new chat session when no command is given."""
     if ctx.invoked_subcommand != "ask":  # `ask` guards itself (entry.py)
-        from netbox_chat import entry
-
         entry.release()
+    if ctx.invoked_subcommand not in CHATS:  # a chat's start-up ends at its prompt (repl.py)
+        entry.started()
     if ctx.invoked_subcommand is not None:
         refuse_chat_options(ctx, ctx.invoked_subcommand)
     if ctx.invoked_subcommand is None:
