@@ -5,9 +5,13 @@ hands over to the room that does the work. Heavy modules (LangChain through
 `runtime`, prompt-toolkit through `repl`, and asyncio, 25 ms on its own) are
 imported inside the commands that need them, so `ls` and `forget` start as
 fast as Python does.
-"""
 
-from __future__ import annotations
+Annotations here are evaluated where they are written (no `from __future__
+import annotations`): Typer reads every command's signature at every start,
+three times over, and string annotations were compiled and evaluated anew
+each time, about a tenth of a REPL's start-up. The few types imported only
+for the type checker are written as strings.
+"""
 
 import contextlib
 import functools
@@ -84,7 +88,7 @@ def reader_went_away() -> ExitStatus:
     return ExitStatus.BROKEN_PIPE
 
 
-def fit_to_streams(*consoles: Console) -> None:
+def fit_to_streams(*consoles: "Console") -> None:
     """Wrap lines only on a terminal: in a log or a pipe each message stays
     one line, so a grep finds it. Done per command, because the streams are
     only known then (Typer's test runner swaps them)."""
@@ -313,7 +317,7 @@ LS_ROWS = 20
 
 
 @functools.cache
-def consoles() -> tuple[Console, Console]:
+def consoles() -> "tuple[Console, Console]":
     """stdout's and stderr's consoles, made on first use: Rich's console
     module costs 17 ms of imports, which a Tab press (Typer's completion
     builds this app and runs no command) never needs."""
@@ -333,11 +337,11 @@ def consoles() -> tuple[Console, Console]:
     )
 
 
-def out() -> Console:
+def out() -> "Console":
     return consoles()[0]
 
 
-def err() -> Console:
+def err() -> "Console":
     return consoles()[1]
 
 
@@ -1073,7 +1077,7 @@ def ask_status(result: dict[str, Any]) -> ExitStatus:
     return ExitStatus.OK
 
 
-def _print_result(result: dict[str, Any], lines: JsonLines | None, as_json: bool) -> None:
+def _print_result(result: dict[str, Any], lines: "JsonLines | None", as_json: bool) -> None:
     """The result object of `--stream-json` (its last line) or `--json`;
     a session that was not kept is none."""
     if not result["kept"]:
@@ -1104,8 +1108,8 @@ async def _ask_once(
     session: OpenSession,
     settings: Settings,
     question: str,
-    signals: CancelOnSignals,
-    watcher: JsonLines | TurnView | None = None,
+    signals: "CancelOnSignals",
+    watcher: "JsonLines | TurnView | None" = None,
 ) -> dict[str, Any]:
     """Run the turn, its events to `watcher` (JSON lines, or the terminal's
     streaming view, as in the REPL); what happened, as `ask --json` says it."""
