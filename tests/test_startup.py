@@ -69,7 +69,8 @@ def test_ls_loads_nothing_it_does_not_show(sessions_dir: Path, command: list[str
 
 # Modules the first prompt has no use for: the agent, its model client and
 # their validation (built on a thread once the prompt is up), Markdown (a
-# resumed answer is rendered above the prompt once it is up), the database store.
+# resumed answer is rendered above the prompt once it is up), the database
+# store, a tool result's table (/show).
 NOT_BEFORE_THE_PROMPT = (
     "langchain_core",
     "langgraph",
@@ -81,6 +82,7 @@ NOT_BEFORE_THE_PROMPT = (
     "netbox_chat.agent",
     "netbox_chat.turns",
     "netbox_chat.pgstore",
+    "netbox_chat.evidence",
 )
 
 # The `netbox-chat` entry point, with prompt-toolkit's prompt_async noting
