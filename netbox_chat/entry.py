@@ -75,12 +75,17 @@ def started() -> None:
         gc.enable()
 
 
+def pause_collector() -> None:
+    """Collect no garbage until `started`: before the first import."""
+    gc.disable()
+    _collector_paused.append(True)
+
+
 def main() -> None:
     """`netbox-chat`: arm, pause the collector, then a Tab on a session id or
     the CLI (completion.main)."""
     arm()
-    gc.disable()
-    _collector_paused.append(True)
+    pause_collector()
     from netbox_chat.completion import main as run
 
     run()
