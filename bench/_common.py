@@ -345,12 +345,13 @@ def summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def timed_run(argv: Sequence[str], env: dict[str, str] | None = None) -> float:
-    """Wall time of one cold process, output discarded; fails loudly on error."""
+def timed_run(argv: Sequence[str], env: dict[str, str] | None = None, *, status: int = 0) -> float:
+    """Wall time of one cold process, output discarded; fails loudly on any
+    exit status but the one expected."""
     started = time.perf_counter()
     result = subprocess.run(argv, env=env, capture_output=True, timeout=120, check=False)
     elapsed = time.perf_counter() - started
-    if result.returncode != 0:
+    if result.returncode != status:
         raise RuntimeError(f"{argv} exited {result.returncode}: {result.stderr.decode()[-500:]}")
     return elapsed
 
