@@ -9,8 +9,8 @@ fast as Python does.
 Annotations here are evaluated where they are written (no `from __future__
 import annotations`): Typer reads every command's signature at every start,
 three times over, and string annotations were compiled and evaluated anew
-each time, about a tenth of a REPL's start-up. The few types imported only
-for the type checker are written as strings.
+each time (33 ms of CPU on a slow machine, 14 ms without). The few types
+imported only for the type checker are written as strings.
 """
 
 import contextlib
