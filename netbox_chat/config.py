@@ -410,6 +410,9 @@ def state_dir(env: Mapping[str, str]) -> Path | None:
 
 @dataclass(frozen=True)
 class ConfigFile:
+    """The config file as read and checked: its defaults, its profiles, and
+    what in it was ignored, said as warnings rather than refused."""
+
     path: Path
     defaults: Mapping[str, Any]
     profiles: Mapping[str, Mapping[str, Any]]
@@ -568,6 +571,9 @@ def _profile_list(profiles: Mapping[str, object]) -> str:
 
 @dataclass(frozen=True)
 class _Layer:
+    """One source of settings (flags, environment, session, profile, file),
+    named so that an error and `config` can say where a value came from."""
+
     origin: str
     values: Mapping[str, Any]
 

@@ -13,16 +13,24 @@ recorded signal delivered as it would have been (`release`).
 
 A signal during the interpreter's own start-up, before this module runs, still
 has the default effect: nothing of ours is running yet.
+
+The cyclic garbage collector is also off from here until the command's
+start-up is over (`started`). The imports ahead of the first prompt make
+about 34,000 objects that live as long as the process; collecting while they
+are made ran about 80 passes (7 % of the start-up's time) that found a few
+hundred objects to free.
 """
 
 from __future__ import annotations
 
+import gc
 import signal
 from types import FrameType
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _received: list[int] = []  # the first signal that came while armed
 _armed: list[bool] = []
+_collector_paused: list[bool] = []
 
 
 def _record(signum: int, frame: FrameType | None) -> None:
@@ -59,10 +67,30 @@ def release() -> None:
         signal.raise_signal(_received.pop())
 
 
+def started() -> None:
+    """The command's start-up is over (the REPL's: its first prompt is drawn;
+    any other command's: Typer has dispatched to it). What start-up made lives
+    as long as the process, so it is frozen out of the collector (as the built
+    agent is, runtime.py), and the collector runs again for the work to come.
+    Nothing when `main` did not pause it (the CLI called in-process)."""
+    if _collector_paused:
+        _collector_paused.clear()
+        gc.freeze()
+        gc.enable()
+
+
+def pause_collector() -> None:
+    """Collect no garbage until `started`: before the first import."""
+    gc.disable()
+    _collector_paused.append(True)
+
+
 def main() -> None:
-    """`netbox-chat`: arm, hold the keys typed while a chat starts
-    (typeahead.py), then a Tab on a session id or the CLI (completion.main)."""
+    """`netbox-chat`: arm, pause the collector, hold the keys typed while a
+    chat starts (typeahead.py), then a Tab on a session id or the CLI
+    (completion.main)."""
     arm()
+    pause_collector()
     import os
     import sys
 

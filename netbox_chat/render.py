@@ -25,7 +25,6 @@ from rich.text import Text
 
 from netbox_chat.config import SETTINGS, Settings, without_userinfo
 from netbox_chat.errors import UserFacingError
-from netbox_chat.evidence import table_of
 from netbox_chat.mdstream import Finished, MarkdownBlocks, tail_preview
 from netbox_chat.sessions import Recap, SessionSummary, Turn, epoch
 from netbox_chat.thinking import thought_for
@@ -992,6 +991,8 @@ def tool_call_view(name: str, args: dict[str, Any], result: str, error: bool) ->
 
 
 def _result_view(result: str) -> RenderableType:
+    from netbox_chat.evidence import table_of  # for /show only: not loaded before every prompt
+
     try:
         data = json.loads(result)
     except ValueError:

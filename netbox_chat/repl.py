@@ -34,7 +34,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
 from rich.text import Text
 
-from netbox_chat import render
+from netbox_chat import entry, render
 from netbox_chat.config import Settings, state_dir
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
@@ -214,6 +214,9 @@ class BackgroundRuntime:
 
 @dataclass
 class Repl:
+    """One session's prompt loop and what it keeps between lines: the input a
+    cancel gave back, the turn being drawn, how the loop ended."""
+
     session: OpenSession
     settings: Settings
     console: Console
@@ -232,9 +235,11 @@ class Repl:
         return self.background.future.result()
 
     def _prompt_drawn(self, app: Application[str]) -> None:
-        """After every render. The first one draws what waited for the prompt
-        (the resumed session's recap) above it; the next starts the agent
-        build, which would otherwise hold the GIL while the recap renders."""
+        """After every render. The first one ends the start-up (the collector
+        runs again, entry.py) and draws what waited for the prompt (the
+        resumed session's recap) above it; the next starts the agent build,
+        which would otherwise hold the GIL while the recap renders."""
+        entry.started()
         if self.above_prompt is not None:
             draw, self.above_prompt = self.above_prompt, None
             asyncio.get_running_loop().call_soon(draw)  # not inside the renderer

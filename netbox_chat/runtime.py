@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from netbox_chat import entry
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.pgstore import PgSession
+from netbox_chat.sessions import SessionFile
 from netbox_chat.stores import OpenSession
 from netbox_chat.thinking import ThinkPlan, plan_thinking
 from netbox_chat.window import too_small_for
@@ -45,6 +45,9 @@ MODEL_INFO_TIMEOUT = 10.0
 
 @dataclass
 class Runtime:
+    """An open session's built agent and what was learnt building it (the
+    model's window and thinking), for the REPL and `ask` to run turns on."""
+
     conversation: Conversation
     netbox: NetBoxClient | None
     model_info: ModelInfo | None
@@ -91,14 +94,16 @@ class Runtime:
 
 def open_saver(session: OpenSession) -> SyncSaverBridge:
     """The session's LangGraph saver, on the session's own connection, behind
-    the async bridge (slow imports)."""
-    if isinstance(session, PgSession):
-        from netbox_chat.pgsaver import BridgedPostgresSaver
+    the async bridge (slow imports). Told apart by the session file's class,
+    already loaded: asking for the database's would load `pgstore` ahead of
+    every REPL's first prompt."""
+    if isinstance(session, SessionFile):
+        from netbox_chat.checkpointer import BridgedSqliteSaver
 
-        return BridgedPostgresSaver(session.db, session.store.url, session.id)
-    from netbox_chat.checkpointer import BridgedSqliteSaver
+        return BridgedSqliteSaver(session.db, session.id)
+    from netbox_chat.pgsaver import BridgedPostgresSaver
 
-    return BridgedSqliteSaver(session.db, session.id)
+    return BridgedPostgresSaver(session.db, session.store.url, session.id)
 
 
 def build_runtime(

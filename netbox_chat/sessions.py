@@ -165,6 +165,9 @@ def migrate(conn: Connection) -> None:
 
 @dataclass
 class ToolCallRecord:
+    """One tool call of a turn, as the ledger keeps it: what was called, how
+    much it returned, how long it took, whether it failed."""
+
     name: str
     args: dict[str, Any]
     result_chars: int = 0
@@ -174,6 +177,9 @@ class ToolCallRecord:
 
 @dataclass
 class Turn:
+    """One question and what became of it: a row of the turn ledger, as the
+    recap, /history, /tokens and `export` read it."""
+
     number: int
     question: str
     status: TurnStatus

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pexpect
 import pytest
 from prompt_toolkit.application import create_app_session, get_app
 from prompt_toolkit.input import create_pipe_input
@@ -22,6 +24,7 @@ from netbox_chat import render
 from netbox_chat.config import resolve_settings
 from netbox_chat.repl import BackgroundRuntime, Repl
 from netbox_chat.sessions import SessionFile, SessionStore
+from tests.test_repl_pty import PROMPT, leave
 from tests.test_sessions import make_session
 
 ROOT = Path(__file__).parent.parent
@@ -62,6 +65,74 @@ def test_ls_loads_nothing_it_does_not_show(sessions_dir: Path, command: list[str
     )
     assert "which sites?" in out.stdout
     assert out.stderr.strip().splitlines()[-1] == "[]"
+
+
+# Modules the first prompt has no use for: the agent, its model client and
+# their validation (built on a thread once the prompt is up), Markdown (a
+# resumed answer is rendered above the prompt once it is up), the database
+# store, a tool result's table (/show).
+NOT_BEFORE_THE_PROMPT = (
+    "langchain_core",
+    "langgraph",
+    "deepagents",
+    "httpx",
+    "pydantic",
+    "rich.markdown",
+    "markdown_it",
+    "netbox_chat.agent",
+    "netbox_chat.turns",
+    "netbox_chat.pgstore",
+    "netbox_chat.evidence",
+)
+
+# The `netbox-chat` entry point, with prompt-toolkit's prompt_async noting
+# what is loaded each time a prompt is about to be drawn.
+PROMPT_PROBE = f"""\
+import gc, json, os, sys
+from prompt_toolkit import PromptSession
+
+asked = PromptSession.prompt_async
+seen = []
+
+async def prompt_async(self, *args, **kwargs):
+    loaded = sorted(m for m in {NOT_BEFORE_THE_PROMPT!r} if m in sys.modules)
+    seen.append({{"loaded": loaded, "collecting": gc.isenabled()}})
+    with open(os.environ["PROBE_OUT"], "w") as out:
+        json.dump(seen, out)
+    return await asked(self, *args, **kwargs)
+
+PromptSession.prompt_async = prompt_async
+sys.argv = ["netbox-chat", *sys.argv[1:]]
+from netbox_chat.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("resumed", [False, True], ids=["new", "resume"])
+def test_the_first_prompt_loads_nothing_it_does_not_use(
+    chat_env: dict[str, str], sessions_dir: Path, tmp_path: Path, resumed: bool
+) -> None:
+    args = ["resume", make_session(SessionStore(sessions_dir))] if resumed else []
+    probe_out = tmp_path / "probe.json"
+    child = pexpect.spawn(
+        sys.executable,
+        ["-c", PROMPT_PROBE, *args],
+        env={**chat_env, "PROBE_OUT": str(probe_out)},
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 100),
+    )
+    child.expect(PROMPT)
+    child.sendline("/help")
+    child.expect("Ask a question about your network")
+    child.expect(PROMPT)
+    leave(child)
+    first, second = json.loads(probe_out.read_text())[:2]
+    assert first["loaded"] == []
+    # The collector, paused while the start-up's imports ran, collects again
+    # for the rest of the session (a long one would otherwise only grow).
+    assert second["collecting"] is True
 
 
 def finished(session: SessionFile, question: str, status: str, **outcome: object) -> int:
