@@ -34,8 +34,10 @@ if str(ROOT) not in sys.path:
 CODE_ENV = "NETBOX_CHAT_BENCH_CODE"
 """Set (by `figures_of_revision`) to a folder holding another revision's
 `netbox_chat/`: the benchmark then measures that code, with this tree's bench
-helpers, test doubles and cached sessions, so both sets of figures come from
-the same harness and the same session files."""
+helpers and test doubles, so both sets of figures come from the same harness.
+Its cached sessions are the same turns written by its own code: a revision
+from before a ledger migration refuses a file today's code wrote (made by a
+newer netbox-chat)."""
 CODE = Path(os.environ[CODE_ENV]) if os.environ.get(CODE_ENV) else ROOT
 if CODE != ROOT:
     sys.path.insert(0, str(CODE))
@@ -51,6 +53,8 @@ STAGES = (10, 20, 50, 100, 500)
 
 BUILDER_VERSION = "1"
 """Bump when the shape of the generated turns changes (forces a rebuild)."""
+STALE_SECONDS = 24 * 3600
+"""A cached session folder unused this long is removed when another is built."""
 SHAPING_MODULES = ("sessions.py", "checkpointer.py", "agent.py", "turns.py", "config.py")
 """The modules whose code shapes a session file: the cache is rebuilt when they change."""
 
@@ -166,10 +170,11 @@ def close_conversation(conversation: Any) -> None:
 
 
 def code_fingerprint() -> str:
-    """Changes whenever the code that shapes a session file changes."""
+    """Changes whenever the code that shapes a session file changes (the
+    code measured: this tree's, or the revision's under `CODE_ENV`)."""
     digest = hashlib.sha256(BUILDER_VERSION.encode())
     for name in SHAPING_MODULES:
-        path = ROOT / "netbox_chat" / name
+        path = CODE / "netbox_chat" / name
         digest.update(name.encode())
         digest.update(path.read_bytes() if path.exists() else b"")
     return digest.hexdigest()[:12]
@@ -190,13 +195,17 @@ def cached_sessions(log: Callable[[str], None] = print) -> dict[str, Any]:
     folder = CACHE / f"sessions-{code_fingerprint()}"
     manifest = folder / "manifest.json"
     if manifest.exists():
+        folder.touch()  # in use: not stale
         data = json.loads(manifest.read_text())
         data["dir"] = folder
         data["stages"] = {int(k): folder / v for k, v in data["stages"].items()}
         return data
     log(f"building cached sessions in {folder} (once per code version, about 1-2 min)...")
+    # Another revision's cache (`--against`) may be in use beside this one:
+    # only caches left unused for a day go.
     for stale in CACHE.glob("sessions-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+        if time.time() - stale.stat().st_mtime > STALE_SECONDS:
+            shutil.rmtree(stale, ignore_errors=True)
     folder.mkdir(parents=True)
     data = asyncio.run(_build(folder, log))
     manifest.write_text(

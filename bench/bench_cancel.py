@@ -492,7 +492,7 @@ def main() -> None:
         args.figures.write_text(json.dumps(measure(args)))
         return
     C.header("bench 3: Ctrl-C to prompt on a 500-turn session")
-    C.cached_sessions()  # built once, before a revision measured first could race for it
+    C.cached_sessions()  # this tree's, built before any timing starts
     runs: dict[str, dict[str, Any]] = {}
     if args.against:
         forwarded = [

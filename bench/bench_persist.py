@@ -267,7 +267,7 @@ def main() -> None:
         args.figures.write_text(json.dumps(measure(args)))
         return
     C.header("bench 6: per-turn persistence cost, and a turn's own overhead")
-    C.cached_sessions()  # built once, before a revision measured first could race for it
+    C.cached_sessions()  # this tree's, built before any timing starts
     runs: dict[str, dict[str, Any]] = {}
     if args.against:
         forwarded = [f"--turns={args.turns}", f"--overhead-turns={args.overhead_turns}"]

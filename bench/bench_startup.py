@@ -177,7 +177,7 @@ def main() -> None:
         args.figures.write_text(json.dumps(measure(args.runs)))
         return
     C.header("bench 2: time to the first prompt")
-    C.cached_sessions()  # built once, before a revision measured first could race for it
+    C.cached_sessions()  # this tree's, built before any timing starts
     runs: dict[str, dict[str, Any]] = {}
     if args.against:
         runs[args.against] = C.figures_of_revision(
