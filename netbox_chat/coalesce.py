@@ -1,6 +1,7 @@
 """A model's reply that streams faster than it is read is read in fewer pieces.
 
-Ollama sends one NDJSON line per token (about 14,500 for a 100 kB answer),
+Ollama sends one NDJSON line per token (about 14,500 for a 100 kB answer), an
+OpenAI-compatible server one server-sent event,
 and each line costs the same long road whatever its size: ChatOllama's chunk,
 LangChain's callbacks, LangGraph's "messages" stream (a wake-up of the event
 loop from another context), the turn's events, the view. Measured on a slow
@@ -10,7 +11,7 @@ waited behind it.
 
 So when lines are already waiting, read but not yet handed on, consecutive
 lines that only add text to the answer (or only to the thinking) are joined
-into one line before the model client parses them. The text, its order,
+into one line (or event) before the model client parses them. The text, its order,
 and where the thinking ends and the answer begins are exactly as the server
 sent them; only the number of pieces changes, and only when the reader is
 behind: a reply read as fast as it streams goes through line by line, as
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -30,30 +32,86 @@ import httpx
 Merge = Callable[[bytes], bytes]
 """Whole lines in, the same lines (some of them joined) out."""
 
-_TEXT_FIELDS = ("content", "thinking")
+
+@dataclass(frozen=True)
+class _Piece:
+    """One unit of a reply as it came (`raw`, with its line ends), and, if it
+    only adds text, the parsed unit, which text field and the text."""
+
+    raw: bytes
+    part: dict[str, Any] | None = None
+    field: str = ""
+    text: str = ""
 
 
-def _text_only(line: bytes) -> tuple[dict[str, Any], str, str] | None:
-    """An Ollama chat line that only adds text: (the line, which field, the
-    text); None for any other line, which is never joined."""
-    try:
-        part = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(part, dict) or part.get("done") is not False:
-        return None
-    message = part.get("message")
-    if set(part) - {"model", "created_at", "done", "message"} or not isinstance(message, dict):
-        return None
-    if set(message) - {"role", *_TEXT_FIELDS} or message.get("role") != "assistant":
-        return None
-    texts = [(name, message.get(name, "")) for name in _TEXT_FIELDS]
+def _joined_runs(pieces: list[_Piece], join: Callable[[list[_Piece]], bytes]) -> bytes:
+    """The pieces as they came, each run of text-only ones of the same field
+    (and the same envelope apart from the text) joined into one by `join`."""
+    out: list[bytes] = []
+    run: list[_Piece] = []
+    for piece in pieces:
+        if run and (piece.part is None or _key(piece) != _key(run[0])):
+            out.append(run[0].raw if len(run) == 1 else join(run))
+            run = []
+        if piece.part is None:
+            out.append(piece.raw)
+        else:
+            run.append(piece)
+    if run:
+        out.append(run[0].raw if len(run) == 1 else join(run))
+    return b"".join(out)
+
+
+def _key(piece: _Piece) -> tuple[str, Any, Any]:
+    """What must be the same for two pieces to be joined."""
+    assert piece.part is not None
+    return piece.field, piece.part.get("model"), piece.part.get("id")
+
+
+def _only_text(fields: dict[str, Any], names: tuple[str, ...]) -> tuple[str, str] | None:
+    """(field, text) when exactly one of `names` holds text and the others are
+    empty or absent; None otherwise (both, neither, or not a string)."""
+    texts = [(name, fields.get(name) or "") for name in names]
     if not all(isinstance(text, str) for _, text in texts):
         return None
     written = [(name, text) for name, text in texts if text]
-    if len(written) != 1:  # both, or neither: keep it as it is
-        return None
-    return part, *written[0]
+    return written[0] if len(written) == 1 else None
+
+
+# --- Ollama's /api/chat: one NDJSON line per token ---------------------------------------
+
+_OLLAMA_TEXT = ("content", "thinking")
+
+
+def _ollama_piece(line: bytes) -> _Piece:
+    """An Ollama chat line; its text if it only adds text (never a tool call,
+    the last line with its counts, an error or a field not known here)."""
+    raw = line + b"\n"
+    try:
+        part = json.loads(line)
+    except ValueError:
+        return _Piece(raw)
+    if not isinstance(part, dict) or part.get("done") is not False:
+        return _Piece(raw)
+    message = part.get("message")
+    if set(part) - {"model", "created_at", "done", "message"} or not isinstance(message, dict):
+        return _Piece(raw)
+    if set(message) - {"role", *_OLLAMA_TEXT} or message.get("role") != "assistant":
+        return _Piece(raw)
+    text = _only_text(message, _OLLAMA_TEXT)
+    return _Piece(raw) if text is None else _Piece(raw, part, *text)
+
+
+def _ollama_join(run: list[_Piece]) -> bytes:
+    """One line for a run: its text in order, the first line's envelope, the
+    last one's `created_at`."""
+    first = run[0].part
+    assert first is not None and run[-1].part is not None
+    message = {**first["message"], run[0].field: "".join(piece.text for piece in run)}
+    joined = {**first, "message": message}
+    if "created_at" in run[-1].part:
+        joined["created_at"] = run[-1].part["created_at"]
+    return json.dumps(joined).encode() + b"\n"
 
 
 def merge_ollama_lines(data: bytes) -> bytes:
@@ -63,34 +121,73 @@ def merge_ollama_lines(data: bytes) -> bytes:
     lines = data.split(b"\n")[:-1]
     if len(lines) < 2:
         return data
-    out: list[bytes] = []
-    run: list[tuple[bytes, dict[str, Any], str, str]] = []
-    for line in lines:
-        text = _text_only(line)
-        if run and (
-            text is None or text[1] != run[0][2] or text[0].get("model") != run[0][1].get("model")
-        ):
-            out.append(_joined(run))
-            run = []
-        if text is None:
-            out.append(line)
-        else:
-            run.append((line, *text))
-    if run:
-        out.append(_joined(run))
-    return b"\n".join(out) + b"\n"
+    return _joined_runs([_ollama_piece(line) for line in lines], _ollama_join)
 
 
-def _joined(run: list[tuple[bytes, dict[str, Any], str, str]]) -> bytes:
-    """One line for a run of text-only lines: their text in order, the first
-    line's envelope, the last one's `created_at`. A run of one goes on as it came."""
-    if len(run) == 1:
-        return run[0][0]
-    _, part, name, _ = run[0]
-    joined = {**part, "message": {**part["message"], name: "".join(t for *_, t in run)}}
-    if "created_at" in run[-1][1]:
-        joined["created_at"] = run[-1][1]["created_at"]
-    return json.dumps(joined).encode()
+# --- /v1/chat/completions: one server-sent event per token --------------------------------
+
+# The answer, and the reasoning in the field each server sends it in
+# (models/dialects.py: `reasoning_content` on llama-server, SGLang and LM
+# Studio; `reasoning` on vLLM and Ollama's /v1).
+_SSE_TEXT = ("content", "reasoning_content", "reasoning")
+_SSE_ENVELOPE = {"id", "object", "created", "model", "system_fingerprint", "choices", "usage"}
+_SSE_CHOICE = {"index", "delta", "finish_reason", "logprobs"}
+
+
+def _sse_piece(line: bytes, ends_event: bool) -> _Piece:
+    """A line of an event stream; its text if it is a whole event (`data:`
+    and the blank line after it) that only adds text to the one choice:
+    never a tool call, the finish, the usage, an error or `[DONE]`, nor an
+    event with a field not known here (it goes on as it came)."""
+    raw = line + (b"\n\n" if ends_event else b"\n")
+    if not ends_event or not line.startswith(b"data: "):
+        return _Piece(raw)
+    try:
+        part = json.loads(line[len(b"data: ") :])
+    except ValueError:
+        return _Piece(raw)
+    if not isinstance(part, dict) or set(part) - _SSE_ENVELOPE or part.get("usage") is not None:
+        return _Piece(raw)
+    choices = part.get("choices")
+    if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict):
+        return _Piece(raw)
+    (choice,) = choices
+    if set(choice) - _SSE_CHOICE or choice.get("finish_reason") is not None:
+        return _Piece(raw)
+    delta = choice.get("delta")
+    if choice.get("logprobs") is not None or not isinstance(delta, dict):
+        return _Piece(raw)
+    if set(delta) - {"role", *_SSE_TEXT} or delta.get("role") not in (None, "assistant"):
+        return _Piece(raw)
+    text = _only_text(delta, _SSE_TEXT)
+    return _Piece(raw) if text is None else _Piece(raw, part, *text)
+
+
+def _sse_join(run: list[_Piece]) -> bytes:
+    """One event for a run: its text in order, in the first event's envelope."""
+    first = run[0].part
+    assert first is not None
+    (choice,) = first["choices"]
+    delta = {**choice["delta"], run[0].field: "".join(piece.text for piece in run)}
+    joined = {**first, "choices": [{**choice, "delta": delta}]}
+    return b"data: " + json.dumps(joined).encode() + b"\n\n"
+
+
+def merge_sse_events(data: bytes) -> bytes:
+    """An event stream's whole lines (`data` ends with a newline), with each
+    run of consecutive whole events that only add text to the same field
+    joined into one event. A `data:` line whose blank line has not come yet
+    goes on alone: the client dispatches it when that line comes."""
+    lines = data.split(b"\n")[:-1]
+    if len(lines) < 4:  # two events at least
+        return data
+    pieces: list[_Piece] = []
+    at = 0
+    while at < len(lines):
+        ends_event = at + 1 < len(lines) and lines[at + 1] == b"" and lines[at] != b""
+        pieces.append(_sse_piece(lines[at], ends_event))
+        at += 2 if ends_event else 1
+    return _joined_runs(pieces, _sse_join)
 
 
 class Coalesced(httpx.AsyncByteStream):

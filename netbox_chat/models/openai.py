@@ -32,6 +32,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai.chat_models.base import BaseChatOpenAI
 from pydantic import PrivateAttr, SecretStr
 
+from netbox_chat.coalesce import CoalescingTransport, merge_sse_events
 from netbox_chat.coldstart import recorder
 from netbox_chat.errors import UserFacingError
 from netbox_chat.liveness import PatientTransport
@@ -281,12 +282,14 @@ def build_chat_model(
       for, with the status line saying so; `read_timeout` bounds only a server
       that answers nothing at all, or stops mid-answer. vLLM sends its headers
       before a prefill that can take minutes (facts, 4): the wait lasts until
-      the first piece of the body.
+      the first piece of the body. Around it, coalesce.CoalescingTransport:
+      events that wait unread are joined, text to text.
     - `max_retries=0`: a retry re-submits the whole prompt; a failed request
       fails the turn, which is rolled back, as with Ollama.
     - `use_responses_api=False`: always /v1/chat/completions, whatever the
       model's name (facts, 2.2).
     """
+    chat_path = f"{urlsplit(base_url).path.rstrip('/')}/chat/completions"
     chat = ChatOpenAICompatible(
         model=model,
         base_url=base_url,
@@ -301,11 +304,16 @@ def build_chat_model(
         use_responses_api=False,
         timeout=httpx.Timeout(read_timeout, connect=10.0),
         http_async_client=httpx.AsyncClient(
-            transport=PatientTransport(
-                busy_probe(base_url, dialect, api_key, read_timeout),
-                read_timeout,
-                paths=(f"{urlsplit(base_url).path.rstrip('/')}/chat/completions",),
-                loaded=recorder(os.environ),  # the user's cold start, for doctor
+            # A reply read slower than it streams is read in fewer pieces (coalesce.py).
+            transport=CoalescingTransport(
+                PatientTransport(
+                    busy_probe(base_url, dialect, api_key, read_timeout),
+                    read_timeout,
+                    paths=(chat_path,),
+                    loaded=recorder(os.environ),  # the user's cold start, for doctor
+                ),
+                merge_sse_events,
+                paths=(chat_path,),
             ),
             timeout=httpx.Timeout(read_timeout, connect=10.0),
         ),
