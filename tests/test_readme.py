@@ -12,10 +12,12 @@ import re
 import subprocess
 import sys
 import time
+from datetime import date
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pexpect
+from pytest import MonkeyPatch
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
@@ -361,3 +363,31 @@ def typer_commands() -> list[str]:
     import typer
 
     return list(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+
+
+def test_the_readmes_doctor_example(
+    chat_env: dict[str, str], ollama: ScriptedOllama, tmp_path: Path, monkeypatch: MonkeyPatch
+) -> None:
+    """`doctor` with a refused token, the model not loaded, one cold start
+    measured, and the sessions folder the default one that exists."""
+    from netbox_chat.coldstart import record_cold_start, record_path
+
+    ollama.running = []
+    state = record_path(chat_env)
+    assert state is not None
+    record_cold_start(state, "qwen3:8b", 14.0, date(2026, 12, 2))
+    data = tmp_path / "data"
+    (data / "netbox-chat" / "sessions").mkdir(parents=True)
+    env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
+    env |= {"XDG_DATA_HOME": str(data), "NETBOX_TOKEN": "nbt_nope0000000.wrongwrongwrongwrong"}
+    monkeypatch.chdir(tmp_path)  # no sessions/ folder in or above it
+    shown = CliRunner().invoke(app, ["doctor"], env={**env, "COLUMNS": "300"})
+    assert shown.exit_code == 1
+    lines = [
+        line.replace(str(data), "/home/ana/.local/share")
+        .replace(chat_env["OLLAMA_HOST"], "http://127.0.0.1:11434")
+        .replace(chat_env["NETBOX_URL"], "http://netbox.example:8000")
+        for line in shown.stdout.splitlines()
+    ]
+    readme = example_starting("✓ Ollama: http://127.0.0.1:11434 (version")
+    assert_shown(readme, lines, [], chat_env["NETBOX_URL"])
