@@ -58,6 +58,7 @@ def normal(line: str, ids: list[str], netbox_url: str) -> str:
         line = line.replace(sid, "ID")
     for host in (netbox_url.rstrip("/"), urlsplit(netbox_url).netloc, *README_HOSTS):
         line = line.replace(host, "HOST")
+    line = re.sub(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", "UUID", line)  # tool call ids
     line = re.sub(r"\d+\.\d+s\b", "Ns", line)
     line = re.sub(r"just now|\d+ min ago", "AGO", line)
     line = re.sub(r'"(thinking_seconds|seconds)": [\d.]+', r'"\1": N', line)
@@ -391,3 +392,22 @@ def test_the_readmes_doctor_example(
     ]
     readme = example_starting("✓ Ollama: http://127.0.0.1:11434 (version")
     assert_shown(readme, lines, [], chat_env["NETBOX_URL"])
+
+
+def test_the_readmes_stream_json_example(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    # the example's events, each delta one piece (how text is cut into deltas
+    # depends on how fast it is read: paced here so each piece is read alone)
+    thought, then = "The operator wants offline devices at DM-Akron.", "The tool says one device."
+    pieces = ["One device is ", ANSWER.removeprefix("One device is ")]
+    ollama.script(
+        [Thinking(thought, chunks=[thought]), OFFLINE],
+        [Thinking(then, chunks=[then]), Text(ANSWER, chunks=pieces, chunk_delay=0.5)],
+    )
+    first = f'$ netbox-chat ask "{QUESTION}" --stream-json'
+    streamed = CliRunner().invoke(app, ["ask", QUESTION, "--stream-json"], env=chat_env)
+    assert streamed.exit_code == 0, streamed.output
+    (path,) = sessions_dir.glob("*.sqlite")
+    shown = [first, *streamed.stdout.splitlines()]
+    assert_shown(example(first), shown, [path.stem], chat_env["NETBOX_URL"])
