@@ -34,7 +34,7 @@ OFFLINE = ToolCall(
 )
 ANSWER = "One device is offline at DM-Akron: `dmi01-akron-sw02`."
 # The README's own example ids and hosts.
-README_IDS = ("5k9dztr9", "5vyf4aa0", "5vyf", "p0nv2y4m", "p0nv")
+README_IDS = ("5k9dztr9", "5vyf4aa0", "5vyf", "p0nv2y4m", "p0nv", "7k2m9qpx")
 README_HOSTS = ("netbox.example.com", "netbox.example:8000", "https://netbox.example")
 
 
@@ -411,3 +411,25 @@ def test_the_readmes_stream_json_example(
     (path,) = sessions_dir.glob("*.sqlite")
     shown = [first, *streamed.stdout.splitlines()]
     assert_shown(example(first), shown, [path.stem], chat_env["NETBOX_URL"])
+
+
+def test_the_readmes_message_for_a_session_open_elsewhere(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    """Two terminals on one session: the second is refused, exit 4, with the
+    holder's pid (this test's process holds the session's lock, as a chat would)."""
+    import os
+
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    store = SessionStore(sessions_dir)
+    sid = make_session(store)
+    with store.open(sid):
+        refused = CliRunner().invoke(
+            app, ["ask", "how many sites?", "--session", sid], env=chat_env
+        )
+    assert refused.exit_code == 4
+    shown = refused.stderr.replace(f"pid {os.getpid()}", "pid 41235").splitlines()
+    readme = example_starting("netbox-chat: session 7k2m9qpx is open in another netbox-chat")
+    assert_shown(readme, shown, [sid], chat_env["NETBOX_URL"])
