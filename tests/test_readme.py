@@ -433,3 +433,18 @@ def test_the_readmes_message_for_a_session_open_elsewhere(
     shown = refused.stderr.replace(f"pid {os.getpid()}", "pid 41235").splitlines()
     readme = example_starting("netbox-chat: session 7k2m9qpx is open in another netbox-chat")
     assert_shown(readme, shown, [sid], chat_env["NETBOX_URL"])
+
+
+def test_the_readmes_message_for_an_id_that_matches_no_session(
+    chat_env: dict[str, str], tmp_path: Path, monkeypatch: MonkeyPatch
+) -> None:
+    """The inline ``no session 'abc' in …`` under "Not a session id", for the
+    default sessions folder (the message names the folder it looked in)."""
+    (inline,) = re.findall(r"``(no session 'abc' in [^`]*`[^`]*`\))``", README)
+    data = tmp_path / "data"
+    env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
+    monkeypatch.chdir(tmp_path)  # no sessions/ folder in or above it
+    missing = CliRunner().invoke(app, ["export", "abc"], env={**env, "XDG_DATA_HOME": str(data)})
+    assert missing.exit_code == 1
+    shown = missing.stderr.replace(str(data), "/home/ana/.local/share")
+    assert shown.splitlines() == [f"netbox-chat: {inline}"]
