@@ -17,11 +17,22 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pexpect
+import pytest
 from pytest import MonkeyPatch
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
-from tests.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
+from tests.ollama_server import (
+    CutOff,
+    HTTPError,
+    ScriptedOllama,
+    Stall,
+    Step,
+    StreamError,
+    Text,
+    Thinking,
+    ToolCall,
+)
 from tests.test_repl_pty import PROMPT
 from tests.test_repl_screen import Terminal, chat
 
@@ -448,3 +459,48 @@ def test_the_readmes_message_for_an_id_that_matches_no_session(
     assert missing.exit_code == 1
     shown = missing.stderr.replace(str(data), "/home/ana/.local/share")
     assert shown.splitlines() == [f"netbox-chat: {inline}"]
+
+
+def ollama_problems() -> list[str]:
+    """The messages of the README's "Ollama problems" table, in order."""
+    table = README.split("**Ollama problems**", 1)[1].split("\n\n")[1]
+    return [
+        re.sub(r"^``?(.*?)``?$", r"\1", row.split(" | ")[0][2:]) for row in table.splitlines()[2:]
+    ]
+
+
+CLOSED = "closed port"
+SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
+OLLAMA_PROBLEMS = [
+    ({"OLLAMA_HOST": CLOSED}, []),
+    ({"NETBOX_CHAT_MODEL": "llama9:70b"}, []),
+    ({"NETBOX_CHAT_MODEL": "gemma:2b"}, []),
+    ({}, [[StreamError("llama runner process has terminated")]]),
+    ({"NETBOX_CHAT_TIMEOUT": "1"}, [[Text("One device"), Stall()]]),
+    ({}, [[HTTPError(500, "…")]]),  # the README elides Ollama's own words: "…" here too
+    ({}, [[Thinking("The operator wants offline devices."), CutOff()]]),
+    ({}, [*([SITES] for _ in range(9)), []]),
+]
+
+
+@pytest.mark.parametrize(
+    ("row", "env", "replies"), [(n, *p) for n, p in enumerate(OLLAMA_PROBLEMS)]
+)
+def test_the_readmes_ollama_problems(
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    row: int,
+    env: dict[str, str],
+    replies: list[list[Step]],
+) -> None:
+    """Each row of the table, as `ask` prints it: `turn N failed: MESSAGE`, with
+    `; nothing was kept` since a new session's failed first turn is not kept."""
+    from tests.test_doctor import closed_port
+
+    assert len(ollama_problems()) == len(OLLAMA_PROBLEMS)
+    ollama.script(*replies)
+    env = {k: closed_port() if v == CLOSED else v for k, v in env.items()}
+    failed = CliRunner().invoke(app, ["ask", QUESTION], env={**chat_env, **env})
+    assert failed.exit_code == 1
+    said = f"netbox-chat: turn 1 failed: {ollama_problems()[row]}; nothing was kept"
+    assert failed.stderr.splitlines() == [said]
