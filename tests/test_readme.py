@@ -504,3 +504,33 @@ def test_the_readmes_ollama_problems(
     assert failed.exit_code == 1
     said = f"netbox-chat: turn 1 failed: {ollama_problems()[row]}; nothing was kept"
     assert failed.stderr.splitlines() == [said]
+
+
+def test_the_readmes_message_for_a_failed_token_command(
+    chat_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The README's profile prod with `pass show netbox/prod`, and a `pass`
+    that does not have it: pass's own words on stderr, exit 1
+    (password-store.sh: `die "Error: $path is not in the password store."`,
+    and `die` exits 1)."""
+    folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
+    folder.mkdir(parents=True)
+    (folder / "config.toml").write_text(
+        '[profiles.prod]\nnetbox_url = "https://netbox.example.com"\n'
+        'token_command = "pass show netbox/prod"\n'
+    )
+    (folder / "config.toml").chmod(0o600)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "pass").write_text(
+        '#!/bin/sh\necho "Error: $2 is not in the password store." >&2\nexit 1\n'
+    )
+    (bin_dir / "pass").chmod(0o700)
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    shown = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    assert shown.exit_code == 1
+    rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
+    assert "netbox_token failed (token_command; see below) profile prod, token_command" in rows
+    readme = example_starting("netbox-chat: token_command of profile prod failed:")
+    assert shown.stderr.splitlines() == readme
