@@ -534,3 +534,23 @@ def test_the_readmes_message_for_a_failed_token_command(
     assert "netbox_token failed (token_command; see below) profile prod, token_command" in rows
     readme = example_starting("netbox-chat: token_command of profile prod failed:")
     assert shown.stderr.splitlines() == readme
+
+
+def test_the_readmes_doctor_example_on_vllm(chat_env: dict[str, str]) -> None:
+    """The first lines of `doctor` on vLLM serving Qwen/Qwen3-8B with
+    `--max-model-len 32768`, as the README's vLLM section starts it."""
+    from tests.openai_server import ScriptedOpenAI, server_env
+
+    model = "Qwen/Qwen3-8B"
+    vllm = ScriptedOpenAI("vllm", {model: ["completion", "tools"]}, context_lengths={model: 32768})
+    vllm.script([Thinking("Say OK."), Text("OK")])  # doctor's probe of tools and reasoning
+    with vllm:
+        env = {k: v for k, v in chat_env.items() if not k.startswith("OLLAMA")}
+        env |= {**server_env(vllm), "NETBOX_CHAT_MODEL": model}
+        shown = CliRunner().invoke(app, ["doctor"], env=env)
+    lines = [
+        line.replace(vllm.base_url, "http://127.0.0.1:8000/v1")
+        for line in shown.stdout.splitlines()
+    ]
+    readme = example_starting("✓ model server: vLLM at")
+    assert_shown(readme, lines[: len(readme)], [], chat_env["NETBOX_URL"])
