@@ -22,6 +22,7 @@ from pytest import MonkeyPatch
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
+from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import (
     CutOff,
     HTTPError,
@@ -554,3 +555,28 @@ def test_the_readmes_doctor_example_on_vllm(chat_env: dict[str, str]) -> None:
     ]
     readme = example_starting("✓ model server: vLLM at")
     assert_shown(readme, lines[: len(readme)], [], chat_env["NETBOX_URL"])
+
+
+def test_the_readmes_netbox_problems(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """`ask` exits 5 with one line when its answer was made without NetBox:
+    NetBox down, a wrong token, no token, a token that may not read sites."""
+    from tests.test_doctor import closed_port
+
+    down = closed_port()
+    envs = [
+        {**chat_env, "NETBOX_URL": down, "NETBOX_TIMEOUT": "1"},
+        {**chat_env, "NETBOX_TOKEN": "nbt_nope0000000.wrongwrongwrongwrong"},
+        {k: v for k, v in chat_env.items() if k != "NETBOX_TOKEN"},
+        chat_env,
+    ]
+    shown = []
+    for env in envs:
+        netbox.forbidden = {"dcim/sites"} if env is chat_env else set()
+        ollama.script([SITES], [Text("I could not read NetBox.")])
+        answered = CliRunner().invoke(app, ["ask", "how many sites?"], env=env)
+        assert answered.exit_code == 5, answered.output
+        shown.append(answered.stderr.splitlines()[-1].replace(down, "http://127.0.0.1:8000"))
+    readme = example_starting("netbox-chat: answered without NetBox: Cannot reach NetBox")
+    assert shown == readme
