@@ -580,3 +580,17 @@ def test_the_readmes_netbox_problems(
         shown.append(answered.stderr.splitlines()[-1].replace(down, "http://127.0.0.1:8000"))
     readme = example_starting("netbox-chat: answered without NetBox: Cannot reach NetBox")
     assert shown == readme
+
+
+def test_the_readmes_line_for_a_model_ollama_does_not_have(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """The chat says it above the prompt before any question is asked."""
+    (line,) = example_starting("Ollama answered 404: model 'nosuch:1b' not found")
+    child, terminal = chat({**chat_env, "NETBOX_CHAT_MODEL": "nosuch:1b"})
+    child.expect_exact("checks the setup")
+    time.sleep(0.3)
+    shown = [text for text in terminal.lines() if text.startswith("Ollama")]
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    assert shown == [line] and ollama.requests == []
