@@ -594,3 +594,22 @@ def test_the_readmes_line_for_a_model_ollama_does_not_have(
     child.sendcontrol("d")
     child.expect(pexpect.EOF)
     assert shown == [line] and ollama.requests == []
+
+
+def test_the_readmes_message_for_a_token_env_that_is_not_set(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """Refused before any question is asked, exit 1, naming the variable."""
+    (inline,) = re.findall(
+        r"``(netbox-chat: no NetBox token: LAB_TOKEN[^`]*`[^`]*`[^`]*)``", README
+    )
+    folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
+    folder.mkdir(parents=True)
+    (folder / "config.toml").write_text(
+        f'[profiles.lab]\nnetbox_url = "{chat_env["NETBOX_URL"]}"\ntoken_env = "LAB_TOKEN"\n'
+    )
+    (folder / "config.toml").chmod(0o600)
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+    refused = CliRunner().invoke(app, ["ask", "how many sites?", "--profile", "lab"], env=env)
+    assert refused.exit_code == 1
+    assert refused.stderr.splitlines() == [inline] and ollama.requests == []
