@@ -613,3 +613,34 @@ def test_the_readmes_message_for_a_token_env_that_is_not_set(
     refused = CliRunner().invoke(app, ["ask", "how many sites?", "--profile", "lab"], env=env)
     assert refused.exit_code == 1
     assert refused.stderr.splitlines() == [inline] and ollama.requests == []
+
+
+def test_the_readmes_inline_messages_for_the_configuration_file(
+    chat_env: dict[str, str],
+) -> None:
+    """A variable that overrides an asked-for profile is a warning; an unknown
+    key is one line naming the file's line, exit 1."""
+    text = " ".join(README.split())
+    (warning,) = re.findall(r"\(`(warning: profile prod: [^`]*)`\)", text)
+    (unknown,) = re.findall(r"\(`(config\.toml line 4: unknown key [^`]*)`\)", text)
+    config = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        '[profiles.prod]\nnetbox_url = "https://netbox.example.com"\ntoken_env = "PROD"\n'
+    )
+    config.chmod(0o600)
+    env = {k: v for k, v in chat_env.items() if k != "NETBOX_TOKEN"} | {"PROD": "nbt_prod"}
+    warned = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    # then refused: NETBOX_URL with the profile's token is a pairing it never sends
+    assert warned.exit_code == 1
+    assert warned.stderr.splitlines()[0] == f"netbox-chat: {warning}"
+
+    config.write_text(
+        '[profiles.lab]\nnetbox_url = "http://netbox-lab.example:8000"\n'
+        'token_env = "NETBOX_TOKEN_LAB"\nwindow = 8192\n'
+    )
+    refused = CliRunner().invoke(app, ["ls"], env=chat_env)
+    assert refused.exit_code == 1
+    (line,) = refused.stderr.splitlines()
+    start, end = unknown.split("…")  # the README leaves out the known keys
+    assert line.startswith(f"netbox-chat: {config.parent}/{start}") and line.endswith(end)
