@@ -644,3 +644,33 @@ def test_the_readmes_inline_messages_for_the_configuration_file(
     (line,) = refused.stderr.splitlines()
     start, end = unknown.split("…")  # the README leaves out the known keys
     assert line.startswith(f"netbox-chat: {config.parent}/{start}") and line.endswith(end)
+
+
+def test_the_readmes_note_when_resume_goes_on_with_another_model(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """A session whose last turn asked qwen2.5:7b, resumed with
+    NETBOX_CHAT_MODEL=qwen3:8b: one note above the banner."""
+    text = " ".join(README.split())
+    (note,) = re.findall(r"\(`(netbox-chat: session 5vyf4aa0 last asked [^`]*)`\)", text)
+    ollama.script([Text("Three sites.")])
+    env = {**chat_env, "NETBOX_CHAT_MODEL": "qwen2.5:7b"}
+    first = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=env)
+    sid = json.loads(first.stdout)["session"]
+    terminal = Terminal(200, 30)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "netbox_chat", "resume", sid],
+        env={**chat_env, "COLUMNS": "200"},
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(30, 200),
+    )
+    child.logfile_read = terminal
+    child.expect(PROMPT)
+    time.sleep(0.5)
+    shown = [line for line in terminal.lines() if line]
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    assert normal(shown[0], [sid], "http://x") == normal(note, [sid], "http://x")
+    assert shown[1].startswith(f"resumed session {sid}:")  # the note is above the banner
