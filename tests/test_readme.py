@@ -674,3 +674,25 @@ def test_the_readmes_note_when_resume_goes_on_with_another_model(
     child.expect(pexpect.EOF)
     assert normal(shown[0], [sid], "http://x") == normal(note, [sid], "http://x")
     assert shown[1].startswith(f"resumed session {sid}:")  # the note is above the banner
+
+
+def test_the_readmes_note_for_a_turn_whose_process_was_killed(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """The third turn's process is killed inside a NetBox request; the next
+    `ask --session` rolls that turn back first and says so."""
+    from tests.test_stores import hold_in_a_tool
+
+    (note,) = re.findall(r"`(turn 3 was interrupted and rolled back \([^`]*)`", README)
+    ollama.script([Text("Three sites.")], [Text("Still three.")])
+    first = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=chat_env)
+    sid = json.loads(first.stdout)["session"]
+    CliRunner().invoke(app, ["ask", "and now?", "--session", sid], env=chat_env)
+    holder = hold_in_a_tool(chat_env, ollama, netbox, sid)
+    holder.kill()
+    holder.wait()
+    netbox.delays.clear()
+    ollama.script([Text("Three.")])
+    again = CliRunner().invoke(app, ["ask", "how many now?", "--session", sid], env=chat_env)
+    assert again.exit_code == 0, again.output
+    assert again.stderr.splitlines() == [note]
