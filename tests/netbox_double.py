@@ -307,6 +307,10 @@ class NetBoxDouble:
         self.status: dict[str, Any] = {"netbox-version": "4.7.3", "django-version": "5.2"}
         # the objects it serves; tests may add their own (a site named by someone hostile)
         self.data: dict[str, list[dict[str, Any]]] = {k: list(v) for k, v in DATA.items()}
+        # API paths (`dcim/sites`) the token's user may not view: DRF's PermissionDenied,
+        # 403 "You do not have permission to perform this action." (rest_framework/
+        # exceptions.py), as NetBox answers a valid token lacking the view permission
+        self.forbidden: set[str] = set()
         self._stop = threading.Event()
         self._lifetime = lifetime
         self._timer: threading.Timer | None = None
@@ -353,6 +357,9 @@ class NetBoxDouble:
                 if auth != f"Bearer {double.token}":
                     return self._json(403, {"detail": "Invalid v2 token"})
                 path = parts.path.strip("/").removeprefix("api/").strip("/")
+                if path in double.forbidden:
+                    detail = "You do not have permission to perform this action."
+                    return self._json(403, {"detail": detail})
                 if not self._wait(double.delays.get(path, 0.0)):
                     double.disconnects.append(self.path)
                     return None

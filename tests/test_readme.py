@@ -12,14 +12,28 @@ import re
 import subprocess
 import sys
 import time
+from datetime import date
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pexpect
+import pytest
+from pytest import MonkeyPatch
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
-from tests.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
+from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import (
+    CutOff,
+    HTTPError,
+    ScriptedOllama,
+    Stall,
+    Step,
+    StreamError,
+    Text,
+    Thinking,
+    ToolCall,
+)
 from tests.test_repl_pty import PROMPT
 from tests.test_repl_screen import Terminal, chat
 
@@ -32,7 +46,7 @@ OFFLINE = ToolCall(
 )
 ANSWER = "One device is offline at DM-Akron: `dmi01-akron-sw02`."
 # The README's own example ids and hosts.
-README_IDS = ("5k9dztr9", "5vyf4aa0", "5vyf", "p0nv2y4m", "p0nv")
+README_IDS = ("5k9dztr9", "5vyf4aa0", "5vyf", "p0nv2y4m", "p0nv", "7k2m9qpx")
 README_HOSTS = ("netbox.example.com", "netbox.example:8000", "https://netbox.example")
 
 
@@ -56,6 +70,7 @@ def normal(line: str, ids: list[str], netbox_url: str) -> str:
         line = line.replace(sid, "ID")
     for host in (netbox_url.rstrip("/"), urlsplit(netbox_url).netloc, *README_HOSTS):
         line = line.replace(host, "HOST")
+    line = re.sub(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", "UUID", line)  # tool call ids
     line = re.sub(r"\d+\.\d+s\b", "Ns", line)
     line = re.sub(r"just now|\d+ min ago", "AGO", line)
     line = re.sub(r'"(thinking_seconds|seconds)": [\d.]+', r'"\1": N', line)
@@ -361,3 +376,323 @@ def typer_commands() -> list[str]:
     import typer
 
     return list(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+
+
+def test_the_readmes_doctor_example(
+    chat_env: dict[str, str], ollama: ScriptedOllama, tmp_path: Path, monkeypatch: MonkeyPatch
+) -> None:
+    """`doctor` with a refused token, the model not loaded, one cold start
+    measured, and the sessions folder the default one that exists."""
+    from netbox_chat.coldstart import record_cold_start, record_path
+
+    ollama.running = []
+    state = record_path(chat_env)
+    assert state is not None
+    record_cold_start(state, "qwen3:8b", 14.0, date(2026, 12, 2))
+    data = tmp_path / "data"
+    (data / "netbox-chat" / "sessions").mkdir(parents=True)
+    env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
+    env |= {"XDG_DATA_HOME": str(data), "NETBOX_TOKEN": "nbt_nope0000000.wrongwrongwrongwrong"}
+    monkeypatch.chdir(tmp_path)  # no sessions/ folder in or above it
+    shown = CliRunner().invoke(app, ["doctor"], env={**env, "COLUMNS": "300"})
+    assert shown.exit_code == 1
+    lines = [
+        line.replace(str(data), "/home/ana/.local/share")
+        .replace(chat_env["OLLAMA_HOST"], "http://127.0.0.1:11434")
+        .replace(chat_env["NETBOX_URL"], "http://netbox.example:8000")
+        for line in shown.stdout.splitlines()
+    ]
+    readme = example_starting("✓ Ollama: http://127.0.0.1:11434 (version")
+    assert_shown(readme, lines, [], chat_env["NETBOX_URL"])
+
+
+def test_the_readmes_stream_json_example(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    # the example's events, each delta one piece (how text is cut into deltas
+    # depends on how fast it is read: paced here so each piece is read alone)
+    thought, then = "The operator wants offline devices at DM-Akron.", "The tool says one device."
+    pieces = ["One device is ", ANSWER.removeprefix("One device is ")]
+    ollama.script(
+        [Thinking(thought, chunks=[thought]), OFFLINE],
+        [Thinking(then, chunks=[then]), Text(ANSWER, chunks=pieces, chunk_delay=0.5)],
+    )
+    first = f'$ netbox-chat ask "{QUESTION}" --stream-json'
+    streamed = CliRunner().invoke(app, ["ask", QUESTION, "--stream-json"], env=chat_env)
+    assert streamed.exit_code == 0, streamed.output
+    (path,) = sessions_dir.glob("*.sqlite")
+    shown = [first, *streamed.stdout.splitlines()]
+    assert_shown(example(first), shown, [path.stem], chat_env["NETBOX_URL"])
+
+
+def test_the_readmes_message_for_a_session_open_elsewhere(
+    chat_env: dict[str, str], sessions_dir: Path
+) -> None:
+    """Two terminals on one session: the second is refused, exit 4, with the
+    holder's pid (this test's process holds the session's lock, as a chat would)."""
+    import os
+
+    from netbox_chat.sessions import SessionStore
+    from tests.test_sessions import make_session
+
+    store = SessionStore(sessions_dir)
+    sid = make_session(store)
+    with store.open(sid):
+        refused = CliRunner().invoke(
+            app, ["ask", "how many sites?", "--session", sid], env=chat_env
+        )
+    assert refused.exit_code == 4
+    shown = refused.stderr.replace(f"pid {os.getpid()}", "pid 41235").splitlines()
+    readme = example_starting("netbox-chat: session 7k2m9qpx is open in another netbox-chat")
+    assert_shown(readme, shown, [sid], chat_env["NETBOX_URL"])
+
+
+def test_the_readmes_message_for_an_id_that_matches_no_session(
+    chat_env: dict[str, str], tmp_path: Path, monkeypatch: MonkeyPatch
+) -> None:
+    """The inline ``no session 'abc' in …`` under "Not a session id", for the
+    default sessions folder (the message names the folder it looked in)."""
+    (inline,) = re.findall(r"``(no session 'abc' in [^`]*`[^`]*`\))``", README)
+    data = tmp_path / "data"
+    env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
+    monkeypatch.chdir(tmp_path)  # no sessions/ folder in or above it
+    missing = CliRunner().invoke(app, ["export", "abc"], env={**env, "XDG_DATA_HOME": str(data)})
+    assert missing.exit_code == 1
+    shown = missing.stderr.replace(str(data), "/home/ana/.local/share")
+    assert shown.splitlines() == [f"netbox-chat: {inline}"]
+
+
+def ollama_problems() -> list[str]:
+    """The messages of the README's "Ollama problems" table, in order."""
+    table = README.split("**Ollama problems**", 1)[1].split("\n\n")[1]
+    return [
+        re.sub(r"^``?(.*?)``?$", r"\1", row.split(" | ")[0][2:]) for row in table.splitlines()[2:]
+    ]
+
+
+CLOSED = "closed port"
+SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
+OLLAMA_PROBLEMS = [
+    ({"OLLAMA_HOST": CLOSED}, []),
+    ({"NETBOX_CHAT_MODEL": "llama9:70b"}, []),
+    ({"NETBOX_CHAT_MODEL": "gemma:2b"}, []),
+    ({}, [[StreamError("llama runner process has terminated")]]),
+    ({"NETBOX_CHAT_TIMEOUT": "1"}, [[Text("One device"), Stall()]]),
+    ({}, [[HTTPError(500, "…")]]),  # the README elides Ollama's own words: "…" here too
+    ({}, [[Thinking("The operator wants offline devices."), CutOff()]]),
+    ({}, [*([SITES] for _ in range(9)), []]),
+]
+
+
+@pytest.mark.parametrize(
+    ("row", "env", "replies"), [(n, *p) for n, p in enumerate(OLLAMA_PROBLEMS)]
+)
+def test_the_readmes_ollama_problems(
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    row: int,
+    env: dict[str, str],
+    replies: list[list[Step]],
+) -> None:
+    """Each row of the table, as `ask` prints it: `turn N failed: MESSAGE`, with
+    `; nothing was kept` since a new session's failed first turn is not kept."""
+    from tests.test_doctor import closed_port
+
+    assert len(ollama_problems()) == len(OLLAMA_PROBLEMS)
+    ollama.script(*replies)
+    env = {k: closed_port() if v == CLOSED else v for k, v in env.items()}
+    failed = CliRunner().invoke(app, ["ask", QUESTION], env={**chat_env, **env})
+    assert failed.exit_code == 1
+    said = f"netbox-chat: turn 1 failed: {ollama_problems()[row]}; nothing was kept"
+    assert failed.stderr.splitlines() == [said]
+
+
+def test_the_readmes_message_for_a_failed_token_command(
+    chat_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The README's profile prod with `pass show netbox/prod`, and a `pass`
+    that does not have it: pass's own words on stderr, exit 1
+    (password-store.sh: `die "Error: $path is not in the password store."`,
+    and `die` exits 1)."""
+    folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
+    folder.mkdir(parents=True)
+    (folder / "config.toml").write_text(
+        '[profiles.prod]\nnetbox_url = "https://netbox.example.com"\n'
+        'token_command = "pass show netbox/prod"\n'
+    )
+    (folder / "config.toml").chmod(0o600)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "pass").write_text(
+        '#!/bin/sh\necho "Error: $2 is not in the password store." >&2\nexit 1\n'
+    )
+    (bin_dir / "pass").chmod(0o700)
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    shown = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    assert shown.exit_code == 1
+    rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
+    assert "netbox_token failed (token_command; see below) profile prod, token_command" in rows
+    readme = example_starting("netbox-chat: token_command of profile prod failed:")
+    assert shown.stderr.splitlines() == readme
+
+
+def test_the_readmes_doctor_example_on_vllm(chat_env: dict[str, str]) -> None:
+    """The first lines of `doctor` on vLLM serving Qwen/Qwen3-8B with
+    `--max-model-len 32768`, as the README's vLLM section starts it."""
+    from tests.openai_server import ScriptedOpenAI, server_env
+
+    model = "Qwen/Qwen3-8B"
+    vllm = ScriptedOpenAI("vllm", {model: ["completion", "tools"]}, context_lengths={model: 32768})
+    vllm.script([Thinking("Say OK."), Text("OK")])  # doctor's probe of tools and reasoning
+    with vllm:
+        env = {k: v for k, v in chat_env.items() if not k.startswith("OLLAMA")}
+        env |= {**server_env(vllm), "NETBOX_CHAT_MODEL": model}
+        shown = CliRunner().invoke(app, ["doctor"], env=env)
+    lines = [
+        line.replace(vllm.base_url, "http://127.0.0.1:8000/v1")
+        for line in shown.stdout.splitlines()
+    ]
+    readme = example_starting("✓ model server: vLLM at")
+    assert_shown(readme, lines[: len(readme)], [], chat_env["NETBOX_URL"])
+
+
+def test_the_readmes_netbox_problems(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """`ask` exits 5 with one line when its answer was made without NetBox:
+    NetBox down, a wrong token, no token, a token that may not read sites."""
+    from tests.test_doctor import closed_port
+
+    down = closed_port()
+    envs = [
+        {**chat_env, "NETBOX_URL": down, "NETBOX_TIMEOUT": "1"},
+        {**chat_env, "NETBOX_TOKEN": "nbt_nope0000000.wrongwrongwrongwrong"},
+        {k: v for k, v in chat_env.items() if k != "NETBOX_TOKEN"},
+        chat_env,
+    ]
+    shown = []
+    for env in envs:
+        netbox.forbidden = {"dcim/sites"} if env is chat_env else set()
+        ollama.script([SITES], [Text("I could not read NetBox.")])
+        answered = CliRunner().invoke(app, ["ask", "how many sites?"], env=env)
+        assert answered.exit_code == 5, answered.output
+        shown.append(answered.stderr.splitlines()[-1].replace(down, "http://127.0.0.1:8000"))
+    readme = example_starting("netbox-chat: answered without NetBox: Cannot reach NetBox")
+    assert shown == readme
+
+
+def test_the_readmes_line_for_a_model_ollama_does_not_have(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """The chat says it above the prompt before any question is asked."""
+    (line,) = example_starting("Ollama answered 404: model 'nosuch:1b' not found")
+    child, terminal = chat({**chat_env, "NETBOX_CHAT_MODEL": "nosuch:1b"})
+    child.expect_exact("checks the setup")
+    time.sleep(0.3)
+    shown = [text for text in terminal.lines() if text.startswith("Ollama")]
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    assert shown == [line] and ollama.requests == []
+
+
+def test_the_readmes_message_for_a_token_env_that_is_not_set(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """Refused before any question is asked, exit 1, naming the variable."""
+    (inline,) = re.findall(
+        r"``(netbox-chat: no NetBox token: LAB_TOKEN[^`]*`[^`]*`[^`]*)``", README
+    )
+    folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
+    folder.mkdir(parents=True)
+    (folder / "config.toml").write_text(
+        f'[profiles.lab]\nnetbox_url = "{chat_env["NETBOX_URL"]}"\ntoken_env = "LAB_TOKEN"\n'
+    )
+    (folder / "config.toml").chmod(0o600)
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+    refused = CliRunner().invoke(app, ["ask", "how many sites?", "--profile", "lab"], env=env)
+    assert refused.exit_code == 1
+    assert refused.stderr.splitlines() == [inline] and ollama.requests == []
+
+
+def test_the_readmes_inline_messages_for_the_configuration_file(
+    chat_env: dict[str, str],
+) -> None:
+    """A variable that overrides an asked-for profile is a warning; an unknown
+    key is one line naming the file's line, exit 1."""
+    text = " ".join(README.split())
+    (warning,) = re.findall(r"\(`(warning: profile prod: [^`]*)`\)", text)
+    (unknown,) = re.findall(r"\(`(config\.toml line 4: unknown key [^`]*)`\)", text)
+    config = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        '[profiles.prod]\nnetbox_url = "https://netbox.example.com"\ntoken_env = "PROD"\n'
+    )
+    config.chmod(0o600)
+    env = {k: v for k, v in chat_env.items() if k != "NETBOX_TOKEN"} | {"PROD": "nbt_prod"}
+    warned = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    # then refused: NETBOX_URL with the profile's token is a pairing it never sends
+    assert warned.exit_code == 1
+    assert warned.stderr.splitlines()[0] == f"netbox-chat: {warning}"
+
+    config.write_text(
+        '[profiles.lab]\nnetbox_url = "http://netbox-lab.example:8000"\n'
+        'token_env = "NETBOX_TOKEN_LAB"\nwindow = 8192\n'
+    )
+    refused = CliRunner().invoke(app, ["ls"], env=chat_env)
+    assert refused.exit_code == 1
+    (line,) = refused.stderr.splitlines()
+    start, end = unknown.split("…")  # the README leaves out the known keys
+    assert line.startswith(f"netbox-chat: {config.parent}/{start}") and line.endswith(end)
+
+
+def test_the_readmes_note_when_resume_goes_on_with_another_model(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """A session whose last turn asked qwen2.5:7b, resumed with
+    NETBOX_CHAT_MODEL=qwen3:8b: one note above the banner."""
+    text = " ".join(README.split())
+    (note,) = re.findall(r"\(`(netbox-chat: session 5vyf4aa0 last asked [^`]*)`\)", text)
+    ollama.script([Text("Three sites.")])
+    env = {**chat_env, "NETBOX_CHAT_MODEL": "qwen2.5:7b"}
+    first = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=env)
+    sid = json.loads(first.stdout)["session"]
+    terminal = Terminal(200, 30)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "netbox_chat", "resume", sid],
+        env={**chat_env, "COLUMNS": "200"},
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(30, 200),
+    )
+    child.logfile_read = terminal
+    child.expect(PROMPT)
+    time.sleep(0.5)
+    shown = [line for line in terminal.lines() if line]
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    assert normal(shown[0], [sid], "http://x") == normal(note, [sid], "http://x")
+    assert shown[1].startswith(f"resumed session {sid}:")  # the note is above the banner
+
+
+def test_the_readmes_note_for_a_turn_whose_process_was_killed(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """The third turn's process is killed inside a NetBox request; the next
+    `ask --session` rolls that turn back first and says so."""
+    from tests.test_stores import hold_in_a_tool
+
+    (note,) = re.findall(r"`(turn 3 was interrupted and rolled back \([^`]*)`", README)
+    ollama.script([Text("Three sites.")], [Text("Still three.")])
+    first = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=chat_env)
+    sid = json.loads(first.stdout)["session"]
+    CliRunner().invoke(app, ["ask", "and now?", "--session", sid], env=chat_env)
+    holder = hold_in_a_tool(chat_env, ollama, netbox, sid)
+    holder.kill()
+    holder.wait()
+    netbox.delays.clear()
+    ollama.script([Text("Three.")])
+    again = CliRunner().invoke(app, ["ask", "how many now?", "--session", sid], env=chat_env)
+    assert again.exit_code == 0, again.output
+    assert again.stderr.splitlines() == [note]
