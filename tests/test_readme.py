@@ -696,3 +696,30 @@ def test_the_readmes_note_for_a_turn_whose_process_was_killed(
     again = CliRunner().invoke(app, ["ask", "how many now?", "--session", sid], env=chat_env)
     assert again.exit_code == 0, again.output
     assert again.stderr.splitlines() == [note]
+
+
+def test_the_readmes_eval_report(
+    chat_env: dict[str, str], netbox: NetBoxDouble, ollama: ScriptedOllama, tmp_path: Path
+) -> None:
+    """The top of the report from the suite's two scripted models, seed 0,
+    `--per-template 1`: the README leaves out the three tables by tier, type
+    and domain and the wrong answers, and says so."""
+    from tests.test_eval import MODELS, built, personas
+
+    ollama.models.update(MODELS)
+    ollama.responder = personas(built(netbox, seed=0, per_template=1))
+    env = {**chat_env, "NETBOX_CHAT_EVAL_RUNS": str(tmp_path / "runs")}
+    args = ["eval", "--per-template", "1", "-m", "oracle", "-m", "flawed"]
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    shown = result.stdout.splitlines()
+    by_tier = shown.index("## By tier")
+    pairwise = shown.index("## Pairwise (paired bootstrap, 95 %)")
+    top = shown[:by_tier] + shown[pairwise : shown.index("", pairwise + 2)]
+
+    def timeless(line: str) -> str:
+        line = re.sub(r"run \d{8}-\d{6}", "run RUN", line)
+        return re.sub(r"\d+(\.\d+)? s\b", "N s", line)
+
+    readme = example_starting("# netbox-chat eval, run ")
+    assert [timeless(line) for line in top] == [timeless(line) for line in readme]

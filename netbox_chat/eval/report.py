@@ -14,7 +14,7 @@ from typing import Any
 
 from netbox_chat.eval.questions import BUDGETS, KINDS, TIERS
 from netbox_chat.eval.runfolder import Plan
-from netbox_chat.words import count
+from netbox_chat.words import count, number
 
 BOOTSTRAP_SAMPLES = 2000
 
@@ -163,7 +163,8 @@ def markdown(summary: dict[str, Any]) -> str:
         s = m["seconds"]
         lines.append(
             f"| {model} | {_pct(m['correct'])} | {m['tool_calls']['median']} "
-            f"| {m['tool_calls']['over_budget']} | {m['tokens']['in']}/{m['tokens']['out']} "
+            f"| {m['tool_calls']['over_budget']} "
+            f"| {number(m['tokens']['in'])}/{number(m['tokens']['out'])} "
             f"| {s['first_token_median']} s | {s['median']} s | {s['thinking_total']} s "
             f"| {m['failed_turns']} | {m['truncated']} | {m['compactions']} |"
         )
