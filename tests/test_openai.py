@@ -398,7 +398,10 @@ def test_the_repl_shows_the_servers_reasoning_dimmed_and_think_off_stops_it(
 
     openai_server.script(
         [
-            Thinking("The user wants the sites.", chunk_delay=0.05),
+            # Long enough to span several of the live area's draws on a loaded
+            # machine: a thinking that ends between two draws is only ever shown
+            # collapsed ("thought for"), which is right, but not what this checks.
+            Thinking("The user wants the sites.", chunk_delay=0.25),
             Text("Three sites.", chunk_delay=0.05),
         ],
         [Thinking("never shown"), Text("Still three.")],
