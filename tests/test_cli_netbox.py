@@ -10,9 +10,11 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
+from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.test_crash import turn_rows
@@ -68,6 +70,23 @@ def test_a_refused_token_is_worded_by_its_cause_and_exits_5(
         "The token is wrong, expired or disabled."
     )
     assert "notthesecret" not in result.output
+
+
+@pytest.mark.parametrize("copied", ["Bearer ", "bearer  ", "Token "])
+def test_a_token_copied_with_its_scheme_word_is_sent_as_the_token(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble, copied: str
+) -> None:
+    """NetBox >= 4.5's token page shows ``Bearer nbt_...``; pasted whole into
+    NETBOX_TOKEN it was sent as ``Token Bearer nbt_...`` and refused (403)."""
+    env = {**chat_env, "NETBOX_TOKEN": copied + TEST_TOKEN}
+    ollama.script([SITES], [Text("There are three sites.")])
+    result = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["netbox_error"] is None
+    assert out["tool_calls"][0]["error"] is False
+    assert any(path.startswith("/api/dcim/sites/") for path in netbox.requests)
+    assert TEST_TOKEN.split(".")[1] not in result.output
 
 
 def test_a_profile_token_env_that_is_not_set_is_refused_before_asking(

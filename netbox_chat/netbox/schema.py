@@ -198,10 +198,11 @@ def dumps_table(table: dict[str, Any]) -> str:
 def _fetch_schema(url: str, token: str | None) -> dict[str, Any]:
     import httpx
 
+    from .client import auth_header
+
     headers = {"Accept": "application/json"}
     if token:
-        scheme = "Bearer" if token.startswith("nbt_") else "Token"
-        headers["Authorization"] = f"{scheme} {token}"
+        headers["Authorization"] = auth_header(token)
     r = httpx.get(
         url.rstrip("/") + "/api/schema/", params={"format": "json"}, headers=headers, timeout=120
     )
