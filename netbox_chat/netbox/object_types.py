@@ -163,9 +163,14 @@ def schema_fingerprint(status: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+# What a cached table holds; a table cached by an older netbox-chat lacks what this one
+# reads (2: ``relations``), so it is derived again, never used without it.
+TABLE_FORMAT = 2
+
+
 def cached_table_path(version: str, fingerprint: str) -> Path:
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", version)
-    return cache_dir() / f"filters-netbox-{safe}-{fingerprint}.json"
+    return cache_dir() / f"filters-netbox-{safe}-{fingerprint}-t{TABLE_FORMAT}.json"
 
 
 def load_cached_table(version: str, fingerprint: str) -> FilterTable | None:
