@@ -57,6 +57,29 @@ def test_an_answer_while_netbox_is_down_says_so_and_exits_5(
     assert usage.exit_code == 2 and "unknown format 'html'" in usage.stderr
 
 
+def test_a_netbox_that_does_not_answer_in_time_is_an_outage_and_exits_5(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """A time-out was "answered" with exit 0 and `netbox_error: null`: an answer made
+    without NetBox's data must say so like any other outage."""
+    netbox.delays["dcim/sites"] = 5.0
+    slow = {**chat_env, "NETBOX_TIMEOUT": "1"}
+    ollama.script([SITES], [Text("I could not read the sites.")])
+    result = CliRunner().invoke(app, ["ask", "how many sites?"], env=slow)
+    assert result.exit_code == 5, result.output
+    assert result.stdout.strip() == "I could not read the sites."
+    assert result.stderr.splitlines() == [
+        "netbox-chat: answered without NetBox: NetBox did not answer within 1s "
+        "(/api/dcim/sites/). Try a smaller request or try again later."
+    ]
+    ollama.script([SITES], [Text("Still could not.")])
+    as_json = CliRunner().invoke(app, ["ask", "and now?", "--json"], env=slow)
+    assert as_json.exit_code == 5
+    out = json.loads(as_json.stdout)
+    assert out["status"] == "done" and out["error"] is None
+    assert out["netbox_error"].startswith("NetBox did not answer within 1s")
+
+
 def test_a_refused_token_is_worded_by_its_cause_and_exits_5(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:

@@ -188,24 +188,25 @@ class NetBoxClient:
     ) -> Any:
         """GET /api/<path>/ and return the parsed JSON, or raise a ``NetBoxError``.
 
-        ``optional``: a 401/403 here is no outage (see ``take_outage``): the tools
-        can do without the answer; the user's question may not need it.
+        ``optional``: a 401/403 or a time-out here is no outage (see ``take_outage``):
+        the tools can do without the answer; the user's question may not need it.
         """
         try:
             return await self._get(path, params, timeout=timeout, optional=optional)
         except NetBoxConnectionError as e:
             self._outage = self._outage or e
             raise
-        except NetBoxAuthError as e:
+        except (NetBoxAuthError, NetBoxTimeout) as e:
             if not optional:
                 self._outage = self._outage or e
             raise
 
     def take_outage(self) -> NetBoxError | None:
         """The first failure since the last call that meant NetBox could not
-        answer at all: it could not be reached, or it refused the token. A turn
-        that met one was answered without NetBox, and the user must be told so
-        plainly (the tool results only say it to the model)."""
+        answer: it could not be reached, it did not answer in time, or it refused
+        the token. A turn that met one was answered without (some of) NetBox, and
+        the user must be told so plainly (the tool results only say it to the
+        model)."""
         outage, self._outage = self._outage, None
         return outage
 
