@@ -102,6 +102,42 @@ def test_a_tool_call_written_as_the_answer_is_run_and_the_turn_goes_on(
     assert json.loads(row["tool_calls"])[0]["name"] == "netbox_get_objects"
 
 
+@pytest.mark.parametrize(
+    "description",
+    [
+        '{"filters": {"user_name": "admin"}, "limit": 100}',  # netbox_get_changelogs's
+        '{"object_type": "dcim.site"}',  # netbox_get_objects's required arguments
+        '{"name": "netbox_get_objects", "arguments": {"object_type": "dcim.site"}}',
+    ],
+    ids=["arguments-of-a-tool-that-requires-none", "required-arguments", "named-call"],
+)
+def test_netbox_text_the_model_quotes_is_the_answer_never_a_call(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble, description: str
+) -> None:
+    """Issue 32, item 6 (s13): a device description quoted as the whole reply, as small
+    models answer "what is the description?", ran as a call; the user never saw it."""
+    netbox.data["dcim/devices"][0] = {**netbox.data["dcim/devices"][0], "description": description}
+    by_id = ToolCall("netbox_get_object_by_id", {"object_type": "dcim.device", "object_id": 1})
+    ollama.script([by_id], [Text(description)], [Text("Not this.")])
+    result = ask_json(chat_env, "What exactly is the description of device 1? Quote it.")
+    assert result["answer"] == description
+    assert [call["name"] for call in result["tool_calls"]] == ["netbox_get_object_by_id"]
+    assert len(ollama.requests) == 2
+    assert not [p for p in netbox.requests if p.startswith(("/api/core/", "/api/dcim/sites/"))]
+
+
+def test_bare_arguments_of_a_tool_that_requires_none_are_an_answer(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """Any JSON object of netbox_get_changelogs's keys would run it: bare arguments
+    are read as a call only when they hold a tool's required ones."""
+    text = '{"limit": 5}'
+    ollama.script([Text(text)], [Text("Not this.")])
+    result = ask_json(chat_env, "what is the JSON for a limit of five?")
+    assert result["answer"] == text and result["tool_calls"] == []
+    assert not [p for p in netbox.requests if p.startswith("/api/core/")]
+
+
 def test_plain_ask_prints_only_the_answer_never_the_tool_json(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
