@@ -439,11 +439,19 @@ def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(_cell_md(cell) for cell in cells) + " |"
 
 
+# What ends a table cell or opens inline markup in CommonMark and GFM: a pipe, a
+# code span, HTML or an autolink, a link or image (`![x](http://...)` is fetched when
+# the transcript is opened), emphasis, strikethrough, an entity. Each is escaped with
+# a backslash, which CommonMark allows before any ASCII punctuation
+# (https://spec.commonmark.org/0.31.2/#backslash-escapes) and shows as the character.
+_CELL_MARKUP = frozenset("\\|`<[]*_~&")
+
+
 def _cell_md(text: str) -> str:
-    """A table cell: one line, with what could end the cell or open markup
-    (a pipe, a backtick, an HTML tag, a backslash) escaped."""
+    """A table cell of NetBox's data: one line, shown as the text it is, never as
+    markup (see `_CELL_MARKUP`)."""
     one_line = " ".join(text.split())
-    return "".join(f"\\{char}" if char in "\\|`<" else char for char in one_line)
+    return "".join(f"\\{char}" if char in _CELL_MARKUP else char for char in one_line)
 
 
 def _code(text: str) -> str:
