@@ -385,7 +385,7 @@ def _turn_md(turn: dict[str, Any], *, switched: bool) -> list[str]:
             )
         lines.append("")
     if turn["tool_calls"] and "tool_results" in turn:
-        lines += _results_md(turn["tool_results"])
+        lines += _results_md(turn["tool_results"], turn["answer"] or "")
     if turn["thinking_chars"]:
         measured = (
             f"{thought_for(turn['thinking_seconds'])} ({number(turn['thinking_chars'])} characters)"
@@ -402,7 +402,7 @@ def _turn_md(turn: dict[str, Any], *, switched: bool) -> list[str]:
     return lines
 
 
-def _results_md(results: list[dict[str, Any]] | None) -> list[str]:
+def _results_md(results: list[dict[str, Any]] | None, answer: str) -> list[str]:
     """`--tool-results` in Markdown: each call, then what it returned: a NetBox
     list as a table of all its rows (the columns `/show` shows), other JSON
     and text in a code block. NetBox's data cannot forge the transcript's
@@ -415,7 +415,9 @@ def _results_md(results: list[dict[str, Any]] | None) -> list[str]:
         flag = " **(error)**" if result["error"] else ""
         lines += [f"{index}. {_code(result['name'])} {_code(args)}{flag}", ""]
         data = result["result"]
-        table = None if isinstance(data, str) else table_of(data)
+        table = (
+            None if isinstance(data, str) else table_of(data, args=result["args"], answer=answer)
+        )
         if table is None:
             text = data if isinstance(data, str) else json.dumps(data, indent=2, ensure_ascii=False)
             lines += [*_fenced(text, "text" if isinstance(data, str) else "json"), ""]
