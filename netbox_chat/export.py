@@ -451,9 +451,17 @@ _CELL_MARKUP = frozenset("\\|`<[]*_~&")
 
 def _cell_md(text: str) -> str:
     """A table cell of NetBox's data: one line, shown as the text it is, never as
-    markup (see `_CELL_MARKUP`)."""
+    markup (see `_CELL_MARKUP`). An underscore between letters or digits is left as
+    it is (`primary_ip4`): CommonMark never reads one there as emphasis
+    (https://spec.commonmark.org/0.31.2/#emphasis-and-strong-emphasis, rule 2)."""
     one_line = " ".join(text.split())
-    return "".join(f"\\{char}" if char in _CELL_MARKUP else char for char in one_line)
+    out = []
+    for at, char in enumerate(one_line):
+        inside = 0 < at < len(one_line) - 1 and (
+            one_line[at - 1].isalnum() and one_line[at + 1].isalnum()
+        )
+        out.append(f"\\{char}" if char in _CELL_MARKUP and not (char == "_" and inside) else char)
+    return "".join(out)
 
 
 def _code(text: str) -> str:

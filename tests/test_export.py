@@ -291,7 +291,8 @@ def test_netbox_text_in_an_exported_table_stays_text_in_a_markdown_viewer(
 
     description = (
         "![status](http://tracker.example/p.png?site=dm-akron) "
-        "[netbox.internal/dcim/sites/1](http://phish.example/login) *x* ~~y~~ &amp; <b>"
+        "[netbox.internal/dcim/sites/1](http://phish.example/login) *x* ~~y~~ &amp; <b> "
+        "_z_ a_b"
     )
     netbox.data["dcim/sites"][0] = {**netbox.data["dcim/sites"][0], "description": description}
     ollama.script([ToolCall("netbox_get_objects", {"object_type": "dcim.site"})], [Text("Three.")])
@@ -305,5 +306,5 @@ def test_netbox_text_in_an_exported_table_stays_text_in_a_markdown_viewer(
     assert row == (
         "<td>![status](http://tracker.example/p.png?site=dm-akron) "
         "[netbox.internal/dcim/sites/1](http://phish.example/login) *x* ~~y~~ &amp;amp; "
-        "&lt;b&gt;</td>"
+        "&lt;b&gt; _z_ a_b</td>"
     )
