@@ -349,6 +349,16 @@ def test_show_leads_with_the_fields_filtered_on_and_cited_and_names_the_rest(
         "2   sw02  offline  FOC2    dis2     dev2         rol2  ten2",
         "other fields (in export --format json): platform, asset_tag, site",
     ]
+    (session,) = (p.stem for p in Path(chat_env["NETBOX_CHAT_SESSIONS"]).glob("*.sqlite"))
+    exported = subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "export", session, "--tool-results"],
+        env=chat_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert "| id | name | status | serial | display | device_type | role | tenant |" in exported
+    assert "_1 row; other fields (in --format json): platform, asset_tag, site_" in exported
 
 
 def narrow(env: dict[str, str], question: str, answer: str, command: str) -> list[str]:
