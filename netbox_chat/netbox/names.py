@@ -8,7 +8,8 @@ object with that name (any case) or slug gives its slug or id, with a note; seve
 are listed and none is named by the closest, both as refusals. A slug or id NetBox
 answers 400 for (no object has it) is looked up the same way, after the 400 only. What
 NetBox still refuses with a 400 comes back as one line naming the filter and what it
-takes.
+takes. One call looks up at most ``LOOKUPS_PER_CALL`` names: more are refused before
+any request.
 """
 
 from __future__ import annotations
