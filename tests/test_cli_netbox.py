@@ -193,3 +193,17 @@ def test_the_repl_says_after_the_turn_that_netbox_could_not_be_reached(
     before = plain(child.before or "")
     assert "There are three sites." in before and "turn 1 · tokens" in before
     leave(child)
+
+
+def test_the_repl_says_in_red_that_netbox_did_not_answer_in_time(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    from tests.test_repl_pty import leave, spawn
+
+    netbox.delays["dcim/sites"] = 5.0
+    ollama.script([SITES], [Text("I could not read the sites.")])
+    child = spawn({**chat_env, "NETBOX_TIMEOUT": "1"})
+    child.sendline("how many sites?")
+    child.expect(r"answered without NetBox: NetBox did not answer within 1s")
+    assert (child.before or "").endswith("\x1b[1;31m")  # bold red, like every outage
+    leave(child)
