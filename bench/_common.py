@@ -150,9 +150,9 @@ def settings_for(sessions_dir: Path, ollama_url: str) -> Any:
 
 def open_conversation(session: Any, settings: Any, tools: Sequence[Any], saver: Any = None) -> Any:
     """A Conversation on `session` with injected tools (no NetBox client)."""
-    from netbox_chat.agent import build_agent, find_end_node
-    from netbox_chat.checkpointer import BridgedSqliteSaver
-    from netbox_chat.turns import Conversation
+    from netbox_chat.agent.graph import build_agent, find_end_node
+    from netbox_chat.agent.turns import Conversation
+    from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
 
     if saver is None:
         saver = BridgedSqliteSaver(session.db, session.id)
@@ -217,7 +217,7 @@ def cached_sessions(log: Callable[[str], None] = print) -> dict[str, Any]:
 
 
 async def _build(folder: Path, log: Callable[[str], None]) -> dict[str, Any]:
-    from netbox_chat.sessions import SessionFile, SessionStore
+    from netbox_chat.store.sessions import SessionFile, SessionStore
     from tests.ollama_server import ScriptedOllama
 
     work = folder / "work"

@@ -175,8 +175,8 @@ def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console) -> boo
         TimeRemainingColumn,
     )
 
+    from netbox_chat.agent.runtime import CancelOnSignals
     from netbox_chat.eval.runner import Runner
-    from netbox_chat.runtime import CancelOnSignals
 
     done = folder.results()
     pending = folder.pending(plan, done)

@@ -98,6 +98,6 @@ def main() -> None:
 
     if typeahead.starts_a_chat(sys.argv, os.environ):
         typeahead.hold()
-    from netbox_chat.completion import main as run
+    from netbox_chat.cli.completion import main as run
 
     run()

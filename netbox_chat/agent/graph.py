@@ -29,13 +29,13 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
-from netbox_chat.coalesce import CoalescingTransport
-from netbox_chat.coldstart import recorder
+from netbox_chat.agent.replies import ReplyRepair
 from netbox_chat.config import Settings
-from netbox_chat.liveness import PatientTransport, ollama_probe
+from netbox_chat.models.coalesce import CoalescingTransport
+from netbox_chat.models.coldstart import recorder
+from netbox_chat.models.liveness import PatientTransport, ollama_probe
+from netbox_chat.models.thinking import REASONING_KEY, inlines_thinking, split_thinking
 from netbox_chat.netbox.repeats import RepeatedCalls
-from netbox_chat.replies import ReplyRepair
-from netbox_chat.thinking import REASONING_KEY, inlines_thinking, split_thinking
 
 SYSTEM_PROMPT = """\
 You are netbox-chat, an assistant for network operators. NetBox is the \
@@ -203,7 +203,7 @@ def build_agent(
     deepagents' default in-state backend is kept, so virtual files and
     offloaded tool results live inside the checkpoint and die with the
     session; nothing is written beside the session file. `context_guard`
-    (netbox_chat.context) takes the slot of deepagents' summarization.
+    (netbox_chat.agent.context) takes the slot of deepagents' summarization.
     """
     _exclude_subagents_for_ollama()
     middleware: list[AgentMiddleware[Any, Any, Any]] = [

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from netbox_chat.config import ConfigError, resolve_settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionStore, normalize_session_id
+from netbox_chat.store.sessions import SessionStore, normalize_session_id
 from netbox_chat.visible import visible_line
 
 COMPLETE_VAR = "_NETBOX_CHAT_COMPLETE"
@@ -332,6 +332,6 @@ def main() -> None:
             sys.stdout.write(answer.output + "\n")  # as Typer echoes it
             sys.stdout.flush()
         raise SystemExit(answer.status)
-    from netbox_chat.cli import main as cli_main
+    from netbox_chat.cli.app import main as cli_main
 
     cli_main()

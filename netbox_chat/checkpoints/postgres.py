@@ -20,10 +20,10 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.base import MIGRATIONS
 from psycopg import Connection
 
-from netbox_chat.checkpointer import SyncSaverBridge, blob_serializer
-from netbox_chat.pgdatabase import PgConnection
-from netbox_chat.pgstore import shown_url
-from netbox_chat.sessions import StoreError
+from netbox_chat.checkpoints.sqlite import SyncSaverBridge, blob_serializer
+from netbox_chat.store.pgdatabase import PgConnection
+from netbox_chat.store.postgres import shown_url
+from netbox_chat.store.sessions import StoreError
 
 # The checkpoints a turn wrote after its base: those with greater ids (uuid6
 # strings, time-ordered, compared byte by byte as PostgresSaver's

@@ -56,10 +56,10 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from netbox_chat.database import Connection
+from netbox_chat.checkpoints.serde import StoredValues
 from netbox_chat.errors import UserFacingError
-from netbox_chat.serde import StoredValues
-from netbox_chat.sessions import StoreError
+from netbox_chat.store.database import Connection
+from netbox_chat.store.sessions import StoreError
 
 T = TypeVar("T")
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from netbox_chat.config import LEVELS, THINK_SETTINGS
 
 if TYPE_CHECKING:
-    from netbox_chat.model_info import ModelInfo
+    from netbox_chat.models.model_info import ModelInfo
 
 OPEN_TAG, CLOSE_TAG = "<think>", "</think>"
 REASONING_KEY = "reasoning_content"
