@@ -36,12 +36,9 @@ def mark(name: str, at: float | None = None) -> None:
 
 mark("interpreter started, site imported", _STARTED)
 
-from netbox_chat.cli import main as entry  # noqa: E402
+from netbox_chat import process  # noqa: E402
 
-# As the entry point does before its first import (a revision measured by
-# --against from before branch `startup` has no pause: it runs as it did).
-if hasattr(entry, "pause_collector"):
-    entry.pause_collector()
+process.pause_collector()  # as the entry point does before its first import
 
 from netbox_chat.agent import runtime  # noqa: E402
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from netbox_chat.agent.graph import build_agent, find_end_node
-from netbox_chat.agent.runtime import open_saver
 from netbox_chat.agent.turns import Conversation
+from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.config import DATABASE_SCHEMES, resolve_settings
 from netbox_chat.store.choose import open_store
 from netbox_chat.store.sessions import Turn, read_only_connection, read_turns

@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 
 from netbox_chat.agent import history
 from netbox_chat.agent.graph import build_agent, find_end_node
-from netbox_chat.agent.runtime import open_saver
 from netbox_chat.agent.turns import Conversation, RollingBack, TextDelta, TurnEvent
+from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
 from netbox_chat.cli.app import app
 from netbox_chat.config import resolve_settings

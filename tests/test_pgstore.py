@@ -295,7 +295,7 @@ def failing(url: str, table: str, when: str) -> Iterator[None]:
 
 
 def pg_conversation(pg: StoreUnderTest, ollama: ScriptedOllama) -> Conversation:
-    from netbox_chat.agent.runtime import open_saver
+    from netbox_chat.checkpoints.saver import open_saver
 
     settings = pg.settings(ollama_url=ollama.url)
     session = open_store(settings).create(model=settings.model)

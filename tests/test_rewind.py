@@ -28,8 +28,8 @@ from langgraph.types import Command
 
 from netbox_chat.agent import history
 from netbox_chat.agent.graph import build_agent, find_end_node
-from netbox_chat.agent.runtime import open_saver
 from netbox_chat.agent.turns import Conversation, TurnEvent, TurnOutcome
+from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.errors import UserFacingError
 from netbox_chat.store.choose import OpenSession
 from tests.graphs import build_graph
@@ -137,9 +137,10 @@ def reopen(chat: Chat, ollama: ScriptedOllama) -> Chat:
 _FRESH_PROCESS = r"""
 import asyncio, json, sys
 from pathlib import Path
-from netbox_chat.agent.graph import build_agent, build_model, find_end_node
+from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.models.ollama import build_model
 from netbox_chat.config import resolve_settings
-from netbox_chat.agent.runtime import open_saver
+from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.store.choose import open_store
 from netbox_chat.agent.turns import Conversation
 from tests.graphs import build_graph

@@ -232,9 +232,10 @@ def test_forget_removes_every_row_of_the_session_and_only_those(
 
 REWIND_AND_COMPACT = r"""
 import asyncio, json, sys
-from netbox_chat.agent.graph import build_agent, build_model, find_end_node
+from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.models.ollama import build_model
 from netbox_chat.config import resolve_settings
-from netbox_chat.agent.runtime import open_saver
+from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.store.choose import open_store
 from netbox_chat.agent import history
 from netbox_chat.agent.turns import Conversation

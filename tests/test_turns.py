@@ -25,8 +25,8 @@ from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.types import Command
 
 from netbox_chat.agent.graph import build_agent, find_end_node
-from netbox_chat.agent.runtime import open_saver
 from netbox_chat.agent.turns import Conversation, ToolFinished, TurnEvent
+from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.checkpoints.sqlite import BRIDGED_METHODS, BridgedSqliteSaver, WritesStillRunning
 from netbox_chat.config import resolve_settings
 from netbox_chat.store.sessions import SessionFile, SessionStore, connect

@@ -17,20 +17,19 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from netbox_chat.cli import main as entry
+from netbox_chat import process
+from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.models.thinking import ThinkPlan, plan_thinking
 from netbox_chat.models.window import too_small_for
 from netbox_chat.store.choose import OpenSession
-from netbox_chat.store.sessions import SessionFile
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
     from netbox_chat.agent.context import ContextGuard
     from netbox_chat.agent.turns import Conversation
-    from netbox_chat.checkpoints.sqlite import SyncSaverBridge
     from netbox_chat.models.model_info import ModelInfo
     from netbox_chat.netbox.client import NetBoxClient
 
@@ -90,20 +89,6 @@ class Runtime:
         if self.netbox is not None:
             await self.netbox.aclose()
         # The saver writes through the session's connection: the session closes it.
-
-
-def open_saver(session: OpenSession) -> SyncSaverBridge:
-    """The session's LangGraph saver, on the session's own connection, behind
-    the async bridge (slow imports). Told apart by the session file's class,
-    already loaded: asking for the database's would load `pgstore` ahead of
-    every REPL's first prompt."""
-    if isinstance(session, SessionFile):
-        from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
-
-        return BridgedSqliteSaver(session.db, session.id)
-    from netbox_chat.checkpoints.postgres import BridgedPostgresSaver
-
-    return BridgedPostgresSaver(session.db, session.store.url, session.id)
 
 
 def build_runtime(
@@ -217,8 +202,8 @@ class CancelOnSignals:
         for sig in self.signals:
             self._previous[sig] = signal.signal(sig, self._on_signal)
         # A signal since the process started, before this guard was installed
-        # (entry.py): it counts as received here.
-        if self.received is None and (early := entry.pending()) in self.signals:
+        # (process.py): it counts as received here.
+        if self.received is None and (early := process.pending()) in self.signals:
             self.received = early
         return self
 

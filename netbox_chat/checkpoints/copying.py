@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from netbox_chat.agent.runtime import open_saver
+from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver, SyncSaverBridge
 from netbox_chat.errors import UserFacingError
 from netbox_chat.store.choose import Store

@@ -28,8 +28,7 @@ from typer._click.shell_completion import CompletionItem, add_completion_class
 from typer._completion_classes import FishComplete, ZshComplete
 from typer.core import TyperGroup
 
-from netbox_chat import typeahead, words
-from netbox_chat.cli import main as entry
+from netbox_chat import process, typeahead, words
 from netbox_chat.cli.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
 from netbox_chat.config import (
     DATABASE_SCHEMES,
@@ -299,7 +298,7 @@ Profile = Annotated[
 
 
 def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]] | list[str]:
-    """Session ids for Typer's completion, when `completion.main` did not
+    """Session ids for Typer's completion, when the entry point (main.py) did not
     answer first (PowerShell, or a line it does not read): the same choices,
     and none after the chat's own options typed before the command, which the
     CLI refuses."""
@@ -640,10 +639,10 @@ def main_callback(
     store_option: StoreOption = None,
 ) -> None:
     """Start a new chat session when no command is given."""
-    if ctx.invoked_subcommand != "ask":  # `ask` guards itself (entry.py)
-        entry.release()
+    if ctx.invoked_subcommand != "ask":  # `ask` guards itself (process.py)
+        process.release()
     if ctx.invoked_subcommand not in CHATS:  # a chat's start-up ends at its prompt (repl.py)
-        entry.started()
+        process.started()
     if ctx.invoked_subcommand is not None:
         refuse_chat_options(ctx, ctx.invoked_subcommand)
     if ctx.invoked_subcommand is None:

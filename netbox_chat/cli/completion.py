@@ -4,10 +4,11 @@ Every Tab press starts a new `netbox-chat` process. Typer answers it only
 after importing itself and the whole CLI and building the app (about 100 ms,
 most of it imports), and for zsh and fish it renders each title as Rich
 markup, which costs 40 ms more and eats a question's `[eth0]`. A session id is
-the one word whose completion reads the sessions folder, so `main` answers
-that word itself, in what Typer's completion scripts read (for zsh, the
-`zsh_answer` that the app's Typer class gives too: Typer's own let zsh run a
-title), from this module's light imports (the config and the ledger reader).
+the one word whose completion reads the sessions folder, so the entry point
+(main.py) answers that word itself through `answer_session_id`, in what
+Typer's completion scripts read (for zsh, the `zsh_answer` that the app's
+Typer class gives too: Typer's own let zsh run a title), from this module's
+light imports (the config and the ledger reader).
 A line the CLI would refuse for the chat's options typed before a command
 is answered here too, with nothing. Anything else, or anything it cannot
 read with certainty, goes to Typer.
@@ -19,10 +20,8 @@ drift apart.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -322,16 +321,3 @@ def answer_session_id(environ: Mapping[str, str]) -> Answer | None:
     if action != "get-args":
         return Answer("")
     return Answer("\n".join(fish_choice(sid, title) for sid, title in choices))
-
-
-def main() -> None:
-    """The `netbox-chat` entry point: a Tab on a session id is answered here,
-    everything else by the CLI."""
-    if COMPLETE_VAR in os.environ and (answer := answer_session_id(os.environ)) is not None:
-        if answer.output is not None:
-            sys.stdout.write(answer.output + "\n")  # as Typer echoes it
-            sys.stdout.flush()
-        raise SystemExit(answer.status)
-    from netbox_chat.cli.app import main as cli_main
-
-    cli_main()

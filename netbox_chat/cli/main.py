@@ -1,96 +1,20 @@
-"""The `netbox-chat` entry point: SIGINT and SIGTERM are caught from its first
-line, before the seconds of imports that come ahead of any command; and
-keys typed while a chat starts wait for its prompt (typeahead.py).
-
-`ask` promises that a signal before its turn starts stops the turn from
-starting (exit 130, nothing recorded), but its guard (`CancelOnSignals`) could
-only be installed once the CLI was imported and Typer had dispatched to it: a
-SIGTERM in that time killed the process (143). So `main` records the first
-signal from the start, and imports nothing but `signal` before doing so. The
-command then takes over: `ask`'s guard adopts a recorded signal as its own
-(`pending`); every other command gets the default behaviour back and a
-recorded signal delivered as it would have been (`release`).
-
-A signal during the interpreter's own start-up, before this module runs, still
-has the default effect: nothing of ours is running yet.
-
-The cyclic garbage collector is also off from here until the command's
-start-up is over (`started`). The imports ahead of the first prompt make
-about 34,000 objects that live as long as the process; collecting while they
-are made ran about 80 passes (7 % of the start-up's time) that found a few
-hundred objects to free.
+"""The `netbox-chat` entry point (`python -m netbox_chat` too): it arms the
+process's signal and collector state before any other import (process.py),
+holds the keys typed while a chat starts (typeahead.py), answers a Tab on a
+session id before the CLI is imported (completion.py), and otherwise runs the
+CLI (app.py). Nothing imports this module but the entry points.
 """
 
 from __future__ import annotations
 
-import gc
-import signal
-from types import FrameType
-
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_received: list[int] = []  # the first signal that came while armed
-_armed: list[bool] = []
-_collector_paused: list[bool] = []
-
-
-def _record(signum: int, frame: FrameType | None) -> None:
-    del frame
-    if not _received:
-        _received.append(signum)
-
-
-def arm() -> None:
-    """Record SIGINT and SIGTERM instead of acting on them, until a command
-    takes them over."""
-    for sig in SIGNALS:
-        signal.signal(sig, _record)
-    _armed.append(True)
-
-
-def pending() -> int | None:
-    """The signal that came before `ask`'s guard was installed (None: none)."""
-    return _received[0] if _armed and _received else None
-
-
-def release() -> None:
-    """For every command but `ask`: SIGINT and SIGTERM act as usual again, and
-    one that came during start-up is delivered now."""
-    if not _armed:
-        return
-    _armed.clear()
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if _received:
-        from netbox_chat import typeahead
-
-        typeahead.restore()  # a SIGTERM ends the process here, exit handlers unrun
-        signal.raise_signal(_received.pop())
-
-
-def started() -> None:
-    """The command's start-up is over (the REPL's: its first prompt is drawn;
-    any other command's: Typer has dispatched to it). What start-up made lives
-    as long as the process, so it is frozen out of the collector (as the built
-    agent is, runtime.py), and the collector runs again for the work to come.
-    Nothing when `main` did not pause it (the CLI called in-process)."""
-    if _collector_paused:
-        _collector_paused.clear()
-        gc.freeze()
-        gc.enable()
-
-
-def pause_collector() -> None:
-    """Collect no garbage until `started`: before the first import."""
-    gc.disable()
-    _collector_paused.append(True)
+from netbox_chat import process
 
 
 def main() -> None:
     """`netbox-chat`: arm, pause the collector, hold the keys typed while a
-    chat starts (typeahead.py), then a Tab on a session id or the CLI
-    (completion.main)."""
-    arm()
-    pause_collector()
+    chat starts, then a Tab on a session id or the CLI."""
+    process.arm()
+    process.pause_collector()
     import os
     import sys
 
@@ -98,6 +22,13 @@ def main() -> None:
 
     if typeahead.starts_a_chat(sys.argv, os.environ):
         typeahead.hold()
-    from netbox_chat.cli.completion import main as run
+    from netbox_chat.cli.completion import COMPLETE_VAR, answer_session_id
+
+    if COMPLETE_VAR in os.environ and (answer := answer_session_id(os.environ)) is not None:
+        if answer.output is not None:
+            sys.stdout.write(answer.output + "\n")  # as Typer echoes it
+            sys.stdout.flush()
+        raise SystemExit(answer.status)
+    from netbox_chat.cli.app import main as run
 
     run()

@@ -34,8 +34,8 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
 from rich.text import Text
 
+from netbox_chat import process
 from netbox_chat.agent.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
-from netbox_chat.cli import main as entry
 from netbox_chat.config import Settings, state_dir
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.models.thinking import check_setting, setting_label
@@ -237,10 +237,10 @@ class Repl:
 
     def _prompt_drawn(self, app: Application[str]) -> None:
         """After every render. The first one ends the start-up (the collector
-        runs again, entry.py) and draws what waited for the prompt (the
+        runs again, process.py) and draws what waited for the prompt (the
         resumed session's recap) above it; the next starts the agent build,
         which would otherwise hold the GIL while the recap renders."""
-        entry.started()
+        process.started()
         if self.above_prompt is not None:
             draw, self.above_prompt = self.above_prompt, None
             asyncio.get_running_loop().call_soon(draw)  # not inside the renderer

@@ -184,8 +184,8 @@ class Runner:
 
     async def _judge(self, question: Question, answer: str) -> Score:
         """The judge model's verdict on an explanation (never on the other types)."""
-        from netbox_chat.agent.graph import build_model
         from netbox_chat.agent.turns import describe_error, text_of
+        from netbox_chat.models.ollama import build_model
 
         assert self.plan.judge is not None
         model = build_model(self.settings_for(self.plan.judge), reasoning=False)

@@ -38,7 +38,7 @@ class Provider(Protocol):
 
 
 class OllamaProvider:
-    """Ollama's own API through ChatOllama (agent.build_model), as before."""
+    """Ollama's own API through ChatOllama (models.ollama.build_model), as before."""
 
     def served(self, settings: Settings, *, timeout: float) -> Served:
         from netbox_chat.models.model_info import ModelInfoError, fetch_model_info
@@ -54,7 +54,7 @@ class OllamaProvider:
     def chat_model(
         self, settings: Settings, served: Served, *, reasoning: bool | str | None
     ) -> Any:
-        from netbox_chat.agent.graph import build_model
+        from netbox_chat.models.ollama import build_model
 
         return build_model(settings, reasoning=reasoning, num_ctx=served.window)
 
