@@ -55,7 +55,13 @@ BUILDER_VERSION = "1"
 """Bump when the shape of the generated turns changes (forces a rebuild)."""
 STALE_SECONDS = 24 * 3600
 """A cached session folder unused this long is removed when another is built."""
-SHAPING_MODULES = ("sessions.py", "checkpointer.py", "agent.py", "turns.py", "config.py")
+SHAPING_MODULES = (
+    "store/sessions.py",
+    "checkpoints/sqlite.py",
+    "agent/graph.py",
+    "agent/turns.py",
+    "config.py",
+)
 """The modules whose code shapes a session file: the cache is rebuilt when they change."""
 
 # The prompt `netbox> ` as prompt_toolkit draws it: style escapes between the word

@@ -527,7 +527,7 @@ def test_the_fast_path_knows_every_option_of_the_app() -> None:
 
 
 def test_no_help_text_of_the_app_holds_rich_markup() -> None:
-    """The shells' completion shows help as written (cli.PlainHelpZsh): that
+    """The shells' completion shows help as written (cli.app.PlainHelpZsh): that
     is only the same as Typer's rendering while no help holds markup. It also
     keeps `--help` from eating a bracket, as it ate `[postgres]` once."""
     import typer

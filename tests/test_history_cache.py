@@ -1,4 +1,4 @@
-"""The decoded history kept between turns (checkpointer.HistoryCache, issue 17).
+"""The decoded history kept between turns (checkpoints.sqlite.HistoryCache, issue 17).
 
 A turn starts by loading the conversation; the bridge keeps the decoded
 history of the last checkpoint read and extends it by the writes of the step

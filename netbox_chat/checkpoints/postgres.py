@@ -1,6 +1,6 @@
 """LangGraph's sync `PostgresSaver` behind the same async bridge as the SQLite saver.
 
-It writes through the session's own connection (`pgstore.PgSession`), the one
+It writes through the session's own connection (`store.postgres.PgSession`), the one
 that holds the session's advisory lock: if that connection is lost, so is the
 lock, and nothing of this process can be written after another writer took it.
 

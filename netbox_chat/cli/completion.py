@@ -158,10 +158,10 @@ def session_id_word(words: Sequence[str], incomplete: str) -> SessionIdWord | No
 
 def refused_by_the_cli(words: Sequence[str], incomplete: str) -> bool:
     """Whether the line puts the chat's own options before a command, which
-    the CLI refuses (exit 2, `cli.refuse_chat_options`): nothing offered there
+    the CLI refuses (exit 2, `app.refuse_chat_options`): nothing offered there
     could run, so nothing is offered (not even the commands), and an option's
     value there never chooses where ids come from. A question (a first word
-    with a space) takes the options along as `ask`'s, as `cli.Commands` reads
+    with a space) takes the options along as `ask`'s, as `app.Commands` reads
     the line, so that line goes on being read."""
     at = 0
     while at < len(words) and words[at].startswith("-") and words[at] != "--":

@@ -177,7 +177,7 @@ def stored_tool_results(
     rebuilds the message list from its delta writes only through a compiled
     graph's channels. Turns are read oldest first, each end the child of the
     one before, so the saver extends the history it decoded last instead of
-    walking the whole thread again (checkpointer.HistoryCache)."""
+    walking the whole thread again (checkpoints.sqlite.HistoryCache)."""
     wanted = [t for t in turns if t.status in KEPT_MESSAGES and t.end_checkpoint_id]
     if not wanted:
         return {}

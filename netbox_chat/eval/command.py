@@ -1,7 +1,7 @@
 """`netbox-chat eval`, from resolved settings to the exit status: build or
 reload the questions, run them with a progress bar, print the report.
 
-cli.py imports this module inside the command only, so no other command pays
+cli/app.py imports this module inside the command only, so no other command pays
 for it.
 """
 

@@ -41,7 +41,7 @@ from netbox_chat.visible import visible_line
 
 REASONING_KEY = "reasoning_content"
 """Where a message keeps its thinking, as langchain-ollama keeps Ollama's
-(agent.REASONING_KEY): the renderer, the ledger and ThinkingMiddleware read it."""
+(thinking.REASONING_KEY): the renderer, the ledger and ThinkingMiddleware read it."""
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """The fields servers stream reasoning in: llama.cpp and SGLang the first, vLLM

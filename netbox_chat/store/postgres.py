@@ -3,7 +3,7 @@
 The same sessions as the folder store (`sessions.py`), for a team: every
 session lives in one database, in one schema (`netbox_chat`) that holds
 LangGraph's checkpoint tables (written by its `PostgresSaver`, see
-`pgsaver.py`) and our own small tables, keyed by session id. The schema is
+`checkpoints/postgres.py`) and our own small tables, keyed by session id. The schema is
 created and migrated only by `netbox-chat doctor --init-store`; a store without
 it is refused (exit 3), so a typo in a URL never starts an empty store.
 

@@ -809,7 +809,7 @@ def ledger_sql(template: str, *, keyed: bool, pyformat: bool) -> str:
 class Ledger:
     """A session's own tables (meta, the turn ledger, history edits), one
     set of calls for both stores: a session file (`SessionFile`, its tables
-    hold one session) and the database (`pgstore.PgSession`, its tables hold
+    hold one session) and the database (`postgres.PgSession`, its tables hold
     every session's rows, keyed by `session_id`). Every write is one
     `db.atomic()`, so inside a caller's transaction (a rollback, a rewind) it
     commits with it."""
