@@ -16,6 +16,7 @@ import io
 import os
 import select
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -76,13 +77,15 @@ class KeysWait(raw_mode):
     prompt as NUL, so it is lost; backspaces are applied before the prompt
     sees them; the echo lands in the middle of the answer. This is
     prompt_toolkit's own raw mode with ISIG kept, so Ctrl-C still raises
-    SIGINT and cancels the turn. (Ctrl-C also makes the kernel discard what
-    was typed before it, as in a shell; what comes after it is kept.)
+    SIGINT and cancels the turn, and with NOFLSH set: without it the kernel
+    discards the input queue when it sends SIGINT (termios(3), NOFLSH), so a
+    question typed or pasted while the answer streamed would be lost to the
+    Ctrl-C that cancels it. raw_mode gives the terminal back as it was.
     """
 
     @classmethod
     def _patch_lflag(cls, attrs: int) -> int:
-        return attrs & ~LFLAG_OFF
+        return (attrs & ~LFLAG_OFF) | termios.NOFLSH
 
 
 def _terminal(stream: TextIO) -> int | None:
