@@ -8,7 +8,8 @@ here and the PostgreSQL one in `pgsaver.py`) runs each sync method on a worker
 thread.
 It also counts in-flight worker writes: a write still running on a thread
 after a cancel would commit *after* the rollback, so rollback waits for
-`drain()`. Reads are not counted: they commit nothing.
+`drain()`; a write the run submitted that had not started is refused (`Run`).
+Reads are not counted: they commit nothing.
 
 Blobs are stored zlib-compressed: messages (NetBox JSON above all) and the
 checkpoints' channel versions shrink two to four times, which keeps a session
@@ -127,6 +128,35 @@ class InFlightCalls:
     def wait_idle(self, timeout: float) -> bool:
         with self.changed:
             return self.changed.wait_for(lambda: self.count == 0, timeout=timeout)
+
+
+class Run:
+    """One graph run's bridged writes, refused once the run is closed.
+
+    `drain()` waits for writes already on a worker thread; a write the run
+    submitted but that had not started yet is not counted. LangGraph stores
+    a run with durability "exit" as writes, then the checkpoint in a task
+    that waits for them: a cancel landing between the two left that task to
+    write the turn's checkpoint after the rollback had verified (issue 32,
+    item 13). A turn closes its run before it rolls back, on the event loop
+    as the writes start, so every write either is counted and drained or
+    finds the run closed and is dropped: whatever that run wrote is being
+    undone, or was kept before it ended."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+
+CURRENT_RUN: contextvars.ContextVar[Run | None] = contextvars.ContextVar(
+    "netbox_chat_run", default=None
+)
+"""The run whose writes a task makes: set by the turn before the graph starts;
+LangGraph's tasks copy the context, so its writes carry it."""
+
+
+def _run_closed() -> bool:
+    run = CURRENT_RUN.get()
+    return run is not None and run.closed
 
 
 class WritesStillRunning(StoreError):
@@ -347,6 +377,8 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        if _run_closed():  # its turn has ended or is being undone (Run)
+            return config
         return await self._on_thread(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
@@ -357,6 +389,8 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         # Keep `task_path`: the Pregel loop inspects this signature.
+        if _run_closed():  # its turn has ended or is being undone (Run)
+            return
         await self._on_thread(self.put_writes, config, writes, task_id, task_path)
 
     def get_delta_channel_history(

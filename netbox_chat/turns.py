@@ -43,7 +43,7 @@ from langgraph.pregel._algo import prepare_next_tasks
 from langgraph.pregel._checkpoint import channels_from_checkpoint
 from langgraph.types import Overwrite, StateSnapshot
 
-from netbox_chat.checkpointer import SyncSaverBridge, WritesStillRunning
+from netbox_chat.checkpointer import CURRENT_RUN, Run, SyncSaverBridge, WritesStillRunning
 from netbox_chat.errors import UserFacingError
 from netbox_chat.liveness import Waiting
 from netbox_chat.pgstore import database_errors
@@ -527,8 +527,9 @@ class Conversation:
         outcome = TurnOutcome(number, "running")
         sink(TurnStarted(self.session.id, number))
         store_failure: BaseException | None = None
+        run = Run()
         try:
-            message_count = await self._stream(question, sink, outcome)
+            message_count = await self._stream(question, sink, outcome, run)
         except asyncio.CancelledError:
             outcome.status = "cancelled"
         except Exception as exc:  # the turn failed: roll back and report
@@ -576,6 +577,10 @@ class Conversation:
             else:
                 outcome.status = "done"
                 return outcome
+        finally:
+            # Before the rollback drains: a write of this run not yet started
+            # is refused from here on, or it would land after the rollback.
+            run.closed = True
         sink(RollingBack(number, outcome.status))
         self._unrecorded[number] = outcome
         try:
@@ -629,10 +634,11 @@ class Conversation:
                 window=compaction.window,
             )
 
-    async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> int:
+    async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome, run: Run) -> int:
         """Run the graph, report its events; return how many messages the
         conversation has at the end, as the run's own state says (counting
-        them from the file would read the whole history again)."""
+        them from the file would read the whole history again). The graph's
+        writes carry `run` (checkpointer.Run)."""
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
         thinking = _Thinking(
             sink, outcome, inline=inlines_thinking(getattr(self.model, "reasoning", None))
@@ -645,6 +651,7 @@ class Conversation:
             durability="exit",
         )
         message_count = 0
+        run_token = CURRENT_RUN.set(run)  # the graph's tasks copy it as they start
         try:
             async for mode, chunk in stream:
                 if mode == "values":
@@ -671,6 +678,7 @@ class Conversation:
                             thinking.end_call(read_as_call=read_as_call)
                         self._on_message(message, sink, outcome, started)
         finally:
+            CURRENT_RUN.reset(run_token)
             thinking.settle()
         return message_count
 
