@@ -44,7 +44,7 @@ from langgraph.pregel._checkpoint import channels_from_checkpoint
 from langgraph.types import Overwrite, StateSnapshot
 
 from netbox_chat.checkpointer import CURRENT_RUN, Run, SyncSaverBridge, WritesStillRunning
-from netbox_chat.errors import UserFacingError
+from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.liveness import Waiting
 from netbox_chat.pgstore import database_errors
 from netbox_chat.replies import JSON_STARTS, READ_AS_CALL
@@ -904,9 +904,15 @@ def describe_error(exc: BaseException) -> str:
     if status == 404 and "not found" in text:
         found = re.search(r"model ['\"]?([^'\"]+)['\"]? not found", text)
         model = found.group(1) if found else "<model>"
-        return f"Ollama: {text}: pull it with `ollama pull {model}` or pick another with --model"
+        return (
+            f"Ollama: {text}: pull it with `ollama pull {model}` or pick another with "
+            f"{pick_model()}"
+        )
     if status == 400 and "does not support tools" in text:
-        return f"Ollama: {text}: choose a tool-capable model with --model (`netbox-chat doctor`)"
+        return (
+            f"Ollama: {text}: choose a tool-capable model with {pick_model()} "
+            "(`netbox-chat doctor`)"
+        )
     if status == -1:
         return (
             f"Ollama reported an error mid-answer: {text}: try again; if it repeats, "

@@ -34,7 +34,7 @@ from pydantic import PrivateAttr, SecretStr
 
 from netbox_chat.coalesce import CoalescingTransport, merge_sse_events
 from netbox_chat.coldstart import recorder
-from netbox_chat.errors import UserFacingError
+from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.liveness import PatientTransport
 from netbox_chat.models.dialects import DIALECTS, Dialect, busy_probe
 from netbox_chat.visible import visible_line
@@ -189,7 +189,8 @@ class ChatOpenAICompatible(BaseChatOpenAI):
             )
         if status == 404:
             return UserFacingError(
-                f"{server}: {text}: pick a model it serves with --model (`netbox-chat doctor`)"
+                f"{server}: {text}: pick a model it serves with {pick_model()} "
+                "(`netbox-chat doctor`)"
             )
         if status is not None:
             return UserFacingError(f"{server} answered {status}: {text}")
