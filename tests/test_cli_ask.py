@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from netbox_chat.cli import app
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.test_cli_netbox import closed_port
-from tests.test_repl_pty import run_in_pty
+from tests.test_repl_pty import leave, plain, run_in_pty, spawn
 from tests.test_stores import cli
 
 
@@ -168,3 +168,6 @@ def test_dash_c_with_a_question_continues_the_latest_session_as_llm_c_does(
     assert (third.returncode, third.stdout) == (0, "Yes.\n"), third.stderr
     assert "name them" in json.dumps(ollama.requests[-1]["messages"])
     assert len(list(sessions_dir.glob("*.sqlite"))) == 1
+    chat = spawn(chat_env, "-c")  # alone: the chat, on that session (as `claude -c`)
+    assert f"resumed session {session}" in plain(chat.before or "")
+    leave(chat)
