@@ -202,7 +202,8 @@ app = typer.Typer(
     help=(
         "Ask your NetBox questions in plain words, answered by a local Ollama model.\n\n"
         'Run without a command to start a new chat session; `netbox-chat "a question"` '
-        "asks one (as `netbox-chat ask`). Sessions live in "
+        'asks one (as `netbox-chat ask`), and `netbox-chat -c "a question"` asks it in '
+        "the last session (`ask --continue`; `-c` alone reopens that chat). Sessions live in "
         "NETBOX_CHAT_SESSIONS, one SQLite file each; by default in the nearest sessions/ "
         "folder made by netbox-chat in or above the current one, else in "
         "$XDG_DATA_HOME/netbox-chat/sessions (see `netbox-chat config`).\n\n"
