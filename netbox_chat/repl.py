@@ -464,14 +464,9 @@ class Repl:
         except UserFacingError as exc:  # the server does not serve it
             self._refuse_model(str(exc))
             return
-        problem = runtime.problem
-        if problem is None and runtime.model_info and runtime.model_info.can_use_tools is False:
-            problem = (
-                f"{name} cannot use tools (the model server says so), and reading NetBox takes them"
-            )
-        if problem:
+        if runtime.problem:
             await runtime.aclose()
-            self._refuse_model(problem)
+            self._refuse_model(runtime.problem)
             return
         await self.background.aclose()
         self.background, self.settings = background, settings

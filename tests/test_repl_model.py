@@ -39,14 +39,15 @@ def test_model_lists_completes_and_refuses_and_think_shows_the_setting(
 
     refused = (
         "gemma:2b cannot use tools (the model server says so), and reading NetBox "
-        "takes them; still qwen3:8b"
+        "takes them: pick another with /model NAME; still qwen3:8b"
     )
     if on_v1:  # no OpenAI-compatible server says which models use tools: one it lacks
         refused = "does not serve nosuch:1b"
-        answered(child, "/model nosuch:1b", refused)
-        assert any("pick one with /model NAME; still qwen3:8b" in line for line in terminal.lines())
+        answered(child, "/model nosuch:1b", "still qwen3:8b")
+        assert "pick one with /model NAME; still qwen3:8b" in " ".join(terminal.lines())
     else:
-        answered(child, "/model gemma:2b", refused)
+        answered(child, "/model gemma:2b", "still qwen3:8b")
+    assert refused in " ".join(terminal.lines())  # rich wraps it at the terminal's width
 
     child.send("/model qwen2.")
     child.send("\t")  # one model starts so: Tab writes it out
@@ -57,15 +58,17 @@ def test_model_lists_completes_and_refuses_and_think_shows_the_setting(
     answered(child, "and now?", "Still three.")
     leave(child)
     assert [request["model"] for request in ollama.requests] == ["qwen2.5:7b"]
-    assert not [line for line in terminal.lines() if "--model" in line]
+    assert "--model" not in "".join(terminal.lines())
 
 
 def test_a_model_without_tools_says_to_switch_with_the_chats_own_command(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
-    """Started on a model Ollama says cannot use tools, the first question's
-    error names the fix the chat takes (`/model NAME`), not `--model`."""
+    """Started on a model Ollama says cannot use tools, the chat says so at its
+    prompt, and the first question's error names the fix the chat takes
+    (`/model NAME`), not `--model`."""
     child, terminal = chat({**chat_env, "NETBOX_CHAT_MODEL": "gemma:2b"})
+    child.expect_exact("gemma:2b cannot use tools")  # at the prompt, before any question
     time.sleep(0.3)
     child.sendline("how many sites?")
     child.expect_exact("does not support tools")
@@ -74,4 +77,4 @@ def test_a_model_without_tools_says_to_switch_with_the_chats_own_command(
     leave(child)
     said = [line for line in terminal.lines() if "tool-capable model" in line]
     assert said and "/model NAME" in " ".join(said)
-    assert not [line for line in terminal.lines() if "--model" in line]
+    assert "--model" not in "".join(terminal.lines())
