@@ -527,9 +527,11 @@ class Conversation:
         outcome = TurnOutcome(number, "running")
         sink(TurnStarted(self.session.id, number))
         store_failure: BaseException | None = None
-        run = Run()
+        run = Run(asyncio.current_task())
         try:
             message_count = await self._stream(question, sink, outcome, run)
+            if run.refused:  # the cancel raced the run's end: not all of it was stored
+                raise asyncio.CancelledError
         except asyncio.CancelledError:
             outcome.status = "cancelled"
         except Exception as exc:  # the turn failed: roll back and report
@@ -584,7 +586,7 @@ class Conversation:
         sink(RollingBack(number, outcome.status))
         self._unrecorded[number] = outcome
         try:
-            self.rollback(outcome, base, base_messages)
+            self.rollback(outcome, base, base_messages, dropped=run.dropped)
         except _store_errors(WritesStillRunning) as exc:
             # Neither the rollback nor its record was written (they are one
             # transaction): the ledger says the turn is `running` with its
@@ -729,7 +731,12 @@ class Conversation:
     # rollback
 
     def rollback(
-        self, outcome: TurnOutcome, base_checkpoint_id: str | None, base_message_count: int | None
+        self,
+        outcome: TurnOutcome,
+        base_checkpoint_id: str | None,
+        base_message_count: int | None,
+        *,
+        dropped: int = 0,
     ) -> None:
         """Snapshot-and-two-pass rollback, verification, and the ledger's record
         of it, in one transaction; sets `outcome.rollback`.
@@ -743,7 +750,9 @@ class Conversation:
         head (the transaction's own, not yet committed) and checks it is that
         point, with nothing to run. The turn's row is closed in the same
         transaction, so the ledger never says `running` about a turn that is
-        already rolled back, nor closes one that is not.
+        already rolled back, nor closes one that is not. `dropped`: messages
+        the run's writes held that were refused, not stored (checkpointer.Run),
+        reported as removed with the rest.
         """
         # A bridged write still running on a worker thread would land after
         # the rollback; wait for it first (WritesStillRunning if it does not end).
@@ -752,7 +761,7 @@ class Conversation:
             removed = self.saver.truncate_after(self.session.id, base_checkpoint_id, "messages")
             problems = self.verify_rolled_back(base_checkpoint_id, base_message_count)
             report = RollbackReport(
-                outcome.number, _count_messages(removed), not problems, problems
+                outcome.number, _count_messages(removed) + dropped, not problems, problems
             )
             self._record(outcome, report)
         outcome.rollback = report

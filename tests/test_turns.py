@@ -383,8 +383,8 @@ async def test_a_cancel_as_the_answer_is_being_stored_leaves_nothing_after_the_r
     task that waits for them; the cancel lands while the writes run. The
     rollback waits for those, but the checkpoint's task had not started: it
     used to write the turn's checkpoint (parent: the pre-turn head) after the
-    rollback had verified. The cancel is landed exactly there: from inside
-    the first of the run's exit writes (with durability "exit" there is no
+    rollback had verified. The cancel is landed exactly there: once the first
+    of the run's exit writes has started (with durability "exit" there is no
     other write before it)."""
     ollama.script([Text("first answer")])
     await conversation.run_turn("first question")
@@ -395,9 +395,11 @@ async def test_a_cancel_as_the_answer_is_being_stored_leaves_nothing_after_the_r
     original = saver_class.aput_writes
 
     async def cancelled_as_stored(self: Any, *args: Any, **kwargs: Any) -> None:
+        write = asyncio.ensure_future(original(self, *args, **kwargs))
+        await asyncio.sleep(0)  # the write has started: it runs on its worker thread
         if turn and not turn[0].done():
             turn[0].cancel()  # the signal, between the writes and the checkpoint
-        await original(self, *args, **kwargs)
+        await write
 
     monkeypatch.setattr(saver_class, "aput_writes", cancelled_as_stored)
     ollama.script([Text("the answer that is being stored")])
