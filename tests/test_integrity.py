@@ -122,9 +122,12 @@ async def test_a_turn_whose_rollback_was_not_recorded_is_finished_before_the_nex
         if isinstance(event, RollingBack):
             seen["rows"] = thread_rows(conversation.saver.conn)
 
-    ollama.script([Text("half an "), StreamError("llama runner process has terminated")])
+    ollama.script([Delay(3.0), Text("too late")])
+    task = asyncio.create_task(conversation.run_turn("question two", sink))
+    await asyncio.sleep(0.5)
+    task.cancel()
     with pytest.raises(StoreError, match="could not be rolled back now"):
-        await conversation.run_turn("question two", sink)
+        await task
     assert [t.status for t in conversation.session.turns()] == ["done", "running"]
     # the rollback and its record are one transaction: neither was written
     assert thread_rows(conversation.saver.conn) == seen["rows"]
@@ -181,7 +184,7 @@ async def test_a_rollback_that_fails_half_way_leaves_nothing_half_done(
     """Pass 2 (the writes on the base) fails after pass 1 (the turn's
     checkpoints) ran: neither may stay, and the next turn finishes the
     rollback once the disk has room again. The turn fails mid-answer: a
-    cancelled one stores nothing to roll back (checkpointer.Run)."""
+    cancelled one stores nothing to roll back (checkpoints.sqlite.Run)."""
     ollama.script([Text("answer one")])
     await conversation.run_turn("question one")
     base = conversation.head_checkpoint_id()

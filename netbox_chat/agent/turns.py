@@ -640,7 +640,7 @@ class Conversation:
         """Run the graph, report its events; return how many messages the
         conversation has at the end, as the run's own state says (counting
         them from the file would read the whole history again). The graph's
-        writes carry `run` (checkpointer.Run)."""
+        writes carry `run` (checkpoints.sqlite.Run)."""
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
         thinking = _Thinking(
             sink, outcome, inline=inlines_thinking(getattr(self.model, "reasoning", None))
@@ -751,7 +751,7 @@ class Conversation:
         point, with nothing to run. The turn's row is closed in the same
         transaction, so the ledger never says `running` about a turn that is
         already rolled back, nor closes one that is not. `dropped`: messages
-        the run's writes held that were refused, not stored (checkpointer.Run),
+        the run's writes held that were refused, not stored (checkpoints.sqlite.Run),
         reported as removed with the rest.
         """
         # A bridged write still running on a worker thread would land after
