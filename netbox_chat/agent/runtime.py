@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from netbox_chat import process
 from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.config import Settings
-from netbox_chat.errors import UserFacingError
+from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.thinking import ThinkPlan, plan_thinking
 from netbox_chat.models.window import too_small_for
 from netbox_chat.store.choose import OpenSession
@@ -57,8 +57,9 @@ class Runtime:
     context: ContextGuard | None = None
     """The session's window and the compaction that keeps requests inside it."""
     problem: str | None = None
-    """Why Ollama could not tell about the model, if it could not: said at the
-    prompt as soon as the build ends, not after the first question."""
+    """Why Ollama could not tell about the model, if it could not, or that it
+    says the model cannot use tools: said at the prompt as soon as the build
+    ends, not after the first question; `/model` refuses such a model."""
 
     @property
     def window(self) -> int | None:
@@ -108,6 +109,12 @@ def build_runtime(
     provider = provider_for(settings)
     served = provider.served(settings, timeout=MODEL_INFO_TIMEOUT)
     model_info, window, problem = served.info, served.window, served.problem
+    if problem is None and model_info is not None and model_info.can_use_tools is False:
+        # Said before the first question, which would fail on it (Ollama's 400).
+        problem = (
+            f"{settings.model} cannot use tools (the model server says so), and reading "
+            f"NetBox takes them: pick another with {pick_model()}"
+        )
     guard = ContextGuard(window, settings.compact_at)
     netbox = None
     if tools is None:

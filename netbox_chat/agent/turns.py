@@ -44,8 +44,8 @@ from langgraph.pregel._checkpoint import channels_from_checkpoint
 from langgraph.types import Overwrite, StateSnapshot
 
 from netbox_chat.agent.replies import JSON_STARTS, READ_AS_CALL
-from netbox_chat.checkpoints.sqlite import SyncSaverBridge, WritesStillRunning
-from netbox_chat.errors import UserFacingError
+from netbox_chat.checkpoints.sqlite import CURRENT_RUN, Run, SyncSaverBridge, WritesStillRunning
+from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.liveness import Waiting
 from netbox_chat.models.thinking import ThinkSplitter, inlines_thinking, split_thinking
 from netbox_chat.store.choose import OpenSession
@@ -527,8 +527,11 @@ class Conversation:
         outcome = TurnOutcome(number, "running")
         sink(TurnStarted(self.session.id, number))
         store_failure: BaseException | None = None
+        run = Run(asyncio.current_task())
         try:
-            message_count = await self._stream(question, sink, outcome)
+            message_count = await self._stream(question, sink, outcome, run)
+            if run.refused:  # the cancel raced the run's end: not all of it was stored
+                raise asyncio.CancelledError
         except asyncio.CancelledError:
             outcome.status = "cancelled"
         except Exception as exc:  # the turn failed: roll back and report
@@ -576,10 +579,14 @@ class Conversation:
             else:
                 outcome.status = "done"
                 return outcome
+        finally:
+            # Before the rollback drains: a write of this run not yet started
+            # is refused from here on, or it would land after the rollback.
+            run.closed = True
         sink(RollingBack(number, outcome.status))
         self._unrecorded[number] = outcome
         try:
-            self.rollback(outcome, base, base_messages)
+            self.rollback(outcome, base, base_messages, dropped=run.dropped)
         except _store_errors(WritesStillRunning) as exc:
             # Neither the rollback nor its record was written (they are one
             # transaction): the ledger says the turn is `running` with its
@@ -629,10 +636,11 @@ class Conversation:
                 window=compaction.window,
             )
 
-    async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> int:
+    async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome, run: Run) -> int:
         """Run the graph, report its events; return how many messages the
         conversation has at the end, as the run's own state says (counting
-        them from the file would read the whole history again)."""
+        them from the file would read the whole history again). The graph's
+        writes carry `run` (checkpoints.sqlite.Run)."""
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
         thinking = _Thinking(
             sink, outcome, inline=inlines_thinking(getattr(self.model, "reasoning", None))
@@ -645,6 +653,7 @@ class Conversation:
             durability="exit",
         )
         message_count = 0
+        run_token = CURRENT_RUN.set(run)  # the graph's tasks copy it as they start
         try:
             async for mode, chunk in stream:
                 if mode == "values":
@@ -671,6 +680,7 @@ class Conversation:
                             thinking.end_call(read_as_call=read_as_call)
                         self._on_message(message, sink, outcome, started)
         finally:
+            CURRENT_RUN.reset(run_token)
             thinking.settle()
         return message_count
 
@@ -721,7 +731,12 @@ class Conversation:
     # rollback
 
     def rollback(
-        self, outcome: TurnOutcome, base_checkpoint_id: str | None, base_message_count: int | None
+        self,
+        outcome: TurnOutcome,
+        base_checkpoint_id: str | None,
+        base_message_count: int | None,
+        *,
+        dropped: int = 0,
     ) -> None:
         """Snapshot-and-two-pass rollback, verification, and the ledger's record
         of it, in one transaction; sets `outcome.rollback`.
@@ -735,7 +750,9 @@ class Conversation:
         head (the transaction's own, not yet committed) and checks it is that
         point, with nothing to run. The turn's row is closed in the same
         transaction, so the ledger never says `running` about a turn that is
-        already rolled back, nor closes one that is not.
+        already rolled back, nor closes one that is not. `dropped`: messages
+        the run's writes held that were refused, not stored (checkpoints.sqlite.Run),
+        reported as removed with the rest.
         """
         # A bridged write still running on a worker thread would land after
         # the rollback; wait for it first (WritesStillRunning if it does not end).
@@ -744,7 +761,7 @@ class Conversation:
             removed = self.saver.truncate_after(self.session.id, base_checkpoint_id, "messages")
             problems = self.verify_rolled_back(base_checkpoint_id, base_message_count)
             report = RollbackReport(
-                outcome.number, _count_messages(removed), not problems, problems
+                outcome.number, _count_messages(removed) + dropped, not problems, problems
             )
             self._record(outcome, report)
         outcome.rollback = report
@@ -896,9 +913,15 @@ def describe_error(exc: BaseException) -> str:
     if status == 404 and "not found" in text:
         found = re.search(r"model ['\"]?([^'\"]+)['\"]? not found", text)
         model = found.group(1) if found else "<model>"
-        return f"Ollama: {text}: pull it with `ollama pull {model}` or pick another with --model"
+        return (
+            f"Ollama: {text}: pull it with `ollama pull {model}` or pick another with "
+            f"{pick_model()}"
+        )
     if status == 400 and "does not support tools" in text:
-        return f"Ollama: {text}: choose a tool-capable model with --model (`netbox-chat doctor`)"
+        return (
+            f"Ollama: {text}: choose a tool-capable model with {pick_model()} "
+            "(`netbox-chat doctor`)"
+        )
     if status == -1:
         return (
             f"Ollama reported an error mid-answer: {text}: try again; if it repeats, "

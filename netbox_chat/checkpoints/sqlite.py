@@ -8,7 +8,8 @@ here and the PostgreSQL one in `postgres.py`) runs each sync method on a worker
 thread.
 It also counts in-flight worker writes: a write still running on a thread
 after a cancel would commit *after* the rollback, so rollback waits for
-`drain()`. Reads are not counted: they commit nothing.
+`drain()`; a write the run submitted that had not started is refused (`Run`).
+Reads are not counted: they commit nothing.
 
 Blobs are stored zlib-compressed: messages (NetBox JSON above all) and the
 checkpoints' channel versions shrink two to four times, which keeps a session
@@ -127,6 +128,52 @@ class InFlightCalls:
     def wait_idle(self, timeout: float) -> bool:
         with self.changed:
             return self.changed.wait_for(lambda: self.count == 0, timeout=timeout)
+
+
+class Run:
+    """One turn's graph run, whose bridged writes are refused once it is over.
+
+    `drain()` waits for writes already on a worker thread; a write the run
+    submitted but that had not started yet is not counted. LangGraph stores
+    a run with durability "exit" as writes, then the checkpoint in a task
+    that waits for them: a cancel landing between the two left that task to
+    write the turn's checkpoint after the rollback had verified (issue 32,
+    item 13). So a write is refused once the turn's task is cancelled (what
+    the run stores as it unwinds would only be deleted by its rollback: two
+    commits saved on every Ctrl-C, item 14) or the turn has closed the run,
+    which it does on the event loop before it rolls back. Writes start on
+    the loop too, so each is either counted and drained or refused.
+
+    `dropped` counts the messages refused writes held, which the rollback
+    reports as removed, as if they had been stored and deleted; a run that
+    ends normally with a write refused did not store all of itself, so the
+    turn treats it as cancelled (it is: its task was)."""
+
+    def __init__(self, task: asyncio.Task[Any] | None) -> None:
+        self.task = task
+        self.closed = False
+        self.refused = False
+        self.dropped = 0
+
+    def refuses(self, writes: Sequence[tuple[str, Any]] = ()) -> bool:
+        """Whether a write of `writes` (channel, value) is refused now; counts it if so."""
+        if not (self.closed or (self.task is not None and self.task.cancelling())):
+            return False
+        self.refused = True
+        self.dropped += sum(len(_messages_in(v)) for channel, v in writes if channel == "messages")
+        return True
+
+
+CURRENT_RUN: contextvars.ContextVar[Run | None] = contextvars.ContextVar(
+    "netbox_chat_run", default=None
+)
+"""The run whose writes a task makes: set by the turn before the graph starts;
+LangGraph's tasks copy the context, so its writes carry it."""
+
+
+def _refused(writes: Sequence[tuple[str, Any]] = ()) -> bool:
+    run = CURRENT_RUN.get()
+    return run is not None and run.refuses(writes)
 
 
 class WritesStillRunning(StoreError):
@@ -347,6 +394,8 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        if _refused():  # its turn has ended or is being undone (Run)
+            return config
         return await self._on_thread(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
@@ -357,6 +406,8 @@ class SyncSaverBridge(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         # Keep `task_path`: the Pregel loop inspects this signature.
+        if _refused(writes):  # its turn has ended or is being undone (Run)
+            return
         await self._on_thread(self.put_writes, config, writes, task_id, task_path)
 
     def get_delta_channel_history(

@@ -120,6 +120,10 @@ class PlainHelpFish(FishComplete):
         return fish_choice(item.value, item.help)
 
 
+CONTINUE = ("-c", "--continue")
+"""Before any command: continue the last session (`Commands.parse_args`)."""
+
+
 class Commands(TyperGroup):
     """Runs every command, from `netbox-chat` and from Typer's test runner
     alike, through `report`: the commands raise, they never print errors."""
@@ -136,11 +140,22 @@ class Commands(TyperGroup):
         a first word that is no command and holds a space is a question, also
         after the chat's options (`netbox-chat -m qwen3:14b "…"`, as `llm -m`
         goes), which then go to `ask` with it. A single unknown word stays an
-        unknown command (a typo of `ls` must not go to the model)."""
+        unknown command (a typo of `ls` must not go to the model).
+
+        `netbox-chat -c "…"` continues the last session, as `llm -c` and
+        `claude -c` do: it is `ask --continue "…"` (any word, with `-c` saying
+        it is a question); `-c` alone reopens that session's chat (`resume`)."""
         at = self.first_word(args)
         word = args[at] if at < len(args) else ""
-        if word not in self.commands and len(word.split()) > 1:
-            args = ["ask", word, *args[:at], *args[at + 1 :]]
+        options = args[:at]
+        if word not in self.commands and any(opt in CONTINUE for opt in options):
+            options = [opt for opt in options if opt not in CONTINUE]
+            if at == len(args):
+                args = ["resume", *options]
+            else:
+                args = ["ask", "--continue", word, *options, *args[at + 1 :]]
+        elif word not in self.commands and len(word.split()) > 1:
+            args = ["ask", word, *options, *args[at + 1 :]]
         return list(super().parse_args(ctx, args))
 
     def first_word(self, args: list[str]) -> int:
@@ -152,7 +167,7 @@ class Commands(TyperGroup):
             for param in self.params
             if getattr(param, "is_flag", False)
             for opt in (*param.opts, *param.secondary_opts)
-        }
+        } | set(CONTINUE)
         at = 0
         while at < len(args) and args[at].startswith("-") and args[at] != "--":
             word = args[at]
@@ -187,7 +202,8 @@ app = typer.Typer(
     help=(
         "Ask your NetBox questions in plain words, answered by a local Ollama model.\n\n"
         'Run without a command to start a new chat session; `netbox-chat "a question"` '
-        "asks one (as `netbox-chat ask`). Sessions live in "
+        'asks one (as `netbox-chat ask`), and `netbox-chat -c "a question"` asks it in '
+        "the last session (`ask --continue`; `-c` alone reopens that chat). Sessions live in "
         "NETBOX_CHAT_SESSIONS, one SQLite file each; by default in the nearest sessions/ "
         "folder made by netbox-chat in or above the current one, else in "
         "$XDG_DATA_HOME/netbox-chat/sessions (see `netbox-chat config`).\n\n"

@@ -12,20 +12,23 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
+import functools
 import io
 import os
 import select
 import sys
+import termios
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import Application
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, ThreadedCompleter
 from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
@@ -37,7 +40,7 @@ from rich.text import Text
 from netbox_chat import process
 from netbox_chat.agent.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
 from netbox_chat.config import Settings, state_dir
-from netbox_chat.errors import ExitStatus, UserFacingError
+from netbox_chat.errors import PICK_MODEL, ExitStatus, UserFacingError
 from netbox_chat.models.thinking import check_setting, setting_label
 from netbox_chat.store.choose import OpenSession
 from netbox_chat.store.sessions import Turn
@@ -46,6 +49,9 @@ from netbox_chat.ui import render
 from netbox_chat.visible import visible_line
 from netbox_chat.words import count
 
+MODEL_LIST_TIMEOUT = 5.0
+"""Seconds to wait for the server's list of models (a local lookup)."""
+
 HELP = """\
 [bold]Ask a question about your network[/bold] and press Enter. Pasting several lines works.
 
@@ -53,11 +59,13 @@ HELP = """\
   /rewind [N]       go back to just after turn N (default: drop the last turn)
   /compact          summarize the conversation to make the next requests smaller
   /tokens           tokens in/out per turn
-  /think on|off     let the model think (or not) for the rest of the session;
+  /think [on|off]   let the model think (or not) for the rest of the session, or
+                    without a word, show the setting;
                     low|medium|high for models that take levels (gpt-oss)
   /thinking [N]     the full thinking of the last turn (or of turn N)
   /show [N]         the tool calls of the last turn (or of turn N), with what they returned
-  /model [NAME]     the model, or ask NAME from the next question on
+  /model [NAME]     the server's models (Tab completes one), or ask NAME from the
+                    next question on
   /new              leave this session (saved) for a fresh one
   /help             this text
   exit, /exit, Ctrl-D  leave (the session is saved; `netbox-chat resume` reopens it)
@@ -77,13 +85,15 @@ class KeysWait(raw_mode):
     prompt as NUL, so it is lost; backspaces are applied before the prompt
     sees them; the echo lands in the middle of the answer. This is
     prompt_toolkit's own raw mode with ISIG kept, so Ctrl-C still raises
-    SIGINT and cancels the turn. (Ctrl-C also makes the kernel discard what
-    was typed before it, as in a shell; what comes after it is kept.)
+    SIGINT and cancels the turn, and with NOFLSH set: without it the kernel
+    discards the input queue when it sends SIGINT (termios(3), NOFLSH), so a
+    question typed or pasted while the answer streamed would be lost to the
+    Ctrl-C that cancels it. raw_mode gives the terminal back as it was.
     """
 
     @classmethod
     def _patch_lflag(cls, attrs: int) -> int:
-        return attrs & ~LFLAG_OFF
+        return (attrs & ~LFLAG_OFF) | termios.NOFLSH
 
 
 def _terminal(stream: TextIO) -> int | None:
@@ -147,7 +157,13 @@ SLASH_COMMANDS = (
 
 
 class SlashCompleter(Completer):
-    """Tab completes a slash command's name; a question is left alone."""
+    """Tab completes a slash command's name, and after `/model ` the names of
+    the server's models (`models`, asked on the first such Tab); a question
+    is left alone. Run on prompt_toolkit's completion thread (ThreadedCompleter),
+    so a slow server never holds the keys up."""
+
+    def __init__(self, models: Callable[[], Sequence[str]]) -> None:
+        self.models = models
 
     def get_completions(
         self, document: Document, complete_event: CompleteEvent
@@ -158,6 +174,10 @@ class SlashCompleter(Completer):
             for name in SLASH_COMMANDS:
                 if name.startswith(typed):
                     yield Completion(name, start_position=-len(typed))
+        elif typed.startswith("/model ") and " " not in (part := typed[len("/model ") :]):
+            for name in self.models():
+                if name.startswith(part):
+                    yield Completion(name, start_position=-len(part), display=visible_line(name))
 
 
 class BackgroundRuntime:
@@ -191,7 +211,9 @@ class BackgroundRuntime:
         # Running from now on: a waiter cancelled by Ctrl-C cannot cancel the
         # build under the next one.
         self.future.set_running_or_notify_cancel()
-        threading.Thread(target=self._build, name="agent-build", daemon=True).start()
+        # In the chat's context: its errors word the fix as the chat takes it (PICK_MODEL).
+        build = functools.partial(contextvars.copy_context().run, self._build)
+        threading.Thread(target=build, name="agent-build", daemon=True).start()
 
     def _build(self) -> None:
         try:
@@ -228,6 +250,25 @@ class Repl:
     above_prompt: Callable[[], None] | None = None  # drawn once the first prompt is up
     ending: str = "exit"  # or "new": /new asks for a fresh session
     switched_to: str | None = None  # the model `/model NAME` last switched to
+    known_models: tuple[str, ...] | None = None  # the server's, once asked
+
+    def server_models(self) -> tuple[str, ...]:
+        """The models the server has, asked once; none when it cannot be
+        asked. Tab calls it on the completion thread."""
+        if self.known_models is None:
+            try:
+                return self.ask_server_models()
+            except UserFacingError:
+                return ()
+        return self.known_models
+
+    def ask_server_models(self) -> tuple[str, ...]:
+        """The models the server has now (UserFacingError: it cannot say)."""
+        from netbox_chat.models import provider_for
+
+        models = provider_for(self.settings).models(self.settings, timeout=MODEL_LIST_TIMEOUT)
+        self.known_models = models
+        return models
 
     async def runtime(self) -> Runtime:
         if not self.background.future.done():
@@ -251,7 +292,7 @@ class Repl:
         prompt: PromptSession[str] = PromptSession(
             history=user_history(history_path()),
             enable_history_search=True,
-            completer=SlashCompleter(),
+            completer=ThreadedCompleter(SlashCompleter(self.server_models)),
             complete_while_typing=False,
         )
         # After every render, which makes the first one start the agent build.
@@ -407,22 +448,26 @@ class Repl:
 
     async def switch_model(self, name: str) -> None:
         """`/model NAME`: the next questions go to another model. The agent is
-        built again for it; a model Ollama does not have is refused, and the
-        session stays with the one it had."""
+        built again for it; a model the server does not have, or one it says
+        cannot use tools (Ollama's capabilities), is refused before any
+        question goes to it, and the session stays with the one it had.
+        `/model` alone lists the server's models."""
         if not name:
-            self.console.print(Text(f"model {visible_line(self.settings.model)}", style="dim"))
+            await self.list_models()
             return
         settings = replace(self.settings, model=name)
         # No on_problem: the refusal below is the one line a failed build gets
         # (the start-up's hint would print the same problem a second time).
         background = BackgroundRuntime(self.session, settings)
-        with self.console.status("[dim]loading the agent…[/dim]"):
-            runtime = await background.get()
+        try:
+            with self.console.status("[dim]loading the agent…[/dim]"):
+                runtime = await background.get()
+        except UserFacingError as exc:  # the server does not serve it
+            self._refuse_model(str(exc))
+            return
         if runtime.problem:
             await runtime.aclose()
-            line = Text(visible_line(runtime.problem), style="red")
-            line.append(f"; still {visible_line(self.settings.model)}")
-            self.console.print(line)
+            self._refuse_model(runtime.problem)
             return
         await self.background.aclose()
         self.background, self.settings = background, settings
@@ -431,6 +476,29 @@ class Repl:
         self.console.print(
             Text(f"model {visible_line(name)} from the next question on", style="green")
         )
+
+    def _refuse_model(self, problem: str) -> None:
+        line = Text(visible_line(problem), style="red")
+        line.append(f"; still {visible_line(self.settings.model)}")
+        self.console.print(line)
+
+    async def list_models(self) -> None:
+        """`/model`: the session's model and the ones the server has, asked anew."""
+        current = Text(f"model {visible_line(self.settings.model)}", style="dim")
+        try:
+            models = await asyncio.to_thread(self.ask_server_models)
+        except UserFacingError as exc:
+            self.console.print(current.append(f"; the server's models: {visible_line(str(exc))}"))
+            return
+        if not models:
+            self.console.print(current.append("; the server lists no models"))
+            return
+        self.console.print(
+            Text("the server's models (/model NAME switches, Tab completes):", style="dim")
+        )
+        for model in models:  # the session's own marked
+            mark, style = ("* ", "bold") if model == self.settings.model else ("  ", "")
+            self.console.print(Text(mark + visible_line(model), style=style))
 
     async def show(self, argument: str) -> None:
         """`/show [N]`: the tool calls of the last answered turn (or turn N),
@@ -536,6 +604,7 @@ async def run_chat(
 
     background = BackgroundRuntime(session, settings, say_problem)
     repl = Repl(session, settings, console, background)
+    picking = PICK_MODEL.set("/model NAME")  # no option can be given here
     try:
         if session.running_turns():
             # A crash left a turn half-done: roll it back before anything else.
@@ -559,6 +628,7 @@ async def run_chat(
         await repl.run()
     finally:
         await repl.background.aclose()  # /model may have replaced it
+        PICK_MODEL.reset(picking)
     if session.discard_if_unanswered():
         console.print(
             Text(f"no question was answered in session {session.id}; nothing was kept", "dim")

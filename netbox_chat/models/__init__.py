@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from netbox_chat.config import Settings
-from netbox_chat.errors import UserFacingError
+from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.window import session_window
 
 if TYPE_CHECKING:
@@ -32,6 +32,11 @@ class Provider(Protocol):
 
     def served(self, settings: Settings, *, timeout: float) -> Served: ...
 
+    def models(self, settings: Settings, *, timeout: float) -> tuple[str, ...]:
+        """The models the server has, sorted (`/model` lists them, Tab completes
+        them); UserFacingError when it cannot be asked."""
+        ...
+
     def chat_model(
         self, settings: Settings, served: Served, *, reasoning: bool | str | None
     ) -> Any: ...
@@ -50,6 +55,14 @@ class OllamaProvider:
             # is wrong with Ollama or the model before the first question.
             return Served(None, session_window(settings.num_ctx, None), problem=str(exc))
         return Served(info, session_window(settings.num_ctx, info.context_length))
+
+    def models(self, settings: Settings, *, timeout: float) -> tuple[str, ...]:
+        from netbox_chat.models.model_info import ModelInfoError, fetch_model_names
+
+        try:
+            return fetch_model_names(settings.ollama_url, timeout=timeout)
+        except ModelInfoError as exc:
+            raise UserFacingError(str(exc)) from exc
 
     def chat_model(
         self, settings: Settings, served: Served, *, reasoning: bool | str | None
@@ -75,7 +88,7 @@ class OpenAIProvider:
             listed = ", ".join(facts.served[:8]) or "none"
             raise UserFacingError(
                 f"{facts.speaks.name} at {base_url} does not serve {settings.model} "
-                f"(it serves: {listed}): pick one with --model"
+                f"(it serves: {listed}): pick one with {pick_model()}"
             )
         window = settings.context_window or facts.window or settings.num_ctx
         family = model_family(settings.model)
@@ -84,6 +97,14 @@ class OpenAIProvider:
         # other is planned as a model that did not say.
         thinks = frozenset({"completion", "thinking"}) if family else None
         return Served(ModelInfo(settings.model, thinks, window, family), window, facts)
+
+    def models(self, settings: Settings, *, timeout: float) -> tuple[str, ...]:
+        from netbox_chat.models.dialects import ServerError, served_models
+
+        try:
+            return served_models(require_base_url(settings), settings.api_key, timeout=timeout)
+        except ServerError as exc:
+            raise UserFacingError(str(exc)) from exc
 
     def chat_model(
         self, settings: Settings, served: Served, *, reasoning: bool | str | None

@@ -120,3 +120,30 @@ def fetch_model_info(ollama_url: str, model: str, *, timeout: float) -> ModelInf
             f"Ollama answered {response.status_code}: {message}", status=response.status_code
         )
     return parse_show(model, payload)
+
+
+def fetch_model_names(ollama_url: str, *, timeout: float) -> tuple[str, ...]:
+    """The models Ollama has (`GET /api/tags`, `models[].name`, as `ollama list`
+    shows them), sorted; raises ModelInfoError with a one-line reason. Names
+    are the server's text: at most 200 of them, each cut to 200 characters."""
+    try:
+        with httpx.Client(base_url=ollama_url, timeout=timeout) as http:
+            response = http.get("/api/tags")
+    except httpx.HTTPError as exc:
+        raise ModelInfoError(f"cannot reach Ollama at {ollama_url} ({exc})") from exc
+    if response.status_code != 200:
+        raise ModelInfoError(
+            f"Ollama answered {response.status_code} listing its models",
+            status=response.status_code,
+        )
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = {}
+    models = payload.get("models") if isinstance(payload, dict) else None
+    names = {
+        str(entry["name"])[:200]
+        for entry in (models if isinstance(models, list) else [])[:200]
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str)
+    }
+    return tuple(sorted(names))

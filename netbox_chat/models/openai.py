@@ -32,7 +32,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai.chat_models.base import BaseChatOpenAI
 from pydantic import PrivateAttr, SecretStr
 
-from netbox_chat.errors import UserFacingError
+from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.coalesce import CoalescingTransport, merge_sse_events
 from netbox_chat.models.coldstart import recorder
 from netbox_chat.models.dialects import DIALECTS, Dialect, busy_probe
@@ -189,7 +189,8 @@ class ChatOpenAICompatible(BaseChatOpenAI):
             )
         if status == 404:
             return UserFacingError(
-                f"{server}: {text}: pick a model it serves with --model (`netbox-chat doctor`)"
+                f"{server}: {text}: pick a model it serves with {pick_model()} "
+                "(`netbox-chat doctor`)"
             )
         if status is not None:
             return UserFacingError(f"{server} answered {status}: {text}")
