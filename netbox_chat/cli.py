@@ -1227,7 +1227,8 @@ def export_command(
 ) -> None:
     """Print a session's transcript: questions, answers, tool calls, tokens per
     turn; cancelled, failed and rewound turns marked. Never writes the session."""
-    from netbox_chat.export import export_session, write_private
+    from netbox_chat.export import export_session
+    from netbox_chat.owned import replace_file
 
     settings = settings_from(sessions_dir, store=store_option)
     fmt = fmt.lower()
@@ -1247,7 +1248,7 @@ def export_command(
     if output is None:
         sys.stdout.write(text)
         return
-    write_private(output, text)
+    replace_file(output, text)
     say(f"wrote {output}")
 
 

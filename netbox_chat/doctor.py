@@ -20,11 +20,12 @@ from pathlib import Path
 import httpx
 
 from netbox_chat.coldstart import cold_start_line, last_cold_start, record_path
-from netbox_chat.config import Settings
+from netbox_chat.config import Settings, without_userinfo
 from netbox_chat.credentials import token_origin
 from netbox_chat.errors import UserFacingError
 from netbox_chat.model_info import ModelInfo, parse_show
 from netbox_chat.models.dialects import json_object
+from netbox_chat.owned import NotOwned, check_folder
 from netbox_chat.sessions import StoreError, refuse_network_filesystem
 from netbox_chat.visible import visible_line
 from netbox_chat.window import session_window, turn_floor
@@ -85,13 +86,13 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
             Check(
                 "Ollama",
                 False,
-                f"cannot reach {url} ({reason})",
+                f"cannot reach {without_userinfo(url, '***@')} ({reason})",
                 "start it with `ollama serve`, or point OLLAMA_HOST / --ollama-url at it",
             ),
             skipped("model", f"{model}: Ollama unreachable"),
         ]
     number = json_object(version).get("version", "unknown version")
-    checks = [Check("Ollama", True, f"{url} (version {number})")]
+    checks = [Check("Ollama", True, f"{without_userinfo(url, '***@')} (version {number})")]
     if shown.status_code == 404:
         checks.append(
             Check(
@@ -219,7 +220,13 @@ def check_openai(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
         ]
     speaks = facts.speaks
     version = f" (version {visible_line(facts.version)})" if facts.version else ""
-    checks = [Check("model server", True, f"{speaks.name} at {settings.base_url}{version}")]
+    checks = [
+        Check(
+            "model server",
+            True,
+            f"{speaks.name} at {without_userinfo(settings.base_url, '***@')}{version}",
+        )
+    ]
     if not facts.serves_model:
         listed = visible_line(", ".join(facts.served[:8]) or "none")
         checks.append(
@@ -404,6 +411,10 @@ def check_sessions_folder(root: Path) -> Check:
         return Check(name, True, f"{root} (will be created, 0700)")
     if not root.is_dir():
         return Check(name, False, f"{root} is not a folder: {os.strerror(errno.ENOTDIR)}", fix)
+    try:
+        check_folder(root, "sessions folder")
+    except NotOwned as exc:
+        return Check(name, False, str(exc), "use a folder of your own, 0700")
     try:
         refuse_network_filesystem(root)
     except StoreError as exc:

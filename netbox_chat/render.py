@@ -1162,7 +1162,7 @@ def settings_table(settings: Settings, *, token_failed: bool = False) -> Text:
             from netbox_chat.pgstore import shown_url
 
             shown = shown_url(value)  # a database URL may carry a password
-        elif setting.name == "netbox_url" and value is not None:
+        elif setting.name in ("netbox_url", "base_url", "ollama_url") and value is not None:
             shown = without_userinfo(value, "***@")  # a proxy's user:password@
         rows.append((setting.name, shown, settings.origins.get(setting.name, "")))
         if setting.name == "api_key_env" and value is not None:

@@ -37,6 +37,7 @@ from rich.text import Text
 from netbox_chat import entry, render
 from netbox_chat.config import Settings, state_dir
 from netbox_chat.errors import ExitStatus, UserFacingError
+from netbox_chat.owned import NotOwned, make_folder, open_append
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
 from netbox_chat.sessions import Turn
 from netbox_chat.stores import OpenSession
@@ -121,10 +122,9 @@ def user_history(path: Path) -> History:
     owner-only, 0600 in a 0700 folder. A home that cannot be written keeps
     the history for this session only."""
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
-        os.chmod(path, 0o600)
-    except OSError:
+        make_folder(path.parent, "state folder")
+        os.close(open_append(path))
+    except NotOwned:  # not writable, or not the user's alone: nothing is kept there
         return InMemoryHistory()
     return FileHistory(path)
 

@@ -28,6 +28,7 @@ from netbox_chat.config import PROVIDERS, SESSIONS_MARK, without_userinfo
 from netbox_chat.database import Connection
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.migrations import schema_version
+from netbox_chat.owned import NotOwned, check_folder, make_folder
 
 # Crockford's base32 in lower case: no i, l, o or u, so ids survive being
 # read aloud or copied by hand.
@@ -413,24 +414,22 @@ class SessionStore:
         return self.root / f"{session_id}{SUFFIX}"
 
     def ensure_root(self) -> None:
-        """Create the folder (0700) or explain, with the OS's words, why not.
+        """Create the folder (0700) or explain in one line why not.
 
-        A folder that exists already is tightened to 0700 (it holds
-        conversations about the network) and marked as netbox-chat's
-        (`SESSIONS_MARK`), so the default search finds it from below."""
+        It holds conversations about the network: a folder another user owns
+        or can write is refused (`owned.check_folder`), one others can read
+        is made 0700, and failing to make it so is an error. It is marked as
+        netbox-chat's (`SESSIONS_MARK`)."""
         try:
-            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create sessions folder {self.root}: {exc.strerror}") from exc
+            make_folder(self.root, "sessions folder")
+        except NotOwned as exc:
+            raise StoreError(str(exc)) from None
         refuse_network_filesystem(self.root)
         if not os.access(self.root, os.W_OK | os.X_OK):
             # os.access only says no; name the reason the way the OS would.
             read_only = os.statvfs(self.root).f_flag & os.ST_RDONLY
             reason = os.strerror(errno.EROFS if read_only else errno.EACCES)
             raise StoreError(f"sessions folder {self.root} is not writable: {reason}")
-        with contextlib.suppress(OSError):  # a folder we may write but not chmod stays as is
-            if stat.S_IMODE(self.root.stat().st_mode) & 0o077:
-                os.chmod(self.root, 0o700)
         mark = self.root / SESSIONS_MARK
         if not mark.exists():
             with contextlib.suppress(OSError):
@@ -441,9 +440,15 @@ class SessionStore:
     def _scan(self) -> dict[str, list[os.DirEntry[str]]]:
         """Session id → the directory entries of its file and of its `-wal`
         (when there is one), from one pass over the folder. A stray `-wal`
-        without its main file is not a session."""
+        without its main file is not a session. A folder another user owns
+        or can write is refused before anything in it is read: its sessions
+        could have been planted."""
         if not self.root.is_dir():
             return {}
+        try:
+            check_folder(self.root, "sessions folder")
+        except NotOwned as exc:
+            raise StoreError(str(exc)) from None
         files: dict[str, os.DirEntry[str]] = {}
         wals: dict[str, os.DirEntry[str]] = {}
         with os.scandir(self.root) as entries:
@@ -749,7 +754,7 @@ class SessionLock:
     def acquire(self, *, create: bool = False) -> None:
         # Opened for writing: NFS (v4, and v3 through its lock manager) answers
         # an exclusive lock on a read-only descriptor with EBADF (flock(2)).
-        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        flags = os.O_RDWR | os.O_NOFOLLOW | (os.O_CREAT | os.O_EXCL if create else 0)
         try:
             fd = os.open(self.path, flags, 0o600)
         except FileNotFoundError as exc:

@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from netbox_chat.config import without_userinfo
 from netbox_chat.liveness import LOADING, Probe, Reading, answer_probe, read_ollama_ps, reading
 
 
@@ -167,18 +168,19 @@ def auth_headers(api_key: str | None) -> dict[str, str]:
 def probe(base_url: str, model: str, api_key: str | None, *, timeout: float) -> ServerFacts:
     """Ask the server at `base_url` which it is and what window `model` has."""
     root = base_url.removesuffix("/v1")
+    shown = without_userinfo(base_url, "***@")  # a proxy's password is sent, never shown
     with httpx.Client(timeout=timeout, headers=auth_headers(api_key)) as http:
         try:
             listed = http.get(f"{base_url}/models")
         except httpx.HTTPError as exc:
-            raise ServerError(f"cannot reach {base_url} ({_reason(exc)})") from exc
+            raise ServerError(f"cannot reach {shown} ({_reason(exc)})") from exc
         if listed.status_code in (401, 403):
             raise ServerError(
-                f"{base_url} refused the key ({listed.status_code}): "
+                f"{shown} refused the key ({listed.status_code}): "
                 "check api_key_env and the variable it names"
             )
         if listed.status_code != 200:
-            raise ServerError(f"{base_url}/models answered {listed.status_code}")
+            raise ServerError(f"{shown}/models answered {listed.status_code}")
         entries = [
             e for e in _list(json_object(listed).get("data")) if isinstance(e.get("id"), str)
         ]

@@ -34,6 +34,7 @@ from pydantic import PrivateAttr, SecretStr
 
 from netbox_chat.coalesce import CoalescingTransport, merge_sse_events
 from netbox_chat.coldstart import recorder
+from netbox_chat.config import without_userinfo
 from netbox_chat.errors import UserFacingError
 from netbox_chat.liveness import PatientTransport
 from netbox_chat.models.dialects import DIALECTS, Dialect, busy_probe
@@ -175,9 +176,9 @@ class ChatOpenAICompatible(BaseChatOpenAI):
         if isinstance(exc, openai.APITimeoutError):
             return self._timed_out()
         if isinstance(exc, openai.APIConnectionError):
+            shown = without_userinfo(self.openai_api_base or "", "***@")  # never in the ledger
             return UserFacingError(
-                f"cannot reach {self.openai_api_base} ({text}): is the server running "
-                "and base_url right?"
+                f"cannot reach {shown} ({text}): is the server running and base_url right?"
             )
         status = getattr(exc, "status_code", None)
         if status == 400 and _TOOLS_OFF.search(text):
