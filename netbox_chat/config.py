@@ -14,6 +14,7 @@ calls. A profile's `token_command` is only described here; running it is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -36,8 +37,9 @@ PROVIDERS = ("ollama", "openai")
 (llama-server, vLLM, SGLang, LM Studio, Ollama's /v1): netbox_chat.models."""
 
 SESSIONS_MARK = ".netbox-chat"
-"""The file netbox-chat puts in a sessions folder it made: what lets the
-search from a subfolder trust a `sessions/` above it."""
+"""The file netbox-chat puts in a sessions folder it made. It chooses nothing
+(a repository can carry one); `ls` looks for it only to say where sessions
+were left (`old_session_places`)."""
 
 TOKEN_ENV = "NETBOX_TOKEN"
 PROFILE_ENV = "NETBOX_CHAT_PROFILE"
@@ -749,26 +751,78 @@ def resolve_settings(
     )
 
 
-def default_sessions_dir(env: Mapping[str, str], cwd: Path | None = None) -> tuple[Path, str]:
-    """Where sessions live when nothing names a folder, and why, the way git
-    finds `.git`: the nearest `sessions/` folder made by netbox-chat (it holds
-    `SESSIONS_MARK`) in or above the current folder, so a checkout keeps its
-    own; else `./sessions` if it holds session files from before the mark
-    existed; else one folder per user, `$XDG_DATA_HOME/netbox-chat/sessions`.
-    A few stats, no other I/O: `ls` stays fast."""
-    here = Path.cwd() if cwd is None else cwd
-    for folder in (here, *here.parents):
-        if (folder / "sessions" / SESSIONS_MARK).is_file():
-            return folder / "sessions", "default: the nearest sessions/ made by netbox-chat"
-    if any((here / "sessions").glob("*.sqlite")):
-        return here / "sessions", "default: ./sessions (from before netbox-chat marked its folders)"
+def default_sessions_dir(env: Mapping[str, str], checkout: Path | None = None) -> tuple[Path, str]:
+    """Where sessions live when nothing names a folder, and why: one store per
+    installation, whatever the current folder. Installed from a checkout
+    (`pip install -e .`, found from the package's own location), it is that
+    checkout's `sessions/`; installed any other way (pipx, a wheel), one
+    folder per user, `$XDG_DATA_HOME/netbox-chat/sessions`. Nothing in the
+    current folder's tree chooses it: a marked `sessions/` there may be a
+    cloned repository's or another user's. `checkout` stands in for the
+    installation's own (the tests' copy of the package)."""
+    checkout = installed_checkout() if checkout is None else checkout
+    if checkout is not None:
+        return checkout / "sessions", "default: this checkout's sessions/ (pip install -e)"
+    return user_sessions_dir(env), "default: $XDG_DATA_HOME/netbox-chat/sessions"
+
+
+def installed_checkout(package: Path | None = None) -> Path | None:
+    """The checkout netbox-chat runs from, when it runs from one: the folder
+    above the package, holding the project's pyproject.toml. An install from a
+    wheel (pipx, pip) puts the package in site-packages, with no such file."""
+    top = (package or Path(__file__)).resolve().parent.parent
+    try:
+        text = (top / "pyproject.toml").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return top if re.search(r'^name\s*=\s*"netbox-chat"', text, re.MULTILINE) else None
+
+
+def user_sessions_dir(env: Mapping[str, str]) -> Path:
+    """`$XDG_DATA_HOME/netbox-chat/sessions`, `~/.local/share` when the
+    variable is unset or relative (the XDG spec says ignore it then)."""
     data = env.get("XDG_DATA_HOME", "")
-    if not Path(data).is_absolute():  # unset, or relative: the spec says ignore it
+    if not Path(data).is_absolute():
         try:
             data = str(Path.home() / ".local" / "share")
-        except RuntimeError:  # no home folder: the current one
-            return here / "sessions", "default: ./sessions (no home folder)"
-    return Path(data) / "netbox-chat" / "sessions", "default: $XDG_DATA_HOME/netbox-chat/sessions"
+        except RuntimeError:  # no home folder at all
+            raise ConfigError(
+                "no home folder to keep sessions in: set NETBOX_CHAT_SESSIONS or --sessions-dir"
+            ) from None
+    return Path(data) / "netbox-chat" / "sessions"
+
+
+def old_session_places(env: Mapping[str, str], store: Path, cwd: Path | None = None) -> list[Path]:
+    """Folders that held sessions under the rules before one store per
+    installation, other than `store`: the nearest marked `sessions/` in or
+    above the current folder, `./sessions`, and the per-user folder. `ls`
+    names them so that no session is lost; none of them is used."""
+    here = Path.cwd() if cwd is None else cwd
+    found: list[Path] = []
+    marked = next(
+        (
+            f / "sessions"
+            for f in (here, *here.parents)
+            if (f / "sessions" / SESSIONS_MARK).is_file()
+        ),
+        None,
+    )
+    places = [marked, here / "sessions"]
+    with contextlib.suppress(ConfigError):  # no home folder: no per-user folder either
+        places.append(user_sessions_dir(env))
+    for place in places:
+        if place is None or place in found or _same_folder(place, store):
+            continue
+        if any(place.glob("*.sqlite")):
+            found.append(place)
+    return found
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b
 
 
 def _api_key(

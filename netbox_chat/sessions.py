@@ -418,8 +418,9 @@ class SessionStore:
 
         It holds conversations about the network: a folder another user owns
         or can write is refused (`owned.check_folder`), one others can read
-        is made 0700, and failing to make it so is an error. It is marked as
-        netbox-chat's (`SESSIONS_MARK`)."""
+        is made 0700, and failing to make it so is an error. It is marked
+        (`SESSIONS_MARK`), which chooses nothing: `ls` names such a folder
+        when it is not the store in use, so that no session is lost."""
         try:
             make_folder(self.root, "sessions folder")
         except NotOwned as exc:
@@ -433,7 +434,7 @@ class SessionStore:
         mark = self.root / SESSIONS_MARK
         if not mark.exists():
             with contextlib.suppress(OSError):
-                fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     handle.write("This folder holds netbox-chat's sessions.\n")
 
