@@ -122,6 +122,64 @@ class Settings:
     warnings: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
 
+@dataclass(frozen=True)
+class ModelServer:
+    """The model server a turn asked, as the ledger keeps it: the provider,
+    the URL's scheme, host and port (never its `user:password@`, never a key)
+    and the profile that named it. Enough to name the server to the user and
+    to print a command that reaches it again."""
+
+    provider: str
+    scheme: str
+    host: str
+    port: int | None
+    profile: str | None = None
+
+    @classmethod
+    def of(cls, settings: Settings) -> ModelServer:
+        from urllib.parse import urlsplit
+
+        url = settings.base_url if settings.provider == "openai" else settings.ollama_url
+        parts = urlsplit(url or "")
+        try:
+            port = parts.port
+        except ValueError:  # checked when read; a URL the tests built by hand
+            port = None
+        return cls(
+            settings.provider, parts.scheme or "http", parts.hostname or "", port, settings.profile
+        )
+
+    @property
+    def url(self) -> str:
+        """The server's URL as `--base-url` / `--ollama-url` take it (an
+        OpenAI-compatible server's API is at /v1 on every server netbox-chat
+        knows: llama-server, vLLM, SGLang, LM Studio, Ollama)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        port = "" if self.port is None else f":{self.port}"
+        return f"{self.scheme}://{host}{port}" + ("/v1" if self.provider == "openai" else "")
+
+    def shown(self) -> str:
+        """`openai server http://10.0.0.5:8000/v1 (profile vllm)`: for the banner and notes."""
+        where = f" (profile {self.profile})" if self.profile else ""
+        return f"{self.provider} server {self.url}{where}"
+
+    def flags(self) -> str:
+        """The flags that reach this server from any shell: its profile, else
+        the provider and URL; none for Ollama at its default address."""
+        if self.profile:
+            return f" --profile {shlex.quote(self.profile)}"
+        if self.provider == "openai":
+            return f" --provider openai --base-url {shlex.quote(self.url)}"
+        if self.url != DEFAULT_OLLAMA_URL:
+            return f" --ollama-url {shlex.quote(self.url)}"
+        return ""
+
+
+def resume_command(session_id: str, server: ModelServer | None) -> str:
+    """`netbox-chat resume ID` with what reaches the session's own server."""
+    return f"netbox-chat resume {session_id}" + (server.flags() if server else "")
+
+
 # --- reading one value ------------------------------------------------------------------
 
 
