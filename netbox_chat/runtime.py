@@ -18,7 +18,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from netbox_chat import entry
-from netbox_chat.config import Settings
+from netbox_chat.config import ModelServer, Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.sessions import SessionFile
 from netbox_chat.stores import OpenSession
@@ -144,7 +144,7 @@ def build_runtime(
         saver,
         find_end_node(graph),
         model=model,
-        asks=(settings.model, settings.provider),
+        asks=(settings.model, ModelServer.of(settings)),
     )
     runtime = Runtime(conversation, netbox, model_info, thinking, guard, problem)
     # LangChain's imports and the compiled graph are about 120,000 objects that
