@@ -159,9 +159,17 @@ class ModelServer:
         return f"{self.scheme}://{host}{port}" + ("/v1" if self.provider == "openai" else "")
 
     def shown(self) -> str:
-        """`openai server http://10.0.0.5:8000/v1 (profile vllm)`: for the banner and notes."""
-        where = f" (profile {self.profile})" if self.profile else ""
-        return f"{self.provider} server {self.url}{where}"
+        """`openai server http://10.0.0.5:8000/v1`: for the banner and notes."""
+        return f"{self.provider} server {self.url}"
+
+    def same_place(self, other: ModelServer) -> bool:
+        """The same server, whichever profile named it."""
+        return (self.provider, self.scheme, self.host.lower(), self.port) == (
+            other.provider,
+            other.scheme,
+            other.host.lower(),
+            other.port,
+        )
 
     def flags(self) -> str:
         """The flags that reach this server from any shell: its profile, else

@@ -66,7 +66,9 @@ def run_checks(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
     if settings.store is not None:
         checks.append(check_database_store(settings.store))
     else:
-        checks.append(check_sessions_folder(settings.sessions_dir))
+        checks.append(
+            check_sessions_folder(settings.sessions_dir, settings.origins.get("sessions_dir", ""))
+        )
     return checks
 
 
@@ -398,8 +400,9 @@ def token_fix(settings: Settings, cause: str) -> str:
 # --- the sessions folder -----------------------------------------------------------------
 
 
-def check_sessions_folder(root: Path) -> Check:
-    """Create and delete a hidden temp file; never open a session."""
+def check_sessions_folder(root: Path, why: str = "") -> Check:
+    """Create and delete a hidden temp file; never open a session. `why`:
+    where the folder was chosen (a flag, the environment, the default)."""
     name = "sessions folder"
     fix = "fix its permissions or free space, or set NETBOX_CHAT_SESSIONS / --sessions-dir"
     if not root.exists():
@@ -408,7 +411,7 @@ def check_sessions_folder(root: Path) -> Check:
             return Check(name, False, f"{root} cannot be created", fix)
         if not os.access(parent, os.W_OK | os.X_OK):
             return Check(name, False, f"{root} cannot be created: {_denied_reason(parent)}", fix)
-        return Check(name, True, f"{root} (will be created, 0700)")
+        return Check(name, True, f"{root} (will be created, 0700{_why(why)})")
     if not root.is_dir():
         return Check(name, False, f"{root} is not a folder: {os.strerror(errno.ENOTDIR)}", fix)
     try:
@@ -426,7 +429,11 @@ def check_sessions_folder(root: Path) -> Check:
     os.close(fd)
     with contextlib.suppress(OSError):
         os.unlink(probe)
-    return Check(name, True, f"{root} (writable)")
+    return Check(name, True, f"{root} (writable{_why(why)})")
+
+
+def _why(why: str) -> str:
+    return f"; {why}" if why else ""
 
 
 # --- a session store on PostgreSQL --------------------------------------------------------

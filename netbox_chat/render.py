@@ -23,7 +23,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
-from netbox_chat.config import SETTINGS, Settings, without_userinfo
+from netbox_chat.config import SETTINGS, ModelServer, Settings, without_userinfo
 from netbox_chat.errors import UserFacingError
 from netbox_chat.mdstream import Finished, MarkdownBlocks, tail_preview
 from netbox_chat.sessions import Recap, SessionSummary, Turn, epoch
@@ -1041,11 +1041,14 @@ line saying how many more there are and how to see them."""
 
 
 def netbox_and_model(settings: Settings) -> str:
-    """`NetBox lab (netbox.example.com) · model qwen3:8b`: which NetBox the
-    session asks, and with which model, said on every start and resume."""
-    host = urlsplit(settings.netbox_url).netloc if settings.netbox_url else "(no URL set)"
+    """`NetBox lab (netbox.example.com) · model qwen3:8b on ollama server
+    http://127.0.0.1:11434`: which NetBox the session asks, with which model
+    on which server (never a `user:password@`), said on every start and resume."""
+    netbox = without_userinfo(settings.netbox_url) if settings.netbox_url else None
+    host = urlsplit(netbox).netloc if netbox else "(no URL set)"
     where = f"{settings.profile} ({host})" if settings.profile else host
-    return visible_line(f"NetBox {where} · model {settings.model}")
+    server = ModelServer.of(settings).shown()
+    return visible_line(f"NetBox {where} · model {settings.model} on {server}")
 
 
 def print_banner(console: Console, session_id: str, settings: Settings, thinking: str) -> None:

@@ -35,7 +35,7 @@ from rich.console import Console
 from rich.text import Text
 
 from netbox_chat import entry, render
-from netbox_chat.config import Settings, state_dir
+from netbox_chat.config import ModelServer, Settings, resume_command, state_dir
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.owned import NotOwned, make_folder, open_append
 from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
@@ -561,7 +561,6 @@ async def run_chat(
             Text(f"no question was answered in session {session.id}; nothing was kept", "dim")
         )
     else:
-        console.print(
-            Text(f"session {session.id} saved; `netbox-chat resume {session.id}`", style="dim")
-        )
+        hint = resume_command(session.id, ModelServer.of(settings))  # its own server, any shell
+        console.print(Text(visible_line(f"session {session.id} saved; `{hint}`"), style="dim"))
     return Ending(repl.ending, repl.switched_to)
