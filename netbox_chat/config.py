@@ -172,14 +172,13 @@ class ModelServer:
         )
 
     def flags(self) -> str:
-        """The flags that reach this server from any shell: its profile, else
-        the provider and URL; none for Ollama at its default address."""
+        """The flags that reach this server: its profile, else the provider
+        and URL of an OpenAI-compatible server. None for Ollama, the default
+        provider, whose address (OLLAMA_HOST) is the user's own everywhere."""
         if self.profile:
             return f" --profile {shlex.quote(self.profile)}"
         if self.provider == "openai":
             return f" --provider openai --base-url {shlex.quote(self.url)}"
-        if self.url != DEFAULT_OLLAMA_URL:
-            return f" --ollama-url {shlex.quote(self.url)}"
         return ""
 
 
