@@ -1041,14 +1041,20 @@ line saying how many more there are and how to see them."""
 
 
 def netbox_and_model(settings: Settings) -> str:
-    """`NetBox lab (netbox.example.com) · model qwen3:8b on ollama server
-    http://127.0.0.1:11434`: which NetBox the session asks, with which model
-    on which server (never a `user:password@`), said on every start and resume."""
+    """`NetBox lab (netbox.example.com) · model qwen3:8b`: which NetBox the
+    session asks, and with which model, said on every start and resume (the
+    NetBox's `user:password@` never)."""
     netbox = without_userinfo(settings.netbox_url) if settings.netbox_url else None
     host = urlsplit(netbox).netloc if netbox else "(no URL set)"
     where = f"{settings.profile} ({host})" if settings.profile else host
-    server = ModelServer.of(settings).shown()
-    return visible_line(f"NetBox {where} · model {settings.model} on {server}")
+    return visible_line(f"NetBox {where} · model {settings.model}")
+
+
+def server_line(settings: Settings) -> Text:
+    """`on ollama server http://127.0.0.1:11434`: the model server the session
+    asks, under the first line of every start and resume, so that the resume
+    command a session ends with is seen to reach the same one."""
+    return Text(visible_line(f"on {ModelServer.of(settings).shown()}"), style="dim")
 
 
 def print_banner(console: Console, session_id: str, settings: Settings, thinking: str) -> None:
@@ -1061,6 +1067,7 @@ def print_banner(console: Console, session_id: str, settings: Settings, thinking
             f" · {netbox_and_model(settings)}",
         )
     )
+    console.print(server_line(settings))
     console.print(Text(f"{thinking} · {LEAVE_HINT}", style="dim"))
 
 
@@ -1084,6 +1091,7 @@ def print_recap(
         f" · {netbox_and_model(settings)}",
     )
     console.print(line)
+    console.print(server_line(settings))
     if recap.last is not None:
         question = visible_line(_shorten(recap.last.question, 200))
         console.print(Text.assemble((f"turn {recap.last.number}: ", "dim"), question))
