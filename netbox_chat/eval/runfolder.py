@@ -37,7 +37,7 @@ from netbox_chat.owned import (
     open_append,
     replace_file,
 )
-from netbox_chat.sessions import SessionStore
+from netbox_chat.store.sessions import SessionStore
 from netbox_chat.visible import visible_line
 
 PLAN = "run.json"
