@@ -317,10 +317,12 @@ def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
 
     from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
+    from tests.test_store_place import as_installed_from_a_wheel
 
     for name in [k for k in os.environ if k.startswith(("NETBOX_CHAT_", "XDG_"))]:
         monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
+    as_installed_from_a_wheel(monkeypatch)
     env = {"XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
     home = tmp_path / "data" / "netbox-chat" / "sessions"
     store = SessionStore(home)

@@ -36,6 +36,7 @@ from tests.ollama_server import (
 )
 from tests.test_repl_pty import PROMPT
 from tests.test_repl_screen import Terminal, chat
+from tests.test_store_place import as_installed_from_a_wheel
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
@@ -380,15 +381,6 @@ def typer_commands() -> list[str]:
     import typer
 
     return list(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
-
-
-def as_installed_from_a_wheel(monkeypatch: MonkeyPatch) -> None:
-    """The README's reader installed netbox-chat with pipx: no checkout above
-    the package, so the default store is the per-user folder (this process
-    runs from a checkout; test_store_place runs both kinds for real)."""
-    from netbox_chat import config
-
-    monkeypatch.setattr(config, "installed_checkout", lambda package=None: None)
 
 
 def test_the_readmes_doctor_example(

@@ -33,6 +33,15 @@ def installation(where: Path, *, checkout: bool) -> Path:
     return where
 
 
+def as_installed_from_a_wheel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a test in this process (which runs from a checkout): as a user who
+    installed netbox-chat with pipx, whose default store is the per-user
+    folder. The tests below run both kinds of installation for real."""
+    from netbox_chat import config
+
+    monkeypatch.setattr(config, "installed_checkout", lambda package=None: None)
+
+
 def run(
     env: dict[str, str], installed: Path, cwd: Path, *args: str
 ) -> subprocess.CompletedProcess[str]:

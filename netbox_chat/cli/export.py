@@ -124,6 +124,7 @@ def _turn_json(
         "asked_by": turn.asked_by,
         "model": turn.model or started,
         "provider": turn.provider,
+        "server": None if turn.server is None else asdict(turn.server),  # never userinfo
         "status": turn.status,
         "seen_by_model": turn.status == "done",
         "question": turn.question,
