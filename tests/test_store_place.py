@@ -108,5 +108,19 @@ def test_one_store_per_installation_and_a_cloned_repositorys_sessions_choose_not
     other = run(env, wheel, repo / "docs", "ask", "how many sites?", "--json")
     assert other.returncode == 0, other.stderr
     data = tmp_path / "data" / "netbox-chat" / "sessions"
-    assert [p.stem for p in data.glob("*.sqlite")] == [json.loads(other.stdout)["session"]]
+    kept = json.loads(other.stdout)["session"]
+    assert [p.stem for p in data.glob("*.sqlite")] == [kept]
     assert os.stat(data).st_mode & 0o777 == 0o700
+
+    # Back on the checkout, `ls` says where that session is and how to bring it over.
+    listed = run(env, checkout, tmp_path, "ls")
+    line = " ".join(listed.stderr.split())
+    move = f"mv -n {data}/*.sqlite* {checkout / 'sessions'}/"
+    assert (
+        f"1 session in {data} is not in this store (an older netbox-chat kept them there); "
+        f"to move them here: {move}"
+    ) in line
+    subprocess.run(["bash", "-c", move], check=True)
+    listed = run(env, checkout, tmp_path, "ls", "--json")
+    assert kept in {s["id"] for s in json.loads(listed.stdout)}
+    assert "not in this store" not in run(env, checkout, tmp_path, "ls").stderr
