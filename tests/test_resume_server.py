@@ -15,6 +15,7 @@ import pytest
 
 from tests.ollama_server import ScriptedOllama, Text
 from tests.openai_server import ScriptedOpenAI
+from tests.stores import StoreUnderTest
 from tests.test_repl_pty import leave, resume, spawn
 from tests.test_repl_screen import answered
 from tests.test_stores import cli
@@ -34,8 +35,9 @@ def hint(shown: str) -> list[str]:
 
 
 def test_a_session_on_an_openai_server_resumes_there_as_the_hint_says(
-    chat_env: dict[str, str], ollama: ScriptedOllama, vllm: ScriptedOpenAI
+    store: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama, vllm: ScriptedOpenAI
 ) -> None:
+    chat_env = store_env  # a folder, or the team store (its ledger keeps the server too)
     flags = ["--provider", "openai", "--base-url", vllm.base_url]
     vllm.script([Text("Three sites.")])
     child = spawn(chat_env, *flags)

@@ -24,7 +24,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -425,7 +425,7 @@ class PgSessionSummary(SessionSummary):
     holder: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = super().as_json()
         del data["path"]
         return data
 
