@@ -228,6 +228,10 @@ RELATIONS = {
     "tenant": "tenancy/tenants",
     "tenant_id": "tenancy/tenants",
     "rack_id": "dcim/racks",
+    # NetBox 4.7.3's DeviceFilterSet.role (to_field_name slug); 400 for a role no
+    # device role has, as for a site
+    "role": "dcim/device-roles",
+    "role_id": "dcim/device-roles",
 }
 # Filters that read another field of the row (IP addresses by their interface's id).
 FILTER_FIELDS = {("ipam/ip-addresses", "interface_id"): "assigned_object_id"}

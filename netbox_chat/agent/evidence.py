@@ -16,7 +16,8 @@ reads `table_of` on every start.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +26,11 @@ from netbox_chat.store.sessions import Turn
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
-# Columns of a NetBox list shown as a table: the first keys the rows have, in
-# their order; a full NetBox object has dozens of fields.
+# Columns of a NetBox list shown as a table; a full NetBox object has dozens of
+# fields, the rest are named under it.
 TABLE_KEYS = 8
+# What tells one row from another, kept in front: the id, then the first of these.
+IDENTITY_KEYS = ("name", "display", "address", "prefix", "cid", "vid", "model")
 
 
 @dataclass(frozen=True)
@@ -84,10 +87,21 @@ def tool_results(messages: Sequence[BaseMessage]) -> list[ToolResult]:
     return results
 
 
-def table_of(data: Any, *, max_rows: int | None = None) -> Table | None:
+def table_of(
+    data: Any,
+    *,
+    max_rows: int | None = None,
+    args: Mapping[str, Any] | None = None,
+    answer: str = "",
+) -> Table | None:
     """A NetBox list (`{"count": N, "results": [...]}` or a bare list of
     objects) as a table, or None for anything else. `max_rows` keeps the
-    first rows only (the screen); an export keeps them all."""
+    first rows only (the screen); an export keeps them all.
+
+    Its columns lead with what the evidence is for (see `_leading`): the
+    fields the call (`args`) filtered on and the ones the `answer` cites, after
+    the id and name; the other fields follow in NetBox's order, those past
+    `TABLE_KEYS` named in `other_keys`."""
     rows = data.get("results") if isinstance(data, dict) else data
     if not (isinstance(rows, list) and rows and all(isinstance(row, dict) for row in rows)):
         return None
@@ -95,6 +109,8 @@ def table_of(data: Any, *, max_rows: int | None = None) -> Table | None:
     keys: list[str] = []
     for row in shown:
         keys.extend(key for key in row if key not in keys)
+    first = _leading(keys, shown, args or {}, answer)
+    keys = first + [key for key in keys if key not in first]
     total = data.get("count") if isinstance(data, dict) else None
     return Table(
         keys=keys[:TABLE_KEYS],
@@ -102,6 +118,36 @@ def table_of(data: Any, *, max_rows: int | None = None) -> Table | None:
         total=total if isinstance(total, int) else len(rows),
         other_keys=keys[TABLE_KEYS:],
     )
+
+
+def _leading(
+    keys: list[str], rows: list[dict[str, Any]], args: Mapping[str, Any], answer: str
+) -> list[str]:
+    """The columns a table of `rows` starts with: the id and a name, then each
+    field a filter of the call names (`status`, `site_id` -> site,
+    `name__ic` -> name), then each field the answer cites, by its name
+    ("serial") or by a value of its ("offline"). A list of offline devices
+    read in NetBox's order had no status column among its first eight."""
+    lead = [key for key in ("id",) if key in keys]
+    lead += [key for key in IDENTITY_KEYS if key in keys][:1]
+    filters = args.get("filters")
+    for name in filters if isinstance(filters, Mapping) else ():
+        base = str(name).strip().lower().partition("__")[0]
+        lead += [k for k in (base, base.removesuffix("_id")) if k in keys and k not in lead][:1]
+    text = answer.lower()
+    for key in keys:
+        if key not in lead and (
+            _cites(text, key.replace("_", " ")) or any(_cites(text, cell(r.get(key))) for r in rows)
+        ):
+            lead.append(key)
+    return lead
+
+
+def _cites(text: str, value: str) -> bool:
+    """Whether `text` (lower case) holds `value` as a word or words of its own;
+    values shorter than 3 characters (ids, flags) would be found everywhere."""
+    value = value.strip().lower()
+    return len(value) >= 3 and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
 
 
 def cell(value: object) -> str:

@@ -9,6 +9,8 @@ commentary`; 3 of 56 generations stopped at the output cap with no visible
 text, and nemotron returned an empty answer after 9 tool calls. A call that
 can be read one way only is run as that call and the model is told how it was
 read; a reply with no answer fails the turn with one line that says what to do.
+Text is read as a call only when the model unmistakably meant one: NetBox's own
+text quoted back (a description written like a call) is an answer.
 """
 
 from __future__ import annotations
@@ -85,8 +87,13 @@ def _schema(tool: BaseTool | Mapping[str, Any]) -> tuple[str, set[str], set[str]
 
 
 def _one_call(
-    value: Any, tools: Sequence[tuple[str, set[str], set[str]]], names: set[str]
+    value: Any, tools: Sequence[tuple[str, set[str], set[str]]], names: set[str], *, whole: bool
 ) -> tuple[str, dict[str, Any]] | None:
+    """The call ``value`` is: it names one of our tools, or (``whole``: it is the
+    whole reply, not an item of a list) it is the arguments of exactly one tool,
+    required ones included. A tool that requires nothing is never guessed from bare
+    arguments: any JSON object of its keys (a NetBox description quoted back) would
+    run it."""
     if not isinstance(value, Mapping):
         return None
     function = value.get("function")
@@ -106,20 +113,25 @@ def _one_call(
             except ValueError:
                 return None
         return (name, dict(args)) if isinstance(args, Mapping) else None
-    # Only the arguments: the one tool whose arguments they are.
+    if not whole:
+        return None
+    # Only the arguments: the one tool whose arguments, required ones included, they are.
     keys = set(value)
-    matches = [name for name, props, required in tools if keys <= props and required <= keys]
-    return (matches[0], dict(value)) if keys and len(matches) == 1 else None
+    matches = [name for name, props, required in tools if required and required <= keys <= props]
+    return (matches[0], dict(value)) if len(matches) == 1 else None
 
 
 def calls_in_text(
-    text: str, tools: Sequence[BaseTool | Mapping[str, Any]]
+    text: str, tools: Sequence[BaseTool | Mapping[str, Any]], results: Iterable[str] = ()
 ) -> list[tuple[str, dict[str, Any]]]:
     """The tool calls a reply's whole text is, or [] when it is anything else.
 
     The text must be nothing but JSON (a fence around it allowed): one call, or a
-    list of calls, each naming one of `tools` with its arguments, or being the
-    arguments of exactly one of them. Prose that quotes JSON is an answer.
+    list of calls, each naming one of `tools` with its arguments; or one object
+    that is the arguments of exactly one of them (see `_one_call`). Prose that
+    quotes JSON is an answer, and so is text one of the tool `results` holds as a
+    value: NetBox's data quoted back (a description that reads like a call) is
+    what the user asked to see, not a call the model meant.
     """
     body = _unfenced(text)
     if not body.startswith(("{", "[")):
@@ -128,10 +140,15 @@ def calls_in_text(
         value = json.loads(body)
     except ValueError:
         return []
+    # A text value in a tool result: the JSON string's inside, as tools.py writes it
+    held = json.dumps(body, ensure_ascii=False)[1:-1]
+    if any(held in result for result in results):
+        return []
     schemas = [schema for schema in map(_schema, tools) if schema is not None]
     names = {_tool_name(tool) for tool in tools}
-    items = value if isinstance(value, list) else [value]
-    calls = [_one_call(item, schemas, names) for item in items]
+    whole = not isinstance(value, list)
+    items = [value] if whole else value
+    calls = [_one_call(item, schemas, names, whole=whole) for item in items]
     if not calls or any(call is None for call in calls):
         return []
     return [call for call in calls if call is not None]
@@ -184,8 +201,9 @@ class ReplyRepair(AgentMiddleware[Any, Any, Any]):
         calls_so_far = sum(
             len(m.tool_calls) for m in _this_turn(request.messages) if isinstance(m, AIMessage)
         )
+        results = [m.text for m in request.messages if isinstance(m, ToolMessage)]
         response.result = [
-            self._read(message, request.tools, calls_so_far) for message in response.result
+            self._read(message, request.tools, calls_so_far, results) for message in response.result
         ]
         return response
 
@@ -194,6 +212,7 @@ class ReplyRepair(AgentMiddleware[Any, Any, Any]):
         message: BaseMessage,
         tools: Sequence[BaseTool | Mapping[str, Any]],
         calls_so_far: int,
+        results: Sequence[str],
     ) -> BaseMessage:
         if not isinstance(message, AIMessage):
             return message
@@ -201,7 +220,7 @@ class ReplyRepair(AgentMiddleware[Any, Any, Any]):
         if message.tool_calls:
             return self._renamed(message, names)
         text = message.content if isinstance(message.content, str) else ""
-        calls = calls_in_text(text, tools) if text.strip() else []
+        calls = calls_in_text(text, tools, results) if text.strip() else []
         if calls and message.response_metadata.get("done_reason") != "length":
             tool_calls = []
             for name, args in calls:

@@ -381,7 +381,7 @@ def _turn_md(turn: dict[str, Any], *, switched: bool) -> list[str]:
             )
         lines.append("")
     if turn["tool_calls"] and "tool_results" in turn:
-        lines += _results_md(turn["tool_results"])
+        lines += _results_md(turn["tool_results"], turn["answer"] or "")
     if turn["thinking_chars"]:
         measured = (
             f"{thought_for(turn['thinking_seconds'])} ({number(turn['thinking_chars'])} characters)"
@@ -398,7 +398,7 @@ def _turn_md(turn: dict[str, Any], *, switched: bool) -> list[str]:
     return lines
 
 
-def _results_md(results: list[dict[str, Any]] | None) -> list[str]:
+def _results_md(results: list[dict[str, Any]] | None, answer: str) -> list[str]:
     """`--tool-results` in Markdown: each call, then what it returned: a NetBox
     list as a table of all its rows (the columns `/show` shows), other JSON
     and text in a code block. NetBox's data cannot forge the transcript's
@@ -411,7 +411,9 @@ def _results_md(results: list[dict[str, Any]] | None) -> list[str]:
         flag = " **(error)**" if result["error"] else ""
         lines += [f"{index}. {_code(result['name'])} {_code(args)}{flag}", ""]
         data = result["result"]
-        table = None if isinstance(data, str) else table_of(data)
+        table = (
+            None if isinstance(data, str) else table_of(data, args=result["args"], answer=answer)
+        )
         if table is None:
             text = data if isinstance(data, str) else json.dumps(data, indent=2, ensure_ascii=False)
             lines += [*_fenced(text, "text" if isinstance(data, str) else "json"), ""]
@@ -435,11 +437,27 @@ def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(_cell_md(cell) for cell in cells) + " |"
 
 
+# What ends a table cell or opens inline markup in CommonMark and GFM: a pipe, a
+# code span, HTML or an autolink, a link or image (`![x](http://...)` is fetched when
+# the transcript is opened), emphasis, strikethrough, an entity. Each is escaped with
+# a backslash, which CommonMark allows before any ASCII punctuation
+# (https://spec.commonmark.org/0.31.2/#backslash-escapes) and shows as the character.
+_CELL_MARKUP = frozenset("\\|`<[]*_~&")
+
+
 def _cell_md(text: str) -> str:
-    """A table cell: one line, with what could end the cell or open markup
-    (a pipe, a backtick, an HTML tag, a backslash) escaped."""
+    """A table cell of NetBox's data: one line, shown as the text it is, never as
+    markup (see `_CELL_MARKUP`). An underscore between letters or digits is left as
+    it is (`primary_ip4`): CommonMark never reads one there as emphasis
+    (https://spec.commonmark.org/0.31.2/#emphasis-and-strong-emphasis, rule 2)."""
     one_line = " ".join(text.split())
-    return "".join(f"\\{char}" if char in "\\|`<" else char for char in one_line)
+    out = []
+    for at, char in enumerate(one_line):
+        inside = 0 < at < len(one_line) - 1 and (
+            one_line[at - 1].isalnum() and one_line[at + 1].isalnum()
+        )
+        out.append(f"\\{char}" if char in _CELL_MARKUP and not (char == "_" and inside) else char)
+    return "".join(out)
 
 
 def _code(text: str) -> str:

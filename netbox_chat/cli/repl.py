@@ -453,7 +453,9 @@ class Repl:
         )
         for result in results:
             self.console.print(
-                render.tool_call_view(result.name, result.args, result.text, result.error)
+                render.tool_call_view(
+                    result.name, result.args, result.text, result.error, turn.answer or ""
+                )
             )
 
     def show_thinking(self, argument: str) -> None:

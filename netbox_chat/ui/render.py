@@ -979,18 +979,21 @@ SHOWN_ROWS = 50
 """Rows of a list result that `/show` draws as a table; the rest are counted."""
 
 
-def tool_call_view(name: str, args: dict[str, Any], result: str, error: bool) -> RenderableType:
+def tool_call_view(
+    name: str, args: dict[str, Any], result: str, error: bool, answer: str = ""
+) -> RenderableType:
     """One tool call for `/show`: its line, then what it returned, readable: a
-    NetBox list as a table of its rows' fields, other JSON indented, text as
-    it came. Everything from NetBox is shown through `visible()`."""
+    NetBox list as a table of its rows' fields (those the call filtered on and
+    the `answer` cites first), other JSON indented, text as it came.
+    Everything from NetBox is shown through `visible()`."""
     head = Text("  ")
     head.append("✗ " if error else "→ ", style="red" if error else "cyan")
     head.append(visible_line(name), style="bold")
     head.append(visible_line(f"({format_args(args)})"), style="dim")
-    return Group(head, _result_view(result))
+    return Group(head, _result_view(result, args, answer))
 
 
-def _result_view(result: str) -> RenderableType:
+def _result_view(result: str, args: dict[str, Any], answer: str) -> RenderableType:
     from netbox_chat.agent.evidence import (
         table_of,  # for /show only: not loaded before every prompt
     )
@@ -999,7 +1002,7 @@ def _result_view(result: str) -> RenderableType:
         data = json.loads(result)
     except ValueError:
         return Text(visible(result))
-    table = table_of(data, max_rows=SHOWN_ROWS)
+    table = table_of(data, max_rows=SHOWN_ROWS, args=args, answer=answer)
     if table is None:
         return Text(visible(json.dumps(data, indent=2, ensure_ascii=False)))
     parts: list[RenderableType] = [
@@ -1013,6 +1016,9 @@ def _result_view(result: str) -> RenderableType:
     ]
     if table.total > len(table.rows):
         parts.append(Text(f"… {count(table.total - len(table.rows), 'more row')}", style="dim"))
+    if table.other_keys:
+        left_out = visible_line(", ".join(table.other_keys))
+        parts.append(Text(f"other fields (in export --format json): {left_out}", style="dim"))
     return Group(*parts)
 
 
