@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netbox_chat.owned import user_name
+
 LEVELS = ("low", "medium", "high")
 THINK_SETTINGS = ("on", "off", *LEVELS)
 """What NETBOX_CHAT_THINK and `/think` take; no setting means the model's own default
@@ -546,7 +548,7 @@ def _check_owner_and_modes(path: Path) -> None:
                 raise ConfigError(
                     f"refusing {path}: {what} is owned by another user (uid {info.st_uid}), "
                     f"who could change where your NetBox token goes; "
-                    f"chown {_user_name(uid)} {place} (or move the file)"
+                    f"chown {user_name(uid)} {place} (or move the file)"
                 )
             mode = stat.S_IMODE(info.st_mode)
             sticky = place != start and mode & stat.S_ISVTX
@@ -556,15 +558,6 @@ def _check_owner_and_modes(path: Path) -> None:
                     f"{mode:04o}), who could change where your NetBox token goes; "
                     f"chmod go-w {place}"
                 )
-
-
-def _user_name(uid: int) -> str:
-    import pwd
-
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
 
 
 def _permission_warnings(path: Path, data: Mapping[str, Any]) -> tuple[str, ...]:

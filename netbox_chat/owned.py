@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from netbox_chat.errors import UserFacingError
@@ -140,6 +139,8 @@ def replace_file(path: Path, text: str) -> None:
     into place: an existing file or symlink at `path` is replaced, never
     written through (O_TRUNC would keep a 0644 file's mode and follow a
     link). Anything else already there (a folder, a device, a pipe) is refused."""
+    import tempfile  # here: config imports this module, and every start imports config
+
     try:
         with contextlib.suppress(FileNotFoundError):
             mode = path.lstat().st_mode
