@@ -40,14 +40,15 @@ def user_name(uid: int) -> str:
         return str(uid)
 
 
-def check_folder(path: Path, what: str, *, follow: bool = True) -> None:
+def check_folder(path: Path, what: str, *, follow: bool = True, tighten: bool = True) -> None:
     """Refuse `path` unless it is a folder of the user's that nobody else may
     write, and make it 0700 when others may read it.
 
     `follow=False` refuses a symlink too: for a folder inside one we made,
     where a link could only have been planted. A folder the user names (a
     `--sessions-dir` that is a link to a bigger disk) is followed and its
-    target checked."""
+    target checked. `tighten=False` for a reader that must write nothing
+    (`ls`): a folder only readable by others is then left as it is."""
     try:
         info = path.stat() if follow else path.lstat()
     except OSError as exc:
@@ -72,7 +73,7 @@ def check_folder(path: Path, what: str, *, follow: bool = True) -> None:
             f"refusing {what} {path}: others can write to it (permissions {mode:04o}) and "
             f"could have replaced what is kept there; check its files, then chmod 700 {path}"
         )
-    if mode & 0o077:
+    if mode & 0o077 and tighten:
         try:
             os.chmod(path, FOLDER_MODE)
         except OSError as exc:

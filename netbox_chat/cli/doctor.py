@@ -415,7 +415,7 @@ def check_sessions_folder(root: Path, why: str = "") -> Check:
     if not root.is_dir():
         return Check(name, False, f"{root} is not a folder: {os.strerror(errno.ENOTDIR)}", fix)
     try:
-        check_folder(root, "sessions folder")
+        check_folder(root, "sessions folder", tighten=False)
     except NotOwned as exc:
         return Check(name, False, str(exc), "use a folder of your own, 0700")
     try:

@@ -514,7 +514,7 @@ class SessionStore:
         if not self.root.is_dir():
             return {}
         try:
-            check_folder(self.root, "sessions folder")
+            check_folder(self.root, "sessions folder", tighten=False)  # reading writes nothing
         except NotOwned as exc:
             raise StoreError(str(exc)) from None
         files: dict[str, os.DirEntry[str]] = {}
