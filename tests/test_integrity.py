@@ -289,7 +289,11 @@ def schema_1_session(store: SessionStore) -> str:
         session.finish_turn(number, "done", answer="Three sites.", message_count=2)
         sid = session.id
     conn = sqlite3.connect(store.path_for(sid))
-    for column in migrations.TURN_MEASUREMENT_COLUMNS + migrations.TURN_MODEL_COLUMNS:
+    for column in (
+        migrations.TURN_MEASUREMENT_COLUMNS
+        + migrations.TURN_MODEL_COLUMNS
+        + migrations.TURN_SERVER_COLUMNS
+    ):
         conn.execute(f"ALTER TABLE turns DROP COLUMN {column.split()[0]}")
     conn.execute("ALTER TABLE turns DROP COLUMN asked_by")  # so was this
     conn.executescript(
@@ -341,6 +345,7 @@ def test_a_migration_that_fails_half_way_leaves_the_file_as_it_was(tmp_path: Pat
         ("m003_turn_measurements",),
         ("m004_asked_by",),
         ("m005_turn_model",),
+        ("m006_turn_server",),
     ]
     assert "snapshot_message_ids" not in turn_columns(path)
 

@@ -18,7 +18,11 @@ import pytest
 
 from netbox_chat.errors import ExitStatus
 from netbox_chat.store.choose import Store
-from netbox_chat.store.migrations import TURN_MEASUREMENT_COLUMNS, TURN_MODEL_COLUMNS
+from netbox_chat.store.migrations import (
+    TURN_MEASUREMENT_COLUMNS,
+    TURN_MODEL_COLUMNS,
+    TURN_SERVER_COLUMNS,
+)
 from netbox_chat.store.sessions import (
     SCHEMA_VERSION,
     AmbiguousSession,
@@ -201,7 +205,7 @@ def test_a_session_from_schema_1_is_migrated_on_open(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
     sid = make_session(store)
     conn = sqlite3.connect(store.path_for(sid))
-    for column in TURN_MEASUREMENT_COLUMNS + TURN_MODEL_COLUMNS:  # back to schema 1's
+    for column in TURN_MEASUREMENT_COLUMNS + TURN_MODEL_COLUMNS + TURN_SERVER_COLUMNS:  # schema 1
         conn.execute(f"ALTER TABLE turns DROP COLUMN {column.split()[0]}")
     conn.executescript(
         "ALTER TABLE turns DROP COLUMN base_message_count;"

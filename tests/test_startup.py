@@ -164,13 +164,14 @@ def test_the_recap_reads_the_counts_the_last_exchange_and_what_came_after(
         sessions_dir=sessions_dir, netbox_url="https://netbox.example.com", env={}
     )
     rest = render.print_recap(Console(file=out, width=100), session.id, recap, settings)
-    assert len(out.getvalue().splitlines()) == 2  # the rest waits for the prompt
+    assert len(out.getvalue().splitlines()) == 3  # the rest waits for the prompt
     rest()
     lines = out.getvalue().splitlines()
     assert lines[0] == (
         f"resumed session {session.id}: 2 turns, 4 messages · NetBox netbox.example.com "
         "· model qwen3:8b"
     )
+    assert lines.pop(1) == "on ollama server http://127.0.0.1:11434"  # the model's server
     # Questions and answers appear as written, never read as rich markup; the
     # answer's first lines rendered, then how many more and where to see them.
     assert lines[1] == "turn 3: what is in [/dev]?"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from netbox_chat import process
 from netbox_chat.checkpoints.saver import open_saver
-from netbox_chat.config import Settings
+from netbox_chat.config import ModelServer, Settings
 from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.thinking import ThinkPlan, plan_thinking
 from netbox_chat.models.window import too_small_for
@@ -136,7 +136,7 @@ def build_runtime(
         saver,
         find_end_node(graph),
         model=model,
-        asks=(settings.model, settings.provider),
+        asks=(settings.model, ModelServer.of(settings)),
     )
     runtime = Runtime(conversation, netbox, model_info, thinking, guard, problem)
     # LangChain's imports and the compiled graph are about 120,000 objects that

@@ -45,6 +45,7 @@ from langgraph.types import Overwrite, StateSnapshot
 
 from netbox_chat.agent.replies import JSON_STARTS, READ_AS_CALL
 from netbox_chat.checkpoints.sqlite import CURRENT_RUN, Run, SyncSaverBridge, WritesStillRunning
+from netbox_chat.config import ModelServer
 from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.liveness import Waiting
 from netbox_chat.models.thinking import ThinkSplitter, inlines_thinking, split_thinking
@@ -349,7 +350,7 @@ class Conversation:
         saver: SyncSaverBridge,
         end_node: str,
         model: Any = None,
-        asks: tuple[str, str] | None = None,
+        asks: tuple[str, ModelServer] | None = None,
     ) -> None:
         if getattr(saver, "conn", session.db) is not session.db:
             # A rollback and its ledger record are one transaction: on two
@@ -360,8 +361,8 @@ class Conversation:
         self.saver = saver
         self.end_node = end_node
         self.model = model  # the agent's chat model; /compact asks it for the summary
-        # The model's name and its server's kind (provider), as each turn's
-        # ledger row records them: `/model` builds a new Conversation.
+        # The model's name and its server (provider, where, profile), as each
+        # turn's ledger row records them: `/model` builds a new Conversation.
         self.asks = asks
         self.config: RunnableConfig = {"configurable": {"thread_id": session.id}}
         # Turns whose rollback or record could not be written yet, by number.
@@ -512,13 +513,13 @@ class Conversation:
                     + "); rewind to the last clean turn with /rewind"
                 )
             self.saver.ids_after(base)
-            model, provider = self.asks or (None, None)
+            model, server = self.asks or (None, None)
             number = self.session.begin_turn(
                 question,
                 base_checkpoint_id=base,
                 base_message_count=base_messages,
                 model=model,
-                provider=provider,
+                server=server,
             )
         except _store_errors() as exc:  # no snapshot, no turn (and no model call)
             raise StoreError(

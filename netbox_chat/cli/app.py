@@ -34,9 +34,11 @@ from netbox_chat.config import (
     DATABASE_SCHEMES,
     PROFILE_ENV,
     ConfigError,
+    ModelServer,
     Settings,
     profiles_on,
     resolve_settings,
+    resume_command,
     without_userinfo,
 )
 from netbox_chat.errors import ExitStatus, UserFacingError, user_facing
@@ -575,10 +577,19 @@ def settings_for_session(
     NetBox the session remembers is only compared with the user's. Against
     another one, the earlier answers describe the other instance: that needs
     `--netbox-url` or `--profile` typed on the command line, and is said in
-    one yellow line."""
+    one yellow line.
+
+    A session whose newest turn asked another model server than the one
+    configured now goes on with the configuration in force, its model too
+    (the session's is that server's); the chat says in one line where it was
+    started and the command that resumes it there."""
     summary = store.summarize(session_id)
     folder = store.root if isinstance(store, SessionStore) else None
     settings = settings_from(folder, **flags, session_model=summary.model or None, need_token=True)
+    started = summary.server
+    moved = started is not None and not started.same_place(ModelServer.of(settings))
+    if moved:
+        settings = settings_from(folder, **flags, need_token=True)
     change = netbox_change(summary, settings)
     if change is not None:
         typed = typed_on_command_line(
@@ -598,7 +609,18 @@ def settings_for_session(
             soft_wrap=True,
         )
     # Only once the session is sure to go on: a refusal stays one line.
-    if note_model and summary.model and settings.model != summary.model:
+    if note_model and moved and started is not None:
+        asked = f" (model {summary.model})" if summary.model else ""
+        say(
+            visible_line(
+                f"netbox-chat: session {summary.id} was started on {started.shown()}{asked}; "
+                f"going on with {settings.model} on {ModelServer.of(settings).shown()}; "
+                f"`{resume_command(summary.id, started)}` resumes it there"
+            ),
+            "yellow",
+            soft_wrap=True,
+        )
+    elif note_model and summary.model and settings.model != summary.model:
         say(
             f"netbox-chat: session {summary.id} last asked {summary.model}; going on with "
             f"{settings.model} ({settings.origins.get('model', 'default')})",
@@ -755,6 +777,9 @@ def list_sessions(
     matches = store.search(grep) if grep is not None else None
     ids = list(matches) if matches is not None else store.ids_by_recency()
     summaries = sorted(store.list_sessions(limit, ids), key=lambda s: s.last_active, reverse=True)
+    chosen = settings.origins.get("sessions_dir", "")
+    if isinstance(store, SessionStore) and chosen.startswith("default") and not as_json:
+        _old_places(store.root)  # first: an empty store is when they matter most
     if as_json:
         print(json.dumps([s.as_json() for s in summaries], indent=2))
     elif not summaries:
@@ -772,6 +797,7 @@ def list_sessions(
             say(f"sessions in {store.root} ({origin})", "dim", soft_wrap=True)
         if (netbox := render.one_netbox(summaries)) is not None:
             say(netbox, "dim", soft_wrap=True)
+        _elsewhere(summaries, ModelServer.of(settings))
         hidden = len(ids) - len(summaries)
         if hidden > 0:
             older = "1 older session is" if hidden == 1 else f"{number(hidden)} older sessions are"
@@ -783,6 +809,52 @@ def list_sessions(
             )
     if matches == {}:
         raise typer.Exit(int(ExitStatus.USER_ERROR))  # as grep: nothing matched
+
+
+def _old_places(root: Path) -> None:
+    """Sessions an older netbox-chat kept elsewhere (a marked sessions/ in the
+    folder tree, ./sessions, the per-user folder): not used, never lost. One
+    line each, with the one command that moves them into this store."""
+    import shlex
+
+    from netbox_chat.config import old_session_places
+
+    for place in old_session_places(os.environ, root):
+        found = len(list(place.glob("*.sqlite")))
+        dest = shlex.quote(str(root))
+        make = "" if root.is_dir() else f"mkdir -p -m 700 {dest} && "
+        verb = "is" if found == 1 else "are"
+        say(
+            visible_line(
+                f"{words.count(found, 'session')} in {place} {verb} not in this store (an "
+                f"older netbox-chat kept them there); to move them here: "
+                f"{make}mv -n {shlex.quote(str(place))}/*.sqlite* {dest}/"
+            ),
+            "yellow",
+            soft_wrap=True,
+        )
+
+
+ELSEWHERE_LINES = 5
+
+
+def _elsewhere(summaries: list[SessionSummary], here: ModelServer) -> None:
+    """Sessions whose newest turn asked another model server than the one
+    configured: the command that resumes each there (the first few)."""
+    other = [s for s in summaries if s.server is not None and not s.server.same_place(here)]
+    for summary in other[:ELSEWHERE_LINES]:
+        assert summary.server is not None
+        say(
+            visible_line(
+                f"{summary.id} is on {summary.server.shown()}: "
+                f"`{resume_command(summary.id, summary.server)}`"
+            ),
+            "dim",
+            soft_wrap=True,
+        )
+    if len(other) > ELSEWHERE_LINES:
+        more = len(other) - ELSEWHERE_LINES
+        say(f"… {more} more on other servers: `netbox-chat ls --json` gives each one's `resume`")
 
 
 @app.command()
@@ -1096,9 +1168,12 @@ def ask(
         # Only beside an answer drawn in the terminal: piped (`| cat`), stdout
         # is the answer alone, as `llm "q" | cat` prints it, and a hint on
         # stderr would reach the terminal before the pipe's reader printed it.
-        sid = result["session"]
+        sid, server = result["session"], ModelServer.of(settings)
         say(
-            f'session {sid}: `netbox-chat ask -c "…"` goes on, `netbox-chat resume {sid}` opens it',
+            visible_line(
+                f'session {sid}: `netbox-chat ask -c "…"{server.flags()}` goes on, '
+                f"`{resume_command(sid, server)}` opens it"
+            ),
             "dim",
         )
     raise typer.Exit(int(ask_status(result)))
@@ -1243,7 +1318,8 @@ def export_command(
 ) -> None:
     """Print a session's transcript: questions, answers, tool calls, tokens per
     turn; cancelled, failed and rewound turns marked. Never writes the session."""
-    from netbox_chat.cli.export import export_session, write_private
+    from netbox_chat.cli.export import export_session
+    from netbox_chat.owned import replace_file
 
     settings = settings_from(sessions_dir, store=store_option)
     fmt = fmt.lower()
@@ -1263,7 +1339,7 @@ def export_command(
     if output is None:
         sys.stdout.write(text)
         return
-    write_private(output, text)
+    replace_file(output, text)
     say(f"wrote {output}")
 
 

@@ -19,13 +19,14 @@ from pathlib import Path
 
 import httpx
 
-from netbox_chat.config import Settings
+from netbox_chat.config import Settings, without_userinfo
 from netbox_chat.credentials import token_origin
 from netbox_chat.errors import UserFacingError
 from netbox_chat.models.coldstart import cold_start_line, last_cold_start, record_path
 from netbox_chat.models.dialects import json_object
 from netbox_chat.models.model_info import ModelInfo, parse_show
 from netbox_chat.models.window import session_window, turn_floor
+from netbox_chat.owned import NotOwned, check_folder
 from netbox_chat.store.sessions import StoreError, refuse_network_filesystem
 from netbox_chat.visible import visible_line
 from netbox_chat.words import count, number
@@ -65,7 +66,9 @@ def run_checks(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
     if settings.store is not None:
         checks.append(check_database_store(settings.store))
     else:
-        checks.append(check_sessions_folder(settings.sessions_dir))
+        checks.append(
+            check_sessions_folder(settings.sessions_dir, settings.origins.get("sessions_dir", ""))
+        )
     return checks
 
 
@@ -85,13 +88,13 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
             Check(
                 "Ollama",
                 False,
-                f"cannot reach {url} ({reason})",
+                f"cannot reach {without_userinfo(url, '***@')} ({reason})",
                 "start it with `ollama serve`, or point OLLAMA_HOST / --ollama-url at it",
             ),
             skipped("model", f"{model}: Ollama unreachable"),
         ]
     number = json_object(version).get("version", "unknown version")
-    checks = [Check("Ollama", True, f"{url} (version {number})")]
+    checks = [Check("Ollama", True, f"{without_userinfo(url, '***@')} (version {number})")]
     if shown.status_code == 404:
         checks.append(
             Check(
@@ -219,7 +222,13 @@ def check_openai(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
         ]
     speaks = facts.speaks
     version = f" (version {visible_line(facts.version)})" if facts.version else ""
-    checks = [Check("model server", True, f"{speaks.name} at {settings.base_url}{version}")]
+    checks = [
+        Check(
+            "model server",
+            True,
+            f"{speaks.name} at {without_userinfo(settings.base_url, '***@')}{version}",
+        )
+    ]
     if not facts.serves_model:
         listed = visible_line(", ".join(facts.served[:8]) or "none")
         checks.append(
@@ -391,8 +400,9 @@ def token_fix(settings: Settings, cause: str) -> str:
 # --- the sessions folder -----------------------------------------------------------------
 
 
-def check_sessions_folder(root: Path) -> Check:
-    """Create and delete a hidden temp file; never open a session."""
+def check_sessions_folder(root: Path, why: str = "") -> Check:
+    """Create and delete a hidden temp file; never open a session. `why`:
+    where the folder was chosen (a flag, the environment, the default)."""
     name = "sessions folder"
     fix = "fix its permissions or free space, or set NETBOX_CHAT_SESSIONS / --sessions-dir"
     if not root.exists():
@@ -401,9 +411,13 @@ def check_sessions_folder(root: Path) -> Check:
             return Check(name, False, f"{root} cannot be created", fix)
         if not os.access(parent, os.W_OK | os.X_OK):
             return Check(name, False, f"{root} cannot be created: {_denied_reason(parent)}", fix)
-        return Check(name, True, f"{root} (will be created, 0700)")
+        return Check(name, True, f"{root} (will be created, 0700{_why(why)})")
     if not root.is_dir():
         return Check(name, False, f"{root} is not a folder: {os.strerror(errno.ENOTDIR)}", fix)
+    try:
+        check_folder(root, "sessions folder", tighten=False)
+    except NotOwned as exc:
+        return Check(name, False, str(exc), "use a folder of your own, 0700")
     try:
         refuse_network_filesystem(root)
     except StoreError as exc:
@@ -415,7 +429,11 @@ def check_sessions_folder(root: Path) -> Check:
     os.close(fd)
     with contextlib.suppress(OSError):
         os.unlink(probe)
-    return Check(name, True, f"{root} (writable)")
+    return Check(name, True, f"{root} (writable{_why(why)})")
+
+
+def _why(why: str) -> str:
+    return f"; {why}" if why else ""
 
 
 # --- a session store on PostgreSQL --------------------------------------------------------

@@ -19,18 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
-import stat
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from netbox_chat.agent.evidence import ToolResult, table_of, tool_results, turn_messages
 from netbox_chat.config import mask_token
-from netbox_chat.errors import UserFacingError
 from netbox_chat.models.thinking import thought_for
 from netbox_chat.store.database import Connection
 from netbox_chat.store.postgres import PgSessionStore
@@ -129,6 +124,7 @@ def _turn_json(
         "asked_by": turn.asked_by,
         "model": turn.model or started,
         "provider": turn.provider,
+        "server": None if turn.server is None else asdict(turn.server),  # never userinfo
         "status": turn.status,
         "seen_by_model": turn.status == "done",
         "question": turn.question,
@@ -483,30 +479,3 @@ def _longest_run(text: str, char: str) -> int:
         run = run + 1 if c == char else 0
         longest = max(longest, run)
     return longest
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write `text` to `path` as a new file only its owner can read (0600).
-
-    A transcript holds every question, answer and tool argument. Opening an
-    existing file with O_TRUNC would keep its mode (a 0644 file stays
-    readable by everyone) and follow a symlink to wherever it points, so a
-    new file is made beside it and renamed into place: an existing file or
-    symlink at `path` is replaced, never written through. Anything else
-    already there (a folder, a device, a pipe) is refused."""
-    try:
-        with contextlib.suppress(FileNotFoundError):
-            mode = path.lstat().st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-                raise UserFacingError(f"cannot write {path}: not a regular file")
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
-    except OSError as exc:
-        raise UserFacingError(f"cannot write {path}: {exc.strerror}") from None

@@ -39,9 +39,10 @@ from rich.text import Text
 
 from netbox_chat import process
 from netbox_chat.agent.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
-from netbox_chat.config import Settings, state_dir
+from netbox_chat.config import ModelServer, Settings, resume_command, state_dir
 from netbox_chat.errors import PICK_MODEL, ExitStatus, UserFacingError
 from netbox_chat.models.thinking import check_setting, setting_label
+from netbox_chat.owned import NotOwned, make_folder, open_append
 from netbox_chat.store.choose import OpenSession
 from netbox_chat.store.sessions import Turn
 from netbox_chat.typeahead import LFLAG_OFF
@@ -132,10 +133,9 @@ def user_history(path: Path) -> History:
     owner-only, 0600 in a 0700 folder. A home that cannot be written keeps
     the history for this session only."""
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
-        os.chmod(path, 0o600)
-    except OSError:
+        make_folder(path.parent, "state folder")
+        os.close(open_append(path))
+    except NotOwned:  # not writable, or not the user's alone: nothing is kept there
         return InMemoryHistory()
     return FileHistory(path)
 
@@ -634,7 +634,6 @@ async def run_chat(
             Text(f"no question was answered in session {session.id}; nothing was kept", "dim")
         )
     else:
-        console.print(
-            Text(f"session {session.id} saved; `netbox-chat resume {session.id}`", style="dim")
-        )
+        hint = resume_command(session.id, ModelServer.of(settings))  # its own server, any shell
+        console.print(Text(visible_line(f"session {session.id} saved; `{hint}`"), style="dim"))
     return Ending(repl.ending, repl.switched_to)

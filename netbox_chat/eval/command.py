@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from netbox_chat.config import Settings
+from netbox_chat.config import Settings, without_userinfo
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.eval.questions import Question, build_questions
 from netbox_chat.eval.report import markdown, summarize
@@ -59,7 +59,8 @@ def make_questions(settings: Settings, options: EvalOptions, err: Console) -> li
         if options.questions_file is not None:
             questions = questions + load_questions(options.questions_file, client)
         err.print(
-            f"netbox-chat: {len(questions)} questions from {settings.netbox_url} "
+            f"netbox-chat: {len(questions)} questions from "
+            f"{without_userinfo(settings.netbox_url or '', '***@')} "
             f"({client.calls} NetBox requests, {time.monotonic() - started:.1f} s)"
             + (f"; no data for: {', '.join(built.skipped)}" if built.skipped else ""),
             style="dim",
@@ -144,10 +145,15 @@ def visible_text(text: str) -> str:
 
 
 def _same_netbox(settings: Settings, plan: Plan, err: Console) -> Settings:
-    if plan.netbox_url and settings.netbox_url and plan.netbox_url != settings.netbox_url:
+    """The run's truth fits only the NetBox it was computed from (compared, and
+    named, without any `user:password@`: the plan never holds one)."""
+    if not (plan.netbox_url and settings.netbox_url):
+        return settings
+    now = without_userinfo(settings.netbox_url)
+    if plan.netbox_url != now:
         raise UserFacingError(
             f"the run was made against {plan.netbox_url}, this one talks to "
-            f"{settings.netbox_url}: its truth would not fit"
+            f"{now}: its truth would not fit"
         )
     return settings
 

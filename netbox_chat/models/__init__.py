@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from netbox_chat.config import Settings
+from netbox_chat.config import Settings, without_userinfo
 from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.window import session_window
 
@@ -86,8 +86,9 @@ class OpenAIProvider:
             raise UserFacingError(str(exc)) from exc
         if not facts.serves_model:
             listed = ", ".join(facts.served[:8]) or "none"
+            shown = without_userinfo(base_url, "***@")
             raise UserFacingError(
-                f"{facts.speaks.name} at {base_url} does not serve {settings.model} "
+                f"{facts.speaks.name} at {shown} does not serve {settings.model} "
                 f"(it serves: {listed}): pick one with {pick_model()}"
             )
         window = settings.context_window or facts.window or settings.num_ctx

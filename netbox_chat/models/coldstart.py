@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from netbox_chat.config import state_dir
+from netbox_chat.owned import NotOwned, make_folder, replace_file
 
 FILE_NAME = "cold-starts.json"
 KEEP = 20
@@ -84,16 +83,9 @@ def record_cold_start(path: Path, model: str, seconds: float, today: date) -> No
     entries[model] = {"seconds": round(seconds, 1), "measured": today.isoformat()}
     kept = dict(list(entries.items())[-KEEP:])
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".cold-starts.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:  # mkstemp makes it 0600
-                json.dump(kept, f)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError:
+        make_folder(path.parent, "state folder")
+        replace_file(path, json.dumps(kept))
+    except NotOwned:
         return
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from netbox_chat.config import without_userinfo
 from netbox_chat.words import number
 
 
@@ -107,7 +108,9 @@ def fetch_model_info(ollama_url: str, model: str, *, timeout: float) -> ModelInf
         with httpx.Client(base_url=ollama_url, timeout=timeout) as http:
             response = http.post("/api/show", json={"model": model})
     except httpx.HTTPError as exc:
-        raise ModelInfoError(f"cannot reach Ollama at {ollama_url} ({exc})") from exc
+        raise ModelInfoError(
+            f"cannot reach Ollama at {without_userinfo(ollama_url, '***@')} ({exc})"
+        ) from exc
     try:
         payload = response.json()
     except ValueError:

@@ -32,6 +32,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai.chat_models.base import BaseChatOpenAI
 from pydantic import PrivateAttr, SecretStr
 
+from netbox_chat.config import without_userinfo
 from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.coalesce import CoalescingTransport, merge_sse_events
 from netbox_chat.models.coldstart import recorder
@@ -175,9 +176,9 @@ class ChatOpenAICompatible(BaseChatOpenAI):
         if isinstance(exc, openai.APITimeoutError):
             return self._timed_out()
         if isinstance(exc, openai.APIConnectionError):
+            shown = without_userinfo(self.openai_api_base or "", "***@")  # never in the ledger
             return UserFacingError(
-                f"cannot reach {self.openai_api_base} ({text}): is the server running "
-                "and base_url right?"
+                f"cannot reach {shown} ({text}): is the server running and base_url right?"
             )
         status = getattr(exc, "status_code", None)
         if status == 400 and _TOOLS_OFF.search(text):

@@ -114,6 +114,24 @@ def m005_turn_model(db: sqlite3.Connection) -> None:
 TURN_MODEL_COLUMNS = ("model TEXT", "provider TEXT")
 
 
+@migration
+def m006_turn_server(db: sqlite3.Connection) -> None:
+    """Where each turn's model server was (scheme, host, port: never a
+    password or a key) and the profile that named it, so that a session
+    says which server it was on and how to resume it there. NULL in a row
+    from before: the server is not known."""
+    for column in TURN_SERVER_COLUMNS:
+        db.execute(f"ALTER TABLE turns ADD COLUMN {column}")
+
+
+TURN_SERVER_COLUMNS = (
+    "server_scheme TEXT",
+    "server_host TEXT",
+    "server_port INTEGER",
+    "profile TEXT",
+)
+
+
 def schema_version() -> int:
     """The version this netbox-chat writes: how many migrations it knows."""
     return len(MIGRATIONS)

@@ -24,7 +24,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -49,6 +49,7 @@ from netbox_chat.store.sessions import (
     new_session_id,
     normalize_session_id,
     session_model,
+    stored_server,
 )
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from netbox_chat.store.pgdatabase import PgConnection
 
 SCHEMA = "netbox_chat"
-PG_SCHEMA_VERSION = 3
+PG_SCHEMA_VERSION = 4
 INSTALL_HINT = "pip install 'netbox-chat[postgres]'"
 
 # pg_try_advisory_lock(key): one 64-bit key per session, exact. An id is 8
@@ -143,9 +144,19 @@ ALTER TABLE {SCHEMA}.turns
     ADD COLUMN IF NOT EXISTS provider TEXT
 """
 
+# Version 4: where each turn's model server was and the profile that named it
+# (the session file's m006).
+_SCHEMA_V4 = f"""
+ALTER TABLE {SCHEMA}.turns
+    ADD COLUMN IF NOT EXISTS server_scheme TEXT,
+    ADD COLUMN IF NOT EXISTS server_host TEXT,
+    ADD COLUMN IF NOT EXISTS server_port INTEGER,
+    ADD COLUMN IF NOT EXISTS profile TEXT
+"""
+
 # MIGRATIONS[n] takes the schema from version n to n + 1 (0: no schema); its
 # statements run one by one (a prepared statement holds only one).
-MIGRATIONS = {0: _SCHEMA_V1, 1: _SCHEMA_V2, 2: _SCHEMA_V3}
+MIGRATIONS = {0: _SCHEMA_V1, 1: _SCHEMA_V2, 2: _SCHEMA_V3, 3: _SCHEMA_V4}
 assert len(MIGRATIONS) == PG_SCHEMA_VERSION
 
 
@@ -382,7 +393,8 @@ WITH holders AS MATERIALIZED (
 )
 SELECT s.session_id, s.created_at, s.title, s.model, s.netbox_url, s.profile,
        t.turns, t.answered, t.last, t.askers, c.prompt_tokens_last, c.context_window,
-       h.application_name, m.model AS latest_model
+       h.application_name, m.model AS latest_model, m.provider, m.server_scheme,
+       m.server_host, m.server_port, m.profile AS turn_profile
 FROM sessions s
 LEFT JOIN LATERAL (
     SELECT count(*) FILTER (WHERE status = 'done') AS turns,
@@ -396,7 +408,7 @@ LEFT JOIN LATERAL (
     WHERE turns.session_id = s.session_id AND status = 'done' ORDER BY number DESC LIMIT 1
 ) c ON true
 LEFT JOIN LATERAL (
-    SELECT model FROM turns
+    SELECT model, provider, server_scheme, server_host, server_port, profile FROM turns
     WHERE turns.session_id = s.session_id ORDER BY number DESC LIMIT 1
 ) m ON true
 LEFT JOIN holders h ON h.key = {LOCK_KEY.format(sid="s.session_id")}
@@ -413,7 +425,7 @@ class PgSessionSummary(SessionSummary):
     holder: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = super().as_json()
         del data["path"]
         return data
 
@@ -539,7 +551,8 @@ class PgSessionStore:
     def _summary(self, row: tuple[Any, ...]) -> SessionSummary:
         sid, created, title, model, netbox_url, profile = row[:6]
         turns, answered, last, askers, context_tokens, context_window = row[6:12]
-        holder, latest_model = row[12:]
+        holder, latest_model = row[12:14]
+        server = stored_server(*row[14:19])
         found = _HOLDER.fullmatch(holder or "")
         return PgSessionSummary(
             sid,
@@ -547,6 +560,7 @@ class PgSessionStore:
             0,
             title=title or "",
             model=session_model(latest_model, model),
+            server=server,
             netbox_url=netbox_url or "",
             profile=profile or "",
             created_at=created or "",

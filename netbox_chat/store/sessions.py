@@ -18,13 +18,20 @@ import re
 import sqlite3
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, astuple, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from netbox_chat.config import PROVIDERS, SESSIONS_MARK, without_userinfo
+from netbox_chat.config import (
+    PROVIDERS,
+    SESSIONS_MARK,
+    ModelServer,
+    resume_command,
+    without_userinfo,
+)
 from netbox_chat.errors import ExitStatus, UserFacingError
+from netbox_chat.owned import NotOwned, check_folder, make_folder
 from netbox_chat.store import migrations
 from netbox_chat.store.database import Connection
 from netbox_chat.store.migrations import schema_version
@@ -205,6 +212,17 @@ class Turn:
     asked_by: str | None = None
     model: str | None = None  # None: a row from before m005, it asked the session's model
     provider: str | None = None
+    server_scheme: str | None = None  # None: a row from before m006, the server is not known
+    server_host: str | None = None
+    server_port: int | None = None
+    profile: str | None = None
+
+    @property
+    def server(self) -> ModelServer | None:
+        """The model server the turn asked, when the row says it (m006)."""
+        return stored_server(
+            self.provider, self.server_scheme, self.server_host, self.server_port, self.profile
+        )
 
 
 _TURN_FIELDS = tuple(f.name for f in fields(Turn))
@@ -236,6 +254,48 @@ def _askers(conn: sqlite3.Connection, present: set[str]) -> tuple[str, ...]:
     return tuple(row[0] for row in rows)
 
 
+def _latest_server(conn: sqlite3.Connection, present: set[str]) -> ModelServer | None:
+    """The model server the file's newest turn asked (None before m006)."""
+    if "server_host" not in present:
+        return None
+    row = conn.execute(
+        "SELECT provider, server_scheme, server_host, server_port, profile "
+        "FROM turns ORDER BY number DESC LIMIT 1"
+    ).fetchone()
+    return stored_server(*row) if row else None
+
+
+_HOST = re.compile(r"[A-Za-z0-9._:-]{1,253}")
+PROFILE_NAME_MAX = 100
+
+
+def stored_server(
+    provider: object, scheme: object, host: object, port: object, profile: object
+) -> ModelServer | None:
+    """A turn's model server read back from a store, or None when the row
+    does not say one. Anyone with access to the store writes these rows, and
+    they are shown and printed in a command to copy: a known provider and
+    scheme, a host name or address (no `user@`, no path), a port, a printable
+    profile name; anything else is no server at all. It never chooses where
+    the next turn goes: only what the user is told."""
+    if provider not in PROVIDERS or scheme not in ("http", "https"):
+        return None
+    if not isinstance(host, str) or not _HOST.fullmatch(host):
+        return None
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int)):
+        return None
+    if isinstance(port, int) and not 0 < port < 65536:
+        return None
+    if profile is not None and not (
+        isinstance(profile, str)
+        and 0 < len(profile) <= PROFILE_NAME_MAX
+        and profile.isprintable()
+        and profile == profile.strip()
+    ):
+        return None
+    return ModelServer(str(provider), str(scheme), host, port, profile)
+
+
 def _latest_model(conn: sqlite3.Connection, present: set[str]) -> object:
     """The model the file's newest turn asked, as stored (None before m005)."""
     if "model" not in present:
@@ -250,7 +310,13 @@ def _turn_from_row(row: tuple[Any, ...]) -> Turn:
     values["tool_calls"] = [ToolCallRecord(**call) for call in calls]
     values["model"] = stored_model(values["model"])
     values["provider"] = values["provider"] if values["provider"] in PROVIDERS else None
+    server = stored_server(*(values[k] for k in _SERVER_FIELDS))
+    kept = (None,) * 4 if server is None else astuple(server)[1:]
+    values.update(zip(_SERVER_FIELDS[1:], kept, strict=True))  # all of it, or none of it
     return Turn(**values)
+
+
+_SERVER_FIELDS = ("provider", "server_scheme", "server_host", "server_port", "profile")
 
 
 MODEL_NAME_MAX = 200
@@ -320,6 +386,7 @@ class SessionSummary:
     """Ollama's count of the last finished turn's last request (the meter)."""
     context_window: int | None = None
     asked_by: tuple[str, ...] = ()  # everyone who asked a turn, user@host
+    server: ModelServer | None = None  # the newest turn's model server (None before m006)
 
     def __post_init__(self) -> None:
         # Sessions written before issue 21 (or by someone else) may hold a
@@ -329,6 +396,7 @@ class SessionSummary:
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["path"] = str(self.path)
+        data["resume"] = resume_command(self.id, self.server)
         return data
 
 
@@ -413,37 +481,42 @@ class SessionStore:
         return self.root / f"{session_id}{SUFFIX}"
 
     def ensure_root(self) -> None:
-        """Create the folder (0700) or explain, with the OS's words, why not.
+        """Create the folder (0700) or explain in one line why not.
 
-        A folder that exists already is tightened to 0700 (it holds
-        conversations about the network) and marked as netbox-chat's
-        (`SESSIONS_MARK`), so the default search finds it from below."""
+        It holds conversations about the network: a folder another user owns
+        or can write is refused (`owned.check_folder`), one others can read
+        is made 0700, and failing to make it so is an error. It is marked
+        (`SESSIONS_MARK`), which chooses nothing: `ls` names such a folder
+        when it is not the store in use, so that no session is lost."""
         try:
-            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create sessions folder {self.root}: {exc.strerror}") from exc
+            make_folder(self.root, "sessions folder")
+        except NotOwned as exc:
+            raise StoreError(str(exc)) from None
         refuse_network_filesystem(self.root)
         if not os.access(self.root, os.W_OK | os.X_OK):
             # os.access only says no; name the reason the way the OS would.
             read_only = os.statvfs(self.root).f_flag & os.ST_RDONLY
             reason = os.strerror(errno.EROFS if read_only else errno.EACCES)
             raise StoreError(f"sessions folder {self.root} is not writable: {reason}")
-        with contextlib.suppress(OSError):  # a folder we may write but not chmod stays as is
-            if stat.S_IMODE(self.root.stat().st_mode) & 0o077:
-                os.chmod(self.root, 0o700)
         mark = self.root / SESSIONS_MARK
         if not mark.exists():
             with contextlib.suppress(OSError):
-                fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     handle.write("This folder holds netbox-chat's sessions.\n")
 
     def _scan(self) -> dict[str, list[os.DirEntry[str]]]:
         """Session id → the directory entries of its file and of its `-wal`
         (when there is one), from one pass over the folder. A stray `-wal`
-        without its main file is not a session."""
+        without its main file is not a session. A folder another user owns
+        or can write is refused before anything in it is read: its sessions
+        could have been planted."""
         if not self.root.is_dir():
             return {}
+        try:
+            check_folder(self.root, "sessions folder", tighten=False)  # reading writes nothing
+        except NotOwned as exc:
+            raise StoreError(str(exc)) from None
         files: dict[str, os.DirEntry[str]] = {}
         wals: dict[str, os.DirEntry[str]] = {}
         with os.scandir(self.root) as entries:
@@ -546,6 +619,7 @@ class SessionStore:
                 present = turn_columns(conn)
                 askers = _askers(conn, present)
                 latest_model = _latest_model(conn, present)
+                server = _latest_server(conn, present)
         except (UnreadableSession, sqlite3.DatabaseError) as exc:
             reason = str(exc) if isinstance(exc, UnreadableSession) else f"damaged ({exc})"
             return replace(base, unreadable=reason)
@@ -563,6 +637,7 @@ class SessionStore:
             context_tokens=context[0],
             context_window=context[1],
             asked_by=askers,
+            server=server,
         )
 
     def forget(self, session_id: str) -> None:
@@ -749,7 +824,7 @@ class SessionLock:
     def acquire(self, *, create: bool = False) -> None:
         # Opened for writing: NFS (v4, and v3 through its lock manager) answers
         # an exclusive lock on a read-only descriptor with EBADF (flock(2)).
-        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        flags = os.O_RDWR | os.O_NOFOLLOW | (os.O_CREAT | os.O_EXCL if create else 0)
         try:
             fd = os.open(self.path, flags, 0o600)
         except FileNotFoundError as exc:
@@ -874,17 +949,19 @@ class Ledger:
         base_checkpoint_id: str | None,
         base_message_count: int,
         model: str | None = None,
-        provider: str | None = None,
+        server: ModelServer | None = None,
     ) -> int:
-        """Record a turn as running, with its rollback point, who asked it and
-        which model (on which kind of server) it asks, before it starts; the
-        first question names the session."""
+        """Record a turn as running, with its rollback point, who asked it,
+        which model it asks and on which server (never its password or key),
+        before it starts; the first question names the session."""
         with self.db.atomic():
             row = self._run(
                 "INSERT INTO turns({key_col}number, question, status, started_at, "
-                "base_checkpoint_id, base_message_count, asked_by, model, provider) "
+                "base_checkpoint_id, base_message_count, asked_by, model, provider, "
+                "server_scheme, server_host, server_port, profile) "
                 "SELECT {key_val}coalesce(max(number), 0) + 1, :question, 'running', :now, "
-                ":base_checkpoint_id, :base_message_count, :asked_by, :model, :provider "
+                ":base_checkpoint_id, :base_message_count, :asked_by, :model, :provider, "
+                ":scheme, :host, :port, :profile "
                 "FROM turns {where} RETURNING number",
                 question=question,
                 now=now_iso(),
@@ -892,7 +969,11 @@ class Ledger:
                 base_message_count=base_message_count,
                 asked_by=self.asked_by,
                 model=model,
-                provider=provider,
+                provider=server.provider if server else None,
+                scheme=server.scheme if server else None,
+                host=server.host if server else None,
+                port=server.port if server else None,
+                profile=server.profile if server else None,
             ).fetchone()
             self._run(
                 "UPDATE session_meta SET value = :title WHERE {and_}key = 'title' AND value = ''",

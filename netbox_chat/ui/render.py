@@ -23,7 +23,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
-from netbox_chat.config import SETTINGS, Settings, without_userinfo
+from netbox_chat.config import SETTINGS, ModelServer, Settings, without_userinfo
 from netbox_chat.errors import UserFacingError
 from netbox_chat.models.thinking import thought_for
 from netbox_chat.store.sessions import Recap, SessionSummary, Turn, epoch
@@ -1050,10 +1050,19 @@ line saying how many more there are and how to see them."""
 
 def netbox_and_model(settings: Settings) -> str:
     """`NetBox lab (netbox.example.com) · model qwen3:8b`: which NetBox the
-    session asks, and with which model, said on every start and resume."""
-    host = urlsplit(settings.netbox_url).netloc if settings.netbox_url else "(no URL set)"
+    session asks, and with which model, said on every start and resume (the
+    NetBox's `user:password@` never)."""
+    netbox = without_userinfo(settings.netbox_url) if settings.netbox_url else None
+    host = urlsplit(netbox).netloc if netbox else "(no URL set)"
     where = f"{settings.profile} ({host})" if settings.profile else host
     return visible_line(f"NetBox {where} · model {settings.model}")
+
+
+def server_line(settings: Settings) -> Text:
+    """`on ollama server http://127.0.0.1:11434`: the model server the session
+    asks, under the first line of every start and resume, so that the resume
+    command a session ends with is seen to reach the same one."""
+    return Text(visible_line(f"on {ModelServer.of(settings).shown()}"), style="dim")
 
 
 def print_banner(console: Console, session_id: str, settings: Settings, thinking: str) -> None:
@@ -1066,6 +1075,7 @@ def print_banner(console: Console, session_id: str, settings: Settings, thinking
             f" · {netbox_and_model(settings)}",
         )
     )
+    console.print(server_line(settings))
     console.print(Text(f"{thinking} · {LEAVE_HINT}", style="dim"))
 
 
@@ -1089,6 +1099,7 @@ def print_recap(
         f" · {netbox_and_model(settings)}",
     )
     console.print(line)
+    console.print(server_line(settings))
     if recap.last is not None:
         question = visible_line(_shorten(recap.last.question, 200))
         console.print(Text.assemble((f"turn {recap.last.number}: ", "dim"), question))
@@ -1170,7 +1181,7 @@ def settings_table(settings: Settings, *, token_failed: bool = False) -> Text:
             from netbox_chat.store.postgres import shown_url
 
             shown = shown_url(value)  # a database URL may carry a password
-        elif setting.name == "netbox_url" and value is not None:
+        elif setting.name in ("netbox_url", "base_url", "ollama_url") and value is not None:
             shown = without_userinfo(value, "***@")  # a proxy's user:password@
         rows.append((setting.name, shown, settings.origins.get(setting.name, "")))
         if setting.name == "api_key_env" and value is not None:
