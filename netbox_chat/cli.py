@@ -1401,6 +1401,8 @@ def eval_command(
         ),
     ] = Path("eval-runs"),
     ollama_url: OllamaUrl = None,
+    provider: ProviderOption = None,
+    base_url: BaseUrl = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
     profile: Profile = None,
@@ -1411,7 +1413,15 @@ def eval_command(
     from netbox_chat.eval.command import EvalOptions, run_eval
 
     settings = settings_from(
-        None, ollama_url, None, netbox_url, think, profile=profile, need_token=True
+        None,
+        ollama_url,
+        None,
+        netbox_url,
+        think,
+        profile=profile,
+        provider=provider,
+        base_url=base_url,
+        need_token=True,
     )
     options = EvalOptions(
         models=tuple(dict.fromkeys(models or [settings.model])),

@@ -349,3 +349,106 @@ def test_a_run_stopped_mid_question_keeps_its_results_and_resume_finishes_it(
     assert {p.stem for p in (folder / "sessions").glob("*.sqlite")} == {
         r["session"] for r in report["results"]
     }
+
+
+@pytest.mark.model_servers("ollama", "vllm")
+def test_a_model_the_server_does_not_have_stops_the_run_before_the_first_question(
+    eval_env: dict[str, str], netbox: NetBoxDouble, models: ScriptedOllama, tmp_path: Path
+) -> None:
+    """`eval -m nosuch:1b` once ran every question, reported 0 % (0/36) with
+    `None s` and exited 0: now one line, exit 1, nothing asked or built."""
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["eval", "-m", "nosuch:1b"], env=eval_env)
+    assert result.exit_code == 1, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert "nosuch:1b" in line
+    assert result.stdout == ""
+    assert time.monotonic() - started < 10
+    assert models.requests == [] and netbox.requests == []
+    assert not (tmp_path / "runs").exists()  # no run folder to --resume
+
+
+def test_a_model_server_that_is_down_stops_the_run_with_one_line(
+    eval_env: dict[str, str], netbox: NetBoxDouble
+) -> None:
+    env = {**eval_env, "OLLAMA_HOST": "http://127.0.0.1:9"}  # nothing listens there
+    result = CliRunner().invoke(app, ["eval", "-m", "qwen3:8b"], env=env)
+    assert result.exit_code == 1, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert "cannot reach Ollama at http://127.0.0.1:9" in line
+    assert netbox.requests == []
+
+
+def test_a_judge_the_server_does_not_have_stops_the_run_too(
+    eval_env: dict[str, str], netbox: NetBoxDouble, models: ScriptedOllama
+) -> None:
+    result = CliRunner().invoke(app, ["eval", "-m", "oracle", "--judge", "nosuch:1b"], env=eval_env)
+    assert result.exit_code == 1, result.output
+    assert "nosuch:1b" in result.stderr and models.requests == []
+
+
+def describe_run(runs: Path, netbox: NetBoxDouble, model: str, judge: str) -> Path:
+    """A run folder with one explanation question left to ask (explanations come
+    only from the built templates, so the plan is written as a run would)."""
+    reference = "dmi01-akron-sw01 is at site DM-Akron, has role Access Switch and status active."
+    run = runs / "20260101-120000"
+    run.mkdir(parents=True)
+    question = {
+        "id": "describe", "text": "Describe device dmi01-akron-sw01.", "tier": "advanced",
+        "kind": "explanation", "domain": "devices", "expected": reference, "query": None,
+        "trap": None, "source": "built", "universe": [], "reference": reference,
+    }  # fmt: skip
+    plan = {
+        "models": [model], "seed": 0, "repeat": 1, "conversation": False, "judge": judge,
+        "netbox_url": netbox.url, "questions": [question],
+    }  # fmt: skip
+    (run / "run.json").write_text(json.dumps(plan))
+    return run
+
+
+@pytest.mark.model_servers("vllm")
+def test_the_judge_asks_the_runs_own_provider_and_server(
+    eval_env: dict[str, str], netbox: NetBoxDouble, ollama: ScriptedOllama, tmp_path: Path
+) -> None:
+    """With provider openai the judge's prompt (question, NetBox's reference,
+    the answer) goes to the configured OpenAI-compatible server, never to
+    Ollama at OLLAMA_HOST."""
+    model = next(iter(ollama.models))
+
+    def reply(model: str, question: str, after_tool: bool) -> Reply:
+        if question.startswith("You grade an answer"):
+            return [Text("CORRECT")]
+        return [Text("It is an active access switch at DM-Akron.")] if after_tool else [LOOK]
+
+    ollama.responder = by_question(reply)
+    with ScriptedOllama() as elsewhere:
+        env = {**eval_env, "OLLAMA_HOST": elsewhere.url}
+        run = describe_run(tmp_path / "runs", netbox, model, model)
+        result = CliRunner().invoke(app, ["eval", "--resume", run.name, "--json"], env=env)
+        assert result.exit_code == 0, result.output
+        assert elsewhere.requests == []
+    (answer,) = json.loads(result.stdout)["results"]
+    assert answer["score"]["correct"] is True and answer["score"]["why"] == "judge: correct"
+    assert any("You grade an answer" in json.dumps(body) for body in ollama.requests)
+
+
+def test_a_judge_reply_without_a_verdict_is_wrong_not_left_out(
+    eval_env: dict[str, str], netbox: NetBoxDouble, models: ScriptedOllama, tmp_path: Path
+) -> None:
+    """A judge that rambles leaves no verdict: the answer counts as wrong, in
+    the denominator, and the report says why."""
+
+    def reply(model: str, question: str, after_tool: bool) -> Reply:
+        if question.startswith("You grade an answer"):
+            return [Text("Hmm, hard to say; it depends on what you mean.")]
+        return [Text("It is an active access switch at DM-Akron.")] if after_tool else [LOOK]
+
+    models.responder = by_question(reply)
+    run = describe_run(tmp_path / "runs", netbox, "oracle", "twin")
+    result = CliRunner().invoke(app, ["eval", "--resume", run.name, "--json"], env=eval_env)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    (answer,) = report["results"]
+    assert answer["score"]["correct"] is False
+    assert report["models"]["oracle"]["correct"]["scored"] == 1
+    assert report["models"]["oracle"]["correct"]["rate"] == 0.0

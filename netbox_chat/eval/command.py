@@ -22,7 +22,7 @@ from netbox_chat.eval.questions import Question, build_questions
 from netbox_chat.eval.report import markdown, summarize
 from netbox_chat.eval.runfolder import Plan, RunFolder
 from netbox_chat.eval.truth import TruthClient
-from netbox_chat.visible import visible_line
+from netbox_chat.visible import visible_json, visible_line
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,8 @@ def make_questions(settings: Settings, options: EvalOptions, err: Console) -> li
 
 def list_questions(questions: list[Question], options: EvalOptions, out: Console) -> None:
     if options.as_json:
-        print(
-            json.dumps(
-                {"seed": options.seed, "questions": [q.as_json(universe=False) for q in questions]},
-                indent=2,
-                ensure_ascii=False,
-            )
-        )
+        listing = {"seed": options.seed, "questions": [q.as_json() for q in questions]}
+        print(visible_json(json.dumps(listing, indent=2, ensure_ascii=False)))
         return
     for q in questions:
         query = "typed in" if q.query is None else q.query.text()
@@ -94,12 +89,17 @@ def list_questions(questions: list[Question], options: EvalOptions, out: Console
 
 def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Console) -> int:
     """The whole command; returns the exit status."""
+    from netbox_chat.eval.runner import check_models
+
     if options.resume is not None:
         folder = RunFolder.open(options.runs_dir, options.resume)
         plan = folder.plan()
         settings = _same_netbox(settings, plan, err)
+        check_models(settings, [*plan.models, *([plan.judge] if plan.judge else [])])
         _forget_unanswered(folder)
     else:
+        if not options.list_only:
+            check_models(settings, [*options.models, *([options.judge] if options.judge else [])])
         questions = make_questions(settings, options, err)
         if options.list_only:
             list_questions(questions, options, out)
@@ -123,7 +123,7 @@ def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Consol
     text = markdown(summary)
     folder.write("report.md", text)
     if options.as_json:
-        print(json.dumps(summary, indent=2, ensure_ascii=False, default=str))
+        print(visible_json(json.dumps(summary, indent=2, ensure_ascii=False, default=str)))
     else:
         print(visible_text(text), end="")
     if interrupted:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from netbox_chat.eval.truth import Query, QueryError, TruthClient, dig
+from netbox_chat.eval.truth import Query, QueryError, TruthClient, dig, label
 
 TIERS = ("simple", "medium", "advanced")
 KINDS = ("count", "list", "value", "boolean", "absence", "explanation")
@@ -51,6 +51,16 @@ class Question:
     unscoped: int | None = None
     reference: str = ""
     source: str = "built"
+    template: str = ""
+    """The template it was drawn from: its near-duplicates share it, and the
+    statistics resample templates, not questions ("" for a user's own)."""
+    noun: str = ""
+    """What the question counts or lists ("devices"), for the scorer."""
+
+    @property
+    def group(self) -> str:
+        """The cluster it belongs to: its template, or itself when typed in."""
+        return self.template or self.id
 
     def as_json(self, *, universe: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -63,6 +73,8 @@ class Question:
             "query": None if self.query is None else self.query.as_json(),
             "trap": self.trap,
             "source": self.source,
+            "template": self.template,
+            "noun": self.noun,
         }
         if self.unscoped is not None:
             data["unscoped"] = self.unscoped
@@ -96,6 +108,8 @@ def question_from_json(data: Mapping[str, Any]) -> Question:
         unscoped=data.get("unscoped"),
         reference=str(data.get("reference") or ""),
         source=str(data.get("source") or "built"),
+        template=str(data.get("template") or ""),
+        noun=str(data.get("noun") or ""),
     )
 
 
@@ -138,7 +152,9 @@ def read_catalog(client: TruthClient) -> dict[str, list[dict[str, Any]]]:
 
 
 def names(rows: Iterable[Mapping[str, Any]], key: str = "name") -> tuple[str, ...]:
-    return tuple(sorted({str(row[key]) for row in rows if row.get(key)}))
+    """Every object's name (an unnamed one's display form: truth.label)."""
+    found = (label(row) if key == "name" else row.get(key) for row in rows)
+    return tuple(sorted({str(name) for name in found if name}))
 
 
 def unique(rows: Sequence[Mapping[str, Any]], key: str = "name") -> list[Mapping[str, Any]]:
@@ -158,6 +174,9 @@ class Draft:
     universe: tuple[str, ...] = ()
     unscoped: Query | None = None
     reference: str = ""
+    scope: Query | None = None
+    """A yes/no question's scope ("all devices at site S"): a draft whose scope
+    is empty is dropped, since "yes" and "there are none" are both right then."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +189,8 @@ class Template:
     trap: str | None = None
     empty_is_absence: bool = False
     """A list whose truth is empty becomes an absence question ("none")."""
+    noun: str = ""
+    """What its questions count, list or ask the value of, for the scorer."""
 
 
 def q(
@@ -420,6 +441,7 @@ def _site_all_active(cat: Catalog) -> list[Draft]:
             f"Are all devices at site {s['name']} active? Name any that are not.",
             q("dcim/devices", "list:name", [("!status", "active")], site_id=s["id"]),
             names(cat["dcim/devices"]),
+            scope=q("dcim/devices", site_id=s["id"]),
         )
         for s in unique(cat["dcim/sites"])
     ]
@@ -628,6 +650,7 @@ def _vms_without_tenant(cat: Catalog) -> list[Draft]:
                 cluster_id=c["id"],
             ),
             names(cat["virtualization/virtual-machines"]),
+            scope=q("virtualization/virtual-machines", cluster_id=c["id"]),
         )
         for c in unique(cat["virtualization/clusters"])
     ]
@@ -650,38 +673,83 @@ def _describe_device(cat: Catalog) -> list[Draft]:
 
 
 TEMPLATES: tuple[Template, ...] = (
-    Template("site-devices", "simple", "count", "devices", _sites_devices),
-    Template("device-status", "simple", "value", "devices", _device_status),
-    Template("rack-site", "simple", "value", "racks", _rack_site),
-    Template("tenant-count", "simple", "count", "tenants", _tenant_count),
-    Template("vlan-vid", "simple", "value", "vlans", _vlan_vid),
-    Template("prefix-vrf", "simple", "value", "prefixes", _prefix_vrf),
-    Template("ip-status", "simple", "value", "ip-addresses", _ip_status),
-    Template("circuit-provider", "simple", "value", "circuits", _circuit_provider),
-    Template("vm-cluster", "simple", "value", "virtual-machines", _vm_cluster),
-    Template("feed-panel", "simple", "value", "power", _feed_panel),
-    Template("vrf-rd", "simple", "value", "vrfs", _vrf_rd),
-    Template("device-interfaces", "simple", "count", "interfaces", _device_interfaces),
-    Template("user-changes", "simple", "count", "changelog", _changes_by_user),
-    Template("site-status-devices", "medium", "count", "devices", _site_status_count),
+    Template("site-devices", "simple", "count", "devices", _sites_devices, noun="devices"),
+    Template("device-status", "simple", "value", "devices", _device_status, noun="status"),
+    Template("rack-site", "simple", "value", "racks", _rack_site, noun="site"),
+    Template("tenant-count", "simple", "count", "tenants", _tenant_count, noun="tenants"),
+    Template("vlan-vid", "simple", "value", "vlans", _vlan_vid, noun="VLAN ID"),
+    Template("prefix-vrf", "simple", "value", "prefixes", _prefix_vrf, noun="VRF"),
+    Template("ip-status", "simple", "value", "ip-addresses", _ip_status, noun="status"),
+    Template("circuit-provider", "simple", "value", "circuits", _circuit_provider, noun="provider"),
+    Template("vm-cluster", "simple", "value", "virtual-machines", _vm_cluster, noun="cluster"),
+    Template("feed-panel", "simple", "value", "power", _feed_panel, noun="power panel"),
+    Template("vrf-rd", "simple", "value", "vrfs", _vrf_rd, noun="route distinguisher"),
     Template(
-        "role-site-devices", "medium", "list", "devices", _role_site_list, empty_is_absence=True
+        "device-interfaces", "simple", "count", "interfaces", _device_interfaces, noun="interfaces"
     ),
-    Template("vrf-active-prefixes", "medium", "count", "prefixes", _vrf_prefixes),
-    Template("site-vlans", "medium", "list", "vlans", _site_vlans, empty_is_absence=True),
+    Template("user-changes", "simple", "count", "changelog", _changes_by_user, noun="changes"),
     Template(
-        "cluster-vms", "medium", "list", "virtual-machines", _cluster_vms, empty_is_absence=True
+        "site-status-devices", "medium", "count", "devices", _site_status_count, noun="devices"
     ),
-    Template("provider-active-circuits", "medium", "count", "circuits", _provider_circuits),
-    Template("site-all-active", "medium", "boolean", "devices", _site_all_active),
-    Template("tenant-site-devices", "medium", "count", "tenants", _tenant_site_devices),
-    Template("site-cables", "medium", "count", "cables", _site_cables),
-    Template("rack-devices", "medium", "list", "racks", _rack_devices, empty_is_absence=True),
-    Template("panel-feeds", "medium", "list", "power", _panel_feeds),
-    Template("vrf-active-ips", "medium", "count", "ip-addresses", _vrf_active_ips),
-    Template("cabled-interfaces", "medium", "count", "interfaces", _cabled_interfaces),
     Template(
-        "untenanted-devices", "advanced", "count", "devices", _untenanted, trap="scoped-count"
+        "role-site-devices",
+        "medium",
+        "list",
+        "devices",
+        _role_site_list,
+        empty_is_absence=True,
+        noun="devices",
+    ),
+    Template("vrf-active-prefixes", "medium", "count", "prefixes", _vrf_prefixes, noun="prefixes"),
+    Template(
+        "site-vlans", "medium", "list", "vlans", _site_vlans, empty_is_absence=True, noun="VLANs"
+    ),
+    Template(
+        "cluster-vms",
+        "medium",
+        "list",
+        "virtual-machines",
+        _cluster_vms,
+        empty_is_absence=True,
+        noun="virtual machines",
+    ),
+    Template(
+        "provider-active-circuits",
+        "medium",
+        "count",
+        "circuits",
+        _provider_circuits,
+        noun="circuits",
+    ),
+    Template("site-all-active", "medium", "boolean", "devices", _site_all_active, noun="devices"),
+    Template(
+        "tenant-site-devices", "medium", "count", "tenants", _tenant_site_devices, noun="devices"
+    ),
+    Template("site-cables", "medium", "count", "cables", _site_cables, noun="cables"),
+    Template(
+        "rack-devices",
+        "medium",
+        "list",
+        "racks",
+        _rack_devices,
+        empty_is_absence=True,
+        noun="devices",
+    ),
+    Template("panel-feeds", "medium", "list", "power", _panel_feeds, noun="power feeds"),
+    Template(
+        "vrf-active-ips", "medium", "count", "ip-addresses", _vrf_active_ips, noun="IP addresses"
+    ),
+    Template(
+        "cabled-interfaces", "medium", "count", "interfaces", _cabled_interfaces, noun="interfaces"
+    ),
+    Template(
+        "untenanted-devices",
+        "advanced",
+        "count",
+        "devices",
+        _untenanted,
+        trap="scoped-count",
+        noun="devices",
     ),
     Template(
         "site-untenanted-devices",
@@ -690,14 +758,35 @@ TEMPLATES: tuple[Template, ...] = (
         "devices",
         _untenanted_site,
         trap="scoped-count",
+        noun="devices",
     ),
-    Template("role-sites", "advanced", "list", "sites", _role_sites),
+    Template("role-sites", "advanced", "list", "sites", _role_sites, noun="sites"),
     Template(
-        "cluster-tenants", "advanced", "list", "tenants", _cluster_tenants, empty_is_absence=True
+        "cluster-tenants",
+        "advanced",
+        "list",
+        "tenants",
+        _cluster_tenants,
+        empty_is_absence=True,
+        noun="tenants",
     ),
-    Template("no-primary-ip", "advanced", "list", "devices", _no_primary_ip, empty_is_absence=True),
     Template(
-        "vlan-for-tenant", "advanced", "absence", "vlans", _vlan_false_premise, trap="false-premise"
+        "no-primary-ip",
+        "advanced",
+        "list",
+        "devices",
+        _no_primary_ip,
+        empty_is_absence=True,
+        noun="devices",
+    ),
+    Template(
+        "vlan-for-tenant",
+        "advanced",
+        "absence",
+        "vlans",
+        _vlan_false_premise,
+        trap="false-premise",
+        noun="VLANs",
     ),
     Template(
         "circuits-for-tenant",
@@ -706,10 +795,20 @@ TEMPLATES: tuple[Template, ...] = (
         "circuits",
         _circuit_false_premise,
         trap="false-premise",
+        noun="circuits",
     ),
-    Template("device-changers", "advanced", "list", "changelog", _device_changers),
-    Template("cluster-vm-tenants", "advanced", "boolean", "virtual-machines", _vms_without_tenant),
-    Template("describe-device", "advanced", "explanation", "devices", _describe_device),
+    Template("device-changers", "advanced", "list", "changelog", _device_changers, noun="users"),
+    Template(
+        "cluster-vm-tenants",
+        "advanced",
+        "boolean",
+        "virtual-machines",
+        _vms_without_tenant,
+        noun="virtual machines",
+    ),
+    Template(
+        "describe-device", "advanced", "explanation", "devices", _describe_device, noun="device"
+    ),
 )
 
 
@@ -789,6 +888,8 @@ def _instantiate(client: TruthClient, template: Template, draft: Draft) -> Quest
     if made is None:
         return None
     kind, expected = made
+    if draft.scope is not None and client.answer(draft.scope) == 0:
+        return None
     unscoped = None
     if draft.unscoped is not None:
         total = client.answer(draft.unscoped)
@@ -812,4 +913,6 @@ def _instantiate(client: TruthClient, template: Template, draft: Draft) -> Quest
         trap=trap,
         unscoped=unscoped,
         reference=draft.reference,
+        template=template.id,
+        noun=template.noun,
     )

@@ -14,11 +14,12 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from netbox_chat.config import Settings
+from netbox_chat.errors import UserFacingError
 from netbox_chat.eval.questions import Question
 from netbox_chat.eval.runfolder import Plan, RunFolder
 from netbox_chat.eval.scoring import Score, judge_prompt, judge_verdict, score
@@ -73,6 +74,25 @@ def result_record(
     }
 
 
+def for_model(settings: Settings, model: str) -> Settings:
+    """The run's settings (its provider, server and key) with another model."""
+    return dataclasses.replace(settings, model=model)
+
+
+def check_models(settings: Settings, models: Sequence[str]) -> None:
+    """Ask the run's server about each model before the first question, so a
+    model it does not have, or a server that is down, stops the run at once
+    with one line (a run of failed turns would report 0 % and exit 0)."""
+    from netbox_chat.models import provider_for
+    from netbox_chat.runtime import MODEL_INFO_TIMEOUT
+
+    for model in dict.fromkeys(models):
+        wanted = for_model(settings, model)
+        served = provider_for(wanted).served(wanted, timeout=MODEL_INFO_TIMEOUT)
+        if served.problem:
+            raise UserFacingError(f"cannot evaluate {model}: {served.problem}")
+
+
 class Runner:
     """Runs a plan's pending questions into a run folder."""
 
@@ -92,8 +112,10 @@ class Runner:
         self.store = folder.store()
         self.interrupted = False
 
+        self._judge_model: Any = None
+
     def settings_for(self, model: str) -> Settings:
-        return dataclasses.replace(self.settings, model=model)
+        return for_model(self.settings, model)
 
     async def run(self, pending: list[tuple[str, int, Question]]) -> None:
         if self.plan.conversation:
@@ -183,19 +205,36 @@ class Runner:
         return result
 
     async def _judge(self, question: Question, answer: str) -> Score:
-        """The judge model's verdict on an explanation (never on the other types)."""
-        from netbox_chat.agent import build_model
+        """The judge model's verdict on an explanation (never on the other types).
+        The judge is the run's own provider and server with the judge's model;
+        a judge that fails or gives no verdict makes the answer wrong, so no
+        answer leaves the denominator."""
         from netbox_chat.turns import describe_error, text_of
 
         assert self.plan.judge is not None
-        model = build_model(self.settings_for(self.plan.judge), reasoning=False)
         try:
+            model = await self._judge_chat_model(self.plan.judge)
             reply = await self.signals.run(
                 model.ainvoke(judge_prompt(question.text, question.reference, answer))
             )
         except asyncio.CancelledError:
             self.interrupted = True
             return Score(None, "judge interrupted")
-        except Exception as exc:  # a judge that fails leaves the answer unscored
-            return Score(None, f"judge failed: {describe_error(exc)}")
-        return judge_verdict(text_of(reply))
+        except Exception as exc:
+            return Score(False, f"judge failed: {describe_error(exc)}")
+        verdict = judge_verdict(text_of(reply))
+        if verdict.correct is None:
+            return dataclasses.replace(verdict, correct=False)
+        return verdict
+
+    async def _judge_chat_model(self, judge: str) -> Any:
+        """The judge's chat model, built once per run through the run's provider."""
+        from netbox_chat.models import provider_for
+        from netbox_chat.runtime import MODEL_INFO_TIMEOUT
+
+        if self._judge_model is None:
+            settings = self.settings_for(judge)
+            provider = provider_for(settings)
+            served = await asyncio.to_thread(provider.served, settings, timeout=MODEL_INFO_TIMEOUT)
+            self._judge_model = provider.chat_model(settings, served, reasoning=False)
+        return self._judge_model
