@@ -28,6 +28,7 @@ from netbox_chat.cli import app
 from netbox_chat.eval.questions import Question, build_questions
 from netbox_chat.eval.truth import TruthClient
 from tests.conftest import TEST_TOKEN
+from tests.netbox_double import ACCESS as ACCESS_ROLE
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import Delay, Reply, ScriptedOllama, Text, ToolCall, by_question
 
@@ -452,3 +453,77 @@ def test_a_judge_reply_without_a_verdict_is_wrong_not_left_out(
     assert answer["score"]["correct"] is False
     assert report["models"]["oracle"]["correct"]["scored"] == 1
     assert report["models"]["oracle"]["correct"]["rate"] == 0.0
+
+
+def listed(env: dict[str, str], *args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(app, ["eval", "--list", "--json", *args], env=env)
+    assert result.exit_code == 0, result.output
+    return {q["id"]: q for q in json.loads(result.stdout)["questions"]}
+
+
+def test_unnamed_objects_count_in_every_truth_by_their_display_form(
+    eval_env: dict[str, str], netbox: NetBoxDouble
+) -> None:
+    """A device need not have a name (22 of the public demo's 72 have none):
+    it counts in lists and yes/no exceptions under NetBox's display form, and
+    a wrong answer naming it is recognised as naming a device."""
+    unnamed = {
+        "id": 7, "name": None, "display": "Cisco C9300 (7)",
+        "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
+        "status": {"value": "planned"}, "role": ACCESS_ROLE, "tenant": None,
+        "rack": {"id": 1, "name": "R101"}, "primary_ip4": None,
+    }  # fmt: skip
+    netbox.data["dcim/devices"].append(unnamed)
+    questions = listed(eval_env, "--per-template", "20")
+    akron = questions["site-all-active:1"]
+    assert akron["expected"] == {
+        "yes": False,
+        "exceptions": ["Cisco C9300 (7)", "dmi01-akron-sw02"],
+    }
+    assert "Cisco C9300 (7)" in questions["rack-devices:1"]["expected"]
+    assert "Cisco C9300 (7)" in questions["no-primary-ip:1"]["expected"]
+    assert questions["site-devices:1"]["expected"] == 4
+    # the names that count as wrong, shown per question, hold it too
+    assert "Cisco C9300 (7)" in questions["rack-devices:2"]["universe"]
+    assert questions["rack-devices:2"]["noun"] == "devices"
+
+
+def test_no_yes_no_question_is_asked_over_an_empty_scope(
+    eval_env: dict[str, str], netbox: NetBoxDouble
+) -> None:
+    """ "Are all devices at a site with none active?" has two right answers
+    ("yes", "there are none"): such a question is not drawn."""
+    netbox.data["dcim/sites"].append({"id": 4, "name": "DM-Empty", "slug": "dm-empty"})
+    questions = listed(eval_env, "--per-template", "20")
+    assert "site-all-active:1" in questions and "site-devices:4" in questions
+    assert "site-all-active:4" not in questions
+
+
+def test_json_output_escapes_control_characters_from_a_questions_file_and_a_model(
+    eval_env: dict[str, str], models: ScriptedOllama, tmp_path: Path
+) -> None:
+    """U+202E (right-to-left override) and U+009B (C1 CSI) from a questions
+    file or an answer reach stdout as JSON escapes, the same document to a
+    parser (as `ask --json` does)."""
+    text = "How many sites are there? \u202eevif\u202c \u009b2J"
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        '[[question]]\ntext = "How many sites are there? \\u202eevif\\u202c \\u009b2J"\n'
+        'kind = "count"\nexpected = 3\n'
+    )
+    models.responder = by_question(
+        lambda model, question, after_tool: (
+            [Text("There are 3 \u009b2J\u202e.")] if after_tool else [LOOK]
+        )
+    )
+    base = ["eval", "--per-template", "0", "--questions", str(path), "--json"]
+    for args in ([*base, "--list"], [*base, "-m", "oracle"]):
+        result = CliRunner().invoke(app, args, env=eval_env)
+        assert result.exit_code == 0, result.output
+        assert "\u202e" not in result.stdout and "\u009b" not in result.stdout
+        assert "\\u202e" in result.stdout and "\\u009b" in result.stdout
+        document = json.loads(result.stdout)
+        if "--list" in args:
+            assert document["questions"][0]["text"] == text
+        else:
+            assert document["results"][0]["answer"] == "There are 3 \u009b2J\u202e."

@@ -94,7 +94,10 @@ def recompute(q: Question) -> Any:
         ]  # fmt: skip
     if kind == "count":
         return len(rows)
-    values = [field(row, name) for row in rows]
+    # An object without a name is listed as NetBox displays it (the demo's
+    # unnamed devices): read here from the row, not through truth.label.
+    values = [(row.get("name") or row.get("display")) if name == "name" else field(row, name)
+              for row in rows]  # fmt: skip
     if kind == "list":
         return sorted(str(v) for v in values if v not in (None, ""))
     if kind == "distinct":
