@@ -19,7 +19,7 @@ from rich.console import Console
 from netbox_chat.config import Settings
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.eval.questions import Question, build_questions
-from netbox_chat.eval.report import markdown, summarize
+from netbox_chat.eval.report import markdown, one_line, summarize
 from netbox_chat.eval.runfolder import Plan, RunFolder
 from netbox_chat.eval.truth import TruthClient
 from netbox_chat.visible import visible_json, visible_line
@@ -124,8 +124,14 @@ def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Consol
     folder.write("report.md", text)
     if options.as_json:
         print(visible_json(json.dumps(summary, indent=2, ensure_ascii=False, default=str)))
+    elif out.is_terminal:
+        from netbox_chat.render import markdown as rendered
+
+        out.print(rendered(text))
     else:
         print(visible_text(text), end="")
+    if not out.is_terminal:
+        err.print(visible_line(f"netbox-chat: {one_line(summary)}"), markup=False, highlight=False)
     if interrupted:
         err.print(
             f"netbox-chat: stopped; every finished answer is kept: "

@@ -67,6 +67,7 @@ def result_record(
         "tier": question.tier,
         "kind": question.kind,
         "domain": question.domain,
+        "template": question.group,
         **turn,
         "score": verdict.as_json(),
         "first_token_seconds": ttft,
