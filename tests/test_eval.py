@@ -647,3 +647,64 @@ def test_a_non_answer_earns_nothing_on_the_floor(netbox: NetBoxDouble) -> None:
 
     floor = constant_floor(built(netbox, seed=7, per_template=3))["answers"]
     assert floor["I don't know."]["right"] == 0
+
+
+def test_templates_for_what_operators_ask_most_with_their_traps(
+    eval_env: dict[str, str], netbox: NetBoxDouble
+) -> None:
+    """Which device or VM holds an address (the trap: one on a VM), which
+    interface, an address assigned to nothing (a false premise), a serial, a
+    tag, a custom field, a prefix's addresses in its own VRF."""
+    blue = {"id": 1, "name": "Blue", "slug": "blue"}
+    sw01 = {"id": 1, "name": "dmi01-akron-sw01"}
+
+    def ip(oid: int, address: str, vrf: Any, kind: str | None, held: Any) -> dict[str, Any]:
+        return {
+            "id": oid, "address": address, "vrf": vrf, "status": {"value": "active"},
+            "assigned_object_type": kind, "assigned_object_id": None if held is None else oid,
+            "assigned_object": held,
+        }  # fmt: skip
+
+    netbox.data["ipam/ip-addresses"] = [
+        ip(1, "10.0.0.1/24", blue, "dcim.interface", {"id": 1, "name": "eth0", "device": sw01}),
+        ip(2, "10.0.0.9/24", blue, "virtualization.vminterface",
+           {"id": 5, "name": "ens3", "virtual_machine": {"id": 1, "name": "vm-web01"}}),
+        ip(3, "10.0.0.250/24", blue, None, None),
+        ip(4, "10.0.0.77/24", None, None, None),  # the global table: not in Blue's prefix
+        ip(5, "10.1.0.1/24", None, "dcim.interface",
+           {"id": 3, "name": "ge-0/0/0", "device": {"id": 3, "name": "dmi01-akron-rtr01"}}),
+    ]  # fmt: skip
+    core = {"id": 1, "name": "core", "slug": "core"}
+    netbox.data["extras/tags"] = [core, {"id": 2, "name": "spare", "slug": "spare"}]
+    netbox.data["dcim/devices"] = [
+        {**d, "serial": f"FOC000{d['id']}A", "tags": [core] if d["id"] in (1, 3) else []}
+        for d in netbox.data["dcim/devices"]
+    ]
+    netbox.data["dcim/sites"] = [
+        {**s, "custom_fields": {"site_owner": f"netops-{s['id']}", "support_tier": s["id"],
+                                "internal_note": None}}
+        for s in netbox.data["dcim/sites"]
+    ]  # fmt: skip
+    questions = listed(eval_env, "--per-template", "20")
+
+    def expected(qid: str) -> Any:
+        return questions[qid]["expected"]
+
+    assert expected("ip-holder:1") == "dmi01-akron-sw01"
+    assert expected("ip-holder:2") == "vm-web01"
+    assert {"vm-web01", "dmi01-akron-sw01"} <= set(questions["ip-holder:1"]["universe"])
+    assert expected("ip-interface:1") == "eth0" and expected("ip-interface:5") == "ge-0/0/0"
+    assert questions["ip-unassigned:3"]["kind"] == "absence"
+    assert questions["ip-unassigned:3"]["text"] == "Which device has IP address 10.0.0.250/24?"
+    assert "ip-unassigned:1" not in questions and "ip-holder:3" not in questions
+    assert expected("device-serial:4") == "FOC0004A"
+    assert expected("tag-devices:1") == ["dmi01-akron-rtr01", "dmi01-akron-sw01"]
+    assert questions["tag-devices:2"]["kind"] == "absence"  # a tag no device carries
+    assert expected("site-custom-field:2-site_owner") == "netops-2"
+    assert expected("site-custom-field:3-support_tier") == "3"
+    assert "site-custom-field:1-internal_note" not in questions
+    assert expected("prefix-addresses:1") == 3  # .1, .9, .250 in Blue; not .77 (global)
+    assert expected("prefix-addresses:2") == 1
+    assert questions["prefix-addresses:1"]["text"] == (
+        "How many IP addresses are there in prefix 10.0.0.0/24 (VRF Blue)?"
+    )

@@ -132,6 +132,7 @@ CATALOG = (
     "virtualization/virtual-machines",
     "virtualization/clusters",
     "core/object-changes",
+    "extras/tags",
 )
 
 Catalog = Mapping[str, Sequence[Mapping[str, Any]]]
@@ -672,6 +673,140 @@ def _describe_device(cat: Catalog) -> list[Draft]:
     ]
 
 
+# --- what operators ask most (issue 34): an address's holder, a serial, a tag, a
+# custom field, a prefix's addresses ---------------------------------------------------
+
+_HOLDER = {
+    "dcim.interface": "assigned_object.device.name",
+    "virtualization.vminterface": "assigned_object.virtual_machine.name",
+}
+
+
+def _ip_holder(cat: Catalog) -> list[Draft]:
+    """Which device or VM holds address X: the trap is an address on a VM's
+    interface, where the device tools find nothing."""
+    holders = names(cat["dcim/devices"]) + names(cat["virtualization/virtual-machines"])
+    return [
+        Draft(
+            str(a["id"]),
+            f"Which device or virtual machine has IP address {a['address']}?",
+            q(f"ipam/ip-addresses/{a['id']}", f"value:{_HOLDER[a['assigned_object_type']]}"),
+            holders,
+        )
+        for a in unique(cat["ipam/ip-addresses"], "address")
+        if a.get("assigned_object_type") in _HOLDER
+    ]
+
+
+def _ip_interface(cat: Catalog) -> list[Draft]:
+    """The interface an address is on; the wrong names are the other interfaces
+    that hold an address (the catalog has no page of every interface)."""
+    interfaces = tuple(
+        sorted({str(n) for a in cat["ipam/ip-addresses"] if (n := dig(a, "assigned_object.name"))})
+    )
+    return [
+        Draft(
+            str(a["id"]),
+            f"Which interface is IP address {a['address']} assigned to?",
+            q(f"ipam/ip-addresses/{a['id']}", "value:assigned_object.name"),
+            interfaces,
+        )
+        for a in unique(cat["ipam/ip-addresses"], "address")
+        if a.get("assigned_object_type") in _HOLDER
+    ]
+
+
+def _ip_unassigned(cat: Catalog) -> list[Draft]:
+    """Which device has an address that is assigned to nothing: there is none."""
+    holders = names(cat["dcim/devices"]) + names(cat["virtualization/virtual-machines"])
+    return [
+        Draft(
+            str(a["id"]),
+            f"Which device has IP address {a['address']}?",
+            q(
+                "ipam/ip-addresses",
+                "list:address",
+                [("!assigned_object_type", None)],
+                address=a["address"],
+            ),
+            holders,
+        )
+        for a in unique(cat["ipam/ip-addresses"], "address")
+        if not a.get("assigned_object_type")
+    ]
+
+
+def _device_serial(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(d["id"]),
+            f"What is the serial number of device {d['name']}?",
+            q(f"dcim/devices/{d['id']}", "value:serial"),
+            names(cat["dcim/devices"], "serial"),
+        )
+        for d in unique(cat["dcim/devices"])
+        if d.get("serial")
+    ]
+
+
+def _tag_devices(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(t["id"]),
+            f"Which devices are tagged {t['name']}?",
+            q("dcim/devices", "list:name", tag=t["slug"]),
+            names(cat["dcim/devices"]),
+        )
+        for t in unique(cat["extras/tags"])
+        if t.get("slug")
+    ]
+
+
+def _site_custom_field(cat: Catalog) -> list[Draft]:
+    """A custom field's value on a site (only fields a site has a value in)."""
+    return [
+        Draft(
+            f"{s['id']}-{name}",
+            f"What is the value of custom field {name} on site {s['name']}?",
+            q(f"dcim/sites/{s['id']}", f"value:custom_fields.{name}"),
+            tuple(
+                sorted(
+                    {
+                        str(other["custom_fields"][name])
+                        for other in cat["dcim/sites"]
+                        if isinstance(other.get("custom_fields"), dict)
+                        and other["custom_fields"].get(name) not in (None, "")
+                    }
+                )
+            ),
+        )
+        for s in unique(cat["dcim/sites"])
+        if isinstance(s.get("custom_fields"), dict)
+        for name, value in sorted(s["custom_fields"].items())
+        if value not in (None, "", [], {}) and isinstance(value, str | int)
+    ]
+
+
+def _prefix_addresses(cat: Catalog) -> list[Draft]:
+    """How many addresses a prefix holds, in its own VRF (as NetBox counts a
+    prefix's child addresses): the prefix's utilisation, in addresses.
+    Containers are left out: NetBox counts theirs across every VRF."""
+    return [
+        Draft(
+            str(p["id"]),
+            f"How many IP addresses are there in prefix {p['prefix']}"
+            + (f" (VRF {dig(p, 'vrf.name')})?" if p.get("vrf") else " (global table)?"),
+            q(
+                "ipam/ip-addresses",
+                where=[("vrf.id", str(dig(p, "vrf.id")))] if p.get("vrf") else [("vrf", None)],
+                parent=p["prefix"],
+            ),
+        )
+        for p in unique(cat["ipam/prefixes"], "prefix")
+        if dig(p, "status") != "container"
+    ]
+
+
 TEMPLATES: tuple[Template, ...] = (
     Template("site-devices", "simple", "count", "devices", _sites_devices, noun="devices"),
     Template("device-status", "simple", "value", "devices", _device_status, noun="status"),
@@ -805,6 +940,31 @@ TEMPLATES: tuple[Template, ...] = (
         "virtual-machines",
         _vms_without_tenant,
         noun="virtual machines",
+    ),
+    Template("ip-holder", "simple", "value", "ip-addresses", _ip_holder, noun="device"),
+    Template("device-serial", "simple", "value", "devices", _device_serial, noun="serial number"),
+    Template("site-custom-field", "simple", "value", "sites", _site_custom_field, noun="value"),
+    Template("ip-interface", "medium", "value", "interfaces", _ip_interface, noun="interface"),
+    Template(
+        "tag-devices",
+        "medium",
+        "list",
+        "devices",
+        _tag_devices,
+        empty_is_absence=True,
+        noun="devices",
+    ),
+    Template(
+        "prefix-addresses", "medium", "count", "prefixes", _prefix_addresses, noun="IP addresses"
+    ),
+    Template(
+        "ip-unassigned",
+        "advanced",
+        "absence",
+        "ip-addresses",
+        _ip_unassigned,
+        trap="false-premise",
+        noun="device",
     ),
     Template(
         "describe-device", "advanced", "explanation", "devices", _describe_device, noun="device"
