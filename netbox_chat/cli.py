@@ -1373,6 +1373,16 @@ def eval_command(
         ),
     ] = 3,
     repeat: Annotated[int, typer.Option("--repeat", min=1, max=100, help="Ask each N times.")] = 1,
+    parallel: Annotated[
+        int,
+        typer.Option(
+            "--parallel",
+            min=1,
+            max=32,
+            help="Ask N questions at once, for a server that batches (vLLM, SGLang, "
+            "llama-server with slots, Ollama with OLLAMA_NUM_PARALLEL).",
+        ),
+    ] = 1,
     conversation: Annotated[
         bool,
         typer.Option("--conversation", help="Ask them all in one session (contamination)."),
@@ -1428,6 +1438,7 @@ def eval_command(
         seed=seed,
         per_template=per_template,
         repeat=repeat,
+        parallel=parallel,
         conversation=conversation,
         judge=judge,
         questions_file=questions_file,

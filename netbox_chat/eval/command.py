@@ -31,6 +31,7 @@ class EvalOptions:
     seed: int = 0
     per_template: int = 3
     repeat: int = 1
+    parallel: int = 1
     conversation: bool = False
     judge: str | None = None
     questions_file: Path | None = None
@@ -117,7 +118,7 @@ def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Consol
         )
         folder = RunFolder.create(options.runs_dir, plan)
     err.print(f"netbox-chat: run {folder.id} in {folder.root}", style="dim", markup=False)
-    interrupted = _run(folder, plan, settings, err)
+    interrupted = _run(folder, plan, settings, err, options.parallel)
     summary = summarize(plan, folder.results(), run=folder.id)
     folder.write("report.json", json.dumps(summary, indent=1, ensure_ascii=False, default=str))
     text = markdown(summary)
@@ -170,8 +171,8 @@ def _forget_unanswered(folder: RunFolder) -> None:
             continue
 
 
-def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console) -> bool:
-    """Ask what is pending; True when a signal stopped the run."""
+def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console, parallel: int) -> bool:
+    """Ask what is pending, `parallel` at once; True when a signal stopped the run."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -210,7 +211,7 @@ def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console) -> boo
         bar.update(task, advance=1)
 
     with CancelOnSignals() as signals, bar:
-        runner = Runner(folder, plan, settings, signals, progress)
+        runner = Runner(folder, plan, settings, signals, progress, parallel=parallel)
         asyncio.run(runner.run(pending))
         signals.settle()
     return runner.interrupted or signals.received is not None

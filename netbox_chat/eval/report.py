@@ -209,6 +209,7 @@ def constant_floor(questions: Sequence[Question]) -> dict[str, Any]:
         rates[answer] = {
             "right": right,
             "scored": len(scored),
+            "asked": len(scored),
             "rate": None if not scored else round(right / len(scored), 4),
         }
     best = max(rates.items(), key=lambda item: item[1]["right"], default=None)
@@ -352,21 +353,29 @@ def markdown(summary: dict[str, Any]) -> str:
         + f"; {summary['finished']} of {summary['expected_results']} answers finished"
         + ("." if summary["complete"] else " (stopped: --resume to finish)."),
         "",
-        "| model | correct | 95 % interval | declined | pass^k | tool calls (median) "
-        "| over budget | tokens in/out | first token | per question | thinking | failed "
-        "| truncated | compactions |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | correct | 95 % interval | declined | pass^k | failed turns |",
+        "|---|---|---|---|---|---|",
+    ]
+    for model, m in summary["models"].items():
+        lines.append(
+            f"| {model} | {_pct(m['correct'])} | {_interval(m['interval'])} | {m['declined']} "
+            f"| {_pass_k(m['pass_k'])} | {m['failed_turns']} |"
+        )
+    lines += [
+        "",
+        "## Cost",
+        "",
+        "| model | tool calls (median) | over budget | tokens in/out | first token "
+        "| per question | thinking | truncated | compactions |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for model, m in summary["models"].items():
         s = m["seconds"]
         lines.append(
-            f"| {model} | {_pct(m['correct'])} | {_interval(m['interval'])} | {m['declined']} "
-            f"| {_pass_k(m['pass_k'])} | {m['tool_calls']['median']} "
-            f"| {m['tool_calls']['over_budget']} "
+            f"| {model} | {m['tool_calls']['median']} | {m['tool_calls']['over_budget']} "
             f"| {number(m['tokens']['in'])}/{number(m['tokens']['out'])} "
             f"| {_seconds(s['first_token_median'])} | {_seconds(s['median'])} "
-            f"| {_seconds(s['thinking_total'])} "
-            f"| {m['failed_turns']} | {m['truncated']} | {m['compactions']} |"
+            f"| {_seconds(s['thinking_total'])} | {m['truncated']} | {m['compactions']} |"
         )
     floor = summary["floor"]["answers"]
     if floor:
