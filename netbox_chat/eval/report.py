@@ -363,6 +363,11 @@ def markdown(summary: dict[str, Any]) -> str:
         )
     lines += [
         "",
+        f"The interval resamples the {count(summary['templates'], 'template')}, not the "
+        "questions: a figure could move that far on another draw; two models closer than "
+        "the pairwise interval cannot be told apart. The floor below is what one answer "
+        "given to every question would score.",
+        "",
         "## Cost",
         "",
         "| model | tool calls (median) | over budget | tokens in/out | first token "
