@@ -1,7 +1,7 @@
 """`netbox-chat eval`, from resolved settings to the exit status: build or
 reload the questions, run them with a progress bar, print the report.
 
-cli.py imports this module inside the command only, so no other command pays
+cli/app.py imports this module inside the command only, so no other command pays
 for it.
 """
 
@@ -126,7 +126,7 @@ def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Consol
     if options.as_json:
         print(visible_json(json.dumps(summary, indent=2, ensure_ascii=False, default=str)))
     elif out.is_terminal:
-        from netbox_chat.render import markdown as rendered
+        from netbox_chat.ui.render import markdown as rendered
 
         out.print(rendered(text))
     else:
@@ -182,8 +182,8 @@ def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console, parall
         TimeRemainingColumn,
     )
 
+    from netbox_chat.agent.runtime import CancelOnSignals
     from netbox_chat.eval.runner import Runner
-    from netbox_chat.runtime import CancelOnSignals
 
     done = folder.results()
     pending = folder.pending(plan, done)

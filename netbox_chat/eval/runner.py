@@ -19,17 +19,17 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from netbox_chat.agent.runtime import MODEL_INFO_TIMEOUT, CancelOnSignals, build_runtime
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.eval.questions import Question
 from netbox_chat.eval.runfolder import Plan, RunFolder
 from netbox_chat.eval.scoring import Score, judge_prompt, judge_verdict, score
-from netbox_chat.runtime import CancelOnSignals, build_runtime
-from netbox_chat.stores import OpenSession
+from netbox_chat.store.choose import OpenSession
 
 if TYPE_CHECKING:
-    from netbox_chat.runtime import Runtime
-    from netbox_chat.turns import TurnEvent
+    from netbox_chat.agent.runtime import Runtime
+    from netbox_chat.agent.turns import TurnEvent
 
 T = TypeVar("T")
 
@@ -45,7 +45,7 @@ class Clock:
     first_text: float | None = None
 
     def sink(self, event: TurnEvent) -> None:
-        from netbox_chat.turns import TextDelta
+        from netbox_chat.agent.turns import TextDelta
 
         if self.first_text is None and isinstance(event, TextDelta) and event.text.strip():
             self.first_text = time.monotonic()
@@ -88,7 +88,6 @@ def check_models(settings: Settings, models: Sequence[str]) -> None:
     model it does not have, or a server that is down, stops the run at once
     with one line (a run of failed turns would report 0 % and exit 0)."""
     from netbox_chat.models import provider_for
-    from netbox_chat.runtime import MODEL_INFO_TIMEOUT
 
     for model in dict.fromkeys(models):
         wanted = for_model(settings, model)
@@ -235,7 +234,7 @@ class Runner:
         self, runtime: Runtime, session: OpenSession, model: str, rep: int, question: Question
     ) -> dict[str, Any] | None:
         """Ask, score, record; None when a signal cancelled the turn (rolled back)."""
-        from netbox_chat.streamjson import turn_result
+        from netbox_chat.ui.streamjson import turn_result
 
         if self.progress is not None:
             self.progress(model, rep, question, None)
@@ -267,7 +266,7 @@ class Runner:
         The judge is the run's own provider and server with the judge's model;
         a judge that fails or gives no verdict makes the answer wrong, so no
         answer leaves the denominator."""
-        from netbox_chat.turns import describe_error, text_of
+        from netbox_chat.agent.turns import describe_error, text_of
 
         assert self.plan.judge is not None
         try:
@@ -288,7 +287,6 @@ class Runner:
     async def _judge_chat_model(self, judge: str) -> Any:
         """The judge's chat model, built once per run through the run's provider."""
         from netbox_chat.models import provider_for
-        from netbox_chat.runtime import MODEL_INFO_TIMEOUT
 
         if self._judge_model is None:
             settings = self.settings_for(judge)
