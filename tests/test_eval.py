@@ -799,3 +799,20 @@ def test_ctrl_c_in_a_parallel_run_rolls_back_every_turn_under_way_and_resume_fin
     assert resumed.exit_code == 0, resumed.output
     report = json.loads(resumed.stdout)
     assert report["complete"] is True and report["models"]["slow"]["correct"]["rate"] == 1.0
+
+
+def test_the_question_mix_keeps_none_truths_few_so_a_constant_none_scores_little(
+    netbox: NetBoxDouble,
+) -> None:
+    """On the double most counts of a site's devices by status are 0: a set of
+    such questions would give "None." a high score for nothing. A template
+    that is not about absence keeps at most one question whose truth is none."""
+    from netbox_chat.eval.questions import is_none
+
+    questions = built(netbox, seed=0, per_template=3)
+    for template in {q.template for q in questions}:
+        mine = [q for q in questions if q.template == template]
+        if all(q.kind != "absence" or q.trap == "absence" for q in mine):
+            assert sum(is_none(q) for q in mine) <= 1, template
+    counts = [q for q in questions if q.template == "site-status-devices"]
+    assert len(counts) == 3 and sum(q.expected == 0 for q in counts) <= 1

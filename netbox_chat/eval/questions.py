@@ -1000,6 +1000,14 @@ def expected_for(template: Template, truth: Any) -> tuple[str, Expected] | None:
     return None
 
 
+def is_none(question: Question) -> bool:
+    """A question whose truth is "none" (a count of 0, an empty list): "None." or
+    "0" would be right on it. A template that is not about absence gets at
+    most one, and only when it has too few others, so a constant answer
+    scores little on the set (the report shows what it would)."""
+    return question.kind == "absence" or (question.kind == "count" and question.expected == 0)
+
+
 @dataclass
 class BuildReport:
     """What the builder did: the questions, the templates it skipped for lack of
@@ -1027,16 +1035,23 @@ def build_questions(
         drafts = template.drafts(cat)
         rng = random.Random(f"{seed}:{template.id}")
         rng.shuffle(drafts)
-        made = 0
+        made: list[Question] = []
+        spare: list[Question] = []
         # Each try costs NetBox requests: give up on a template after a few misses.
         for draft in drafts[: per_template * 4]:
-            if made >= per_template:
+            if len(made) >= per_template:
                 break
             question = _instantiate(client, template, draft)
-            if question is not None:
-                report.questions.append(question)
-                made += 1
-        if made == 0:
+            if question is None:
+                continue
+            if template.kind != "absence" and is_none(question):
+                spare.append(question)
+            else:
+                made.append(question)
+        if len(made) < per_template and spare:
+            made.append(spare[0])
+        report.questions.extend(made)
+        if not made:
             report.skipped.append(template.id)
     report.requests = client.calls - calls_before
     return report
