@@ -1003,8 +1003,8 @@ def expected_for(template: Template, truth: Any) -> tuple[str, Expected] | None:
 def is_none(question: Question) -> bool:
     """A question whose truth is "none" (a count of 0, an empty list): "None." or
     "0" would be right on it. A template that is not about absence gets at
-    most one, and only when it has too few others, so a constant answer
-    scores little on the set (the report shows what it would)."""
+    most one (with one question per template, only when it has no other), so
+    a constant answer scores little on the set (the report shows what it would)."""
     return question.kind == "absence" or (question.kind == "count" and question.expected == 0)
 
 
@@ -1044,11 +1044,13 @@ def build_questions(
             question = _instantiate(client, template, draft)
             if question is None:
                 continue
-            if template.kind != "absence" and is_none(question):
-                spare.append(question)
-            else:
+            if template.kind == "absence" or not is_none(question):
                 made.append(question)
-        if len(made) < per_template and spare:
+            elif per_template > 1 and not any(is_none(q) for q in made):
+                made.append(question)  # one empty list or zero count: the trap stays
+            else:
+                spare.append(question)
+        if len(made) < per_template and spare and not any(is_none(q) for q in made):
             made.append(spare[0])
         report.questions.extend(made)
         if not made:
