@@ -1465,6 +1465,16 @@ def eval_command(
         ),
     ] = 3,
     repeat: Annotated[int, typer.Option("--repeat", min=1, max=100, help="Ask each N times.")] = 1,
+    parallel: Annotated[
+        int,
+        typer.Option(
+            "--parallel",
+            min=1,
+            max=32,
+            help="Ask N questions at once, for a server that batches (vLLM, SGLang, "
+            "llama-server with slots, Ollama with OLLAMA_NUM_PARALLEL).",
+        ),
+    ] = 1,
     conversation: Annotated[
         bool,
         typer.Option("--conversation", help="Ask them all in one session (contamination)."),
@@ -1493,6 +1503,8 @@ def eval_command(
         ),
     ] = Path("eval-runs"),
     ollama_url: OllamaUrl = None,
+    provider: ProviderOption = None,
+    base_url: BaseUrl = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
     profile: Profile = None,
@@ -1503,13 +1515,22 @@ def eval_command(
     from netbox_chat.eval.command import EvalOptions, run_eval
 
     settings = settings_from(
-        None, ollama_url, None, netbox_url, think, profile=profile, need_token=True
+        None,
+        ollama_url,
+        None,
+        netbox_url,
+        think,
+        profile=profile,
+        provider=provider,
+        base_url=base_url,
+        need_token=True,
     )
     options = EvalOptions(
         models=tuple(dict.fromkeys(models or [settings.model])),
         seed=seed,
         per_template=per_template,
         repeat=repeat,
+        parallel=parallel,
         conversation=conversation,
         judge=judge,
         questions_file=questions_file,

@@ -19,10 +19,10 @@ from rich.console import Console
 from netbox_chat.config import Settings, without_userinfo
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.eval.questions import Question, build_questions
-from netbox_chat.eval.report import markdown, summarize
+from netbox_chat.eval.report import markdown, one_line, summarize
 from netbox_chat.eval.runfolder import Plan, RunFolder
 from netbox_chat.eval.truth import TruthClient
-from netbox_chat.visible import visible_line
+from netbox_chat.visible import visible_json, visible_line
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class EvalOptions:
     seed: int = 0
     per_template: int = 3
     repeat: int = 1
+    parallel: int = 1
     conversation: bool = False
     judge: str | None = None
     questions_file: Path | None = None
@@ -72,13 +73,8 @@ def make_questions(settings: Settings, options: EvalOptions, err: Console) -> li
 
 def list_questions(questions: list[Question], options: EvalOptions, out: Console) -> None:
     if options.as_json:
-        print(
-            json.dumps(
-                {"seed": options.seed, "questions": [q.as_json(universe=False) for q in questions]},
-                indent=2,
-                ensure_ascii=False,
-            )
-        )
+        listing = {"seed": options.seed, "questions": [q.as_json() for q in questions]}
+        print(visible_json(json.dumps(listing, indent=2, ensure_ascii=False)))
         return
     for q in questions:
         query = "typed in" if q.query is None else q.query.text()
@@ -95,12 +91,17 @@ def list_questions(questions: list[Question], options: EvalOptions, out: Console
 
 def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Console) -> int:
     """The whole command; returns the exit status."""
+    from netbox_chat.eval.runner import check_models
+
     if options.resume is not None:
         folder = RunFolder.open(options.runs_dir, options.resume)
         plan = folder.plan()
         settings = _same_netbox(settings, plan, err)
+        check_models(settings, [*plan.models, *([plan.judge] if plan.judge else [])])
         _forget_unanswered(folder)
     else:
+        if not options.list_only:
+            check_models(settings, [*options.models, *([options.judge] if options.judge else [])])
         questions = make_questions(settings, options, err)
         if options.list_only:
             list_questions(questions, options, out)
@@ -118,15 +119,21 @@ def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Consol
         )
         folder = RunFolder.create(options.runs_dir, plan)
     err.print(f"netbox-chat: run {folder.id} in {folder.root}", style="dim", markup=False)
-    interrupted = _run(folder, plan, settings, err)
+    interrupted = _run(folder, plan, settings, err, options.parallel)
     summary = summarize(plan, folder.results(), run=folder.id)
     folder.write("report.json", json.dumps(summary, indent=1, ensure_ascii=False, default=str))
     text = markdown(summary)
     folder.write("report.md", text)
     if options.as_json:
-        print(json.dumps(summary, indent=2, ensure_ascii=False, default=str))
+        print(visible_json(json.dumps(summary, indent=2, ensure_ascii=False, default=str)))
+    elif out.is_terminal:
+        from netbox_chat.ui.render import markdown as rendered
+
+        out.print(rendered(text))
     else:
         print(visible_text(text), end="")
+    if not out.is_terminal:
+        err.print(visible_line(f"netbox-chat: {one_line(summary)}"), markup=False, highlight=False)
     if interrupted:
         err.print(
             f"netbox-chat: stopped; every finished answer is kept: "
@@ -170,8 +177,8 @@ def _forget_unanswered(folder: RunFolder) -> None:
             continue
 
 
-def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console) -> bool:
-    """Ask what is pending; True when a signal stopped the run."""
+def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console, parallel: int) -> bool:
+    """Ask what is pending, `parallel` at once; True when a signal stopped the run."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -210,7 +217,7 @@ def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console) -> boo
         bar.update(task, advance=1)
 
     with CancelOnSignals() as signals, bar:
-        runner = Runner(folder, plan, settings, signals, progress)
+        runner = Runner(folder, plan, settings, signals, progress, parallel=parallel)
         asyncio.run(runner.run(pending))
         signals.settle()
     return runner.interrupted or signals.received is not None
