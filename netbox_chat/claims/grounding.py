@@ -605,10 +605,10 @@ def _value_claim(reading: _Reading, text: str, start: int, end: int) -> None:
     reading.claims.append(Claim(text, "value", "ungrounded", None, start, end))
 
 
-def claims_of(answer: str) -> int:
-    """How many NetBox facts an answer states, without evidence (for the
+def claims_of(answer: str, given: str = "") -> int:
+    """How many NetBox facts an answer states, read without evidence (for the
     non-answer reading: a hedge followed by a fact is an answer)."""
-    return check(answer, [{}]).claims
+    return check(answer, [{}], given=given).claims
 
 
 __all__ = ["KINDS", "Claim", "Evidence", "Grounding", "check"]

@@ -408,7 +408,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
 
 
 def _ends_answer(after: str) -> bool:
-    return bool(re.match(r"^\s*(?:[.!]|$|\n|\(|,)", after))
+    return bool(re.match(r"^\s*(?:[.!:]|$|\n|\(|,)", after))
 
 
 # ------------------------------------------------------------ negation, none
@@ -629,9 +629,12 @@ def question_noun(question: str) -> str:
     if not m:
         return ""
     words = m.group(1).lower().split()
-    for length in (2, 1):
-        for index in range(len(words)):
-            phrase = singular(" ".join(words[index : index + length]))
-            if phrase in OBJECT_NOUNS:
-                return phrase
+    for index in range(len(words)):
+        for length in (2, 1):
+            if index + length <= len(words):
+                phrase = " ".join(
+                    [*words[index : index + length - 1], singular(words[index + length - 1])]
+                )
+                if phrase in OBJECT_NOUNS:
+                    return phrase
     return ""
