@@ -22,6 +22,7 @@ from typing import Any
 
 from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
+    TOKEN,
     Segment,
     Token,
     identifier_like,
@@ -61,6 +62,7 @@ STATUSES = frozenset(
 )
 _IDENTITY = ("name", "display", "slug", "cid", "address", "prefix", "model", "label", "vid")
 _MAX_WORDS = 8
+_NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 _GAP = re.compile(r"^[\s,.&'()]{0,3}$")
 _ID = re.compile(r"(?:\b(?:id|ID|Id)\s*[:=#]?\s*|(?<![\w&])#)(\d+)\b")
 _EXISTENCE_CONTEXT = re.compile(
@@ -137,6 +139,8 @@ class Evidence:
     max_words: int = 1
     payloads: int = 0
     _groups: int = 0
+    _seen: set[str] = field(default_factory=set)
+    prefixes: set[str] = field(default_factory=set)  # starts of names of several words
 
     @classmethod
     def of(cls, payloads: Sequence[Any]) -> Evidence:
@@ -146,25 +150,41 @@ class Evidence:
         return evidence
 
     def _string(self, text: str, where: str, source: int) -> None:
+        if where == "status":
+            self.statuses.add(key(text))
+        if text in self._seen:  # a site or a role repeats on every row of a page
+            return
+        self._seen.add(text)
         whole = key(text)
         if not whole:
             return
         self.names.setdefault(whole, source)
+        at = whole.find("-")
+        while at > 0:  # "jbb", "jbb-branch": a longer name may follow
+            self.prefixes.add(whole[:at])
+            at = whole.find("-", at + 1)
         parts = text.split()
         if len(parts) <= _MAX_WORDS:
             self.max_words = max(self.max_words, len(parts))
-        for token in tokens(text):
-            self.words.setdefault(token.key, source)
-            if is_address(token.text):
-                self.addresses.setdefault(token.text.lower(), source)
-                self.addresses.setdefault(token.text.split("/")[0].lower(), source)
-        if not any(is_address(t) for t in parts):
-            for m in re.finditer(r"(?<![\w.])\d+(?:\.\d+)?", text):
+        address = False
+        for match in TOKEN.finditer(text):
+            token = match.group()
+            self.words.setdefault(key(token), source)
+            if (token[0].isdigit() or ":" in token) and is_address(token):
+                address = True
+                self.addresses.setdefault(token.lower(), source)
+                self.addresses.setdefault(token.split("/")[0].lower(), source)
+        if not address:
+            for m in _NUMBER_IN_TEXT.finditer(text):
                 self.numbers.setdefault(float(m.group()), source)
-        if where == "status":
-            self.statuses.add(whole)
 
     def _walk(self, value: Any, where: str, source: int, record: _Record | None) -> None:
+        if isinstance(value, str):
+            self._string(value, where, source)
+            if record is not None and where:
+                record.attrs.setdefault(where, set()).add(key(value))
+                self.attr_fields.setdefault(key(value), set()).add(where)
+            return
         if isinstance(value, bool) or value is None:
             return
         if isinstance(value, (int, float)):
@@ -179,12 +199,6 @@ class Evidence:
                     self.vids.setdefault(value, source)
             if record is not None and where:
                 record.attrs.setdefault(where, set()).add(key(str(value)))
-            return
-        if isinstance(value, str):
-            self._string(value, where, source)
-            if record is not None and where:
-                record.attrs.setdefault(where, set()).add(key(value))
-                self.attr_fields.setdefault(key(value), set()).add(where)
             return
         if isinstance(value, list):
             rows = [v for v in value if isinstance(v, dict)]
@@ -261,16 +275,27 @@ class Evidence:
 
 @dataclass
 class _Reading:
+    """The answer being read: its claims so far and the spans they took (a
+    number inside a name or an address is not read again)."""
+
     text: str
     claims: list[Claim] = field(default_factory=list)
     taken: list[tuple[int, int]] = field(default_factory=list)
+    mask: bytearray = field(default_factory=bytearray)
+
+    def __post_init__(self) -> None:
+        self.mask = bytearray(len(self.text) + 1)
 
     def free(self, start: int, end: int) -> bool:
-        return not any(start < b and a < end for a, b in self.taken)
+        return 1 not in self.mask[start:end]
+
+    def take(self, start: int, end: int) -> None:
+        self.taken.append((start, end))
+        self.mask[start:end] = b"\x01" * (end - start)
 
     def add(self, claim: Claim) -> None:
         self.claims.append(claim)
-        self.taken.append((claim.start, claim.end))
+        self.take(claim.start, claim.end)
 
 
 def check(answer: str, evidence: Sequence[Any], *, given: str = "") -> Grounding:
@@ -350,6 +375,8 @@ def _evidence_names(reading: _Reading, toks: list[Token], index: Evidence) -> li
                 break
             joined = token.key if not n else f"{joined}-{token.key}"
             ends.append((joined, token.end, n))
+            if joined not in index.prefixes:
+                break
         for joined, end, n in reversed(ends):
             if joined.replace("-", "").isdigit():
                 continue  # a number, read as one
@@ -388,7 +415,7 @@ def _name_claim(
             source = index.names.get(name)
         reading.add(Claim(text, "name", "grounded", source, start, end))
     else:
-        reading.taken.append((start, end))
+        reading.take(start, end)
 
 
 def _ids(reading: _Reading, index: Evidence, given: set[str]) -> None:
@@ -436,7 +463,7 @@ def _unknown_names(
         if name.isdigit():
             continue  # "site 5": an id or a number, read as one below
         if key(name) in given or _in_absence(item.start, absent, segments):
-            reading.taken.append((item.start, item.end))
+            reading.take(item.start, item.end)
             continue
         reading.add(Claim(name, "name", "ungrounded", None, item.start, item.end))
     for token in toks:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 # --------------------------------------------------------------------- tokens
 
@@ -23,6 +23,7 @@ TOKEN = re.compile(r"[^\W_](?:[\w.\-/:@]*[^\W_])?")
 _ALNUM = re.compile(r"[^\W_]+")
 
 
+@lru_cache(maxsize=8192)
 def key(text: str) -> str:
     """The form two spellings of one name share: case, spaces, dashes,
     underscores and punctuation do not matter ("DM Akron" = "dm-akron")."""
@@ -68,6 +69,7 @@ def _valid_v4(text: str) -> bool:
     return all(int(p) <= 255 for p in parts) and (not length or int(length) <= 32)
 
 
+@lru_cache(maxsize=8192)
 def identifier_like(text: str) -> bool:
     """A token that can only be a name: letters and digits mixed
     (dmi01-akron-sw03, R04), or an inner dash or underscore with a capital or
@@ -380,11 +382,12 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
         noun = noun_after(text, end, nouns)
         if word:
             # "one" and friends are ordinary words unless they count something
-            # or stand as the answer ("Thirty.").
-            alone = not plain(text[:start]).strip(" :\n-") or plain(text[:start]).rstrip().endswith(
-                (":", "\n")
+            # or end the answer's sentence ("Thirty.", "I found three."); "the
+            # one" and "no one" never count.
+            ordinary = raw.lower() == "one" and re.search(
+                r"\b(?:the|that|this|which|only|any|each|every|no|some|another)\s*$", before, re.I
             )
-            if not (noun or _SUBCOUNT_AFTER.match(after) or (alone and _ends_answer(after))):
+            if ordinary or not (noun or _SUBCOUNT_AFTER.match(after) or _ends_answer(after)):
                 continue
             if raw.lower() == "one" and noun == "one":
                 continue

@@ -431,11 +431,11 @@ def score_absence(answer: str, universe: Sequence[str] = (), question: str = "")
         and not negated(text, i.start)
         and i.name not in named
     ]
+    if not says_none(text):
+        return Score(False, "answers as if there were one")
     if named:
         return Score(False, f"names {', '.join(named)} as the answer")
-    if says_none(text):
-        return Score(True, "says there is none")
-    return Score(False, "does not say there is none")
+    return Score(True, "says there is none")
 
 
 # -------------------------------------------------------------------- entry
