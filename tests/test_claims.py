@@ -139,6 +139,12 @@ RIGHT = [
     "The first 3 of 24 sites are DM-Akron, DM-Columbus and JBB Branch 104.",
     "Interfaces 1 to 3 of 52 on dmi01-akron-sw01 are shown; 49 more are on the next pages.",
     "Here is the answer for 2026-12-04 at 10:30: dmi01-akron-sw01 is active.",
+    # the tools' own words, years, pages
+    "I called netbox_get_objects for dcim.device; the `primary_ip` field of dmi01-akron-sw02 "
+    "is empty.",
+    "Showing 5 of 5 devices at DM-Akron (as of 2026).",
+    "**Summary**\n\n### Devices\n\n- dmi01-akron-sw01: Catalyst 9300, serial FOC2231X0AB",
+    "NetBox lists 52 interfaces on dmi01-akron-sw01; I fetched the first 3.",
     # no claims at all
     "I don't know.",
     "Which site do you mean?",

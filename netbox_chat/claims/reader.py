@@ -39,7 +39,10 @@ _NOT_A_NAME = re.compile(
     r"^(?:\d+(?:\.\d+)?(?:k|m|g|t)?(?:b|bps|ib|hz|e|u|x|s|ms|h|min|d|w|y)"
     r"|\d+(?:st|nd|rd|th)|ipv[46]|l[1-7]|802\.\w+|utf-?\d+|x86(?:_64)?|arm64|sha\d+|md5"
     r"|rfc\d+|q[1-4]|http/?\d|tls\d?\.?\d*|v?\d+(?:\.\d+)+\w*|[a-z]\d|\d[a-z]|2fa|p2p|b2b"
-    r"|ntp|dns\d*|e\.g|i\.e|etc)$",
+    r"|ntp|dns\d*|e\.g|i\.e|etc"
+    # the tools' own words: a tool name, an object type, a field name
+    r"|netbox_\w+|(?:dcim|ipam|tenancy|circuits|virtualization|extras|core|users|wireless|vpn)\.\w+"
+    r"|[a-z]+(?:_[a-z]+)+(?:__[a-z]+)?)$",
     re.IGNORECASE,
 )
 
@@ -72,8 +75,9 @@ def _valid_v4(text: str) -> bool:
 @lru_cache(maxsize=8192)
 def identifier_like(text: str) -> bool:
     """A token that can only be a name: letters and digits mixed
-    (dmi01-akron-sw03, R04), or an inner dash or underscore with a capital or
-    a digit (DM-Columbus). Units, ordinals and versions are not names."""
+    (dmi01-akron-sw03, R04), or an inner dash with a capital (DM-Columbus).
+    Units, ordinals, versions, tool names, object types and field names
+    (primary_ip) are not names."""
     if _NOT_A_NAME.match(text) or is_address(text):
         return False
     letters = any(c.isalpha() for c in text)
@@ -81,7 +85,7 @@ def identifier_like(text: str) -> bool:
     if letters and digits:
         return True
     inner = any(c in "-_" for c in text.strip("-_"))
-    return letters and inner and (any(c.isupper() for c in text) or "_" in text)
+    return letters and inner and any(c.isupper() for c in text)
 
 
 # ------------------------------------------------------------------ markdown
@@ -377,6 +381,8 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
         after = text[end : end + 40]
         if not percent and (_TIME_UNITS.match(after) or _NOT_A_COUNT_BEFORE.search(before)):
             continue
+        if not word and re.fullmatch(r"(?:19|20)\d\d", raw) and not noun_after(text, end, nouns):
+            continue  # a year
         if _IDENTIFIER_BEFORE.search(before) and not word:
             continue
         noun = noun_after(text, end, nouns)
