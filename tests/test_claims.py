@@ -59,6 +59,10 @@ MADE_UP = [
     ("VLAN Quarantine (999) is active.", "value"),
     ("DM-Columbus is planned.", "value"),
     ("dmi01-akron-rtr01 has the role Access Switch.", "value"),
+    ("| Name | Tenant |\n|---|---|\n| dmi01-akron-sw02 | Dunder-Mifflin, Inc. |", "value"),
+    ("The cluster akron-esx has 3 VMs.", "name"),
+    ("dmi01-akron-sw01 is in rack R12.", "name"),
+    ("Devices:\n- dmi01-akron-sw01 (active)\n- dmi01-akron-sw02 (active)", "value"),
 ]  # fmt: skip
 
 # Facts stated with no tool call at all: flagged as answered without NetBox.
@@ -110,6 +114,10 @@ RIGHT = [
     "Site dm-columbus is active.",
     "Devices at dm akron: DMI01-akron-sw02 (offline).",
     "jbb-branch-104 is a planned site.",
+    "The switch **dmi01-akron-sw01** (ID 11) is *active*, a Catalyst 9300 with serial "
+    "FOC2231X0AB, primary IP 10.112.0.11/24.",
+    "Two devices have no tenant at DM-Akron... wait, three: dmi01-akron-sw02, dmi01-akron-pdu01 "
+    "and dmi01-akron-sw010.",
     # lists
     "- dmi01-akron-sw01\n- dmi01-akron-sw02\n- dmi01-akron-rtr01",
     "Devices at DM-Akron:\n\n- **dmi01-akron-sw01** — active\n- **dmi01-akron-sw02** — offline",
@@ -119,7 +127,13 @@ RIGHT = [
     "Sites:\n- DM-Akron (active)\n- DM-Columbus (active)\n- JBB Branch 104 (planned)",
     "- VLAN 100: Data\n- VLAN 200: Voice\n- VLAN 999: Quarantine (reserved)",
     "Two devices have no tenant besides the PDU:\n- dmi01-akron-sw02\n- dmi01-akron-sw010",
+    "Virtual machines in **akron-vmw** (3 total):\n\n- akron-web01 — active, 4 vCPUs, 8 GB\n"
+    "- akron-db01 — active, 8 vCPUs, 32 GB\n- akron-test01 — offline, 2 vCPUs, 4 GB",
     # tables
+    "## Devices at DM-Akron\n\nNetBox returned **5 devices** for site DM-Akron:\n\n"
+    "| # | Name | Role | Status |\n|---|---|---|---|\n| 1 | dmi01-akron-sw01 | Access Switch | "
+    "Active |\n| 2 | dmi01-akron-sw02 | Access Switch | Offline |\n| 3 | dmi01-akron-rtr01 | "
+    "Core Router | Active |\n\n**Note:** 1 device is offline.",
     "| Name | Status | Role |\n|---|---|---|\n| dmi01-akron-sw01 | Active | Access Switch |\n"
     "| dmi01-akron-rtr01 | Active | Core Router |",
     "| Device | Site | Tenant |\n|---|---|---|\n| dmi01-akron-sw01 | DM-Akron | Dunder-Mifflin |\n"

@@ -185,7 +185,11 @@ class Evidence:
                 record.attrs.setdefault(where, set()).add(key(value))
                 self.attr_fields.setdefault(key(value), set()).add(where)
             return
-        if isinstance(value, bool) or value is None:
+        if value is None:
+            if record is not None and where:
+                record.attrs.setdefault(where, set())  # the field is there, empty
+            return
+        if isinstance(value, bool):
             return
         if isinstance(value, (int, float)):
             if where != "id":  # an id is a name, not a value
@@ -513,6 +517,8 @@ def _numbers(
             status = "derived"
         elif not counts and number.value in index.numbers:
             status, source = "grounded", index.numbers[number.value]
+        elif not counts and (scaled := _in_other_unit(reading.text, number, index)) is not None:
+            status, source = "derived", scaled
         text = number.text + (f" {_noun_text(reading.text, number)}" if number.noun else "")
         reading.add(Claim(text.strip(), "number", status, source, number.start, number.end))
     for start, end in absent:
@@ -520,6 +526,21 @@ def _numbers(
             phrase = reading.text[start:end].strip()
             status = "derived" if index.payloads else "ungrounded"
             reading.claims.append(Claim(phrase, "number", status, None, start, end))
+
+
+_SIZE_UNIT = re.compile(r"\s*(?:[KMGT]i?B|[kmgt]b)\b")
+
+
+def _in_other_unit(text: str, number: Any, index: Evidence) -> int | None:
+    """A size given in another unit than NetBox's ("32 GB" of a VM NetBox
+    lists with 32768 MB): the source of the value it converts from."""
+    if not _SIZE_UNIT.match(text, number.end):
+        return None
+    for factor in (1024, 1000, 1024 * 1024, 1000 * 1000):
+        for value in (number.value * factor, number.value / factor):
+            if value in index.numbers:
+                return index.numbers[value]
+    return None
 
 
 def _counted_column(text: str, at: int, blocks: Any) -> bool:

@@ -607,8 +607,13 @@ def introduced(text: str) -> list[Introduced]:
         first = words[0].strip(",")
         if first.lower() in _NOT_NAMES:
             continue
+        slug = "-" in first.strip("-") and first.replace("-", "").isalnum()
         if not (
-            first[0].isupper() or identifier_like(first) or first.isdigit() or is_address(first)
+            first[0].isupper()
+            or identifier_like(first)
+            or slug
+            or first.isdigit()
+            or is_address(first)
         ):
             continue
         name = " ".join(words).rstrip(",")
