@@ -451,7 +451,6 @@ _EXISTENCE_NEGATED = re.compile(
     r"\bthere\s+(?:is|are|were|was)\s+(?:no|none|not\s+any|nothing)\b"
     r"|\bno\b(?!\s+(?:doubt|problem|worries|issue|way|longer|idea|more|question|need|sure)\b)"
     r"(?=\s+(?:[a-z][\w\-]*\s+){0,3}?\w)"
-    r"|^\W*no\W*$|^\W*no\s*[,.:;!—-]"
     r"|\b(?:none|nothing|nobody|neither)\b"
     r"|\b(?:does|do|did|is|are|was|were|has|have)\s*(?:not|n't)\s+(?:\w+\s+){0,2}?"
     r"(?:exist|have|own|hold|contain|belong|appear|match|host|use|run|assigned|deployed|present|"
