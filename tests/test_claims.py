@@ -255,3 +255,49 @@ def test_a_non_answer_states_nothing() -> None:
 def test_any_payload_is_read_without_failing(payload: object) -> None:
     grounding = check("dmi01-akron-sw01 is active.", [payload])
     assert [c.text for c in grounding.ungrounded] == ["dmi01-akron-sw01"]
+
+
+@pytest.mark.parametrize(
+    ("text", "none"),
+    [
+        ("There are none.", True),
+        ("No tenant has VLAN 999.", True),
+        ("VLAN 999 isn't assigned to any tenant.", True),
+        ("VLAN 999 does not exist in NetBox.", True),
+        ("I couldn't find any VLAN 999.", True),
+        ("It was not hard to find: VLAN 999 belongs to tenant Initech.", False),
+        ("Tenant Initech has VLAN 999, no doubt about it.", False),
+        ("Not sure, but VLAN 201 is at JBB Branch 104.", False),
+        ("No.", False),
+    ],
+)
+def test_says_none_reads_existence_not_any_negation_word(text: str, none: bool) -> None:
+    from netbox_chat.claims.reader import says_none
+
+    assert says_none(text) is none
+
+
+@pytest.mark.parametrize(
+    ("token", "name"),
+    [
+        ("dmi01-akron-sw03", True), ("R04", True), ("DM-Columbus", True), ("PP:MDF", False),
+        ("read-only", False), ("IPv4", False), ("24h", False), ("4.7.3", False), ("2nd", False),
+        ("10GB", False), ("netbox_get_objects", False), ("dcim.device", False),
+        ("primary_ip", False), ("10.0.0.1/24", False),
+    ],
+)  # fmt: skip
+def test_only_what_can_only_be_a_name_is_read_as_one(token: str, name: bool) -> None:
+    from netbox_chat.claims.reader import identifier_like
+
+    assert identifier_like(token) is name
+
+
+def test_a_number_carries_what_it_counts() -> None:
+    from netbox_chat.claims.reader import numbers, shape
+
+    (whole, part) = numbers("Of the 72 devices, 14 have no tenant.")
+    assert (whole.value, whole.context, part.value, part.subcount) == (72, True, 14, True)
+    (word,) = numbers("DM-Akron has twenty-one active devices.")
+    assert (word.value, word.noun, word.word) == (21, "device", True)
+    text = "1. sw01\n2. In turn 2, the last 24 hours, 3 ms, NetBox 4.2."
+    assert numbers(text, skip=shape(text).numbering) == []
