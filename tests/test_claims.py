@@ -301,3 +301,19 @@ def test_a_number_carries_what_it_counts() -> None:
     assert (word.value, word.noun, word.word) == (21, "device", True)
     text = "1. sw01\n2. In turn 2, the last 24 hours, 3 ms, NetBox 4.2."
     assert numbers(text, skip=shape(text).numbering) == []
+
+
+def test_the_operator_sees_marks_and_one_line_naming_them() -> None:
+    from netbox_chat.claims.marks import marked, summary_line
+
+    answer = "Devices: dmi01-akron-sw01, dmi01-akron-sw03 and 17 devices in all."
+    grounding = check(answer, [DEVICES])
+    assert marked(answer, grounding) == (
+        "Devices: dmi01-akron-sw01, dmi01-akron-sw03\u2020 and 17 devices\u2020 in all."
+    )
+    assert summary_line(grounding) == "2 not in NetBox's replies: dmi01-akron-sw03, 17 devices"
+    assert summary_line(check("There are 3 devices at DM-Akron.", [])) == (
+        "answered without NetBox: 2 facts and no tool call"
+    )
+    quiet = check("dmi01-akron-sw01 is active.", [DEVICES])
+    assert summary_line(quiet) == "" and marked("x", quiet) == "x"

@@ -519,8 +519,12 @@ def _numbers(
             status, source = "grounded", index.numbers[number.value]
         elif not counts and (scaled := _in_other_unit(reading.text, number, index)) is not None:
             status, source = "derived", scaled
-        text = number.text + (f" {_noun_text(reading.text, number)}" if number.noun else "")
-        reading.add(Claim(text.strip(), "number", status, source, number.start, number.end))
+        noun = _noun_text(reading.text, number) if number.noun else ""
+        end = number.end
+        if noun:
+            end = reading.text.index(noun, number.end) + len(noun)
+        text = f"{number.text} {noun}".strip()
+        reading.add(Claim(text, "number", status, source, number.start, end))
     for start, end in absent:
         if reading.free(start, end):
             phrase = reading.text[start:end].strip()
