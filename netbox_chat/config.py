@@ -23,7 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netbox_chat.thinking import THINK_SETTINGS
+LEVELS = ("low", "medium", "high")
+THINK_SETTINGS = ("on", "off", *LEVELS)
+"""What NETBOX_CHAT_THINK and `/think` take; no setting means the model's own default
+(thinking.py plans the request from it)."""
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_MODEL = "qwen3:8b"

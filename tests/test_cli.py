@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 
 ROOT = Path(__file__).parent.parent
@@ -62,7 +62,7 @@ def test_ask_writes_a_ledger_row_that_ls_reads_without_langchain(
     probe = (
         "import sys, json\n"
         "from typer.testing import CliRunner\n"
-        "from netbox_chat.cli import app\n"
+        "from netbox_chat.cli.app import app\n"
         "result = CliRunner().invoke(app, ['ls', '--json'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('langchain', 'langchain_core', 'langgraph', 'deepagents', 'langchain_ollama', 'prompt_toolkit'))\n"
@@ -131,8 +131,8 @@ def test_every_command_explains_its_settings_in_help() -> None:
 
 
 def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> None:
-    from netbox_chat.cli import LS_ROWS
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.cli.app import LS_ROWS
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     store = SessionStore(sessions_dir)
@@ -151,7 +151,7 @@ def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> 
 
 
 def test_what_users_typed_is_printed_as_typed_never_as_markup(sessions_dir: Path) -> None:
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     session_id = make_session(SessionStore(sessions_dir), "what is in [/dev] and [bold]?")
@@ -166,7 +166,7 @@ def test_what_users_typed_is_printed_as_typed_never_as_markup(sessions_dir: Path
 
 
 def test_ls_fits_a_narrow_terminal_by_shortening_titles(sessions_dir: Path) -> None:
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
@@ -194,7 +194,7 @@ def test_ls_in_a_narrow_terminal_leaves_out_the_least_telling_columns_and_cuts_n
     and every id stay whole."""
     import pexpect
 
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_repl_screen import Terminal
     from tests.test_sessions import make_session
 
@@ -221,8 +221,8 @@ def test_ls_in_a_narrow_terminal_leaves_out_the_least_telling_columns_and_cuts_n
 
 
 def test_ls_piped_is_never_cut_and_its_notes_come_after_the_table(sessions_dir: Path) -> None:
-    from netbox_chat.cli import LS_ROWS
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.cli.app import LS_ROWS
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
@@ -248,7 +248,7 @@ def test_ls_piped_is_never_cut_and_its_notes_come_after_the_table(sessions_dir: 
 
 
 def test_a_reader_that_goes_away_ends_it_quietly_as_git_does(sessions_dir: Path) -> None:
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     session_id = make_session(SessionStore(sessions_dir), "which sites are there?")
@@ -301,7 +301,7 @@ def test_ask_into_a_reader_that_goes_away_keeps_the_answer_and_exits_141(
 def test_sessions_are_found_from_any_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     for name in [k for k in os.environ if k.startswith(("NETBOX_CHAT_", "XDG_"))]:
@@ -366,7 +366,7 @@ def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
     which one it read and by what rule (a named folder needs no note)."""
     from datetime import UTC, datetime, timedelta
 
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     for name in [k for k in os.environ if k.startswith(("NETBOX_CHAT_", "XDG_"))]:
@@ -394,7 +394,7 @@ def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
 def test_forget_takes_several_ids_and_older_than_but_never_an_open_session(
     sessions_dir: Path,
 ) -> None:
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     store = SessionStore(sessions_dir)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.test_cli_netbox import closed_port
 from tests.test_repl_pty import run_in_pty

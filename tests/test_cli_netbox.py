@@ -12,7 +12,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.test_crash import turn_rows

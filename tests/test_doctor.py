@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama

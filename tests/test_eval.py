@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from netbox_chat.eval.questions import Question, build_questions
 from netbox_chat.eval.truth import TruthClient
 from tests.conftest import TEST_TOKEN

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
-from netbox_chat.sessions import SessionFile, SessionStore
+from netbox_chat.cli.app import app
+from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, StreamError, Text, ToolCall

@@ -24,16 +24,17 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat import history, migrations
-from netbox_chat.agent import build_agent, find_end_node
-from netbox_chat.checkpointer import BridgedSqliteSaver
-from netbox_chat.cli import app
+from netbox_chat.agent import history
+from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.agent.turns import Conversation, RollingBack, TextDelta, TurnEvent
+from netbox_chat.checkpoints.saver import open_saver
+from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
+from netbox_chat.cli.app import app
 from netbox_chat.config import resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
-from netbox_chat.runtime import open_saver
-from netbox_chat.sessions import SessionFile, SessionStore, StoreError
-from netbox_chat.stores import OpenSession
-from netbox_chat.turns import Conversation, RollingBack, TextDelta, TurnEvent
+from netbox_chat.store import migrations
+from netbox_chat.store.choose import OpenSession
+from netbox_chat.store.sessions import SessionFile, SessionStore, StoreError
 from tests.inspect_session import assert_ledger_agrees, read_from_fresh_process
 from tests.ollama_server import Delay, ScriptedOllama, StreamError, Text
 from tests.stores import StoreUnderTest
@@ -533,7 +534,7 @@ def test_a_sessions_folder_on_nfs_is_refused_with_exit_3(
     """The kernel's mount table says the folder is NFS: refuse before any
     file is created, in one line (no NFS server here, so the table is one
     written for the test in the kernel's own format, proc(5))."""
-    import netbox_chat.sessions as sessions
+    import netbox_chat.store.sessions as sessions
 
     sessions_dir.mkdir(parents=True)
     monkeypatch.setattr(sessions, "MOUNTINFO", nfs_mount_table(sessions_dir, tmp_path / "mnt"))
@@ -607,7 +608,7 @@ def test_doctor_flags_a_sessions_folder_on_nfs(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import netbox_chat.sessions as sessions
+    import netbox_chat.store.sessions as sessions
 
     sessions_dir.mkdir(parents=True)
     monkeypatch.setattr(sessions, "MOUNTINFO", nfs_mount_table(sessions_dir, tmp_path / "mnt"))

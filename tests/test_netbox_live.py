@@ -735,7 +735,7 @@ def ask_through_the_cli(tmp_path, ollama, *replies) -> list[str]:
     `replies`, against the real NetBox: the tool results its last request carried."""
     from typer.testing import CliRunner
 
-    from netbox_chat.cli import app
+    from netbox_chat.cli.app import app
 
     ollama.script(*replies)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NETBOX_CHAT", "OLLAMA"))}

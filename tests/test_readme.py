@@ -21,7 +21,7 @@ import pytest
 from pytest import MonkeyPatch
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import (
     CutOff,
@@ -274,7 +274,7 @@ def test_the_readmes_messages_for_ids_and_unreadable_files(
 ) -> None:
     import sqlite3
 
-    from netbox_chat.sessions import SCHEMA_VERSION, SessionStore
+    from netbox_chat.store.sessions import SCHEMA_VERSION, SessionStore
     from tests.test_sessions import make_session
 
     def said(*args: str) -> list[str]:
@@ -325,7 +325,7 @@ def test_the_readmes_messages_for_the_configuration_file(
 def test_the_readmes_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path: Path) -> None:
     """`ls` with no folder named: the line naming the default folder, and the
     one NetBox, under the table."""
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
 
     data = Path(chat_env["XDG_DATA_HOME"])
     store = SessionStore(data / "netbox-chat" / "sessions")
@@ -383,7 +383,7 @@ def test_the_readmes_doctor_example(
 ) -> None:
     """`doctor` with a refused token, the model not loaded, one cold start
     measured, and the sessions folder the default one that exists."""
-    from netbox_chat.coldstart import record_cold_start, record_path
+    from netbox_chat.models.coldstart import record_cold_start, record_path
 
     ollama.running = []
     state = record_path(chat_env)
@@ -432,7 +432,7 @@ def test_the_readmes_message_for_a_session_open_elsewhere(
     holder's pid (this test's process holds the session's lock, as a chat would)."""
     import os
 
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     store = SessionStore(sessions_dir)

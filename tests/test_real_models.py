@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import (
     GFK_LIST,

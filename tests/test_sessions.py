@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from netbox_chat.errors import ExitStatus
-from netbox_chat.migrations import TURN_MEASUREMENT_COLUMNS, TURN_MODEL_COLUMNS
-from netbox_chat.sessions import (
+from netbox_chat.store.choose import Store
+from netbox_chat.store.migrations import TURN_MEASUREMENT_COLUMNS, TURN_MODEL_COLUMNS
+from netbox_chat.store.sessions import (
     SCHEMA_VERSION,
     AmbiguousSession,
     InvalidSessionId,
@@ -29,7 +30,6 @@ from netbox_chat.sessions import (
     UnreadableSession,
     normalize_session_id,
 )
-from netbox_chat.stores import Store
 from tests.stores import StoreUnderTest
 
 
@@ -124,7 +124,7 @@ def test_one_writer_per_session(store: StoreUnderTest) -> None:
 _HOLD = """
 import sys, time
 from netbox_chat.config import resolve_settings
-from netbox_chat.stores import open_store
+from netbox_chat.store.choose import open_store
 session = open_store(resolve_settings(store=sys.argv[1], env={})).open(sys.argv[2])
 print("held", flush=True)
 time.sleep(60)

@@ -20,10 +20,10 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from netbox_chat import render
+from netbox_chat.cli.repl import BackgroundRuntime, Repl
 from netbox_chat.config import resolve_settings
-from netbox_chat.repl import BackgroundRuntime, Repl
-from netbox_chat.sessions import SessionFile, SessionStore
+from netbox_chat.store.sessions import SessionFile, SessionStore
+from netbox_chat.ui import render
 from tests.test_repl_pty import PROMPT, leave
 from tests.test_sessions import make_session
 
@@ -50,7 +50,7 @@ def test_ls_loads_nothing_it_does_not_show(sessions_dir: Path, command: list[str
     probe = (
         "import contextlib, sys\n"
         f"sys.argv = ['netbox-chat', *{command!r}]\n"
-        "from netbox_chat.cli import main\n"
+        "from netbox_chat.cli.app import main\n"
         "with contextlib.suppress(SystemExit):\n"
         "    main()\n"
         f"print(sorted(m for m in {NOT_FOR_LS!r} if m in sys.modules), file=sys.stderr)\n"
@@ -79,10 +79,10 @@ NOT_BEFORE_THE_PROMPT = (
     "pydantic",
     "rich.markdown",
     "markdown_it",
-    "netbox_chat.agent",
-    "netbox_chat.turns",
-    "netbox_chat.pgstore",
-    "netbox_chat.evidence",
+    "netbox_chat.agent.graph",
+    "netbox_chat.agent.turns",
+    "netbox_chat.store.postgres",
+    "netbox_chat.agent.evidence",
 )
 
 # The `netbox-chat` entry point, with prompt-toolkit's prompt_async noting
@@ -103,7 +103,7 @@ async def prompt_async(self, *args, **kwargs):
 
 PromptSession.prompt_async = prompt_async
 sys.argv = ["netbox-chat", *sys.argv[1:]]
-from netbox_chat.entry import main
+from netbox_chat.cli.main import main
 main()
 """
 

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from netbox_chat import migrations, pgstore
+from netbox_chat.store import migrations
+from netbox_chat.store import postgres as pgstore
 from tests.old_releases import BEFORE_TURN_MODEL, release, release_argv
 from tests.ollama_server import ScriptedOllama, Text
 from tests.stores import StoreUnderTest, scratch_database

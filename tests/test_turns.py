@@ -24,12 +24,12 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.types import Command
 
-from netbox_chat.agent import build_agent, find_end_node
-from netbox_chat.checkpointer import BRIDGED_METHODS, BridgedSqliteSaver, WritesStillRunning
+from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.agent.turns import Conversation, ToolFinished, TurnEvent
+from netbox_chat.checkpoints.saver import open_saver
+from netbox_chat.checkpoints.sqlite import BRIDGED_METHODS, BridgedSqliteSaver, WritesStillRunning
 from netbox_chat.config import resolve_settings
-from netbox_chat.runtime import open_saver
-from netbox_chat.sessions import SessionFile, SessionStore, connect
-from netbox_chat.turns import Conversation, ToolFinished, TurnEvent
+from netbox_chat.store.sessions import SessionFile, SessionStore, connect
 from tests.inspect_session import read_from_fresh_process
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.openai_server import chat_model_for, server_settings

@@ -1,7 +1,7 @@
 """`netbox-chat eval`, from resolved settings to the exit status: build or
 reload the questions, run them with a progress bar, print the report.
 
-cli.py imports this module inside the command only, so no other command pays
+cli/app.py imports this module inside the command only, so no other command pays
 for it.
 """
 
@@ -175,8 +175,8 @@ def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console) -> boo
         TimeRemainingColumn,
     )
 
+    from netbox_chat.agent.runtime import CancelOnSignals
     from netbox_chat.eval.runner import Runner
-    from netbox_chat.runtime import CancelOnSignals
 
     done = folder.results()
     pending = folder.pending(plan, done)

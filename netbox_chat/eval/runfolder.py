@@ -24,7 +24,7 @@ from typing import Any
 
 from netbox_chat.errors import UserFacingError
 from netbox_chat.eval.questions import Question, question_from_json
-from netbox_chat.sessions import SessionStore
+from netbox_chat.store.sessions import SessionStore
 
 PLAN = "run.json"
 RESULTS = "results.jsonl"

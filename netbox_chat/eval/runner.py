@@ -18,16 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from netbox_chat.agent.runtime import CancelOnSignals, build_runtime
 from netbox_chat.config import Settings
 from netbox_chat.eval.questions import Question
 from netbox_chat.eval.runfolder import Plan, RunFolder
 from netbox_chat.eval.scoring import Score, judge_prompt, judge_verdict, score
-from netbox_chat.runtime import CancelOnSignals, build_runtime
-from netbox_chat.stores import OpenSession
+from netbox_chat.store.choose import OpenSession
 
 if TYPE_CHECKING:
-    from netbox_chat.runtime import Runtime
-    from netbox_chat.turns import TurnEvent
+    from netbox_chat.agent.runtime import Runtime
+    from netbox_chat.agent.turns import TurnEvent
 
 Progress = Callable[[str, int, Question, dict[str, Any] | None], None]
 """Called before each question (result None) and after it (its result)."""
@@ -41,7 +41,7 @@ class Clock:
     first_text: float | None = None
 
     def sink(self, event: TurnEvent) -> None:
-        from netbox_chat.turns import TextDelta
+        from netbox_chat.agent.turns import TextDelta
 
         if self.first_text is None and isinstance(event, TextDelta) and event.text.strip():
             self.first_text = time.monotonic()
@@ -153,7 +153,7 @@ class Runner:
         self, runtime: Runtime, session: OpenSession, model: str, rep: int, question: Question
     ) -> dict[str, Any] | None:
         """Ask, score, record; None when a signal cancelled the turn (rolled back)."""
-        from netbox_chat.streamjson import turn_result
+        from netbox_chat.ui.streamjson import turn_result
 
         if self.progress is not None:
             self.progress(model, rep, question, None)
@@ -184,8 +184,8 @@ class Runner:
 
     async def _judge(self, question: Question, answer: str) -> Score:
         """The judge model's verdict on an explanation (never on the other types)."""
-        from netbox_chat.agent import build_model
-        from netbox_chat.turns import describe_error, text_of
+        from netbox_chat.agent.turns import describe_error, text_of
+        from netbox_chat.models.ollama import build_model
 
         assert self.plan.judge is not None
         model = build_model(self.settings_for(self.plan.judge), reasoning=False)

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.window import session_window
+from netbox_chat.models.window import session_window
 
 if TYPE_CHECKING:
-    from netbox_chat.model_info import ModelInfo
     from netbox_chat.models.dialects import ServerFacts
+    from netbox_chat.models.model_info import ModelInfo
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,10 @@ class Provider(Protocol):
 
 
 class OllamaProvider:
-    """Ollama's own API through ChatOllama (agent.build_model), as before."""
+    """Ollama's own API through ChatOllama (models.ollama.build_model), as before."""
 
     def served(self, settings: Settings, *, timeout: float) -> Served:
-        from netbox_chat.model_info import ModelInfoError, fetch_model_info
+        from netbox_chat.models.model_info import ModelInfoError, fetch_model_info
 
         try:
             info = fetch_model_info(settings.ollama_url, settings.model, timeout=timeout)
@@ -54,7 +54,7 @@ class OllamaProvider:
     def chat_model(
         self, settings: Settings, served: Served, *, reasoning: bool | str | None
     ) -> Any:
-        from netbox_chat.agent import build_model
+        from netbox_chat.models.ollama import build_model
 
         return build_model(settings, reasoning=reasoning, num_ctx=served.window)
 
@@ -63,8 +63,8 @@ class OpenAIProvider:
     """Any OpenAI-compatible server (models.dialects, models.openai)."""
 
     def served(self, settings: Settings, *, timeout: float) -> Served:
-        from netbox_chat.model_info import ModelInfo
         from netbox_chat.models.dialects import ServerError, model_family, probe
+        from netbox_chat.models.model_info import ModelInfo
 
         base_url = require_base_url(settings)
         try:

@@ -30,7 +30,14 @@ from typing import Any
 
 import httpx
 
-from netbox_chat.liveness import LOADING, Probe, Reading, answer_probe, read_ollama_ps, reading
+from netbox_chat.models.liveness import (
+    LOADING,
+    Probe,
+    Reading,
+    answer_probe,
+    read_ollama_ps,
+    reading,
+)
 
 
 def _read_llama_health(answer: httpx.Response, model: str, body: dict[str, Any]) -> str | None:

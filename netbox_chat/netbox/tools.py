@@ -20,8 +20,8 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
+from netbox_chat.models.window import result_budget
 from netbox_chat.visible import visible
-from netbox_chat.window import result_budget
 
 from .arguments import Reading, read_arguments
 from .client import (

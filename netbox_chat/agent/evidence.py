@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from netbox_chat.sessions import Turn
+from netbox_chat.store.sessions import Turn
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage

@@ -1,6 +1,6 @@
 """LangGraph's sync `PostgresSaver` behind the same async bridge as the SQLite saver.
 
-It writes through the session's own connection (`pgstore.PgSession`), the one
+It writes through the session's own connection (`store.postgres.PgSession`), the one
 that holds the session's advisory lock: if that connection is lost, so is the
 lock, and nothing of this process can be written after another writer took it.
 
@@ -20,10 +20,10 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.base import MIGRATIONS
 from psycopg import Connection
 
-from netbox_chat.checkpointer import SyncSaverBridge, blob_serializer
-from netbox_chat.pgdatabase import PgConnection
-from netbox_chat.pgstore import shown_url
-from netbox_chat.sessions import StoreError
+from netbox_chat.checkpoints.sqlite import SyncSaverBridge, blob_serializer
+from netbox_chat.store.pgdatabase import PgConnection
+from netbox_chat.store.postgres import shown_url
+from netbox_chat.store.sessions import StoreError
 
 # The checkpoints a turn wrote after its base: those with greater ids (uuid6
 # strings, time-ordered, compared byte by byte as PostgresSaver's

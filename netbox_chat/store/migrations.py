@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from netbox_chat.database import Connection
+from netbox_chat.store.database import Connection
 
 Migration = Callable[[sqlite3.Connection], None]
 

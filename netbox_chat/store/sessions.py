@@ -23,11 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from netbox_chat import migrations
 from netbox_chat.config import PROVIDERS, SESSIONS_MARK, without_userinfo
-from netbox_chat.database import Connection
 from netbox_chat.errors import ExitStatus, UserFacingError
-from netbox_chat.migrations import schema_version
+from netbox_chat.store import migrations
+from netbox_chat.store.database import Connection
+from netbox_chat.store.migrations import schema_version
 
 # Crockford's base32 in lower case: no i, l, o or u, so ids survive being
 # read aloud or copied by hand.
@@ -809,7 +809,7 @@ def ledger_sql(template: str, *, keyed: bool, pyformat: bool) -> str:
 class Ledger:
     """A session's own tables (meta, the turn ledger, history edits), one
     set of calls for both stores: a session file (`SessionFile`, its tables
-    hold one session) and the database (`pgstore.PgSession`, its tables hold
+    hold one session) and the database (`postgres.PgSession`, its tables hold
     every session's rows, keyed by `session_id`). Every write is one
     `db.atomic()`, so inside a caller's transaction (a rollback, a rewind) it
     commits with it."""

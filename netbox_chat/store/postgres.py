@@ -3,7 +3,7 @@
 The same sessions as the folder store (`sessions.py`), for a team: every
 session lives in one database, in one schema (`netbox_chat`) that holds
 LangGraph's checkpoint tables (written by its `PostgresSaver`, see
-`pgsaver.py`) and our own small tables, keyed by session id. The schema is
+`checkpoints/postgres.py`) and our own small tables, keyed by session id. The schema is
 created and migrated only by `netbox-chat doctor --init-store`; a store without
 it is refused (exit 3), so a typo in a URL never starts an empty store.
 
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from netbox_chat.errors import UserFacingError, add_driver_errors
-from netbox_chat.sessions import (
+from netbox_chat.store.sessions import (
     _ANSWERED,
     _TURN_COLUMNS,
     ID_ALPHABET,
@@ -54,7 +54,7 @@ from netbox_chat.sessions import (
 if TYPE_CHECKING:
     import psycopg
 
-    from netbox_chat.pgdatabase import PgConnection
+    from netbox_chat.store.pgdatabase import PgConnection
 
 SCHEMA = "netbox_chat"
 PG_SCHEMA_VERSION = 3
@@ -262,7 +262,7 @@ def connect(url: str, *, read_only: bool = False) -> PgConnection:
     """A connection to the store, in autocommit (what LangGraph's saver needs),
     with our schema first on the search path. One-line errors, exit 3."""
     psycopg = _psycopg()
-    from netbox_chat.pgdatabase import PgConnection
+    from netbox_chat.store.pgdatabase import PgConnection
 
     try:
         conn = PgConnection.connect(

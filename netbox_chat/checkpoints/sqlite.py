@@ -4,7 +4,7 @@ Turns run on the async path (`astream` in a task) because only task
 cancellation really stops a turn: tool coroutines get `CancelledError` and
 their HTTP requests are aborted. The sync savers raise NotImplementedError for
 their async methods, so one bridge (`SyncSaverBridge`, used by the SQLite saver
-here and the PostgreSQL one in `pgsaver.py`) runs each sync method on a worker
+here and the PostgreSQL one in `postgres.py`) runs each sync method on a worker
 thread.
 It also counts in-flight worker writes: a write still running on a thread
 after a cancel would commit *after* the rollback, so rollback waits for
@@ -56,10 +56,10 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from netbox_chat.database import Connection
+from netbox_chat.checkpoints.serde import StoredValues
 from netbox_chat.errors import UserFacingError
-from netbox_chat.serde import StoredValues
-from netbox_chat.sessions import StoreError
+from netbox_chat.store.database import Connection
+from netbox_chat.store.sessions import StoreError
 
 T = TypeVar("T")
 

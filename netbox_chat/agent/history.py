@@ -52,19 +52,19 @@ from langgraph.channels import BinaryOperatorAggregate, LastValue
 from langgraph.channels.delta import DeltaChannel
 from langgraph.types import Overwrite
 
-from netbox_chat.checkpointer import WritesStillRunning
-from netbox_chat.errors import UserFacingError
-from netbox_chat.pgstore import database_errors
-from netbox_chat.sessions import Turn
-from netbox_chat.thinking import inlines_thinking, split_thinking
-from netbox_chat.turns import (
+from netbox_chat.agent.turns import (
     Conversation,
     describe_error,
     message_ids,
     text_of,
     unpaired_tool_messages,
 )
-from netbox_chat.window import transcript_chars
+from netbox_chat.checkpoints.sqlite import WritesStillRunning
+from netbox_chat.errors import UserFacingError
+from netbox_chat.models.thinking import inlines_thinking, split_thinking
+from netbox_chat.models.window import transcript_chars
+from netbox_chat.store.postgres import database_errors
+from netbox_chat.store.sessions import Turn
 from netbox_chat.words import count, number
 
 # deepagents' own summarization middleware keeps its summary out of the message

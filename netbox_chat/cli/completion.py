@@ -4,10 +4,11 @@ Every Tab press starts a new `netbox-chat` process. Typer answers it only
 after importing itself and the whole CLI and building the app (about 100 ms,
 most of it imports), and for zsh and fish it renders each title as Rich
 markup, which costs 40 ms more and eats a question's `[eth0]`. A session id is
-the one word whose completion reads the sessions folder, so `main` answers
-that word itself, in what Typer's completion scripts read (for zsh, the
-`zsh_answer` that the app's Typer class gives too: Typer's own let zsh run a
-title), from this module's light imports (the config and the ledger reader).
+the one word whose completion reads the sessions folder, so the entry point
+(main.py) answers that word itself through `answer_session_id`, in what
+Typer's completion scripts read (for zsh, the `zsh_answer` that the app's
+Typer class gives too: Typer's own let zsh run a title), from this module's
+light imports (the config and the ledger reader).
 A line the CLI would refuse for the chat's options typed before a command
 is answered here too, with nothing. Anything else, or anything it cannot
 read with certainty, goes to Typer.
@@ -19,16 +20,14 @@ drift apart.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from netbox_chat.config import ConfigError, resolve_settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionStore, normalize_session_id
+from netbox_chat.store.sessions import SessionStore, normalize_session_id
 from netbox_chat.visible import visible_line
 
 COMPLETE_VAR = "_NETBOX_CHAT_COMPLETE"
@@ -159,10 +158,10 @@ def session_id_word(words: Sequence[str], incomplete: str) -> SessionIdWord | No
 
 def refused_by_the_cli(words: Sequence[str], incomplete: str) -> bool:
     """Whether the line puts the chat's own options before a command, which
-    the CLI refuses (exit 2, `cli.refuse_chat_options`): nothing offered there
+    the CLI refuses (exit 2, `app.refuse_chat_options`): nothing offered there
     could run, so nothing is offered (not even the commands), and an option's
     value there never chooses where ids come from. A question (a first word
-    with a space) takes the options along as `ask`'s, as `cli.Commands` reads
+    with a space) takes the options along as `ask`'s, as `app.Commands` reads
     the line, so that line goes on being read."""
     at = 0
     while at < len(words) and words[at].startswith("-") and words[at] != "--":
@@ -322,16 +321,3 @@ def answer_session_id(environ: Mapping[str, str]) -> Answer | None:
     if action != "get-args":
         return Answer("")
     return Answer("\n".join(fish_choice(sid, title) for sid, title in choices))
-
-
-def main() -> None:
-    """The `netbox-chat` entry point: a Tab on a session id is answered here,
-    everything else by the CLI."""
-    if COMPLETE_VAR in os.environ and (answer := answer_session_id(os.environ)) is not None:
-        if answer.output is not None:
-            sys.stdout.write(answer.output + "\n")  # as Typer echoes it
-            sys.stdout.flush()
-        raise SystemExit(answer.status)
-    from netbox_chat.cli import main as cli_main
-
-    cli_main()

@@ -19,15 +19,15 @@ from pathlib import Path
 
 import httpx
 
-from netbox_chat.coldstart import cold_start_line, last_cold_start, record_path
 from netbox_chat.config import Settings
 from netbox_chat.credentials import token_origin
 from netbox_chat.errors import UserFacingError
-from netbox_chat.model_info import ModelInfo, parse_show
+from netbox_chat.models.coldstart import cold_start_line, last_cold_start, record_path
 from netbox_chat.models.dialects import json_object
-from netbox_chat.sessions import StoreError, refuse_network_filesystem
+from netbox_chat.models.model_info import ModelInfo, parse_show
+from netbox_chat.models.window import session_window, turn_floor
+from netbox_chat.store.sessions import StoreError, refuse_network_filesystem
 from netbox_chat.visible import visible_line
-from netbox_chat.window import session_window, turn_floor
 from netbox_chat.words import count, number
 
 TIMEOUT = 3.0
@@ -426,13 +426,13 @@ def check_database_store(url: str) -> Check:
 
     The only check that imports LangGraph: it knows how many migrations its
     Postgres tables must have had."""
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
 
     name = "session store"
     fix = "run `netbox-chat doctor --init-store` (creates or migrates the schema)"
     try:
         with pgstore.PgSessionStore(url).reading() as conn:
-            from netbox_chat.pgsaver import langgraph_tables_current
+            from netbox_chat.checkpoints.postgres import langgraph_tables_current
 
             if not langgraph_tables_current(conn):
                 return Check(name, False, f"{pgstore.shown_url(url)}: no checkpoint tables", fix)
@@ -450,8 +450,8 @@ def check_database_store(url: str) -> Check:
 def init_database_store(url: str) -> str:
     """Create or migrate the store's schema: our tables and LangGraph's, in
     schema `netbox_chat`. Safe to run again; returns the line to print."""
-    from netbox_chat import pgstore
-    from netbox_chat.pgsaver import setup_tables
+    from netbox_chat.checkpoints.postgres import setup_tables
+    from netbox_chat.store import postgres as pgstore
 
     conn = pgstore.connect(url)
     try:

@@ -17,22 +17,21 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from netbox_chat import entry
+from netbox_chat import process
+from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.sessions import SessionFile
-from netbox_chat.stores import OpenSession
-from netbox_chat.thinking import ThinkPlan, plan_thinking
-from netbox_chat.window import too_small_for
+from netbox_chat.models.thinking import ThinkPlan, plan_thinking
+from netbox_chat.models.window import too_small_for
+from netbox_chat.store.choose import OpenSession
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
-    from netbox_chat.checkpointer import SyncSaverBridge
-    from netbox_chat.context import ContextGuard
-    from netbox_chat.model_info import ModelInfo
+    from netbox_chat.agent.context import ContextGuard
+    from netbox_chat.agent.turns import Conversation
+    from netbox_chat.models.model_info import ModelInfo
     from netbox_chat.netbox.client import NetBoxClient
-    from netbox_chat.turns import Conversation
 
 T = TypeVar("T")
 
@@ -92,20 +91,6 @@ class Runtime:
         # The saver writes through the session's connection: the session closes it.
 
 
-def open_saver(session: OpenSession) -> SyncSaverBridge:
-    """The session's LangGraph saver, on the session's own connection, behind
-    the async bridge (slow imports). Told apart by the session file's class,
-    already loaded: asking for the database's would load `pgstore` ahead of
-    every REPL's first prompt."""
-    if isinstance(session, SessionFile):
-        from netbox_chat.checkpointer import BridgedSqliteSaver
-
-        return BridgedSqliteSaver(session.db, session.id)
-    from netbox_chat.pgsaver import BridgedPostgresSaver
-
-    return BridgedPostgresSaver(session.db, session.store.url, session.id)
-
-
 def build_runtime(
     session: OpenSession,
     settings: Settings,
@@ -113,12 +98,12 @@ def build_runtime(
     tools: Sequence[BaseTool] | None = None,
 ) -> Runtime:
     """Build the agent for `session` (slow: imports deepagents)."""
-    from netbox_chat.agent import build_agent, find_end_node
-    from netbox_chat.context import ContextGuard
+    from netbox_chat.agent.context import ContextGuard
+    from netbox_chat.agent.graph import build_agent, find_end_node
+    from netbox_chat.agent.turns import Conversation
     from netbox_chat.models import provider_for
     from netbox_chat.netbox.client import NetBoxClient
     from netbox_chat.netbox.tools import build_netbox_tools
-    from netbox_chat.turns import Conversation
 
     provider = provider_for(settings)
     served = provider.served(settings, timeout=MODEL_INFO_TIMEOUT)
@@ -217,8 +202,8 @@ class CancelOnSignals:
         for sig in self.signals:
             self._previous[sig] = signal.signal(sig, self._on_signal)
         # A signal since the process started, before this guard was installed
-        # (entry.py): it counts as received here.
-        if self.received is None and (early := entry.pending()) in self.signals:
+        # (process.py): it counts as received here.
+        if self.received is None and (early := process.pending()) in self.signals:
             self.received = early
         return self
 

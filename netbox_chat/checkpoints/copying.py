@@ -16,11 +16,11 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from netbox_chat.checkpointer import BridgedSqliteSaver, SyncSaverBridge
+from netbox_chat.checkpoints.saver import open_saver
+from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver, SyncSaverBridge
 from netbox_chat.errors import UserFacingError
-from netbox_chat.runtime import open_saver
-from netbox_chat.sessions import NoSuchSession
-from netbox_chat.stores import Store
+from netbox_chat.store.choose import Store
+from netbox_chat.store.sessions import NoSuchSession
 
 _WRITE_COLUMNS = "checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type"
 

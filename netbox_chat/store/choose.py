@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeAlias
 
 from netbox_chat.config import Settings
-from netbox_chat.sessions import SessionFile, SessionStore
+from netbox_chat.store.sessions import SessionFile, SessionStore
 
 if TYPE_CHECKING:
-    from netbox_chat.pgstore import PgSession, PgSessionStore
+    from netbox_chat.store.postgres import PgSession, PgSessionStore
 
 Store: TypeAlias = "SessionStore | PgSessionStore"
 OpenSession: TypeAlias = "SessionFile | PgSession"
@@ -24,7 +24,7 @@ OpenSession: TypeAlias = "SessionFile | PgSession"
 def open_store(settings: Settings) -> Store:
     """The configured store; nothing is connected or created yet."""
     if settings.store is not None:
-        from netbox_chat.pgstore import PgSessionStore
+        from netbox_chat.store.postgres import PgSessionStore
 
         return PgSessionStore(settings.store)
     return SessionStore(settings.sessions_dir)

@@ -9,7 +9,7 @@ transcript has to show; the checkpoints hold only what the model sees.
 
 `--tool-results` adds what each tool call returned, which only the
 checkpoints hold: read on a read-only connection too, through LangGraph's saver
-(this one imports LangChain), by the code `/show` uses (netbox_chat.evidence).
+(this one imports LangChain), by the code `/show` uses (netbox_chat.agent.evidence).
 
 The NetBox token is never part of a session, and the secrets passed in are
 masked anyway, so an export cannot leak one.
@@ -28,12 +28,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from netbox_chat.agent.evidence import ToolResult, table_of, tool_results, turn_messages
 from netbox_chat.config import mask_token
-from netbox_chat.database import Connection
 from netbox_chat.errors import UserFacingError
-from netbox_chat.evidence import ToolResult, table_of, tool_results, turn_messages
-from netbox_chat.pgstore import PgSessionStore
-from netbox_chat.sessions import (
+from netbox_chat.models.thinking import thought_for
+from netbox_chat.store.database import Connection
+from netbox_chat.store.postgres import PgSessionStore
+from netbox_chat.store.sessions import (
     SessionStore,
     Turn,
     UnreadableSession,
@@ -43,7 +44,6 @@ from netbox_chat.sessions import (
     session_model,
     stored_model,
 )
-from netbox_chat.thinking import thought_for
 from netbox_chat.visible import visible, visible_json
 from netbox_chat.words import count, number
 
@@ -177,13 +177,13 @@ def stored_tool_results(
     rebuilds the message list from its delta writes only through a compiled
     graph's channels. Turns are read oldest first, each end the child of the
     one before, so the saver extends the history it decoded last instead of
-    walking the whole thread again (checkpointer.HistoryCache)."""
+    walking the whole thread again (checkpoints.sqlite.HistoryCache)."""
     wanted = [t for t in turns if t.status in KEPT_MESSAGES and t.end_checkpoint_id]
     if not wanted:
         return {}
     from langgraph.graph import END, START, StateGraph
 
-    from netbox_chat.agent import SessionState
+    from netbox_chat.agent.graph import SessionState
 
     with _read_only_saver(store, session_id) as saver:
         builder = StateGraph(SessionState)
@@ -215,13 +215,13 @@ def _read_only_saver(store: Store, session_id: str) -> Iterator[Any]:
     """The session's LangGraph saver on a read-only connection of its own:
     no lock taken, nothing written (the session may be open elsewhere)."""
     if isinstance(store, PgSessionStore):
-        from netbox_chat import pgstore
-        from netbox_chat.pgsaver import BridgedPostgresSaver
+        from netbox_chat.checkpoints.postgres import BridgedPostgresSaver
+        from netbox_chat.store import postgres as pgstore
 
         with contextlib.closing(pgstore.connect(store.url, read_only=True)) as pg:
             yield BridgedPostgresSaver(pg, store.url, session_id)
         return
-    from netbox_chat.checkpointer import BridgedSqliteSaver
+    from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
 
     try:
         with read_only_connection(store.path_for(session_id), factory=Connection) as conn:

@@ -45,8 +45,7 @@ from langgraph.config import get_stream_writer
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.types import Command
 
-from netbox_chat.errors import UserFacingError
-from netbox_chat.history import (
+from netbox_chat.agent.history import (
     QUESTION_KEY,
     SUMMARY_PREFIX,
     SUMMARY_SOURCE,
@@ -55,15 +54,16 @@ from netbox_chat.history import (
     is_summary,
     summary_request,
 )
-from netbox_chat.thinking import REASONING_KEY, inlines_thinking, split_thinking
-from netbox_chat.turns import (
+from netbox_chat.agent.turns import (
     ContextCompacted,
     ContextMeasured,
     ContextSummaryFailed,
     describe_error,
     text_of,
 )
-from netbox_chat.window import DEFAULT_CHARS_PER_TOKEN, transcript_chars
+from netbox_chat.errors import UserFacingError
+from netbox_chat.models.thinking import REASONING_KEY, inlines_thinking, split_thinking
+from netbox_chat.models.window import DEFAULT_CHARS_PER_TOKEN, transcript_chars
 from netbox_chat.words import number
 
 SAFETY = 0.9

@@ -34,14 +34,15 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
 from rich.text import Text
 
-from netbox_chat import entry, render
+from netbox_chat import process
+from netbox_chat.agent.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
 from netbox_chat.config import Settings, state_dir
 from netbox_chat.errors import ExitStatus, UserFacingError
-from netbox_chat.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
-from netbox_chat.sessions import Turn
-from netbox_chat.stores import OpenSession
-from netbox_chat.thinking import check_setting, setting_label
+from netbox_chat.models.thinking import check_setting, setting_label
+from netbox_chat.store.choose import OpenSession
+from netbox_chat.store.sessions import Turn
 from netbox_chat.typeahead import LFLAG_OFF
+from netbox_chat.ui import render
 from netbox_chat.visible import visible_line
 from netbox_chat.words import count
 
@@ -236,10 +237,10 @@ class Repl:
 
     def _prompt_drawn(self, app: Application[str]) -> None:
         """After every render. The first one ends the start-up (the collector
-        runs again, entry.py) and draws what waited for the prompt (the
+        runs again, process.py) and draws what waited for the prompt (the
         resumed session's recap) above it; the next starts the agent build,
         which would otherwise hold the GIL while the recap renders."""
-        entry.started()
+        process.started()
         if self.above_prompt is not None:
             draw, self.above_prompt = self.above_prompt, None
             asyncio.get_running_loop().call_soon(draw)  # not inside the renderer
@@ -382,7 +383,7 @@ class Repl:
         except ValueError:
             self.console.print(Text(f"/rewind takes a turn number, got {argument!r}", style="red"))
             return
-        from netbox_chat.history import rewind
+        from netbox_chat.agent.history import rewind
 
         result = rewind(runtime.conversation, target)
         self.console.print(Text(str(result), style="green"))
@@ -434,7 +435,7 @@ class Repl:
     async def show(self, argument: str) -> None:
         """`/show [N]`: the tool calls of the last answered turn (or turn N),
         with what each returned, from the conversation at the turn's end."""
-        from netbox_chat.evidence import tool_results, turn_messages
+        from netbox_chat.agent.evidence import tool_results, turn_messages
 
         turn = chosen_turn([t for t in self.session.turns() if t.status == "done"], argument)
         if turn is None:
@@ -464,7 +465,7 @@ class Repl:
         self.console.print(render.thinking_text(turn))
 
     async def compact(self) -> None:
-        from netbox_chat.history import compact
+        from netbox_chat.agent.history import compact
 
         runtime = await self.runtime()
         before = self._last_request_tokens(runtime)
@@ -542,7 +543,7 @@ async def run_chat(
                     console, report, reason=f"turn {report.turn} was interrupted and "
                 )
         if rewind_to is not None:
-            from netbox_chat.history import NothingToRewind, rewind
+            from netbox_chat.agent.history import NothingToRewind, rewind
 
             runtime = await repl.runtime()
             try:

@@ -14,7 +14,7 @@ import re
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from netbox_chat.turns import TurnOutcome
+    from netbox_chat.agent.turns import TurnOutcome
 
 from netbox_chat.visible import visible_json
 

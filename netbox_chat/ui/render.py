@@ -25,9 +25,9 @@ from rich.text import Text
 
 from netbox_chat.config import SETTINGS, Settings, without_userinfo
 from netbox_chat.errors import UserFacingError
-from netbox_chat.mdstream import Finished, MarkdownBlocks, tail_preview
-from netbox_chat.sessions import Recap, SessionSummary, Turn, epoch
-from netbox_chat.thinking import thought_for
+from netbox_chat.models.thinking import thought_for
+from netbox_chat.store.sessions import Recap, SessionSummary, Turn, epoch
+from netbox_chat.ui.mdstream import Finished, MarkdownBlocks, tail_preview
 from netbox_chat.visible import visible, visible_line
 from netbox_chat.words import count, number
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from rich.markdown import Markdown
     from rich.spinner import Spinner
 
-    from netbox_chat.turns import RollbackReport, TurnEvent, TurnOutcome
+    from netbox_chat.agent.turns import RollbackReport, TurnEvent, TurnOutcome
 
 
 class VisibleConsole(Console):
@@ -605,8 +605,7 @@ class TurnView:
         return "waiting for " + ", ".join(self.running_tools.values())
 
     def on_event(self, event: TurnEvent) -> None:
-        from netbox_chat.liveness import Waiting
-        from netbox_chat.turns import (
+        from netbox_chat.agent.turns import (
             ContextCompacted,
             ContextSummaryFailed,
             RollingBack,
@@ -616,6 +615,7 @@ class TurnView:
             ToolFinished,
             ToolStarted,
         )
+        from netbox_chat.models.liveness import Waiting
 
         if isinstance(event, TextDelta):
             self.status.activity = "answering"
@@ -991,7 +991,9 @@ def tool_call_view(name: str, args: dict[str, Any], result: str, error: bool) ->
 
 
 def _result_view(result: str) -> RenderableType:
-    from netbox_chat.evidence import table_of  # for /show only: not loaded before every prompt
+    from netbox_chat.agent.evidence import (
+        table_of,  # for /show only: not loaded before every prompt
+    )
 
     try:
         data = json.loads(result)
@@ -1159,7 +1161,7 @@ def settings_table(settings: Settings, *, token_failed: bool = False) -> Text:
         value = getattr(settings, setting.name)
         shown = "(not set)" if value is None else str(value)
         if setting.name == "store" and value is not None:
-            from netbox_chat.pgstore import shown_url
+            from netbox_chat.store.postgres import shown_url
 
             shown = shown_url(value)  # a database URL may carry a password
         elif setting.name == "netbox_url" and value is not None:

@@ -43,14 +43,14 @@ from langgraph.pregel._algo import prepare_next_tasks
 from langgraph.pregel._checkpoint import channels_from_checkpoint
 from langgraph.types import Overwrite, StateSnapshot
 
-from netbox_chat.checkpointer import SyncSaverBridge, WritesStillRunning
+from netbox_chat.agent.replies import JSON_STARTS, READ_AS_CALL
+from netbox_chat.checkpoints.sqlite import SyncSaverBridge, WritesStillRunning
 from netbox_chat.errors import UserFacingError
-from netbox_chat.liveness import Waiting
-from netbox_chat.pgstore import database_errors
-from netbox_chat.replies import JSON_STARTS, READ_AS_CALL
-from netbox_chat.sessions import OutcomeUnknown, StoreError, ToolCallRecord, TurnStatus
-from netbox_chat.stores import OpenSession
-from netbox_chat.thinking import ThinkSplitter, inlines_thinking, split_thinking
+from netbox_chat.models.liveness import Waiting
+from netbox_chat.models.thinking import ThinkSplitter, inlines_thinking, split_thinking
+from netbox_chat.store.choose import OpenSession
+from netbox_chat.store.postgres import database_errors
+from netbox_chat.store.sessions import OutcomeUnknown, StoreError, ToolCallRecord, TurnStatus
 from netbox_chat.words import count
 
 

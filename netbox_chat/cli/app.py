@@ -28,8 +28,8 @@ from typer._click.shell_completion import CompletionItem, add_completion_class
 from typer._completion_classes import FishComplete, ZshComplete
 from typer.core import TyperGroup
 
-from netbox_chat import entry, typeahead, words
-from netbox_chat.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
+from netbox_chat import process, typeahead, words
+from netbox_chat.cli.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
 from netbox_chat.config import (
     DATABASE_SCHEMES,
     PROFILE_ENV,
@@ -40,24 +40,24 @@ from netbox_chat.config import (
     without_userinfo,
 )
 from netbox_chat.errors import ExitStatus, UserFacingError, user_facing
-from netbox_chat.sessions import (
+from netbox_chat.store.choose import OpenSession, Store, open_store
+from netbox_chat.store.sessions import (
     AmbiguousSession,
     SessionStore,
     SessionSummary,
     epoch,
 )
-from netbox_chat.stores import OpenSession, Store, open_store
 from netbox_chat.visible import visible, visible_line
 from netbox_chat.words import number
 
 if TYPE_CHECKING:
-    from netbox_chat.render import TurnView
-    from netbox_chat.streamjson import JsonLines
+    from netbox_chat.ui.render import TurnView
+    from netbox_chat.ui.streamjson import JsonLines
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from netbox_chat.runtime import CancelOnSignals
+    from netbox_chat.agent.runtime import CancelOnSignals
 
 
 def report(error: Exception) -> ExitStatus:
@@ -66,7 +66,7 @@ def report(error: Exception) -> ExitStatus:
     documented exit status. Anything else than a `UserFacingError` is a bug
     of ours; it still gets one line (set NETBOX_CHAT_TRACEBACK=1 for the
     traceback), not a traceback over the user's terminal."""
-    from netbox_chat import render
+    from netbox_chat.ui import render
 
     if isinstance(error, BrokenPipeError):
         return reader_went_away()
@@ -298,7 +298,7 @@ Profile = Annotated[
 
 
 def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]] | list[str]:
-    """Session ids for Typer's completion, when `completion.main` did not
+    """Session ids for Typer's completion, when the entry point (main.py) did not
     answer first (PowerShell, or a line it does not read): the same choices,
     and none after the chat's own options typed before the command, which the
     CLI refuses."""
@@ -333,7 +333,7 @@ def consoles() -> "tuple[Console, Console]":
     """stdout's and stderr's consoles, made on first use: Rich's console
     module costs 17 ms of imports, which a Tab press (Typer's completion
     builds this app and runs no command) never needs."""
-    from netbox_chat.render import VisibleConsole
+    from netbox_chat.ui.render import VisibleConsole
 
     class PipeConsole(VisibleConsole):
         def on_broken_pipe(self) -> None:
@@ -425,7 +425,7 @@ def settings_from(
 def warn_password_in_argv(url: str) -> None:
     """A password in `--store` is seen by every local user (`ps`) and kept in
     the shell's history: say so, once, and where else it can go."""
-    from netbox_chat.pgstore import has_password
+    from netbox_chat.store.postgres import has_password
 
     warning = (
         "a password in --store is visible to other users in `ps` and kept in your "
@@ -513,7 +513,7 @@ def _chat(
     import asyncio
     from dataclasses import replace
 
-    from netbox_chat.repl import require_terminal, run_chat
+    from netbox_chat.cli.repl import require_terminal, run_chat
 
     store = open_store(settings)
     fresh = settings  # for a session made by /new: not the resumed one's
@@ -639,10 +639,10 @@ def main_callback(
     store_option: StoreOption = None,
 ) -> None:
     """Start a new chat session when no command is given."""
-    if ctx.invoked_subcommand != "ask":  # `ask` guards itself (entry.py)
-        entry.release()
+    if ctx.invoked_subcommand != "ask":  # `ask` guards itself (process.py)
+        process.release()
     if ctx.invoked_subcommand not in CHATS:  # a chat's start-up ends at its prompt (repl.py)
-        entry.started()
+        process.started()
     if ctx.invoked_subcommand is not None:
         refuse_chat_options(ctx, ctx.invoked_subcommand)
     if ctx.invoked_subcommand is None:
@@ -731,7 +731,7 @@ def list_sessions(
     store_option: StoreOption = None,
 ) -> None:
     """List sessions, most recently active first. Never writes anything."""
-    from netbox_chat import render
+    from netbox_chat.ui import render
 
     settings = settings_from(sessions_dir, store=store_option, profile=profile)
     store = open_store(settings)
@@ -916,8 +916,8 @@ def config_command(
     """Print every setting as resolved here and where it came from (flag,
     environment, profile, config file, default). The token shows only as set
     or missing; a token_command is run to check it works."""
-    from netbox_chat import render
     from netbox_chat.credentials import with_token
+    from netbox_chat.ui import render
 
     settings = settings_from(
         sessions_dir,
@@ -997,9 +997,9 @@ def ask(
     """
     import asyncio
 
-    from netbox_chat import render
-    from netbox_chat.runtime import CancelOnSignals
-    from netbox_chat.streamjson import JsonLines
+    from netbox_chat.agent.runtime import CancelOnSignals
+    from netbox_chat.ui import render
+    from netbox_chat.ui.streamjson import JsonLines
 
     if sum((session is not None, go_on, ephemeral)) > 1:
         raise UserFacingError(
@@ -1048,8 +1048,8 @@ def ask(
             try:
                 result = asyncio.run(_ask_once(opened, settings, question, signals, lines or view))
             except UserFacingError as exc:
-                from netbox_chat.streamjson import turn_result
-                from netbox_chat.turns import TurnOutcome
+                from netbox_chat.agent.turns import TurnOutcome
+                from netbox_chat.ui.streamjson import turn_result
 
                 stays = continuing or not _discard(opened)
                 # --json and --stream-json end with a result whatever happened.
@@ -1132,7 +1132,7 @@ def _discard(session: OpenSession) -> bool:
     """Remove a new session none of whose turns finished; False if it stays
     (it has an answer, or it cannot be removed, the connection to its store
     lost: then it is kept as it is, and `ls` marks it never answered)."""
-    from netbox_chat.pgstore import database_errors
+    from netbox_chat.store.postgres import database_errors
 
     kept_as_is: tuple[type[Exception], ...] = (UserFacingError, *database_errors())
     try:
@@ -1155,10 +1155,10 @@ async def _ask_once(
     streaming view, as in the REPL); what happened, as `ask --json` says it."""
     import asyncio
 
-    from netbox_chat import render
-    from netbox_chat.runtime import build_runtime
-    from netbox_chat.streamjson import turn_result
-    from netbox_chat.turns import EventSink, TurnOutcome, ignore_events
+    from netbox_chat.agent.runtime import build_runtime
+    from netbox_chat.agent.turns import EventSink, TurnOutcome, ignore_events
+    from netbox_chat.ui import render
+    from netbox_chat.ui.streamjson import turn_result
 
     outage = None
     try:
@@ -1227,7 +1227,7 @@ def export_command(
 ) -> None:
     """Print a session's transcript: questions, answers, tool calls, tokens per
     turn; cancelled, failed and rewound turns marked. Never writes the session."""
-    from netbox_chat.export import export_session, write_private
+    from netbox_chat.cli.export import export_session, write_private
 
     settings = settings_from(sessions_dir, store=store_option)
     fmt = fmt.lower()
@@ -1268,7 +1268,7 @@ def copy(
     """Copy a session, with its memory and its ledger, to another store (a
     folder to the team's database, or back). It keeps its id; the original
     stays where it is."""
-    from netbox_chat.copying import copy_session
+    from netbox_chat.checkpoints.copying import copy_session
 
     source = open_store(settings_from(sessions_dir, store=store_option))
     target = open_store(resolve_target(to))
@@ -1317,7 +1317,7 @@ def doctor(
     """Check the setup: Ollama, the model and its tool support, NetBox, the
     token, the NetBox version, the session store. One line each; exits 1 if
     anything is wrong. With --init-store, create the database store's schema."""
-    from netbox_chat.doctor import init_database_store, run_checks
+    from netbox_chat.cli.doctor import init_database_store, run_checks
 
     if init_store:
         settings = settings_from(sessions_dir, store=store_option, profile=profile)

@@ -7,7 +7,6 @@ why the REPL builds the agent on a background thread while the user types.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Required
@@ -24,18 +23,15 @@ from deepagents.graph import DeepAgentState
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
-from langchain_ollama import ChatOllama
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
-from netbox_chat.coalesce import CoalescingTransport
-from netbox_chat.coldstart import recorder
+from netbox_chat.agent.replies import ReplyRepair
 from netbox_chat.config import Settings
-from netbox_chat.liveness import PatientTransport, ollama_probe
+from netbox_chat.models.ollama import build_model
+from netbox_chat.models.thinking import REASONING_KEY, inlines_thinking, split_thinking
 from netbox_chat.netbox.repeats import RepeatedCalls
-from netbox_chat.replies import ReplyRepair
-from netbox_chat.thinking import REASONING_KEY, inlines_thinking, split_thinking
 
 SYSTEM_PROMPT = """\
 You are netbox-chat, an assistant for network operators. NetBox is the \
@@ -158,38 +154,6 @@ def _thinking_apart(message: BaseMessage, inline: bool) -> BaseMessage:
     return message.model_copy(update={"additional_kwargs": kwargs, "content": answer})
 
 
-def build_model(
-    settings: Settings, *, reasoning: bool | str | None = None, num_ctx: int | None = None
-) -> ChatOllama:
-    """The session's chat model. `reasoning` is sent as Ollama's `think` (see
-    thinking.plan_thinking); `num_ctx` is the session's window, which must stay
-    the same for every request of the session (a change makes Ollama reload
-    the model, #9977)."""
-    return ChatOllama(
-        model=settings.model,
-        base_url=settings.ollama_url,
-        num_ctx=num_ctx or settings.num_ctx,
-        temperature=0,
-        num_predict=settings.num_predict,
-        reasoning=reasoning,
-        # ChatOllama has no timeout by default: a stalled server would hang a
-        # turn forever. The timeout covers connect and each read of the stream,
-        # but a silent server that still answers /api/ps is waited for
-        # (liveness.py): loading a model or reading a long prompt takes minutes.
-        client_kwargs={"timeout": settings.request_timeout},
-        # A reply read slower than it streams is read in fewer pieces (coalesce.py).
-        async_client_kwargs={
-            "transport": CoalescingTransport(
-                PatientTransport(
-                    ollama_probe(settings.ollama_url, settings.request_timeout),
-                    settings.request_timeout,
-                    loaded=recorder(os.environ),  # the user's cold start, for doctor
-                )
-            )
-        },
-    )
-
-
 def build_agent(
     settings: Settings,
     tools: Sequence[BaseTool],
@@ -203,7 +167,7 @@ def build_agent(
     deepagents' default in-state backend is kept, so virtual files and
     offloaded tool results live inside the checkpoint and die with the
     session; nothing is written beside the session file. `context_guard`
-    (netbox_chat.context) takes the slot of deepagents' summarization.
+    (netbox_chat.agent.context) takes the slot of deepagents' summarization.
     """
     _exclude_subagents_for_ollama()
     middleware: list[AgentMiddleware[Any, Any, Any]] = [

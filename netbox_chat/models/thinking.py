@@ -9,7 +9,7 @@ write it into the content between `<think>` and `</think>`. Either way it is
 shown to the user as thinking, kept in the ledger, and never stored or sent as
 the answer.
 
-Pure and cheap to import (no LangChain, no httpx): config and the CLI use it.
+Pure and cheap to import (no LangChain, no httpx): the CLI uses it.
 """
 
 from __future__ import annotations
@@ -17,12 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from netbox_chat.model_info import ModelInfo
+from netbox_chat.config import LEVELS, THINK_SETTINGS
 
-LEVELS = ("low", "medium", "high")
-THINK_SETTINGS = ("on", "off", *LEVELS)
-"""What NETBOX_CHAT_THINK and `/think` take; no setting means the model's own default."""
+if TYPE_CHECKING:
+    from netbox_chat.models.model_info import ModelInfo
 
 OPEN_TAG, CLOSE_TAG = "<think>", "</think>"
 REASONING_KEY = "reasoning_content"

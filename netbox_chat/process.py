@@ -1,24 +1,28 @@
-"""The `netbox-chat` entry point: SIGINT and SIGTERM are caught from its first
-line, before the seconds of imports that come ahead of any command; and
-keys typed while a chat starts wait for its prompt (typeahead.py).
+"""The process's own state from its first line: SIGINT and SIGTERM recorded
+until a command takes them over, and the garbage collector paused through the
+start-up's imports.
 
 `ask` promises that a signal before its turn starts stops the turn from
 starting (exit 130, nothing recorded), but its guard (`CancelOnSignals`) could
 only be installed once the CLI was imported and Typer had dispatched to it: a
-SIGTERM in that time killed the process (143). So `main` records the first
-signal from the start, and imports nothing but `signal` before doing so. The
-command then takes over: `ask`'s guard adopts a recorded signal as its own
-(`pending`); every other command gets the default behaviour back and a
-recorded signal delivered as it would have been (`release`).
+SIGTERM in that time killed the process (143). So the entry point
+(cli/main.py) calls `arm` before any other import, and this module imports
+nothing but the standard library (and typeahead, itself that light) so that
+it can. The command then takes over: `ask`'s guard adopts a recorded signal as
+its own (`pending`); every other command gets the default behaviour back and
+a recorded signal delivered as it would have been (`release`).
 
-A signal during the interpreter's own start-up, before this module runs, still
-has the default effect: nothing of ours is running yet.
+A signal during the interpreter's own start-up, before the entry point runs,
+still has the default effect: nothing of ours is running yet.
 
-The cyclic garbage collector is also off from here until the command's
-start-up is over (`started`). The imports ahead of the first prompt make
-about 34,000 objects that live as long as the process; collecting while they
-are made ran about 80 passes (7 % of the start-up's time) that found a few
-hundred objects to free.
+The cyclic garbage collector is also off from the first line until the
+command's start-up is over (`started`). The imports ahead of the first prompt
+make about 34,000 objects that live as long as the process; collecting while
+they are made ran about 80 passes (7 % of the start-up's time) that found a
+few hundred objects to free.
+
+Base layer: the CLI, the REPL and the agent's runtime read this state, so it
+lives below them all (it was entry.py's, which made an import circle).
 """
 
 from __future__ import annotations
@@ -83,21 +87,3 @@ def pause_collector() -> None:
     """Collect no garbage until `started`: before the first import."""
     gc.disable()
     _collector_paused.append(True)
-
-
-def main() -> None:
-    """`netbox-chat`: arm, pause the collector, hold the keys typed while a
-    chat starts (typeahead.py), then a Tab on a session id or the CLI
-    (completion.main)."""
-    arm()
-    pause_collector()
-    import os
-    import sys
-
-    from netbox_chat import typeahead
-
-    if typeahead.starts_a_chat(sys.argv, os.environ):
-        typeahead.hold()
-    from netbox_chat.completion import main as run
-
-    run()
