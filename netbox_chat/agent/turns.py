@@ -19,6 +19,7 @@ or the one-shot `ask` renders them.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sqlite3
 import time
@@ -45,6 +46,7 @@ from langgraph.types import Overwrite, StateSnapshot
 
 from netbox_chat.agent.replies import JSON_STARTS, READ_AS_CALL
 from netbox_chat.checkpoints.sqlite import SyncSaverBridge, WritesStillRunning
+from netbox_chat.claims import Grounding, check
 from netbox_chat.errors import UserFacingError
 from netbox_chat.models.liveness import Waiting
 from netbox_chat.models.thinking import ThinkSplitter, inlines_thinking, split_thinking
@@ -150,9 +152,18 @@ class ContextSummaryFailed:
     reason: str
 
 
+@dataclass(frozen=True)
+class GroundingRetry:
+    """The answer stated claims NetBox's replies do not hold; the model is
+    asked once, within the same turn, to correct or drop them."""
+
+    claims: tuple[str, ...]
+
+
 ContextEvent = ContextMeasured | ContextCompacted | ContextSummaryFailed
 TurnEvent = (
     TurnStarted
+    | GroundingRetry
     | TextDelta
     | ThinkingDelta
     | ThinkingFinished
@@ -220,6 +231,7 @@ class TurnOutcome:
     thinking: str = ""
     thinking_seconds: float | None = None
     context: ContextUse = field(default_factory=lambda: ContextUse())
+    grounding: Grounding | None = None  # the answer's claims against NetBox's replies
 
 
 class _Thinking:
@@ -350,6 +362,7 @@ class Conversation:
         end_node: str,
         model: Any = None,
         asks: tuple[str, str] | None = None,
+        grounding: str = "mark",
     ) -> None:
         if getattr(saver, "conn", session.db) is not session.db:
             # A rollback and its ledger record are one transaction: on two
@@ -363,6 +376,9 @@ class Conversation:
         # The model's name and its server's kind (provider), as each turn's
         # ledger row records them: `/model` builds a new Conversation.
         self.asks = asks
+        # "mark": the answer's ungrounded claims are reported; "retry": the
+        # model is also asked once, within the turn, to correct them.
+        self.grounding = grounding
         self.config: RunnableConfig = {"configurable": {"thread_id": session.id}}
         # Turns whose rollback or record could not be written yet, by number.
         self._unrecorded: dict[int, TurnOutcome] = {}
@@ -550,6 +566,9 @@ class Conversation:
                         message_count=message_count,
                         thinking=outcome.thinking or None,
                         thinking_seconds=outcome.thinking_seconds,
+                        grounding=None
+                        if outcome.grounding is None
+                        else outcome.grounding.as_json(),
                         **outcome.context.ledger(),
                     )
                     self._record_compactions(number, outcome.context)
@@ -630,25 +649,43 @@ class Conversation:
             )
 
     async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome) -> int:
-        """Run the graph, report its events; return how many messages the
-        conversation has at the end, as the run's own state says (counting
-        them from the file would read the whole history again)."""
+        """Run the graph, report its events, check the answer's claims against
+        the tool results the conversation holds (retrying once when asked to);
+        return how many messages the conversation has at the end, as the run's
+        own state says (counting them from the file would read the whole
+        history again)."""
+        messages, message_count = await self._pass(HumanMessage(question), sink, outcome)
+        outcome.grounding = check(outcome.answer, tool_evidence(messages), given=question)
+        if self.grounding == "retry" and not outcome.grounding.quiet and outcome.answer:
+            claims = tuple(c.text for c in outcome.grounding.ungrounded)
+            sink(GroundingRetry(claims))
+            messages, message_count = await self._pass(
+                HumanMessage(retry_prompt(outcome.grounding)), sink, outcome
+            )
+            outcome.grounding = check(outcome.answer, tool_evidence(messages), given=question)
+        return message_count
+
+    async def _pass(
+        self, asked: HumanMessage, sink: EventSink, outcome: TurnOutcome
+    ) -> tuple[list[BaseMessage], int]:
+        """One run of the graph from `asked`: its events reported, the
+        conversation's messages at its end and how many there are."""
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
         thinking = _Thinking(
             sink, outcome, inline=inlines_thinking(getattr(self.model, "reasoning", None))
         )
-        inputs = {"messages": [HumanMessage(question)]}
+        inputs = {"messages": [asked]}
         stream: Any = self.graph.astream(
             inputs,
             self.config,
             stream_mode=["messages", "updates", "values", "custom"],
             durability="exit",
         )
-        message_count = 0
+        messages: list[BaseMessage] = []
         try:
             async for mode, chunk in stream:
                 if mode == "values":
-                    message_count = len(chunk.get("messages", []))
+                    messages = list(chunk.get("messages", []))
                     continue
                 if mode == "custom":
                     if isinstance(chunk, ContextEvent):
@@ -672,7 +709,7 @@ class Conversation:
                         self._on_message(message, sink, outcome, started)
         finally:
             thinking.settle()
-        return message_count
+        return messages, len(messages)
 
     def _on_message(
         self,
@@ -907,3 +944,35 @@ def describe_error(exc: BaseException) -> str:
     if status is not None:
         return f"Ollama answered {status}: {text}"
     return f"{name}: {text}"
+
+
+def tool_evidence(messages: Sequence[BaseMessage]) -> list[Any]:
+    """The tool results the conversation holds (this turn's and the earlier
+    ones still in it), as JSON data where they are JSON, else their text:
+    what the answer may rest on."""
+    evidence: list[Any] = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            text = text_of(message)
+            try:
+                evidence.append(json.loads(text))
+            except ValueError:
+                evidence.append(text)
+    return evidence
+
+
+def retry_prompt(grounding: Grounding) -> str:
+    """What the model is told when its answer states what NetBox's replies do
+    not hold: the claims, and to correct them from NetBox or drop them."""
+    if grounding.without_netbox:
+        return (
+            "Your answer states NetBox facts without any NetBox tool call. Look them up "
+            "with the tools, then answer again from what NetBox returns."
+        )
+    listed = "\n".join(f"- {c.text} ({c.kind})" for c in grounding.ungrounded)
+    return (
+        "These claims in your answer are not in NetBox's replies:\n"
+        f"{listed}\n"
+        "Check them with the tools and correct them, or drop them. Then give the whole "
+        "answer again."
+    )

@@ -205,6 +205,9 @@ class Turn:
     asked_by: str | None = None
     model: str | None = None  # None: a row from before m005, it asked the session's model
     provider: str | None = None
+    # the grounding check of the answer, as `ask --json` gives it (None: a row
+    # from before m006, or a turn with no answer)
+    grounding: dict[str, Any] | None = None
 
 
 _TURN_FIELDS = tuple(f.name for f in fields(Turn))
@@ -250,7 +253,37 @@ def _turn_from_row(row: tuple[Any, ...]) -> Turn:
     values["tool_calls"] = [ToolCallRecord(**call) for call in calls]
     values["model"] = stored_model(values["model"])
     values["provider"] = values["provider"] if values["provider"] in PROVIDERS else None
+    values["grounding"] = stored_grounding(values["grounding"])
     return Turn(**values)
+
+
+GROUNDING_KINDS = ("name", "number", "address", "value")
+
+
+def stored_grounding(value: object) -> dict[str, Any] | None:
+    """A turn's grounding read back from a store, or None when it is not one:
+    anyone with access to the store writes these rows, so only the exact
+    shape `ask --json` gives is taken (its texts are shown escaped)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or set(data) != {"claims", "ungrounded", "without_netbox"}:
+        return None
+    claims, ungrounded, without = data["claims"], data["ungrounded"], data["without_netbox"]
+    if type(claims) is not int or claims < 0 or type(without) is not bool:
+        return None
+    if not isinstance(ungrounded, list) or not all(
+        isinstance(c, dict)
+        and set(c) == {"text", "kind"}
+        and isinstance(c["text"], str)
+        and c["kind"] in GROUNDING_KINDS
+        for c in ungrounded
+    ):
+        return None
+    return data
 
 
 MODEL_NAME_MAX = 200
@@ -283,6 +316,7 @@ def _turn_to_row(turn: Turn) -> tuple[Any, ...]:
     """The inverse of `_turn_from_row`, in `_TURN_FIELDS` order (for `copy`)."""
     values = asdict(turn)
     values["tool_calls"] = json.dumps(values["tool_calls"])
+    values["grounding"] = None if turn.grounding is None else json.dumps(turn.grounding)
     return tuple(values[name] for name in _TURN_FIELDS)
 
 
@@ -919,6 +953,7 @@ class Ledger:
         truncated: bool = False,
         thinking: str | None = None,
         thinking_seconds: float | None = None,
+        grounding: dict[str, Any] | None = None,
     ) -> None:
         """Close a turn's row."""
         with self.db.atomic():
@@ -930,7 +965,8 @@ class Ledger:
                 "message_count = :message_count, prompt_tokens_max = :prompt_tokens_max, "
                 "prompt_tokens_last = :prompt_tokens_last, context_window = :context_window, "
                 "truncated = :truncated, thinking = :thinking, "
-                "thinking_seconds = :thinking_seconds, thinking_chars = :thinking_chars "
+                "thinking_seconds = :thinking_seconds, thinking_chars = :thinking_chars, "
+                "grounding = :grounding "
                 "WHERE {and_}number = :number",
                 number=number,
                 status=status,
@@ -950,6 +986,7 @@ class Ledger:
                 thinking=thinking,
                 thinking_seconds=thinking_seconds,
                 thinking_chars=len(thinking or ""),
+                grounding=None if grounding is None else json.dumps(grounding),
             )
 
     def _turns(self, condition: str = "TRUE", order: str = "", **params: Any) -> list[Turn]:
