@@ -3,6 +3,9 @@ marked, and the one line after it that names them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from netbox_chat.claims.grounding import Grounding
 from netbox_chat.words import count
 
@@ -26,11 +29,16 @@ def summary_line(grounding: Grounding) -> str:
     """The line after the answer, or "" when every claim rests on NetBox:
     `2 not in NetBox's replies: dmi01-akron-sw03, 17 devices`, or that the
     answer states NetBox facts with no tool call."""
-    if grounding.without_netbox:
-        return f"answered without NetBox: {count(grounding.claims, 'fact')} and no tool call"
-    if not grounding.ungrounded:
+    return summary_of(grounding.as_json())
+
+
+def summary_of(data: Mapping[str, Any]) -> str:
+    """`summary_line` of a grounding as `ask --json` and the ledger give it."""
+    if data["without_netbox"]:
+        return f"answered without NetBox: {count(data['claims'], 'fact')} and no tool call"
+    texts = [str(c["text"]) for c in data["ungrounded"]]
+    if not texts:
         return ""
-    texts = [c.text for c in grounding.ungrounded]
     named = ", ".join(texts[:SHOWN])
     if len(texts) > SHOWN:
         named += f" and {len(texts) - SHOWN} more"

@@ -286,6 +286,17 @@ Think = Annotated[
         show_default=False,
     ),
 ]
+GroundingOption = Annotated[
+    str | None,
+    setting_option(
+        "--grounding",
+        envvar="NETBOX_CHAT_GROUNDING",
+        help=(
+            "Claims of an answer that NetBox's replies do not hold: mark them (default), or "
+            "retry: ask the model once, within the turn, to correct or drop them."
+        ),
+    ),
+]
 Profile = Annotated[
     str | None,
     setting_option(
@@ -378,6 +389,7 @@ def settings_from(
     netbox_url: str | None = None,
     think: bool | None = None,
     *,
+    grounding: str | None = None,
     store: str | None = None,
     profile: str | None = None,
     session_model: str | None = None,
@@ -402,6 +414,7 @@ def settings_from(
         profile=profile,
         provider=provider,
         base_url=base_url,
+        grounding=grounding,
     )
     typed["store"] = typed_on_command_line(store_option=store)["store_option"]
     if typed["store"] is not None and typed["store"].startswith(DATABASE_SCHEMES):
@@ -635,6 +648,7 @@ def main_callback(
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
+    grounding: GroundingOption = None,
     profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
@@ -652,6 +666,7 @@ def main_callback(
             model,
             netbox_url,
             think,
+            grounding=grounding,
             store=store_option,
             profile=profile,
             provider=provider,
@@ -683,6 +698,7 @@ def resume(
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
+    grounding: GroundingOption = None,
     profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
@@ -702,6 +718,7 @@ def resume(
         "model": model,
         "netbox_url": netbox_url,
         "think": think,
+        "grounding": grounding,
         "store": store_option,
     }
     settings = settings_from(sessions_dir, store=store_option, profile=profile)
@@ -985,6 +1002,7 @@ def ask(
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
+    grounding: GroundingOption = None,
     profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
@@ -1014,6 +1032,7 @@ def ask(
         "model": model,
         "netbox_url": netbox_url,
         "think": think,
+        "grounding": grounding,
         "store": store_option,
     }
     lines = JsonLines(sys.stdout) if stream_json else None
@@ -1029,6 +1048,7 @@ def ask(
             model,
             netbox_url,
             think,
+            grounding=grounding,
             store=store_option,
             profile=profile,
             provider=provider,

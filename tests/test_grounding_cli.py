@@ -1,0 +1,86 @@
+"""The grounding check through the real CLI: `ask --json` and stream-json
+carry it, the ledger keeps it, `export` shows it; on both kinds of model
+server (Ollama's API and an OpenAI-compatible /v1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.test_stores import cli
+
+LOOK = ToolCall(
+    "netbox_get_objects", {"object_type": "dcim.device", "filters": {"site": "dm-akron"}}
+)
+MADE_UP = (
+    "DM-Akron has 17 devices, among them dmi01-akron-sw01, dmi01-akron-sw02 and dmi01-akron-sw03."
+)
+
+
+@pytest.mark.model_servers("ollama", "llama.cpp")
+def test_ask_json_carries_the_grounding_and_the_ledger_and_export_keep_it(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script([LOOK], [Text(MADE_UP)], [Text("DM-Akron has 3 devices.")])
+    asked = cli(chat_env, "ask", "how many devices at DM-Akron?", "--json")
+    assert asked.returncode == 0, asked.stderr
+    result = json.loads(asked.stdout)
+    assert result["grounding"] == {
+        "claims": 5,
+        "ungrounded": [
+            {"text": "17 devices", "kind": "number"},
+            {"text": "dmi01-akron-sw03", "kind": "name"},
+        ],
+        "without_netbox": False,
+    }
+    # The next turn makes no call: its facts rest on the earlier result.
+    again = cli(chat_env, "ask", "--continue", "and how many really?", "--json")
+    assert json.loads(again.stdout)["grounding"] == {
+        "claims": 2, "ungrounded": [], "without_netbox": False
+    }  # fmt: skip
+
+    exported = cli(chat_env, "export", result["session"], "--format", "json")
+    turns = json.loads(exported.stdout)["turns"]
+    assert [t["grounding"] for t in turns] == [result["grounding"], {
+        "claims": 2, "ungrounded": [], "without_netbox": False
+    }]  # fmt: skip
+    markdown = cli(chat_env, "export", result["session"]).stdout
+    assert "> ⚠ 2 not in NetBox's replies: 17 devices, dmi01-akron-sw03\n" in markdown
+    assert markdown.count("not in NetBox's replies") == 1
+
+
+def test_facts_with_no_tool_call_say_so_in_stream_json(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    ollama.script([Text("There are 12 devices at DM-Akron.")])
+    streamed = cli(chat_env, "ask", "how many devices at DM-Akron?", "--stream-json")
+    assert streamed.returncode == 0, streamed.stderr
+    last = json.loads(streamed.stdout.splitlines()[-1])
+    assert last["grounding"] == {
+        "claims": 1,
+        "ungrounded": [{"text": "12 devices", "kind": "number"}],
+        "without_netbox": True,
+    }
+
+
+def test_retry_asks_the_model_once_within_the_turn_and_checks_again(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    ollama.script([LOOK], [Text(MADE_UP)], [Text("DM-Akron has 3 devices.")])
+    asked = cli(chat_env, "ask", "how many devices at DM-Akron?", "--json", "--grounding", "retry")
+    assert asked.returncode == 0, asked.stderr
+    result = json.loads(asked.stdout)
+    assert result["answer"] == "DM-Akron has 3 devices."
+    assert result["grounding"] == {"claims": 2, "ungrounded": [], "without_netbox": False}
+    assert result["turn"] == 1 and len(ollama.requests) == 3
+    told = json.dumps(ollama.requests[-1]["messages"])
+    assert "17 devices (number)" in told and "dmi01-akron-sw03 (name)" in told
+
+    # The retry's tokens count in the turn: more than the same turn without it.
+    ollama.script([LOOK], [Text(MADE_UP)])
+    marked = json.loads(cli(chat_env, "ask", "how many devices at DM-Akron?", "--json").stdout)
+    assert result["tokens"]["in"] > marked["tokens"]["in"]
+    assert result["tokens"]["out"] > marked["tokens"]["out"]
