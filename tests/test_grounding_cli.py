@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.test_repl_pty import PROMPT, leave, plain, spawn
 from tests.test_stores import cli
 
 LOOK = ToolCall(
@@ -84,3 +85,39 @@ def test_retry_asks_the_model_once_within_the_turn_and_checks_again(
     marked = json.loads(cli(chat_env, "ask", "how many devices at DM-Akron?", "--json").stdout)
     assert result["tokens"]["in"] > marked["tokens"]["in"]
     assert result["tokens"]["out"] > marked["tokens"]["out"]
+
+
+@pytest.mark.model_servers("ollama", "llama.cpp")
+def test_the_repl_marks_ungrounded_claims_and_names_them_after_the_answer(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """On a terminal: each claim NetBox's replies do not hold is marked where
+    it stands in the answer, and one line after the answer names them; an
+    answer whose claims all rest on NetBox shows neither."""
+    ollama.script(
+        [LOOK],
+        [Text(MADE_UP, chunk_delay=0.01)],
+        [Text("DM-Akron has 3 devices: dmi01-akron-sw01, dmi01-akron-sw02 and dmi01-akron-rtr01.")],
+        [Text("There are 12 devices at DM-Columbus.")],
+    )
+    child = spawn(chat_env)
+
+    def turn(question: str) -> str:
+        child.sendline(question)
+        child.expect(r"tokens \d")
+        shown = (child.before or "") + child.after
+        child.expect(PROMPT)
+        return plain(shown + (child.before or ""))
+
+    first = turn("how many devices at DM-Akron?")
+    second = turn("name them")
+    third = turn("and at DM-Columbus?")
+    leave(child)
+
+    assert "17 devices\u2020" in first and "dmi01-akron-sw03\u2020" in first
+    assert "dmi01-akron-sw01\u2020" not in first  # a real name is not marked
+    assert "\u2020 2 not in NetBox's replies: 17 devices, dmi01-akron-sw03" in first
+    assert "\u2020" not in second and "not in NetBox" not in second
+    # No tool call this turn, but the earlier result stays evidence: 12 is not in it.
+    assert "12 devices\u2020" in third
+    assert "1 not in NetBox's replies: 12 devices" in third

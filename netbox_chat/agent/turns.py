@@ -379,6 +379,9 @@ class Conversation:
         # "mark": the answer's ungrounded claims are reported; "retry": the
         # model is also asked once, within the turn, to correct them.
         self.grounding = grounding
+        # The tool results the answer under way may rest on (the conversation's
+        # earlier ones and this turn's so far): the screen marks claims with it.
+        self.evidence: list[Any] = []
         self.config: RunnableConfig = {"configurable": {"thread_id": session.id}}
         # Turns whose rollback or record could not be written yet, by number.
         self._unrecorded: dict[int, TurnOutcome] = {}
@@ -654,22 +657,20 @@ class Conversation:
         return how many messages the conversation has at the end, as the run's
         own state says (counting them from the file would read the whole
         history again)."""
-        messages, message_count = await self._pass(HumanMessage(question), sink, outcome)
-        outcome.grounding = check(outcome.answer, tool_evidence(messages), given=question)
+        message_count = await self._pass(HumanMessage(question), sink, outcome)
+        outcome.grounding = check(outcome.answer, self.evidence, given=question)
         if self.grounding == "retry" and not outcome.grounding.quiet and outcome.answer:
             claims = tuple(c.text for c in outcome.grounding.ungrounded)
             sink(GroundingRetry(claims))
-            messages, message_count = await self._pass(
+            message_count = await self._pass(
                 HumanMessage(retry_prompt(outcome.grounding)), sink, outcome
             )
-            outcome.grounding = check(outcome.answer, tool_evidence(messages), given=question)
+            outcome.grounding = check(outcome.answer, self.evidence, given=question)
         return message_count
 
-    async def _pass(
-        self, asked: HumanMessage, sink: EventSink, outcome: TurnOutcome
-    ) -> tuple[list[BaseMessage], int]:
-        """One run of the graph from `asked`: its events reported, the
-        conversation's messages at its end and how many there are."""
+    async def _pass(self, asked: HumanMessage, sink: EventSink, outcome: TurnOutcome) -> int:
+        """One run of the graph from `asked`: its events reported, `evidence`
+        kept up to date; how many messages the conversation has at its end."""
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
         thinking = _Thinking(
             sink, outcome, inline=inlines_thinking(getattr(self.model, "reasoning", None))
@@ -681,11 +682,14 @@ class Conversation:
             stream_mode=["messages", "updates", "values", "custom"],
             durability="exit",
         )
-        messages: list[BaseMessage] = []
+        message_count = 0
         try:
             async for mode, chunk in stream:
                 if mode == "values":
-                    messages = list(chunk.get("messages", []))
+                    messages = chunk.get("messages", [])
+                    if not message_count:  # the conversation as the run starts
+                        self.evidence = tool_evidence(messages)
+                    message_count = len(messages)
                     continue
                 if mode == "custom":
                     if isinstance(chunk, ContextEvent):
@@ -709,7 +713,7 @@ class Conversation:
                         self._on_message(message, sink, outcome, started)
         finally:
             thinking.settle()
-        return messages, len(messages)
+        return message_count
 
     def _on_message(
         self,
@@ -736,6 +740,7 @@ class Conversation:
                 message.tool_call_id, (time.monotonic(), message.name or "?", {})
             )
             text = text_of(message)
+            self.evidence.append(_payload(text))
             record = ToolCallRecord(
                 name=name,
                 args=args,
@@ -950,15 +955,15 @@ def tool_evidence(messages: Sequence[BaseMessage]) -> list[Any]:
     """The tool results the conversation holds (this turn's and the earlier
     ones still in it), as JSON data where they are JSON, else their text:
     what the answer may rest on."""
-    evidence: list[Any] = []
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            text = text_of(message)
-            try:
-                evidence.append(json.loads(text))
-            except ValueError:
-                evidence.append(text)
-    return evidence
+    return [_payload(text_of(m)) for m in messages if isinstance(m, ToolMessage)]
+
+
+def _payload(text: str) -> Any:
+    """A tool result as JSON data when it is JSON (NetBox's answers are), else its text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def retry_prompt(grounding: Grounding) -> str:

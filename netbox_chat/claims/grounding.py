@@ -302,12 +302,13 @@ class _Reading:
         self.take(claim.start, claim.end)
 
 
-def check(answer: str, evidence: Sequence[Any], *, given: str = "") -> Grounding:
+def check(answer: str, evidence: Sequence[Any] | Evidence, *, given: str = "") -> Grounding:
     """The claims of `answer` against `evidence` (the tool results the model had,
-    as JSON-decoded payloads; text payloads are read as text). `given` is what
-    the operator wrote this turn: a name or number the operator gave is not a
-    claim about NetBox."""
-    index = Evidence.of(evidence)
+    as JSON-decoded payloads; text payloads are read as text; or their index,
+    `Evidence.of`, when one answer is checked piece by piece as it streams).
+    `given` is what the operator wrote this turn: a name or number the
+    operator gave is not a claim about NetBox."""
+    index = evidence if isinstance(evidence, Evidence) else Evidence.of(evidence)
     text = plain(answer)
     reading = _Reading(text)
     blocks = shape(text)

@@ -1196,7 +1196,11 @@ async def _ask_once(
                 view: TurnView | None = None
                 sink: EventSink = ignore_events
                 if isinstance(watcher, render.TurnView):
+                    from netbox_chat.claims.marks import Marker
+
                     view, sink = watcher, watcher.on_event
+                    evidence = runtime.conversation
+                    view.marker = Marker(lambda: evidence.evidence, given=question)
                 elif watcher is not None:
                     sink = watcher.event
                 runtime.check_room(question)

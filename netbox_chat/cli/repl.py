@@ -36,6 +36,7 @@ from rich.text import Text
 
 from netbox_chat import process
 from netbox_chat.agent.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
+from netbox_chat.claims.marks import Marker
 from netbox_chat.config import Settings, state_dir
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.models.thinking import check_setting, setting_label
@@ -326,6 +327,7 @@ class Repl:
             self.console.print(Text(runtime.thinking.note, style="yellow"))
         self.thinking_noted = True
         view = self.view = render.TurnView(self.console)
+        view.marker = Marker(lambda: runtime.conversation.evidence, given=question)
         started = time.monotonic()
         try:
             with view:

@@ -6,6 +6,7 @@ cheap (rich only), because `ls` uses it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -501,6 +502,9 @@ class TurnView:
         self.table: TableLayout | None = None  # the columns of the table being streamed
         self.discarded = False
         self.finished = False
+        # Marks the claims of each answer block NetBox's replies do not hold
+        # (claims.marks.Marker), set by the REPL and `ask` in a terminal.
+        self.marker: Callable[[str], str] | None = None
 
     def __enter__(self) -> TurnView:
         # The turn's clock starts here: `ask` makes its view before building
@@ -567,6 +571,8 @@ class TurnView:
         if not piece.table:
             self._print_block(piece.text)
             return
+        if self.marker is not None and not self.discarded and piece.text:
+            piece = dataclasses.replace(piece, text=self.marker(piece.text))
         if piece.first or self.table is None:
             self.table = TableLayout()
         style = DISCARDED if self.discarded else None
@@ -579,6 +585,8 @@ class TurnView:
             self.printed = self.shown = True
 
     def _print_block(self, text: str) -> None:
+        if self.marker is not None and not self.discarded:
+            text = self.marker(text)
         block = answer_block(
             self.console, text, gap=self.printed, style=DISCARDED if self.discarded else None
         )
@@ -608,6 +616,7 @@ class TurnView:
         from netbox_chat.agent.turns import (
             ContextCompacted,
             ContextSummaryFailed,
+            GroundingRetry,
             RollingBack,
             TextDelta,
             ThinkingDelta,
@@ -651,6 +660,18 @@ class TurnView:
                 )
             )
             self.status.activity = self._waiting()
+        elif isinstance(event, GroundingRetry):
+            self._flush()
+            self._print_above(
+                Text(
+                    f"not in NetBox's replies: {visible_line(', '.join(event.claims))}; "
+                    "asking the model to correct them",
+                    style="yellow",
+                )
+            )
+            if self.marker is not None and hasattr(self.marker, "restart"):
+                self.marker.restart()
+            self.status.activity = "thinking"
         elif isinstance(event, RollingBack):
             self.status.activity = "cancelling, rolling back"
         elif isinstance(event, Waiting):
@@ -675,10 +696,28 @@ class TurnView:
             )
 
 
+def grounding_line(outcome: TurnOutcome) -> Text | None:
+    """The line after an answer naming the claims NetBox's replies do not
+    hold (each marked in the answer), or saying it was answered without
+    NetBox; None when every claim rests on NetBox."""
+    from netbox_chat.claims.marks import MARK, summary_line
+
+    if outcome.status != "done" or outcome.grounding is None:
+        return None
+    line = summary_line(outcome.grounding)
+    if not line:
+        return None
+    mark = "" if outcome.grounding.without_netbox else f"{MARK} "
+    return Text(f"{mark}{visible_line(line)}", style="yellow")
+
+
 def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> None:
     """The line after a turn: tokens, time and the context meter, or what went
     wrong and what was rolled back (one line, so it wraps only between words);
-    and the red line when Ollama cut one of the turn's requests."""
+    and the red line when Ollama cut one of the turn's requests. Before it,
+    the grounding line when an answer's claims are not all in NetBox's replies."""
+    if (grounded := grounding_line(outcome)) is not None:
+        console.print(grounded)
     if outcome.context.truncated and outcome.context.window:
         console.print(truncation_line(outcome.context.window))
     if outcome.status == "done":
