@@ -112,6 +112,10 @@ def test_the_repl_marks_ungrounded_claims_and_names_them_after_the_answer(
     first = turn("how many devices at DM-Akron?")
     second = turn("name them")
     third = turn("and at DM-Columbus?")
+    child.sendline("/show 1")
+    child.expect("the answer's claims")
+    child.expect(PROMPT)
+    shown = plain(child.before or "")
     leave(child)
 
     assert "17 devices\u2020" in first and "dmi01-akron-sw03\u2020" in first
@@ -121,3 +125,8 @@ def test_the_repl_marks_ungrounded_claims_and_names_them_after_the_answer(
     # No tool call this turn, but the earlier result stays evidence: 12 is not in it.
     assert "12 devices\u2020" in third
     assert "1 not in NetBox's replies: 12 devices" in third
+    # /show: per claim, the result it rests on
+    assert "✓ dmi01-akron-sw01 (name): in netbox_get_objects(object_type=" in shown
+    assert "✓ DM-Akron (name): in netbox_get_objects(" in shown
+    assert "\u2020 17 devices (number): not in NetBox's replies" in shown
+    assert "\u2020 dmi01-akron-sw03 (name): not in NetBox's replies" in shown

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from rich.spinner import Spinner
 
     from netbox_chat.agent.turns import RollbackReport, TurnEvent, TurnOutcome
+    from netbox_chat.claims import Grounding
 
 
 class VisibleConsole(Console):
@@ -1053,6 +1054,40 @@ def _result_view(result: str) -> RenderableType:
     if table.total > len(table.rows):
         parts.append(Text(f"… {count(table.total - len(table.rows), 'more row')}", style="dim"))
     return Group(*parts)
+
+
+def claims_view(grounding: Grounding, sources: Sequence[tuple[str, dict[str, Any]]]) -> Text:
+    """`/show`'s claims: each claim of the answer, what kind it is, and the
+    tool result it rests on (`sources[i]`: the call of the conversation's
+    i-th result), or that NetBox's replies do not hold it."""
+    from netbox_chat.claims.marks import MARK
+
+    out = Text()
+    if not grounding.all:
+        return Text("the answer states no NetBox facts", style="dim")
+    seen: set[tuple[str, str]] = set()
+    for claim in grounding.all:
+        if (claim.text, claim.kind) in seen:
+            continue
+        seen.add((claim.text, claim.kind))
+        if out:
+            out.append("\n")
+        if claim.status == "ungrounded":
+            out.append(f"  {MARK} ", style="yellow")
+            out.append(visible_line(claim.text), style="yellow")
+            out.append(f" ({claim.kind}): not in NetBox's replies", style="dim")
+            continue
+        out.append("  ✓ ", style="green")
+        out.append(visible_line(claim.text))
+        how = "derived from" if claim.status == "derived" else "in"
+        where = "the objects the answer lists"
+        if claim.source is not None and claim.source < len(sources):
+            name, args = sources[claim.source]
+            where = f"{visible_line(name)}({format_args(args, 80)})"
+        elif claim.status == "grounded":
+            where = "NetBox's replies"
+        out.append(f" ({claim.kind}): {how} {where}", style="dim")
+    return out
 
 
 def history_table(turns: Iterable[Turn]) -> Columns:
