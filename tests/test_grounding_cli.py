@@ -130,3 +130,22 @@ def test_the_repl_marks_ungrounded_claims_and_names_them_after_the_answer(
     assert "✓ DM-Akron (name): in netbox_get_objects(" in shown
     assert "\u2020 17 devices (number): not in NetBox's replies" in shown
     assert "\u2020 dmi01-akron-sw03 (name): not in NetBox's replies" in shown
+
+
+def test_the_ledger_keeps_each_turns_grounding_in_either_store(
+    store_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """A named migration added the column to both stores (m006, PostgreSQL
+    schema 4); `export` reads it back from the ledger."""
+    ollama.script([LOOK], [Text(MADE_UP)])
+    asked = cli(store_env, "ask", "how many devices at DM-Akron?", "--json")
+    assert asked.returncode == 0, asked.stderr
+    result = json.loads(asked.stdout)
+    exported = cli(store_env, "export", result["session"], "--format", "json")
+    assert exported.returncode == 0, exported.stderr
+    (turn,) = json.loads(exported.stdout)["turns"]
+    assert turn["grounding"] == result["grounding"]
+    assert [c["text"] for c in turn["grounding"]["ungrounded"]] == [
+        "17 devices",
+        "dmi01-akron-sw03",
+    ]
