@@ -48,6 +48,8 @@ class Marker:
 
     def __call__(self, block: str) -> str:
         payloads = self.evidence()
+        if not payloads:
+            return block  # nothing looked up: the line after says so, once
         if self._index is None or self._indexed != len(payloads):
             self._index, self._indexed = Evidence.of(payloads), len(payloads)
         text = self.before + block
