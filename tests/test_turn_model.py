@@ -256,8 +256,7 @@ def test_a_team_store_from_the_release_before_migrates_and_keeps_its_model(
         refused = cli(env, "ls")
         assert refused.returncode == 3
         assert refused.stderr.strip().endswith(
-            "has schema 2: "
-            "migrate it with `netbox-chat doctor --init-store`"
+            "has schema 2: migrate it with `netbox-chat doctor --init-store`"
         )
         migrated = cli(env, "doctor", "--init-store")
         assert migrated.returncode == 0, migrated.stderr
