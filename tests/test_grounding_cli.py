@@ -5,11 +5,14 @@ server (Ollama's API and an OpenAI-compatible /v1)."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
 
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.inspect_session import read_from_fresh_process as inspect
+from tests.ollama_server import ScriptedOllama, Stall, Text, ToolCall
+from tests.test_crash import ask, turn_rows
 from tests.test_repl_pty import PROMPT, leave, plain, spawn
 from tests.test_stores import cli
 
@@ -149,3 +152,28 @@ def test_the_ledger_keeps_each_turns_grounding_in_either_store(
         "17 devices",
         "dmi01-akron-sw03",
     ]
+
+
+def test_a_signal_during_the_retry_rolls_it_back_with_the_turn(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """The retry is part of the turn: a SIGINT while the model corrects its
+    answer cancels the whole turn, and the conversation keeps neither answer."""
+    ollama.script([Text("Three sites.")], [LOOK], [Text(MADE_UP)], [Stall()])
+    first = ask(chat_env, "how many sites?", "--json")
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    session_id = json.loads(out)["session"]
+    proc = ask(
+        chat_env, "how many devices at DM-Akron?", "--json", "--session", session_id,
+        "--grounding", "retry",
+    )  # fmt: skip
+    ollama.wait_for_requests(4, timeout=60)  # the retry is waiting for the model
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert json.loads(out)["status"] == "cancelled"
+    (path,) = sessions_dir.glob("*.sqlite")
+    assert turn_rows(path) == [(1, "done"), (2, "cancelled")]
+    state = inspect(sessions_dir, path.stem)
+    assert len(state["messages"]) == 2 and state["pending_writes"] == 0
