@@ -30,7 +30,8 @@ import pytest
 from typer.testing import CliRunner
 
 from netbox_chat.cli import app
-from tests.ollama_server import Delay, Text, Thinking, ToolCall
+from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import Delay, ScriptedOllama, Text, Thinking, ToolCall
 from tests.openai_server import ScriptedOpenAI
 
 ROOT = Path(__file__).parent.parent
@@ -70,6 +71,51 @@ def test_a_turn_with_a_tool_call_counts_the_servers_usage_in_its_window(
     assert openai_server.requests[0]["stream_options"] == {"include_usage": True}
     assert answer["tokens"]["in"] == sum(s.evaluated for s in openai_server.seen[:2])
     assert answer["context"]["window"] == 40_960  # as the server's own endpoint says
+
+
+@pytest.mark.parametrize("openai_server", ["vllm"], indirect=True)
+def test_every_server_is_sent_the_products_own_tools_and_every_netbox_read_is_recorded(
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    openai_env: dict[str, str],
+    openai_server: ScriptedOpenAI,
+    netbox: NetBoxDouble,
+) -> None:
+    """Issue 32, item 1: no deepagents `task` sub-agent on any server. A
+    sub-agent's NetBox reads would appear in no --json, ledger or export."""
+    ollama.script([Text("Three sites.")])
+    code, _, stderr = ask(chat_env, "how many sites?")
+    assert code == 0, stderr
+    # A model that still asks for a sub-agent gets no sub-agent: the name is unknown.
+    openai_server.script(
+        [ToolCall("task", {"description": "List the sites", "subagent_type": "general-purpose"})],
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
+        [Text("Three sites.")],
+    )
+    before = len(netbox.requests)
+    code, answer, stderr = ask(openai_env, "how many sites?")
+    assert code == 0, stderr
+
+    def tools(request: dict) -> list[tuple]:
+        """Each tool's name, description and arguments (langchain-ollama leaves
+        out the arguments' defaults, langchain-openai keeps them)."""
+        return [
+            (
+                f["name"],
+                f["description"],
+                sorted(f["parameters"]["properties"]),
+                sorted(f["parameters"].get("required", [])),
+            )
+            for f in (tool["function"] for tool in request.get("tools", []))
+        ]
+
+    assert tools(openai_server.requests[0]) == tools(ollama.requests[0])
+    assert "task" not in {tool[0] for tool in tools(openai_server.requests[0])}
+    # Every NetBox read of the turn is one the answer lists.
+    reads = [p for p in netbox.requests[before:] if not p.startswith("/api/status/")]
+    listed = [call["name"] for call in answer["tool_calls"]]
+    assert listed == ["task", "netbox_get_objects"]
+    assert answer["tool_calls"][0]["error"] and len(reads) == 1
 
 
 def test_a_request_too_long_for_the_window_is_compacted_and_sent_again(
