@@ -118,6 +118,39 @@ def test_every_server_is_sent_the_products_own_tools_and_every_netbox_read_is_re
     assert answer["tool_calls"][0]["error"] and len(reads) == 1
 
 
+@pytest.mark.model_servers()
+def test_a_reply_cut_at_num_predict_fails_the_turn_with_what_to_do_on_every_server(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """Issue 32, item 2: NETBOX_CHAT_NUM_PREDICT reaches each server in its own
+    field, the server stops the reply there, and the cut reply is never kept as
+    an answer."""
+    ollama.script([Thinking("Active sites: ask NetBox."), Text("The active sites are DM-Akron")])
+    code, answer, stderr = ask({**chat_env, "NETBOX_CHAT_NUM_PREDICT": "6"}, "which sites?")
+    sent = ollama.requests[0]
+    if isinstance(ollama, ScriptedOpenAI):
+        assert sent["max_tokens"] == 6
+        field = 'finish_reason "length"'
+    else:
+        assert sent["options"]["num_predict"] == 6
+        field = 'Ollama done_reason "length"'
+    assert code == 1
+    assert answer["status"] == "failed" and answer["kept"] is False
+    assert answer["error"] == (
+        "the model stopped at its output limit before it finished its answer "
+        f"({field}; thinking counts against that limit): turn thinking off with "
+        "/think off (NETBOX_CHAT_THINK=off) or allow longer replies with "
+        "NETBOX_CHAT_NUM_PREDICT, then ask again"
+    )
+    assert "DM-Akron" not in stderr
+    # Without the limit the same reply is a whole answer, and no limit is sent.
+    ollama.script([Text("The active sites are DM-Akron")])
+    code, answer, stderr = ask(chat_env, "which sites?")
+    assert code == 0, stderr
+    assert answer["answer"] == "The active sites are DM-Akron"
+    assert "max_tokens" not in ollama.requests[1]
+
+
 def test_a_request_too_long_for_the_window_is_compacted_and_sent_again(
     openai_env: dict[str, str], openai_server: ScriptedOpenAI
 ) -> None:

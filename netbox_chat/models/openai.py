@@ -271,6 +271,7 @@ def build_chat_model(
     window: int,
     read_timeout: float,
     reasoning: bool | str | None,
+    max_tokens: int | None = None,
 ) -> ChatOpenAICompatible:
     """The session's chat model.
 
@@ -288,6 +289,11 @@ def build_chat_model(
       fails the turn, which is rolled back, as with Ollama.
     - `use_responses_api=False`: always /v1/chat/completions, whatever the
       model's name (facts, 2.2).
+    - `max_tokens`: NETBOX_CHAT_NUM_PREDICT, as ChatOllama sends `num_predict`;
+      a reply cut at it ends with `finish_reason: "length"`, which fails the
+      turn (replies.cut_at_limit). `max_tokens`, not OpenAI's newer
+      `max_completion_tokens`: all five servers read it (Ollama's /v1 as
+      `num_predict`, openai/openai.go).
     """
     chat_path = f"{urlsplit(base_url).path.rstrip('/')}/chat/completions"
     chat = ChatOpenAICompatible(
@@ -297,6 +303,7 @@ def build_chat_model(
         dialect=dialect,
         num_ctx=window,
         temperature=0,
+        max_tokens=max_tokens,
         streaming=True,
         stream_usage=True,
         stream_chunk_timeout=None,
