@@ -286,6 +286,17 @@ Think = Annotated[
         show_default=False,
     ),
 ]
+DeadlineOption = Annotated[
+    float | None,
+    setting_option(
+        "--deadline",
+        envvar="NETBOX_CHAT_DEADLINE",
+        help=(
+            "Seconds the command may take in all (ask; each eval question; doctor), "
+            "whatever the model server keeps sending (default 1800)."
+        ),
+    ),
+]
 Profile = Annotated[
     str | None,
     setting_option(
@@ -383,6 +394,7 @@ def settings_from(
     session_model: str | None = None,
     provider: str | None = None,
     base_url: str | None = None,
+    deadline: float | None = None,
     need_token: bool = False,
 ) -> Settings:
     """Resolve the settings (config.py's layers) for this command line.
@@ -402,6 +414,7 @@ def settings_from(
         profile=profile,
         provider=provider,
         base_url=base_url,
+        deadline=deadline,
     )
     typed["store"] = typed_on_command_line(store_option=store)["store_option"]
     if typed["store"] is not None and typed["store"].startswith(DATABASE_SCHEMES):
@@ -987,6 +1000,7 @@ def ask(
     think: Think = None,
     profile: Profile = None,
     store_option: StoreOption = None,
+    deadline: DeadlineOption = None,
 ) -> None:
     """Run one turn without the REPL, print the answer and exit (scripts, cron).
 
@@ -1015,6 +1029,7 @@ def ask(
         "netbox_url": netbox_url,
         "think": think,
         "store": store_option,
+        "deadline": deadline,
     }
     lines = JsonLines(sys.stdout) if stream_json else None
     view = render.TurnView(out()) if out().is_terminal and not (as_json or lines) else None
@@ -1033,6 +1048,7 @@ def ask(
             profile=profile,
             provider=provider,
             base_url=base_url,
+            deadline=deadline,
             need_token=not continuing,
         )
         store = open_store(settings)
@@ -1185,7 +1201,9 @@ async def _ask_once(
                     contextlib.suppress(asyncio.CancelledError),  # cancelled before it began
                     view if view is not None else contextlib.nullcontext(),
                 ):
-                    outcome = await signals.run(runtime.conversation.run_turn(question, sink))
+                    outcome = await signals.run(
+                        runtime.conversation.run_turn(question, sink, deadline=settings.deadline)
+                    )
                 if view is not None and outcome is not None and outcome.status == "done":
                     render.print_outcome(err(), outcome, time.monotonic() - started_at)
             outage = runtime.take_outage()
@@ -1313,6 +1331,7 @@ def doctor(
     netbox_url: NetboxUrl = None,
     profile: Profile = None,
     store_option: StoreOption = None,
+    deadline: DeadlineOption = None,
 ) -> None:
     """Check the setup: Ollama, the model and its tool support, NetBox, the
     token, the NetBox version, the session store. One line each; exits 1 if
@@ -1338,6 +1357,7 @@ def doctor(
         profile=profile,
         provider=provider,
         base_url=base_url,
+        deadline=deadline,
         need_token=True,
     )
     checks = run_checks(settings)
@@ -1404,6 +1424,7 @@ def eval_command(
     netbox_url: NetboxUrl = None,
     think: Think = None,
     profile: Profile = None,
+    deadline: DeadlineOption = None,
 ) -> None:
     """How often does a model answer right on this NetBox? Builds questions from
     its data, computes their truth by direct queries, asks each in a new session
@@ -1411,7 +1432,14 @@ def eval_command(
     from netbox_chat.eval.command import EvalOptions, run_eval
 
     settings = settings_from(
-        None, ollama_url, None, netbox_url, think, profile=profile, need_token=True
+        None,
+        ollama_url,
+        None,
+        netbox_url,
+        think,
+        profile=profile,
+        deadline=deadline,
+        need_token=True,
     )
     options = EvalOptions(
         models=tuple(dict.fromkeys(models or [settings.model])),

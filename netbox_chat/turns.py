@@ -489,8 +489,14 @@ class Conversation:
 
     # a turn
 
-    async def run_turn(self, question: str, sink: EventSink = ignore_events) -> TurnOutcome:
+    async def run_turn(
+        self, question: str, sink: EventSink = ignore_events, *, deadline: float | None = None
+    ) -> TurnOutcome:
         """Run one turn; on cancel or error, roll it back before returning.
+
+        `deadline`: the seconds the turn may take in all (`ask` and `eval` give
+        NETBOX_CHAT_DEADLINE; the REPL has Ctrl-C). Past it the turn is cancelled
+        as Ctrl-C would, and fails with a line that names the setting.
 
         Cancel this coroutine's task exactly once to stop the turn: the graph's
         own cleanup runs, then the rollback runs synchronously, which a second
@@ -527,13 +533,15 @@ class Conversation:
         outcome = TurnOutcome(number, "running")
         sink(TurnStarted(self.session.id, number))
         store_failure: BaseException | None = None
+        bound = asyncio.timeout(deadline)
         try:
-            message_count = await self._stream(question, sink, outcome)
+            async with bound:
+                message_count = await self._stream(question, sink, outcome)
         except asyncio.CancelledError:
             outcome.status = "cancelled"
         except Exception as exc:  # the turn failed: roll back and report
             outcome.status = "failed"
-            outcome.error = describe_error(exc)
+            outcome.error = past_deadline(deadline) if bound.expired() else describe_error(exc)
             store_failure = exc if isinstance(exc, _store_errors()) else None
         else:
             try:
@@ -862,6 +870,15 @@ def _count_messages(values: Sequence[Any]) -> int:
 def _join(first: str | None, problems: Sequence[str]) -> str | None:
     parts = ([first] if first else []) + [f"rollback check failed: {p}" for p in problems]
     return "; ".join(parts) or None
+
+
+def past_deadline(seconds: float | None) -> str:
+    """The line for a turn that was still waiting on the model at its deadline."""
+    return (
+        f"the turn did not finish within its deadline of {seconds or 0:,.0f} s "
+        "(NETBOX_CHAT_DEADLINE): the model server kept the answer waiting; check the "
+        "server, or raise --deadline / NETBOX_CHAT_DEADLINE"
+    )
 
 
 def describe_error(exc: BaseException) -> str:

@@ -161,7 +161,9 @@ class Runner:
         outcome = None
         with contextlib.suppress(asyncio.CancelledError):  # cancelled before it began
             outcome = await self.signals.run(
-                runtime.conversation.run_turn(question.text, clock.sink)
+                runtime.conversation.run_turn(
+                    question.text, clock.sink, deadline=self.settings.deadline
+                )
             )
         seconds = time.monotonic() - clock.started
         if outcome is None or outcome.status == "cancelled":
