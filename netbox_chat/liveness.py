@@ -37,6 +37,16 @@ took that long (see `PatientTransport`'s `loaded`)."""
 LOADING = "loading "
 
 
+def broke_off(server: str, text: str, log: str) -> str:
+    """The line for a server that closed the connection in the middle of its
+    answer (httpx: "peer closed connection without sending complete message
+    body", or a reset): it stopped or crashed; the turn is rolled back."""
+    return (
+        f"{server} closed the connection mid-answer ({text}): it stopped or crashed; "
+        f"try again, and if it repeats, check {log}"
+    )
+
+
 def gave_up(now: float, last_answer: float, timeout: float) -> bool:
     """The rule: a silent server is given up on only once it has not answered
     anything (the request or a probe) for `timeout` seconds."""

@@ -45,7 +45,7 @@ from langgraph.types import Overwrite, StateSnapshot
 
 from netbox_chat.checkpointer import SyncSaverBridge, WritesStillRunning
 from netbox_chat.errors import UserFacingError
-from netbox_chat.liveness import Waiting
+from netbox_chat.liveness import Waiting, broke_off
 from netbox_chat.pgstore import database_errors
 from netbox_chat.replies import JSON_STARTS, READ_AS_CALL
 from netbox_chat.sessions import OutcomeUnknown, StoreError, ToolCallRecord, TurnStatus
@@ -902,6 +902,8 @@ def describe_error(exc: BaseException) -> str:
             f"the session database could not be written ({text}): check the database "
             "server and the connection to it (NETBOX_CHAT_STORE), then try again"
         )
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
+        return broke_off("Ollama", text, "the Ollama server log")
     if isinstance(exc, httpx.ConnectError | ConnectionError):
         return f"cannot reach Ollama ({text}): is `ollama serve` running and OLLAMA_HOST right?"
     if isinstance(exc, httpx.TimeoutException):

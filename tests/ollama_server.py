@@ -52,6 +52,8 @@ __all__ = [
     "CutOff",
     "Delay",
     "HTTPError",
+    "HangUp",
+    "KeepAlive",
     "ScriptedOllama",
     "SeenPrompt",
     "Stall",
@@ -250,7 +252,39 @@ class CutOff:
     `[Thinking(...), CutOff()]` plays that. Nothing may follow it."""
 
 
-Step = Text | Thinking | ToolCall | Delay | StreamError | HTTPError | Stall | CutOff
+@dataclass(frozen=True)
+class KeepAlive:
+    """Stop the answer and hold the connection open, sending a server-sent events
+    comment (`: keep-alive`) every `every` seconds until the client hangs up or the
+    server stops: a proxy in front of a stuck server. OpenRouter "occasionally sends
+    comments to prevent connection timeouts" (`: OPENROUTER PROCESSING`,
+    https://openrouter.ai/docs/api-reference/streaming); clients ignore comment lines
+    (WHATWG HTML, "Server-sent events": a line that starts with ":" is ignored). Only
+    an SSE stream (/v1) carries comments: Ollama's NDJSON has none. Nothing may follow it."""
+
+    every: float = 0.5
+
+
+@dataclass(frozen=True)
+class HangUp:
+    """The server dies mid-answer: the connection is closed with the reply half sent
+    and no end of the chunked body (a process that exits has its sockets closed by
+    the kernel). httpx then reads "peer closed connection without sending complete
+    message body". Nothing may follow it."""
+
+
+Step = (
+    Text
+    | Thinking
+    | ToolCall
+    | Delay
+    | StreamError
+    | HTTPError
+    | Stall
+    | CutOff
+    | KeepAlive
+    | HangUp
+)
 Reply = Sequence[Step]
 Responder = Callable[[dict[str, Any]], Reply]
 
@@ -262,7 +296,9 @@ def _check_reply(reply: Reply) -> list[Step]:
         if not isinstance(step, Step):
             raise TypeError(f"not a script step: {step!r}")
         is_last = position == len(steps) - 1
-        if isinstance(step, StreamError | HTTPError | Stall | CutOff) and not is_last:
+        if isinstance(step, StreamError | HTTPError | Stall | CutOff | KeepAlive | HangUp) and (
+            not is_last
+        ):
             raise ValueError(f"{type(step).__name__} must be the last step of a reply")
         if isinstance(step, HTTPError) and not all(isinstance(s, Delay) for s in steps[:-1]):
             raise ValueError("HTTPError can only follow Delay steps: the status goes out first")
@@ -292,6 +328,8 @@ def steps_from_json(reply: Sequence[Mapping[str, Any]]) -> list[Step]:
             steps.append(Stall())
         elif item.get("cut_off"):
             steps.append(CutOff())
+        elif item.get("hang_up"):
+            steps.append(HangUp())
         else:
             raise ValueError(f"unknown script step: {item!r}")
     return _check_reply(steps)
@@ -938,6 +976,13 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _ServerStopping from err
             raise _ClientGone from err
 
+    def hang_up(self) -> None:
+        """Close the connection now, the reply unfinished (HangUp)."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+
     def pause(self, seconds: float | None) -> None:
         """Wait `seconds` (None: forever) while watching the socket.
 
@@ -1047,6 +1092,14 @@ class _ChatStream:
                     self.handler.pause(None)
                 case CutOff():
                     done_reason = "length"
+                case HangUp():
+                    if pending_calls:
+                        self._send_tool_calls(pending_calls)
+                    self._start()
+                    self.handler.hang_up()
+                    return None
+                case KeepAlive():
+                    raise ValueError("Ollama's NDJSON stream has no keep-alive comments")
         if pending_calls:
             self._send_tool_calls(pending_calls)
         return done_reason

@@ -27,7 +27,9 @@ from tests.ollama_server import (
     DEFAULT_MODELS,
     CutOff,
     Delay,
+    HangUp,
     HTTPError,
+    KeepAlive,
     ScriptedOllama,
     Stall,
     Step,
@@ -531,6 +533,18 @@ class _EventStream:
                     if pending:
                         self._tool_calls(pending)
                     return "length"
+                case KeepAlive():
+                    if pending:
+                        self._tool_calls(pending)
+                    while True:  # until the client hangs up (_ClientGone) or the server stops
+                        self._write(b": keep-alive\n\n")
+                        self.handler.pause(step.every)
+                case HangUp():
+                    if pending:
+                        self._tool_calls(pending)
+                    self._headers()
+                    self.handler.hang_up()
+                    return None
         if pending:
             self._tool_calls(pending)
         return "tool_calls" if self.called else "stop"

@@ -31,7 +31,7 @@ from typer.testing import CliRunner
 
 from netbox_chat.cli import app
 from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, ScriptedOllama, Text, Thinking, ToolCall
+from tests.ollama_server import Delay, HangUp, ScriptedOllama, Text, Thinking, ToolCall
 from tests.openai_server import ScriptedOpenAI
 
 ROOT = Path(__file__).parent.parent
@@ -149,6 +149,29 @@ def test_a_reply_cut_at_num_predict_fails_the_turn_with_what_to_do_on_every_serv
     assert code == 0, stderr
     assert answer["answer"] == "The active sites are DM-Akron"
     assert "max_tokens" not in ollama.requests[1]
+
+
+@pytest.mark.model_servers()
+def test_a_server_that_dies_mid_answer_is_said_in_the_products_words_on_every_server(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """Issue 32, item 4: not httpx's `RemoteProtocolError: peer closed
+    connection…`, but which server, what happened and what to do; the turn is
+    rolled back."""
+    ollama.script([Text("Two devices are " * 5, chunk_delay=0.02), HangUp()])
+    code, answer, stderr = ask(chat_env, "how many devices?")
+    if isinstance(ollama, ScriptedOpenAI):
+        server, log = SERVER_NAMES[ollama.dialect], "the server's log"
+    else:
+        server, log = "Ollama", "the Ollama server log"
+    assert code == 1
+    assert answer["status"] == "failed" and answer["kept"] is False
+    assert answer["error"] == (
+        f"{server} closed the connection mid-answer (peer closed connection without "
+        "sending complete message body (incomplete chunked read)): it stopped or "
+        f"crashed; try again, and if it repeats, check {log}"
+    )
+    assert "RemoteProtocolError" not in stderr
 
 
 def test_a_request_too_long_for_the_window_is_compacted_and_sent_again(

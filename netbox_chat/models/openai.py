@@ -35,7 +35,7 @@ from pydantic import PrivateAttr, SecretStr
 from netbox_chat.coalesce import CoalescingTransport, merge_sse_events
 from netbox_chat.coldstart import recorder
 from netbox_chat.errors import UserFacingError
-from netbox_chat.liveness import PatientTransport
+from netbox_chat.liveness import PatientTransport, broke_off
 from netbox_chat.models.dialects import DIALECTS, Dialect, busy_probe
 from netbox_chat.visible import visible_line
 
@@ -174,6 +174,9 @@ class ChatOpenAICompatible(BaseChatOpenAI):
             return WindowOverflow(f"{server}: {text}")
         if isinstance(exc, openai.APITimeoutError):
             return self._timed_out()
+        died = _broken_connection(exc)
+        if died is not None:
+            return died_mid_answer(server, died)
         if isinstance(exc, openai.APIConnectionError):
             return UserFacingError(
                 f"cannot reach {self.openai_api_base} ({text}): is the server running "
@@ -247,6 +250,24 @@ def thinking_fields(
             return reasoning, {"chat_template_kwargs": {"reasoning_effort": reasoning}}
         return reasoning, None
     return None, None
+
+
+def _broken_connection(exc: BaseException) -> httpx.TransportError | None:
+    """The server's hang-up behind an SDK error: the openai SDK words a
+    connection closed mid-response as APIConnectionError("Connection error."),
+    with httpx's RemoteProtocolError or ReadError as its cause."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, httpx.RemoteProtocolError | httpx.ReadError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def died_mid_answer(server: str, exc: BaseException) -> UserFacingError:
+    """liveness.broke_off's line for this server, with httpx's own words."""
+    text = visible_line(str(exc) or type(exc).__name__)[:300]
+    return UserFacingError(broke_off(server, text, "the server's log"))
 
 
 def _message(exc: openai.APIError) -> str:
