@@ -18,6 +18,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from netbox_chat.liveness import DataLines
 from netbox_chat.models.dialects import DIALECTS
 from tests.ollama_server import Delay, KeepAlive, Responder, ScriptedOllama, Stall, Step, Text
 from tests.openai_server import ScriptedOpenAI
@@ -329,3 +330,16 @@ def test_doctor_ends_at_its_deadline_on_an_answer_that_never_ends(
     assert line(lines, "model").startswith(
         "✗ model: qwen3:8b: no answer (not done by the deadline)"
     )
+
+
+def test_only_data_lines_are_progress_however_the_pieces_are_cut() -> None:
+    """DataLines alone (one room): a comment split across pieces is still a
+    comment, and a data line cut anywhere is still data."""
+    sse = DataLines(sse=True)
+    assert not sse.progress(b": keep-")
+    assert not sse.progress(b"alive\n\n")  # the rest of the comment, then a blank line
+    assert not sse.progress(b"\r\n")
+    assert sse.progress(b"da")  # a new line that is not a comment
+    assert sse.progress(b'ta: {"choices": []}\n\n: ping\n')
+    assert not sse.progress(b": OPENROUTER PROCESSING\n\n")
+    assert DataLines(sse=False).progress(b": not SSE, so data\n")  # Ollama's NDJSON
