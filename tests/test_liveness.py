@@ -18,8 +18,8 @@ from typing import Any
 import pexpect
 import pytest
 
-from netbox_chat.liveness import DataLines
 from netbox_chat.models.dialects import DIALECTS
+from netbox_chat.models.liveness import DataLines
 from tests.ollama_server import Delay, KeepAlive, Responder, ScriptedOllama, Stall, Step, Text
 from tests.openai_server import ScriptedOpenAI
 from tests.test_doctor import doctor, line

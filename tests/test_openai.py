@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import Delay, HangUp, ScriptedOllama, Text, Thinking, ToolCall
 from tests.openai_server import ScriptedOpenAI
