@@ -35,6 +35,10 @@ DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_MODEL = "qwen3:8b"
 DEFAULT_NUM_CTX = 16384
 DEFAULT_REQUEST_TIMEOUT = 120.0
+DEFAULT_DEADLINE = 1800.0
+"""Seconds `ask`, each `eval` question and `doctor` may take in all: generous
+(a cold 82-108 s load and a 167 s prefill were recorded, and a turn makes
+several requests), so it ends only a wait that would otherwise never end."""
 DEFAULT_NETBOX_TIMEOUT = 15.0
 DEFAULT_COMPACT_AT = 0.8
 PROVIDERS = ("ollama", "openai")
@@ -106,6 +110,7 @@ class Settings:
     netbox_token: str | None = field(default=None, repr=False)
     num_ctx: int = DEFAULT_NUM_CTX
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    deadline: float = DEFAULT_DEADLINE  # ask, each eval question, doctor: in all (s)
     netbox_timeout: float = DEFAULT_NETBOX_TIMEOUT
     think: str | None = None
     grounding: str = "mark"  # ungrounded claims: "mark" them, or "retry" the answer once
@@ -370,6 +375,14 @@ SETTINGS: tuple[Setting, ...] = (
         _positive,
         DEFAULT_REQUEST_TIMEOUT,
         "seconds Ollama may answer nothing at all (not even /api/ps), or stall mid-answer",
+    ),
+    Setting(
+        "deadline",
+        "NETBOX_CHAT_DEADLINE",
+        "--deadline",
+        _positive,
+        DEFAULT_DEADLINE,
+        "seconds ask, each eval question and doctor may take in all",
     ),
     Setting(
         "netbox_timeout",

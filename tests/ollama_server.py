@@ -52,6 +52,8 @@ __all__ = [
     "CutOff",
     "Delay",
     "HTTPError",
+    "HangUp",
+    "KeepAlive",
     "ScriptedOllama",
     "SeenPrompt",
     "Stall",
@@ -250,7 +252,39 @@ class CutOff:
     `[Thinking(...), CutOff()]` plays that. Nothing may follow it."""
 
 
-Step = Text | Thinking | ToolCall | Delay | StreamError | HTTPError | Stall | CutOff
+@dataclass(frozen=True)
+class KeepAlive:
+    """Stop the answer and hold the connection open, sending a server-sent events
+    comment (`: keep-alive`) every `every` seconds until the client hangs up or the
+    server stops: a proxy in front of a stuck server. OpenRouter "occasionally sends
+    comments to prevent connection timeouts" (`: OPENROUTER PROCESSING`,
+    https://openrouter.ai/docs/api-reference/streaming); clients ignore comment lines
+    (WHATWG HTML, "Server-sent events": a line that starts with ":" is ignored). Only
+    an SSE stream (/v1) carries comments: Ollama's NDJSON has none. Nothing may follow it."""
+
+    every: float = 0.5
+
+
+@dataclass(frozen=True)
+class HangUp:
+    """The server dies mid-answer: the connection is closed with the reply half sent
+    and no end of the chunked body (a process that exits has its sockets closed by
+    the kernel). httpx then reads "peer closed connection without sending complete
+    message body". Nothing may follow it."""
+
+
+Step = (
+    Text
+    | Thinking
+    | ToolCall
+    | Delay
+    | StreamError
+    | HTTPError
+    | Stall
+    | CutOff
+    | KeepAlive
+    | HangUp
+)
 Reply = Sequence[Step]
 Responder = Callable[[dict[str, Any]], Reply]
 
@@ -262,7 +296,9 @@ def _check_reply(reply: Reply) -> list[Step]:
         if not isinstance(step, Step):
             raise TypeError(f"not a script step: {step!r}")
         is_last = position == len(steps) - 1
-        if isinstance(step, StreamError | HTTPError | Stall | CutOff) and not is_last:
+        if isinstance(step, StreamError | HTTPError | Stall | CutOff | KeepAlive | HangUp) and (
+            not is_last
+        ):
             raise ValueError(f"{type(step).__name__} must be the last step of a reply")
         if isinstance(step, HTTPError) and not all(isinstance(s, Delay) for s in steps[:-1]):
             raise ValueError("HTTPError can only follow Delay steps: the status goes out first")
@@ -292,6 +328,8 @@ def steps_from_json(reply: Sequence[Mapping[str, Any]]) -> list[Step]:
             steps.append(Stall())
         elif item.get("cut_off"):
             steps.append(CutOff())
+        elif item.get("hang_up"):
+            steps.append(HangUp())
         else:
             raise ValueError(f"unknown script step: {item!r}")
     return _check_reply(steps)
@@ -459,6 +497,17 @@ class _ClientGone(ConnectionError):
 
 class _ServerStopping(ConnectionError):
     """The server is shutting down; abandon the reply without blaming the client."""
+
+
+class _OutputLimit(Exception):
+    """The reply reached the request's output limit: the server stops generating
+    and says so (`done_reason` / `finish_reason` "length")."""
+
+
+def output_limit(value: Any) -> int | None:
+    """A request's output limit in tokens, None for none: only a positive number
+    limits (Ollama's runner checks `seq.numPredict > 0`; -1 is "no limit")."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 class _NoReply(Exception):
@@ -888,7 +937,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             seen = ollama._see(index, body, model)
             thinking = ollama._thinking_mode(model, capabilities, think)
-            _ChatStream(self, model, seen.evaluated, thinking=thinking).play(reply)
+            limit = output_limit((body.get("options") or {}).get("num_predict"))
+            _ChatStream(self, model, seen.evaluated, thinking=thinking, limit=limit).play(reply)
         except _ClientGone:
             ollama._record_disconnect(index)
             self.close_connection = True
@@ -926,6 +976,13 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _ServerStopping from err
             raise _ClientGone from err
 
+    def hang_up(self) -> None:
+        """Close the connection now, the reply unfinished (HangUp)."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+
     def pause(self, seconds: float | None) -> None:
         """Wait `seconds` (None: forever) while watching the socket.
 
@@ -957,11 +1014,24 @@ class _ChatStream:
 
     Headers go out with the first line, as with a real Ollama that is still loading the
     model, so a leading Delay or Stall holds back the status too.
+
+    `limit` is the request's `options.num_predict`, with each line one token: once
+    the reply has that many, the runner stops it and the final line says
+    `done_reason: "length"` (ollama/ollama runner/ollamarunner/runner.go: "if past
+    the num predict limit", `removeSequence(seqIdx, llm.DoneReasonLength)`), whatever
+    the script had left to say.
     """
 
     def __init__(
-        self, handler: _Handler, model: str, prompt_tokens: int, *, thinking: str = "inline"
+        self,
+        handler: _Handler,
+        model: str,
+        prompt_tokens: int,
+        *,
+        thinking: str = "inline",
+        limit: int | None = None,
     ) -> None:
+        self.limit = limit
         self.handler = handler
         self.model = model
         self.thinking = thinking
@@ -971,6 +1041,31 @@ class _ChatStream:
         self.eval_count = 0
 
     def play(self, reply: Sequence[Step]) -> None:
+        try:
+            done_reason = self._generate(reply)
+        except _OutputLimit:
+            done_reason = "length"
+        if done_reason is None:
+            return
+        total_ns = time.monotonic_ns() - self.started_ns
+        self._line(
+            {
+                "message": {"role": "assistant", "content": ""},
+                "done": True,
+                "done_reason": done_reason,
+                "total_duration": total_ns,
+                "load_duration": 1_000_000,
+                "prompt_eval_count": self.prompt_tokens,
+                "prompt_eval_duration": 2_000_000,
+                "eval_count": self.eval_count,
+                "eval_duration": max(total_ns - 3_000_000, 0),
+            }
+        )
+        self._end()
+
+    def _generate(self, reply: Sequence[Step]) -> str | None:
+        """Sends the reply's lines; the done_reason, or None when the reply ended
+        otherwise (an error line or status)."""
         pending_calls: list[ToolCall] = []
         done_reason = "stop"
         for step in reply:
@@ -989,31 +1084,25 @@ class _ChatStream:
                 case StreamError():
                     self._line({"error": step.message}, envelope=False)
                     self._end()
-                    return
+                    return None
                 case HTTPError():
                     self.handler._send_json(step.status, {"error": step.message})
-                    return
+                    return None
                 case Stall():
                     self.handler.pause(None)
                 case CutOff():
                     done_reason = "length"
+                case HangUp():
+                    if pending_calls:
+                        self._send_tool_calls(pending_calls)
+                    self._start()
+                    self.handler.hang_up()
+                    return None
+                case KeepAlive():
+                    raise ValueError("Ollama's NDJSON stream has no keep-alive comments")
         if pending_calls:
             self._send_tool_calls(pending_calls)
-        total_ns = time.monotonic_ns() - self.started_ns
-        self._line(
-            {
-                "message": {"role": "assistant", "content": ""},
-                "done": True,
-                "done_reason": done_reason,
-                "total_duration": total_ns,
-                "load_duration": 1_000_000,
-                "prompt_eval_count": self.prompt_tokens,
-                "prompt_eval_duration": 2_000_000,
-                "eval_count": self.eval_count,
-                "eval_duration": max(total_ns - 3_000_000, 0),
-            }
-        )
-        self._end()
+        return done_reason
 
     def _send_pieces(self, step: Text, field: str) -> None:
         for position, piece in enumerate(step.pieces()):
@@ -1021,22 +1110,31 @@ class _ChatStream:
                 self.handler.pause(step.chunk_delay)
             message = {"role": "assistant", "content": ""}
             message[field] = piece
+            self._token()
             self._line({"message": message})
-            self.eval_count += 1
 
     def _send_thinking(self, step: Thinking) -> None:
         if self.thinking == "field":
             self._send_pieces(step, "thinking")
         elif self.thinking == "inline":
             # How qwen3 and deepseek-r1 write it when no parser takes it out.
+            self._token()
             self._line({"message": {"role": "assistant", "content": "<think>\n"}})
             self._send_pieces(step, "content")
+            self._token()
             self._line({"message": {"role": "assistant", "content": "\n</think>\n\n"}})
 
     def _send_tool_calls(self, calls: list[ToolCall]) -> None:
         tool_calls = [{"function": {"name": c.name, "arguments": dict(c.args)}} for c in calls]
+        for _ in calls:
+            self._token()
         self._line({"message": {"role": "assistant", "content": "", "tool_calls": tool_calls}})
-        self.eval_count += len(calls)
+
+    def _token(self) -> None:
+        """One more token of the reply, or _OutputLimit when the limit is reached."""
+        if self.limit is not None and self.eval_count >= self.limit:
+            raise _OutputLimit
+        self.eval_count += 1
 
     def _line(self, payload: dict[str, Any], *, envelope: bool = True) -> None:
         if envelope:

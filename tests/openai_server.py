@@ -25,8 +25,11 @@ from typing import Any
 
 from tests.ollama_server import (
     DEFAULT_MODELS,
+    CutOff,
     Delay,
+    HangUp,
     HTTPError,
+    KeepAlive,
     ScriptedOllama,
     Stall,
     Step,
@@ -37,8 +40,10 @@ from tests.ollama_server import (
     _ClientGone,
     _Handler,
     _NoReply,
+    _OutputLimit,
     _ServerStopping,
     fit_prompt,
+    output_limit,
 )
 
 __all__ = ["DIALECTS", "ScriptedOpenAI", "chat_model_for", "server_env", "server_settings"]
@@ -434,6 +439,16 @@ class _EventStream:
     Headers go out with the first event: llama-server sends them only after the first
     result (server-context.cpp:4361-4395), so a leading Delay is a silent prefill; vLLM
     and SGLang send them before it (HEADERS_BEFORE_PREFILL).
+
+    The request's `max_completion_tokens` or `max_tokens` is its output limit, with
+    each delta one token, reasoning included: once the reply has that many, the server
+    stops it and its last chunk says `finish_reason: "length"`, whatever the script had
+    left (vLLM vllm/v1/core/sched/utils.py `check_stop`: `num_output_tokens >=
+    max_tokens` is FINISHED_LENGTH_CAPPED, sent as "length"; llama-server reads
+    `max_tokens` as `n_predict` and ends a slot that reaches it with STOP_TYPE_LIMIT,
+    "length"; Ollama's /v1 passes it on as `num_predict`, openai/openai.go, and says
+    the runner's `done_reason` "length" as `finish_reason`). A `CutOff` step is that
+    limit reached where the script says.
     """
 
     def __init__(
@@ -445,11 +460,32 @@ class _EventStream:
         self.model = str(body.get("model", ""))
         self.prompt_tokens = prompt_tokens
         self.completion_tokens = 0
+        self.limit = output_limit(body.get("max_completion_tokens") or body.get("max_tokens"))
         self.headers_sent = False
         self.called = 0
         self.id = f"chatcmpl-{time.monotonic_ns()}"
 
     def play(self, reply: Sequence[Step]) -> None:
+        try:
+            finish = self._generate(reply)
+        except _OutputLimit:
+            finish = "length"
+        if finish is None:
+            return
+        self._chunk({"index": 0, "delta": {}, "finish_reason": finish})
+        if (self.body.get("stream_options") or {}).get("include_usage"):
+            usage = {
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "total_tokens": self.prompt_tokens + self.completion_tokens,
+            }
+            self.event(self._envelope([]) | {"usage": usage})
+        self._write(b"data: [DONE]\n\n")
+        self.end()
+
+    def _generate(self, reply: Sequence[Step]) -> str | None:
+        """Sends the reply's deltas; its finish_reason, or None when it ended
+        otherwise (an error event or status)."""
         thinking_off = thinking_read(self.server.dialect, self.body) is False
         parser = self.server.tool_parser
         pending: list[ToolCall] = []
@@ -487,25 +523,31 @@ class _EventStream:
                 case StreamError():
                     self.event({"error": {"message": step.message, "code": 500}})
                     self.end()
-                    return
+                    return None
                 case HTTPError():
                     self.handler._error(step.status, step.message)
-                    return
+                    return None
                 case Stall():
                     self.handler.pause(None)
+                case CutOff():
+                    if pending:
+                        self._tool_calls(pending)
+                    return "length"
+                case KeepAlive():
+                    if pending:
+                        self._tool_calls(pending)
+                    while True:  # until the client hangs up (_ClientGone) or the server stops
+                        self._write(b": keep-alive\n\n")
+                        self.handler.pause(step.every)
+                case HangUp():
+                    if pending:
+                        self._tool_calls(pending)
+                    self._headers()
+                    self.handler.hang_up()
+                    return None
         if pending:
             self._tool_calls(pending)
-        finish = "tool_calls" if self.called else "stop"
-        self._chunk({"index": 0, "delta": {}, "finish_reason": finish})
-        if (self.body.get("stream_options") or {}).get("include_usage"):
-            usage = {
-                "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens,
-                "total_tokens": self.prompt_tokens + self.completion_tokens,
-            }
-            self.event(self._envelope([]) | {"usage": usage})
-        self._write(b"data: [DONE]\n\n")
-        self.end()
+        return "tool_calls" if self.called else "stop"
 
     def _pieces(self, step: Text, field: str) -> None:
         for position, piece in enumerate(step.pieces()):
@@ -547,6 +589,8 @@ class _EventStream:
         }
 
     def _delta(self, delta: dict[str, Any]) -> None:
+        if self.limit is not None and self.completion_tokens >= self.limit:
+            raise _OutputLimit
         self.completion_tokens += 1
         self._chunk({"index": 0, "delta": {"role": "assistant", **delta}, "finish_reason": None})
 

@@ -31,7 +31,7 @@ from netbox_chat.eval.truth import TruthClient
 from tests.conftest import TEST_TOKEN
 from tests.netbox_double import ACCESS as ACCESS_ROLE
 from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, Reply, ScriptedOllama, Text, ToolCall, by_question
+from tests.ollama_server import Delay, Reply, ScriptedOllama, Stall, Text, ToolCall, by_question
 
 # A run builds a new agent per question (about 1-2 s each on a busy two-core
 # machine, bench/bench_eval.py); the full two-model run asks 72 questions.
@@ -351,6 +351,37 @@ def test_a_run_stopped_mid_question_keeps_its_results_and_resume_finishes_it(
     assert {p.stem for p in (folder / "sessions").glob("*.sqlite")} == {
         r["session"] for r in report["results"]
     }
+
+
+def test_a_question_past_the_deadline_fails_alone_and_the_run_goes_on(
+    eval_env: dict[str, str], netbox: NetBoxDouble, models: ScriptedOllama, tmp_path: Path
+) -> None:
+    """Issue 32, item 3: a server that says it is working for ever holds one
+    question to its deadline (--deadline), not the whole run."""
+    path = tmp_path / "mine.toml"
+    path.write_text(QUESTIONS_TOML)
+
+    def reply(model: str, question: str, after_tool: bool) -> Reply:
+        if after_tool and question == TEXTS[1]:
+            return [Stall()]
+        return answers_right(model, question, after_tool)
+
+    models.responder = by_question(reply)
+    models.running = list(models.models)  # /api/ps: loaded, reading the prompt
+    started = time.monotonic()
+    args = ["eval", "-m", "slow", "--per-template", "0", "--questions", str(path), "--json"]
+    result = CliRunner().invoke(app, [*args, "--deadline", "3"], env=eval_env)
+    assert time.monotonic() - started < 30, result.output
+    report = json.loads(result.stdout)
+    assert report["complete"] is True
+    by_question_id = {r["question"]: r for r in report["results"]}
+    assert by_question_id["akron-devices"]["score"]["correct"] is False
+    assert by_question_id["akron-devices"]["score"]["why"] == (
+        "the turn failed: the turn did not finish within its deadline of 3 s "
+        "(NETBOX_CHAT_DEADLINE): the model server kept the answer waiting; check the "
+        "server, or raise --deadline / NETBOX_CHAT_DEADLINE"
+    )
+    assert sum(r["score"]["correct"] for r in report["results"]) == len(report["results"]) - 1
 
 
 @pytest.mark.model_servers("ollama", "vllm")

@@ -19,7 +19,8 @@ import pexpect
 import pytest
 
 from netbox_chat.models.dialects import DIALECTS
-from tests.ollama_server import Delay, Responder, ScriptedOllama, Stall, Step, Text
+from netbox_chat.models.liveness import DataLines
+from tests.ollama_server import Delay, KeepAlive, Responder, ScriptedOllama, Stall, Step, Text
 from tests.openai_server import ScriptedOpenAI
 from tests.test_doctor import doctor, line
 from tests.test_real_models import ask, ask_json, turn_row
@@ -263,3 +264,82 @@ def test_a_cold_start_record_that_is_not_ours_is_never_shown(
     record.write_text(stored)
     shown = line(doctor(chat_env)[1], "cold start")
     assert "never measured here for qwen3:8b" in shown and "\x1b" not in shown
+
+
+@pytest.mark.parametrize("openai_server", ["llama.cpp", "vllm"], indirect=True)
+def test_an_answer_stalled_behind_keep_alives_times_out_in_ask_and_doctor(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    """Issue 32, item 3: a proxy's `: keep-alive` comments are not the answer's
+    progress; after the first data only data extends NETBOX_CHAT_TIMEOUT."""
+    env = {**openai_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}
+    openai_server.script([Text("Two devices "), KeepAlive(0.3)])
+    started = time.monotonic()
+    result = ask_json(env, "how many?", code=1)
+    assert time.monotonic() - started < 15
+    assert result["error"].startswith(DIALECTS[openai_server.dialect].name)
+    assert "stalled mid-answer" in result["error"] and result["kept"] is False
+    openai_server.wait_for_disconnects(1)
+    # doctor's one short request reads the same stream, and gives up the same way.
+    openai_server.script([Text("OK "), KeepAlive(0.3)])
+    started = time.monotonic()
+    code, lines = doctor(env)
+    assert code == 1 and time.monotonic() - started < 15
+    assert line(lines, "model").startswith(
+        f"✗ model: qwen3:8b: no answer (no data for {TIMEOUT}s, only keep-alives) → "
+        "check the server (or the proxy in front of it), or raise --deadline / "
+        "NETBOX_CHAT_DEADLINE"
+    )
+
+
+def test_ask_past_its_deadline_fails_with_the_setting_and_keeps_nothing(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """A server that says it is loading for ever is waited for by the liveness
+    rule; `ask` still ends at its deadline (issue 32, item 3)."""
+    ollama.running = []  # /api/ps answers: loading, for ever
+    ollama.script([Stall()])
+    started = time.monotonic()
+    result = ask_json({**chat_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}, "hi", "--deadline", "4", code=1)
+    assert 4 <= time.monotonic() - started < 15
+    assert result["status"] == "failed" and result["kept"] is False
+    assert result["error"] == (
+        "the turn did not finish within its deadline of 4 s (NETBOX_CHAT_DEADLINE): the "
+        "model server kept the answer waiting; check the server, or raise --deadline / "
+        "NETBOX_CHAT_DEADLINE"
+    )
+    ollama.wait_for_disconnects(1)
+    # The same from the environment, without --json: one red line, exit 1.
+    ollama.script([Stall()])
+    plain = ask({**chat_env, "NETBOX_CHAT_DEADLINE": "3"}, "hi", code=1)
+    assert "netbox-chat: turn 1 failed: the turn did not finish within its deadline of 3 s" in (
+        plain.stderr
+    )
+
+
+@pytest.mark.parametrize("openai_server", ["vllm"], indirect=True)
+def test_doctor_ends_at_its_deadline_on_an_answer_that_never_ends(
+    openai_env: dict[str, str], openai_server: ScriptedOpenAI
+) -> None:
+    """The trial asks for 16 tokens; a server that sends them slowly (data, so
+    no stall) still ends at doctor's deadline."""
+    openai_server.script([Text("OK " * 16, chunk_delay=1.0)])  # 15 s of data
+    started = time.monotonic()
+    code, lines = doctor({**openai_env, "NETBOX_CHAT_DEADLINE": "2"})
+    assert code == 1 and time.monotonic() - started < 10
+    assert line(lines, "model").startswith(
+        "✗ model: qwen3:8b: no answer (not done by the deadline)"
+    )
+
+
+def test_only_data_lines_are_progress_however_the_pieces_are_cut() -> None:
+    """DataLines alone (one room): a comment split across pieces is still a
+    comment, and a data line cut anywhere is still data."""
+    sse = DataLines(sse=True)
+    assert not sse.progress(b": keep-")
+    assert not sse.progress(b"alive\n\n")  # the rest of the comment, then a blank line
+    assert not sse.progress(b"\r\n")
+    assert sse.progress(b"da")  # a new line that is not a comment
+    assert sse.progress(b'ta: {"choices": []}\n\n: ping\n')
+    assert not sse.progress(b": OPENROUTER PROCESSING\n\n")
+    assert DataLines(sse=False).progress(b": not SSE, so data\n")  # Ollama's NDJSON

@@ -30,7 +30,8 @@ import pytest
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
-from tests.ollama_server import Delay, Text, Thinking, ToolCall
+from tests.netbox_double import NetBoxDouble
+from tests.ollama_server import Delay, HangUp, ScriptedOllama, Text, Thinking, ToolCall
 from tests.openai_server import ScriptedOpenAI
 
 ROOT = Path(__file__).parent.parent
@@ -70,6 +71,107 @@ def test_a_turn_with_a_tool_call_counts_the_servers_usage_in_its_window(
     assert openai_server.requests[0]["stream_options"] == {"include_usage": True}
     assert answer["tokens"]["in"] == sum(s.evaluated for s in openai_server.seen[:2])
     assert answer["context"]["window"] == 40_960  # as the server's own endpoint says
+
+
+@pytest.mark.parametrize("openai_server", ["vllm"], indirect=True)
+def test_every_server_is_sent_the_products_own_tools_and_every_netbox_read_is_recorded(
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    openai_env: dict[str, str],
+    openai_server: ScriptedOpenAI,
+    netbox: NetBoxDouble,
+) -> None:
+    """Issue 32, item 1: no deepagents `task` sub-agent on any server. A
+    sub-agent's NetBox reads would appear in no --json, ledger or export."""
+    ollama.script([Text("Three sites.")])
+    code, _, stderr = ask(chat_env, "how many sites?")
+    assert code == 0, stderr
+    # A model that still asks for a sub-agent gets no sub-agent: the name is unknown.
+    openai_server.script(
+        [ToolCall("task", {"description": "List the sites", "subagent_type": "general-purpose"})],
+        [ToolCall("netbox_get_objects", {"object_type": "dcim.site"})],
+        [Text("Three sites.")],
+    )
+    before = len(netbox.requests)
+    code, answer, stderr = ask(openai_env, "how many sites?")
+    assert code == 0, stderr
+
+    def tools(request: dict) -> list[tuple]:
+        """Each tool's name, description and arguments (langchain-ollama leaves
+        out the arguments' defaults, langchain-openai keeps them)."""
+        return [
+            (
+                f["name"],
+                f["description"],
+                sorted(f["parameters"]["properties"]),
+                sorted(f["parameters"].get("required", [])),
+            )
+            for f in (tool["function"] for tool in request.get("tools", []))
+        ]
+
+    assert tools(openai_server.requests[0]) == tools(ollama.requests[0])
+    assert "task" not in {tool[0] for tool in tools(openai_server.requests[0])}
+    # Every NetBox read of the turn is one the answer lists.
+    reads = [p for p in netbox.requests[before:] if not p.startswith("/api/status/")]
+    listed = [call["name"] for call in answer["tool_calls"]]
+    assert listed == ["task", "netbox_get_objects"]
+    assert answer["tool_calls"][0]["error"] and len(reads) == 1
+
+
+@pytest.mark.model_servers()
+def test_a_reply_cut_at_num_predict_fails_the_turn_with_what_to_do_on_every_server(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """Issue 32, item 2: NETBOX_CHAT_NUM_PREDICT reaches each server in its own
+    field, the server stops the reply there, and the cut reply is never kept as
+    an answer."""
+    ollama.script([Thinking("Active sites: ask NetBox."), Text("The active sites are DM-Akron")])
+    code, answer, stderr = ask({**chat_env, "NETBOX_CHAT_NUM_PREDICT": "6"}, "which sites?")
+    sent = ollama.requests[0]
+    if isinstance(ollama, ScriptedOpenAI):
+        assert sent["max_tokens"] == 6
+        field = 'finish_reason "length"'
+    else:
+        assert sent["options"]["num_predict"] == 6
+        field = 'Ollama done_reason "length"'
+    assert code == 1
+    assert answer["status"] == "failed" and answer["kept"] is False
+    assert answer["error"] == (
+        "the model stopped at its output limit before it finished its answer "
+        f"({field}; thinking counts against that limit): turn thinking off with "
+        "/think off (NETBOX_CHAT_THINK=off) or allow longer replies with "
+        "NETBOX_CHAT_NUM_PREDICT, then ask again"
+    )
+    assert "DM-Akron" not in stderr
+    # Without the limit the same reply is a whole answer, and no limit is sent.
+    ollama.script([Text("The active sites are DM-Akron")])
+    code, answer, stderr = ask(chat_env, "which sites?")
+    assert code == 0, stderr
+    assert answer["answer"] == "The active sites are DM-Akron"
+    assert "max_tokens" not in ollama.requests[1]
+
+
+@pytest.mark.model_servers()
+def test_a_server_that_dies_mid_answer_is_said_in_the_products_words_on_every_server(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """Issue 32, item 4: not httpx's `RemoteProtocolError: peer closed
+    connection…`, but which server, what happened and what to do; the turn is
+    rolled back."""
+    ollama.script([Text("Two devices are " * 5, chunk_delay=0.02), HangUp()])
+    code, answer, stderr = ask(chat_env, "how many devices?")
+    if isinstance(ollama, ScriptedOpenAI):
+        server, log = SERVER_NAMES[ollama.dialect], "the server's log"
+    else:
+        server, log = "Ollama", "the Ollama server log"
+    assert code == 1
+    assert answer["status"] == "failed" and answer["kept"] is False
+    assert answer["error"] == (
+        f"{server} closed the connection mid-answer (peer closed connection without "
+        "sending complete message body (incomplete chunked read)): it stopped or "
+        f"crashed; try again, and if it repeats, check {log}"
+    )
+    assert "RemoteProtocolError" not in stderr
 
 
 def test_a_request_too_long_for_the_window_is_compacted_and_sent_again(

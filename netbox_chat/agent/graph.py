@@ -81,14 +81,24 @@ class SessionState(DeepAgentState):
     ]
 
 
-def _exclude_subagents_for_ollama() -> None:
-    """The `task` tool (sub-agents) roughly doubles the request and a small
-    local model uses it badly; a harness profile for the ollama provider
-    turns the default general-purpose sub-agent off."""
-    register_harness_profile(
-        "ollama",
-        HarnessProfile(general_purpose_subagent=GeneralPurposeSubagentProfile(enabled=False)),
-    )
+def _no_subagents(model: Any) -> None:
+    """The tool list is the product's own, the same on every model server: no
+    `task` sub-agent tool. deepagents adds its general-purpose sub-agent unless
+    the harness profile of the model's provider turns it off, and picks that
+    profile by the provider the chat model reports (ChatOllama "ollama",
+    ChatOpenAICompatible "openai"). A sub-agent would read NetBox where no
+    ledger, `--json`, `/show` or export sees it, outside the product's
+    middleware, and the tool roughly doubles a request a small local model
+    then uses badly."""
+    try:
+        provider = model._get_ls_params().get("ls_provider")
+    except (AttributeError, TypeError, NotImplementedError):
+        provider = None
+    for key in {"ollama", "openai", provider} - {None}:
+        register_harness_profile(
+            str(key),
+            HarnessProfile(general_purpose_subagent=GeneralPurposeSubagentProfile(enabled=False)),
+        )
 
 
 # Where langchain-ollama 1.1.0 keeps Ollama's `message.thinking` (when `reasoning`
@@ -169,7 +179,8 @@ def build_agent(
     session; nothing is written beside the session file. `context_guard`
     (netbox_chat.agent.context) takes the slot of deepagents' summarization.
     """
-    _exclude_subagents_for_ollama()
+    chat_model = model if model is not None else build_model(settings)
+    _no_subagents(chat_model)
     middleware: list[AgentMiddleware[Any, Any, Any]] = [
         FilesystemMiddleware(tools=FILE_TOOLS_KEPT, system_prompt=FILE_TOOLS_PROMPT),
         # Outside ThinkingMiddleware: it reads the answer with the thinking taken out.
@@ -180,7 +191,7 @@ def build_agent(
     if context_guard is not None:
         middleware.append(context_guard)
     return create_deep_agent(
-        model=model if model is not None else build_model(settings),
+        model=chat_model,
         tools=list(tools),
         system_prompt=SYSTEM_PROMPT,
         middleware=middleware,

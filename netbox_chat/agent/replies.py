@@ -158,14 +158,28 @@ def _tool_name(tool: BaseTool | Mapping[str, Any]) -> str:
     return tool.name if isinstance(tool, BaseTool) else str(tool.get("name", ""))
 
 
+def cut_at_limit(message: AIMessage) -> str | None:
+    """How the server said the reply was cut at its output limit, or None when
+    it was not: Ollama's own API ends with `done_reason: "length"` (langchain-ollama
+    keeps it as is), an OpenAI-compatible server with `finish_reason: "length"`
+    (langchain-openai keeps that); the same rule on every server."""
+    metadata = message.response_metadata
+    if metadata.get("done_reason") == "length":
+        return "Ollama done_reason"
+    if metadata.get("finish_reason") == "length":
+        return "finish_reason"
+    return None
+
+
 def no_answer(message: AIMessage, tool_calls_so_far: int) -> NoAnswer | None:
     """Why `message`, the model's last word, is not an answer (None when it is one)."""
     if message.tool_calls:
         return None
-    if message.response_metadata.get("done_reason") == "length":
+    field = cut_at_limit(message)
+    if field is not None:
         return NoAnswer(
             "the model stopped at its output limit before it finished its answer "
-            '(Ollama done_reason "length"; thinking counts against that limit): '
+            f'({field} "length"; thinking counts against that limit): '
             "turn thinking off with /think off (NETBOX_CHAT_THINK=off) or allow "
             "longer replies with NETBOX_CHAT_NUM_PREDICT, then ask again"
         )
@@ -221,7 +235,7 @@ class ReplyRepair(AgentMiddleware[Any, Any, Any]):
             return self._renamed(message, names)
         text = message.content if isinstance(message.content, str) else ""
         calls = calls_in_text(text, tools, results) if text.strip() else []
-        if calls and message.response_metadata.get("done_reason") != "length":
+        if calls and cut_at_limit(message) is None:
             tool_calls = []
             for name, args in calls:
                 call_id = f"call_text_{uuid.uuid4().hex[:12]}"

@@ -49,7 +49,7 @@ from netbox_chat.checkpoints.sqlite import CURRENT_RUN, Run, SyncSaverBridge, Wr
 from netbox_chat.claims import Grounding, check
 from netbox_chat.config import ModelServer
 from netbox_chat.errors import UserFacingError, pick_model
-from netbox_chat.models.liveness import Waiting
+from netbox_chat.models.liveness import Waiting, broke_off
 from netbox_chat.models.thinking import ThinkSplitter, inlines_thinking, split_thinking
 from netbox_chat.store.choose import OpenSession
 from netbox_chat.store.postgres import database_errors
@@ -509,8 +509,14 @@ class Conversation:
 
     # a turn
 
-    async def run_turn(self, question: str, sink: EventSink = ignore_events) -> TurnOutcome:
+    async def run_turn(
+        self, question: str, sink: EventSink = ignore_events, *, deadline: float | None = None
+    ) -> TurnOutcome:
         """Run one turn; on cancel or error, roll it back before returning.
+
+        `deadline`: the seconds the turn may take in all (`ask` and `eval` give
+        NETBOX_CHAT_DEADLINE; the REPL has Ctrl-C). Past it the turn is cancelled
+        as Ctrl-C would, and fails with a line that names the setting.
 
         Cancel this coroutine's task exactly once to stop the turn: the graph's
         own cleanup runs, then the rollback runs synchronously, which a second
@@ -548,15 +554,17 @@ class Conversation:
         sink(TurnStarted(self.session.id, number))
         store_failure: BaseException | None = None
         run = Run(asyncio.current_task())
+        bound = asyncio.timeout(deadline)
         try:
-            message_count = await self._stream(question, sink, outcome, run)
+            async with bound:
+                message_count = await self._stream(question, sink, outcome, run)
             if run.refused:  # the cancel raced the run's end: not all of it was stored
                 raise asyncio.CancelledError
         except asyncio.CancelledError:
             outcome.status = "cancelled"
         except Exception as exc:  # the turn failed: roll back and report
             outcome.status = "failed"
-            outcome.error = describe_error(exc)
+            outcome.error = past_deadline(deadline) if bound.expired() else describe_error(exc)
             store_failure = exc if isinstance(exc, _store_errors()) else None
         else:
             try:
@@ -925,6 +933,15 @@ def _join(first: str | None, problems: Sequence[str]) -> str | None:
     return "; ".join(parts) or None
 
 
+def past_deadline(seconds: float | None) -> str:
+    """The line for a turn that was still waiting on the model at its deadline."""
+    return (
+        f"the turn did not finish within its deadline of {seconds or 0:,.0f} s "
+        "(NETBOX_CHAT_DEADLINE): the model server kept the answer waiting; check the "
+        "server, or raise --deadline / NETBOX_CHAT_DEADLINE"
+    )
+
+
 def describe_error(exc: BaseException) -> str:
     """One line that names the fix, for the errors users actually hit."""
     import httpx
@@ -946,6 +963,8 @@ def describe_error(exc: BaseException) -> str:
             f"the session database could not be written ({text}): check the database "
             "server and the connection to it (NETBOX_CHAT_STORE), then try again"
         )
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
+        return broke_off("Ollama", text, "the Ollama server log")
     if isinstance(exc, httpx.ConnectError | ConnectionError):
         return f"cannot reach Ollama ({text}): is `ollama serve` running and OLLAMA_HOST right?"
     if isinstance(exc, httpx.TimeoutException):

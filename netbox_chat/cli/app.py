@@ -315,6 +315,17 @@ GroundingOption = Annotated[
         ),
     ),
 ]
+DeadlineOption = Annotated[
+    float | None,
+    setting_option(
+        "--deadline",
+        envvar="NETBOX_CHAT_DEADLINE",
+        help=(
+            "Seconds the command may take in all (ask; each eval question; doctor), "
+            "whatever the model server keeps sending (default 1800)."
+        ),
+    ),
+]
 Profile = Annotated[
     str | None,
     setting_option(
@@ -413,6 +424,7 @@ def settings_from(
     session_model: str | None = None,
     provider: str | None = None,
     base_url: str | None = None,
+    deadline: float | None = None,
     need_token: bool = False,
 ) -> Settings:
     """Resolve the settings (config.py's layers) for this command line.
@@ -433,6 +445,7 @@ def settings_from(
         provider=provider,
         base_url=base_url,
         grounding=grounding,
+        deadline=deadline,
     )
     typed["store"] = typed_on_command_line(store_option=store)["store_option"]
     if typed["store"] is not None and typed["store"].startswith(DATABASE_SCHEMES):
@@ -1093,6 +1106,7 @@ def ask(
     grounding: GroundingOption = None,
     profile: Profile = None,
     store_option: StoreOption = None,
+    deadline: DeadlineOption = None,
 ) -> None:
     """Run one turn without the REPL, print the answer and exit (scripts, cron).
 
@@ -1122,6 +1136,7 @@ def ask(
         "think": think,
         "grounding": grounding,
         "store": store_option,
+        "deadline": deadline,
     }
     lines = JsonLines(sys.stdout) if stream_json else None
     view = render.TurnView(out()) if out().is_terminal and not (as_json or lines) else None
@@ -1141,6 +1156,7 @@ def ask(
             profile=profile,
             provider=provider,
             base_url=base_url,
+            deadline=deadline,
             need_token=not continuing,
         )
         store = open_store(settings)
@@ -1300,7 +1316,9 @@ async def _ask_once(
                     contextlib.suppress(asyncio.CancelledError),  # cancelled before it began
                     view if view is not None else contextlib.nullcontext(),
                 ):
-                    outcome = await signals.run(runtime.conversation.run_turn(question, sink))
+                    outcome = await signals.run(
+                        runtime.conversation.run_turn(question, sink, deadline=settings.deadline)
+                    )
                 if view is not None and outcome is not None and outcome.status == "done":
                     render.print_outcome(err(), outcome, time.monotonic() - started_at)
             outage = runtime.take_outage()
@@ -1429,6 +1447,7 @@ def doctor(
     netbox_url: NetboxUrl = None,
     profile: Profile = None,
     store_option: StoreOption = None,
+    deadline: DeadlineOption = None,
 ) -> None:
     """Check the setup: Ollama, the model and its tool support, NetBox, the
     token, the NetBox version, the session store. One line each; exits 1 if
@@ -1454,6 +1473,7 @@ def doctor(
         profile=profile,
         provider=provider,
         base_url=base_url,
+        deadline=deadline,
         need_token=True,
     )
     checks = run_checks(settings)
@@ -1532,6 +1552,7 @@ def eval_command(
     netbox_url: NetboxUrl = None,
     think: Think = None,
     profile: Profile = None,
+    deadline: DeadlineOption = None,
 ) -> None:
     """How often does a model answer right on this NetBox? Builds questions from
     its data, computes their truth by direct queries, asks each in a new session
@@ -1547,6 +1568,7 @@ def eval_command(
         profile=profile,
         provider=provider,
         base_url=base_url,
+        deadline=deadline,
         need_token=True,
     )
     options = EvalOptions(

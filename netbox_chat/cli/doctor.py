@@ -14,6 +14,7 @@ import contextlib
 import errno
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,9 +58,12 @@ def skipped(name: str, why: str = "") -> Check:
 
 
 def run_checks(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
-    """Every check, in the order a user would fix them."""
+    """Every check, in the order a user would fix them. Each is bounded by its
+    own short timeout; the one that reads a model's answer (the trial on an
+    OpenAI-compatible server) also by the command's deadline (NETBOX_CHAT_DEADLINE)."""
     if settings.provider == "openai":
-        checks = check_openai(settings, timeout=timeout)
+        until = time.monotonic() + settings.deadline
+        checks = check_openai(settings, timeout=timeout, until=until)
     else:
         checks = check_ollama(settings, timeout=timeout)
     checks += asyncio.run(check_netbox(settings, timeout=timeout))
@@ -192,10 +196,12 @@ TRIAL_TIMEOUT = 30.0
 """The one short generation may wait for a model to load; the rest stays quick."""
 
 
-def check_openai(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
+def check_openai(
+    settings: Settings, *, timeout: float = TIMEOUT, until: float | None = None
+) -> list[Check]:
     """The server and its version, the model, whether it can call tools and
     returns reasoning (one short request), and the window."""
-    from netbox_chat.models.dialects import ServerError, probe, trial
+    from netbox_chat.models.dialects import ServerError, Unfinished, probe, trial
 
     model = settings.model
     if settings.base_url is None:
@@ -236,7 +242,21 @@ def check_openai(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
         )
         return checks
     try:
-        tried = trial(settings.base_url, model, settings.api_key, timeout=TRIAL_TIMEOUT)
+        tried = trial(
+            settings.base_url,
+            model,
+            settings.api_key,
+            timeout=TRIAL_TIMEOUT,
+            stall=min(TRIAL_TIMEOUT, settings.request_timeout),
+            until=until,
+        )
+    except Unfinished as exc:
+        # The answer began, then stalled behind keep-alives or ran past the deadline.
+        fix = (
+            "check the server (or the proxy in front of it), or raise --deadline / "
+            "NETBOX_CHAT_DEADLINE"
+        )
+        checks.append(Check("model", False, f"{model}: no answer ({exc})", fix))
     except httpx.HTTPError as exc:
         checks.append(Check("model", False, f"{model}: no answer ({_http_reason(exc)})"))
     else:

@@ -241,7 +241,11 @@ class Runner:
         clock = Clock()
         outcome = None
         with contextlib.suppress(asyncio.CancelledError):  # cancelled before it began
-            outcome = await self._guarded(runtime.conversation.run_turn(question.text, clock.sink))
+            outcome = await self._guarded(
+                runtime.conversation.run_turn(
+                    question.text, clock.sink, deadline=self.settings.deadline
+                )
+            )
         seconds = time.monotonic() - clock.started
         if outcome is None or outcome.status == "cancelled":
             self.interrupted = True

@@ -120,6 +120,7 @@ class OpenAIProvider:
             window=served.window,
             read_timeout=settings.request_timeout,
             reasoning=reasoning,
+            max_tokens=settings.num_predict,
         )
 
 

@@ -24,6 +24,7 @@ the configured base URL's own host, with the key configured with it).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,7 @@ import httpx
 from netbox_chat.config import without_userinfo
 from netbox_chat.models.liveness import (
     LOADING,
+    DataLines,
     Probe,
     Reading,
     answer_probe,
@@ -336,9 +338,27 @@ TRIAL_TOOL = {
 }
 
 
-def trial(base_url: str, model: str, api_key: str | None, *, timeout: float) -> Trial:
+class Unfinished(httpx.TimeoutException):
+    """The trial's answer did not finish in time; the words say how."""
+
+
+def trial(
+    base_url: str,
+    model: str,
+    api_key: str | None,
+    *,
+    timeout: float,
+    stall: float | None = None,
+    until: float | None = None,
+) -> Trial:
     """Send "Say OK" with one tool, streamed, at most 16 tokens: vLLM without
-    its tool flags refuses it (400), a reasoning model starts with reasoning."""
+    its tool flags refuses it (400), a reasoning model starts with reasoning.
+
+    Each wait is bounded by `timeout`; once the answer began, its progress by
+    `stall` (default `timeout`): lines that carry no data (`: keep-alive`
+    comments, liveness.DataLines) do not count, so an answer stalled behind
+    them ends as a silent one does. `until`
+    (time.monotonic()) is the caller's overall deadline. Either is Unfinished."""
     body = {
         "model": model,
         "messages": [{"role": "user", "content": "Say OK."}],
@@ -355,7 +375,18 @@ def trial(base_url: str, model: str, api_key: str | None, *, timeout: float) -> 
             error = json_object(response).get("error")
             words = error.get("message") if isinstance(error, dict) else error
             return Trial(_short(words) or f"HTTP {response.status_code}", None)
+        lines = DataLines(sse=True)
+        bound = timeout  # until the first data, then `stall`
+        progressed = time.monotonic()
         for line in response.iter_lines():
+            now = time.monotonic()
+            if lines.progress(line.encode() + b"\n"):
+                progressed = now
+                bound = timeout if stall is None else stall
+            elif now - progressed > bound:
+                raise Unfinished(f"no data for {bound:g}s, only keep-alives")
+            if until is not None and now > until:
+                raise Unfinished("not done by the deadline")
             field = _reasoning_in(line)
             if field:
                 return Trial(None, field)

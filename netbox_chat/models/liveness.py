@@ -37,6 +37,16 @@ took that long (see `PatientTransport`'s `loaded`)."""
 LOADING = "loading "
 
 
+def broke_off(server: str, text: str, log: str) -> str:
+    """The line for a server that closed the connection in the middle of its
+    answer (httpx: "peer closed connection without sending complete message
+    body", or a reset): it stopped or crashed; the turn is rolled back."""
+    return (
+        f"{server} closed the connection mid-answer ({text}): it stopped or crashed; "
+        f"try again, and if it repeats, check {log}"
+    )
+
+
 def gave_up(now: float, last_answer: float, timeout: float) -> bool:
     """The rule: a silent server is given up on only once it has not answered
     anything (the request or a probe) for `timeout` seconds."""
@@ -217,10 +227,46 @@ class PatientTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
+class DataLines:
+    """Tells the pieces of a body that carry data from those that only say the
+    server is alive.
+
+    In a server-sent events body a line that begins with `:` is a comment
+    (WHATWG HTML, "Server-sent events", event stream interpretation: "If the
+    line starts with a U+003A COLON character (:) — Ignore the line"), which
+    proxies and servers send as `: keep-alive` while an answer is stuck; blank
+    lines only end events. Neither is progress of the answer. Any other body
+    (Ollama's NDJSON) is data throughout. Lines may be split across pieces."""
+
+    def __init__(self, sse: bool) -> None:
+        self.sse = sse
+        self.line_start = True
+        self.comment = False
+
+    def progress(self, piece: bytes) -> bool:
+        """Whether `piece` carries any of the answer's data."""
+        if not self.sse:
+            return bool(piece)
+        found = False
+        for i, part in enumerate(piece.split(b"\n")):
+            if i:
+                self.line_start = True
+            if not part:
+                continue
+            if self.line_start:
+                self.comment = part.startswith(b":")
+                self.line_start = False
+            found = found or (not self.comment and bool(part.strip(b"\r")))
+        return found
+
+
 class _Bounded(httpx.AsyncByteStream):
-    """A response body whose first piece is waited for as the headers were
-    (PatientTransport.patiently), and every next piece must come within the
-    timeout."""
+    """A response body waited for as the headers were
+    (PatientTransport.patiently) until its first piece of data; from then on
+    the answer must make progress, a piece of data, within the timeout. Pieces
+    that carry no data (SSE comments such as `: keep-alive`, DataLines) are
+    passed on but do not extend that bound: a stream stalled behind keep-alives
+    times out like a silent one."""
 
     def __init__(
         self,
@@ -234,23 +280,26 @@ class _Bounded(httpx.AsyncByteStream):
         self.request = request
         self.started = started
         self.answered = time.monotonic()  # the headers came
+        content_type = response.headers.get("content-type", "")
+        self.lines = DataLines(content_type.startswith("text/event-stream"))
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         pieces = self.response.aiter_raw().__aiter__()
         timeout = self.transport.timeout
-        first = True
+        loop = asyncio.get_running_loop()
+        progressed: float | None = None  # when the last piece of data came (loop time)
         while True:
             try:
-                if first:
+                if progressed is None:
                     piece = await self.transport.patiently(
                         pieces.__anext__(), self.request, self.started, self.answered
                     )
-                    first = False
+                    self.answered = time.monotonic()
                 else:
                     # Not wait_for: it runs each read as a task of its own, a
                     # trip through the event loop for every token even when the
                     # next one is already here (coalesce.py reads ahead on that).
-                    async with asyncio.timeout(timeout):
+                    async with asyncio.timeout_at(progressed + timeout):
                         piece = await pieces.__anext__()
             except StopAsyncIteration:
                 return
@@ -259,6 +308,8 @@ class _Bounded(httpx.AsyncByteStream):
                     f"the model server stopped mid-answer for {timeout:.0f}s",
                     request=self.request,
                 ) from None
+            if self.lines.progress(piece):
+                progressed = loop.time()
             yield piece
 
     async def aclose(self) -> None:

@@ -37,7 +37,7 @@ from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.coalesce import CoalescingTransport, merge_sse_events
 from netbox_chat.models.coldstart import recorder
 from netbox_chat.models.dialects import DIALECTS, Dialect, busy_probe
-from netbox_chat.models.liveness import PatientTransport
+from netbox_chat.models.liveness import PatientTransport, broke_off
 from netbox_chat.visible import visible_line
 
 REASONING_KEY = "reasoning_content"
@@ -175,6 +175,9 @@ class ChatOpenAICompatible(BaseChatOpenAI):
             return WindowOverflow(f"{server}: {text}")
         if isinstance(exc, openai.APITimeoutError):
             return self._timed_out()
+        died = _broken_connection(exc)
+        if died is not None:
+            return died_mid_answer(server, died)
         if isinstance(exc, openai.APIConnectionError):
             shown = without_userinfo(self.openai_api_base or "", "***@")  # never in the ledger
             return UserFacingError(
@@ -251,6 +254,24 @@ def thinking_fields(
     return None, None
 
 
+def _broken_connection(exc: BaseException) -> httpx.TransportError | None:
+    """The server's hang-up behind an SDK error: the openai SDK words a
+    connection closed mid-response as APIConnectionError("Connection error."),
+    with httpx's RemoteProtocolError or ReadError as its cause."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, httpx.RemoteProtocolError | httpx.ReadError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def died_mid_answer(server: str, exc: BaseException) -> UserFacingError:
+    """liveness.broke_off's line for this server, with httpx's own words."""
+    text = visible_line(str(exc) or type(exc).__name__)[:300]
+    return UserFacingError(broke_off(server, text, "the server's log"))
+
+
 def _message(exc: openai.APIError) -> str:
     """The server's own words: the body's `error.message` or `message`, else
     the SDK's text. Shown as one line of text, never as terminal control."""
@@ -273,6 +294,7 @@ def build_chat_model(
     window: int,
     read_timeout: float,
     reasoning: bool | str | None,
+    max_tokens: int | None = None,
 ) -> ChatOpenAICompatible:
     """The session's chat model.
 
@@ -290,6 +312,11 @@ def build_chat_model(
       fails the turn, which is rolled back, as with Ollama.
     - `use_responses_api=False`: always /v1/chat/completions, whatever the
       model's name (facts, 2.2).
+    - `max_tokens`: NETBOX_CHAT_NUM_PREDICT, as ChatOllama sends `num_predict`;
+      a reply cut at it ends with `finish_reason: "length"`, which fails the
+      turn (replies.cut_at_limit). `max_tokens`, not OpenAI's newer
+      `max_completion_tokens`: all five servers read it (Ollama's /v1 as
+      `num_predict`, openai/openai.go).
     """
     chat_path = f"{urlsplit(base_url).path.rstrip('/')}/chat/completions"
     chat = ChatOpenAICompatible(
@@ -299,6 +326,7 @@ def build_chat_model(
         dialect=dialect,
         num_ctx=window,
         temperature=0,
+        max_tokens=max_tokens,
         streaming=True,
         stream_usage=True,
         stream_chunk_timeout=None,
