@@ -812,7 +812,7 @@ def test_every_relative_link_and_anchor_in_the_docs_resolves() -> None:
 
 def test_nothing_points_outside_the_repository() -> None:
     """The documents the code, tests and docs rely on are in docs/: no
-    `../shared/…` path a fresh clone cannot follow."""
+    path into a `shared` folder beside the checkout, which a fresh clone lacks."""
     outside = []
     for folder in ("netbox_chat", "tests", "docs", "bench", "scripts"):
         for path in (ROOT / folder).rglob("*"):

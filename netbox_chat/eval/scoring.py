@@ -3,7 +3,7 @@
 A right answer phrased differently is right; a wrong number, or a name that is
 not in the truth, makes an answer wrong however much else in it is right (a
 judge that scored completeness certified an invented "7.7 %" against a true
-0 %: ../shared/facts/real-models.md, "Evaluation lessons"). Only explanation
+0 %: docs/facts/real-models.md, "Evaluation lessons"). Only explanation
 questions go to an LLM judge, and only when one is asked for.
 """
 
