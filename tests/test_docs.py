@@ -605,9 +605,7 @@ def test_the_docs_message_for_a_token_env_that_is_not_set(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
     """Refused before any question is asked, exit 1, naming the variable."""
-    (inline,) = re.findall(
-        r"``(netbox-chat: no NetBox token: LAB_TOKEN[^`]*`[^`]*`[^`]*)``", DOCS
-    )
+    (inline,) = re.findall(r"``(netbox-chat: no NetBox token: LAB_TOKEN[^`]*`[^`]*`[^`]*)``", DOCS)
     folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
     folder.mkdir(parents=True)
     (folder / "config.toml").write_text(
