@@ -820,3 +820,23 @@ def test_nothing_points_outside_the_repository() -> None:
                         outside.append(f"{path.relative_to(ROOT)}:{number}")
     assert "../" + "shared/" not in README
     assert outside == []
+
+
+def test_the_quick_starts_profile_is_one_the_cli_takes(chat_env: dict[str, str]) -> None:
+    """The README's quick start: its config file, written as it says
+    (`chmod 600`), with the token in the variable it names, is read as the
+    default profile and sends that token to that NetBox."""
+    (toml,) = [block for block in code_blocks(README) if block[:1] == ['default_profile = "lab"']]
+    config = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("\n".join(toml) + "\n")
+    config.chmod(0o600)
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+    shown = CliRunner().invoke(
+        app, ["config"], env={**env, "NETBOX_TOKEN_LAB": "nbt_x.y", "COLUMNS": "200"}
+    )
+    assert shown.exit_code == 0, shown.output
+    rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
+    assert any(row.startswith("profile lab") for row in rows), rows
+    assert any(row.startswith("netbox_url http://127.0.0.1:8000 profile lab") for row in rows)
+    assert any(row.startswith("netbox_token set") for row in rows), rows
