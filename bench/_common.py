@@ -55,7 +55,13 @@ BUILDER_VERSION = "1"
 """Bump when the shape of the generated turns changes (forces a rebuild)."""
 STALE_SECONDS = 24 * 3600
 """A cached session folder unused this long is removed when another is built."""
-SHAPING_MODULES = ("sessions.py", "checkpointer.py", "agent.py", "turns.py", "config.py")
+SHAPING_MODULES = (
+    "store/sessions.py",
+    "checkpoints/sqlite.py",
+    "agent/graph.py",
+    "agent/turns.py",
+    "config.py",
+)
 """The modules whose code shapes a session file: the cache is rebuilt when they change."""
 
 # The prompt `netbox> ` as prompt_toolkit draws it: style escapes between the word
@@ -150,9 +156,9 @@ def settings_for(sessions_dir: Path, ollama_url: str) -> Any:
 
 def open_conversation(session: Any, settings: Any, tools: Sequence[Any], saver: Any = None) -> Any:
     """A Conversation on `session` with injected tools (no NetBox client)."""
-    from netbox_chat.agent import build_agent, find_end_node
-    from netbox_chat.checkpointer import BridgedSqliteSaver
-    from netbox_chat.turns import Conversation
+    from netbox_chat.agent.graph import build_agent, find_end_node
+    from netbox_chat.agent.turns import Conversation
+    from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
 
     if saver is None:
         saver = BridgedSqliteSaver(session.db, session.id)
@@ -217,7 +223,7 @@ def cached_sessions(log: Callable[[str], None] = print) -> dict[str, Any]:
 
 
 async def _build(folder: Path, log: Callable[[str], None]) -> dict[str, Any]:
-    from netbox_chat.sessions import SessionFile, SessionStore
+    from netbox_chat.store.sessions import SessionFile, SessionStore
     from tests.ollama_server import ScriptedOllama
 
     work = folder / "work"

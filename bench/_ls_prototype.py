@@ -24,7 +24,7 @@ ls.add_argument("--json", action="store_true")
 ls.add_argument("--all", action="store_true")
 args = parser.parse_args()
 
-from netbox_chat.sessions import SessionStore  # noqa: E402
+from netbox_chat.store.sessions import SessionStore  # noqa: E402
 
 store = SessionStore(Path(os.environ.get("NETBOX_CHAT_SESSIONS", "sessions")))
 

@@ -36,14 +36,11 @@ def mark(name: str, at: float | None = None) -> None:
 
 mark("interpreter started, site imported", _STARTED)
 
-from netbox_chat import entry  # noqa: E402
+from netbox_chat import process  # noqa: E402
 
-# As the entry point does before its first import (a revision measured by
-# --against from before branch `startup` has no pause: it runs as it did).
-if hasattr(entry, "pause_collector"):
-    entry.pause_collector()
+process.pause_collector()  # as the entry point does before its first import
 
-from netbox_chat import runtime  # noqa: E402
+from netbox_chat.agent import runtime  # noqa: E402
 
 _original = runtime.build_runtime
 
@@ -61,8 +58,8 @@ runtime.build_runtime = _build_runtime
 
 
 def _draw_no_answer() -> None:
-    from netbox_chat import render
-    from netbox_chat.turns import TextDelta
+    from netbox_chat.agent.turns import TextDelta
+    from netbox_chat.ui import render
 
     on_event = render.TurnView.on_event
 
@@ -74,9 +71,9 @@ def _draw_no_answer() -> None:
 
 
 def _instrument() -> None:
-    from netbox_chat import cli
+    from netbox_chat.cli import app as cli
 
-    mark("netbox_chat.cli imported")
+    mark("netbox_chat.cli.app imported")
     settings_from = cli.settings_from
 
     def timed_settings_from(*args: Any, **kwargs: Any) -> Any:
@@ -84,9 +81,9 @@ def _instrument() -> None:
         return settings_from(*args, **kwargs)
 
     cli.settings_from = timed_settings_from
-    from netbox_chat import repl
+    from netbox_chat.cli import repl
 
-    mark("netbox_chat.repl imported (prompt_toolkit)")
+    mark("netbox_chat.cli.repl imported (prompt_toolkit)")
     run_chat = repl.run_chat
 
     async def timed_run_chat(*args: Any, **kwargs: Any) -> Any:
@@ -111,6 +108,6 @@ if __name__ == "__main__":
         _draw_no_answer()
     if _TIMELINE:
         _instrument()
-    from netbox_chat.entry import main
+    from netbox_chat.cli.main import main
 
     main()

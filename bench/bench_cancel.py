@@ -109,7 +109,7 @@ def read_for(child: pexpect.spawn, seconds: float) -> None:
 def file_probe(path: Path) -> dict[str, int]:
     """Bytes in use and rows of a session file, read-only (works while the REPL
     holds it: a read sees the committed WAL too)."""
-    from netbox_chat.sessions import read_only_connection
+    from netbox_chat.store.sessions import read_only_connection
 
     with read_only_connection(path) as conn:
         q = conn.execute
@@ -226,7 +226,7 @@ def part_a(cached: dict[str, Any], moments: list[tuple[bool, float]]) -> dict[st
 
 async def check_session(sessions: Path, session_id: str, url: str) -> str:
     """After the run: the head must be clean and hold only finished turns."""
-    from netbox_chat.sessions import SessionFile, SessionStore
+    from netbox_chat.store.sessions import SessionFile, SessionStore
 
     store = SessionStore(sessions)
     session = SessionFile.open(store, session_id)
@@ -279,8 +279,8 @@ ROLLBACK = "rollback, all of it"
 
 
 async def part_b(cached: dict[str, Any], moments: list[tuple[bool, float]]) -> dict[str, Any]:
-    from netbox_chat.sessions import SessionFile, SessionStore
-    from netbox_chat.turns import message_ids
+    from netbox_chat.agent.turns import message_ids
+    from netbox_chat.store.sessions import SessionFile, SessionStore
     from tests.ollama_server import ScriptedOllama
 
     clock = Clock()

@@ -100,7 +100,7 @@ class Run:
 
 
 async def run(mode: str, turns: int, window: int) -> Run:
-    from netbox_chat.sessions import SessionFile, SessionStore
+    from netbox_chat.store.sessions import SessionFile, SessionStore
     from tests.ollama_server import ScriptedOllama
 
     with C.temp_dir("nbc-bench-ctx-") as tmp, ScriptedOllama() as ollama:
@@ -147,16 +147,16 @@ async def run(mode: str, turns: int, window: int) -> Run:
 def build(mode: str, session: Any, settings: Any) -> tuple[Any, Any]:
     """The conversation and its closer, for one mode."""
     if mode in ("guard", "off"):
-        from netbox_chat.runtime import build_runtime
+        from netbox_chat.agent.runtime import build_runtime
 
         runtime = build_runtime(session, settings, tools=tools())
         return runtime.conversation, runtime.aclose
     from langchain_ollama import ChatOllama
 
-    from netbox_chat.agent import build_agent, find_end_node
-    from netbox_chat.checkpointer import BridgedSqliteSaver
-    from netbox_chat.sessions import connect
-    from netbox_chat.turns import Conversation
+    from netbox_chat.agent.graph import build_agent, find_end_node
+    from netbox_chat.agent.turns import Conversation
+    from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
+    from netbox_chat.store.sessions import connect
 
     saver = BridgedSqliteSaver(connect(session.path), session.id)
     model = ChatOllama(

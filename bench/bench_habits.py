@@ -28,7 +28,7 @@ sys.path.insert(0, str(C.ROOT))
 
 
 def make_template(folder: Path, turns: int = 20) -> Path:
-    from netbox_chat.sessions import SessionFile, SessionStore
+    from netbox_chat.store.sessions import SessionFile, SessionStore
 
     with SessionFile.create(
         SessionStore(folder), model="qwen3:8b", netbox_url="http://netbox.example:8000"
@@ -42,7 +42,7 @@ def make_template(folder: Path, turns: int = 20) -> Path:
 
 
 def make_store(template: Path, into: Path, count: int) -> None:
-    from netbox_chat.sessions import new_session_id
+    from netbox_chat.store.sessions import new_session_id
 
     into.mkdir(parents=True, exist_ok=True)
     seen: set[str] = set()
@@ -113,9 +113,9 @@ def main() -> None:
         # The work itself, in one process (no interpreter start-up, no imports).
         probe = (
             "import time\n"
-            "from netbox_chat.completion import SessionIdWord, session_id_choices\n"
+            "from netbox_chat.cli.completion import SessionIdWord, session_id_choices\n"
             "from netbox_chat.config import resolve_settings\n"
-            "from netbox_chat.sessions import SessionStore\n"
+            "from netbox_chat.store.sessions import SessionStore\n"
             "def best(f):\n"
             "    runs = []\n"
             "    for _ in range(5):\n"

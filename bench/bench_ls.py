@@ -23,7 +23,7 @@ import _common as C
 
 def make_store(template: Path, into: Path, count: int) -> None:
     """`count` copies of the 20-turn session file, each under a new id."""
-    from netbox_chat.sessions import new_session_id
+    from netbox_chat.store.sessions import new_session_id
 
     source = next(template.glob("*.sqlite"))
     into.mkdir(parents=True, exist_ok=True)
@@ -78,9 +78,9 @@ def main() -> None:
         # Where the time goes, in one process (no interpreter start-up).
         probe = (
             "import time;t=time.perf_counter();"
-            "import netbox_chat.cli;t1=time.perf_counter();"
-            "import io,os,pathlib;from netbox_chat import render;"
-            "from netbox_chat.sessions import SessionStore;from rich.console import Console;"
+            "import netbox_chat.cli.app;t1=time.perf_counter();"
+            "import io,os,pathlib;from netbox_chat.ui import render;"
+            "from netbox_chat.store.sessions import SessionStore;from rich.console import Console;"
             "s=SessionStore(pathlib.Path(os.environ['NETBOX_CHAT_SESSIONS']));"
             "t2=time.perf_counter();x=s.list_sessions();t3=time.perf_counter();"
             "Console(file=io.StringIO(),width=100).print(render.sessions_table(x));"
@@ -95,7 +95,7 @@ def main() -> None:
         # option adapters, asyncio, Markdown, the prompt, LangChain).
         modules_probe = (
             "import sys,contextlib;sys.argv=['netbox-chat','ls'];"
-            "from netbox_chat.cli import main\n"
+            "from netbox_chat.cli.app import main\n"
             "with contextlib.suppress(SystemExit): main()\n"
             "heavy=('pydantic','asyncio','rich.markdown','markdown_it','rich.live',"
             "'prompt_toolkit','langchain_core','deepagents')\n"
@@ -119,7 +119,7 @@ def main() -> None:
         )
     ratio = statistics.median(times["netbox-chat ls"]) / base
     print(
-        f"\nin-process: import netbox_chat.cli {imports_ms:.0f} ms; "
+        f"\nin-process: import netbox_chat.cli.app {imports_ms:.0f} ms; "
         f"list_sessions() over {len(files)} files {listing_ms:.0f} ms "
         f"({listing_ms / len(files) * 1000:.0f} us a file); "
         f"rich table of {len(files)} rows {render_ms:.0f} ms; "

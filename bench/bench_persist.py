@@ -47,8 +47,8 @@ async def run(turns: int) -> dict[str, list[float]]:
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from netbox_chat.agent import build_agent
-    from netbox_chat.sessions import SessionFile, SessionStore
+    from netbox_chat.agent.graph import build_agent
+    from netbox_chat.store.sessions import SessionFile, SessionStore
     from tests.ollama_server import ScriptedOllama
 
     class MemorySaver(InMemorySaver):
@@ -58,7 +58,7 @@ async def run(turns: int) -> dict[str, list[float]]:
         def ids_after(self, checkpoint_id: str | None) -> None:
             pass
 
-    from netbox_chat.checkpointer import BridgedSqliteSaver
+    from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
 
     times: dict[str, list[float]] = {}
     with C.temp_dir("nbc-bench-persist-") as tmp, ScriptedOllama(lifetime=900) as ollama:
@@ -131,7 +131,7 @@ so every turn decodes the whole history the way LangGraph's own walk does."""
 def uncached_saver(session: Any) -> Any:
     """The session's saver with the history cache off (a revision measured by
     `--against` that predates the cache has none to turn off)."""
-    from netbox_chat.checkpointer import BridgedSqliteSaver
+    from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
 
     try:
         return BridgedSqliteSaver(session.db, session.id, history_cache=False)
@@ -143,7 +143,7 @@ async def overhead(turns: int) -> dict[str, list[float]]:
     """Per-turn overhead (wall time minus the model and tools nodes) on the
     cached 50- and 500-turn sessions, with the history cache and without,
     interleaved; the first turn on each is a warm-up."""
-    from netbox_chat.sessions import SessionFile, SessionStore
+    from netbox_chat.store.sessions import SessionFile, SessionStore
     from tests.ollama_server import ScriptedOllama
 
     cached = C.cached_sessions()

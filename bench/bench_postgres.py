@@ -52,8 +52,8 @@ TABLES = (
 @contextlib.contextmanager
 def scratch_database(url: str) -> Iterator[str]:
     """A new database with the netbox-chat schema, dropped afterwards."""
-    from netbox_chat import pgstore
-    from netbox_chat.pgsaver import setup_tables
+    from netbox_chat.checkpoints.postgres import setup_tables
+    from netbox_chat.store import postgres as pgstore
 
     name = f"netbox_chat_bench_{uuid.uuid4().hex[:8]}"
     scratch = urlsplit(url)._replace(path=f"/{name}").geturl()
@@ -81,8 +81,8 @@ def copy_in(folder: Path, session_id: str, url: str) -> float:
 
 def duplicate(url: str, template: str, count: int) -> None:
     """`count` copies of session `template`'s rows under new ids, in SQL."""
-    from netbox_chat import pgstore
-    from netbox_chat.sessions import new_session_id
+    from netbox_chat.store import postgres as pgstore
+    from netbox_chat.store.sessions import new_session_id
 
     ids: set[str] = set()
     while len(ids) < count - 1:  # with the template, `count` sessions
@@ -170,7 +170,7 @@ def part_cancel(cached: dict[str, Any], url: str, cancels: int, seed: int) -> di
 
 
 def thread_rows(url: str, session_id: str) -> dict[str, int]:
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
 
     with contextlib.closing(pgstore.connect(url, read_only=True)) as conn:
         return {

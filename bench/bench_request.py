@@ -29,7 +29,7 @@ def compact(value: Any) -> int:
 
 
 async def first_request() -> tuple[dict[str, Any], str]:
-    from netbox_chat.sessions import SessionFile, SessionStore
+    from netbox_chat.store.sessions import SessionFile, SessionStore
     from tests.ollama_server import ScriptedOllama, Text
 
     try:

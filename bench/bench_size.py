@@ -49,7 +49,7 @@ def json_sizes(session_dir: Path, session_id: str) -> tuple[float, float, int, f
     median ms of one state read)."""
     from langchain_core.messages import messages_to_dict
 
-    from netbox_chat.sessions import SessionFile, SessionStore
+    from netbox_chat.store.sessions import SessionFile, SessionStore
 
     with C.temp_dir("nbc-bench-size-") as tmp:
         sessions = C.fresh_copy(session_dir, tmp / "s")

@@ -1,5 +1,5 @@
 """`python -m netbox_chat` is the installed `netbox-chat` (the tests spawn it this way)."""
 
-from netbox_chat.entry import main
+from netbox_chat.cli.main import main
 
 main()

@@ -14,6 +14,7 @@ calls. A profile's `token_command` is only described here; running it is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -23,7 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netbox_chat.thinking import THINK_SETTINGS
+from netbox_chat.owned import user_name
+
+LEVELS = ("low", "medium", "high")
+THINK_SETTINGS = ("on", "off", *LEVELS)
+"""What NETBOX_CHAT_THINK and `/think` take; no setting means the model's own default
+(thinking.py plans the request from it)."""
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_MODEL = "qwen3:8b"
@@ -36,8 +42,9 @@ PROVIDERS = ("ollama", "openai")
 (llama-server, vLLM, SGLang, LM Studio, Ollama's /v1): netbox_chat.models."""
 
 SESSIONS_MARK = ".netbox-chat"
-"""The file netbox-chat puts in a sessions folder it made: what lets the
-search from a subfolder trust a `sessions/` above it."""
+"""The file netbox-chat puts in a sessions folder it made. It chooses nothing
+(a repository can carry one); `ls` looks for it only to say where sessions
+were left (`old_session_places`)."""
 
 TOKEN_ENV = "NETBOX_TOKEN"
 PROFILE_ENV = "NETBOX_CHAT_PROFILE"
@@ -101,6 +108,7 @@ class Settings:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     netbox_timeout: float = DEFAULT_NETBOX_TIMEOUT
     think: str | None = None
+    grounding: str = "mark"  # ungrounded claims: "mark" them, or "retry" the answer once
     num_predict: int | None = None  # the longest reply, thinking included (tokens)
     compact_at: float = DEFAULT_COMPACT_AT  # share of the window that triggers a compaction
     provider: str = "ollama"
@@ -118,6 +126,71 @@ class Settings:
     config_file: Path | None = field(default=None, compare=False)
     origins: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     warnings: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ModelServer:
+    """The model server a turn asked, as the ledger keeps it: the provider,
+    the URL's scheme, host and port (never its `user:password@`, never a key)
+    and the profile that named it. Enough to name the server to the user and
+    to print a command that reaches it again."""
+
+    provider: str
+    scheme: str
+    host: str
+    port: int | None
+    profile: str | None = None
+
+    @classmethod
+    def of(cls, settings: Settings) -> ModelServer:
+        from urllib.parse import urlsplit
+
+        url = settings.base_url if settings.provider == "openai" else settings.ollama_url
+        parts = urlsplit(url or "")
+        try:
+            port = parts.port
+        except ValueError:  # checked when read; a URL the tests built by hand
+            port = None
+        return cls(
+            settings.provider, parts.scheme or "http", parts.hostname or "", port, settings.profile
+        )
+
+    @property
+    def url(self) -> str:
+        """The server's URL as `--base-url` / `--ollama-url` take it (an
+        OpenAI-compatible server's API is at /v1 on every server netbox-chat
+        knows: llama-server, vLLM, SGLang, LM Studio, Ollama)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        port = "" if self.port is None else f":{self.port}"
+        return f"{self.scheme}://{host}{port}" + ("/v1" if self.provider == "openai" else "")
+
+    def shown(self) -> str:
+        """`openai server http://10.0.0.5:8000/v1`: for the banner and notes."""
+        return f"{self.provider} server {self.url}"
+
+    def same_place(self, other: ModelServer) -> bool:
+        """The same server, whichever profile named it."""
+        return (self.provider, self.scheme, self.host.lower(), self.port) == (
+            other.provider,
+            other.scheme,
+            other.host.lower(),
+            other.port,
+        )
+
+    def flags(self) -> str:
+        """The flags that reach this server: its profile, else the provider
+        and URL of an OpenAI-compatible server. None for Ollama, the default
+        provider, whose address (OLLAMA_HOST) is the user's own everywhere."""
+        if self.profile:
+            return f" --profile {shlex.quote(self.profile)}"
+        if self.provider == "openai":
+            return f" --provider openai --base-url {shlex.quote(self.url)}"
+        return ""
+
+
+def resume_command(session_id: str, server: ModelServer | None) -> str:
+    """`netbox-chat resume ID` with what reaches the session's own server."""
+    return f"netbox-chat resume {session_id}" + (server.flags() if server else "")
 
 
 # --- reading one value ------------------------------------------------------------------
@@ -188,6 +261,17 @@ def _think(value: object, where: str) -> str:
     word = _text(value, where).strip().lower()
     if word not in THINK_SETTINGS:
         raise ConfigError(f"{where} must be one of {', '.join(THINK_SETTINGS)}, got {value!r}")
+    return word
+
+
+GROUNDING_SETTINGS = ("mark", "retry")
+"""What NETBOX_CHAT_GROUNDING, `--grounding` and `grounding =` take (docs/grounding.md)."""
+
+
+def _grounding(value: object, where: str) -> str:
+    word = _text(value, where).strip().lower()
+    if word not in GROUNDING_SETTINGS:
+        raise ConfigError(f"{where} must be one of {', '.join(GROUNDING_SETTINGS)}, got {value!r}")
     return word
 
 
@@ -302,6 +386,14 @@ SETTINGS: tuple[Setting, ...] = (
         _think,
         None,
         "thinking: on, off, low, medium, high (default: the model's own)",
+    ),
+    Setting(
+        "grounding",
+        "NETBOX_CHAT_GROUNDING",
+        "--grounding",
+        _grounding,
+        "mark",
+        "claims not in NetBox's replies: mark them, or retry (ask the model once to correct)",
     ),
     Setting(
         "num_predict",
@@ -476,7 +568,7 @@ def _check_owner_and_modes(path: Path) -> None:
                 raise ConfigError(
                     f"refusing {path}: {what} is owned by another user (uid {info.st_uid}), "
                     f"who could change where your NetBox token goes; "
-                    f"chown {_user_name(uid)} {place} (or move the file)"
+                    f"chown {user_name(uid)} {place} (or move the file)"
                 )
             mode = stat.S_IMODE(info.st_mode)
             sticky = place != start and mode & stat.S_ISVTX
@@ -486,15 +578,6 @@ def _check_owner_and_modes(path: Path) -> None:
                     f"{mode:04o}), who could change where your NetBox token goes; "
                     f"chmod go-w {place}"
                 )
-
-
-def _user_name(uid: int) -> str:
-    import pwd
-
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
 
 
 def _permission_warnings(path: Path, data: Mapping[str, Any]) -> tuple[str, ...]:
@@ -749,26 +832,78 @@ def resolve_settings(
     )
 
 
-def default_sessions_dir(env: Mapping[str, str], cwd: Path | None = None) -> tuple[Path, str]:
-    """Where sessions live when nothing names a folder, and why, the way git
-    finds `.git`: the nearest `sessions/` folder made by netbox-chat (it holds
-    `SESSIONS_MARK`) in or above the current folder, so a checkout keeps its
-    own; else `./sessions` if it holds session files from before the mark
-    existed; else one folder per user, `$XDG_DATA_HOME/netbox-chat/sessions`.
-    A few stats, no other I/O: `ls` stays fast."""
-    here = Path.cwd() if cwd is None else cwd
-    for folder in (here, *here.parents):
-        if (folder / "sessions" / SESSIONS_MARK).is_file():
-            return folder / "sessions", "default: the nearest sessions/ made by netbox-chat"
-    if any((here / "sessions").glob("*.sqlite")):
-        return here / "sessions", "default: ./sessions (from before netbox-chat marked its folders)"
+def default_sessions_dir(env: Mapping[str, str], checkout: Path | None = None) -> tuple[Path, str]:
+    """Where sessions live when nothing names a folder, and why: one store per
+    installation, whatever the current folder. Installed from a checkout
+    (`pip install -e .`, found from the package's own location), it is that
+    checkout's `sessions/`; installed any other way (pipx, a wheel), one
+    folder per user, `$XDG_DATA_HOME/netbox-chat/sessions`. Nothing in the
+    current folder's tree chooses it: a marked `sessions/` there may be a
+    cloned repository's or another user's. `checkout` stands in for the
+    installation's own (the tests' copy of the package)."""
+    checkout = installed_checkout() if checkout is None else checkout
+    if checkout is not None:
+        return checkout / "sessions", "default: this checkout's sessions/ (pip install -e)"
+    return user_sessions_dir(env), "default: $XDG_DATA_HOME/netbox-chat/sessions"
+
+
+def installed_checkout(package: Path | None = None) -> Path | None:
+    """The checkout netbox-chat runs from, when it runs from one: the folder
+    above the package, holding the project's pyproject.toml. An install from a
+    wheel (pipx, pip) puts the package in site-packages, with no such file."""
+    top = (package or Path(__file__)).resolve().parent.parent
+    try:
+        text = (top / "pyproject.toml").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return top if re.search(r'^name\s*=\s*"netbox-chat"', text, re.MULTILINE) else None
+
+
+def user_sessions_dir(env: Mapping[str, str]) -> Path:
+    """`$XDG_DATA_HOME/netbox-chat/sessions`, `~/.local/share` when the
+    variable is unset or relative (the XDG spec says ignore it then)."""
     data = env.get("XDG_DATA_HOME", "")
-    if not Path(data).is_absolute():  # unset, or relative: the spec says ignore it
+    if not Path(data).is_absolute():
         try:
             data = str(Path.home() / ".local" / "share")
-        except RuntimeError:  # no home folder: the current one
-            return here / "sessions", "default: ./sessions (no home folder)"
-    return Path(data) / "netbox-chat" / "sessions", "default: $XDG_DATA_HOME/netbox-chat/sessions"
+        except RuntimeError:  # no home folder at all
+            raise ConfigError(
+                "no home folder to keep sessions in: set NETBOX_CHAT_SESSIONS or --sessions-dir"
+            ) from None
+    return Path(data) / "netbox-chat" / "sessions"
+
+
+def old_session_places(env: Mapping[str, str], store: Path, cwd: Path | None = None) -> list[Path]:
+    """Folders that held sessions under the rules before one store per
+    installation, other than `store`: the nearest marked `sessions/` in or
+    above the current folder, `./sessions`, and the per-user folder. `ls`
+    names them so that no session is lost; none of them is used."""
+    here = Path.cwd() if cwd is None else cwd
+    found: list[Path] = []
+    marked = next(
+        (
+            f / "sessions"
+            for f in (here, *here.parents)
+            if (f / "sessions" / SESSIONS_MARK).is_file()
+        ),
+        None,
+    )
+    places = [marked, here / "sessions"]
+    with contextlib.suppress(ConfigError):  # no home folder: no per-user folder either
+        places.append(user_sessions_dir(env))
+    for place in places:
+        if place is None or place in found or _same_folder(place, store):
+            continue
+        if any(place.glob("*.sqlite")):
+            found.append(place)
+    return found
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b
 
 
 def _api_key(

@@ -6,7 +6,17 @@ the exit status the CLI should end with, so the CLI never has to guess.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from enum import IntEnum
+
+PICK_MODEL: ContextVar[str] = ContextVar("pick_model", default="--model")
+"""How the user picks another model where an error is read: `--model` on the
+command line; the chat sets `/model NAME`, since an option cannot be given
+there. Errors that name the fix say it through `pick_model()`."""
+
+
+def pick_model() -> str:
+    return PICK_MODEL.get()
 
 
 class ExitStatus(IntEnum):

@@ -4,16 +4,16 @@ The chat takes a second or more to put its prompt up (imports, the session,
 a resume's rollback or rewind, which wait for the agent). In the terminal's
 normal (canonical) mode the kernel echoes what is typed meanwhile where the
 cursor is, above the banner, and the prompt then shows it again. So the REPL
-path switches the terminal, as early as it can (`entry.main` for `netbox-chat`
-and `netbox-chat resume`, `cli._chat` for every chat), to the mode the REPL
+path switches the terminal, as early as it can (`cli.main.main` for `netbox-chat`
+and `netbox-chat resume`, `cli.app._chat` for every chat), to the mode the REPL
 keeps between prompts (`repl.KeysWait`): no echo, no line editing by the
 kernel, Ctrl-C still a signal. The keys wait, as typed, and the prompt reads
 them as typeahead. The terminal is given back as it was when the chat ends,
 however it ends: `held()`'s exit, an exit handler for a process that never got
-that far (a refused setting), and `entry.release` before it delivers a signal
+that far (a refused setting), and `process.release` before it delivers a signal
 that came during start-up.
 
-Only termios, os and atexit: `entry.main` imports this before anything else.
+Only termios, os and atexit: `cli.main.main` imports this before anything else.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def held() -> Iterator[None]:
 def starts_a_chat(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
     """Whether the command line surely starts the chat, read before the CLI is
     imported: `netbox-chat` alone or `netbox-chat resume …` (any other chat is
-    held by `cli._chat`, a moment later). A Tab's completion request is not."""
+    held by `cli.app._chat`, a moment later). A Tab's completion request is not."""
     return not any(name.startswith("_NETBOX_CHAT_COMPLETE") for name in environ) and (
         len(argv) == 1 or argv[1] == "resume"
     )

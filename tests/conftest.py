@@ -21,7 +21,7 @@ TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
 # Every history the bridge keeps between turns is compared with a fresh decode
 # on each reuse, here and in the CLI processes the tests start (they inherit
 # os.environ, or get chat_env): every path the suite drives proves the kept
-# history equals the store (netbox_chat.checkpointer.HistoryCache).
+# history equals the store (netbox_chat.checkpoints.sqlite.HistoryCache).
 os.environ["NETBOX_CHAT_CHECK_HISTORY_CACHE"] = "1"
 
 

@@ -7,7 +7,7 @@ by replaying writes, as in the real agent); `delta=False` uses plain `add_messag
 (a full copy of the list in every checkpoint). Both speak to any chat model, so tests
 drive the real ChatOllama against `tests.ollama_server.ScriptedOllama`.
 
-The node names match what `netbox_chat.turns.Conversation` expects: text streamed
+The node names match what `netbox_chat.agent.turns.Conversation` expects: text streamed
 from the node called "model" is reported as the answer, and `find_end_node` finds
 "model" as the only node routing to END.
 """

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netbox_chat.agent import build_agent, find_end_node
+from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.agent.turns import Conversation
+from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.config import DATABASE_SCHEMES, resolve_settings
-from netbox_chat.runtime import open_saver
-from netbox_chat.sessions import Turn, read_only_connection, read_turns
-from netbox_chat.stores import open_store
-from netbox_chat.turns import Conversation
+from netbox_chat.store.choose import open_store
+from netbox_chat.store.sessions import Turn, read_only_connection, read_turns
 
 
 def is_database(store: Path | str) -> bool:
@@ -44,7 +44,7 @@ def fresh_connection(store: Path | str, session_id: str) -> Iterator[Any]:
         with read_only_connection(Path(store, f"{session_id}.sqlite")) as conn:
             yield conn
         return
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
 
     with contextlib.closing(pgstore.connect(str(store), read_only=True)) as conn:
         yield conn
@@ -104,7 +104,7 @@ SELECT count(*) FROM checkpoint_blobs b WHERE b.thread_id = %(sid)s AND NOT EXIS
 
 
 def _read_database(conn: Any, session_id: str) -> StoredSession:
-    from netbox_chat.sessions import _TURN_COLUMNS, _turn_from_row
+    from netbox_chat.store.sessions import _TURN_COLUMNS, _turn_from_row
 
     sid = {"sid": session_id}
     rows = conn.execute(

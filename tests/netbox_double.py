@@ -8,6 +8,7 @@ with a knob to make one endpoint slow so Ctrl-C can land mid-request.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import threading
 import time
@@ -228,6 +229,10 @@ RELATIONS = {
     "tenant": "tenancy/tenants",
     "tenant_id": "tenancy/tenants",
     "rack_id": "dcim/racks",
+    # NetBox 4.7.3's DeviceFilterSet.role (to_field_name slug); 400 for a role no
+    # device role has, as for a site
+    "role": "dcim/device-roles",
+    "role_id": "dcim/device-roles",
 }
 # Filters that read another field of the row (IP addresses by their interface's id).
 FILTER_FIELDS = {("ipam/ip-addresses", "interface_id"): "assigned_object_id"}
@@ -240,6 +245,12 @@ def _matches(obj: dict[str, Any], key: str, values: list[str]) -> bool:
     related object by slug (`site=dm-akron`) or by id (`site_id=1`, which an
     object without one never matches), a choice by its value. A filter the
     double does not know matches everything."""
+    if key == "tag":  # by slug, of the tags the object carries (NetBox's TagFilter)
+        return any(tag.get("slug") in values for tag in obj.get("tags") or [])
+    if key == "parent" and "address" in obj:  # the host, not its network
+        return _inside(str(ipaddress.ip_interface(obj["address"]).ip), values)
+    if key == "parent" and "prefix" in obj:
+        return _inside(obj["prefix"], values)
     if key == "site_id" and "_site" in obj:
         return any(str(site) in values for site in obj["_site"])
     if key.endswith("_id") and key not in obj and key[:-3] in obj:
@@ -251,6 +262,18 @@ def _matches(obj: dict[str, Any], key: str, values: list[str]) -> bool:
     if isinstance(field, dict):
         field = field.get("slug") or field.get("value") or field.get("id")
     return str(field) in values if field is not None else key not in obj
+
+
+def _inside(network: str, parents: list[str]) -> bool:
+    """NetBox's `parent` filter: an address (or prefix) inside one of the
+    prefixes, whatever its VRF (ipam/filtersets.py, search_by_parent:
+    address__net_host_contained / prefix__net_contained_or_equal)."""
+    inner = ipaddress.ip_network(network)
+    for parent in parents:
+        outer = ipaddress.ip_network(parent, strict=False)
+        if inner.version == outer.version and inner.subnet_of(outer):  # type: ignore[arg-type]
+            return True
+    return False
 
 
 def _public(obj: dict[str, Any]) -> dict[str, Any]:

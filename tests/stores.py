@@ -19,10 +19,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from netbox_chat.cli.export import read_transcript
 from netbox_chat.config import Settings, resolve_settings
-from netbox_chat.export import read_transcript
-from netbox_chat.pgstore import PgSessionStore
-from netbox_chat.stores import OpenSession, Store, open_store
+from netbox_chat.store.choose import OpenSession, Store, open_store
+from netbox_chat.store.postgres import PgSessionStore
 from tests.inspect_session import assert_ledger_agrees, fresh_connection, ledger_problems
 
 PG_ENV = "NETBOX_CHAT_TEST_PG"
@@ -46,7 +46,7 @@ def scratch_database() -> Iterator[str]:
     """A database of its own on the test server, dropped after: for a store
     an earlier release makes with its own schema, which the shared test
     database (always at today's schema) cannot stand in for."""
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
 
     admin_url = database_url()
     name = f"netbox_chat_scratch_{uuid.uuid4().hex[:8]}"
@@ -61,8 +61,8 @@ def scratch_database() -> Iterator[str]:
 
 def empty_database(url: str) -> None:
     """Create the schema if needed and remove every session from it."""
-    from netbox_chat import pgstore
-    from netbox_chat.pgsaver import setup_tables
+    from netbox_chat.checkpoints.postgres import setup_tables
+    from netbox_chat.store import postgres as pgstore
 
     with contextlib.closing(pgstore.connect(url)) as conn:
         pgstore.migrate(conn)

@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import sqlite3
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 
 ROOT = Path(__file__).parent.parent
@@ -62,7 +61,7 @@ def test_ask_writes_a_ledger_row_that_ls_reads_without_langchain(
     probe = (
         "import sys, json\n"
         "from typer.testing import CliRunner\n"
-        "from netbox_chat.cli import app\n"
+        "from netbox_chat.cli.app import app\n"
         "result = CliRunner().invoke(app, ['ls', '--json'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('langchain', 'langchain_core', 'langgraph', 'deepagents', 'langchain_ollama', 'prompt_toolkit'))\n"
@@ -131,8 +130,8 @@ def test_every_command_explains_its_settings_in_help() -> None:
 
 
 def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> None:
-    from netbox_chat.cli import LS_ROWS
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.cli.app import LS_ROWS
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     store = SessionStore(sessions_dir)
@@ -151,7 +150,7 @@ def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> 
 
 
 def test_what_users_typed_is_printed_as_typed_never_as_markup(sessions_dir: Path) -> None:
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     session_id = make_session(SessionStore(sessions_dir), "what is in [/dev] and [bold]?")
@@ -166,7 +165,7 @@ def test_what_users_typed_is_printed_as_typed_never_as_markup(sessions_dir: Path
 
 
 def test_ls_fits_a_narrow_terminal_by_shortening_titles(sessions_dir: Path) -> None:
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
@@ -194,7 +193,7 @@ def test_ls_in_a_narrow_terminal_leaves_out_the_least_telling_columns_and_cuts_n
     and every id stay whole."""
     import pexpect
 
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_repl_screen import Terminal
     from tests.test_sessions import make_session
 
@@ -221,8 +220,8 @@ def test_ls_in_a_narrow_terminal_leaves_out_the_least_telling_columns_and_cuts_n
 
 
 def test_ls_piped_is_never_cut_and_its_notes_come_after_the_table(sessions_dir: Path) -> None:
-    from netbox_chat.cli import LS_ROWS
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.cli.app import LS_ROWS
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
@@ -248,7 +247,7 @@ def test_ls_piped_is_never_cut_and_its_notes_come_after_the_table(sessions_dir: 
 
 
 def test_a_reader_that_goes_away_ends_it_quietly_as_git_does(sessions_dir: Path) -> None:
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     session_id = make_session(SessionStore(sessions_dir), "which sites are there?")
@@ -298,56 +297,6 @@ def test_ask_into_a_reader_that_goes_away_keeps_the_answer_and_exits_141(
         assert conn.execute("SELECT number, status FROM turns").fetchall() == [(1, "done")]
 
 
-def test_sessions_are_found_from_any_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from netbox_chat.sessions import SessionStore
-    from tests.test_sessions import make_session
-
-    for name in [k for k in os.environ if k.startswith(("NETBOX_CHAT_", "XDG_"))]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
-    runner = CliRunner()
-
-    def ls(cwd: Path) -> tuple[list[str], str]:
-        cwd.mkdir(parents=True, exist_ok=True)
-        monkeypatch.chdir(cwd)
-        listed = runner.invoke(app, ["ls", "--json"])
-        config = runner.invoke(app, ["config"]).stdout
-        (line,) = [line for line in config.splitlines() if line.startswith("sessions_dir")]
-        return [s["id"] for s in json.loads(listed.stdout)], " ".join(line.split()[1:])
-
-    # nothing named, no sessions/ made by netbox-chat above: one folder per user
-    home = tmp_path / "data" / "netbox-chat" / "sessions"
-    mine = make_session(SessionStore(home), "which sites are there?")
-    assert ls(tmp_path / "a") == (
-        [mine],
-        f"{home} default: $XDG_DATA_HOME/netbox-chat/sessions",
-    )
-    # a checkout's own sessions/ (made by netbox-chat, so marked) is found from below it
-    project = tmp_path / "project" / "sessions"
-    ours = make_session(SessionStore(project), "which racks are full?")
-    assert (project / ".netbox-chat").is_file()
-    assert stat.S_IMODE(project.stat().st_mode) == 0o700
-    assert ls(tmp_path / "project" / "docs" / "deep") == (
-        [ours],
-        f"{project} default: the nearest sessions/ made by netbox-chat",
-    )
-    # a ./sessions from before the mark is still found where it is, and only there
-    old = tmp_path / "old" / "sessions"
-    old.mkdir(parents=True)
-    old.chmod(0o755)  # made by hand, or by an older netbox-chat under another umask
-    before = make_session(SessionStore(old), "which devices are offline?")
-    assert stat.S_IMODE(old.stat().st_mode) == 0o700  # tightened when written
-    (old / ".netbox-chat").unlink()
-    assert ls(tmp_path / "old") == (
-        [before],
-        f"{old} default: ./sessions (from before netbox-chat marked its folders)",
-    )
-    assert ls(tmp_path / "old" / "below")[0] == [mine]
-
-
 def age_session(path: Path, days: int) -> None:
     """Make a session look last active `days` ago, in its own ledger."""
     stamp = f"datetime('now', '-{days} days')"
@@ -366,12 +315,14 @@ def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
     which one it read and by what rule (a named folder needs no note)."""
     from datetime import UTC, datetime, timedelta
 
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
+    from tests.test_store_place import as_installed_from_a_wheel
 
     for name in [k for k in os.environ if k.startswith(("NETBOX_CHAT_", "XDG_"))]:
         monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
+    as_installed_from_a_wheel(monkeypatch)
     env = {"XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
     home = tmp_path / "data" / "netbox-chat" / "sessions"
     store = SessionStore(home)
@@ -394,7 +345,7 @@ def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
 def test_forget_takes_several_ids_and_older_than_but_never_an_open_session(
     sessions_dir: Path,
 ) -> None:
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     store = SessionStore(sessions_dir)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.test_cli_netbox import closed_port
-from tests.test_repl_pty import run_in_pty
+from tests.test_repl_pty import leave, plain, run_in_pty, spawn
 from tests.test_stores import cli
 
 
@@ -148,3 +148,26 @@ def test_a_window_too_small_for_one_turn_refuses_before_asking_with_the_numbers(
     ]
     assert ollama.requests == []  # the model never saw a question it would lose
     assert not any(sessions_dir.glob("*.sqlite"))
+
+
+def test_dash_c_with_a_question_continues_the_latest_session_as_llm_c_does(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """Issue 32, item 12: `netbox-chat -c "…"` is `ask --continue "…"`, with
+    the chat's options before or after it, and one word is a question too."""
+    ollama.script([Text("Three sites.")], [Text("Akron, Berlin, Cairo.")], [Text("Yes.")])
+    first = run(chat_env, "which sites are there?", "--json")
+    assert first.returncode == 0, first.stderr
+    session = json.loads(first.stdout)["session"]
+    again = run(chat_env, "-c", "name them", "--json")
+    assert again.returncode == 0, again.stderr
+    assert (json.loads(again.stdout)["session"], json.loads(again.stdout)["turn"]) == (session, 2)
+    assert "which sites are there?" in json.dumps(ollama.requests[-1]["messages"])
+    model = chat_env.get("NETBOX_CHAT_MODEL", "qwen3:8b")
+    third = run(chat_env, "-m", model, "--continue", "sure?")
+    assert (third.returncode, third.stdout) == (0, "Yes.\n"), third.stderr
+    assert "name them" in json.dumps(ollama.requests[-1]["messages"])
+    assert len(list(sessions_dir.glob("*.sqlite"))) == 1
+    chat = spawn(chat_env, "-c")  # alone: the chat, on that session (as `claude -c`)
+    assert f"resumed session {session}" in plain(chat.before or "")
+    leave(chat)

@@ -10,9 +10,11 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
+from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.test_crash import turn_rows
@@ -55,6 +57,29 @@ def test_an_answer_while_netbox_is_down_says_so_and_exits_5(
     assert usage.exit_code == 2 and "unknown format 'html'" in usage.stderr
 
 
+def test_a_netbox_that_does_not_answer_in_time_is_an_outage_and_exits_5(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """A time-out was "answered" with exit 0 and `netbox_error: null`: an answer made
+    without NetBox's data must say so like any other outage."""
+    netbox.delays["dcim/sites"] = 5.0
+    slow = {**chat_env, "NETBOX_TIMEOUT": "1"}
+    ollama.script([SITES], [Text("I could not read the sites.")])
+    result = CliRunner().invoke(app, ["ask", "how many sites?"], env=slow)
+    assert result.exit_code == 5, result.output
+    assert result.stdout.strip() == "I could not read the sites."
+    assert result.stderr.splitlines() == [
+        "netbox-chat: answered without NetBox: NetBox did not answer within 1s "
+        "(/api/dcim/sites/). Try a smaller request or try again later."
+    ]
+    ollama.script([SITES], [Text("Still could not.")])
+    as_json = CliRunner().invoke(app, ["ask", "and now?", "--json"], env=slow)
+    assert as_json.exit_code == 5
+    out = json.loads(as_json.stdout)
+    assert out["status"] == "done" and out["error"] is None
+    assert out["netbox_error"].startswith("NetBox did not answer within 1s")
+
+
 def test_a_refused_token_is_worded_by_its_cause_and_exits_5(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
@@ -68,6 +93,23 @@ def test_a_refused_token_is_worded_by_its_cause_and_exits_5(
         "The token is wrong, expired or disabled."
     )
     assert "notthesecret" not in result.output
+
+
+@pytest.mark.parametrize("copied", ["Bearer ", "bearer  ", "Token "])
+def test_a_token_copied_with_its_scheme_word_is_sent_as_the_token(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble, copied: str
+) -> None:
+    """NetBox >= 4.5's token page shows ``Bearer nbt_...``; pasted whole into
+    NETBOX_TOKEN it was sent as ``Token Bearer nbt_...`` and refused (403)."""
+    env = {**chat_env, "NETBOX_TOKEN": copied + TEST_TOKEN}
+    ollama.script([SITES], [Text("There are three sites.")])
+    result = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["netbox_error"] is None
+    assert out["tool_calls"][0]["error"] is False
+    assert any(path.startswith("/api/dcim/sites/") for path in netbox.requests)
+    assert TEST_TOKEN.split(".")[1] not in result.output
 
 
 def test_a_profile_token_env_that_is_not_set_is_refused_before_asking(
@@ -149,5 +191,22 @@ def test_the_repl_says_after_the_turn_that_netbox_could_not_be_reached(
     child.sendline("how many sites?")
     child.expect(r"answered without NetBox: Cannot reach NetBox at http://127\.0\.0\.1:\d+")
     before = plain(child.before or "")
-    assert "There are three sites." in before and "turn 1 · tokens" in before
+    assert "turn 1 · tokens" in before
+    # NetBox's reply was an error: the count the model gave is not in it.
+    assert "There are three sites\u2020." in before
+    assert "\u2020 1 not in NetBox's replies: three sites" in before
+    leave(child)
+
+
+def test_the_repl_says_in_red_that_netbox_did_not_answer_in_time(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    from tests.test_repl_pty import leave, spawn
+
+    netbox.delays["dcim/sites"] = 5.0
+    ollama.script([SITES], [Text("I could not read the sites.")])
+    child = spawn({**chat_env, "NETBOX_TIMEOUT": "1"})
+    child.sendline("how many sites?")
+    child.expect(r"answered without NetBox: NetBox did not answer within 1s")
+    assert (child.before or "").endswith("\x1b[1;31m")  # bold red, like every outage
     leave(child)

@@ -1,5 +1,5 @@
 """A reply that streams faster than the turn reads it is read in fewer pieces
-(netbox_chat/coalesce.py, issue 25 item 1): through the real CLI (`ask
+(netbox_chat/models/coalesce.py, issue 25 item 1): through the real CLI (`ask
 --stream-json`, Typer's runner), the real deepagents graph and ChatOllama
 against the scripted Ollama streaming one token per line with no pause, as
 fast as it can, and ChatOpenAI against each OpenAI-compatible server's double
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
 
 REASONING = " ".join(f"step {n}: the sites come from dcim.site." for n in range(400))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from netbox_chat import history
+from netbox_chat.agent import history
 from netbox_chat.errors import UserFacingError
 from tests.ollama_server import HTTPError, ScriptedOllama, Stall, Text, ToolCall
 from tests.openai_server import ScriptedOpenAI

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from netbox_chat.config import ConfigError, resolve_settings
 from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble

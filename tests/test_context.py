@@ -24,18 +24,18 @@ from typing import Any
 import pytest
 from langchain_core.tools import BaseTool, tool
 
-from netbox_chat import history
-from netbox_chat.config import resolve_settings
-from netbox_chat.export import export_session
-from netbox_chat.runtime import Runtime, build_runtime
-from netbox_chat.sessions import SessionFile, SessionStore
-from netbox_chat.turns import (
+from netbox_chat.agent import history
+from netbox_chat.agent.runtime import Runtime, build_runtime
+from netbox_chat.agent.turns import (
     ContextCompacted,
     ContextMeasured,
     ContextSummaryFailed,
     TurnEvent,
 )
-from netbox_chat.window import FIXED_REQUEST_CHARS, result_budget
+from netbox_chat.cli.export import export_session
+from netbox_chat.config import resolve_settings
+from netbox_chat.models.window import FIXED_REQUEST_CHARS, result_budget
+from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
 from tests.inspect_session import read_from_fresh_process as inspect
 from tests.ollama_server import HTTPError, ScriptedOllama, Stall, Step, Text, Thinking, ToolCall

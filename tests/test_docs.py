@@ -24,7 +24,7 @@ import pytest
 from pytest import MonkeyPatch
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import (
     CutOff,
@@ -39,6 +39,7 @@ from tests.ollama_server import (
 )
 from tests.test_repl_pty import PROMPT
 from tests.test_repl_screen import Terminal, chat
+from tests.test_store_place import as_installed_from_a_wheel
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
@@ -280,7 +281,7 @@ def test_the_docs_messages_for_ids_and_unreadable_files(
 ) -> None:
     import sqlite3
 
-    from netbox_chat.sessions import SCHEMA_VERSION, SessionStore
+    from netbox_chat.store.sessions import SCHEMA_VERSION, SessionStore
     from tests.test_sessions import make_session
 
     def said(*args: str) -> list[str]:
@@ -330,8 +331,12 @@ def test_the_docs_messages_for_the_configuration_file(
 
 def test_the_docs_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path: Path) -> None:
     """`ls` with no folder named: the line naming the default folder, and the
-    one NetBox, under the table."""
-    from netbox_chat.sessions import SessionStore
+    one NetBox, under the table. Installed as the README's reader installs it
+    (pipx: a wheel, no checkout), so the default is the per-user folder."""
+    from netbox_chat.store.sessions import SessionStore
+    from tests.test_store_place import installation
+
+    wheel = installation(tmp_path / "site-packages", checkout=False)
 
     data = Path(chat_env["XDG_DATA_HOME"])
     store = SessionStore(data / "netbox-chat" / "sessions")
@@ -343,7 +348,7 @@ def test_the_docs_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path: P
     elsewhere.mkdir()
     listed = subprocess.run(
         [sys.executable, "-m", "netbox_chat", "ls"],
-        env={**env, "COLUMNS": "130"},
+        env={**env, "COLUMNS": "130", "PYTHONPATH": str(wheel)},
         cwd=elsewhere,
         capture_output=True,
         text=True,
@@ -388,7 +393,7 @@ def test_the_docs_doctor_example(
 ) -> None:
     """`doctor` with a refused token, the model not loaded, one cold start
     measured, and the sessions folder the default one that exists."""
-    from netbox_chat.coldstart import record_cold_start, record_path
+    from netbox_chat.models.coldstart import record_cold_start, record_path
 
     ollama.running = []
     state = record_path(chat_env)
@@ -396,6 +401,7 @@ def test_the_docs_doctor_example(
     record_cold_start(state, "qwen3:8b", 14.0, date(2026, 12, 2))
     data = tmp_path / "data"
     (data / "netbox-chat" / "sessions").mkdir(parents=True)
+    as_installed_from_a_wheel(monkeypatch)
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
     env |= {"XDG_DATA_HOME": str(data), "NETBOX_TOKEN": "nbt_nope0000000.wrongwrongwrongwrong"}
     monkeypatch.chdir(tmp_path)  # no sessions/ folder in or above it
@@ -437,7 +443,7 @@ def test_the_docs_message_for_a_session_open_elsewhere(
     holder's pid (this test's process holds the session's lock, as a chat would)."""
     import os
 
-    from netbox_chat.sessions import SessionStore
+    from netbox_chat.store.sessions import SessionStore
     from tests.test_sessions import make_session
 
     store = SessionStore(sessions_dir)
@@ -459,6 +465,7 @@ def test_the_docs_message_for_an_id_that_matches_no_session(
     default sessions folder (the message names the folder it looked in)."""
     (inline,) = re.findall(r"``(no session 'abc' in [^`]*`[^`]*`\))``", DOCS)
     data = tmp_path / "data"
+    as_installed_from_a_wheel(monkeypatch)
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
     monkeypatch.chdir(tmp_path)  # no sessions/ folder in or above it
     missing = CliRunner().invoke(app, ["export", "abc"], env={**env, "XDG_DATA_HOME": str(data)})

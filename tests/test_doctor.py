@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama
@@ -116,7 +116,7 @@ def test_sessions_folder_checks_touch_no_session(
     session.write_bytes(b"pretend session")
     before = sorted((p.name, p.stat().st_mtime_ns) for p in sessions_dir.iterdir())
     code, lines = doctor(chat_env)
-    assert code == 0 and "(writable)" in line(lines, "sessions folder")
+    assert code == 0 and "(writable; env NETBOX_CHAT_SESSIONS)" in line(lines, "sessions folder")
     assert sorted((p.name, p.stat().st_mtime_ns) for p in sessions_dir.iterdir()) == before
 
     blocker = tmp_path / "file"

@@ -9,6 +9,7 @@ unfiltered list) or a wrong field would show as a different answer.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import subprocess
@@ -43,6 +44,7 @@ FILTER_FIELDS = {
     "user_name": "user_name",
     "changed_object_type": "changed_object_type",
     "changed_object_id": "changed_object_id",
+    "address": "address",
 }
 _listings: dict[str, list[dict[str, Any]]] = {}
 
@@ -67,6 +69,16 @@ def field(row: Any, dotted: str) -> Any:
     return row["value"] if isinstance(row, dict) and "label" in row else row
 
 
+def filtered(row: dict[str, Any], key: str, value: str) -> bool:
+    """One NetBox filter, applied here to a row of the unfiltered listing."""
+    if key == "tag":  # the slug of any tag the object carries
+        return any(tag["slug"] == value for tag in row.get("tags") or [])
+    if key == "parent":  # the address's host inside the prefix, whatever its VRF
+        host = ipaddress.ip_interface(row["address"]).ip
+        return host in ipaddress.ip_network(value)
+    return str(field(row, FILTER_FIELDS[key])) == value
+
+
 def recompute(q: Question) -> Any:
     assert q.query is not None
     query = q.query
@@ -82,7 +94,7 @@ def recompute(q: Question) -> Any:
             rows = [
                 row
                 for row in listing(query.path)
-                if all(str(field(row, FILTER_FIELDS[k])) == v for k, v in query.params)
+                if all(filtered(row, k, v) for k, v in query.params)
             ]
     for where, wanted in query.where:
         negate = where.startswith("!")
@@ -94,7 +106,10 @@ def recompute(q: Question) -> Any:
         ]  # fmt: skip
     if kind == "count":
         return len(rows)
-    values = [field(row, name) for row in rows]
+    # An object without a name is listed as NetBox displays it (the demo's
+    # unnamed devices): read here from the row, not through truth.label.
+    values = [(row.get("name") or row.get("display")) if name == "name" else field(row, name)
+              for row in rows]  # fmt: skip
     if kind == "list":
         return sorted(str(v) for v in values if v not in (None, ""))
     if kind == "distinct":

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
-from netbox_chat.sessions import SessionFile, SessionStore
+from netbox_chat.cli.app import app
+from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, StreamError, Text, ToolCall
@@ -208,7 +208,7 @@ def test_tool_results_are_exported_as_tables_and_errors_readable_and_inert(
         "| 1 | DM-Akron | dm-akron | active |",
         "| 2 | DM-Columbus | dm-columbus | active |",
         "| 3 | DM-Dayton | dm-dayton | planned |",
-        "| 9 | Evil\\x1b]0;pwned\\x07 \\| \\`x\\` \\<b> | evil | active |",
+        "| 9 | Evil\\x1b\\]0;pwned\\x07 \\| \\`x\\` \\<b> | evil | active |",
         "",
     ]
     assert lines[first + 9] == "_4 rows_"
@@ -279,3 +279,32 @@ def test_tool_results_from_either_store_and_none_for_a_rolled_back_turn(
     assert "| 3 | dmi01-akron-rtr01 |" in md
     turn2 = md[md.index("## Turn 2") :]
     assert "Tool results: not kept (the turn was rolled back)." in turn2
+
+
+def test_netbox_text_in_an_exported_table_stays_text_in_a_markdown_viewer(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """Issue 32, item 16 (s15): a site description `![x](http://...)` became an image
+    every Markdown viewer fetches when the transcript is opened, and `[text](url)` a
+    link whose text lies about where it goes."""
+    from markdown_it import MarkdownIt  # rich's own Markdown parser
+
+    description = (
+        "![status](http://tracker.example/p.png?site=dm-akron) "
+        "[netbox.internal/dcim/sites/1](http://phish.example/login) *x* ~~y~~ &amp; <b> "
+        "_z_ a_b"
+    )
+    netbox.data["dcim/sites"][0] = {**netbox.data["dcim/sites"][0], "description": description}
+    ollama.script([ToolCall("netbox_get_objects", {"object_type": "dcim.site"})], [Text("Three.")])
+    code, out, err = run(chat_env, "ask", "which sites?", "--json")
+    assert code == 0, err
+    code, md, err = run(chat_env, "export", json.loads(out)["session"], "--tool-results")
+    assert code == 0, err
+    html = MarkdownIt().enable(["table", "strikethrough"]).render(md)
+    assert "<img" not in html and "<a " not in html
+    (row,) = [line for line in html.splitlines() if "tracker.example" in line]
+    assert row == (
+        "<td>![status](http://tracker.example/p.png?site=dm-akron) "
+        "[netbox.internal/dcim/sites/1](http://phish.example/login) *x* ~~y~~ &amp;amp; "
+        "&lt;b&gt; _z_ a_b</td>"
+    )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.ollama_server import HTTPError, ScriptedOllama, Text
 from tests.test_cli_ask import run
 from tests.test_repl_pty import PROMPT, leave, resume

@@ -20,9 +20,9 @@ import pexpect
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
-from netbox_chat.completion import zsh_word
-from netbox_chat.sessions import SessionFile, SessionStore
+from netbox_chat.cli.app import app
+from netbox_chat.cli.completion import zsh_word
+from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import Delay, ScriptedOllama, Stall, Text, ToolCall
@@ -210,7 +210,7 @@ def complete(
         "from importlib.metadata import entry_points\n"
         "main = entry_points(group='console_scripts')['netbox-chat'].load()\n"
         if entry == "console script"
-        else "from netbox_chat.cli import main\n"
+        else "from netbox_chat.cli.app import main\n"
     )
     probe = (
         "import sys\n"
@@ -502,7 +502,7 @@ def test_the_fast_path_knows_every_option_of_the_app() -> None:
     or a line with a new option would be misread (a value taken for the id)."""
     import typer
 
-    from netbox_chat import completion
+    from netbox_chat.cli import completion
 
     command = typer.main.get_command(app)
     values: set[str] = set()
@@ -527,7 +527,7 @@ def test_the_fast_path_knows_every_option_of_the_app() -> None:
 
 
 def test_no_help_text_of_the_app_holds_rich_markup() -> None:
-    """The shells' completion shows help as written (cli.PlainHelpZsh): that
+    """The shells' completion shows help as written (cli.app.PlainHelpZsh): that
     is only the same as Typer's rendering while no help holds markup. It also
     keeps `--help` from eating a bracket, as it ate `[postgres]` once."""
     import typer

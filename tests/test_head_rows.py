@@ -17,11 +17,11 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.base import CheckpointTuple
 
-from netbox_chat.agent import build_agent, find_end_node
-from netbox_chat.checkpointer import BridgedSqliteSaver, WritesStillRunning
+from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.agent.turns import Conversation, DirtyHead, ToolStarted
+from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver, WritesStillRunning
 from netbox_chat.config import resolve_settings
-from netbox_chat.sessions import SessionFile, SessionStore, connect
-from netbox_chat.turns import Conversation, DirtyHead, ToolStarted
+from netbox_chat.store.sessions import SessionFile, SessionStore, connect
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 
 

@@ -1,4 +1,4 @@
-"""The decoded history kept between turns (checkpointer.HistoryCache, issue 17).
+"""The decoded history kept between turns (checkpoints.sqlite.HistoryCache, issue 17).
 
 A turn starts by loading the conversation; the bridge keeps the decoded
 history of the last checkpoint read and extends it by the writes of the step
@@ -31,14 +31,14 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, tool
 
-from netbox_chat import history
-from netbox_chat.checkpointer import CHECK_HISTORY_ENV, HistoryCache, SyncSaverBridge
+from netbox_chat.agent import history
+from netbox_chat.agent.context import ContextGuard
+from netbox_chat.agent.runtime import Runtime, build_runtime
+from netbox_chat.agent.turns import Conversation, TurnOutcome, text_of
+from netbox_chat.checkpoints.sqlite import CHECK_HISTORY_ENV, HistoryCache, SyncSaverBridge
 from netbox_chat.config import resolve_settings
-from netbox_chat.context import ContextGuard
-from netbox_chat.pgstore import PgSessionStore
-from netbox_chat.runtime import Runtime, build_runtime
-from netbox_chat.stores import open_store
-from netbox_chat.turns import Conversation, TurnOutcome, text_of
+from netbox_chat.store.choose import open_store
+from netbox_chat.store.postgres import PgSessionStore
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import HTTPError, ScriptedOllama, Text, ToolCall
 from tests.stores import StoreUnderTest

@@ -23,13 +23,13 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from netbox_chat.agent import build_agent, find_end_node
-from netbox_chat.checkpointer import BridgedSqliteSaver
+from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.agent.turns import Conversation
+from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
 from netbox_chat.config import resolve_settings
 from netbox_chat.netbox.client import NetBoxClient
 from netbox_chat.netbox.tools import build_netbox_tools
-from netbox_chat.sessions import SessionFile, SessionStore
-from netbox_chat.turns import Conversation
+from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, Text, ToolCall

@@ -682,6 +682,33 @@ def test_a_name_no_object_has_is_refused_naming_the_closest():
     assert not any(r.url.path.endswith("/dcim/devices/") for r in counting.sent)
 
 
+def test_a_role_no_object_has_is_refused_naming_the_closest_roles():
+    """Recorded (issue 32, item 7): NetBox's 400 alone for role 'Core Switch'."""
+    assert raw("dcim/devices", [("role", "Core Switch")]).status_code == 400
+    out, counting = get_objects({"object_type": "dcim.device", "filters": {"role": "Core Switch"}})
+    assert out.startswith("Error: 'role': no dcim.devicerole has the name or slug 'Core Switch'")
+    assert "closest: 'Access Switch' (slug access-switch, id " in out
+    assert not any(r.url.path.endswith("/dcim/devices/") for r in counting.sent)
+
+
+def test_interfaces_sharing_a_name_are_listed_with_their_devices():
+    """Recorded: interface_id 'Vlan100' listed as 'Vlan100' (id 9); 'Vlan100' (id 3)..."""
+    out, _ = get_objects({"object_type": "ipam.ipaddress", "filters": {"interface_id": "Vlan100"}})
+    assert out.startswith("Error: 'interface_id': 'Vlan100' names ")
+    for device in ("dmi01-akron-sw01", "dmi01-akron-rtr01", "dmi01-dayton-sw01"):
+        assert f", on device {device})" in out
+
+
+def test_a_token_copied_with_bearer_is_accepted():
+    """NetBox >= 4.5 shows a v2 token as 'Bearer nbt_...' on its token page."""
+
+    async def go():
+        async with NetBoxClient(URL, f"Bearer {TOKEN}") as c:
+            return await c.status()
+
+    assert run(go())["netbox-version"] == T.netbox_version
+
+
 def test_a_choice_in_the_wrong_case_is_read_and_a_400_is_one_line():
     assert raw("dcim/devices", [("status", "Active")]).status_code == 400  # recorded: 400
     out, _ = get_objects({"object_type": "dcim.device", "filters": {"status": "Active"}})
@@ -735,7 +762,7 @@ def ask_through_the_cli(tmp_path, ollama, *replies) -> list[str]:
     `replies`, against the real NetBox: the tool results its last request carried."""
     from typer.testing import CliRunner
 
-    from netbox_chat.cli import app
+    from netbox_chat.cli.app import app
 
     ollama.script(*replies)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NETBOX_CHAT", "OLLAMA"))}

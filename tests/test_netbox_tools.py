@@ -1193,3 +1193,29 @@ def test_bad_argument_types_come_back_as_words():
 
     out = run(go())
     assert out == "Error: object_id must be a whole number (got 'x')."
+
+
+def test_a_refusal_keeps_the_result_budget():
+    """Issue 32, item 5: a refusal listing the objects a name matches grew with them
+    (200 names made a 34 kB refusal against an 8 kB budget); it is cut like a result."""
+    from tests.netbox_double import NetBoxDouble
+
+    with NetBoxDouble(token=TOKEN) as netbox:
+        netbox.data["dcim/interfaces"] = [
+            {"id": n, "name": "eth0", "device": {"id": n, "name": f"access-switch-{n:03d}"}}
+            for n in range(1, 61)
+        ]
+
+        async def go() -> str:
+            async with NetBoxClient(netbox.url, TOKEN) as client:
+                (get, *_) = build_netbox_tools(client, budget=2000)
+                args = {"object_type": "ipam.ipaddress", "filters": {"interface_id": "eth0"}}
+                return str(await get.ainvoke(args))
+
+        out = run(go())
+    assert out.startswith("Error: 'interface_id': 'eth0' names 50 dcim.interface objects: ")
+    assert (
+        "'eth0' (id 1, on device access-switch-001); 'eth0' (id 2, on device access-switch-002)"
+        in out
+    )
+    assert len(out) == 2000 and out.endswith("…")

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.ollama_server import Delay, Text, Thinking, ToolCall
 from tests.openai_server import ScriptedOpenAI
 

@@ -20,11 +20,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from netbox_chat import history
-from netbox_chat.agent import build_agent, find_end_node
-from netbox_chat.sessions import StoreError
-from netbox_chat.stores import open_store
-from netbox_chat.turns import Conversation, RollingBack, TurnEvent
+from netbox_chat.agent import history
+from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.agent.turns import Conversation, RollingBack, TurnEvent
+from netbox_chat.store.choose import open_store
+from netbox_chat.store.sessions import StoreError
 from tests.inspect_session import read_from_fresh_process as inspect
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import Delay, ScriptedOllama, Text
@@ -62,7 +62,7 @@ def test_a_connection_dropped_mid_turn_is_rolled_back_when_next_opened(
     ollama: ScriptedOllama,
     netbox: NetBoxDouble,
 ) -> None:
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
 
     session_id = first_turn(store_env, ollama)
     before = inspect(pg.value, session_id)["messages"]
@@ -98,7 +98,7 @@ def test_a_writer_on_another_machine_is_named_and_its_lock_dies_with_it(
     netbox-chat, as the server reports it, holds the session's advisory lock."""
     import psycopg
 
-    from netbox_chat.pgstore import LOCK_KEY
+    from netbox_chat.store.postgres import LOCK_KEY
 
     session_id = first_turn(store_env, ollama)
     other = psycopg.connect(
@@ -145,7 +145,7 @@ def test_an_unreachable_or_refusing_server_fails_closed_with_exit_3(
 def test_a_database_without_the_schema_is_refused_until_init_store(
     pg: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
 
     scratch = f"netbox_chat_scratch_{uuid.uuid4().hex[:8]}"
     url = replaced(pg.value, path=f"/{scratch}")
@@ -257,8 +257,8 @@ def test_the_postgres_saver_crosses_the_same_bridge_as_the_sqlite_one() -> None:
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    from netbox_chat.checkpointer import BRIDGED_METHODS, BridgedSqliteSaver, SyncSaverBridge
-    from netbox_chat.pgsaver import BridgedPostgresSaver
+    from netbox_chat.checkpoints.postgres import BridgedPostgresSaver
+    from netbox_chat.checkpoints.sqlite import BRIDGED_METHODS, BridgedSqliteSaver, SyncSaverBridge
 
     for name in BRIDGED_METHODS:
         bridged = getattr(BridgedPostgresSaver, name)
@@ -277,7 +277,7 @@ DISK_FULL = "could not extend file: No space left on device"
 @contextlib.contextmanager
 def failing(url: str, table: str, when: str) -> Iterator[None]:
     """Make one kind of statement on `table` fail as a full disk does."""
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
 
     with contextlib.closing(pgstore.connect(url)) as admin:
         admin.execute(
@@ -295,7 +295,7 @@ def failing(url: str, table: str, when: str) -> Iterator[None]:
 
 
 def pg_conversation(pg: StoreUnderTest, ollama: ScriptedOllama) -> Conversation:
-    from netbox_chat.runtime import open_saver
+    from netbox_chat.checkpoints.saver import open_saver
 
     settings = pg.settings(ollama_url=ollama.url)
     session = open_store(settings).create(model=settings.model)

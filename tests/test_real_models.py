@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import (
     GFK_LIST,
@@ -100,6 +100,42 @@ def test_a_tool_call_written_as_the_answer_is_run_and_the_turn_goes_on(
     row = turn_row(sessions_dir, final["session"], 1)
     assert row["status"] == "done" and row["answer"] == ANSWER
     assert json.loads(row["tool_calls"])[0]["name"] == "netbox_get_objects"
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        '{"filters": {"user_name": "admin"}, "limit": 100}',  # netbox_get_changelogs's
+        '{"object_type": "dcim.site"}',  # netbox_get_objects's required arguments
+        '{"name": "netbox_get_objects", "arguments": {"object_type": "dcim.site"}}',
+    ],
+    ids=["arguments-of-a-tool-that-requires-none", "required-arguments", "named-call"],
+)
+def test_netbox_text_the_model_quotes_is_the_answer_never_a_call(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble, description: str
+) -> None:
+    """Issue 32, item 6 (s13): a device description quoted as the whole reply, as small
+    models answer "what is the description?", ran as a call; the user never saw it."""
+    netbox.data["dcim/devices"][0] = {**netbox.data["dcim/devices"][0], "description": description}
+    by_id = ToolCall("netbox_get_object_by_id", {"object_type": "dcim.device", "object_id": 1})
+    ollama.script([by_id], [Text(description)], [Text("Not this.")])
+    result = ask_json(chat_env, "What exactly is the description of device 1? Quote it.")
+    assert result["answer"] == description
+    assert [call["name"] for call in result["tool_calls"]] == ["netbox_get_object_by_id"]
+    assert len(ollama.requests) == 2
+    assert not [p for p in netbox.requests if p.startswith(("/api/core/", "/api/dcim/sites/"))]
+
+
+def test_bare_arguments_of_a_tool_that_requires_none_are_an_answer(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """Any JSON object of netbox_get_changelogs's keys would run it: bare arguments
+    are read as a call only when they hold a tool's required ones."""
+    text = '{"limit": 5}'
+    ollama.script([Text(text)], [Text("Not this.")])
+    result = ask_json(chat_env, "what is the JSON for a limit of five?")
+    assert result["answer"] == text and result["tool_calls"] == []
+    assert not [p for p in netbox.requests if p.startswith("/api/core/")]
 
 
 def test_plain_ask_prints_only_the_answer_never_the_tool_json(
@@ -389,6 +425,62 @@ def test_a_slug_no_object_has_is_refused_naming_the_closest(
     assert sites_asked(netbox) == 2  # the name (q), then a page of sites to be near
 
 
+def test_a_role_no_object_has_is_refused_naming_the_closest_roles(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """Recorded (issue 32, item 7): role 'Core Switch' got only NetBox's 400 line.
+    NetBox's schema gives the role filter no description; the device's role field
+    says it is a device role."""
+    args = {"object_type": "dcim.device", "filters": {"role": "Core Switch"}}
+    _, carried = one_call(chat_env, ollama, args)
+    assert carried == (
+        "Error: 'role': no dcim.devicerole has the name or slug 'Core Switch' (closest: "
+        "'Access Switch' (slug access-switch, id 1)); role takes a slug."
+    )
+    assert devices_asked(netbox) == []
+    _, carried = one_call(
+        chat_env, ollama, {"object_type": "dcim.device", "filters": {"role": "ROUTER"}}
+    )
+    assert "role 'ROUTER' read as dcim.devicerole slug 'router'" in json.loads(carried)["note"]
+
+
+def test_a_name_of_several_interfaces_names_each_ones_device(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """Recorded: interface_id 'Vlan100' (five interfaces) listed as 'Vlan100' (id 9);
+    'Vlan100' (id 3)..., which the model cannot tell apart."""
+    args = {"object_type": "ipam.ipaddress", "filters": {"interface_id": "eth0"}}
+    _, carried = one_call(chat_env, ollama, args)
+    assert carried == (
+        "Error: 'interface_id': 'eth0' names 2 dcim.interface objects: 'eth0' (id 1, on "
+        "device dmi01-akron-sw01); 'eth0' (id 4, on device dmi01-columbus-sw01). Give the id "
+        "of the one you mean."
+    )
+    assert not [p for p in netbox.requests if p.startswith("/api/ipam/")]
+
+
+def test_a_call_with_more_names_than_it_may_look_up_is_refused_before_any_lookup(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """200 tenant names in one call made 400 NetBox requests and a 34 kB refusal."""
+    names = [f"Tenant Number {i}" for i in range(200)]
+    _, carried = one_call(
+        chat_env, ollama, {"object_type": "dcim.device", "filters": {"tenant": names}}
+    )
+    assert carried == (
+        "Error: 200 filter values are names, not slugs (tenant='Tenant Number 0', "
+        "tenant='Tenant Number 1', tenant='Tenant Number 2' and 197 more); one call looks up "
+        "at most 5 names. Give the slugs (netbox_get_objects('tenancy.tenant', {'q': ...}) "
+        "finds them) or ask with fewer names."
+    )
+    assert not [p for p in netbox.requests if p.startswith(("/api/tenancy/", "/api/dcim/"))]
+    few = ["Dunder-Mifflin, Inc.", "Initech"]
+    _, carried = one_call(
+        chat_env, ollama, {"object_type": "dcim.device", "filters": {"tenant": few}}
+    )
+    assert json.loads(carried)["count"] == 3
+
+
 def test_an_id_no_object_has_is_refused_without_reading_a_page(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
@@ -432,17 +524,15 @@ def test_netbox_400_comes_back_as_one_line_naming_the_filter(
 def test_a_filter_named_like_another_apps_type_is_not_looked_up_there(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
-    # A device's role_id is a dcim.devicerole id; an IPAM role of that name is no answer
+    # A device's role_id is a dcim.devicerole id (its role field says so); an IPAM role
+    # of that name is no answer
     netbox.data["ipam/roles"] = [{"id": 7, "name": "Router", "slug": "router"}]
     args = {"object_type": "dcim.device", "filters": {"role_id": "Router"}}
     _, carried = one_call(chat_env, ollama, args)
     assert not [p for p in netbox.requests if p.startswith("/api/ipam/")]
     (sent,) = devices_asked(netbox)
-    assert "role_id=Router" in sent
-    assert carried == (
-        "Error: NetBox answered 400: 'role_id' 'Router' refused by NetBox: "
-        "“Router” is not a valid value."
-    )
+    assert "role_id=2&" in sent
+    assert "role_id 'Router' read as dcim.devicerole id 2" in json.loads(carried)["note"]
 
 
 def test_a_generic_relation_is_read_as_the_filter_that_works(

@@ -113,3 +113,33 @@ def test_a_question_typed_right_after_ctrl_c_is_sent_as_typed(
         ("the question to cancel", "cancelled"),
         ("how many devices?", "done"),
     ]
+
+
+def test_text_typed_and_pasted_while_an_answer_streams_survives_the_ctrl_c(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
+) -> None:
+    """Issue 32, item 10: the kernel flushes a terminal's input queue when
+    Ctrl-C raises SIGINT unless NOFLSH is set; the keys typed (and a paste
+    made) while the answer streamed are written in the same write as the
+    Ctrl-C, so they are surely in that queue when it comes."""
+    child = spawn(chat_env)
+    words = " ".join(f"word{i}" for i in range(60))
+    ollama.script([Text(f"Streaming {words} end.", chunk_delay=0.1)])
+    child.sendline("the question to cancel")
+    child.expect("word3")  # the answer is streaming
+    child.send("and the devices?\x1b[200~ pasted line one\npasted line two\x1b[201~\x03")
+    child.expect("rolled back")
+    child.expect(PROMPT)
+    child.expect_exact("pasted line two")  # back on the input line, not lost
+    ollama.script([Text("Two devices.")])
+    child.send("\r")
+    child.expect("Two devices.")
+    child.expect(PROMPT)
+    leave(child)
+    asked = ollama.requests[-1]["messages"][-1]["content"]
+    assert asked == "and the devices? pasted line one\npasted line two"
+    turns = inspect(sessions_dir, only_session(sessions_dir))["turns"]
+    assert [(t["question"], t["status"]) for t in turns] == [
+        ("the question to cancel", "cancelled"),
+        ("and the devices? pasted line one\npasted line two", "done"),
+    ]

@@ -426,7 +426,7 @@ DROP FUNCTION IF EXISTS nbc_test_slow_write();
 def _run_sql(url: str, sql: str) -> None:
     import contextlib
 
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
 
     with contextlib.closing(pgstore.connect(url)) as db:
         for statement in filter(str.strip, sql.split(";\n")):
@@ -438,7 +438,7 @@ def _wait_for_the_slow_write(url: str) -> None:
     in the middle of writing the outcome."""
     import contextlib
 
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
 
     deadline = time.monotonic() + 20
     with contextlib.closing(pgstore.connect(url)) as db:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pexpect
 import pyte
 
+from tests.netbox_double import NetBoxDouble
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.test_crash import first_session
 from tests.test_repl_pty import PROMPT, leave
@@ -321,6 +322,45 @@ def test_show_prints_the_last_turns_tool_calls_with_their_results_as_a_table(
     ]
 
 
+def test_show_leads_with_the_fields_filtered_on_and_cited_and_names_the_rest(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """Issue 32, item 9: a full device in NetBox's field order has status past its
+    first eight fields, so /show of the evidence for "offline devices" had no
+    status column; the fields it left out were not named."""
+    fields = ("display", "device_type", "role", "tenant", "platform", "asset_tag", "site")
+    netbox.data["dcim/devices"] = [
+        {"id": n, "name": f"sw0{n}", **{f: f"{f[:3]}{n}" for f in fields}, "serial": f"FOC{n}",
+         "status": {"value": status}}
+        for n, status in ((1, "active"), (2, "offline"))
+    ]  # fmt: skip
+    call = {"object_type": "dcim.device", "filters": {"status": "offline"}}
+    ollama.script([ToolCall("netbox_get_objects", call)], [Text("sw02 (serial FOC2) is down.")])
+    child, terminal = chat(chat_env)
+    answered(child, "which devices are offline?", "is down.")
+    child.sendline("/show")
+    child.expect("other fields")
+    child.expect(PROMPT)
+    leave(child)
+    shown = terminal.lines()
+    start = shown.index("turn 1: 1 tool call")
+    assert shown[start + 2 : start + 5] == [
+        "id  name  status   serial  display  device_type  role  tenant",
+        "2   sw02  offline  FOC2    dis2     dev2         rol2  ten2",
+        "other fields (in export --format json): platform, asset_tag, site",
+    ]
+    (session,) = (p.stem for p in Path(chat_env["NETBOX_CHAT_SESSIONS"]).glob("*.sqlite"))
+    exported = subprocess.run(
+        [sys.executable, "-m", "netbox_chat", "export", session, "--tool-results"],
+        env=chat_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert "| id | name | status | serial | display | device_type | role | tenant |" in exported
+    assert "_1 row; other fields (in --format json): platform, asset_tag, site_" in exported
+
+
 def narrow(env: dict[str, str], question: str, answer: str, command: str) -> list[str]:
     """The screen of a 60-column terminal after `question` was answered and
     `command` drew a table too wide for it."""
@@ -372,7 +412,7 @@ def test_tokens_in_a_narrow_terminal_keeps_the_meter_whole(
 def test_a_tool_line_keeps_its_size_and_time_on_its_own_line_in_a_narrow_terminal(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
-    filters = {"site": "dm-akron", "status": "offline", "role": "core-switch", "q": "sw"}
+    filters = {"site": "dm-akron", "status": "offline", "role": "access-switch", "q": "sw"}
     ollama.script(
         [ToolCall("netbox_get_objects", {"object_type": "dcim.device", "filters": filters})],
         [Text("None offline.")],

@@ -26,12 +26,12 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.types import Command
 
-from netbox_chat import history
-from netbox_chat.agent import build_agent, find_end_node
+from netbox_chat.agent import history
+from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.agent.turns import Conversation, TurnEvent, TurnOutcome
+from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.errors import UserFacingError
-from netbox_chat.runtime import open_saver
-from netbox_chat.stores import OpenSession
-from netbox_chat.turns import Conversation, TurnEvent, TurnOutcome
+from netbox_chat.store.choose import OpenSession
 from tests.graphs import build_graph
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.openai_server import chat_model_for, server_settings
@@ -137,11 +137,12 @@ def reopen(chat: Chat, ollama: ScriptedOllama) -> Chat:
 _FRESH_PROCESS = r"""
 import asyncio, json, sys
 from pathlib import Path
-from netbox_chat.agent import build_agent, build_model, find_end_node
+from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.models.ollama import build_model
 from netbox_chat.config import resolve_settings
-from netbox_chat.runtime import open_saver
-from netbox_chat.stores import open_store
-from netbox_chat.turns import Conversation
+from netbox_chat.checkpoints.saver import open_saver
+from netbox_chat.store.choose import open_store
+from netbox_chat.agent.turns import Conversation
 from tests.graphs import build_graph
 from tests.ollama_server import ScriptedOllama, Text
 

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from netbox_chat.errors import ExitStatus
 from tests.conftest import TEST_TOKEN
 from tests.inspect_session import assert_ledger_agrees
@@ -738,7 +738,7 @@ def test_io_error_mid_turn_by_fault_injection(
 ) -> None:
     """Item 7 without a small filesystem: the saver's writes start failing at
     the SQLite layer in the middle of a turn (once, or for good)."""
-    from netbox_chat.checkpointer import BridgedSqliteSaver
+    from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
 
     sid = make_session(chat_env, ollama)
     real_put_writes = BridgedSqliteSaver.put_writes

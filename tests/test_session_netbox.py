@@ -26,7 +26,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
+from netbox_chat.cli.app import app
 from netbox_chat.config import resolve_settings
 from tests.conftest import TEST_TOKEN
 from tests.inspect_session import fresh_connection
@@ -76,7 +76,7 @@ def write_meta(store: StoreUnderTest, session_id: str, **values: str) -> None:
             )
             db.commit()
         return
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
 
     with contextlib.closing(pgstore.connect(store.value)) as db:
         for key, value in values.items():

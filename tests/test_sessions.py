@@ -17,8 +17,13 @@ from pathlib import Path
 import pytest
 
 from netbox_chat.errors import ExitStatus
-from netbox_chat.migrations import TURN_MEASUREMENT_COLUMNS, TURN_MODEL_COLUMNS
-from netbox_chat.sessions import (
+from netbox_chat.store.choose import Store
+from netbox_chat.store.migrations import (
+    TURN_MEASUREMENT_COLUMNS,
+    TURN_MODEL_COLUMNS,
+    TURN_SERVER_COLUMNS,
+)
+from netbox_chat.store.sessions import (
     SCHEMA_VERSION,
     AmbiguousSession,
     InvalidSessionId,
@@ -29,7 +34,6 @@ from netbox_chat.sessions import (
     UnreadableSession,
     normalize_session_id,
 )
-from netbox_chat.stores import Store
 from tests.stores import StoreUnderTest
 
 
@@ -124,7 +128,7 @@ def test_one_writer_per_session(store: StoreUnderTest) -> None:
 _HOLD = """
 import sys, time
 from netbox_chat.config import resolve_settings
-from netbox_chat.stores import open_store
+from netbox_chat.store.choose import open_store
 session = open_store(resolve_settings(store=sys.argv[1], env={})).open(sys.argv[2])
 print("held", flush=True)
 time.sleep(60)
@@ -201,11 +205,12 @@ def test_a_session_from_schema_1_is_migrated_on_open(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
     sid = make_session(store)
     conn = sqlite3.connect(store.path_for(sid))
-    for column in TURN_MEASUREMENT_COLUMNS + TURN_MODEL_COLUMNS:  # back to schema 1's
+    for column in TURN_MEASUREMENT_COLUMNS + TURN_MODEL_COLUMNS + TURN_SERVER_COLUMNS:  # schema 1
         conn.execute(f"ALTER TABLE turns DROP COLUMN {column.split()[0]}")
     conn.executescript(
         "ALTER TABLE turns DROP COLUMN base_message_count;"
         "ALTER TABLE turns DROP COLUMN asked_by;"
+        "ALTER TABLE turns DROP COLUMN grounding;"
         "ALTER TABLE turns ADD COLUMN snapshot_message_ids TEXT;"
         "UPDATE session_meta SET value = '1' WHERE key = 'schema_version';"
         "INSERT INTO turns(question, status, started_at, snapshot_message_ids) "

@@ -20,10 +20,10 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from netbox_chat import render
+from netbox_chat.cli.repl import BackgroundRuntime, Repl
 from netbox_chat.config import resolve_settings
-from netbox_chat.repl import BackgroundRuntime, Repl
-from netbox_chat.sessions import SessionFile, SessionStore
+from netbox_chat.store.sessions import SessionFile, SessionStore
+from netbox_chat.ui import render
 from tests.test_repl_pty import PROMPT, leave
 from tests.test_sessions import make_session
 
@@ -50,7 +50,7 @@ def test_ls_loads_nothing_it_does_not_show(sessions_dir: Path, command: list[str
     probe = (
         "import contextlib, sys\n"
         f"sys.argv = ['netbox-chat', *{command!r}]\n"
-        "from netbox_chat.cli import main\n"
+        "from netbox_chat.cli.app import main\n"
         "with contextlib.suppress(SystemExit):\n"
         "    main()\n"
         f"print(sorted(m for m in {NOT_FOR_LS!r} if m in sys.modules), file=sys.stderr)\n"
@@ -79,10 +79,10 @@ NOT_BEFORE_THE_PROMPT = (
     "pydantic",
     "rich.markdown",
     "markdown_it",
-    "netbox_chat.agent",
-    "netbox_chat.turns",
-    "netbox_chat.pgstore",
-    "netbox_chat.evidence",
+    "netbox_chat.agent.graph",
+    "netbox_chat.agent.turns",
+    "netbox_chat.store.postgres",
+    "netbox_chat.agent.evidence",
 )
 
 # The `netbox-chat` entry point, with prompt-toolkit's prompt_async noting
@@ -103,7 +103,7 @@ async def prompt_async(self, *args, **kwargs):
 
 PromptSession.prompt_async = prompt_async
 sys.argv = ["netbox-chat", *sys.argv[1:]]
-from netbox_chat.entry import main
+from netbox_chat.cli.main import main
 main()
 """
 
@@ -164,13 +164,14 @@ def test_the_recap_reads_the_counts_the_last_exchange_and_what_came_after(
         sessions_dir=sessions_dir, netbox_url="https://netbox.example.com", env={}
     )
     rest = render.print_recap(Console(file=out, width=100), session.id, recap, settings)
-    assert len(out.getvalue().splitlines()) == 2  # the rest waits for the prompt
+    assert len(out.getvalue().splitlines()) == 3  # the rest waits for the prompt
     rest()
     lines = out.getvalue().splitlines()
     assert lines[0] == (
         f"resumed session {session.id}: 2 turns, 4 messages · NetBox netbox.example.com "
         "· model qwen3:8b"
     )
+    assert lines.pop(1) == "on ollama server http://127.0.0.1:11434"  # the model's server
     # Questions and answers appear as written, never read as rich markup; the
     # answer's first lines rendered, then how many more and where to see them.
     assert lines[1] == "turn 3: what is in [/dev]?"

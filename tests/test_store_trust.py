@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 import ormsgpack
 import pytest
 
-from netbox_chat.pgstore import PgSession
-from netbox_chat.sessions import NoSuchSession
-from netbox_chat.stores import Store
+from netbox_chat.store.choose import Store
+from netbox_chat.store.postgres import PgSession
+from netbox_chat.store.sessions import NoSuchSession
 from tests.netbox_double import NetBoxDouble
 from tests.old_releases import RELEASES, has_postgres, release, release_argv
 from tests.ollama_server import ScriptedOllama, Text
@@ -62,7 +62,7 @@ def rewrite_messages(store: StoreUnderTest, session_id: str, blob: bytes) -> int
                 "UPDATE writes SET type = 'msgpack', value = ? WHERE channel = 'messages'",
                 (blob,),
             ).rowcount
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
 
     with contextlib.closing(pgstore.connect(store.value)) as conn:
         return int(
@@ -147,7 +147,7 @@ def test_forget_unanswered_keeps_a_session_answered_after_its_scan(
 ) -> None:
     from typer.testing import CliRunner
 
-    from netbox_chat import cli as cli_module
+    from netbox_chat.cli import app as cli_module
 
     session_id = never_answered(store.store())
     kind = type(store.store())
@@ -200,7 +200,7 @@ def test_sessions_whose_ids_hash_alike_do_not_lock_each_other_out(
     store_env: dict[str, str],
     ollama: ScriptedOllama,
 ) -> None:
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
 
     with contextlib.closing(pgstore.connect(pg.value)) as conn:
         hashes = conn.execute("SELECT hashtext(%s), hashtext(%s)", TWINS).fetchone()
@@ -225,7 +225,7 @@ def test_a_lock_in_another_database_on_the_server_is_not_a_holder(
     it, but it holds nothing of ours."""
     import psycopg
 
-    from netbox_chat.pgstore import LOCK_KEY
+    from netbox_chat.store.postgres import LOCK_KEY
 
     session_id = first_turn(store_env, ollama)
     other_db = urlsplit(pg.value)._replace(path="/postgres").geturl()
@@ -330,7 +330,7 @@ def test_a_connection_dropped_in_a_new_sessions_first_turn_is_exit_3_with_its_re
 ) -> None:
     """README: a connection lost mid-turn ends it with exit 3 and the server's
     words; `--json` still ends with the result object."""
-    from netbox_chat import pgstore
+    from netbox_chat.store import postgres as pgstore
     from tests.test_crash import ask
     from tests.test_stores import wait_until
 

@@ -232,12 +232,13 @@ def test_forget_removes_every_row_of_the_session_and_only_those(
 
 REWIND_AND_COMPACT = r"""
 import asyncio, json, sys
-from netbox_chat.agent import build_agent, build_model, find_end_node
+from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.models.ollama import build_model
 from netbox_chat.config import resolve_settings
-from netbox_chat.runtime import open_saver
-from netbox_chat.stores import open_store
-from netbox_chat import history
-from netbox_chat.turns import Conversation
+from netbox_chat.checkpoints.saver import open_saver
+from netbox_chat.store.choose import open_store
+from netbox_chat.agent import history
+from netbox_chat.agent.turns import Conversation
 from tests.ollama_server import ScriptedOllama, Text
 
 async def main(store_value, action):
@@ -354,7 +355,7 @@ def test_the_store_is_a_setting_like_the_others_and_its_password_is_never_shown(
     pytest.importorskip("psycopg")
     from typer.testing import CliRunner
 
-    from netbox_chat.cli import app
+    from netbox_chat.cli.app import app
     from netbox_chat.config import ConfigError, resolve_settings
 
     url = "postgresql://alice:s3cret-pw@db.example:5432/netops"

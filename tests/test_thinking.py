@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from netbox_chat.cli import app
-from netbox_chat.thinking import ThinkSplitter, split_thinking
+from netbox_chat.cli.app import app
+from netbox_chat.models.thinking import ThinkSplitter, split_thinking
 from tests.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
 from tests.wire import reasoning_sent_back, thinking_asked
 

@@ -24,12 +24,12 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.types import Command
 
-from netbox_chat.agent import build_agent, find_end_node
-from netbox_chat.checkpointer import BRIDGED_METHODS, BridgedSqliteSaver, WritesStillRunning
+from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.agent.turns import Conversation, ToolFinished, TurnEvent
+from netbox_chat.checkpoints.saver import open_saver
+from netbox_chat.checkpoints.sqlite import BRIDGED_METHODS, BridgedSqliteSaver, WritesStillRunning
 from netbox_chat.config import resolve_settings
-from netbox_chat.runtime import open_saver
-from netbox_chat.sessions import SessionFile, SessionStore, connect
-from netbox_chat.turns import Conversation, ToolFinished, TurnEvent
+from netbox_chat.store.sessions import SessionFile, SessionStore, connect
 from tests.inspect_session import read_from_fresh_process
 from tests.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.openai_server import chat_model_for, server_settings
@@ -370,3 +370,45 @@ async def test_parallel_tool_cancel_on_a_minimal_graph(
     assert "cancelled question" not in sent and "quick result" not in sent
     session.close()
     store.assert_ledger_agrees(session.id)
+
+
+async def test_a_cancel_as_the_answer_is_being_stored_leaves_nothing_after_the_rollback(
+    conversation: Conversation,
+    ollama: ScriptedOllama,
+    store: StoreUnderTest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 32, item 13 (randomized-fault case 104): a Ctrl-C landing as the
+    run ends. LangGraph submits the turn's writes, then its checkpoint as a
+    task that waits for them; the cancel lands while the writes run. The
+    rollback waits for those, but the checkpoint's task had not started: it
+    used to write the turn's checkpoint (parent: the pre-turn head) after the
+    rollback had verified. The cancel is landed exactly there: once the first
+    of the run's exit writes has started (with durability "exit" there is no
+    other write before it)."""
+    ollama.script([Text("first answer")])
+    await conversation.run_turn("first question")
+    before = store.thread_rows(conversation.session.id)
+
+    turn: list[asyncio.Task[Any]] = []
+    saver_class = type(conversation.saver)
+    original = saver_class.aput_writes
+
+    async def cancelled_as_stored(self: Any, *args: Any, **kwargs: Any) -> None:
+        write = asyncio.ensure_future(original(self, *args, **kwargs))
+        await asyncio.sleep(0)  # the write has started: it runs on its worker thread
+        if turn and not turn[0].done():
+            turn[0].cancel()  # the signal, between the writes and the checkpoint
+        await write
+
+    monkeypatch.setattr(saver_class, "aput_writes", cancelled_as_stored)
+    ollama.script([Text("the answer that is being stored")])
+    turn.append(asyncio.create_task(conversation.run_turn("question cancelled as stored")))
+    outcome = await turn[0]
+    assert outcome.status == "cancelled"
+    assert outcome.rollback is not None and outcome.rollback.verified
+    await asyncio.sleep(0.5)  # whatever the run's exit still had queued runs now
+    assert store.thread_rows(conversation.session.id) == before
+    state = inspect(conversation, store)
+    assert [m["content"] for m in state["messages"]] == ["first question", "first answer"]
+    assert state["head_problems"] == [] and state["turns"][1]["status"] == "cancelled"

@@ -1,7 +1,7 @@
 """`netbox-chat eval`, from resolved settings to the exit status: build or
 reload the questions, run them with a progress bar, print the report.
 
-cli.py imports this module inside the command only, so no other command pays
+cli/app.py imports this module inside the command only, so no other command pays
 for it.
 """
 
@@ -16,13 +16,13 @@ from typing import Any
 
 from rich.console import Console
 
-from netbox_chat.config import Settings
+from netbox_chat.config import Settings, without_userinfo
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.eval.questions import Question, build_questions
-from netbox_chat.eval.report import markdown, summarize
+from netbox_chat.eval.report import markdown, one_line, summarize
 from netbox_chat.eval.runfolder import Plan, RunFolder
 from netbox_chat.eval.truth import TruthClient
-from netbox_chat.visible import visible_line
+from netbox_chat.visible import visible_json, visible_line
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class EvalOptions:
     seed: int = 0
     per_template: int = 3
     repeat: int = 1
+    parallel: int = 1
     conversation: bool = False
     judge: str | None = None
     questions_file: Path | None = None
@@ -59,7 +60,8 @@ def make_questions(settings: Settings, options: EvalOptions, err: Console) -> li
         if options.questions_file is not None:
             questions = questions + load_questions(options.questions_file, client)
         err.print(
-            f"netbox-chat: {len(questions)} questions from {settings.netbox_url} "
+            f"netbox-chat: {len(questions)} questions from "
+            f"{without_userinfo(settings.netbox_url or '', '***@')} "
             f"({client.calls} NetBox requests, {time.monotonic() - started:.1f} s)"
             + (f"; no data for: {', '.join(built.skipped)}" if built.skipped else ""),
             style="dim",
@@ -71,13 +73,8 @@ def make_questions(settings: Settings, options: EvalOptions, err: Console) -> li
 
 def list_questions(questions: list[Question], options: EvalOptions, out: Console) -> None:
     if options.as_json:
-        print(
-            json.dumps(
-                {"seed": options.seed, "questions": [q.as_json(universe=False) for q in questions]},
-                indent=2,
-                ensure_ascii=False,
-            )
-        )
+        listing = {"seed": options.seed, "questions": [q.as_json() for q in questions]}
+        print(visible_json(json.dumps(listing, indent=2, ensure_ascii=False)))
         return
     for q in questions:
         query = "typed in" if q.query is None else q.query.text()
@@ -94,12 +91,17 @@ def list_questions(questions: list[Question], options: EvalOptions, out: Console
 
 def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Console) -> int:
     """The whole command; returns the exit status."""
+    from netbox_chat.eval.runner import check_models
+
     if options.resume is not None:
         folder = RunFolder.open(options.runs_dir, options.resume)
         plan = folder.plan()
         settings = _same_netbox(settings, plan, err)
+        check_models(settings, [*plan.models, *([plan.judge] if plan.judge else [])])
         _forget_unanswered(folder)
     else:
+        if not options.list_only:
+            check_models(settings, [*options.models, *([options.judge] if options.judge else [])])
         questions = make_questions(settings, options, err)
         if options.list_only:
             list_questions(questions, options, out)
@@ -117,15 +119,21 @@ def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Consol
         )
         folder = RunFolder.create(options.runs_dir, plan)
     err.print(f"netbox-chat: run {folder.id} in {folder.root}", style="dim", markup=False)
-    interrupted = _run(folder, plan, settings, err)
+    interrupted = _run(folder, plan, settings, err, options.parallel)
     summary = summarize(plan, folder.results(), run=folder.id)
     folder.write("report.json", json.dumps(summary, indent=1, ensure_ascii=False, default=str))
     text = markdown(summary)
     folder.write("report.md", text)
     if options.as_json:
-        print(json.dumps(summary, indent=2, ensure_ascii=False, default=str))
+        print(visible_json(json.dumps(summary, indent=2, ensure_ascii=False, default=str)))
+    elif out.is_terminal:
+        from netbox_chat.ui.render import markdown as rendered
+
+        out.print(rendered(text))
     else:
         print(visible_text(text), end="")
+    if not out.is_terminal:
+        err.print(visible_line(f"netbox-chat: {one_line(summary)}"), markup=False, highlight=False)
     if interrupted:
         err.print(
             f"netbox-chat: stopped; every finished answer is kept: "
@@ -144,10 +152,15 @@ def visible_text(text: str) -> str:
 
 
 def _same_netbox(settings: Settings, plan: Plan, err: Console) -> Settings:
-    if plan.netbox_url and settings.netbox_url and plan.netbox_url != settings.netbox_url:
+    """The run's truth fits only the NetBox it was computed from (compared, and
+    named, without any `user:password@`: the plan never holds one)."""
+    if not (plan.netbox_url and settings.netbox_url):
+        return settings
+    now = without_userinfo(settings.netbox_url)
+    if plan.netbox_url != now:
         raise UserFacingError(
             f"the run was made against {plan.netbox_url}, this one talks to "
-            f"{settings.netbox_url}: its truth would not fit"
+            f"{now}: its truth would not fit"
         )
     return settings
 
@@ -164,8 +177,8 @@ def _forget_unanswered(folder: RunFolder) -> None:
             continue
 
 
-def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console) -> bool:
-    """Ask what is pending; True when a signal stopped the run."""
+def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console, parallel: int) -> bool:
+    """Ask what is pending, `parallel` at once; True when a signal stopped the run."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -175,8 +188,8 @@ def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console) -> boo
         TimeRemainingColumn,
     )
 
+    from netbox_chat.agent.runtime import CancelOnSignals
     from netbox_chat.eval.runner import Runner
-    from netbox_chat.runtime import CancelOnSignals
 
     done = folder.results()
     pending = folder.pending(plan, done)
@@ -204,7 +217,7 @@ def _run(folder: RunFolder, plan: Plan, settings: Settings, err: Console) -> boo
         bar.update(task, advance=1)
 
     with CancelOnSignals() as signals, bar:
-        runner = Runner(folder, plan, settings, signals, progress)
+        runner = Runner(folder, plan, settings, signals, progress, parallel=parallel)
         asyncio.run(runner.run(pending))
         signals.settle()
     return runner.interrupted or signals.received is not None

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from netbox_chat.eval.truth import Query, QueryError, TruthClient, dig
+from netbox_chat.eval.truth import Query, QueryError, TruthClient, dig, label
 
 TIERS = ("simple", "medium", "advanced")
 KINDS = ("count", "list", "value", "boolean", "absence", "explanation")
@@ -51,6 +51,16 @@ class Question:
     unscoped: int | None = None
     reference: str = ""
     source: str = "built"
+    template: str = ""
+    """The template it was drawn from: its near-duplicates share it, and the
+    statistics resample templates, not questions ("" for a user's own)."""
+    noun: str = ""
+    """What the question counts or lists ("devices"), for the scorer."""
+
+    @property
+    def group(self) -> str:
+        """The cluster it belongs to: its template, or itself when typed in."""
+        return self.template or self.id
 
     def as_json(self, *, universe: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -63,6 +73,8 @@ class Question:
             "query": None if self.query is None else self.query.as_json(),
             "trap": self.trap,
             "source": self.source,
+            "template": self.template,
+            "noun": self.noun,
         }
         if self.unscoped is not None:
             data["unscoped"] = self.unscoped
@@ -96,6 +108,8 @@ def question_from_json(data: Mapping[str, Any]) -> Question:
         unscoped=data.get("unscoped"),
         reference=str(data.get("reference") or ""),
         source=str(data.get("source") or "built"),
+        template=str(data.get("template") or ""),
+        noun=str(data.get("noun") or ""),
     )
 
 
@@ -118,6 +132,7 @@ CATALOG = (
     "virtualization/virtual-machines",
     "virtualization/clusters",
     "core/object-changes",
+    "extras/tags",
 )
 
 Catalog = Mapping[str, Sequence[Mapping[str, Any]]]
@@ -138,7 +153,9 @@ def read_catalog(client: TruthClient) -> dict[str, list[dict[str, Any]]]:
 
 
 def names(rows: Iterable[Mapping[str, Any]], key: str = "name") -> tuple[str, ...]:
-    return tuple(sorted({str(row[key]) for row in rows if row.get(key)}))
+    """Every object's name (an unnamed one's display form: truth.label)."""
+    found = (label(row) if key == "name" else row.get(key) for row in rows)
+    return tuple(sorted({str(name) for name in found if name}))
 
 
 def unique(rows: Sequence[Mapping[str, Any]], key: str = "name") -> list[Mapping[str, Any]]:
@@ -158,6 +175,9 @@ class Draft:
     universe: tuple[str, ...] = ()
     unscoped: Query | None = None
     reference: str = ""
+    scope: Query | None = None
+    """A yes/no question's scope ("all devices at site S"): a draft whose scope
+    is empty is dropped, since "yes" and "there are none" are both right then."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +190,8 @@ class Template:
     trap: str | None = None
     empty_is_absence: bool = False
     """A list whose truth is empty becomes an absence question ("none")."""
+    noun: str = ""
+    """What its questions count, list or ask the value of, for the scorer."""
 
 
 def q(
@@ -420,6 +442,7 @@ def _site_all_active(cat: Catalog) -> list[Draft]:
             f"Are all devices at site {s['name']} active? Name any that are not.",
             q("dcim/devices", "list:name", [("!status", "active")], site_id=s["id"]),
             names(cat["dcim/devices"]),
+            scope=q("dcim/devices", site_id=s["id"]),
         )
         for s in unique(cat["dcim/sites"])
     ]
@@ -628,6 +651,7 @@ def _vms_without_tenant(cat: Catalog) -> list[Draft]:
                 cluster_id=c["id"],
             ),
             names(cat["virtualization/virtual-machines"]),
+            scope=q("virtualization/virtual-machines", cluster_id=c["id"]),
         )
         for c in unique(cat["virtualization/clusters"])
     ]
@@ -649,39 +673,218 @@ def _describe_device(cat: Catalog) -> list[Draft]:
     ]
 
 
+# --- what operators ask most (issue 34): an address's holder, a serial, a tag, a
+# custom field, a prefix's addresses ---------------------------------------------------
+
+_HOLDER = {
+    "dcim.interface": "assigned_object.device.name",
+    "virtualization.vminterface": "assigned_object.virtual_machine.name",
+}
+
+
+def _ip_holder(cat: Catalog) -> list[Draft]:
+    """Which device or VM holds address X: the trap is an address on a VM's
+    interface, where the device tools find nothing."""
+    holders = names(cat["dcim/devices"]) + names(cat["virtualization/virtual-machines"])
+    return [
+        Draft(
+            str(a["id"]),
+            f"Which device or virtual machine has IP address {a['address']}?",
+            q(f"ipam/ip-addresses/{a['id']}", f"value:{_HOLDER[a['assigned_object_type']]}"),
+            holders,
+        )
+        for a in unique(cat["ipam/ip-addresses"], "address")
+        if a.get("assigned_object_type") in _HOLDER
+    ]
+
+
+def _ip_interface(cat: Catalog) -> list[Draft]:
+    """The interface an address is on; the wrong names are the other interfaces
+    that hold an address (the catalog has no page of every interface)."""
+    interfaces = tuple(
+        sorted({str(n) for a in cat["ipam/ip-addresses"] if (n := dig(a, "assigned_object.name"))})
+    )
+    return [
+        Draft(
+            str(a["id"]),
+            f"Which interface is IP address {a['address']} assigned to?",
+            q(f"ipam/ip-addresses/{a['id']}", "value:assigned_object.name"),
+            interfaces,
+        )
+        for a in unique(cat["ipam/ip-addresses"], "address")
+        if a.get("assigned_object_type") in _HOLDER
+    ]
+
+
+def _ip_unassigned(cat: Catalog) -> list[Draft]:
+    """Which device has an address that is assigned to nothing: there is none."""
+    holders = names(cat["dcim/devices"]) + names(cat["virtualization/virtual-machines"])
+    return [
+        Draft(
+            str(a["id"]),
+            f"Which device has IP address {a['address']}?",
+            q(
+                "ipam/ip-addresses",
+                "list:address",
+                [("!assigned_object_type", None)],
+                address=a["address"],
+            ),
+            holders,
+        )
+        for a in unique(cat["ipam/ip-addresses"], "address")
+        if not a.get("assigned_object_type")
+    ]
+
+
+def _device_serial(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(d["id"]),
+            f"What is the serial number of device {d['name']}?",
+            q(f"dcim/devices/{d['id']}", "value:serial"),
+            names(cat["dcim/devices"], "serial"),
+        )
+        for d in unique(cat["dcim/devices"])
+        if d.get("serial")
+    ]
+
+
+def _tag_devices(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(t["id"]),
+            f"Which devices are tagged {t['name']}?",
+            q("dcim/devices", "list:name", tag=t["slug"]),
+            names(cat["dcim/devices"]),
+        )
+        for t in unique(cat["extras/tags"])
+        if t.get("slug")
+    ]
+
+
+def _site_custom_field(cat: Catalog) -> list[Draft]:
+    """A custom field's value on a site (only fields a site has a value in)."""
+    return [
+        Draft(
+            f"{s['id']}-{name}",
+            f"What is the value of custom field {name} on site {s['name']}?",
+            q(f"dcim/sites/{s['id']}", f"value:custom_fields.{name}"),
+            tuple(
+                sorted(
+                    {
+                        str(other["custom_fields"][name])
+                        for other in cat["dcim/sites"]
+                        if isinstance(other.get("custom_fields"), dict)
+                        and other["custom_fields"].get(name) not in (None, "")
+                    }
+                )
+            ),
+        )
+        for s in unique(cat["dcim/sites"])
+        if isinstance(s.get("custom_fields"), dict)
+        for name, value in sorted(s["custom_fields"].items())
+        if value not in (None, "", [], {}) and isinstance(value, str | int)
+    ]
+
+
+def _prefix_addresses(cat: Catalog) -> list[Draft]:
+    """How many addresses a prefix holds, in its own VRF (as NetBox counts a
+    prefix's child addresses): the prefix's utilisation, in addresses.
+    Containers are left out: NetBox counts theirs across every VRF."""
+    return [
+        Draft(
+            str(p["id"]),
+            f"How many IP addresses are there in prefix {p['prefix']}"
+            + (f" (VRF {dig(p, 'vrf.name')})?" if p.get("vrf") else " (global table)?"),
+            q(
+                "ipam/ip-addresses",
+                where=[("vrf.id", str(dig(p, "vrf.id")))] if p.get("vrf") else [("vrf", None)],
+                parent=p["prefix"],
+            ),
+        )
+        for p in unique(cat["ipam/prefixes"], "prefix")
+        if dig(p, "status") != "container"
+    ]
+
+
 TEMPLATES: tuple[Template, ...] = (
-    Template("site-devices", "simple", "count", "devices", _sites_devices),
-    Template("device-status", "simple", "value", "devices", _device_status),
-    Template("rack-site", "simple", "value", "racks", _rack_site),
-    Template("tenant-count", "simple", "count", "tenants", _tenant_count),
-    Template("vlan-vid", "simple", "value", "vlans", _vlan_vid),
-    Template("prefix-vrf", "simple", "value", "prefixes", _prefix_vrf),
-    Template("ip-status", "simple", "value", "ip-addresses", _ip_status),
-    Template("circuit-provider", "simple", "value", "circuits", _circuit_provider),
-    Template("vm-cluster", "simple", "value", "virtual-machines", _vm_cluster),
-    Template("feed-panel", "simple", "value", "power", _feed_panel),
-    Template("vrf-rd", "simple", "value", "vrfs", _vrf_rd),
-    Template("device-interfaces", "simple", "count", "interfaces", _device_interfaces),
-    Template("user-changes", "simple", "count", "changelog", _changes_by_user),
-    Template("site-status-devices", "medium", "count", "devices", _site_status_count),
+    Template("site-devices", "simple", "count", "devices", _sites_devices, noun="devices"),
+    Template("device-status", "simple", "value", "devices", _device_status, noun="status"),
+    Template("rack-site", "simple", "value", "racks", _rack_site, noun="site"),
+    Template("tenant-count", "simple", "count", "tenants", _tenant_count, noun="tenants"),
+    Template("vlan-vid", "simple", "value", "vlans", _vlan_vid, noun="VLAN ID"),
+    Template("prefix-vrf", "simple", "value", "prefixes", _prefix_vrf, noun="VRF"),
+    Template("ip-status", "simple", "value", "ip-addresses", _ip_status, noun="status"),
+    Template("circuit-provider", "simple", "value", "circuits", _circuit_provider, noun="provider"),
+    Template("vm-cluster", "simple", "value", "virtual-machines", _vm_cluster, noun="cluster"),
+    Template("feed-panel", "simple", "value", "power", _feed_panel, noun="power panel"),
+    Template("vrf-rd", "simple", "value", "vrfs", _vrf_rd, noun="route distinguisher"),
     Template(
-        "role-site-devices", "medium", "list", "devices", _role_site_list, empty_is_absence=True
+        "device-interfaces", "simple", "count", "interfaces", _device_interfaces, noun="interfaces"
     ),
-    Template("vrf-active-prefixes", "medium", "count", "prefixes", _vrf_prefixes),
-    Template("site-vlans", "medium", "list", "vlans", _site_vlans, empty_is_absence=True),
+    Template("user-changes", "simple", "count", "changelog", _changes_by_user, noun="changes"),
     Template(
-        "cluster-vms", "medium", "list", "virtual-machines", _cluster_vms, empty_is_absence=True
+        "site-status-devices", "medium", "count", "devices", _site_status_count, noun="devices"
     ),
-    Template("provider-active-circuits", "medium", "count", "circuits", _provider_circuits),
-    Template("site-all-active", "medium", "boolean", "devices", _site_all_active),
-    Template("tenant-site-devices", "medium", "count", "tenants", _tenant_site_devices),
-    Template("site-cables", "medium", "count", "cables", _site_cables),
-    Template("rack-devices", "medium", "list", "racks", _rack_devices, empty_is_absence=True),
-    Template("panel-feeds", "medium", "list", "power", _panel_feeds),
-    Template("vrf-active-ips", "medium", "count", "ip-addresses", _vrf_active_ips),
-    Template("cabled-interfaces", "medium", "count", "interfaces", _cabled_interfaces),
     Template(
-        "untenanted-devices", "advanced", "count", "devices", _untenanted, trap="scoped-count"
+        "role-site-devices",
+        "medium",
+        "list",
+        "devices",
+        _role_site_list,
+        empty_is_absence=True,
+        noun="devices",
+    ),
+    Template("vrf-active-prefixes", "medium", "count", "prefixes", _vrf_prefixes, noun="prefixes"),
+    Template(
+        "site-vlans", "medium", "list", "vlans", _site_vlans, empty_is_absence=True, noun="VLANs"
+    ),
+    Template(
+        "cluster-vms",
+        "medium",
+        "list",
+        "virtual-machines",
+        _cluster_vms,
+        empty_is_absence=True,
+        noun="virtual machines",
+    ),
+    Template(
+        "provider-active-circuits",
+        "medium",
+        "count",
+        "circuits",
+        _provider_circuits,
+        noun="circuits",
+    ),
+    Template("site-all-active", "medium", "boolean", "devices", _site_all_active, noun="devices"),
+    Template(
+        "tenant-site-devices", "medium", "count", "tenants", _tenant_site_devices, noun="devices"
+    ),
+    Template("site-cables", "medium", "count", "cables", _site_cables, noun="cables"),
+    Template(
+        "rack-devices",
+        "medium",
+        "list",
+        "racks",
+        _rack_devices,
+        empty_is_absence=True,
+        noun="devices",
+    ),
+    Template("panel-feeds", "medium", "list", "power", _panel_feeds, noun="power feeds"),
+    Template(
+        "vrf-active-ips", "medium", "count", "ip-addresses", _vrf_active_ips, noun="IP addresses"
+    ),
+    Template(
+        "cabled-interfaces", "medium", "count", "interfaces", _cabled_interfaces, noun="interfaces"
+    ),
+    Template(
+        "untenanted-devices",
+        "advanced",
+        "count",
+        "devices",
+        _untenanted,
+        trap="scoped-count",
+        noun="devices",
     ),
     Template(
         "site-untenanted-devices",
@@ -690,14 +893,35 @@ TEMPLATES: tuple[Template, ...] = (
         "devices",
         _untenanted_site,
         trap="scoped-count",
+        noun="devices",
     ),
-    Template("role-sites", "advanced", "list", "sites", _role_sites),
+    Template("role-sites", "advanced", "list", "sites", _role_sites, noun="sites"),
     Template(
-        "cluster-tenants", "advanced", "list", "tenants", _cluster_tenants, empty_is_absence=True
+        "cluster-tenants",
+        "advanced",
+        "list",
+        "tenants",
+        _cluster_tenants,
+        empty_is_absence=True,
+        noun="tenants",
     ),
-    Template("no-primary-ip", "advanced", "list", "devices", _no_primary_ip, empty_is_absence=True),
     Template(
-        "vlan-for-tenant", "advanced", "absence", "vlans", _vlan_false_premise, trap="false-premise"
+        "no-primary-ip",
+        "advanced",
+        "list",
+        "devices",
+        _no_primary_ip,
+        empty_is_absence=True,
+        noun="devices",
+    ),
+    Template(
+        "vlan-for-tenant",
+        "advanced",
+        "absence",
+        "vlans",
+        _vlan_false_premise,
+        trap="false-premise",
+        noun="VLANs",
     ),
     Template(
         "circuits-for-tenant",
@@ -706,10 +930,45 @@ TEMPLATES: tuple[Template, ...] = (
         "circuits",
         _circuit_false_premise,
         trap="false-premise",
+        noun="circuits",
     ),
-    Template("device-changers", "advanced", "list", "changelog", _device_changers),
-    Template("cluster-vm-tenants", "advanced", "boolean", "virtual-machines", _vms_without_tenant),
-    Template("describe-device", "advanced", "explanation", "devices", _describe_device),
+    Template("device-changers", "advanced", "list", "changelog", _device_changers, noun="users"),
+    Template(
+        "cluster-vm-tenants",
+        "advanced",
+        "boolean",
+        "virtual-machines",
+        _vms_without_tenant,
+        noun="virtual machines",
+    ),
+    Template("ip-holder", "simple", "value", "ip-addresses", _ip_holder, noun="device"),
+    Template("device-serial", "simple", "value", "devices", _device_serial, noun="serial number"),
+    Template("site-custom-field", "simple", "value", "sites", _site_custom_field, noun="value"),
+    Template("ip-interface", "medium", "value", "interfaces", _ip_interface, noun="interface"),
+    Template(
+        "tag-devices",
+        "medium",
+        "list",
+        "devices",
+        _tag_devices,
+        empty_is_absence=True,
+        noun="devices",
+    ),
+    Template(
+        "prefix-addresses", "medium", "count", "prefixes", _prefix_addresses, noun="IP addresses"
+    ),
+    Template(
+        "ip-unassigned",
+        "advanced",
+        "absence",
+        "ip-addresses",
+        _ip_unassigned,
+        trap="false-premise",
+        noun="device",
+    ),
+    Template(
+        "describe-device", "advanced", "explanation", "devices", _describe_device, noun="device"
+    ),
 )
 
 
@@ -741,6 +1000,14 @@ def expected_for(template: Template, truth: Any) -> tuple[str, Expected] | None:
     return None
 
 
+def is_none(question: Question) -> bool:
+    """A question whose truth is "none" (a count of 0, an empty list): "None." or
+    "0" would be right on it. A template that is not about absence gets at
+    most one (with one question per template, only when it has no other), so
+    a constant answer scores little on the set (the report shows what it would)."""
+    return question.kind == "absence" or (question.kind == "count" and question.expected == 0)
+
+
 @dataclass
 class BuildReport:
     """What the builder did: the questions, the templates it skipped for lack of
@@ -768,16 +1035,25 @@ def build_questions(
         drafts = template.drafts(cat)
         rng = random.Random(f"{seed}:{template.id}")
         rng.shuffle(drafts)
-        made = 0
+        made: list[Question] = []
+        spare: list[Question] = []
         # Each try costs NetBox requests: give up on a template after a few misses.
         for draft in drafts[: per_template * 4]:
-            if made >= per_template:
+            if len(made) >= per_template:
                 break
             question = _instantiate(client, template, draft)
-            if question is not None:
-                report.questions.append(question)
-                made += 1
-        if made == 0:
+            if question is None:
+                continue
+            if template.kind == "absence" or not is_none(question):
+                made.append(question)
+            elif per_template > 1 and not any(is_none(q) for q in made):
+                made.append(question)  # one empty list or zero count: the trap stays
+            else:
+                spare.append(question)
+        if len(made) < per_template and spare and not any(is_none(q) for q in made):
+            made.append(spare[0])
+        report.questions.extend(made)
+        if not made:
             report.skipped.append(template.id)
     report.requests = client.calls - calls_before
     return report
@@ -789,6 +1065,8 @@ def _instantiate(client: TruthClient, template: Template, draft: Draft) -> Quest
     if made is None:
         return None
     kind, expected = made
+    if draft.scope is not None and client.answer(draft.scope) == 0:
+        return None
     unscoped = None
     if draft.unscoped is not None:
         total = client.answer(draft.unscoped)
@@ -812,4 +1090,6 @@ def _instantiate(client: TruthClient, template: Template, draft: Draft) -> Quest
         trap=trap,
         unscoped=unscoped,
         reference=draft.reference,
+        template=template.id,
+        noun=template.noun,
     )

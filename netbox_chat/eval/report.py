@@ -1,8 +1,11 @@
-"""What a run's results say: correctness overall and by tier, answer type and
-domain; tool calls against the tier budgets; tokens, times, failed turns,
-truncations, compactions; and a paired bootstrap of each pair of models,
-which says when a difference is too small to call. Pure functions over the
-result records; the Markdown and the JSON say the same things.
+"""What a run's results say: correctness overall and by tier, answer type,
+domain and template; declined answers apart; pass^k over repeats; what a
+constant answer would score on the same questions (the floor); tool calls
+against the tier budgets; tokens, times, failed turns, truncations,
+compactions; a paired bootstrap of each pair of models over templates, which
+says when a difference is too small to call; and every wrong answer with why.
+Pure functions over the plan and the result records; the Markdown and the
+JSON say the same things.
 """
 
 from __future__ import annotations
@@ -12,11 +15,25 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from netbox_chat.eval.questions import BUDGETS, KINDS, TIERS
+from netbox_chat.eval.questions import BUDGETS, KINDS, TIERS, Question
 from netbox_chat.eval.runfolder import Plan
+from netbox_chat.eval.scoring import score
 from netbox_chat.words import count, number
 
 BOOTSTRAP_SAMPLES = 2000
+
+CONSTANT_ANSWERS = ("I don't know.", "None.", "Yes.", "No.", "0", "1", "active")
+"""Answers a model that read nothing could give to every question: what each
+scores on a question set is the floor a real score has to rise above."""
+
+SHORT = 160
+"""Characters of a question, a truth or an answer quoted in the list of wrong answers."""
+
+
+def group_of(result: dict[str, Any]) -> str:
+    """The template a result's question was drawn from (near-duplicates share one);
+    a result of an older run without it falls back to its question id's prefix."""
+    return str(result.get("template") or str(result["question"]).split(":")[0])
 
 
 def _rate(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -49,9 +66,16 @@ def model_summary(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     tokens_out = sum(int((r.get("tokens") or {}).get("out") or 0) for r in results)
     return {
         "correct": _rate(results),
+        "declined": sum(1 for r in results if r["score"].get("declined")),
+        "interval": rate_interval(results),
+        "pass_k": pass_k(results),
         "by_tier": by("tier", TIERS),
         "by_kind": by("kind", KINDS),
         "by_domain": by("domain", ()),
+        "by_template": {
+            group: _rate([r for r in results if group_of(r) == group])
+            for group in sorted({group_of(r) for r in results})
+        },
         "tool_calls": {
             "mean": None if not calls else round(statistics.fmean(calls), 2),
             "median": _median(calls),
@@ -76,31 +100,120 @@ def model_summary(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _cluster_interval(
+    groups: Sequence[tuple[float, int]], seed: int
+) -> tuple[float, float, float] | None:
+    """Mean and 95 % interval of a per-question figure whose questions come in
+    clusters (sum over the cluster, its size): the clusters are resampled, not
+    the questions, since near-duplicates of one template rise and fall together."""
+    if not groups:
+        return None
+    rng = random.Random(seed)
+    n = len(groups)
+    means = []
+    for _ in range(BOOTSTRAP_SAMPLES):
+        drawn = rng.choices(groups, k=n)
+        means.append(sum(total for total, _ in drawn) / sum(size for _, size in drawn))
+    means.sort()
+    mean = sum(total for total, _ in groups) / sum(size for _, size in groups)
+    return mean, means[int(0.025 * BOOTSTRAP_SAMPLES)], means[int(0.975 * BOOTSTRAP_SAMPLES) - 1]
+
+
+def _clusters(per_question: dict[str, float], group: dict[str, str]) -> list[tuple[float, int]]:
+    sums: dict[str, list[float]] = {}
+    for qid, value in per_question.items():
+        sums.setdefault(group.get(qid, qid), []).append(value)
+    return [(sum(values), len(values)) for _, values in sorted(sums.items())]
+
+
 def paired_bootstrap(
-    a: dict[str, list[bool]], b: dict[str, list[bool]], *, seed: int = 0
+    a: dict[str, list[bool]],
+    b: dict[str, list[bool]],
+    *,
+    seed: int = 0,
+    group: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The difference in correctness of A over B on the questions both answered,
-    with a 95 % interval from resampling questions (each question's repeats
-    averaged first, so the pairing is by question)."""
-    shared = sorted(set(a) & set(b))
-    diffs = [statistics.fmean(a[q]) - statistics.fmean(b[q]) for q in shared if a[q] and b[q]]
-    if not diffs:
-        return {"questions": 0, "difference": None, "low": None, "high": None, "call": "no data"}
-    rng = random.Random(seed)
-    n = len(diffs)
-    means = sorted(statistics.fmean(rng.choices(diffs, k=n)) for _ in range(BOOTSTRAP_SAMPLES))
-    low = means[int(0.025 * BOOTSTRAP_SAMPLES)]
-    high = means[int(0.975 * BOOTSTRAP_SAMPLES) - 1]
-    difference = statistics.fmean(diffs)
+    with a 95 % interval from resampling templates (each question's repeats
+    averaged first, so the pairing is by question; `group` maps a question to
+    its template, a question without one being its own)."""
+    shared = sorted(q for q in set(a) & set(b) if a[q] and b[q])
+    diffs = {q: statistics.fmean(a[q]) - statistics.fmean(b[q]) for q in shared}
+    clusters = _clusters(diffs, group or {})
+    found = _cluster_interval(clusters, seed)
+    if found is None:
+        return {
+            "questions": 0, "templates": 0, "difference": None, "low": None, "high": None,
+            "call": "no data",
+        }  # fmt: skip
+    difference, low, high = found
     better = "A better" if difference > 0 else "B better"
     call = "too small to call" if low <= 0 <= high else better
     return {
-        "questions": n,
+        "questions": len(diffs),
+        "templates": len(clusters),
         "difference": round(difference, 4),
         "low": round(low, 4),
         "high": round(high, 4),
         "call": call,
     }
+
+
+def rate_interval(results: Sequence[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
+    """One model's correctness with its 95 % interval over templates: the
+    points this run cannot tell apart."""
+    per_question: dict[str, list[bool]] = {}
+    group: dict[str, str] = {}
+    for r in results:
+        if r["score"]["correct"] is not None:
+            per_question.setdefault(r["question"], []).append(bool(r["score"]["correct"]))
+            group[r["question"]] = group_of(r)
+    means = {q: statistics.fmean(v) for q, v in per_question.items()}
+    found = _cluster_interval(_clusters(means, group), seed)
+    if found is None:
+        return {"low": None, "high": None, "templates": 0}
+    _, low, high = found
+    return {"low": round(low, 4), "high": round(high, 4), "templates": len(set(group.values()))}
+
+
+def pass_k(results: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """pass^k: the share of questions right in every one of their k repeats
+    (None with one repeat). A model right half the time on every question has
+    a mean of 50 % and a pass^3 near 12 %."""
+    per_question: dict[str, list[bool]] = {}
+    for r in results:
+        if r["score"]["correct"] is not None:
+            per_question.setdefault(r["question"], []).append(bool(r["score"]["correct"]))
+    k = max((len(v) for v in per_question.values()), default=0)
+    if k < 2:
+        return None
+    complete = [v for v in per_question.values() if len(v) == k]
+    right = sum(1 for v in complete if all(v))
+    return {
+        "k": k,
+        "questions": len(complete),
+        "right_every_time": right,
+        "rate": None if not complete else round(right / len(complete), 4),
+    }
+
+
+def constant_floor(questions: Sequence[Question]) -> dict[str, Any]:
+    """What each constant answer scores on these questions (explanations left out:
+    only a judge scores them)."""
+    scored = [q for q in questions if q.kind != "explanation"]
+    rates: dict[str, Any] = {}
+    for answer in CONSTANT_ANSWERS:
+        right = sum(
+            1 for q in scored if score(q.kind, answer, q.expected, q.universe, q.text).correct
+        )
+        rates[answer] = {
+            "right": right,
+            "scored": len(scored),
+            "asked": len(scored),
+            "rate": None if not scored else round(right / len(scored), 4),
+        }
+    best = max(rates.items(), key=lambda item: item[1]["right"], default=None)
+    return {"answers": rates, "highest": None if best is None else best[0]}
 
 
 def _correctness(results: Sequence[dict[str, Any]], model: str) -> dict[str, list[bool]]:
@@ -115,11 +228,15 @@ def summarize(plan: Plan, results: Sequence[dict[str, Any]], *, run: str) -> dic
     """The whole report as data (`--json`)."""
     ordered = sorted(results, key=lambda r: (r["model"], r["repeat"], r["question"]))
     models = {m: model_summary([r for r in ordered if r["model"] == m]) for m in plan.models}
+    group = {q.id: q.group for q in plan.questions}
     pairs = []
     for i, first in enumerate(plan.models):
         for second in plan.models[i + 1 :]:
             test = paired_bootstrap(
-                _correctness(ordered, first), _correctness(ordered, second), seed=plan.seed
+                _correctness(ordered, first),
+                _correctness(ordered, second),
+                seed=plan.seed,
+                group=group,
             )
             pairs.append({"a": first, "b": second, **test})
     expected = len(plan.items())
@@ -129,13 +246,77 @@ def summarize(plan: Plan, results: Sequence[dict[str, Any]], *, run: str) -> dic
         "repeat": plan.repeat,
         "conversation": plan.conversation,
         "questions": len(plan.questions),
+        "templates": len(set(group.values())),
         "finished": len(ordered),
         "complete": len(ordered) >= expected,
         "expected_results": expected,
+        "floor": constant_floor(plan.questions),
         "models": models,
         "comparisons": pairs,
+        "wrong": wrong_answers(plan, ordered),
         "results": ordered,
     }
+
+
+def shorten(text: str, limit: int = SHORT) -> str:
+    """One line of at most `limit` characters."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _truth(question: Question | None) -> str:
+    if question is None:
+        return "?"
+    e = question.expected
+    if question.kind == "absence":
+        return "none"
+    if question.kind == "boolean" and isinstance(e, dict):
+        exceptions = e.get("exceptions") or []
+        return ("yes" if e.get("yes") else "no") + (
+            f", except {', '.join(exceptions)}" if exceptions else ""
+        )
+    if isinstance(e, list):
+        return ", ".join(e) if e else "none"
+    return str(e)
+
+
+def wrong_answers(plan: Plan, results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each answer scored wrong: the question, the truth, what was said
+    (shortened) and why; a declined answer says so."""
+    by_id = {q.id: q for q in plan.questions}
+    wrong = []
+    for r in results:
+        if r["score"]["correct"] is not False:
+            continue
+        question = by_id.get(r["question"])
+        wrong.append(
+            {
+                "model": r["model"],
+                "repeat": r["repeat"],
+                "question": r["question"],
+                "text": shorten(question.text if question else r["question"]),
+                "truth": shorten(_truth(question)),
+                "said": shorten(str(r.get("answer") or "")),
+                "why": ("declined: " if r["score"].get("declined") else "")
+                + shorten(r["score"]["why"]),
+                "session": r.get("session"),
+            }
+        )
+    return wrong
+
+
+def one_line(summary: dict[str, Any]) -> str:
+    """The report in one line, for stderr when stdout goes to a file or a pipe."""
+    parts = []
+    for model, m in summary["models"].items():
+        declined = f", {m['declined']} declined" if m["declined"] else ""
+        parts.append(f"{model} {_pct(m['correct'])}{declined}")
+    floor = summary["floor"]
+    highest = floor["highest"]
+    if highest is not None and floor["answers"][highest]["rate"] is not None:
+        rate = floor["answers"][highest]["rate"]
+        parts.append(f"a constant {highest!r} would score {100 * rate:.0f} %")
+    return f"run {summary['run']}: " + "; ".join(parts)
 
 
 def _pct(figures: dict[str, Any]) -> str:
@@ -144,60 +325,115 @@ def _pct(figures: dict[str, Any]) -> str:
     return f"{100 * figures['rate']:.0f} % ({figures['right']}/{figures['scored']})"
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value} s"
+
+
+def _interval(figures: dict[str, Any]) -> str:
+    if figures["low"] is None:
+        return "-"
+    return f"{100 * figures['low']:.0f} … {100 * figures['high']:.0f} %"
+
+
+def _pass_k(figures: dict[str, Any] | None) -> str:
+    if not figures or figures["rate"] is None:
+        return "-"
+    return f"{100 * figures['rate']:.0f} % ({figures['right_every_time']}/{figures['questions']})"
+
+
 def markdown(summary: dict[str, Any]) -> str:
     """The report a person reads."""
     lines = [
         f"# netbox-chat eval, run {summary['run']}",
         "",
-        f"{summary['questions']} questions (seed {summary['seed']}), "
+        f"{summary['questions']} questions from {count(summary['templates'], 'template')} "
+        f"(seed {summary['seed']}), "
         f"{count(summary['repeat'], 'repeat')}, "
         + ("all in one session" if summary["conversation"] else "each in a new session")
         + f"; {summary['finished']} of {summary['expected_results']} answers finished"
         + ("." if summary["complete"] else " (stopped: --resume to finish)."),
         "",
-        "| model | correct | tool calls (median) | over budget | tokens in/out "
-        "| first token | per question | thinking | failed | truncated | compactions |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | correct | 95 % interval | declined | pass^k | failed turns |",
+        "|---|---|---|---|---|---|",
+    ]
+    for model, m in summary["models"].items():
+        lines.append(
+            f"| {model} | {_pct(m['correct'])} | {_interval(m['interval'])} | {m['declined']} "
+            f"| {_pass_k(m['pass_k'])} | {m['failed_turns']} |"
+        )
+    lines += [
+        "",
+        f"The interval resamples the {count(summary['templates'], 'template')}, not the "
+        "questions: a figure could move that far on another draw; two models closer than "
+        "the pairwise interval cannot be told apart. The floor below is what one answer "
+        "given to every question would score.",
+        "",
+        "## Cost",
+        "",
+        "| model | tool calls (median) | over budget | tokens in/out | first token "
+        "| per question | thinking | truncated | compactions |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for model, m in summary["models"].items():
         s = m["seconds"]
         lines.append(
-            f"| {model} | {_pct(m['correct'])} | {m['tool_calls']['median']} "
-            f"| {m['tool_calls']['over_budget']} "
+            f"| {model} | {m['tool_calls']['median']} | {m['tool_calls']['over_budget']} "
             f"| {number(m['tokens']['in'])}/{number(m['tokens']['out'])} "
-            f"| {s['first_token_median']} s | {s['median']} s | {s['thinking_total']} s "
-            f"| {m['failed_turns']} | {m['truncated']} | {m['compactions']} |"
+            f"| {_seconds(s['first_token_median'])} | {_seconds(s['median'])} "
+            f"| {_seconds(s['thinking_total'])} | {m['truncated']} | {m['compactions']} |"
         )
-    for title, key in (("tier", "by_tier"), ("answer type", "by_kind"), ("domain", "by_domain")):
+    floor = summary["floor"]["answers"]
+    if floor:
+        lines += [
+            "",
+            "## The floor: one answer to every question",
+            "",
+            "| answer | would score |",
+            "|---|---|",
+        ]
+        lines += [f"| {_cell(answer)} | {_pct(f)} |" for answer, f in floor.items()]
+    for title, key in (
+        ("tier", "by_tier"),
+        ("answer type", "by_kind"),
+        ("domain", "by_domain"),
+        ("template", "by_template"),
+    ):
         lines += ["", f"## By {title}", "", "| model | " + title + " | correct |", "|---|---|---|"]
         for model, m in summary["models"].items():
             lines += [f"| {model} | {value} | {_pct(f)} |" for value, f in m[key].items()]
     if summary["comparisons"]:
         lines += [
             "",
-            "## Pairwise (paired bootstrap, 95 %)",
+            "## Pairwise (paired bootstrap over templates, 95 %)",
             "",
-            "| A | B | questions | A - B | interval | verdict |",
-            "|---|---|---|---|---|---|",
+            "| A | B | questions | templates | A - B | interval | verdict |",
+            "|---|---|---|---|---|---|---|",
         ]
         for c in summary["comparisons"]:
             if c["difference"] is None:
-                lines.append(f"| {c['a']} | {c['b']} | 0 | - | - | no data |")
+                lines.append(f"| {c['a']} | {c['b']} | 0 | 0 | - | - | no data |")
                 continue
             lines.append(
-                f"| {c['a']} | {c['b']} | {c['questions']} | {100 * c['difference']:+.1f} pts "
+                f"| {c['a']} | {c['b']} | {c['questions']} | {c['templates']} "
+                f"| {100 * c['difference']:+.1f} pts "
                 f"| {100 * c['low']:+.1f} … {100 * c['high']:+.1f} | {c['call']} |"
             )
-    wrong = [r for r in summary["results"] if r["score"]["correct"] is False]
-    if wrong:
-        lines += ["", "## Wrong answers", "", "| model | question | why | session |"]
-        lines.append("|---|---|---|---|")
+    if summary["wrong"]:
         lines += [
-            f"| {r['model']} | {r['question']} | {_cell(r['score']['why'])} | {r['session']} |"
-            for r in wrong
+            "",
+            "## Wrong answers",
+            "",
+            "| model | question | truth | said | why | session |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {w['model']} | {_cell(w['text'])} | {_cell(w['truth'])} | {_cell(w['said'])} "
+            f"| {_cell(w['why'])} | {w['session']} |"
+            for w in summary["wrong"]
         ]
     return "\n".join(lines) + "\n"
 
 
 def _cell(text: str) -> str:
+    """A table cell: no column break, no line break."""
     return text.replace("|", "/").replace("\n", " ")

@@ -8,7 +8,8 @@ its results as they finish, and its own sessions folder.
 A result line is flushed and synced before the next question starts, so a
 Ctrl-C or a kill -9 loses at most the question under way; a torn last line
 (kill -9 in mid-write) is ignored on reading. Both files are read back as
-untrusted input: a run folder is a file anyone can edit.
+untrusted input: a run folder is a file anyone can edit. The folder is the
+user's alone (0700, files 0600, `netbox_chat.owned`): it holds NetBox data.
 """
 
 from __future__ import annotations
@@ -16,15 +17,28 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from netbox_chat.config import without_userinfo
 from netbox_chat.errors import UserFacingError
 from netbox_chat.eval.questions import Question, question_from_json
-from netbox_chat.sessions import SessionStore
+from netbox_chat.owned import (
+    FILE_MODE,
+    FOLDER_MODE,
+    NotOwned,
+    check_folder,
+    create_file,
+    make_folder,
+    open_append,
+    replace_file,
+)
+from netbox_chat.store.sessions import SessionStore
+from netbox_chat.visible import visible_line
 
 PLAN = "run.json"
 RESULTS = "results.jsonl"
@@ -60,24 +74,66 @@ class Plan:
             "repeat": self.repeat,
             "conversation": self.conversation,
             "judge": self.judge,
-            "netbox_url": self.netbox_url,
+            "netbox_url": None if self.netbox_url is None else without_userinfo(self.netbox_url),
             "questions": [q.as_json() for q in self.questions],
         }
 
 
 def plan_from_json(data: Any) -> Plan:
+    """The plan a run folder holds, read as untrusted input: a run folder is
+    handed over like any file. Every field must have its type (no `str()` of
+    whatever stands there), names hold no control character (a newline in a
+    model's name would forge lines of the report), a NetBox URL loses any
+    `user:password@`. One line when it is not a plan."""
     try:
+        if not isinstance(data, dict):
+            raise ValueError("it is not a JSON object")
+        questions = data["questions"]
+        if not isinstance(questions, list) or not all(isinstance(q, dict) for q in questions):
+            raise ValueError("questions is not a list of objects")
+        for q in questions:
+            for key in ("id", "tier", "kind", "domain"):
+                _name(q[key], f"a question's {key}")
+            if not isinstance(q["text"], str):
+                raise ValueError("a question's text is not text")
+        models = data["models"]
+        if not isinstance(models, list) or not models:
+            raise ValueError("models is not a list of names")
+        netbox_url = _optional_name(data.get("netbox_url"), "netbox_url")
         return Plan(
-            models=tuple(str(m) for m in data["models"]),
-            questions=tuple(question_from_json(q) for q in data["questions"]),
-            seed=int(data["seed"]),
-            repeat=int(data["repeat"]),
-            conversation=bool(data["conversation"]),
-            judge=None if data.get("judge") is None else str(data["judge"]),
-            netbox_url=None if data.get("netbox_url") is None else str(data["netbox_url"]),
+            models=tuple(_name(m, "a model") for m in models),
+            questions=tuple(question_from_json(q) for q in questions),
+            seed=_integer(data["seed"], "seed", 0),
+            repeat=_integer(data["repeat"], "repeat", 1),
+            conversation=_flag(data["conversation"], "conversation"),
+            judge=_optional_name(data.get("judge"), "judge"),
+            netbox_url=None if netbox_url is None else without_userinfo(netbox_url),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise UserFacingError(f"the run's {PLAN} is not a run plan: {exc}") from None
+        what = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise UserFacingError(visible_line(f"the run's {PLAN} is not a run plan: {what}")) from None
+
+
+def _name(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value or visible_line(value) != value:
+        raise ValueError(f"{what} is not a name: {value!r}")
+    return value
+
+
+def _optional_name(value: Any, what: str) -> str | None:
+    return None if value is None else _name(value, what)
+
+
+def _integer(value: Any, what: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{what} is not a whole number of at least {least}: {value!r}")
+    return value
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{what} is not true or false: {value!r}")
+    return value
 
 
 def well_formed(result: Any) -> bool:
@@ -94,11 +150,38 @@ def well_formed(result: Any) -> bool:
     )
 
 
+def _check_entries(run: str, folder: Path) -> None:
+    """The files of a run to resume: no symlink, each the user's, made 0600
+    (a run made before runs were private was 0644)."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            _check_entry(run, entry)
+
+
+def _check_entry(run: str, entry: os.DirEntry[str]) -> None:
+    if entry.is_symlink():
+        raise NotOwned(
+            f"refusing to resume run {run}: {entry.path} is a symbolic link, "
+            "which a run never makes; start a new run instead"
+        )
+    info = entry.stat()
+    if info.st_uid != os.getuid():
+        raise NotOwned(f"refusing to resume run {run}: {entry.path} is not yours; start a new run")
+    if stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077:
+        try:
+            os.chmod(entry.path, FILE_MODE)
+        except OSError as exc:
+            raise NotOwned(f"cannot make {entry.path} private: {exc.strerror}") from None
+
+
 def result_key(result: dict[str, Any]) -> tuple[str, int, str]:
     return (str(result["model"]), int(result["repeat"]), str(result["question"]))
 
 
 class RunFolder:
+    """One run's folder, the user's alone: 0700, its files 0600, written
+    only through names it made itself (a symlink there is never followed)."""
+
     def __init__(self, root: Path) -> None:
         self.root = root
 
@@ -108,26 +191,39 @@ class RunFolder:
 
     @classmethod
     def create(cls, runs_dir: Path, plan: Plan) -> RunFolder:
-        runs_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(runs_dir, "eval runs folder")
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         for n in range(100):
             root = runs_dir / (stamp if n == 0 else f"{stamp}-{n}")
             try:
-                root.mkdir()
+                os.mkdir(root, FOLDER_MODE)
+                os.chmod(root, FOLDER_MODE)  # whatever the umask took off
             except FileExistsError:
                 continue
-            folder = cls(root)
-            (root / PLAN).write_text(json.dumps(plan.as_json(), indent=1), encoding="utf-8")
-            return folder
+            except OSError as exc:
+                raise UserFacingError(
+                    f"cannot make a run folder in {runs_dir}: {exc.strerror}"
+                ) from None
+            create_file(root / PLAN, json.dumps(plan.as_json(), indent=1))
+            return cls(root)
         raise UserFacingError(f"cannot make a run folder in {runs_dir}")
 
     @classmethod
     def open(cls, runs_dir: Path, run: str) -> RunFolder:
+        """A run to resume: the user's own folder, holding no symlink (a run
+        makes none; one in a folder handed over would have the resumed run
+        write or delete wherever it points). Refused in one line otherwise."""
         if not _RUN_ID.match(run):
             raise UserFacingError(f"{run!r} is not a run id (the folder name under {runs_dir})")
         root = runs_dir / run
-        if not (root / PLAN).is_file():
+        if not os.path.lexists(root) or not (root / PLAN).exists():
             raise UserFacingError(f"no run {run} in {runs_dir}")
+        check_folder(root, "run folder", follow=False)
+        _check_entries(run, root)
+        sessions = root / SESSIONS
+        if sessions.is_dir():  # a link there was refused above
+            check_folder(sessions, "run's sessions folder", follow=False)
+            _check_entries(run, sessions)
         return cls(root)
 
     def plan(self) -> Plan:
@@ -155,14 +251,15 @@ class RunFolder:
     def append(self, result: dict[str, Any]) -> None:
         """Write one result so that it survives a kill -9 the moment this returns."""
         line = json.dumps(result, ensure_ascii=False, default=str) + "\n"
-        with open(self.root / RESULTS, "a", encoding="utf-8") as handle:
+        with open(open_append(self.root / RESULTS), "a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
 
     def write(self, name: str, text: str) -> Path:
+        """A report, replaced whole (a symlink at its name is replaced, never followed)."""
         path = self.root / name
-        path.write_text(text, encoding="utf-8")
+        replace_file(path, text)
         return path
 
     def store(self) -> SessionStore:

@@ -13,21 +13,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from netbox_chat.agent.runtime import MODEL_INFO_TIMEOUT, CancelOnSignals, build_runtime
 from netbox_chat.config import Settings
+from netbox_chat.errors import UserFacingError
 from netbox_chat.eval.questions import Question
 from netbox_chat.eval.runfolder import Plan, RunFolder
 from netbox_chat.eval.scoring import Score, judge_prompt, judge_verdict, score
-from netbox_chat.runtime import CancelOnSignals, build_runtime
-from netbox_chat.stores import OpenSession
+from netbox_chat.store.choose import OpenSession
 
 if TYPE_CHECKING:
-    from netbox_chat.runtime import Runtime
-    from netbox_chat.turns import TurnEvent
+    from netbox_chat.agent.runtime import Runtime
+    from netbox_chat.agent.turns import TurnEvent
+
+T = TypeVar("T")
 
 Progress = Callable[[str, int, Question, dict[str, Any] | None], None]
 """Called before each question (result None) and after it (its result)."""
@@ -41,7 +45,7 @@ class Clock:
     first_text: float | None = None
 
     def sink(self, event: TurnEvent) -> None:
-        from netbox_chat.turns import TextDelta
+        from netbox_chat.agent.turns import TextDelta
 
         if self.first_text is None and isinstance(event, TextDelta) and event.text.strip():
             self.first_text = time.monotonic()
@@ -66,11 +70,30 @@ def result_record(
         "tier": question.tier,
         "kind": question.kind,
         "domain": question.domain,
+        "template": question.group,
         **turn,
         "score": verdict.as_json(),
         "first_token_seconds": ttft,
         "seconds": round(seconds, 3),
     }
+
+
+def for_model(settings: Settings, model: str) -> Settings:
+    """The run's settings (its provider, server and key) with another model."""
+    return dataclasses.replace(settings, model=model)
+
+
+def check_models(settings: Settings, models: Sequence[str]) -> None:
+    """Ask the run's server about each model before the first question, so a
+    model it does not have, or a server that is down, stops the run at once
+    with one line (a run of failed turns would report 0 % and exit 0)."""
+    from netbox_chat.models import provider_for
+
+    for model in dict.fromkeys(models):
+        wanted = for_model(settings, model)
+        served = provider_for(wanted).served(wanted, timeout=MODEL_INFO_TIMEOUT)
+        if served.problem:
+            raise UserFacingError(f"cannot evaluate {model}: {served.problem}")
 
 
 class Runner:
@@ -83,30 +106,66 @@ class Runner:
         settings: Settings,
         signals: CancelOnSignals,
         progress: Progress | None = None,
+        *,
+        parallel: int = 1,
     ) -> None:
         self.folder = folder
         self.plan = plan
         self.settings = settings
         self.signals = signals
         self.progress = progress
+        self.parallel = max(1, parallel)
         self.store = folder.store()
         self.interrupted = False
+        self._judge_model: Any = None
 
     def settings_for(self, model: str) -> Settings:
-        return dataclasses.replace(self.settings, model=model)
+        return for_model(self.settings, model)
 
     async def run(self, pending: list[tuple[str, int, Question]]) -> None:
+        """Ask what is pending: each question in a new session, or with
+        `--conversation` each (model, repeat) in one; `parallel` of them at once."""
+        units: list[Callable[[], Awaitable[bool]]]
         if self.plan.conversation:
             groups: dict[tuple[str, int], list[Question]] = {}
             for model, rep, question in pending:
                 groups.setdefault((model, rep), []).append(question)
-            for (model, rep), questions in groups.items():
-                if not await self._conversation(model, rep, questions):
+            units = [
+                functools.partial(self._conversation, model, rep, questions)
+                for (model, rep), questions in groups.items()
+            ]
+        else:
+            units = [functools.partial(self._fresh, *item) for item in pending]
+        if self.parallel == 1:
+            for unit in units:
+                if not await unit():
                     return
             return
-        for model, rep, question in pending:
-            if not await self._fresh(model, rep, question):
-                return
+        try:
+            await self.signals.run(self._at_once(units))
+        except asyncio.CancelledError:
+            self.interrupted = True
+
+    async def _at_once(self, units: list[Callable[[], Awaitable[bool]]]) -> None:
+        """`parallel` workers taking the next unit as each finishes. The whole
+        batch is the one task a signal cancels: the cancel reaches every turn
+        under way, each rolls back as a cancelled turn does, and what finished
+        is already written."""
+        queue = iter(units)
+
+        async def worker() -> None:
+            for unit in queue:
+                if not await unit():
+                    return
+
+        await asyncio.gather(*(worker() for _ in range(self.parallel)))
+
+    async def _guarded(self, work: Coroutine[Any, Any, T]) -> T:
+        """Await a turn or a judge's reply so the first signal cancels it: on its
+        own task when one runs at a time, as part of the batch when several do."""
+        if self.parallel == 1:
+            return await self.signals.run(work)
+        return await work
 
     async def _fresh(self, model: str, rep: int, question: Question) -> bool:
         """One question in a new session; False once the run must stop."""
@@ -116,23 +175,45 @@ class Runner:
         settings = self.settings_for(model)
         session = self._new_session(settings)
         with session:
-            runtime = await asyncio.to_thread(build_runtime, session, settings)
+            runtime = await self._build(session, settings)
             try:
-                result = await self._ask(runtime, session, model, rep, question)
+                result = (
+                    None
+                    if runtime is None
+                    else await self._ask(runtime, session, model, rep, question)
+                )
             finally:
-                await runtime.aclose()
+                if runtime is not None:
+                    await runtime.aclose()
             if result is None:
                 with contextlib.suppress(Exception):
                     session.discard_if_unanswered()
                 return False
         return True
 
+    async def _build(self, session: OpenSession, settings: Settings) -> Runtime | None:
+        """The session's agent; None when a signal came while it was built (with
+        several at once the cancel can land here: the build, in a thread, is let
+        finish, so the session is never closed under it)."""
+        build = asyncio.ensure_future(asyncio.to_thread(build_runtime, session, settings))
+        try:
+            return await asyncio.shield(build)
+        except asyncio.CancelledError:
+            self.interrupted = True
+            runtime = await build
+            await runtime.aclose()
+            return None
+
     async def _conversation(self, model: str, rep: int, questions: list[Question]) -> bool:
         """Every question in one session, in order (contamination is what it measures)."""
         settings = self.settings_for(model)
         session = self._new_session(settings)
         with session:
-            runtime = await asyncio.to_thread(build_runtime, session, settings)
+            runtime = await self._build(session, settings)
+            if runtime is None:
+                with contextlib.suppress(Exception):
+                    session.discard_if_unanswered()
+                return False
             try:
                 for question in questions:
                     if self.signals.received is not None:
@@ -153,16 +234,14 @@ class Runner:
         self, runtime: Runtime, session: OpenSession, model: str, rep: int, question: Question
     ) -> dict[str, Any] | None:
         """Ask, score, record; None when a signal cancelled the turn (rolled back)."""
-        from netbox_chat.streamjson import turn_result
+        from netbox_chat.ui.streamjson import turn_result
 
         if self.progress is not None:
             self.progress(model, rep, question, None)
         clock = Clock()
         outcome = None
         with contextlib.suppress(asyncio.CancelledError):  # cancelled before it began
-            outcome = await self.signals.run(
-                runtime.conversation.run_turn(question.text, clock.sink)
-            )
+            outcome = await self._guarded(runtime.conversation.run_turn(question.text, clock.sink))
         seconds = time.monotonic() - clock.started
         if outcome is None or outcome.status == "cancelled":
             self.interrupted = True
@@ -183,19 +262,35 @@ class Runner:
         return result
 
     async def _judge(self, question: Question, answer: str) -> Score:
-        """The judge model's verdict on an explanation (never on the other types)."""
-        from netbox_chat.agent import build_model
-        from netbox_chat.turns import describe_error, text_of
+        """The judge model's verdict on an explanation (never on the other types).
+        The judge is the run's own provider and server with the judge's model;
+        a judge that fails or gives no verdict makes the answer wrong, so no
+        answer leaves the denominator."""
+        from netbox_chat.agent.turns import describe_error, text_of
 
         assert self.plan.judge is not None
-        model = build_model(self.settings_for(self.plan.judge), reasoning=False)
         try:
-            reply = await self.signals.run(
+            model = await self._judge_chat_model(self.plan.judge)
+            reply = await self._guarded(
                 model.ainvoke(judge_prompt(question.text, question.reference, answer))
             )
         except asyncio.CancelledError:
             self.interrupted = True
             return Score(None, "judge interrupted")
-        except Exception as exc:  # a judge that fails leaves the answer unscored
-            return Score(None, f"judge failed: {describe_error(exc)}")
-        return judge_verdict(text_of(reply))
+        except Exception as exc:
+            return Score(False, f"judge failed: {describe_error(exc)}")
+        verdict = judge_verdict(text_of(reply))
+        if verdict.correct is None:
+            return dataclasses.replace(verdict, correct=False)
+        return verdict
+
+    async def _judge_chat_model(self, judge: str) -> Any:
+        """The judge's chat model, built once per run through the run's provider."""
+        from netbox_chat.models import provider_for
+
+        if self._judge_model is None:
+            settings = self.settings_for(judge)
+            provider = provider_for(settings)
+            served = await asyncio.to_thread(provider.served, settings, timeout=MODEL_INFO_TIMEOUT)
+            self._judge_model = provider.chat_model(settings, served, reasoning=False)
+        return self._judge_model

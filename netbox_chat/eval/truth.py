@@ -120,6 +120,19 @@ def dig(row: Mapping[str, Any], dotted: str) -> Any:
     return value
 
 
+def label(row: Mapping[str, Any]) -> str | None:
+    """What a person calls an object: its name, or for an object without one (a
+    device need not have one: 22 of the public demo's 72 have none) NetBox's own
+    display form, else `#<id>`, so every object counts in a truth."""
+    name = row.get("name")
+    if name not in (None, ""):
+        return str(name)
+    display = row.get("display")
+    if isinstance(display, str) and display.strip():
+        return display
+    return None if row.get("id") is None else f"#{row['id']}"
+
+
 def _holds(row: Mapping[str, Any], where: Sequence[tuple[str, str | None]]) -> bool:
     for name, wanted in where:
         negated = name.startswith("!")
@@ -139,7 +152,7 @@ def take(query: Query, rows: Sequence[Mapping[str, Any]]) -> int | str | list[st
     kind, _, name = query.take.partition(":")
     if kind == "count":
         return len(kept)
-    values = [dig(row, name) for row in kept]
+    values = [label(row) if name == "name" else dig(row, name) for row in kept]
     texts = [str(value) for value in values if value not in (None, "")]
     if kind == "list":
         return texts

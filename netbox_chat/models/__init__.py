@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from netbox_chat.config import Settings
-from netbox_chat.errors import UserFacingError
-from netbox_chat.window import session_window
+from netbox_chat.config import Settings, without_userinfo
+from netbox_chat.errors import UserFacingError, pick_model
+from netbox_chat.models.window import session_window
 
 if TYPE_CHECKING:
-    from netbox_chat.model_info import ModelInfo
     from netbox_chat.models.dialects import ServerFacts
+    from netbox_chat.models.model_info import ModelInfo
 
 
 @dataclass(frozen=True)
@@ -32,16 +32,21 @@ class Provider(Protocol):
 
     def served(self, settings: Settings, *, timeout: float) -> Served: ...
 
+    def models(self, settings: Settings, *, timeout: float) -> tuple[str, ...]:
+        """The models the server has, sorted (`/model` lists them, Tab completes
+        them); UserFacingError when it cannot be asked."""
+        ...
+
     def chat_model(
         self, settings: Settings, served: Served, *, reasoning: bool | str | None
     ) -> Any: ...
 
 
 class OllamaProvider:
-    """Ollama's own API through ChatOllama (agent.build_model), as before."""
+    """Ollama's own API through ChatOllama (models.ollama.build_model), as before."""
 
     def served(self, settings: Settings, *, timeout: float) -> Served:
-        from netbox_chat.model_info import ModelInfoError, fetch_model_info
+        from netbox_chat.models.model_info import ModelInfoError, fetch_model_info
 
         try:
             info = fetch_model_info(settings.ollama_url, settings.model, timeout=timeout)
@@ -51,10 +56,18 @@ class OllamaProvider:
             return Served(None, session_window(settings.num_ctx, None), problem=str(exc))
         return Served(info, session_window(settings.num_ctx, info.context_length))
 
+    def models(self, settings: Settings, *, timeout: float) -> tuple[str, ...]:
+        from netbox_chat.models.model_info import ModelInfoError, fetch_model_names
+
+        try:
+            return fetch_model_names(settings.ollama_url, timeout=timeout)
+        except ModelInfoError as exc:
+            raise UserFacingError(str(exc)) from exc
+
     def chat_model(
         self, settings: Settings, served: Served, *, reasoning: bool | str | None
     ) -> Any:
-        from netbox_chat.agent import build_model
+        from netbox_chat.models.ollama import build_model
 
         return build_model(settings, reasoning=reasoning, num_ctx=served.window)
 
@@ -63,8 +76,8 @@ class OpenAIProvider:
     """Any OpenAI-compatible server (models.dialects, models.openai)."""
 
     def served(self, settings: Settings, *, timeout: float) -> Served:
-        from netbox_chat.model_info import ModelInfo
         from netbox_chat.models.dialects import ServerError, model_family, probe
+        from netbox_chat.models.model_info import ModelInfo
 
         base_url = require_base_url(settings)
         try:
@@ -73,9 +86,10 @@ class OpenAIProvider:
             raise UserFacingError(str(exc)) from exc
         if not facts.serves_model:
             listed = ", ".join(facts.served[:8]) or "none"
+            shown = without_userinfo(base_url, "***@")
             raise UserFacingError(
-                f"{facts.speaks.name} at {base_url} does not serve {settings.model} "
-                f"(it serves: {listed}): pick one with --model"
+                f"{facts.speaks.name} at {shown} does not serve {settings.model} "
+                f"(it serves: {listed}): pick one with {pick_model()}"
             )
         window = settings.context_window or facts.window or settings.num_ctx
         family = model_family(settings.model)
@@ -84,6 +98,14 @@ class OpenAIProvider:
         # other is planned as a model that did not say.
         thinks = frozenset({"completion", "thinking"}) if family else None
         return Served(ModelInfo(settings.model, thinks, window, family), window, facts)
+
+    def models(self, settings: Settings, *, timeout: float) -> tuple[str, ...]:
+        from netbox_chat.models.dialects import ServerError, served_models
+
+        try:
+            return served_models(require_base_url(settings), settings.api_key, timeout=timeout)
+        except ServerError as exc:
+            raise UserFacingError(str(exc)) from exc
 
     def chat_model(
         self, settings: Settings, served: Served, *, reasoning: bool | str | None

@@ -30,7 +30,15 @@ from typing import Any
 
 import httpx
 
-from netbox_chat.liveness import LOADING, Probe, Reading, answer_probe, read_ollama_ps, reading
+from netbox_chat.config import without_userinfo
+from netbox_chat.models.liveness import (
+    LOADING,
+    Probe,
+    Reading,
+    answer_probe,
+    read_ollama_ps,
+    reading,
+)
 
 
 def _read_llama_health(answer: httpx.Response, model: str, body: dict[str, Any]) -> str | None:
@@ -167,21 +175,20 @@ def auth_headers(api_key: str | None) -> dict[str, str]:
 def probe(base_url: str, model: str, api_key: str | None, *, timeout: float) -> ServerFacts:
     """Ask the server at `base_url` which it is and what window `model` has."""
     root = base_url.removesuffix("/v1")
+    shown = without_userinfo(base_url, "***@")  # a proxy's password is sent, never shown
     with httpx.Client(timeout=timeout, headers=auth_headers(api_key)) as http:
         try:
             listed = http.get(f"{base_url}/models")
         except httpx.HTTPError as exc:
-            raise ServerError(f"cannot reach {base_url} ({_reason(exc)})") from exc
+            raise ServerError(f"cannot reach {shown} ({_reason(exc)})") from exc
         if listed.status_code in (401, 403):
             raise ServerError(
-                f"{base_url} refused the key ({listed.status_code}): "
+                f"{shown} refused the key ({listed.status_code}): "
                 "check api_key_env and the variable it names"
             )
         if listed.status_code != 200:
-            raise ServerError(f"{base_url}/models answered {listed.status_code}")
-        entries = [
-            e for e in _list(json_object(listed).get("data")) if isinstance(e.get("id"), str)
-        ]
+            raise ServerError(f"{shown}/models answered {listed.status_code}")
+        entries = _model_entries(listed)
         served = tuple(str(e["id"])[:200] for e in entries)
         entry = next((e for e in entries if e["id"] == model), entries[0] if entries else {})
         dialect = _OWNERS.get(str(entry.get("owned_by")), "")
@@ -227,6 +234,25 @@ def probe(base_url: str, model: str, api_key: str | None, *, timeout: float) -> 
             version = _get(http, f"{root}/api/version").get("version")
             return ServerFacts(base_url, "ollama", model, served, window, _short(version))
     return ServerFacts(base_url, "unknown", model, served, None)
+
+
+def served_models(base_url: str, api_key: str | None, *, timeout: float) -> tuple[str, ...]:
+    """The model ids the server's `/v1/models` lists, sorted (at most 200,
+    each cut to 200 characters); ServerError with a one-line reason."""
+    shown = without_userinfo(base_url, "***@")
+    try:
+        with httpx.Client(timeout=timeout, headers=auth_headers(api_key)) as http:
+            listed = http.get(f"{base_url}/models")
+    except httpx.HTTPError as exc:
+        raise ServerError(f"cannot reach {shown} ({_reason(exc)})") from exc
+    if listed.status_code != 200:
+        raise ServerError(f"{shown}/models answered {listed.status_code}")
+    return tuple(sorted({str(e["id"])[:200] for e in _model_entries(listed)[:200]}))
+
+
+def _model_entries(listed: httpx.Response) -> list[dict[str, Any]]:
+    """The entries of a `/v1/models` answer that have an id."""
+    return [e for e in _list(json_object(listed).get("data")) if isinstance(e.get("id"), str)]
 
 
 def _sglang_version(http: httpx.Client, root: str) -> object:

@@ -32,16 +32,17 @@ from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai.chat_models.base import BaseChatOpenAI
 from pydantic import PrivateAttr, SecretStr
 
-from netbox_chat.coalesce import CoalescingTransport, merge_sse_events
-from netbox_chat.coldstart import recorder
-from netbox_chat.errors import UserFacingError
-from netbox_chat.liveness import PatientTransport
+from netbox_chat.config import without_userinfo
+from netbox_chat.errors import UserFacingError, pick_model
+from netbox_chat.models.coalesce import CoalescingTransport, merge_sse_events
+from netbox_chat.models.coldstart import recorder
 from netbox_chat.models.dialects import DIALECTS, Dialect, busy_probe
+from netbox_chat.models.liveness import PatientTransport
 from netbox_chat.visible import visible_line
 
 REASONING_KEY = "reasoning_content"
 """Where a message keeps its thinking, as langchain-ollama keeps Ollama's
-(agent.REASONING_KEY): the renderer, the ledger and ThinkingMiddleware read it."""
+(thinking.REASONING_KEY): the renderer, the ledger and ThinkingMiddleware read it."""
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """The fields servers stream reasoning in: llama.cpp and SGLang the first, vLLM
@@ -71,7 +72,7 @@ _TOOLS_OFF = re.compile(r"enable-auto-tool-choice|tool-call-parser", re.IGNORECA
 
 class WindowOverflow(ContextOverflowError):
     """The server refused the request as longer than its window: the context
-    guard compacts and retries once (netbox_chat.context)."""
+    guard compacts and retries once (netbox_chat.agent.context)."""
 
 
 class ChatOpenAICompatible(BaseChatOpenAI):
@@ -175,9 +176,9 @@ class ChatOpenAICompatible(BaseChatOpenAI):
         if isinstance(exc, openai.APITimeoutError):
             return self._timed_out()
         if isinstance(exc, openai.APIConnectionError):
+            shown = without_userinfo(self.openai_api_base or "", "***@")  # never in the ledger
             return UserFacingError(
-                f"cannot reach {self.openai_api_base} ({text}): is the server running "
-                "and base_url right?"
+                f"cannot reach {shown} ({text}): is the server running and base_url right?"
             )
         status = getattr(exc, "status_code", None)
         if status == 400 and _TOOLS_OFF.search(text):
@@ -189,7 +190,8 @@ class ChatOpenAICompatible(BaseChatOpenAI):
             )
         if status == 404:
             return UserFacingError(
-                f"{server}: {text}: pick a model it serves with --model (`netbox-chat doctor`)"
+                f"{server}: {text}: pick a model it serves with {pick_model()} "
+                "(`netbox-chat doctor`)"
             )
         if status is not None:
             return UserFacingError(f"{server} answered {status}: {text}")

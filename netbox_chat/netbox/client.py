@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -94,8 +95,24 @@ def auth_cause(code: int, detail: Any, *, sent_token: bool) -> str:
     return "refused"
 
 
+# The scheme word NetBox's token pages show before the token: NetBox >= 4.5 shows a
+# v2 token as ``Bearer nbt_<key>.<secret>`` and its docs write v1 ones as
+# ``Token <key>`` (https://netboxlabs.com/docs/netbox/integrations/rest-api/#authentication).
+_SCHEME = re.compile(r"(?i)\s*(?:bearer|token)\s+")
+
+
+def bare_token(token: str) -> str:
+    """``token`` without a leading ``Bearer ``/``Token `` copied with it from NetBox's
+    page: sent as is it would go out as ``Token Bearer nbt_...`` and be refused, and
+    the secret part would escape masking."""
+    token = token.strip()
+    scheme = _SCHEME.match(token)
+    return token[scheme.end() :].strip() if scheme else token
+
+
 def auth_header(token: str) -> str:
     """v2 tokens (``nbt_<key>.<secret>``) are Bearer tokens; v1 40-char tokens use 'Token'."""
+    token = bare_token(token)
     return f"Bearer {token}" if token.startswith("nbt_") else f"Token {token}"
 
 
@@ -124,7 +141,8 @@ class NetBoxClient:
     ) -> None:
         self.base_url = normalize_base_url(base_url)
         self._shown_url = without_userinfo(self.base_url)
-        self._token = token or None
+        self._token = bare_token(token) if token else None
+        self._token = self._token or None
         self.timeout = timeout
         self.retries = max(0, retries)
         self.backoff = backoff
@@ -170,24 +188,25 @@ class NetBoxClient:
     ) -> Any:
         """GET /api/<path>/ and return the parsed JSON, or raise a ``NetBoxError``.
 
-        ``optional``: a 401/403 here is no outage (see ``take_outage``): the tools
-        can do without the answer; the user's question may not need it.
+        ``optional``: a 401/403 or a time-out here is no outage (see ``take_outage``):
+        the tools can do without the answer; the user's question may not need it.
         """
         try:
             return await self._get(path, params, timeout=timeout, optional=optional)
         except NetBoxConnectionError as e:
             self._outage = self._outage or e
             raise
-        except NetBoxAuthError as e:
+        except (NetBoxAuthError, NetBoxTimeout) as e:
             if not optional:
                 self._outage = self._outage or e
             raise
 
     def take_outage(self) -> NetBoxError | None:
         """The first failure since the last call that meant NetBox could not
-        answer at all: it could not be reached, or it refused the token. A turn
-        that met one was answered without NetBox, and the user must be told so
-        plainly (the tool results only say it to the model)."""
+        answer: it could not be reached, it did not answer in time, or it refused
+        the token. A turn that met one was answered without (some of) NetBox, and
+        the user must be told so plainly (the tool results only say it to the
+        model)."""
         outage, self._outage = self._outage, None
         return outage
 

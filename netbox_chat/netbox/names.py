@@ -8,7 +8,8 @@ object with that name (any case) or slug gives its slug or id, with a note; seve
 are listed and none is named by the closest, both as refusals. A slug or id NetBox
 answers 400 for (no object has it) is looked up the same way, after the 400 only. What
 NetBox still refuses with a 400 comes back as one line naming the filter and what it
-takes.
+takes. One call looks up at most ``LOOKUPS_PER_CALL`` names: more are refused before
+any request.
 """
 
 from __future__ import annotations
@@ -25,6 +26,26 @@ from .validation import FilterRejected
 
 SLUG = re.compile(r"[-a-z0-9_]+")
 LOOKUP_LIMIT = 50  # objects one name lookup reads: a name matches few
+# Names one tool call may look up (each costs one or two NetBox requests, one after
+# the other): 200 tenant names in one call made 400 requests and a refusal four
+# times the result budget before this bound.
+LOOKUPS_PER_CALL = 5
+
+
+class Lookups:
+    """The name lookups one tool call has left: counted over its filters and over
+    the re-reads after NetBox's 400s, so no call's requests grow with its values."""
+
+    def __init__(self, left: int = LOOKUPS_PER_CALL) -> None:
+        self.left = left
+
+    def take(self) -> bool:
+        """One lookup, if any is left."""
+        if self.left < 1:
+            return False
+        self.left -= 1
+        return True
+
 
 # An IP address's generic relation, as the filters that work: the type NetBox names
 # the assigned object by, and the filter of that kind of object.
@@ -50,32 +71,48 @@ class Relation:
 
 
 def relation(table: FilterTable, ot: ObjectType, key: str) -> Relation | None:
-    """The object type ``key`` points at and what it takes, when both are known: the
-    schema's hint says ``(slug)`` or ``(ID)`` (or the name ends in ``_id``), and one type
-    is named like the hint's label (``Circuit group`` -> circuits.circuitgroup) or the
-    filter (``tenant`` -> tenancy.tenant, ``virtual_machine_id`` ->
-    virtualization.virtualmachine), preferring ``ot``'s own app. A name ``ot``'s app
-    also ends other types with (``group`` beside dcim.rackgroup and dcim.sitegroup) is
-    not read as another app's type: no guess, so no wrong object."""
+    """The object type ``key`` points at and what it takes, when both are known.
+
+    What it takes: the schema's hint says ``(slug)`` or ``(ID)`` (or the name ends in
+    ``_id``); a filter with no hint that has an ``_id`` twin and points at a type with
+    slugs takes a slug: NetBox's tree-node filters (``role``, ``platform``,
+    ``location``, ``region``) are ``to_field_name='slug'`` but lose their label on the
+    way into the schema (netbox/dcim/filtersets.py, DeviceFilterSet.role).
+
+    The type: the one the object's field of that name refers to (the table's
+    ``relations``); else one named like the hint's label (``Circuit group`` ->
+    circuits.circuitgroup) or the filter (``tenant`` -> tenancy.tenant,
+    ``virtual_machine_id`` -> virtualization.virtualmachine), preferring ``ot``'s own
+    app. A name ``ot``'s app also ends other types with (``group`` beside
+    dcim.rackgroup and dcim.sitegroup) is not read as another app's type: no guess,
+    so no wrong object."""
     hint = ot.hints.get(key, "")
+    base = key.removesuffix("_id")
+    pointed = table.types.get(ot.relations.get(base, ""))
     by = "id" if key.endswith("_id") or hint.endswith("(ID)") else None
     by = by or ("slug" if "(slug)" in hint else None)
+    if by is None and not hint and pointed and f"{key}_id" in ot.filters:
+        by = "slug" if "slug" in pointed.fields else None
     if by is None or key not in ot.filters:
         return None
+    found = [pointed] if pointed else _named_like(table, ot, key, hint)
+    if len(found) != 1 or "q" not in found[0].filters:
+        return None
+    return Relation(found[0], by)
+
+
+def _named_like(table: FilterTable, ot: ObjectType, key: str, hint: str) -> list[ObjectType]:
+    """The types the hint's label or the filter's name may mean (see ``relation``)."""
     app = ot.name.split(".")[0]
     models = {name.split(".", 1)[1]: name for name in table.types}
     label = hint.partition(" (")[0].replace(" ", "").lower()
     if label in models and models[label].split(".")[0] == app:
-        found = [table.types[models[label]]]
-    else:
-        model = key.removesuffix("_id").replace("_", "")
-        named = [t for name, t in table.types.items() if name.split(".", 1)[1] == model]
-        same_app = [t for t in named if t.name.split(".")[0] == app]
-        kin = [n for n in table.types if n.startswith(app + ".") and n.endswith(model)]
-        found = same_app if len(same_app) == 1 else ([] if kin else named)
-    if len(found) != 1 or "q" not in found[0].filters:
-        return None
-    return Relation(found[0], by)
+        return [table.types[models[label]]]
+    model = key.removesuffix("_id").replace("_", "")
+    named = [t for name, t in table.types.items() if name.split(".", 1)[1] == model]
+    same_app = [t for t in named if t.name.split(".")[0] == app]
+    kin = [n for n in table.types if n.startswith(app + ".") and n.endswith(model)]
+    return same_app if len(same_app) == 1 else ([] if kin else named)
 
 
 def _fits(value: Any, by: str) -> bool:
@@ -122,9 +159,33 @@ def _likeness(name: str, label: str) -> float:
     return difflib.SequenceMatcher(None, name.lower(), label.lower()).ratio()
 
 
+# What an object's name is unique within: five interfaces named Vlan100 are told apart
+# only by their device (or VM), which NetBox's brief form of each carries.
+PARENTS = (("device", "device"), ("virtual_machine", "VM"))
+
+
 def _key(obj: Mapping[str, Any]) -> str:
+    """How the model names ``obj`` in its next call, and what tells it from another
+    object of that name: ``slug dm-akron, id 1``, ``id 9, on device sw01``."""
     slug = obj.get("slug")
-    return f"slug {slug}, id {obj.get('id')}" if slug else f"id {obj.get('id')}"
+    key = f"slug {slug}, id {obj.get('id')}" if slug else f"id {obj.get('id')}"
+    for field, kind in PARENTS:
+        parent = obj.get(field)
+        if isinstance(parent, Mapping):
+            return f"{key}, on {kind} {_label(parent)}"
+    return key
+
+
+def _too_many(wanted: list[tuple[str, Relation, str]], left: int) -> str:
+    """The refusal for a call that gives more names than it may look up, naming a few."""
+    shown = ", ".join(f"{key}={given[:40]!r}" for key, _, given in wanted[:3])
+    more = f" and {len(wanted) - 3} more" if len(wanted) > 3 else ""
+    rel = wanted[0][1]
+    return (
+        f"{len(wanted)} filter values are names, not {rel.by}s ({shown}{more}); one call "
+        f"looks up at most {left} names. Give the {rel.by}s (netbox_get_objects("
+        f"'{rel.target.name}', {{'q': ...}}) finds them) or ask with fewer names."
+    )
 
 
 async def _read_name(
@@ -160,23 +221,39 @@ async def resolve_names(
     ot: ObjectType,
     filters: Mapping[str, Any],
     notes: list[str],
+    lookups: Lookups,
 ) -> dict[str, Any]:
     """``filters`` with every relation value that cannot be a slug or id replaced by
     the slug or id of the one object it names (see the module's docstring); raises
-    ``FilterRejected`` for a name that matches several objects or none."""
+    ``FilterRejected`` for a name that matches several objects or none, and, before
+    any request, for more names than ``lookups`` has left."""
     out = dict(filters)
     problems: list[str] = []
+    wanted: list[tuple[Any, Relation, list[Any]]] = []
     for raw_key, value in filters.items():
-        key = str(raw_key).strip()
-        rel = relation(table, ot, key)
+        rel = relation(table, ot, str(raw_key).strip())
         values = list(value) if isinstance(value, list | tuple) else [value]
-        if rel is None or all(_fits(v, rel.by) for v in values if isinstance(v, str | int)):
-            continue
+        if rel is not None and not all(
+            _fits(v, rel.by) for v in values if isinstance(v, str | int)
+        ):
+            wanted.append((raw_key, rel, values))
+    names = [
+        (str(k).strip(), rel, v)
+        for k, rel, values in wanted
+        for v in values
+        if isinstance(v, str) and not _fits(v, rel.by)
+    ]
+    if len(names) > lookups.left:
+        raise FilterRejected(_too_many(names, lookups.left))
+    for raw_key, rel, values in wanted:
+        key = str(raw_key).strip()
+        value = filters[raw_key]
         read: list[Any] = []
         for given in values:
             if not isinstance(given, str) or _fits(given, rel.by):
                 read.append(given)
                 continue
+            lookups.take()
             meant, problem = await _read_name(client, rel, key, given, notes)
             if problem:
                 problems.append(problem)
@@ -202,12 +279,14 @@ async def reread_refused(
     params: list[tuple[str, str]],
     error: NetBoxBadRequest,
     notes: list[str],
+    lookups: Lookups,
 ) -> list[tuple[str, str]] | None:
     """``params`` with each relation value NetBox's 400 says no object has read as the
     one object it names: a slug or id that is no object's may still be one's name
-    (``site: hq`` for the site named HQ). None when the 400 refused no such value;
-    raises ``FilterRejected`` listing the objects, or naming the closest, otherwise.
-    Only a request NetBox refused pays for the lookup."""
+    (``site: hq`` for the site named HQ). None when the 400 refused no such value or
+    ``lookups`` has none left (NetBox's 400 is then the answer); raises
+    ``FilterRejected`` listing the objects, or naming the closest, otherwise. Only a
+    request NetBox refused pays for the lookup."""
     detail = error.detail if isinstance(error.detail, dict) else {}
     read: dict[tuple[str, str], str] = {}
     problems: list[str] = []
@@ -215,7 +294,7 @@ async def reread_refused(
         rel = relation(table, ot, str(key))
         said = [NO_SUCH_CHOICE.fullmatch(str(w)) for w in (why if isinstance(why, list) else [why])]
         refused = [m.group(1) for m in said if m and (str(key), m.group(1)) in params]
-        if rel is None or not refused:
+        if rel is None or not refused or not lookups.take():
             continue
         meant, problem = await _read_name(client, rel, str(key), refused[0], notes)
         if problem:

@@ -37,6 +37,8 @@ class ObjectType:
     boolean: frozenset[str] = frozenset()  # filters taking only true/false
     ordering: tuple[str, ...] | None = None  # ?ordering= terms NetBox honours, if known
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a choice filter's values
+    # the type a relation filter points at, by its field: {"role": "dcim.devicerole"}
+    relations: dict[str, str] = field(default_factory=dict)
     # names that look like filters but that NetBox ignores here, and why (custom fields)
     unfilterable: dict[str, str] = field(default_factory=dict)
 
@@ -80,6 +82,7 @@ class FilterTable:
                 boolean=frozenset(entry.get("bool", ())),
                 ordering=tuple(entry["ordering"]) if "ordering" in entry else None,
                 choices={f: tuple(v) for f, v in entry.get("choices", {}).items()},
+                relations=dict(entry.get("relations", {})),
             )
         # other spellings a model might use: "dcim/devices", "devices", "device"
         self._aliases: dict[str, str] = {}
@@ -160,9 +163,14 @@ def schema_fingerprint(status: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+# What a cached table holds; a table cached by an older netbox-chat lacks what this one
+# reads (2: ``relations``), so it is derived again, never used without it.
+TABLE_FORMAT = 2
+
+
 def cached_table_path(version: str, fingerprint: str) -> Path:
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", version)
-    return cache_dir() / f"filters-netbox-{safe}-{fingerprint}.json"
+    return cache_dir() / f"filters-netbox-{safe}-{fingerprint}-t{TABLE_FORMAT}.json"
 
 
 def load_cached_table(version: str, fingerprint: str) -> FilterTable | None:

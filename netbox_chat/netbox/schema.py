@@ -15,7 +15,13 @@ list endpoint documents each filter as a query parameter (``name``, ``name__ic``
                                "bool": ["cabled", ...],  # true/false only (else ignored)
                                "ordering": ["name", ...],  # honoured ?ordering= terms
                                "hints": {"site": "Site name (slug)", ...},
-                               "choices": {"status": ["offline", "active", ...]}}}}
+                               "choices": {"status": ["offline", "active", ...]},
+                               "relations": {"role": "dcim.devicerole", ...}}}}
+
+``relations`` names the type a relation filter points at, from the serializer field of
+that name (``"role": {"$ref": ".../BriefDeviceRole"}``): NetBox's tree-node filters
+(``role``, ``platform``, ``location``, ``region``) come with no description, so their
+hint cannot say it.
 
 ``__empty`` lookups are always single and boolean, so they are not listed. ``ordering``
 is not in the OpenAPI schema; it comes from NetBox itself
@@ -58,6 +64,37 @@ def _hint(description: str | None) -> str | None:
     return d
 
 
+def _brief_model(prop: Any) -> str | None:
+    """The model a serializer field refers to (``{"$ref": ".../BriefDeviceRole"}``,
+    maybe under ``allOf`` when nullable): 'devicerole'."""
+    if not isinstance(prop, dict):
+        return None
+    ref = prop.get("$ref") or next(
+        (p.get("$ref") for p in prop.get("allOf") or () if isinstance(p, dict)), None
+    )
+    name = str(ref or "").rsplit("/", 1)[-1]
+    return _model_name(name.removeprefix("Brief")) if name.startswith("Brief") else None
+
+
+def _relation_types(types: dict[str, Any], models: dict[str, dict[str, str]]) -> None:
+    """Each type's ``relations`` as type names: the one type with that model name,
+    else the one in the same app; left out when neither is one."""
+    by_model: dict[str, list[str]] = {}
+    for name in types:
+        by_model.setdefault(name.split(".", 1)[1], []).append(name)
+    for name, related in models.items():
+        app = name.split(".")[0]
+        found: dict[str, str] = {}
+        for key, model in related.items():
+            named = by_model.get(model, [])
+            same = [n for n in named if n.split(".")[0] == app]
+            one = named if len(named) == 1 else same
+            if len(one) == 1:
+                found[key] = one[0]
+        if found:
+            types[name]["relations"] = found
+
+
 def _choices(param: dict[str, Any], field: dict[str, Any] | None) -> list[str]:
     """The values a choice filter takes: the parameter's own enum, else that of the
     serializer field of the same name (``{"value": {"enum": [...]}, "label": ...}``),
@@ -88,6 +125,7 @@ def derive_table(
     lookup_sets: list[tuple[str, ...]] = [()]
     set_index: dict[tuple[str, ...], int] = {(): 0}
     types: dict[str, Any] = {}
+    models: dict[str, dict[str, str]] = {}
 
     for path, item in sorted(schema.get("paths", {}).items()):
         get = item.get("get")
@@ -169,6 +207,13 @@ def derive_table(
         if object_type in types:  # two endpoints with one serializer: keep the first, note it
             object_type = f"{app}.{rel.split('/')[-1].replace('-', '')}"
         types[object_type] = entry
+        related = {
+            k: _brief_model(properties[k])
+            for k in sorted(properties)
+            if k in filters or f"{k}_id" in filters
+        }
+        models[object_type] = {k: m for k, m in related.items() if m}
+    _relation_types(types, models)
 
     # NetBox 4.7.3 serves "4.7.3 (4.7)"; /api/status/ says "4.7.3"
     version = str(schema.get("info", {}).get("version", "unknown")).split(" ")[0]
@@ -198,10 +243,11 @@ def dumps_table(table: dict[str, Any]) -> str:
 def _fetch_schema(url: str, token: str | None) -> dict[str, Any]:
     import httpx
 
+    from .client import auth_header
+
     headers = {"Accept": "application/json"}
     if token:
-        scheme = "Bearer" if token.startswith("nbt_") else "Token"
-        headers["Authorization"] = f"{scheme} {token}"
+        headers["Authorization"] = auth_header(token)
     r = httpx.get(
         url.rstrip("/") + "/api/schema/", params={"format": "json"}, headers=headers, timeout=120
     )

@@ -20,8 +20,8 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
+from netbox_chat.models.window import result_budget
 from netbox_chat.visible import visible
-from netbox_chat.window import result_budget
 
 from .arguments import Reading, read_arguments
 from .client import (
@@ -32,7 +32,13 @@ from .client import (
     NetBoxServerError,
 )
 from .custom_fields import with_custom_fields
-from .names import explain_bad_request, generic_relations, reread_refused, resolve_names
+from .names import (
+    Lookups,
+    explain_bad_request,
+    generic_relations,
+    reread_refused,
+    resolve_names,
+)
 from .object_types import (
     FilterTable,
     ObjectType,
@@ -316,12 +322,15 @@ class NetBoxTools:
         return table, table.resolve(object_type)
 
     def _fail(self, e: BaseException) -> str:
+        """``e`` as the tool's one-line refusal, within the result budget like any result."""
         if isinstance(e, NetBoxAuthError):
-            return _error(f"{e} Do not retry; tell the user.")
-        if isinstance(e, NetBoxError | FilterRejected | UnknownObjectType):
-            return _error(self.client.scrub(str(e)))
-        log.exception("netbox tool failed")
-        return _error(self.client.scrub(f"unexpected {type(e).__name__}: {e}"))
+            said = _error(f"{e} Do not retry; tell the user.")
+        elif isinstance(e, NetBoxError | FilterRejected | UnknownObjectType):
+            said = _error(self.client.scrub(str(e)))
+        else:
+            log.exception("netbox tool failed")
+            said = _error(self.client.scrub(f"unexpected {type(e).__name__}: {e}"))
+        return said if len(said) <= self.budget else said[: self.budget - 1] + "…"
 
     # -- netbox_get_objects
 
@@ -335,9 +344,10 @@ class NetBoxTools:
         args, notes = reading.args, list(reading.notes)
         table, ot = await self._resolve(args["object_type"], args.get("filters"))
         filters = args.get("filters") or {}
+        lookups = Lookups()
         if filters:
             filters = generic_relations(ot, filters, notes)
-            filters = await resolve_names(self.client, table, ot, filters, notes)
+            filters = await resolve_names(self.client, table, ot, filters, notes, lookups)
         params = build_params(ot, filters, table, notes)
         n = _limit(args.get("limit"), DEFAULT_LIMIT, MAX_LIMIT, notes)
         off = _offset(args.get("offset"))
@@ -347,7 +357,7 @@ class NetBoxTools:
         if order:
             params.append(("ordering", order))
         try:
-            data = await self._fetch(table, ot, filters, params, notes)
+            data = await self._fetch(table, ot, filters, params, notes, lookups)
         except NetBoxServerError as e:
             if not order:
                 raise
@@ -373,6 +383,7 @@ class NetBoxTools:
         filters: Mapping[str, Any],
         params: list[tuple[str, str]],
         notes: list[str],
+        lookups: Lookups,
     ) -> Any:
         """NetBox's answer to ``params``; a relation value NetBox refuses because no
         object has it is read as the object it names and asked again (each round
@@ -381,7 +392,7 @@ class NetBoxTools:
             try:
                 return await self.client.get(ot.path, params)
             except NetBoxBadRequest as e:
-                again = await reread_refused(self.client, table, ot, params, e, notes)
+                again = await reread_refused(self.client, table, ot, params, e, notes, lookups)
                 if again is None or again == params:
                     raise FilterRejected(explain_bad_request(table, ot, filters, e)) from None
                 params = again

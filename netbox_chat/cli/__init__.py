@@ -1,0 +1,1 @@
+"""The program: commands, the REPL, doctor, export, completion, entry; nothing imports it."""

@@ -1,0 +1,1 @@
+"""Sessions in either store (SQLite files or PostgreSQL): ids, ledger, locks; never LangChain."""

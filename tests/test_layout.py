@@ -1,0 +1,123 @@
+"""The package layout (issue 30): no import circle among netbox_chat's modules,
+and no module imports a layer above its own. Every import counts, the ones
+inside functions and under TYPE_CHECKING too: an upward import that only runs
+late is still a dependency a reader has to know about, and it is how the old
+circle through cli, completion and entry held together."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).parent.parent / "netbox_chat"
+
+LAYERS = (
+    "base",  # the flat modules: errors, words, visible, config, credentials, process, typeahead
+    "store",
+    "checkpoints",
+    "models",
+    "netbox",
+    "claims",
+    "agent",
+    "ui",
+    "eval",
+    "cli",
+)
+"""Low to high: a module may import its own layer and the ones before it."""
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer(module: str) -> str:
+    """`netbox_chat.store.sessions` is in store; a flat module is base; the
+    `python -m` entry (__main__) is the program, as cli/ is."""
+    parts = module.split(".")
+    if parts[1:] == ["__main__"]:
+        return "cli"
+    if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS):
+        return parts[1]
+    return "base"
+
+
+def imports(module: str, path: Path, known: set[str]) -> set[str]:
+    """The netbox_chat modules `module` imports, wherever the import statement is.
+    `from netbox_chat.x import y` is y when y is a module, else x; importing a
+    submodule runs its package's __init__ first, which counts too (but not
+    the importer's own packages: those ran before it did)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                targets.append(full if full in known else base)
+        for target in targets:
+            if not target.startswith("netbox_chat"):
+                continue
+            parts = target.split(".")
+            for end in range(2, len(parts) + 1):  # each package on the way in
+                name = ".".join(parts[:end])
+                if name in known and not f"{module}.".startswith(f"{name}."):
+                    found.add(name)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    known = set(found)
+    return {module: imports(module, path, known) for module, path in found.items()}
+
+
+def test_every_package_is_a_known_layer() -> None:
+    packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert packages <= set(LAYERS)
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    rank = {name: index for index, name in enumerate(LAYERS)}
+    upward = [
+        f"{module} ({layer(module)}) imports {target} ({layer(target)})"
+        for module, targets in graph().items()
+        for target in sorted(targets)
+        if rank[layer(target)] > rank[layer(module)]
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_circle() -> None:
+    edges = graph()
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(edges[module]):
+            if state.get(target) == 1:
+                circles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module)
+    assert not circles, "\n".join(" -> ".join(circle) for circle in circles)
