@@ -847,3 +847,13 @@ def test_the_quick_starts_profile_is_one_the_cli_takes(chat_env: dict[str, str])
     assert any(row.startswith("profile lab") for row in rows), rows
     assert any(row.startswith("netbox_url http://127.0.0.1:8000 profile lab") for row in rows)
     assert any(row.startswith("netbox_token set") for row in rows), rows
+
+
+def test_the_layout_in_the_docs_is_the_packages_there_are() -> None:
+    """docs/development.md's tree names each package of netbox_chat/, and only
+    those, so a newcomer's map does not drift from the code."""
+    page = (ROOT / "docs" / "development.md").read_text()
+    (tree,) = [block for block in code_blocks(page) if block[:1] == ["netbox_chat/"]]
+    listed = {line.split()[0].rstrip("/") for line in tree[1:] if line.split()[0].endswith("/")}
+    packages = {p.parent.name for p in (ROOT / "netbox_chat").glob("*/__init__.py")}
+    assert listed - {"tests"} == packages
