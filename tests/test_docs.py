@@ -80,6 +80,7 @@ def normal(line: str, ids: list[str], netbox_url: str) -> str:
     for host in (netbox_url.rstrip("/"), urlsplit(netbox_url).netloc, *README_HOSTS):
         line = line.replace(host, "HOST")
     line = re.sub(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", "UUID", line)  # tool call ids
+    line = re.sub(r"http://127\.0\.0\.1:\d+", "http://127.0.0.1:PORT", line)  # model servers
     line = re.sub(r"\d+\.\d+s\b", "Ns", line)
     line = re.sub(r"just now|\d+ min ago", "AGO", line)
     line = re.sub(r'"(thinking_seconds|seconds)": [\d.]+', r'"\1": N', line)
