@@ -101,7 +101,7 @@ CHANGES = [
         [("dcim.device", 2, "dmi01-akron-sw02"), ("dcim.site", 3, "DM-Dayton")]
     )
 ]
-# What real models were recorded asking for (../shared/facts/real-models.md): a tenant by
+# What real models were recorded asking for (docs/facts/real-models.md): a tenant by
 # its display name "Dunder-Mifflin, Inc.", rack "DC1-R04" by name where NetBox wants
 # rack_id=46, IP addresses by assigned_object_id [66, 67]; and a device name that two
 # sites share, so a name can match several objects.

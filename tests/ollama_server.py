@@ -157,12 +157,12 @@ class ToolCall:
 HARMONY_SUFFIX = "<|channel|>commentary"
 """What gpt-oss:20b through Ollama appended to a tool's name (harmony format leaking):
 `ToolCall("netbox_get_objects" + HARMONY_SUFFIX, ...)` plays the call the agent
-recorded rejecting as unknown (../shared/facts/real-models.md, "Models and servers")."""
+recorded rejecting as unknown (docs/facts/real-models.md, "Models and servers")."""
 
 
 def tool_call_as_text(name: str, args: Mapping[str, Any], *, fenced: bool = False) -> Text:
     """A final answer that is the JSON of a tool call instead of the call: gpt-oss-120b's
-    final answer was the JSON of a `netbox_get_objects` call (../shared/facts/
+    final answer was the JSON of a `netbox_get_objects` call (docs/facts/
     real-models.md, "Tool-call habits"). `name=""` leaves the name out (only the
     arguments), `fenced` wraps it in a Markdown code fence."""
     payload: Any = {"name": name, "arguments": dict(args)} if name else dict(args)
@@ -170,7 +170,7 @@ def tool_call_as_text(name: str, args: Mapping[str, Any], *, fenced: bool = Fals
     return Text(f"```json\n{text}\n```" if fenced else text)
 
 
-# Tool calls real models were recorded making (../shared/facts/real-models.md, "Tool-call
+# Tool calls real models were recorded making (docs/facts/real-models.md, "Tool-call
 # habits"), for scripts that play them: each is what a model sent, not what it should.
 TENANT_BY_DISPLAY_NAME = ToolCall(
     "netbox_get_objects",
@@ -248,7 +248,7 @@ class CutOff:
     """End the reply at the output limit: the final line says `done_reason: "length"`,
     as Ollama's does when `num_predict` is reached. Real models were recorded spending the
     whole budget on thinking: 3 of 56 generations stopped at the cap with no visible text
-    (../shared/facts/real-models.md, "Thinking counts against the output budget"), so
+    (docs/facts/real-models.md, "Thinking counts against the output budget"), so
     `[Thinking(...), CutOff()]` plays that. Nothing may follow it."""
 
 
@@ -569,7 +569,7 @@ class ScriptedOllama:
         """What `/api/ps` lists as loaded (None: `/api/ps` answers 404, a server that
         says nothing about its work). Opt in to play a server that is working while
         it sends nothing: `[]` while a model loads, `["qwen3:8b"]` once it is reading
-        the prompt. Real figures (../shared/facts/real-models.md): a cold first call
+        the prompt. Real figures (docs/facts/real-models.md): a cold first call
         of 82-108 s, a 19,976-token prefill of about 167 s with no byte streamed;
         `[Delay(s), Text(...)]` plays such a silence, scaled down."""
         self.load_seconds: float | None = None

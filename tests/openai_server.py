@@ -10,7 +10,7 @@ queue, lifecycle and bookkeeping (`requests`, `seen`, `disconnects`), spoken as
         server.script([Thinking("look it up"), ToolCall("lookup", {"q": "x"})])
         ChatOpenAICompatible(base_url=server.base_url, ...)
 
-Each behaviour cites its source; the key is ../shared/facts/openai-compatible-servers.md
+Each behaviour cites its source; the key is docs/facts/model-servers.md
 (`facts` below), whose sections cite the servers' own files.
 """
 

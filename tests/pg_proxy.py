@@ -1,6 +1,6 @@
 """A TCP proxy between netbox-chat and PostgreSQL that drops the connection at
 the COMMIT of a finished turn, the way a network failure can (issue 21, item
-5; after ../shared/repro/r5_pg_commit_ack_lost.py).
+5: a connection lost at the COMMIT).
 
 It reads PostgreSQL's frontend protocol (a startup packet, then messages of
 one type byte and a 4-byte length) from the client, watches for the extended-

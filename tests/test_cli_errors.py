@@ -107,15 +107,16 @@ def test_usage_errors_exit_2_and_the_same_value_from_the_environment_exits_1(
     assert len(ollama.requests) == asked  # nothing was sent to the model
 
 
-def test_the_readme_and_the_help_list_every_exit_status_there_is() -> None:
-    """The README's exit-code table and `--help` name each status the CLI can
-    end with, and nothing else: a new one cannot go undocumented."""
+def test_the_docs_and_the_help_list_every_exit_status_there_is() -> None:
+    """The exit-code table (docs/troubleshooting.md) and `--help` name each
+    status the CLI can end with, and nothing else: a new one cannot go
+    undocumented."""
     import re
 
     from netbox_chat.errors import ExitStatus
 
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("### Exit codes") : readme.index("netbox-chat fails closed")]
+    page = (ROOT / "docs" / "troubleshooting.md").read_text()
+    table = page[page.index("## Exit codes") : page.index("netbox-chat fails closed")]
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", table, re.MULTILINE)}
     assert documented == {int(status) for status in ExitStatus}
     help_text = " ".join(CliRunner().invoke(app, ["--help"]).stdout.split())

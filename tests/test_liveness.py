@@ -1,7 +1,7 @@
 """Item 1 of issue 24: a silent server is not a dead server. Through the real CLI
 and the REPL in a pty, against the scripted Ollama playing a server that sends
 nothing while `/api/ps` says it is loading the model or reading the prompt (a cold
-first call of 82-108 s and a 167 s prefill were recorded; ../shared/facts/
+first call of 82-108 s and a 167 s prefill were recorded; docs/facts/
 real-models.md), scaled down against a scaled-down NETBOX_CHAT_TIMEOUT; then the
 same rule on every OpenAI-compatible dialect (tests/openai_server.py), each asked
 where it says it is alive (models/dialects.py, `Dialect.busy`)."""

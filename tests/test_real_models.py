@@ -1,4 +1,4 @@
-"""Real models as they were recorded behaving (../shared/facts/real-models.md), played
+"""Real models as they were recorded behaving (docs/facts/real-models.md), played
 by the scripted Ollama through the real CLI, the real deepagents graph and the real
 ChatOllama, with the NetBox double behind the real tools: what the user sees, what the
 ledger records and what the next request carries."""

@@ -2,7 +2,7 @@
 name with a leaked channel suffix or prefix, a reply cut at its length limit
 or with no answer at all.
 
-Real models were recorded doing each of these (../shared/facts/real-models.md):
+Real models were recorded doing each of these (docs/facts/real-models.md):
 gpt-oss-120b answered with the JSON of a `netbox_get_objects` call as its final
 text; gpt-oss through Ollama named the tool `netbox_get_objects<|channel|>
 commentary`; 3 of 56 generations stopped at the output cap with no visible

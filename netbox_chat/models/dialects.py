@@ -2,7 +2,7 @@
 model: its real window and its version. Cheap to import (httpx only), so
 `doctor` uses it without LangChain.
 
-Each server says it differently (../shared/facts/openai-compatible-servers.md,
+Each server says it differently (docs/facts/model-servers.md,
 sections 3.1 and 9; the sources are cited there):
 
 - llama-server: `/v1/models` `owned_by: "llamacpp"`; the window is `GET /props`

@@ -131,7 +131,7 @@ class PatientTransport(httpx.AsyncBaseTransport):
 
     A model that is loading, or a long prompt on a CPU or a big model, sends
     nothing for minutes: a cold first call of 82-108 s and a 19,976-token
-    prefill of about 167 s were recorded (../shared/facts/real-models.md), which
+    prefill of about 167 s were recorded (docs/facts/real-models.md), which
     a timeout on every read turns into a failed turn while the server works.
     Give it to the model client (`async_client_kwargs={"transport": ...}`) with
     the `Probe` of its server (`ollama_probe`; an OpenAI-compatible server needs
@@ -189,7 +189,7 @@ class PatientTransport(httpx.AsyncBaseTransport):
         """`awaited`, as long as the server answers the request or a probe:
         the headers, then the first piece of the body (vLLM and SGLang send
         their headers before they read the prompt,
-        ../shared/facts/openai-compatible-servers.md section 4). `started` is
+        docs/facts/model-servers.md section 4). `started` is
         when the request went out, `answered` when the server last answered it."""
         pending = asyncio.ensure_future(awaited)
         last_answer = answered or started

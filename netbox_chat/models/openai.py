@@ -5,7 +5,7 @@ class, with what it leaves out for servers that are not OpenAI's.
 `reasoning_content` from responses and never sends them back, asks for usage
 while streaming only without a base_url, gives async streams a 120 s
 per-chunk watchdog, and recognises none of these servers' "too long" answers
-(../shared/facts/openai-compatible-servers.md, sections 2.2, 3.2, 4, 5).
+(docs/facts/model-servers.md, sections 2.2, 3.2, 4, 5).
 `ChatOpenAICompatible` puts each back; the rest of the product sees the same
 message shapes as from ChatOllama (thinking in
 `additional_kwargs["reasoning_content"]`, usage in `usage_metadata`).

@@ -1,6 +1,6 @@
 """Names where NetBox wants slugs or ids, generic relations, and NetBox's 400s.
 
-Recorded from real models (../shared/facts/real-models.md): ``tenant: "Dunder-Mifflin,
+Recorded from real models (docs/facts/real-models.md): ``tenant: "Dunder-Mifflin,
 Inc."`` (a display name; NetBox answered 400), ``rack_id`` given a rack's name,
 ``assigned_object_id: [66, 67]`` with ``assigned_object_type`` (400). A relation filter
 whose value cannot be a slug (or an id) is looked up on its own type: exactly one

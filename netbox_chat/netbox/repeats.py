@@ -2,7 +2,7 @@
 
 Models repeat identical calls within a turn: an identical ``ipam.prefix`` re-fetch
 cost about 40 s in one recorded trace, and hedge searches (``dunder``, ``mifflin``,
-``DM-``) recur (../shared/facts/real-models.md). A call with the same tool and the
+``DM-``) recur (docs/facts/real-models.md). A call with the same tool and the
 same arguments *as read* (arguments.py: ``{"status": "active"}`` at the top level is
 the same call as in ``filters``) as an earlier call of this turn gets that call's
 result again, with a note, and NetBox is not asked. The earlier results are the

@@ -116,7 +116,7 @@ SEARCH_DEFAULT_TYPES = (
 
 # Where a name that found nothing is looked for next: the common types, and circuit
 # providers (a tenant's name was recorded searched as a provider, then reported "not
-# found in NetBox"; ../shared/facts/real-models.md).
+# found in NetBox"; docs/facts/real-models.md).
 ELSEWHERE_TYPES = (*SEARCH_DEFAULT_TYPES, "circuits.provider")
 ELSEWHERE_LIMIT = 3  # names shown per type that holds the name
 # Filters that look an object up by its name: when they find nothing, say where it is.

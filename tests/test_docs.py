@@ -1,9 +1,12 @@
-"""The README's examples, run through the real CLI and the REPL in a pty
-(issue 25, "Done when": the README matches what the tool prints). Each
-example block is read from README.md itself and compared line by line with
-what the command printed, after the parts that differ from run to run are
-named alike on both sides: session ids, the NetBox's host, durations, how
-long ago. A README line of `…` stands for lines the example leaves out."""
+"""The README's and docs/'s examples, run through the real CLI and the REPL in
+a pty (issue 25, "Done when": the documentation matches what the tool
+prints), and the documentation's own shape (issue 30): the README short and
+starting with the two commands, every relative link and anchor resolving.
+Each example block is read from the pages themselves (README.md and
+docs/**/*.md, wherever the example lives) and compared line by line with what
+the command printed, after the parts that differ from run to run are named
+alike on both sides: session ids, the NetBox's host, durations, how long ago.
+A documented line of `…` stands for lines the example leaves out."""
 
 from __future__ import annotations
 
@@ -40,28 +43,33 @@ from tests.test_store_place import as_installed_from_a_wheel
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
+PAGES = {
+    path: path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+}
+# Every page, whole, one after another: a code block never spans two pages.
+DOCS = "\n\n".join(PAGES.values())
 QUESTION = "which devices at DM-Akron are offline?"
 OFFLINE = ToolCall(
     "netbox_get_objects",
     {"object_type": "dcim.device", "filters": {"site": "dm-akron", "status": "offline"}},
 )
 ANSWER = "One device is offline at DM-Akron: `dmi01-akron-sw02`."
-# The README's own example ids and hosts.
+# The documentation's own example ids and hosts.
 README_IDS = ("5k9dztr9", "5vyf4aa0", "5vyf", "p0nv2y4m", "p0nv", "7k2m9qpx")
 README_HOSTS = ("netbox.example.com", "netbox.example:8000", "https://netbox.example")
 
 
 def example(first_line: str) -> list[str]:
-    """The lines of the README code block whose first line is `first_line`."""
-    lines = README.splitlines()
+    """The lines of the documented code block whose first line is `first_line`."""
+    lines = DOCS.splitlines()
     start = lines.index(first_line)
     assert lines[start - 1].startswith("```"), first_line
     return lines[start : start + lines[start:].index("```")]
 
 
 def example_starting(prefix: str) -> list[str]:
-    """The README code block whose first line starts with `prefix`."""
-    (first,) = [line for line in README.splitlines() if line.startswith(prefix)]
+    """The documented code block whose first line starts with `prefix`."""
+    (first,) = [line for line in DOCS.splitlines() if line.startswith(prefix)]
     return example(first)
 
 
@@ -72,6 +80,7 @@ def normal(line: str, ids: list[str], netbox_url: str) -> str:
     for host in (netbox_url.rstrip("/"), urlsplit(netbox_url).netloc, *README_HOSTS):
         line = line.replace(host, "HOST")
     line = re.sub(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", "UUID", line)  # tool call ids
+    line = re.sub(r"http://127\.0\.0\.1:\d+", "http://127.0.0.1:PORT", line)  # model servers
     line = re.sub(r"\d+\.\d+s\b", "Ns", line)
     line = re.sub(r"just now|\d+ min ago", "AGO", line)
     line = re.sub(r'"(thinking_seconds|seconds)": [\d.]+', r'"\1": N', line)
@@ -81,8 +90,8 @@ def normal(line: str, ids: list[str], netbox_url: str) -> str:
 def assert_shown(
     readme: list[str], shown: list[str], ids: list[str], netbox_url: str, *, whole: bool = True
 ) -> None:
-    """Every line of the README's example is printed, in order; with `whole`,
-    nothing else is printed between two of them that the README does not
+    """Every line of the documented example is printed, in order; with `whole`,
+    nothing else is printed between two of them that the example does not
     skip with `…`."""
     wanted = [normal(line, ids, netbox_url) for line in readme]
     got = [normal(line, ids, netbox_url) for line in shown]
@@ -109,7 +118,7 @@ def script_the_example(ollama: ScriptedOllama) -> None:
     )
 
 
-def test_the_readmes_chat_session(
+def test_the_docs_chat_session(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
     script_the_example(ollama)
@@ -140,19 +149,17 @@ def test_the_readmes_chat_session(
 
     listed = CliRunner().invoke(app, ["ls"], env={**chat_env, "COLUMNS": "130"})
     readme = [line for line in example("$ netbox-chat ls") if not line.startswith("sessions in")]
-    readme = readme[: readme.index("$ netbox-chat ask " + f'"{QUESTION}" --json')]
     shown = ["$ netbox-chat ls", *listed.stdout.splitlines(), *listed.stderr.splitlines()]
     assert_shown(readme, shown, [path.stem], chat_env["NETBOX_URL"])
 
 
-def test_the_readmes_ask_examples(
+def test_the_docs_ask_examples(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
     url = chat_env["NETBOX_URL"]
     script_the_example(ollama)
     asked = CliRunner().invoke(app, ["ask", QUESTION, "--json"], env=chat_env)
-    block = example("$ netbox-chat ls")
-    readme_json = block[block.index(f'$ netbox-chat ask "{QUESTION}" --json') :]
+    readme_json = example(f'$ netbox-chat ask "{QUESTION}" --json')
     sid = json.loads(asked.stdout)["session"]
     assert_shown(readme_json, [readme_json[0], *asked.stdout.splitlines()], [sid], url)
 
@@ -212,7 +219,7 @@ def test_the_readmes_ask_examples(
     assert_shown(readme[2:], shown, [sid], url)
 
 
-def test_the_readmes_resume_recap(
+def test_the_docs_resume_recap(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
     rows = "".join(f"| {n} | dm-akron-sw{n:03d} | dm-akron | offline |\n" for n in range(1, 201))
@@ -244,7 +251,7 @@ def test_the_readmes_resume_recap(
     assert_shown(example("$ netbox-chat resume p0nv"), shown, [sid], chat_env["NETBOX_URL"])
 
 
-def test_the_readmes_config_example(chat_env: dict[str, str]) -> None:
+def test_the_docs_config_example(chat_env: dict[str, str]) -> None:
     folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
     folder.mkdir(parents=True)
     (folder / "config.toml").write_text(
@@ -255,7 +262,7 @@ def test_the_readmes_config_example(chat_env: dict[str, str]) -> None:
         'think = "off"\n'
     )
     (folder / "config.toml").chmod(0o600)
-    # the environment would win over the profile (the README's example has OLLAMA_HOST only)
+    # the environment would win over the profile (the documented example has OLLAMA_HOST only)
     mine = ("NETBOX_URL", "NETBOX_TOKEN", "NETBOX_CHAT_MODEL")
     env = {k: v for k, v in chat_env.items() if k not in mine} | {"COLUMNS": "200"}
     shown = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
@@ -270,7 +277,7 @@ def test_the_readmes_config_example(chat_env: dict[str, str]) -> None:
     assert_shown(example(first), [first, *lines], [], chat_env["NETBOX_URL"])
 
 
-def test_the_readmes_messages_for_ids_and_unreadable_files(
+def test_the_docs_messages_for_ids_and_unreadable_files(
     chat_env: dict[str, str], sessions_dir: Path
 ) -> None:
     import sqlite3
@@ -298,7 +305,7 @@ def test_the_readmes_messages_for_ids_and_unreadable_files(
     assert shown == example_starting("netbox-chat: session zzzzzzzz is unreadable")
 
 
-def test_the_readmes_messages_for_the_configuration_file(
+def test_the_docs_messages_for_the_configuration_file(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
     folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
@@ -323,7 +330,7 @@ def test_the_readmes_messages_for_the_configuration_file(
     assert shown.splitlines() == example_starting("netbox-chat: refusing /home/me/.config/")
 
 
-def test_the_readmes_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path: Path) -> None:
+def test_the_docs_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path: Path) -> None:
     """`ls` with no folder named: the line naming the default folder, and the
     one NetBox, under the table. Installed as the README's reader installs it
     (pipx: a wheel, no checkout), so the default is the per-user folder."""
@@ -351,8 +358,7 @@ def test_the_readmes_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path
     assert listed.returncode == 0, listed.stderr
     shown = (listed.stdout + listed.stderr).replace(str(data), "/home/ana/.local/share")
     shown = re.sub(r"\d+\.\d kB", "45.1 kB", shown)
-    block = example("$ netbox-chat ls")
-    readme = block[: block.index(f'$ netbox-chat ask "{QUESTION}" --json')]
+    readme = example("$ netbox-chat ls")
     assert_shown(readme, ["$ netbox-chat ls", *shown.splitlines()], [session.id], "http://x")
 
 
@@ -383,7 +389,7 @@ def typer_commands() -> list[str]:
     return list(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
 
 
-def test_the_readmes_doctor_example(
+def test_the_docs_doctor_example(
     chat_env: dict[str, str], ollama: ScriptedOllama, tmp_path: Path, monkeypatch: MonkeyPatch
 ) -> None:
     """`doctor` with a refused token, the model not loaded, one cold start
@@ -412,7 +418,7 @@ def test_the_readmes_doctor_example(
     assert_shown(readme, lines, [], chat_env["NETBOX_URL"])
 
 
-def test_the_readmes_stream_json_example(
+def test_the_docs_stream_json_example(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
     # the example's events, each delta one piece (how text is cut into deltas
@@ -431,7 +437,7 @@ def test_the_readmes_stream_json_example(
     assert_shown(example(first), shown, [path.stem], chat_env["NETBOX_URL"])
 
 
-def test_the_readmes_message_for_a_session_open_elsewhere(
+def test_the_docs_message_for_a_session_open_elsewhere(
     chat_env: dict[str, str], sessions_dir: Path
 ) -> None:
     """Two terminals on one session: the second is refused, exit 4, with the
@@ -453,12 +459,12 @@ def test_the_readmes_message_for_a_session_open_elsewhere(
     assert_shown(readme, shown, [sid], chat_env["NETBOX_URL"])
 
 
-def test_the_readmes_message_for_an_id_that_matches_no_session(
+def test_the_docs_message_for_an_id_that_matches_no_session(
     chat_env: dict[str, str], tmp_path: Path, monkeypatch: MonkeyPatch
 ) -> None:
     """The inline ``no session 'abc' in …`` under "Not a session id", for the
     default sessions folder (the message names the folder it looked in)."""
-    (inline,) = re.findall(r"``(no session 'abc' in [^`]*`[^`]*`\))``", README)
+    (inline,) = re.findall(r"``(no session 'abc' in [^`]*`[^`]*`\))``", DOCS)
     data = tmp_path / "data"
     as_installed_from_a_wheel(monkeypatch)
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
@@ -470,8 +476,8 @@ def test_the_readmes_message_for_an_id_that_matches_no_session(
 
 
 def ollama_problems() -> list[str]:
-    """The messages of the README's "Ollama problems" table, in order."""
-    table = README.split("**Ollama problems**", 1)[1].split("\n\n")[1]
+    """The messages of the "Ollama problems" table (troubleshooting), in order."""
+    table = DOCS.split("**Ollama problems**", 1)[1].split("\n\n")[1]
     return [
         re.sub(r"^``?(.*?)``?$", r"\1", row.split(" | ")[0][2:]) for row in table.splitlines()[2:]
     ]
@@ -485,7 +491,7 @@ OLLAMA_PROBLEMS = [
     ({"NETBOX_CHAT_MODEL": "gemma:2b"}, []),
     ({}, [[StreamError("llama runner process has terminated")]]),
     ({"NETBOX_CHAT_TIMEOUT": "1"}, [[Text("One device"), Stall()]]),
-    ({}, [[HTTPError(500, "…")]]),  # the README elides Ollama's own words: "…" here too
+    ({}, [[HTTPError(500, "…")]]),  # the table elides Ollama's own words: "…" here too
     ({}, [[Thinking("The operator wants offline devices."), CutOff()]]),
     ({}, [*([SITES] for _ in range(9)), []]),
 ]
@@ -494,7 +500,7 @@ OLLAMA_PROBLEMS = [
 @pytest.mark.parametrize(
     ("row", "env", "replies"), [(n, *p) for n, p in enumerate(OLLAMA_PROBLEMS)]
 )
-def test_the_readmes_ollama_problems(
+def test_the_docs_ollama_problems(
     chat_env: dict[str, str],
     ollama: ScriptedOllama,
     row: int,
@@ -514,10 +520,10 @@ def test_the_readmes_ollama_problems(
     assert failed.stderr.splitlines() == [said]
 
 
-def test_the_readmes_message_for_a_failed_token_command(
+def test_the_docs_message_for_a_failed_token_command(
     chat_env: dict[str, str], tmp_path: Path
 ) -> None:
-    """The README's profile prod with `pass show netbox/prod`, and a `pass`
+    """The documented profile prod with `pass show netbox/prod`, and a `pass`
     that does not have it: pass's own words on stderr, exit 1
     (password-store.sh: `die "Error: $path is not in the password store."`,
     and `die` exits 1)."""
@@ -544,9 +550,9 @@ def test_the_readmes_message_for_a_failed_token_command(
     assert shown.stderr.splitlines() == readme
 
 
-def test_the_readmes_doctor_example_on_vllm(chat_env: dict[str, str]) -> None:
+def test_the_docs_doctor_example_on_vllm(chat_env: dict[str, str]) -> None:
     """The first lines of `doctor` on vLLM serving Qwen/Qwen3-8B with
-    `--max-model-len 32768`, as the README's vLLM section starts it."""
+    `--max-model-len 32768`, as the model servers page's vLLM section starts it."""
     from tests.openai_server import ScriptedOpenAI, server_env
 
     model = "Qwen/Qwen3-8B"
@@ -557,14 +563,14 @@ def test_the_readmes_doctor_example_on_vllm(chat_env: dict[str, str]) -> None:
         env |= {**server_env(vllm), "NETBOX_CHAT_MODEL": model}
         shown = CliRunner().invoke(app, ["doctor"], env=env)
     lines = [
-        line.replace(vllm.base_url, "http://127.0.0.1:8000/v1")
+        line.replace(vllm.base_url, "http://127.0.0.1:8010/v1")
         for line in shown.stdout.splitlines()
     ]
     readme = example_starting("✓ model server: vLLM at")
     assert_shown(readme, lines[: len(readme)], [], chat_env["NETBOX_URL"])
 
 
-def test_the_readmes_netbox_problems(
+def test_the_docs_netbox_problems(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
     """`ask` exits 5 with one line when its answer was made without NetBox:
@@ -589,7 +595,7 @@ def test_the_readmes_netbox_problems(
     assert shown == readme
 
 
-def test_the_readmes_line_for_a_model_ollama_does_not_have(
+def test_the_docs_line_for_a_model_ollama_does_not_have(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
     """The chat says it above the prompt before any question is asked."""
@@ -603,13 +609,11 @@ def test_the_readmes_line_for_a_model_ollama_does_not_have(
     assert shown == [line] and ollama.requests == []
 
 
-def test_the_readmes_message_for_a_token_env_that_is_not_set(
+def test_the_docs_message_for_a_token_env_that_is_not_set(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
     """Refused before any question is asked, exit 1, naming the variable."""
-    (inline,) = re.findall(
-        r"``(netbox-chat: no NetBox token: LAB_TOKEN[^`]*`[^`]*`[^`]*)``", README
-    )
+    (inline,) = re.findall(r"``(netbox-chat: no NetBox token: LAB_TOKEN[^`]*`[^`]*`[^`]*)``", DOCS)
     folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
     folder.mkdir(parents=True)
     (folder / "config.toml").write_text(
@@ -622,12 +626,12 @@ def test_the_readmes_message_for_a_token_env_that_is_not_set(
     assert refused.stderr.splitlines() == [inline] and ollama.requests == []
 
 
-def test_the_readmes_inline_messages_for_the_configuration_file(
+def test_the_docs_inline_messages_for_the_configuration_file(
     chat_env: dict[str, str],
 ) -> None:
     """A variable that overrides an asked-for profile is a warning; an unknown
     key is one line naming the file's line, exit 1."""
-    text = " ".join(README.split())
+    text = " ".join(DOCS.split())
     (warning,) = re.findall(r"\(`(warning: profile prod: [^`]*)`\)", text)
     (unknown,) = re.findall(r"\(`(config\.toml line 4: unknown key [^`]*)`\)", text)
     config = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat" / "config.toml"
@@ -649,16 +653,16 @@ def test_the_readmes_inline_messages_for_the_configuration_file(
     refused = CliRunner().invoke(app, ["ls"], env=chat_env)
     assert refused.exit_code == 1
     (line,) = refused.stderr.splitlines()
-    start, end = unknown.split("…")  # the README leaves out the known keys
+    start, end = unknown.split("…")  # the page leaves out the known keys
     assert line.startswith(f"netbox-chat: {config.parent}/{start}") and line.endswith(end)
 
 
-def test_the_readmes_note_when_resume_goes_on_with_another_model(
+def test_the_docs_note_when_resume_goes_on_with_another_model(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
     """A session whose last turn asked qwen2.5:7b, resumed with
     NETBOX_CHAT_MODEL=qwen3:8b: one note above the banner."""
-    text = " ".join(README.split())
+    text = " ".join(DOCS.split())
     (note,) = re.findall(r"\(`(netbox-chat: session 5vyf4aa0 last asked [^`]*)`\)", text)
     ollama.script([Text("Three sites.")])
     env = {**chat_env, "NETBOX_CHAT_MODEL": "qwen2.5:7b"}
@@ -683,14 +687,14 @@ def test_the_readmes_note_when_resume_goes_on_with_another_model(
     assert shown[1].startswith(f"resumed session {sid}:")  # the note is above the banner
 
 
-def test_the_readmes_note_for_a_turn_whose_process_was_killed(
+def test_the_docs_note_for_a_turn_whose_process_was_killed(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
     """The third turn's process is killed inside a NetBox request; the next
     `ask --session` rolls that turn back first and says so."""
     from tests.test_stores import hold_in_a_tool
 
-    (note,) = re.findall(r"`(turn 3 was interrupted and rolled back \([^`]*)`", README)
+    (note,) = re.findall(r"`(turn 3 was interrupted and rolled back \([^`]*)`", DOCS)
     ollama.script([Text("Three sites.")], [Text("Still three.")])
     first = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=chat_env)
     sid = json.loads(first.stdout)["session"]
@@ -705,11 +709,11 @@ def test_the_readmes_note_for_a_turn_whose_process_was_killed(
     assert again.stderr.splitlines() == [note]
 
 
-def test_the_readmes_eval_report(
+def test_the_docs_eval_report(
     chat_env: dict[str, str], netbox: NetBoxDouble, ollama: ScriptedOllama, tmp_path: Path
 ) -> None:
     """The top of the report from the suite's two scripted models, seed 0,
-    `--per-template 1`: the README leaves out the three tables by tier, type
+    `--per-template 1`: the eval page leaves out the three tables by tier, type
     and domain and the wrong answers, and says so."""
     from tests.test_eval import MODELS, built, personas
 
@@ -720,9 +724,7 @@ def test_the_readmes_eval_report(
     result = CliRunner().invoke(app, args, env=env)
     assert result.exit_code == 0, result.output
     shown = result.stdout.splitlines()
-    by_tier = shown.index("## By tier")
-    pairwise = shown.index("## Pairwise (paired bootstrap, 95 %)")
-    top = shown[:by_tier] + shown[pairwise : shown.index("", pairwise + 2)]
+    top = shown[: shown.index("## By tier") - 1]
 
     def timeless(line: str) -> str:
         line = re.sub(r"run \d{8}-\d{6}", "run RUN", line)
@@ -730,3 +732,127 @@ def test_the_readmes_eval_report(
 
     readme = example_starting("# netbox-chat eval, run ")
     assert [timeless(line) for line in top] == [timeless(line) for line in readme]
+
+
+# The documentation's shape (issue 30).
+
+CHAT_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/netbox-chat"
+TEST_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/pytest"
+
+
+def code_blocks(text: str) -> list[list[str]]:
+    """The fenced code blocks of a Markdown page, each as its lines."""
+    blocks: list[list[str]] = []
+    block: list[str] | None = None
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            if block is None:
+                block = []
+            else:
+                blocks.append(block)
+                block = None
+        elif block is not None:
+            block.append(line.strip())
+    return blocks
+
+
+def prose(text: str) -> list[str]:
+    """A page's lines outside code blocks, inline code spans taken out."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            lines.append(re.sub(r"``.*?``|`[^`]*`", "", line))
+    return lines
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation
+    dropped, spaces as hyphens, a repeated one numbered (-1, -2)."""
+    seen: dict[str, int] = {}
+    for line in prose(text.replace("`", "")):
+        heading = re.match(r"#{1,6} (.*)", line)
+        if heading:
+            slug = re.sub(r"[^\w\- ]", "", heading[1].strip().lower()).replace(" ", "-")
+            seen[slug] = seen.get(slug, -1) + 1
+            if seen[slug]:
+                seen[f"{slug}-{seen[slug]}"] = 0
+    return set(seen)
+
+
+def test_the_readme_is_short_and_starts_with_the_two_commands() -> None:
+    """A newcomer reads the README to its end: at most 250 lines, and the two
+    commands (start a chat; run the tests) come first, neither with a token
+    on the command line."""
+    assert len(README.splitlines()) <= 250
+    first, second, *_ = code_blocks(README)
+    assert (first, second) == ([CHAT_COMMAND], [TEST_COMMAND])
+    before = README[: README.index("```")]
+    assert len(before.splitlines()) <= 15, "the chat command is not near the top"
+    typed = [line for block in code_blocks(README) for line in block]
+    assert not [line for line in typed if re.search(r"TOKEN\w*=", line)]
+
+
+def test_every_relative_link_and_anchor_in_the_docs_resolves() -> None:
+    """Each link in README.md and docs/ to a file of the repository names a
+    file that is there (never one outside the repository), and each `#anchor`
+    a heading of its page."""
+    checked = 0
+    for page, text in PAGES.items():
+        for line in prose(text):
+            for target in re.findall(r"\]\(([^)\s]+)\)", line):
+                if re.match(r"[a-z]+:", target):
+                    continue  # a web address
+                path, _, anchor = target.partition("#")
+                where = (page.parent / path).resolve() if path else page
+                assert where.is_relative_to(ROOT), (page.name, target)
+                assert where.exists(), (page.name, target)
+                if anchor:
+                    assert anchor in anchors(where.read_text()), (page.name, target)
+                checked += 1
+    assert checked > 30
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    """The documents the code, tests and docs rely on are in docs/: no
+    path into a `shared` folder beside the checkout, which a fresh clone lacks."""
+    outside = []
+    for folder in ("netbox_chat", "tests", "docs", "bench", "scripts"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.is_file() and path.suffix in (".py", ".md", ".sh", ".toml"):
+                for number, line in enumerate(path.read_text().splitlines(), 1):
+                    if "shared/" + "facts" in line or "../" + "shared/" in line:
+                        outside.append(f"{path.relative_to(ROOT)}:{number}")
+    assert "../" + "shared/" not in README
+    assert outside == []
+
+
+def test_the_quick_starts_profile_is_one_the_cli_takes(chat_env: dict[str, str]) -> None:
+    """The README's quick start: its config file, written as it says
+    (`chmod 600`), with the token in the variable it names, is read as the
+    default profile and sends that token to that NetBox."""
+    (toml,) = [block for block in code_blocks(README) if block[:1] == ['default_profile = "lab"']]
+    config = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("\n".join(toml) + "\n")
+    config.chmod(0o600)
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+    shown = CliRunner().invoke(
+        app, ["config"], env={**env, "NETBOX_TOKEN_LAB": "nbt_x.y", "COLUMNS": "200"}
+    )
+    assert shown.exit_code == 0, shown.output
+    rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
+    assert any(row.startswith("profile lab") for row in rows), rows
+    assert any(row.startswith("netbox_url http://127.0.0.1:8000 profile lab") for row in rows)
+    assert any(row.startswith("netbox_token set") for row in rows), rows
+
+
+def test_the_layout_in_the_docs_is_the_packages_there_are() -> None:
+    """docs/development.md's tree names each package of netbox_chat/, and only
+    those, so a newcomer's map does not drift from the code."""
+    page = (ROOT / "docs" / "development.md").read_text()
+    (tree,) = [block for block in code_blocks(page) if block[:1] == ["netbox_chat/"]]
+    listed = {line.split()[0].rstrip("/") for line in tree[1:] if line.split()[0].endswith("/")}
+    packages = {p.parent.name for p in (ROOT / "netbox_chat").glob("*/__init__.py")}
+    assert listed - {"tests"} == packages
