@@ -505,10 +505,10 @@ def _summary_fields(conn: sqlite3.Connection) -> dict[str, Any]:
         meta = json.loads(row[0])
         if isinstance(meta, dict) and meta.get("schema_version") == str(SCHEMA_VERSION):
             askers = json.loads(row[6])
-            return _fields(meta, *row[1:6], _sorted(askers), row[7], stored_server(*row[8:13]))
+            return _fields(meta, row[1:6], _sorted(askers), row[7], stored_server(*row[8:13]))
     check_session(conn)
     meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
-    turns, answered, last = conn.execute(
+    counts = conn.execute(
         "SELECT count(*) FILTER (WHERE status = 'done'), "
         f"count(*) FILTER (WHERE status IN {_ANSWERED}), "
         "max(coalesce(ended_at, started_at)) FROM turns"
@@ -520,10 +520,7 @@ def _summary_fields(conn: sqlite3.Connection) -> dict[str, Any]:
     present = turn_columns(conn)
     return _fields(
         meta,
-        turns,
-        answered,
-        last,
-        *context,
+        (*counts, *context),
         _askers(conn, present),
         _latest_model(conn, present),
         _latest_server(conn, present),
@@ -538,15 +535,15 @@ def _sorted(values: Sequence[Any]) -> tuple[Any, ...]:
 
 def _fields(
     meta: dict[str, Any],
-    turns: int,
-    answered: int,
-    last: object,
-    context_tokens: int | None,
-    context_window: int | None,
+    counts: Sequence[Any],
     askers: tuple[str, ...],
     latest_model: object,
     server: ModelServer | None,
 ) -> dict[str, Any]:
+    """The summary's fields from the file's meta, its counts (finished turns,
+    answered turns, last activity, the last finished turn's prompt size and
+    context window), askers, newest model and server."""
+    turns, answered, last, context_tokens, context_window = counts
     created = meta.get("created_at", "")
     return {
         "title": meta.get("title", ""),
