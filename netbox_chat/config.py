@@ -108,6 +108,7 @@ class Settings:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     netbox_timeout: float = DEFAULT_NETBOX_TIMEOUT
     think: str | None = None
+    grounding: str = "mark"  # ungrounded claims: "mark" them, or "retry" the answer once
     num_predict: int | None = None  # the longest reply, thinking included (tokens)
     compact_at: float = DEFAULT_COMPACT_AT  # share of the window that triggers a compaction
     provider: str = "ollama"
@@ -263,6 +264,17 @@ def _think(value: object, where: str) -> str:
     return word
 
 
+GROUNDING_SETTINGS = ("mark", "retry")
+"""What NETBOX_CHAT_GROUNDING, `--grounding` and `grounding =` take (docs/grounding.md)."""
+
+
+def _grounding(value: object, where: str) -> str:
+    word = _text(value, where).strip().lower()
+    if word not in GROUNDING_SETTINGS:
+        raise ConfigError(f"{where} must be one of {', '.join(GROUNDING_SETTINGS)}, got {value!r}")
+    return word
+
+
 def _path(value: object, where: str) -> Path:
     return Path(_text(value, where)).expanduser()
 
@@ -374,6 +386,14 @@ SETTINGS: tuple[Setting, ...] = (
         _think,
         None,
         "thinking: on, off, low, medium, high (default: the model's own)",
+    ),
+    Setting(
+        "grounding",
+        "NETBOX_CHAT_GROUNDING",
+        "--grounding",
+        _grounding,
+        "mark",
+        "claims not in NetBox's replies: mark them, or retry (ask the model once to correct)",
     ),
     Setting(
         "num_predict",

@@ -191,7 +191,10 @@ def test_the_repl_says_after_the_turn_that_netbox_could_not_be_reached(
     child.sendline("how many sites?")
     child.expect(r"answered without NetBox: Cannot reach NetBox at http://127\.0\.0\.1:\d+")
     before = plain(child.before or "")
-    assert "There are three sites." in before and "turn 1 · tokens" in before
+    assert "turn 1 · tokens" in before
+    # NetBox's reply was an error: the count the model gave is not in it.
+    assert "There are three sites\u2020." in before
+    assert "\u2020 1 not in NetBox's replies: three sites" in before
     leave(child)
 
 

@@ -638,11 +638,6 @@ def test_the_report_is_drawn_as_markdown_in_a_terminal(
     assert ": oracle 100 % (4/4)" not in shown  # the one-line summary: for a redirected stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the scorer reads a non-answer as 'none' until the claims reader lands (issue 33); "
-    "strict, so this fails the day it passes and the mark comes off",
-)
 def test_a_non_answer_earns_nothing_on_the_floor(netbox: NetBoxDouble) -> None:
     from netbox_chat.eval.report import constant_floor
 
@@ -816,3 +811,36 @@ def test_the_question_mix_keeps_none_truths_few_so_a_constant_none_scores_little
             assert sum(is_none(q) for q in mine) <= 1, template
     counts = [q for q in questions if q.template == "site-status-devices"]
     assert len(counts) == 3 and sum(q.expected == 0 for q in counts) <= 1
+
+
+def test_the_report_gives_each_models_grounded_share_and_declined_answers_apart(
+    eval_env: dict[str, str], models: ScriptedOllama, tmp_path: Path
+) -> None:
+    """Right and grounded are different things: a model that answers right
+    without asking NetBox is right but not grounded; one that looks first is
+    both; "I don't know." is wrong and counted as declined."""
+    path = tmp_path / "sites.toml"
+    path.write_text(
+        '[[question]]\ntext = "How many sites are there?"\nkind = "count"\nexpected = 3\n'
+    )
+    sites = ToolCall("netbox_get_objects", {"object_type": "dcim.site", "filters": {}})
+
+    def reply(model: str, question: str, after_tool: bool) -> Reply:
+        if model == "twin":
+            return [Text("There are 3 sites.")]  # a guess: no tool call
+        if not after_tool:
+            return [sites]
+        return [Text("I don't know." if model == "flawed" else "There are 3 sites.")]
+
+    models.responder = by_question(reply)
+    args = ["eval", "--per-template", "0", "--questions", str(path), "--json"]
+    result = CliRunner().invoke(
+        app, [*args, "-m", "oracle", "-m", "twin", "-m", "flawed"], env=eval_env
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)["models"]
+    assert report["oracle"]["correct"]["rate"] == 1.0 and report["twin"]["correct"]["rate"] == 1.0
+    assert report["oracle"]["grounded"] == {"grounded": 1, "checked": 1, "rate": 1.0}
+    assert report["twin"]["grounded"] == {"grounded": 0, "checked": 1, "rate": 0.0}
+    assert report["flawed"]["correct"]["rate"] == 0.0 and report["flawed"]["declined"] == 1
+    assert report["oracle"]["declined"] == 0

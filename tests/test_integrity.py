@@ -296,6 +296,7 @@ def schema_1_session(store: SessionStore) -> str:
     ):
         conn.execute(f"ALTER TABLE turns DROP COLUMN {column.split()[0]}")
     conn.execute("ALTER TABLE turns DROP COLUMN asked_by")  # so was this
+    conn.execute("ALTER TABLE turns DROP COLUMN grounding")  # and this
     conn.executescript(
         "ALTER TABLE turns DROP COLUMN base_message_count;"
         "ALTER TABLE turns ADD COLUMN snapshot_message_ids TEXT;"
@@ -346,6 +347,7 @@ def test_a_migration_that_fails_half_way_leaves_the_file_as_it_was(tmp_path: Pat
         ("m004_asked_by",),
         ("m005_turn_model",),
         ("m006_turn_server",),
+        ("m007_turn_grounding",),
     ]
     assert "snapshot_message_ids" not in turn_columns(path)
 

@@ -212,6 +212,7 @@ def test_a_session_from_schema_1_is_migrated_on_open(tmp_path: Path) -> None:
     conn.executescript(
         "ALTER TABLE turns DROP COLUMN base_message_count;"
         "ALTER TABLE turns DROP COLUMN asked_by;"
+        "ALTER TABLE turns DROP COLUMN grounding;"
         "ALTER TABLE turns ADD COLUMN snapshot_message_ids TEXT;"
         "UPDATE session_meta SET value = '1' WHERE key = 'schema_version';"
         "INSERT INTO turns(question, status, started_at, snapshot_message_ids) "

@@ -200,7 +200,8 @@ def test_a_session_file_from_the_release_before_migrates_and_keeps_its_model(
     session_id = json.loads(asked.stdout)["session"]
     path = sessions_dir / f"{session_id}.sqlite"
     version, columns, _ = file_schema(path)
-    assert version == 4 and "model" not in columns  # m001-m004
+    m005 = [step.__name__ for step in migrations.MIGRATIONS].index("m005_turn_model")
+    assert version == m005 and "model" not in columns
 
     # Read as it is (ls and export never write a session)...
     before = path.read_bytes()

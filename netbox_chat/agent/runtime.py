@@ -137,6 +137,7 @@ def build_runtime(
         find_end_node(graph),
         model=model,
         asks=(settings.model, ModelServer.of(settings)),
+        grounding=settings.grounding,
     )
     runtime = Runtime(conversation, netbox, model_info, thinking, guard, problem)
     # LangChain's imports and the compiled graph are about 120,000 objects that

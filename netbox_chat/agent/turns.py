@@ -19,6 +19,7 @@ or the one-shot `ask` renders them.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sqlite3
 import time
@@ -45,6 +46,7 @@ from langgraph.types import Overwrite, StateSnapshot
 
 from netbox_chat.agent.replies import JSON_STARTS, READ_AS_CALL
 from netbox_chat.checkpoints.sqlite import CURRENT_RUN, Run, SyncSaverBridge, WritesStillRunning
+from netbox_chat.claims import Grounding, check
 from netbox_chat.config import ModelServer
 from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.liveness import Waiting
@@ -151,9 +153,18 @@ class ContextSummaryFailed:
     reason: str
 
 
+@dataclass(frozen=True)
+class GroundingRetry:
+    """The answer stated claims NetBox's replies do not hold; the model is
+    asked once, within the same turn, to correct or drop them."""
+
+    claims: tuple[str, ...]
+
+
 ContextEvent = ContextMeasured | ContextCompacted | ContextSummaryFailed
 TurnEvent = (
     TurnStarted
+    | GroundingRetry
     | TextDelta
     | ThinkingDelta
     | ThinkingFinished
@@ -221,6 +232,7 @@ class TurnOutcome:
     thinking: str = ""
     thinking_seconds: float | None = None
     context: ContextUse = field(default_factory=lambda: ContextUse())
+    grounding: Grounding | None = None  # the answer's claims against NetBox's replies
 
 
 class _Thinking:
@@ -351,6 +363,7 @@ class Conversation:
         end_node: str,
         model: Any = None,
         asks: tuple[str, ModelServer] | None = None,
+        grounding: str = "mark",
     ) -> None:
         if getattr(saver, "conn", session.db) is not session.db:
             # A rollback and its ledger record are one transaction: on two
@@ -364,6 +377,12 @@ class Conversation:
         # The model's name and its server (provider, where, profile), as each
         # turn's ledger row records them: `/model` builds a new Conversation.
         self.asks = asks
+        # "mark": the answer's ungrounded claims are reported; "retry": the
+        # model is also asked once, within the turn, to correct them.
+        self.grounding = grounding
+        # The tool results the answer under way may rest on (the conversation's
+        # earlier ones and this turn's so far): the screen marks claims with it.
+        self.evidence: list[Any] = []
         self.config: RunnableConfig = {"configurable": {"thread_id": session.id}}
         # Turns whose rollback or record could not be written yet, by number.
         self._unrecorded: dict[int, TurnOutcome] = {}
@@ -554,6 +573,9 @@ class Conversation:
                         message_count=message_count,
                         thinking=outcome.thinking or None,
                         thinking_seconds=outcome.thinking_seconds,
+                        grounding=None
+                        if outcome.grounding is None
+                        else outcome.grounding.as_json(),
                         **outcome.context.ledger(),
                     )
                     self._record_compactions(number, outcome.context)
@@ -638,15 +660,32 @@ class Conversation:
             )
 
     async def _stream(self, question: str, sink: EventSink, outcome: TurnOutcome, run: Run) -> int:
-        """Run the graph, report its events; return how many messages the
-        conversation has at the end, as the run's own state says (counting
-        them from the file would read the whole history again). The graph's
-        writes carry `run` (checkpoints.sqlite.Run)."""
+        """Run the graph, report its events, check the answer's claims against
+        the tool results the conversation holds (retrying once when asked to);
+        return how many messages the conversation has at the end, as the run's
+        own state says (counting them from the file would read the whole
+        history again). The graph's writes carry `run` (checkpoints.sqlite.Run)."""
+        message_count = await self._pass(HumanMessage(question), sink, outcome, run)
+        outcome.grounding = check(outcome.answer, self.evidence, given=question)
+        if self.grounding == "retry" and not outcome.grounding.quiet and outcome.answer:
+            claims = tuple(c.text for c in outcome.grounding.ungrounded)
+            sink(GroundingRetry(claims))
+            message_count = await self._pass(
+                HumanMessage(retry_prompt(outcome.grounding)), sink, outcome, run
+            )
+            outcome.grounding = check(outcome.answer, self.evidence, given=question)
+        return message_count
+
+    async def _pass(
+        self, asked: HumanMessage, sink: EventSink, outcome: TurnOutcome, run: Run
+    ) -> int:
+        """One run of the graph from `asked`: its events reported, `evidence`
+        kept up to date; how many messages the conversation has at its end."""
         started: dict[str, tuple[float, str, dict[str, Any]]] = {}
         thinking = _Thinking(
             sink, outcome, inline=inlines_thinking(getattr(self.model, "reasoning", None))
         )
-        inputs = {"messages": [HumanMessage(question)]}
+        inputs = {"messages": [asked]}
         stream: Any = self.graph.astream(
             inputs,
             self.config,
@@ -658,7 +697,10 @@ class Conversation:
         try:
             async for mode, chunk in stream:
                 if mode == "values":
-                    message_count = len(chunk.get("messages", []))
+                    messages = chunk.get("messages", [])
+                    if not message_count:  # the conversation as the run starts
+                        self.evidence = tool_evidence(messages)
+                    message_count = len(messages)
                     continue
                 if mode == "custom":
                     if isinstance(chunk, ContextEvent):
@@ -710,6 +752,7 @@ class Conversation:
                 message.tool_call_id, (time.monotonic(), message.name or "?", {})
             )
             text = text_of(message)
+            self.evidence.append(_payload(text))
             record = ToolCallRecord(
                 name=name,
                 args=args,
@@ -931,3 +974,35 @@ def describe_error(exc: BaseException) -> str:
     if status is not None:
         return f"Ollama answered {status}: {text}"
     return f"{name}: {text}"
+
+
+def tool_evidence(messages: Sequence[BaseMessage]) -> list[Any]:
+    """The tool results the conversation holds (this turn's and the earlier
+    ones still in it), as JSON data where they are JSON, else their text:
+    what the answer may rest on."""
+    return [_payload(text_of(m)) for m in messages if isinstance(m, ToolMessage)]
+
+
+def _payload(text: str) -> Any:
+    """A tool result as JSON data when it is JSON (NetBox's answers are), else its text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def retry_prompt(grounding: Grounding) -> str:
+    """What the model is told when its answer states what NetBox's replies do
+    not hold: the claims, and to correct them from NetBox or drop them."""
+    if grounding.without_netbox:
+        return (
+            "Your answer states NetBox facts without any NetBox tool call. Look them up "
+            "with the tools, then answer again from what NetBox returns."
+        )
+    listed = "\n".join(f"- {c.text} ({c.kind})" for c in grounding.ungrounded)
+    return (
+        "These claims in your answer are not in NetBox's replies:\n"
+        f"{listed}\n"
+        "Check them with the tools and correct them, or drop them. Then give the whole "
+        "answer again."
+    )

@@ -304,6 +304,17 @@ Think = Annotated[
         show_default=False,
     ),
 ]
+GroundingOption = Annotated[
+    str | None,
+    setting_option(
+        "--grounding",
+        envvar="NETBOX_CHAT_GROUNDING",
+        help=(
+            "Claims of an answer that NetBox's replies do not hold: mark them (default), or "
+            "retry: ask the model once, within the turn, to correct or drop them."
+        ),
+    ),
+]
 Profile = Annotated[
     str | None,
     setting_option(
@@ -396,6 +407,7 @@ def settings_from(
     netbox_url: str | None = None,
     think: bool | None = None,
     *,
+    grounding: str | None = None,
     store: str | None = None,
     profile: str | None = None,
     session_model: str | None = None,
@@ -420,6 +432,7 @@ def settings_from(
         profile=profile,
         provider=provider,
         base_url=base_url,
+        grounding=grounding,
     )
     typed["store"] = typed_on_command_line(store_option=store)["store_option"]
     if typed["store"] is not None and typed["store"].startswith(DATABASE_SCHEMES):
@@ -673,6 +686,7 @@ def main_callback(
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
+    grounding: GroundingOption = None,
     profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
@@ -690,6 +704,7 @@ def main_callback(
             model,
             netbox_url,
             think,
+            grounding=grounding,
             store=store_option,
             profile=profile,
             provider=provider,
@@ -721,6 +736,7 @@ def resume(
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
+    grounding: GroundingOption = None,
     profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
@@ -740,6 +756,7 @@ def resume(
         "model": model,
         "netbox_url": netbox_url,
         "think": think,
+        "grounding": grounding,
         "store": store_option,
     }
     settings = settings_from(sessions_dir, store=store_option, profile=profile)
@@ -1073,6 +1090,7 @@ def ask(
     model: Model = None,
     netbox_url: NetboxUrl = None,
     think: Think = None,
+    grounding: GroundingOption = None,
     profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
@@ -1102,6 +1120,7 @@ def ask(
         "model": model,
         "netbox_url": netbox_url,
         "think": think,
+        "grounding": grounding,
         "store": store_option,
     }
     lines = JsonLines(sys.stdout) if stream_json else None
@@ -1117,6 +1136,7 @@ def ask(
             model,
             netbox_url,
             think,
+            grounding=grounding,
             store=store_option,
             profile=profile,
             provider=provider,
@@ -1267,7 +1287,11 @@ async def _ask_once(
                 view: TurnView | None = None
                 sink: EventSink = ignore_events
                 if isinstance(watcher, render.TurnView):
+                    from netbox_chat.claims.marks import Marker
+
                     view, sink = watcher, watcher.on_event
+                    evidence = runtime.conversation
+                    view.marker = Marker(lambda: evidence.evidence, given=question)
                 elif watcher is not None:
                     sink = watcher.event
                 runtime.check_room(question)

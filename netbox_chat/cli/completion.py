@@ -54,6 +54,7 @@ VALUE_OPTIONS = frozenset(
         "--profile",
         "-p",
         "--store",
+        "--grounding",
         "--at",
         "--format",
         "-f",

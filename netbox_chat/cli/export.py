@@ -25,6 +25,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from netbox_chat.agent.evidence import ToolResult, table_of, tool_results, turn_messages
+from netbox_chat.claims.marks import summary_of
 from netbox_chat.config import mask_token
 from netbox_chat.models.thinking import thought_for
 from netbox_chat.store.database import Connection
@@ -137,6 +138,7 @@ def _turn_json(
         "error": turn.error,
         "thinking_seconds": turn.thinking_seconds,
         "thinking_chars": turn.thinking_chars,
+        "grounding": turn.grounding,
         "context": {
             "window": turn.context_window,
             "prompt_tokens_max": turn.prompt_tokens_max,
@@ -393,6 +395,9 @@ def _turn_md(turn: dict[str, Any], *, switched: bool) -> list[str]:
         lines.append("")
     if turn["answer"]:
         lines += ["**Answer:**", "", turn["answer"], ""]
+        line = summary_of(turn["grounding"]) if turn.get("grounding") else ""
+        if line:
+            lines += [f"> ⚠ {line}", ""]
     elif status == "done":
         lines += ["**Answer:** (empty)", ""]
     return lines

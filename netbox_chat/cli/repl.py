@@ -39,6 +39,8 @@ from rich.text import Text
 
 from netbox_chat import process
 from netbox_chat.agent.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
+from netbox_chat.claims import check
+from netbox_chat.claims.marks import Marker
 from netbox_chat.config import ModelServer, Settings, resume_command, state_dir
 from netbox_chat.errors import PICK_MODEL, ExitStatus, UserFacingError
 from netbox_chat.models.thinking import check_setting, setting_label
@@ -367,6 +369,7 @@ class Repl:
             self.console.print(Text(runtime.thinking.note, style="yellow"))
         self.thinking_noted = True
         view = self.view = render.TurnView(self.console)
+        view.marker = Marker(lambda: runtime.conversation.evidence, given=question)
         started = time.monotonic()
         try:
             with view:
@@ -512,19 +515,26 @@ class Repl:
             return
         runtime = await self.runtime()
         at_end = runtime.conversation.committed_values(turn.end_checkpoint_id)
-        results = tool_results(turn_messages(turn, at_end.get("messages", [])))
+        messages = at_end.get("messages", [])
+        results = tool_results(turn_messages(turn, messages))
         if not results:
             self.console.print(Text(f"turn {turn.number} called no tools", style="dim"))
-            return
-        self.console.print(
-            Text(f"turn {turn.number}: {count(len(results), 'tool call')}", style="dim")
-        )
+        else:
+            self.console.print(
+                Text(f"turn {turn.number}: {count(len(results), 'tool call')}", style="dim")
+            )
         for result in results:
             self.console.print(
                 render.tool_call_view(
                     result.name, result.args, result.text, result.error, turn.answer or ""
                 )
             )
+        # Each claim of the answer and the result it rests on: every result
+        # the conversation held at the turn's end (earlier turns' too).
+        held = tool_results(messages[: turn.message_count])
+        grounding = check(turn.answer or "", [r.data() for r in held], given=turn.question)
+        self.console.print(Text(f"turn {turn.number}: the answer's claims", style="dim"))
+        self.console.print(render.claims_view(grounding, [(r.name, r.args) for r in held]))
 
     def show_thinking(self, argument: str) -> None:
         turn = chosen_turn([t for t in self.session.turns() if t.thinking], argument)

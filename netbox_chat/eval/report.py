@@ -67,6 +67,7 @@ def model_summary(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {
         "correct": _rate(results),
         "declined": sum(1 for r in results if r["score"].get("declined")),
+        "grounded": grounded_share(results),
         "interval": rate_interval(results),
         "pass_k": pass_k(results),
         "by_tier": by("tier", TIERS),
@@ -176,6 +177,18 @@ def rate_interval(results: Sequence[dict[str, Any]], seed: int = 0) -> dict[str,
     return {"low": round(low, 4), "high": round(high, 4), "templates": len(set(group.values()))}
 
 
+def grounded_share(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The share of answers with no claim NetBox's replies do not hold (issue
+    33): right and grounded are different things, a guess can be right."""
+    checked = [r["grounding"] for r in results if isinstance(r.get("grounding"), dict)]
+    grounded = sum(1 for g in checked if not g.get("ungrounded") and not g.get("without_netbox"))
+    return {
+        "grounded": grounded,
+        "checked": len(checked),
+        "rate": None if not checked else round(grounded / len(checked), 4),
+    }
+
+
 def pass_k(results: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """pass^k: the share of questions right in every one of their k repeats
     (None with one repeat). A model right half the time on every question has
@@ -204,7 +217,9 @@ def constant_floor(questions: Sequence[Question]) -> dict[str, Any]:
     rates: dict[str, Any] = {}
     for answer in CONSTANT_ANSWERS:
         right = sum(
-            1 for q in scored if score(q.kind, answer, q.expected, q.universe, q.text).correct
+            1
+            for q in scored
+            if score(q.kind, answer, q.expected, q.universe, q.text, noun=q.noun).correct
         )
         rates[answer] = {
             "right": right,
@@ -335,6 +350,12 @@ def _interval(figures: dict[str, Any]) -> str:
     return f"{100 * figures['low']:.0f} … {100 * figures['high']:.0f} %"
 
 
+def _grounded(figures: dict[str, Any]) -> str:
+    if figures["rate"] is None:
+        return "-"
+    return f"{100 * figures['rate']:.0f} % ({figures['grounded']}/{figures['checked']})"
+
+
 def _pass_k(figures: dict[str, Any] | None) -> str:
     if not figures or figures["rate"] is None:
         return "-"
@@ -353,13 +374,13 @@ def markdown(summary: dict[str, Any]) -> str:
         + f"; {summary['finished']} of {summary['expected_results']} answers finished"
         + ("." if summary["complete"] else " (stopped: --resume to finish)."),
         "",
-        "| model | correct | 95 % interval | declined | pass^k | failed turns |",
-        "|---|---|---|---|---|---|",
+        "| model | correct | 95 % interval | declined | pass^k | grounded | failed turns |",
+        "|---|---|---|---|---|---|---|",
     ]
     for model, m in summary["models"].items():
         lines.append(
             f"| {model} | {_pct(m['correct'])} | {_interval(m['interval'])} | {m['declined']} "
-            f"| {_pass_k(m['pass_k'])} | {m['failed_turns']} |"
+            f"| {_pass_k(m['pass_k'])} | {_grounded(m['grounded'])} | {m['failed_turns']} |"
         )
     lines += [
         "",

@@ -251,11 +251,18 @@ class Runner:
             verdict = Score(False, f"the turn {outcome.status}: {outcome.error or 'no answer'}")
         else:
             verdict = score(
-                question.kind, outcome.answer, question.expected, question.universe, question.text
+                question.kind,
+                outcome.answer,
+                question.expected,
+                question.universe,
+                question.text,
+                noun=question.noun,
             )
             if verdict.correct is None and self.plan.judge and question.reference:
                 verdict = await self._judge(question, outcome.answer)
         result = result_record(model, rep, question, turn, clock, seconds, verdict)
+        if outcome.grounding is not None:  # checked at the turn's end, as `ask` shows it
+            result["grounding"] = outcome.grounding.as_json()
         self.folder.append(result)
         if self.progress is not None:
             self.progress(model, rep, question, result)

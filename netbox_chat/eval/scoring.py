@@ -1,10 +1,15 @@
-"""Deterministic scoring by contradiction: pure functions, one per answer type.
+"""Deterministic scoring by contradiction, on the claims reader: one pure
+function per answer type.
 
-A right answer phrased differently is right; a wrong number, or a name that is
-not in the truth, makes an answer wrong however much else in it is right (a
-judge that scored completeness certified an invented "7.7 %" against a true
-0 %: ../shared/facts/real-models.md, "Evaluation lessons"). Only explanation
-questions go to an LLM judge, and only when one is asked for.
+A right answer in any shape is right (prose, a table, a numbered list, ids,
+slugs, another case, words for numbers); a wrong number, a second candidate
+answer, a name of the asked kind that is not in the truth, or a negated value
+makes an answer wrong however much else in it is right (a judge that scored
+completeness certified an invented "7.7 %" against a true 0 %: docs/grounding.md,
+"How real models invent"). A non-answer ("I don't know", a refusal, a
+question back) is wrong in every kind and marked `declined`, so the report
+counts it apart. Only explanation questions go to an LLM judge, and only when
+one is asked for.
 """
 
 from __future__ import annotations
@@ -14,106 +19,295 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-_WORDS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen "
-    "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+from netbox_chat.claims.grounding import claims_of
+from netbox_chat.claims.reader import (
+    NEGATOR,
+    OBJECT_NOUNS,
+    Number,
+    clause_start,
+    declined,
+    introduced,
+    key,
+    negated,
+    numbers,
+    plain,
+    question_noun,
+    says_none,
+    shape,
+    singular,
+    tokens,
 )
-NUMBER_WORDS = {word: n for n, word in enumerate(_WORDS.split())}
-# A number standing on its own: not part of a name (sw01), an address (10.0.0.1/24),
-# a date or a time. Thousands separators are read through.
-_NUMBER = re.compile(r"(?<![\w.\-/:])(\d{1,3}(?:,\d{3})+|\d+)(?![\w\-/]|\.\d|:\d)")
-_WORD_NUMBER = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.IGNORECASE)
-_NONE = re.compile(
-    r"\b(no|none|not|nothing|zero|neither|nor|cannot|can't|couldn't|doesn't|don't|"
-    r"isn't|aren't|hasn't|haven't|without|absent|empty)\b|n't\b",
-    re.IGNORECASE,
-)
-_YES = re.compile(r"\b(yes|(all|every|each)\b[^.:;]*?\b(are|is|have|has|do|does))\b", re.IGNORECASE)
-_NO = re.compile(r"\b(no|not)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_MARKUP = re.compile(r"[*_`|#>]")
 
 
 @dataclass(frozen=True)
 class Score:
-    """`correct` is None when the answer was not scored (an explanation without a judge)."""
+    """`correct` is None when the answer was not scored (an explanation
+    without a judge); `declined` marks a non-answer (wrong, counted apart)."""
 
     correct: bool | None
     why: str
     precision: float | None = None
     recall: float | None = None
+    declined: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def plain(answer: str) -> str:
-    """The answer without Markdown emphasis, code and table marks."""
-    return _MARKUP.sub(" ", answer)
+# ------------------------------------------------------------------ mentions
 
 
-def numbers(answer: str) -> list[int]:
-    """The standalone numbers in `answer`, in order, digits and words alike."""
-    found: list[tuple[int, int]] = [
-        (m.start(), int(m.group(1).replace(",", ""))) for m in _NUMBER.finditer(answer)
-    ]
-    found += [(m.start(), NUMBER_WORDS[m.group(1).lower()]) for m in _WORD_NUMBER.finditer(answer)]
-    return [value for _, value in sorted(found)]
+@dataclass(frozen=True)
+class Mention:
+    name: str  # as the truth or universe spells it
+    start: int
+    end: int
+    negated: bool
 
 
-def mentioned(answer: str, candidates: Sequence[str]) -> list[str]:
-    """The candidates named in `answer` as whole names (sw01 does not match sw010),
-    the longest first so a name inside a longer one is not counted twice."""
-    text = answer.lower()
-    taken = [False] * len(text)
-    hits: list[str] = []
-    for name in sorted({c for c in candidates if c}, key=len, reverse=True):
-        pattern = re.compile(r"(?<![\w.\-/])" + re.escape(name.lower()) + r"(?![\w\-/]|\.\w)")
-        for match in pattern.finditer(text):
-            if not any(taken[match.start() : match.end()]):
-                taken[match.start() : match.end()] = [True] * (match.end() - match.start())
-                hits.append(name)
+_COMPANY = re.compile(r"-(?:inc|llc|ltd|corp|gmbh|co|plc|ag|sa)$")
+_EXCEPT = re.compile(r"\b(?:except|excluding|other\s+than|besides|apart\s+from)\s*$", re.I)
+
+
+def mentions(text: str, names: Sequence[str]) -> list[Mention]:
+    """Where `names` are written in `text` as whole names, the longest first
+    (sw01 does not match sw010; "PP:MDF" is not the site "MDF"); a slug, a
+    display name with other spaces, or another case match. A name that is an
+    ordinary word ("Shared", "Admin", "active") must be written as NetBox
+    spells it, or set apart (bold, code, a list item, a table cell)."""
+    lookup: dict[str, str] = {}
+    longest = 1
+    for name in names:
+        if name and key(name):
+            lookup.setdefault(key(name), name)
+            # a slug drops the company form ("Dunder-Mifflin, Inc." is dunder-mifflin)
+            lookup.setdefault(_COMPANY.sub("", key(name)) or key(name), name)
+            longest = max(longest, len(tokens(name)) or 1)
+    toks = tokens(text)
+    found: list[Mention] = []
+    i = 0
+    while i < len(toks):
+        hit = None
+        joined = ""
+        for n in range(min(longest, len(toks) - i)):
+            token = toks[i + n]
+            if n and not re.fullmatch(r"[\s,.&'()]{0,3}", text[toks[i + n - 1].end : token.start]):
                 break
-    return sorted(hits)
+            joined = token.key if not n else f"{joined}-{token.key}"
+            if joined in lookup:
+                hit = (lookup[joined], n)
+        if hit is None:
+            i += 1
+            continue
+        name, n = hit
+        start, end = toks[i].start, toks[i + n].end
+        if _ordinary(name) and text[start:end] != name and not _set_apart(text, start, end):
+            i += n + 1
+            continue
+        head = text[clause_start(text, start) : start]
+        denied = negated(text, start) or bool(_EXCEPT.search(head))
+        found.append(Mention(name, start, end, denied))
+        i += n + 1
+    return found
 
 
-def first_sentence(answer: str) -> str:
-    parts = [p for p in _SENTENCE.split(plain(answer).strip()) if p.strip()]
-    return parts[0] if parts else ""
+def _ordinary(name: str) -> bool:
+    """A NetBox name that is also an English word ("Shared", "Admin"); a
+    lowercase choice value ("active") is matched in any case."""
+    return name.isalpha() and not name.islower()
 
 
-def says_none(answer: str) -> bool:
-    """The answer's first sentence says there is none (or that the premise is false)."""
-    head = first_sentence(answer)
-    return bool(_NONE.search(head)) or numbers(head)[:1] == [0]
+def _set_apart(text: str, start: int, end: int) -> bool:
+    before, after = text[max(0, start - 2) : start], text[end : end + 2]
+    line_start = text.rfind("\n", 0, start) + 1
+    head = text[line_start:start].strip()
+    return (
+        (any(c in before for c in "*`|") and any(c in after for c in "*`|"))
+        or head in ("-", "*", "+", "")
+        or bool(re.fullmatch(r"\d+[.)]", head))
+    )
 
 
-def score_count(answer: str, expected: int, question: str = "") -> Score:
-    """Right when the first number the answer states is the count ("none" is 0).
-    Numbers the question itself holds (VLAN 100, site 5) are not a count."""
+def _given(text: str, names: Sequence[str]) -> set[str]:
+    return {m.name for m in mentions(text, names) if not m.negated}
+
+
+# ------------------------------------------------------------------- counts
+
+_STOP = frozenset(
+    [
+        "how",
+        "many",
+        "much",
+        "which",
+        "what",
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+        "the",
+        "a",
+        "an",
+        "of",
+        "in",
+        "at",
+        "on",
+        "to",
+        "for",
+        "by",
+        "there",
+        "their",
+        "its",
+        "it",
+        "with",
+        "from",
+        "and",
+        "or",
+        "any",
+        "all",
+        "every",
+        "each",
+        "have",
+        "has",
+        "had",
+        "be",
+        "been",
+        "this",
+        "that",
+        "those",
+        "these",
+        "give",
+        "name",
+        "list",
+        "show",
+        "me",
+        "please",
+        "currently",
+        "total",
+        "number",
+        "count",
+        "site",
+        "sites",
+        "made",
+        "netbox",
+    ]
+)
+_ALTERNATIVE = re.compile(
+    r"(?<![\w.\-/])(\d+)\s*(?:or|to|and|-|\u2013)\s*(?:maybe\s+|perhaps\s+)?(\d+)(?![\w\-/.])"
+)
+
+
+def _qualifiers(question: str, noun: str) -> set[str]:
+    """The words a question adds to its noun ("offline", "tenant"): an answer's
+    number that carries one of them is the answer, a bare total is context."""
+    words = set()
+    noun_words = {singular(w) for w in noun.split()}
+    for token in tokens(question):
+        word = token.text.lower()
+        if (
+            word in _STOP
+            or singular(word) in noun_words
+            or singular(word) in OBJECT_NOUNS
+            or not word.isalpha()
+            or token.text[0].isupper()
+        ):
+            continue
+        words.add(word)
+    return words
+
+
+def _clause_after(text: str, number: Number) -> str:
+    tail = text[number.end : number.end + 120]
+    return re.split(r"[,;.\n()]|\bbut\b|\bof\s+the\b", tail, maxsplit=1)[0].lower()
+
+
+def count_given(
+    answer: str, question: str = "", noun: str = "", skip_names: Sequence[str] = ()
+) -> list[int] | None:
+    """The counts the answer gives as its answer: the number bound to the
+    question's noun (the one carrying the question's qualifier when the
+    answer also gives a whole), a table's or list's total, a list's length,
+    0 for "there are none"; None when it gives no count. More than one value
+    means the answer hedges between candidates."""
     text = plain(answer)
-    asked = set(numbers(question))
-    stated = [n for n in numbers(text) if n not in asked or n == expected]
-    if not stated:
-        if says_none(text):
-            stated = [0]
-        else:
-            return Score(False, "no number in the answer")
-    if stated[0] != expected:
-        return Score(False, f"says {stated[0]}, the truth is {expected}")
+    noun = singular(noun) if noun else question_noun(question)
+    blocks = shape(text)
+    skip = list(blocks.numbering)
+    skip += [(m.start, m.end) for m in mentions(text, skip_names)]
+    nouns = (noun, *OBJECT_NOUNS) if noun and noun not in OBJECT_NOUNS else OBJECT_NOUNS
+    asked = {n.value for n in numbers(question)} if question else set()
+    found = [
+        n
+        for n in numbers(text, nouns, skip)
+        if not n.context and not n.percent and not (n.value in asked and n.noun != noun)
+    ]
+    in_rows = [n for n in found if any(r.start <= n.start < r.end for r in blocks.rows)]
+    in_items = [n for n in found if any(i.start <= n.start < i.end for i in blocks.items)]
+    found = [n for n in found if n not in in_rows]
+    prose = [n for n in found if n not in in_items] or found
+    totals = [n for n in prose if n.total]
+    if totals:
+        return sorted({int(n.value) for n in totals})
+    wanted = _qualifiers(question, noun)
+    bound = [n for n in prose if noun and n.noun == noun]
+    subs = [n for n in prose if n.subcount and not n.noun]
+    candidates = bound + subs
+    if wanted and candidates:
+        qualified = [
+            n for n in candidates if wanted & set(re.findall(r"[a-z]+", _clause_after(text, n)))
+        ]
+        candidates = qualified or (bound or subs)
+    elif bound:
+        candidates = bound
+    if not candidates:
+        candidates = [n for n in prose if not n.noun or not noun or n.noun == noun]
+    values = {int(n.value) for n in candidates if n.integer is not None}
+    for m in _ALTERNATIVE.finditer(text):
+        pair = {int(m.group(1)), int(m.group(2))}
+        if pair & values:
+            values |= pair
+    if values:
+        return sorted(values)
+    if blocks.items or blocks.rows:
+        return [len(blocks.items) or len(blocks.rows)]
+    if says_none(text):
+        return [0]
+    return None
+
+
+def score_count(answer: str, expected: int, question: str = "", noun: str = "") -> Score:
+    """Right when the one count the answer gives is the truth."""
+    given = count_given(answer, question, noun)
+    if given is None:
+        return Score(False, "no count in the answer")
+    if len(given) > 1:
+        return Score(False, f"gives {' and '.join(map(str, given))}, not one count")
+    if given[0] != expected:
+        return Score(False, f"says {given[0]}, the truth is {expected}")
     return Score(True, f"says {expected}")
 
 
-def score_list(answer: str, expected: Sequence[str], universe: Sequence[str]) -> Score:
-    """Right when every name in the truth is given and no other known name is."""
-    text = plain(answer)
-    truth = set(expected)
-    given = set(mentioned(text, [*truth, *universe]))
-    right = given & truth
-    wrong = sorted(given - truth)
-    missing = sorted(truth - given)
+# ------------------------------------------------------- lists and values
+
+
+def score_list(
+    answer: str, expected: Sequence[str], universe: Sequence[str], question: str = ""
+) -> Score:
+    """Right when every object of the truth is named and no other object of the
+    asked kind is (the site in a device list is not an extra)."""
+    truth = list(dict.fromkeys(expected))
+    if not truth:
+        return score_absence(answer, universe, question)
+    given = _given(answer, [*truth, *universe]) - _given(question, [*truth, *universe])
+    truth_keys = {key(t) for t in truth}
+    right = {g for g in given if key(g) in truth_keys}
+    wrong = sorted(g for g in given if key(g) not in truth_keys)
+    missing = sorted(t for t in truth if t not in right and key(t) not in {key(r) for r in right})
     precision = len(right) / len(given) if given else 0.0
-    recall = len(right) / len(truth) if truth else 1.0
+    recall = (len(truth) - len(missing)) / len(truth)
     if wrong:
         return Score(False, f"names {', '.join(wrong)}, not in the truth", precision, recall)
     if missing:
@@ -121,60 +315,163 @@ def score_list(answer: str, expected: Sequence[str], universe: Sequence[str]) ->
     return Score(True, f"all {len(truth)} named", precision, recall)
 
 
-def score_value(answer: str, expected: str, universe: Sequence[str]) -> Score:
-    """Right when the value is given and no other value it could have been is."""
-    text = plain(answer)
-    given = mentioned(text, [expected, *universe])
-    others = [g for g in given if g.lower() != expected.lower()]
+def score_value(answer: str, expected: str, universe: Sequence[str], question: str = "") -> Score:
+    """Right when the value is asserted (not negated) and no other value it
+    could have been is."""
+    asked = _given(question, [expected, *universe]) if question else set()
+    found = [m for m in mentions(answer, [expected, *universe]) if m.name not in asked]
+    said = {m.name for m in found if not m.negated}
+    others = sorted(s for s in said if key(s) != key(expected))
     if others:
         return Score(False, f"says {', '.join(others)}, the truth is {expected}")
-    if not given:
+    if not said:
+        if any(key(m.name) == key(expected) for m in found):
+            return Score(False, f"denies {expected}")
         return Score(False, f"does not say {expected}")
     return Score(True, f"says {expected}")
 
 
-def score_boolean(answer: str, expected: dict[str, Any], universe: Sequence[str]) -> Score:
-    """Yes or no as the first verdict, and when no, every exception named."""
+# ----------------------------------------------------------------- yes or no
+
+_LEAD = re.compile(
+    r"^\W*(yes|no|yep|nope|correct|true|false)\b(?!\s+[a-z]+\s+(?:are|is|have|has)\b)", re.I
+)
+_NOT_ALL = re.compile(
+    r"\bnot\s+(?:all|every|everything|each)\b|\b(?:isn't|aren't|doesn't|don't)\s+all\b"
+    r"|\bsome\s+(?:\w+\s+){0,3}?(?:are|is|do|does|have|has)\s*(?:not|n't)\b"
+    r"|\b(?:one|two|three|\d+)\s+(?:\w+\s+){0,3}?(?:is|are|does|do|has|have)\s*(?:not|n't)\b",
+    re.I,
+)
+_ALL = re.compile(r"\b(?:all|every|each|both)\b", re.I)
+_NO_EXCEPTION = re.compile(
+    r"\b(?:no|none\s+of\s+(?:them|the\s+\w+))\s+(?:\w+\s+){0,3}?(?:is|are|were|lack|lacks|has|have"
+    r"|without|missing|exceptions?)\b|\bno\s+(?:exceptions?|inactive|offline)\b"
+    r"|\bnone\s+(?:are|is|lack|of)\b",
+    re.I,
+)
+
+
+def verdict(answer: str) -> bool | None:
+    """The answer's yes or no: a leading "Yes"/"No", else "not all"/"some are
+    not" (no), "all ... are" or "there are no exceptions" (yes)."""
+    text = plain(answer).strip()
+    lead = _LEAD.match(text)
+    if lead:
+        return lead.group(1).lower() in ("yes", "yep", "correct", "true")
+    if _NOT_ALL.search(text):
+        return False
+    if _NO_EXCEPTION.search(text):
+        return True
+    all_at = _ALL.search(text)
+    if all_at and not NEGATOR.search(text[clause_start(text, all_at.start()) : all_at.start()]):
+        return True
+    return None
+
+
+def score_boolean(
+    answer: str, expected: dict[str, Any], universe: Sequence[str], question: str = ""
+) -> Score:
+    """The yes/no and every exception, and no object named as an exception
+    that is not one: an object named in a clause that affirms the asked
+    property ("sw01 and rtr01 are active") is not named as an exception."""
     text = plain(answer)
-    head = first_sentence(text)
-    yes_at = _YES.search(head)
-    no_at = _NO.search(head)
-    if yes_at is None and no_at is None:
+    said = verdict(text)
+    if said is None:
         return Score(False, "neither yes nor no")
-    said_yes = no_at is None or (yes_at is not None and yes_at.start() < no_at.start())
-    if said_yes != bool(expected["yes"]):
-        return Score(False, f"says {'yes' if said_yes else 'no'}, the truth is the other")
+    if said != bool(expected["yes"]):
+        return Score(False, f"says {'yes' if said else 'no'}, the truth is the other")
     exceptions = list(expected.get("exceptions") or [])
-    missing = sorted(set(exceptions) - set(mentioned(text, [*exceptions, *universe])))
+    keys = {key(e) for e in exceptions}
+    wanted = _qualifiers(question, question_noun(question)) - {"not", "no", "any"}
+    named = [
+        m for m in mentions(answer, [*exceptions, *universe]) if key(m.name) not in _asked(question)
+    ]
+    as_exception = set()
+    for m in named:
+        low = clause_start(text, m.start)
+        high = re.search(r"[,;.\n]|\bbut\b|$", text[m.end :])
+        clause = text[low : m.end + (high.start() if high else 0)]
+        affirms = (
+            wanted
+            and any(re.search(rf"\b{re.escape(w)}\b", clause, re.I) for w in wanted)
+            and not NEGATOR.search(clause.replace(m.name, ""))
+        )
+        if not affirms:
+            as_exception.add(m.name)
+    missing = sorted(e for e in exceptions if e not in {m.name for m in named})
     if missing:
         return Score(False, f"does not name {', '.join(missing)}")
+    extra = sorted(n for n in as_exception if key(n) not in keys)
+    if extra and not said:
+        return Score(False, f"names {', '.join(extra)} as exceptions, which are not")
     return Score(True, "right verdict" + (", exceptions named" if exceptions else ""))
 
 
-def score_absence(answer: str) -> Score:
-    """Right when the answer says there is none, up front."""
-    if says_none(answer):
-        return Score(True, "says there is none")
-    return Score(False, "answers as if there were one")
+def _asked(question: str) -> set[str]:
+    return {t.key for t in tokens(question)} | {key(question)}
+
+
+# ------------------------------------------------------------------ absence
+
+
+def score_absence(answer: str, universe: Sequence[str] = (), question: str = "") -> Score:
+    """Right when the answer says there is none and names no object of the
+    asked kind as the answer ("Tenant Initech has VLAN 999" is wrong even when
+    the question's kind has no universe)."""
+    text = plain(answer)
+    asked_noun = question_noun(question)
+    in_question = _asked(question)
+    named = sorted(_given(answer, universe) - _given(question, universe))
+    named += [
+        i.name
+        for i in introduced(text)
+        if asked_noun
+        and i.noun == asked_noun
+        and key(i.name) not in in_question
+        and not negated(text, i.start)
+        and i.name not in named
+    ]
+    if not says_none(text):
+        return Score(False, "answers as if there were one")
+    if named:
+        return Score(False, f"names {', '.join(named)} as the answer")
+    return Score(True, "says there is none")
+
+
+# -------------------------------------------------------------------- entry
 
 
 def score(
-    kind: str, answer: str, expected: Any, universe: Sequence[str] = (), question: str = ""
+    kind: str,
+    answer: str,
+    expected: Any,
+    universe: Sequence[str] = (),
+    question: str = "",
+    noun: str = "",
 ) -> Score:
     """The score of `answer` to a question of answer type `kind`."""
     if not answer.strip():
-        return Score(False, "no answer")
+        return Score(False, "no answer", declined=True)
+    names = [*universe, *(expected if isinstance(expected, list) else [])]
+    if isinstance(expected, str):
+        names.append(expected)
+    substance = claims_of(answer, given=question) + len(_given(answer, names))
+    if declined(answer, substance):
+        return Score(False, "declined to answer", declined=True)
     if kind == "count":
-        return score_count(answer, int(expected), question)
+        return score_count(answer, int(expected), question, noun)
     if kind == "list":
-        return score_list(answer, list(expected), universe)
+        return score_list(answer, list(expected or []), universe, question)
     if kind == "value":
-        return score_value(answer, str(expected), universe)
+        return score_value(answer, str(expected), universe, question)
     if kind == "boolean":
-        return score_boolean(answer, dict(expected), universe)
+        return score_boolean(answer, dict(expected), universe, question)
     if kind == "absence":
-        return score_absence(answer)
+        return score_absence(answer, universe, question)
     return Score(None, "explanations are scored only by a judge (--judge MODEL)")
+
+
+# -------------------------------------------------------------------- judge
 
 
 def judge_prompt(question: str, reference: str, answer: str) -> str:
@@ -188,10 +485,33 @@ def judge_prompt(question: str, reference: str, answer: str) -> str:
     )
 
 
+_VERDICT = re.compile(
+    r"\b(not\s+(?:correct|right)|incorrect|correct|wrong|right|contradicts|false|true)\b", re.I
+)
+_VERDICT_LINE = re.compile(r"^\W*(?:final\s+)?(?:verdict|grade|answer|result)\W*[:\-]", re.I)
+
+
 def judge_verdict(reply: str) -> Score:
-    words = reply.strip().upper()
-    if words.startswith("CORRECT"):
+    """A judge's reply read however it is dressed (INCORRECT, **CORRECT**,
+    "Verdict: correct", a reasoning paragraph ending in WRONG). A reply with
+    no verdict is a judge failure, scored wrong: it never leaves the
+    denominator."""
+    text = re.sub(r"<think>.*?</think>", " ", reply, flags=re.S | re.I)
+    text = plain(text)
+    lines = [line for line in text.splitlines() if line.strip()]
+    labelled = [line for line in lines if _VERDICT_LINE.match(line)]
+    pick = None
+    for line in labelled or lines[:1]:
+        found = _VERDICT.findall(line)
+        if found:
+            pick = found[0]
+            break
+    if pick is None:
+        found = _VERDICT.findall(text)
+        pick = found[-1] if found else None
+    if pick is None:
+        return Score(False, "judge gave no verdict (counted wrong)")
+    word = " ".join(pick.lower().split())
+    if word in ("correct", "right", "true"):
         return Score(True, "judge: correct")
-    if words.startswith("WRONG"):
-        return Score(False, "judge: wrong")
-    return Score(None, "judge gave no verdict")
+    return Score(False, "judge: wrong")

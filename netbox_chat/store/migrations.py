@@ -132,6 +132,14 @@ TURN_SERVER_COLUMNS = (
 )
 
 
+@migration
+def m007_turn_grounding(db: sqlite3.Connection) -> None:
+    """What the grounding check found in each turn's answer (claims, the
+    ungrounded ones, whether it was answered without NetBox), as JSON; NULL in
+    a row from before, or for a turn with no answer."""
+    db.execute("ALTER TABLE turns ADD COLUMN grounding TEXT")
+
+
 def schema_version() -> int:
     """The version this netbox-chat writes: how many migrations it knows."""
     return len(MIGRATIONS)

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from netbox_chat.store.pgdatabase import PgConnection
 
 SCHEMA = "netbox_chat"
-PG_SCHEMA_VERSION = 4
+PG_SCHEMA_VERSION = 5
 INSTALL_HINT = "pip install 'netbox-chat[postgres]'"
 
 # pg_try_advisory_lock(key): one 64-bit key per session, exact. An id is 8
@@ -154,9 +154,16 @@ ALTER TABLE {SCHEMA}.turns
     ADD COLUMN IF NOT EXISTS profile TEXT
 """
 
+# Version 5: what the grounding check found in each turn's answer (the
+# session file's m007).
+_SCHEMA_V5 = f"""
+ALTER TABLE {SCHEMA}.turns
+    ADD COLUMN IF NOT EXISTS grounding TEXT
+"""
+
 # MIGRATIONS[n] takes the schema from version n to n + 1 (0: no schema); its
 # statements run one by one (a prepared statement holds only one).
-MIGRATIONS = {0: _SCHEMA_V1, 1: _SCHEMA_V2, 2: _SCHEMA_V3, 3: _SCHEMA_V4}
+MIGRATIONS = {0: _SCHEMA_V1, 1: _SCHEMA_V2, 2: _SCHEMA_V3, 3: _SCHEMA_V4, 4: _SCHEMA_V5}
 assert len(MIGRATIONS) == PG_SCHEMA_VERSION
 
 

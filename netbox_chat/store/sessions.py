@@ -216,6 +216,9 @@ class Turn:
     server_host: str | None = None
     server_port: int | None = None
     profile: str | None = None
+    # the grounding check of the answer, as `ask --json` gives it (None: a row
+    # from before m007, or a turn with no answer)
+    grounding: dict[str, Any] | None = None
 
     @property
     def server(self) -> ModelServer | None:
@@ -313,10 +316,40 @@ def _turn_from_row(row: tuple[Any, ...]) -> Turn:
     server = stored_server(*(values[k] for k in _SERVER_FIELDS))
     kept = (None,) * 4 if server is None else astuple(server)[1:]
     values.update(zip(_SERVER_FIELDS[1:], kept, strict=True))  # all of it, or none of it
+    values["grounding"] = stored_grounding(values["grounding"])
     return Turn(**values)
 
 
 _SERVER_FIELDS = ("provider", "server_scheme", "server_host", "server_port", "profile")
+
+
+GROUNDING_KINDS = ("name", "number", "address", "value")
+
+
+def stored_grounding(value: object) -> dict[str, Any] | None:
+    """A turn's grounding read back from a store, or None when it is not one:
+    anyone with access to the store writes these rows, so only the exact
+    shape `ask --json` gives is taken (its texts are shown escaped)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or set(data) != {"claims", "ungrounded", "without_netbox"}:
+        return None
+    claims, ungrounded, without = data["claims"], data["ungrounded"], data["without_netbox"]
+    if type(claims) is not int or claims < 0 or type(without) is not bool:
+        return None
+    if not isinstance(ungrounded, list) or not all(
+        isinstance(c, dict)
+        and set(c) == {"text", "kind"}
+        and isinstance(c["text"], str)
+        and c["kind"] in GROUNDING_KINDS
+        for c in ungrounded
+    ):
+        return None
+    return data
 
 
 MODEL_NAME_MAX = 200
@@ -349,6 +382,7 @@ def _turn_to_row(turn: Turn) -> tuple[Any, ...]:
     """The inverse of `_turn_from_row`, in `_TURN_FIELDS` order (for `copy`)."""
     values = asdict(turn)
     values["tool_calls"] = json.dumps(values["tool_calls"])
+    values["grounding"] = None if turn.grounding is None else json.dumps(turn.grounding)
     return tuple(values[name] for name in _TURN_FIELDS)
 
 
@@ -1063,6 +1097,7 @@ class Ledger:
         truncated: bool = False,
         thinking: str | None = None,
         thinking_seconds: float | None = None,
+        grounding: dict[str, Any] | None = None,
     ) -> None:
         """Close a turn's row."""
         with self.db.atomic():
@@ -1074,7 +1109,8 @@ class Ledger:
                 "message_count = :message_count, prompt_tokens_max = :prompt_tokens_max, "
                 "prompt_tokens_last = :prompt_tokens_last, context_window = :context_window, "
                 "truncated = :truncated, thinking = :thinking, "
-                "thinking_seconds = :thinking_seconds, thinking_chars = :thinking_chars "
+                "thinking_seconds = :thinking_seconds, thinking_chars = :thinking_chars, "
+                "grounding = :grounding "
                 "WHERE {and_}number = :number",
                 number=number,
                 status=status,
@@ -1094,6 +1130,7 @@ class Ledger:
                 thinking=thinking,
                 thinking_seconds=thinking_seconds,
                 thinking_chars=len(thinking or ""),
+                grounding=None if grounding is None else json.dumps(grounding),
             )
 
     def _turns(self, condition: str = "TRUE", order: str = "", **params: Any) -> list[Turn]:

@@ -6,6 +6,7 @@ cheap (rich only), because `ls` uses it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from rich.spinner import Spinner
 
     from netbox_chat.agent.turns import RollbackReport, TurnEvent, TurnOutcome
+    from netbox_chat.claims import Grounding
 
 
 class VisibleConsole(Console):
@@ -501,6 +503,9 @@ class TurnView:
         self.table: TableLayout | None = None  # the columns of the table being streamed
         self.discarded = False
         self.finished = False
+        # Marks the claims of each answer block NetBox's replies do not hold
+        # (claims.marks.Marker), set by the REPL and `ask` in a terminal.
+        self.marker: Callable[[str], str] | None = None
 
     def __enter__(self) -> TurnView:
         # The turn's clock starts here: `ask` makes its view before building
@@ -567,6 +572,8 @@ class TurnView:
         if not piece.table:
             self._print_block(piece.text)
             return
+        if self.marker is not None and not self.discarded and piece.text:
+            piece = dataclasses.replace(piece, text=self.marker(piece.text))
         if piece.first or self.table is None:
             self.table = TableLayout()
         style = DISCARDED if self.discarded else None
@@ -579,6 +586,8 @@ class TurnView:
             self.printed = self.shown = True
 
     def _print_block(self, text: str) -> None:
+        if self.marker is not None and not self.discarded:
+            text = self.marker(text)
         block = answer_block(
             self.console, text, gap=self.printed, style=DISCARDED if self.discarded else None
         )
@@ -608,6 +617,7 @@ class TurnView:
         from netbox_chat.agent.turns import (
             ContextCompacted,
             ContextSummaryFailed,
+            GroundingRetry,
             RollingBack,
             TextDelta,
             ThinkingDelta,
@@ -651,6 +661,18 @@ class TurnView:
                 )
             )
             self.status.activity = self._waiting()
+        elif isinstance(event, GroundingRetry):
+            self._flush()
+            self._print_above(
+                Text(
+                    f"not in NetBox's replies: {visible_line(', '.join(event.claims))}; "
+                    "asking the model to correct them",
+                    style="yellow",
+                )
+            )
+            if self.marker is not None and hasattr(self.marker, "restart"):
+                self.marker.restart()
+            self.status.activity = "thinking"
         elif isinstance(event, RollingBack):
             self.status.activity = "cancelling, rolling back"
         elif isinstance(event, Waiting):
@@ -675,10 +697,28 @@ class TurnView:
             )
 
 
+def grounding_line(outcome: TurnOutcome) -> Text | None:
+    """The line after an answer naming the claims NetBox's replies do not
+    hold (each marked in the answer), or saying it was answered without
+    NetBox; None when every claim rests on NetBox."""
+    from netbox_chat.claims.marks import MARK, summary_line
+
+    if outcome.status != "done" or outcome.grounding is None:
+        return None
+    line = summary_line(outcome.grounding)
+    if not line:
+        return None
+    mark = "" if outcome.grounding.without_netbox else f"{MARK} "
+    return Text(f"{mark}{visible_line(line)}", style="yellow")
+
+
 def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> None:
     """The line after a turn: tokens, time and the context meter, or what went
     wrong and what was rolled back (one line, so it wraps only between words);
-    and the red line when Ollama cut one of the turn's requests."""
+    and the red line when Ollama cut one of the turn's requests. Before it,
+    the grounding line when an answer's claims are not all in NetBox's replies."""
+    if (grounded := grounding_line(outcome)) is not None:
+        console.print(grounded)
     if outcome.context.truncated and outcome.context.window:
         console.print(truncation_line(outcome.context.window))
     if outcome.status == "done":
@@ -1020,6 +1060,40 @@ def _result_view(result: str, args: dict[str, Any], answer: str) -> RenderableTy
         left_out = visible_line(", ".join(table.other_keys))
         parts.append(Text(f"other fields (in export --format json): {left_out}", style="dim"))
     return Group(*parts)
+
+
+def claims_view(grounding: Grounding, sources: Sequence[tuple[str, dict[str, Any]]]) -> Text:
+    """`/show`'s claims: each claim of the answer, what kind it is, and the
+    tool result it rests on (`sources[i]`: the call of the conversation's
+    i-th result), or that NetBox's replies do not hold it."""
+    from netbox_chat.claims.marks import MARK
+
+    out = Text()
+    if not grounding.all:
+        return Text("the answer states no NetBox facts", style="dim")
+    seen: set[tuple[str, str]] = set()
+    for claim in grounding.all:
+        if (claim.text, claim.kind) in seen:
+            continue
+        seen.add((claim.text, claim.kind))
+        if out:
+            out.append("\n")
+        if claim.status == "ungrounded":
+            out.append(f"  {MARK} ", style="yellow")
+            out.append(visible_line(claim.text), style="yellow")
+            out.append(f" ({claim.kind}): not in NetBox's replies", style="dim")
+            continue
+        out.append("  ✓ ", style="green")
+        out.append(visible_line(claim.text))
+        how = "derived from" if claim.status == "derived" else "in"
+        where = "the objects the answer lists"
+        if claim.source is not None and claim.source < len(sources):
+            name, args = sources[claim.source]
+            where = f"{visible_line(name)}({format_args(args, 80)})"
+        elif claim.status == "grounded":
+            where = "NetBox's replies"
+        out.append(f" ({claim.kind}): {how} {where}", style="dim")
+    return out
 
 
 def history_table(turns: Iterable[Turn]) -> Columns:

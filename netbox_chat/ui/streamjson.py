@@ -69,4 +69,5 @@ def turn_result(
         },
         "error": outcome.error,
         "netbox_error": outage,
+        "grounding": outcome.grounding.as_json() if outcome.grounding is not None else None,
     }

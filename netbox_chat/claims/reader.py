@@ -1,0 +1,653 @@
+"""Reading an answer's text: its shape (tables, lists, prose), its tokens,
+numbers and number words, names introduced by an object noun, negation and
+non-answers. Pure string work: no model, no network, no NetBox.
+
+Everything here reads what a careful human would: "Of the 72 devices, 14 have
+no tenant" states 14 (72 is context), "Thirty." is a number, "PP:MDF" is one
+name (not the site "MDF"), "D. S. Weaver Labs" is not cut at its initials, and
+"It was not hard to find" says nothing is absent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+
+# --------------------------------------------------------------------- tokens
+
+# A word or a name: letters and digits, with inner dots, dashes, slashes,
+# colons and underscores (dmi01-akron-sw01, Gi1/0/24, PP:MDF, 10.0.0.1/24).
+TOKEN = re.compile(r"[^\W_](?:[\w.\-/:@]*[^\W_])?")
+_ALNUM = re.compile(r"[^\W_]+")
+
+
+@lru_cache(maxsize=8192)
+def key(text: str) -> str:
+    """The form two spellings of one name share: case, spaces, dashes,
+    underscores and punctuation do not matter ("DM Akron" = "dm-akron")."""
+    return "-".join(_ALNUM.findall(text.lower()))
+
+
+_IPV4 = r"(?:\d{1,3}\.){3}\d{1,3}(?:/\d{1,2})?"
+_IPV6 = r"(?=[0-9a-fA-F:]*:[0-9a-fA-F]*:)[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}(?:/\d{1,3})?"
+ADDRESS = re.compile(rf"^(?:{_IPV4}|{_IPV6})$")
+
+# Tokens with digits that are units, ordinals, versions or protocol words, not names.
+_NOT_A_NAME = re.compile(
+    r"^(?:\d+(?:\.\d+)?(?:k|m|g|t)?(?:b|bps|ib|hz|e|u|x|s|ms|h|min|d|w|y)"
+    r"|\d+(?:st|nd|rd|th)|ipv[46]|l[1-7]|802\.\w+|utf-?\d+|x86(?:_64)?|arm64|sha\d+|md5"
+    r"|rfc\d+|q[1-4]|http/?\d|tls\d?\.?\d*|v?\d+(?:\.\d+)+\w*|[a-z]\d|\d[a-z]|2fa|p2p|b2b"
+    r"|ntp|dns\d*|e\.g|i\.e|etc"
+    # the tools' own words: a tool name, an object type, a field name
+    r"|netbox_\w+|(?:dcim|ipam|tenancy|circuits|virtualization|extras|core|users|wireless|vpn)\.\w+"
+    r"|[a-z]+(?:_[a-z]+)+(?:__[a-z]+)?)$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    start: int
+    end: int
+
+    @cached_property
+    def key(self) -> str:
+        return key(self.text)
+
+
+def tokens(text: str) -> list[Token]:
+    return [Token(m.group(), m.start(), m.end()) for m in TOKEN.finditer(text)]
+
+
+def is_address(text: str) -> bool:
+    return bool(ADDRESS.match(text)) and (":" in text or _valid_v4(text))
+
+
+def _valid_v4(text: str) -> bool:
+    head, _, length = text.partition("/")
+    parts = head.split(".")
+    return all(int(p) <= 255 for p in parts) and (not length or int(length) <= 32)
+
+
+@lru_cache(maxsize=8192)
+def identifier_like(text: str) -> bool:
+    """A token that can only be a name: letters and digits mixed
+    (dmi01-akron-sw03, R04), or an inner dash with a capital (DM-Columbus).
+    Units, ordinals, versions, tool names, object types and field names
+    (primary_ip) are not names."""
+    if _NOT_A_NAME.match(text) or is_address(text):
+        return False
+    letters = any(c.isalpha() for c in text)
+    digits = any(c.isdigit() for c in text)
+    if letters and digits:
+        return True
+    inner = any(c in "-_" for c in text.strip("-_"))
+    return letters and inner and any(c.isupper() for c in text)
+
+
+# ------------------------------------------------------------------ markdown
+
+_BULLET = re.compile(r"^(\s*)(?:[-*+•]|(\d{1,3})[.)])\s+")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_MARKUP = re.compile(r"[*`#>~]|(?<!\w)_|_(?!\w)|\[|\]\([^)]*\)|\]")
+
+
+def plain(text: str) -> str:
+    """`text` without Markdown marks, each replaced by a space so every
+    offset still points at the same character."""
+    return _MARKUP.sub(lambda m: " " * len(m.group()), text)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A stretch of the answer a claim belongs to: a table row, a list item or
+    a sentence. `kind` says which; `cells` holds a table row's cells with
+    their headers."""
+
+    start: int
+    end: int
+    kind: str  # "row", "item", "sentence", "header"
+    cells: tuple[tuple[str, str], ...] = ()
+    depth: int = 0
+
+
+# Abbreviations and initials a sentence does not end at.
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:inc|ltd|co|corp|llc|gmbh|e\.g|i\.e|etc|vs|mr|mrs|dr|st|no|approx|ca)|\b[A-Za-z])$",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)")
+
+
+def _sentences(text: str, start: int, end: int) -> Iterable[tuple[int, int]]:
+    at = start
+    for m in _SENTENCE_END.finditer(text, start, end):
+        before = text[at : m.start()].rstrip()
+        if m.group() == "." and _ABBREVIATION.search(before):
+            continue
+        yield at, m.end()
+        at = m.end()
+    if text[at:end].strip():
+        yield at, end
+
+
+def _cells(line: str) -> list[str]:
+    inner = line.strip()
+    if inner.startswith("|"):
+        inner = inner[1:]
+    if inner.endswith("|"):
+        inner = inner[:-1]
+    return [c.strip() for c in inner.split("|")]
+
+
+@dataclass
+class Shape:
+    """The answer as blocks: segments in order, list items, table rows."""
+
+    segments: list[Segment] = field(default_factory=list)
+    items: list[Segment] = field(default_factory=list)  # top-level list items
+    rows: list[Segment] = field(default_factory=list)  # table body rows, totals apart
+    totals: list[Segment] = field(default_factory=list)  # a table's or list's "Total" line
+    numbering: list[tuple[int, int]] = field(default_factory=list)  # "1." of a numbered list
+
+
+def shape(text: str) -> Shape:
+    out = Shape()
+    lines = text.split("\n")
+    offsets = []
+    at = 0
+    for line in lines:
+        offsets.append(at)
+        at += len(line) + 1
+    top_indent: int | None = None
+    header: list[str] = []
+    index = 0
+    while index < len(lines):
+        line, start = lines[index], offsets[index]
+        end = start + len(line)
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        if "|" in line and _TABLE_RULE.match(following):
+            header = _cells(line)
+            out.segments.append(Segment(start, end, "header"))
+            index += 2
+            while index < len(lines) and "|" in lines[index]:
+                row_line, row_start = lines[index], offsets[index]
+                cells = _cells(row_line)
+                row = Segment(
+                    row_start,
+                    row_start + len(row_line),
+                    "row",
+                    tuple(zip(header + [""] * len(cells), cells, strict=False)),
+                )
+                out.segments.append(row)
+                first = plain(next((c for c in cells if c), "")).strip().lower()
+                (out.totals if first.startswith(("total", "sum", "all")) else out.rows).append(row)
+                index += 1
+            continue
+        bullet = _BULLET.match(line)
+        if bullet and line[bullet.end() :].strip():
+            indent = len(bullet.group(1).expandtabs())
+            if top_indent is None or indent < top_indent:
+                top_indent = indent
+            item = Segment(start + bullet.end(), end, "item", depth=indent)
+            out.segments.append(item)
+            if bullet.group(2):
+                out.numbering.append((start + bullet.start(2), start + bullet.end(2)))
+            body = plain(line[bullet.end() :]).strip().lower()
+            if body.startswith(("total", "in total")):
+                out.totals.append(item)
+            elif indent <= (top_indent or 0):
+                out.items.append(item)
+            index += 1
+            continue
+        if line.strip():
+            for s, e in _sentences(text, start, end):
+                out.segments.append(Segment(s, e, "sentence"))
+        else:
+            top_indent = None
+        index += 1
+    out.items = [i for i in out.items if i.depth <= (top_indent or 0)] if out.items else []
+    return out
+
+
+# ------------------------------------------------------------------- numbers
+
+_UNITS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+NUMBER_WORDS = {w: n for n, w in enumerate(_UNITS)} | {w: 20 + 10 * n for n, w in enumerate(_TENS)}
+_WORD_NUMBER = re.compile(
+    r"\b(?:(" + "|".join(_TENS) + r")(?:[-\s](" + "|".join(_UNITS[1:10]) + r"))?"
+    r"|(" + "|".join(_UNITS) + r"))\b",
+    re.IGNORECASE,
+)
+_DIGITS = re.compile(
+    r"(?<![\w.\-/:#])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w\-/]|\.\d|:\d|,\d{3})(\s*%)?"
+)
+
+# Nouns a count is a count of (singular forms; plurals are read too).
+OBJECT_NOUNS = (
+    "virtual machine", "vm", "device", "site", "rack", "tenant", "vlan", "vrf", "prefix",
+    "cluster", "circuit", "provider", "platform", "role", "region", "location", "interface",
+    "power panel", "power feed", "manufacturer", "device type", "user", "aggregate",
+    "ip address", "address", "ip", "cable", "contact", "tag", "change", "result", "object",
+    "entry", "record", "item", "switch", "router", "server", "firewall", "port", "host",
+    "member", "module", "outlet", "range", "asn", "termination", "group", "one",
+)  # fmt: skip
+_TIME_UNITS = re.compile(
+    r"^\s*(?:%\s*)?(?:seconds?|secs?|s|ms|minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|months?"
+    r"|years?|yrs?|am|pm|o'clock|times|x|characters?|chars|tokens?"
+    r"|calls?|tool calls?|steps?|turns?|lines?|columns?|percent)\b",
+    re.IGNORECASE,
+)
+_NOT_A_COUNT_BEFORE = re.compile(
+    r"\b(?:turn|step|page|option|line|row|column|item|part|question|phase|version|netbox|"
+    r"python|top|first|last|next|previous|offset|limit|rfc|port|number|no\.|#|level|tier|"
+    r"layer|slot|unit|u|position|bay|floor|room|building|week|day|month|year|january|"
+    r"february|march|april|may|june|july|august|september|october|november|december)\s*$",
+    re.IGNORECASE,
+)
+_CONTEXT_BEFORE = re.compile(
+    r"(?:\bout\s+of|\bof\s+(?:the|all|its|their|these|those)(?:\s+\w+)?|\bamong(?:\s+the)?|"
+    r"\bfrom(?:\s+the)?|\bacross(?:\s+the)?|\d\s+of)\s*$",
+    re.IGNORECASE,
+)
+_TOTAL_NEAR = re.compile(r"\btotal\b", re.IGNORECASE)
+_SUBCOUNT_AFTER = re.compile(
+    r"^\s*(?:of\s+(?:them|these|those|which|the\s+\w+)|(?:have|has|are|is|lack|were|was|do|"
+    r"does|remain|match|use|carry|show|sit|run)\b)",
+    re.IGNORECASE,
+)
+_IDENTIFIER_BEFORE = re.compile(
+    r"\b(?:id|ids|vid|vlan|vlan\s+id|site|rack|tenant|cluster|region|location|prefix|"
+    r"device|circuit|interface|asn|as|ticket|issue|pr)\s*[:=#]?\s*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number the answer states, with what it is bound to."""
+
+    value: float
+    start: int
+    end: int
+    text: str
+    noun: str = ""  # the object noun right after it ("devices"), "" when none
+    context: bool = False  # "out of 72", "of the 72 devices": a whole, not the answer
+    total: bool = False  # "in total", "Total: 14"
+    subcount: bool = False  # "14 have no tenant", "3 of them"
+    percent: bool = False
+    word: bool = False
+
+    @property
+    def integer(self) -> int | None:
+        return int(self.value) if self.value == int(self.value) else None
+
+
+def noun_after(text: str, end: int, nouns: Sequence[str]) -> str:
+    """The object noun within three words after `end` ("14 active devices")."""
+    tail = text[end : end + 80].lower()
+    m = re.match(r"^\s*((?:[a-z][\w\-]*\s+){0,3}?)([a-z][a-z ]*)", tail)
+    if not m:
+        return ""
+    words = re.findall(r"[a-z][\w\-]*", tail)[:5]
+    for count in range(len(words)):
+        for length in (2, 1):
+            phrase = " ".join(words[count : count + length])
+            for noun in nouns:
+                if phrase in (noun, noun + "s", noun + "es", noun[:-1] + "ies", noun[:-1] + "ves"):
+                    return noun
+        if count >= 3 or words[count] in _BREAK_WORDS:
+            break
+    return ""
+
+
+_BREAK_WORDS = frozenset(
+    [
+        "of",
+        "in",
+        "at",
+        "on",
+        "is",
+        "are",
+        "was",
+        "were",
+        "have",
+        "has",
+        "and",
+        "or",
+        "but",
+        "with",
+        "for",
+        "to",
+        "by",
+        "from",
+        "that",
+        "which",
+    ]
+)
+
+
+def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple[int, int]] = ()):
+    """Every number `text` states, digits and words, in order, with its binding.
+    Spans in `skip` (names, addresses, list numbering) hold no numbers."""
+    found: list[Number] = []
+
+    def skipped(s: int, e: int) -> bool:
+        return any(s < b and a < e for a, b in skip)
+
+    candidates: list[tuple[int, int, float, str, bool, bool]] = []
+    for m in _DIGITS.finditer(text):
+        raw = m.group(1)
+        candidates.append(
+            (m.start(1), m.end(), float(raw.replace(",", "")), m.group(), bool(m.group(2)), False)
+        )
+    for m in _WORD_NUMBER.finditer(text):
+        if m.group(3):
+            value = NUMBER_WORDS[m.group(3).lower()]
+        else:
+            value = NUMBER_WORDS[m.group(1).lower()] + (
+                NUMBER_WORDS[m.group(2).lower()] if m.group(2) else 0
+            )
+        candidates.append((m.start(), m.end(), float(value), m.group(), False, True))
+    for start, end, found_value, raw, percent, word in sorted(candidates):
+        if skipped(start, end):
+            continue
+        before = text[max(0, start - 40) : start]
+        after = text[end : end + 40]
+        if not percent and (_TIME_UNITS.match(after) or _NOT_A_COUNT_BEFORE.search(before)):
+            continue
+        if not word and re.fullmatch(r"(?:19|20)\d\d", raw) and not noun_after(text, end, nouns):
+            continue  # a year
+        if _IDENTIFIER_BEFORE.search(before) and not word:
+            continue
+        noun = noun_after(text, end, nouns)
+        if word:
+            # "one" and friends are ordinary words unless they count something
+            # or end the answer's sentence ("Thirty.", "I found three."); "the
+            # one" and "no one" never count.
+            ordinary = raw.lower() == "one" and re.search(
+                r"\b(?:the|that|this|which|only|any|each|every|no|some|another)\s*$", before, re.I
+            )
+            if ordinary or not (noun or _SUBCOUNT_AFTER.match(after) or _ends_answer(after)):
+                continue
+            if raw.lower() == "one" and noun == "one":
+                continue
+        found.append(
+            Number(
+                value=found_value,
+                start=start,
+                end=end,
+                text=raw.strip(),
+                noun=noun,
+                context=bool(_CONTEXT_BEFORE.search(before)),
+                total=bool(
+                    _TOTAL_NEAR.search(before[-16:]) or re.match(r"^\s*(?:in\s+)?total", after)
+                ),
+                subcount=bool(_SUBCOUNT_AFTER.match(after)),
+                percent=percent,
+                word=word,
+            )
+        )
+    return found
+
+
+def _ends_answer(after: str) -> bool:
+    return bool(re.match(r"^\s*(?:[.!:]|$|\n|\(|,)", after))
+
+
+# ------------------------------------------------------------ negation, none
+
+NEGATOR = re.compile(
+    r"\b(?:not|never|no|none|neither|nor|without|cannot|no\s+longer)\b|n't\b", re.IGNORECASE
+)
+_CLAUSE_BREAK = re.compile(
+    r"[,;:()\n]|\s[-\u2013\u2014]\s|\b(?:but|while|whereas|although|however)\b"
+)
+
+
+def clause_start(text: str, at: int, floor: int = 0) -> int:
+    """Where the clause holding offset `at` begins (after the last comma,
+    semicolon, colon, dash or "but" before it)."""
+    last = floor
+    for m in _CLAUSE_BREAK.finditer(text, floor, at):
+        last = m.end()
+    return last
+
+
+def negated(text: str, start: int, floor: int = 0) -> bool:
+    """The word at `start` is denied in its clause: "is not active",
+    "isn't offline", "no longer planned", "not dmi01-akron-sw03"."""
+    head = text[clause_start(text, start, floor) : start]
+    words = head.split()
+    return bool(NEGATOR.search(" ".join(words[-4:])))
+
+
+_EXISTENCE_NEGATED = re.compile(
+    r"\bthere\s+(?:is|are|were|was)\s+(?:no|none|not\s+any|nothing)\b"
+    r"|\bno\b(?!\s+(?:doubt|problem|worries|issue|way|longer|idea|more|question|need|sure)\b)"
+    r"(?=\s+(?:[a-z][\w\-]*\s+){0,3}?\w)"
+    r"|\b(?:none|nothing|nobody|neither)\b"
+    r"|\b(?:does|do|did|is|are|was|were|has|have)\s*(?:not|n't)\s+(?:\w+\s+){0,2}?"
+    r"(?:exist|have|own|hold|contain|belong|appear|match|host|use|run|assigned|deployed|present|"
+    r"found|used|associated|configured|defined|registered|listed|connected|linked|owned|"
+    r"allocated|recorded|any|in\s+netbox)\b"
+    r"|\b(?:doesn't|don't|didn't|isn't|aren't|wasn't|weren't|hasn't|haven't)\s+(?:\w+\s+){0,2}?"
+    r"(?:exist|have|own|hold|contain|belong|appear|match|host|use|run|assigned|deployed|present|"
+    r"found|used|associated|configured|defined|registered|listed|connected|linked|owned|"
+    r"allocated|recorded|any|in\s+netbox)\b"
+    r"|\bnot\s+(?:found|present|assigned|exist|in\s+netbox|recorded|defined|configured|deployed)\b"
+    r"|\b(?:could|can|did|was|were)\s*(?:not|n't)\s+(?:be\s+)?(?:find|found|locate|located)\s+"
+    r"(?:any|a|an|such|the|it|them|this|that|vlan|device|tenant|site|\w+-?\w*\d)"
+    r"|\bunable\s+to\s+(?:find|locate)\s+(?:any|a|an|such)\b|\bfound\s+no\b|\bno\s+such\b"
+    r"|\bzero\s+\w+|\b0\s+(?:results|matches|objects|devices|entries|records)\b",
+    re.IGNORECASE,
+)
+
+
+def says_none(text: str) -> bool:
+    """The text says something does not exist ("there are none", "no tenant
+    has VLAN 999", "VLAN 999 isn't assigned to any tenant") — not merely a
+    negation word ("It was not hard to find", "no doubt")."""
+    return bool(_EXISTENCE_NEGATED.search(plain(text)))
+
+
+def none_spans(text: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in _EXISTENCE_NEGATED.finditer(text)]
+
+
+# ---------------------------------------------------------------- non-answers
+
+_DECLINE = re.compile(
+    r"\b(?:i\s+(?:do\s+not|don't|dont)\s+know|(?:i'?m|i\s+am)\s+not\s+sure|not\s+sure"
+    r"|(?:cannot|can't|can\s+not|could\s+not|couldn't|unable\s+to|not\s+able\s+to|am\s+unable\s+to)"
+    r"\s+(?:determine|tell|answer|say|help|find\s+out|retrieve|access|confirm|verify|provide|"
+    r"look\s+(?:that|it|this)\s+up|assist|get)"
+    r"|(?:do\s+not|don't|doesn't|does\s+not)\s+have\s+(?:access|enough|sufficient|the\s+information"
+    r"|information|that\s+information|any\s+information)"
+    r"|(?:could\s+not|couldn't|was\s+unable\s+to|were\s+unable\s+to)\s+(?:find|get|obtain)\s+"
+    r"(?:out|that|this|the\s+(?:information|answer|data)|an?\s+answer|any\s+(?:information|data))"
+    r"|insufficient\s+(?:information|data)|no\s+way\s+to\s+(?:tell|know)|as\s+an\s+ai"
+    r"|i'?m\s+sorry|i\s+apologi[sz]e|unknown\b|no\s+idea|hard\s+to\s+say)",
+    re.IGNORECASE,
+)
+_QUESTION_BACK = re.compile(
+    r"^\s*(?:could|can|would|do|did|which|what|should|shall|are|is)\b[^.!]*\?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def declined(text: str, claims: int | None = None) -> bool:
+    """A non-answer: "I don't know", "cannot determine", a refusal, or a
+    question back — and nothing else said. `claims` is how many facts the
+    rest of the answer states (a hedge followed by an answer is an answer)."""
+    body = plain(text).strip()
+    if not body:
+        return True
+    sentences = [body[s:e].strip() for s, e in _sentences(body, 0, len(body))]
+    if all(_QUESTION_BACK.match(s) for s in sentences if s):
+        return True
+    if not _DECLINE.search(body):
+        return False
+    return not claims
+
+
+# ------------------------------------------------------- names after a noun
+
+_NOUN_NAMES = "|".join(
+    sorted(
+        (re.escape(n).replace(r"\ ", r"\s+") for n in OBJECT_NOUNS if n not in ("one", "item")),
+        key=len,
+        reverse=True,
+    )
+)
+_INTRODUCED = re.compile(
+    rf"\b(?i:({_NOUN_NAMES})(?:e?s)?\s+(?:named\s+|called\s+|id\s+)?)[\"'`*]*"
+    r"([^\W_](?:[\w.\-/:@]*[^\W_])?(?:,?\s+(?:[A-Z0-9][\w.\-/:@]*[^\W_]|[A-Z0-9]))*(?:,?\s+Inc)?)"
+)
+_NOT_NAMES = frozenset(
+    [
+        "id",
+        "ids",
+        "the",
+        "a",
+        "an",
+        "in",
+        "at",
+        "on",
+        "with",
+        "has",
+        "have",
+        "is",
+        "are",
+        "was",
+        "were",
+        "and",
+        "or",
+        "of",
+        "for",
+        "to",
+        "by",
+        "from",
+        "that",
+        "which",
+        "who",
+        "this",
+        "these",
+        "those",
+        "it",
+        "its",
+        "their",
+        "there",
+        "here",
+        "type",
+        "types",
+        "count",
+        "name",
+        "names",
+        "status",
+        "role",
+        "roles",
+        "list",
+        "lists",
+        "table",
+        "details",
+        "information",
+        "data",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Introduced:
+    """A name the answer introduces with its object noun ("tenant Initech")."""
+
+    noun: str
+    name: str
+    start: int
+    end: int
+
+
+def introduced(text: str) -> list[Introduced]:
+    """Names written after an object noun: "tenant Initech", "site JBB Branch 104",
+    "device dmi01-akron-sw03", "VLAN 999". A lowercase ordinary word is not a
+    name ("the site has"), nor is a word the noun usually takes ("site ID")."""
+    out = []
+    for m in _INTRODUCED.finditer(text):
+        words = m.group(2).split()
+        while words and words[-1].lower().strip(",") in _NOT_NAMES:
+            words.pop()
+        if not words:
+            continue
+        first = words[0].strip(",")
+        if first.lower() in _NOT_NAMES:
+            continue
+        slug = "-" in first.strip("-") and first.replace("-", "").isalnum()
+        if not (
+            first[0].isupper()
+            or identifier_like(first)
+            or slug
+            or first.isdigit()
+            or is_address(first)
+        ):
+            continue
+        name = " ".join(words).rstrip(",")
+        start = m.start(2)
+        out.append(
+            Introduced(re.sub(r"\s+", " ", m.group(1).lower()), name, start, start + len(name))
+        )
+    return out
+
+
+def singular(noun: str) -> str:
+    noun = noun.strip().lower()
+    for plural, single in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("s", "")):
+        if noun.endswith(plural) and len(noun) > len(plural) + 1:
+            return noun[: -len(plural)] + single
+    return noun
+
+
+def question_noun(question: str) -> str:
+    """The noun a question asks about: "How many active devices ..." ->
+    "device", "Which tenant has ..." -> "tenant"."""
+    m = re.search(
+        r"\b(?:how\s+many|which|what|list|name)\s+((?:[a-z][\w\-]*\s+){0,3}[a-z][\w\-]*)",
+        question,
+        re.IGNORECASE,
+    )
+    if not m:
+        return ""
+    words = m.group(1).lower().split()
+    for index in range(len(words)):
+        for length in (2, 1):
+            if index + length <= len(words):
+                phrase = " ".join(
+                    [*words[index : index + length - 1], singular(words[index + length - 1])]
+                )
+                if phrase in OBJECT_NOUNS:
+                    return phrase
+    return ""

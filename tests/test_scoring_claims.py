@@ -1,0 +1,214 @@
+"""eval's scoring on the claims reader (issue 34, item 1): right answers in
+any shape score right, wrong ones wrong, non-answers score nothing and are
+counted apart, judge replies are read however they are dressed. Every example
+the issue names is here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from netbox_chat.eval.scoring import judge_verdict, score
+
+DEVICES = ["dmi01-akron-sw01", "dmi01-akron-sw02", "dmi01-akron-sw010", "dmi01-akron-rtr01"]
+TENANTS = ["Dunder-Mifflin, Inc.", "D. S. Weaver Labs", "Initech", "Globex"]
+SITES = ["DM-Akron", "DM-Columbus", "MDF", "JBB Branch 104"]
+VRFS = ["Shared", "Global", "Admin"]
+STATUSES = ["active", "offline", "planned", "staged", "failed"]
+
+Q_COUNT = "How many devices are at site DM-Akron?"
+Q_NO_TENANT = "How many devices at site DM-Akron have no tenant assigned?"
+Q_OFFLINE = "How many offline devices are at site DM-Akron?"
+Q_LIST = "Which devices are in rack R1 at site DM-Akron?"
+Q_TENANT = "Which tenant owns site DM-Akron?"
+Q_VRF = "Which VRF is prefix 10.1.0.0/16 in?"
+Q_SITE = "Which site is rack PP:MDF in?"
+Q_STATUS = "What is the status of device dmi01-akron-sw01?"
+Q_ALL = "Are all devices at site DM-Akron active? Name any that are not."
+Q_ABSENT = "Which tenant has VLAN 999?"
+
+# (kind, question, answer, expected, universe, right)
+CASES: list[tuple[str, str, str, Any, list[str], bool]] = [
+    # counts: the number bound to the noun, in any shape
+    ("count", Q_COUNT, "There are 14 devices at DM-Akron.", 14, [], True),
+    ("count", Q_COUNT, "**14**", 14, [], True),
+    ("count", Q_COUNT, "Thirty.", 30, [], True),
+    ("count", Q_COUNT, "Thirty devices.", 30, [], True),
+    ("count", Q_COUNT, "Twenty-one devices are at DM-Akron.", 21, [], True),
+    ("count", Q_COUNT, "DM-Akron has three devices.", 3, [], True),
+    ("count", Q_COUNT, "1. dmi01-akron-sw01\n2. dmi01-akron-sw02\n3. dmi01-akron-rtr01", 3, [], True),
+    ("count", Q_COUNT, "- dmi01-akron-sw01\n- dmi01-akron-sw02", 2, [], True),
+    ("count", Q_COUNT, "| Name | Status |\n|---|---|\n| dmi01-akron-sw01 | active |\n"
+     "| dmi01-akron-sw02 | offline |", 2, [], True),
+    ("count", Q_COUNT, "| Role | Devices |\n|---|---|\n| access | 9 |\n| core | 5 |\n"
+     "| **Total** | **14** |", 14, [], True),
+    ("count", Q_COUNT, "There are 3 devices (ids 11, 12 and 13).", 3, [], True),
+    ("count", Q_COUNT, "3 devices: #11, #12 and #13.", 3, [], True),
+    ("count", Q_COUNT, "DM-Akron has 14 devices across 3 racks.", 14, [], True),
+    ("count", Q_COUNT, "14 devices: 10 active and 4 offline.", 14, [], True),
+    ("count", Q_COUNT, "A total of 1,204 devices.", 1204, [], True),
+    ("count", Q_NO_TENANT, "Of the 72 devices, 14 have no tenant.", 14, [], True),
+    ("count", Q_NO_TENANT, "14 of them have no tenant (out of 72 in total).", 14, [], True),
+    ("count", Q_NO_TENANT, "There are no devices without a tenant.", 0, [], True),
+    ("count", Q_NO_TENANT, "None.", 0, [], True),
+    ("count", Q_NO_TENANT, "None of them: every device has a tenant.", 0, [], True),
+    ("count", Q_OFFLINE, "Two: dmi01-akron-sw02 and dmi01-akron-sw010.", 2, [], True),
+    ("count", Q_COUNT, "There are 72 devices.", 14, [], False),  # the unscoped total
+    ("count", Q_NO_TENANT, "There are 72 devices.", 14, [], False),
+    ("count", Q_COUNT, "4 racks' worth of gear, but only 3 devices.", 4, [], False),
+    ("count", Q_COUNT, "Either 4 or 5 devices.", 4, [], False),
+    ("count", Q_COUNT, "It's 4 or maybe 5.", 5, [], False),
+    ("count", Q_OFFLINE, "4 devices, 2 of them offline.", 4, [], False),
+    ("count", Q_COUNT, "There are none.", 3, [], False),
+    ("count", Q_COUNT, "Several devices.", 3, [], False),
+    # lists: every object of the truth, no other of the asked kind
+    ("list", Q_LIST, "dmi01-akron-sw01 and dmi01-akron-sw02.", DEVICES[:2], DEVICES, True),
+    ("list", Q_LIST, "- `dmi01-akron-sw02`\n- **dmi01-akron-sw01**", DEVICES[:2], DEVICES, True),
+    ("list", Q_LIST, "| Device | Site |\n|---|---|\n| DMI01-AKRON-SW01 | DM-Akron |\n"
+     "| dmi01-akron-sw02 | DM-Akron |", DEVICES[:2], DEVICES + SITES, True),
+    ("list", Q_LIST, "Both are at DM-Akron: dmi01-akron-sw01, dmi01-akron-sw02.", DEVICES[:2],
+     DEVICES, True),  # the site is not an extra device
+    ("list", Q_LIST, "dmi01-akron-sw01 and dmi01-akron-sw02, not dmi01-akron-rtr01.", DEVICES[:2],
+     DEVICES, True),
+    ("list", Q_TENANT, "Dunder-Mifflin, Inc. and D. S. Weaver Labs.", TENANTS[:2], TENANTS, True),
+    ("list", Q_TENANT, "dunder-mifflin and d-s-weaver-labs", TENANTS[:2], TENANTS, True),
+    ("list", Q_LIST, "Only dmi01-akron-sw01.", DEVICES[:2], DEVICES, False),
+    ("list", Q_LIST, "dmi01-akron-sw01, dmi01-akron-sw02, dmi01-akron-rtr01", DEVICES[:2],
+     DEVICES, False),
+    ("list", Q_LIST, "dmi01-akron-sw010 and dmi01-akron-sw02", DEVICES[:2], DEVICES, False),
+    ("list", Q_LIST, "There are none.", DEVICES[:2], DEVICES, False),
+    # values: asserted, not negated, no other
+    ("value", Q_STATUS, "It is *Offline*.", "offline", STATUSES, True),
+    ("value", Q_STATUS, "dmi01-akron-sw01 is offline (it was active until May).", "offline",
+     STATUSES, False),
+    ("value", Q_STATUS, "Status: **offline**.", "offline", STATUSES, True),
+    ("value", Q_STATUS, "dmi01-akron-sw01 is not active.", "active", STATUSES, False),
+    ("value", Q_STATUS, "It isn't offline; it is active.", "active", STATUSES, True),
+    ("value", Q_STATUS, "Active, or maybe offline.", "offline", STATUSES, False),
+    ("value", Q_TENANT, "Dunder-Mifflin, Inc. owns it.", "Dunder-Mifflin, Inc.", TENANTS, True),
+    ("value", Q_TENANT, "D. S. Weaver Labs owns DM-Akron.", "D. S. Weaver Labs", TENANTS, True),
+    ("value", Q_VRF, "It is in the VRF **Shared**.", "Shared", VRFS, True),
+    ("value", Q_VRF, "It is in Global; the shared services use it too.", "Global", VRFS, True),
+    ("value", Q_SITE, "Rack PP:MDF is at DM-Akron.", "DM-Akron", SITES, True),
+    ("value", Q_SITE, "PP:MDF is in DM-Columbus.", "DM-Akron", SITES, False),
+    ("value", "What is the VID of VLAN Data?", "It has VID 2000.", "200", [], False),
+    ("value", "What is the VID of VLAN Data?", "Its VID is 200.", "200", [], True),
+    # yes or no, and every exception
+    ("boolean", Q_ALL, "No: dmi01-akron-sw02 is offline.", {"yes": False,
+     "exceptions": ["dmi01-akron-sw02"]}, DEVICES, True),
+    ("boolean", Q_ALL, "No. dmi01-akron-sw02 is offline; dmi01-akron-sw01 and dmi01-akron-rtr01 "
+     "are active.", {"yes": False, "exceptions": ["dmi01-akron-sw02"]}, DEVICES, True),
+    ("boolean", Q_ALL, "Not all: dmi01-akron-sw02 is planned.", {"yes": False,
+     "exceptions": ["dmi01-akron-sw02"]}, DEVICES, True),
+    ("boolean", Q_ALL, "Yes, all devices at DM-Akron are active.", {"yes": True,
+     "exceptions": []}, DEVICES, True),
+    ("boolean", Q_ALL, "There are no inactive devices at DM-Akron.", {"yes": True,
+     "exceptions": []}, DEVICES, True),
+    ("boolean", Q_ALL, "No, one is not.", {"yes": False, "exceptions": ["dmi01-akron-sw02"]},
+     DEVICES, False),
+    ("boolean", Q_ALL, "No. dmi01-akron-sw01, dmi01-akron-sw02 and dmi01-akron-rtr01 are all "
+     "offline.", {"yes": False, "exceptions": ["dmi01-akron-sw02"]}, DEVICES, False),
+    ("boolean", Q_ALL, "No: dmi01-akron-sw02 and dmi01-akron-sw010 are offline.", {"yes": False,
+     "exceptions": ["dmi01-akron-sw02"]}, DEVICES, False),
+    ("boolean", Q_ALL, "Yes, all devices are active.", {"yes": False,
+     "exceptions": ["dmi01-akron-sw02"]}, DEVICES, False),
+    ("boolean", Q_ALL, "Perhaps.", {"yes": True, "exceptions": []}, DEVICES, False),
+    # absence and false premise
+    ("absence", Q_ABSENT, "No tenant has VLAN 999.", None, TENANTS, True),
+    ("absence", Q_ABSENT, "VLAN 999 isn't assigned to any tenant.", None, TENANTS, True),
+    ("absence", Q_ABSENT, "There is no VLAN 999 in NetBox.", None, TENANTS, True),
+    ("absence", Q_ABSENT, "I couldn't find any VLAN 999.", None, TENANTS, True),
+    ("absence", Q_ABSENT, "Not sure, but VLAN 201 is at JBB Branch 104.", None, TENANTS, False),
+    ("absence", Q_ABSENT, "It was not hard to find: VLAN 999 belongs to tenant Initech.", None,
+     [], False),
+    ("absence", Q_ABSENT, "Tenant Initech has VLAN 999, no doubt about it.", None, [], False),
+    ("absence", Q_ABSENT, "Globex. There is no other.", None, TENANTS, False),
+]  # fmt: skip
+
+
+def test_the_crafted_set_is_scored_without_one_mistake() -> None:
+    assert len(CASES) >= 60
+    mistakes = []
+    for kind, question, answer, expected, universe, right in CASES:
+        verdict = score(kind, answer, expected, universe, question)
+        if verdict.correct is not right:
+            mistakes.append((kind, answer, right, verdict.why))
+    wrongly_wrong = sum(1 for m in mistakes if m[2])
+    assert not mistakes, (
+        f"{wrongly_wrong} right answers marked wrong, {len(mistakes) - wrongly_wrong} wrong "
+        f"answers marked right, of {len(CASES)}: {mistakes}"
+    )
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I don't know.",
+        "I do not know the answer to that.",
+        "I cannot determine that from NetBox.",
+        "I'm sorry, but I can't help with that.",
+        "I was unable to find that information.",
+        "Could you tell me which site you mean?",
+        "",
+    ],
+)
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("count", 0),
+        ("list", []),
+        ("value", "unknown"),
+        ("boolean", {"yes": False, "exceptions": []}),
+        ("absence", None),
+        ("explanation", "a reference"),
+    ],
+)
+def test_a_non_answer_is_wrong_in_every_kind_and_counted_apart(
+    answer: str, kind: str, expected: Any
+) -> None:
+    verdict = score(kind, answer, expected, ["Initech"], "Which tenant has VLAN 999?")
+    assert (verdict.correct, verdict.declined) == (False, True)
+
+
+def test_a_hedge_followed_by_an_answer_is_an_answer() -> None:
+    verdict = score("count", "I'm not sure, but I count 14 devices.", 14, [], Q_COUNT)
+    assert (verdict.correct, verdict.declined) == (True, False)
+
+
+def test_constant_answers_earn_credit_only_where_they_are_the_truth() -> None:
+    assert not score("count", "None.", 14, [], Q_COUNT).correct
+    assert not score("list", "None.", DEVICES[:2], DEVICES, Q_LIST).correct
+    assert not score("boolean", "None.", {"yes": True, "exceptions": []}, DEVICES, Q_ALL).correct
+    assert not score("value", "None.", "offline", STATUSES, Q_STATUS).correct
+    assert not score("absence", "Yes.", None, TENANTS, Q_ABSENT).correct
+    assert not score("count", "Yes.", 0, [], Q_NO_TENANT).correct
+    assert not score("value", "active", "offline", STATUSES, Q_STATUS).correct
+    assert not score("boolean", "Yes.", {"yes": False, "exceptions": ["x"]}, ["x"], Q_ALL).correct
+    assert score("boolean", "Yes.", {"yes": True, "exceptions": []}, DEVICES, Q_ALL).correct
+    assert score("absence", "None.", None, TENANTS, Q_ABSENT).correct
+    assert score("value", "active", "active", STATUSES, Q_STATUS).correct
+
+
+@pytest.mark.parametrize(
+    ("reply", "correct"),
+    [
+        ("CORRECT", True),
+        ("**CORRECT**", True),
+        ("Correct.", True),
+        ("Verdict: correct", True),
+        ("Grade: CORRECT - nothing contradicts the reference.", True),
+        ("INCORRECT", False),
+        ("**INCORRECT**", False),
+        ("WRONG", False),
+        ("Wrong: it says 12, the reference says 14.", False),
+        ("The answer is not correct.", False),
+        ("<think>the answer looks correct at first</think>\nWRONG", False),
+        ("The answer says 12 devices while the reference says 14.\n\nVerdict: WRONG", False),
+        ("I am not able to grade this.", False),
+        ("", False),
+    ],
+)
+def test_every_judge_reply_is_read_and_no_verdict_counts_wrong(reply: str, correct: bool) -> None:
+    verdict = judge_verdict(reply)
+    assert verdict.correct is correct
