@@ -315,14 +315,11 @@ def header(title: str) -> None:
     print(f"code: {code_version()}")
 
 
-def figures_of_revision(script: str, revision: str, args: Sequence[str]) -> dict[str, Any]:
-    """Run a benchmark on `netbox_chat/` as committed at `revision` and
-    return the figures it wrote (`--figures FILE`), for a side-by-side table.
-
-    The revision's package is extracted with `git archive` into a temporary
-    folder (no checkout, no worktree) and compiled; everything else is this
-    tree's.
-    """
+@contextlib.contextmanager
+def code_of_revision(revision: str) -> Iterator[Path]:
+    """A temporary folder holding `netbox_chat/` as committed at `revision`
+    (`git archive`, no checkout), compiled: put it first on PYTHONPATH to run
+    that revision with this tree's everything else."""
     with temp_dir("nbc-bench-code-") as code:
         archive = subprocess.run(
             ["git", "-C", str(ROOT), "archive", revision, "netbox_chat"],
@@ -333,6 +330,18 @@ def figures_of_revision(script: str, revision: str, args: Sequence[str]) -> dict
         # Compiled as this tree is before a run (README: PYTHONDONTWRITEBYTECODE
         # is set here): uncompiled, every start of REV would compile it too.
         subprocess.run([PYTHON, "-m", "compileall", "-q", str(code / "netbox_chat")], check=True)
+        yield code
+
+
+def figures_of_revision(script: str, revision: str, args: Sequence[str]) -> dict[str, Any]:
+    """Run a benchmark on `netbox_chat/` as committed at `revision` and
+    return the figures it wrote (`--figures FILE`), for a side-by-side table.
+
+    The revision's package is extracted with `git archive` into a temporary
+    folder (no checkout, no worktree) and compiled; everything else is this
+    tree's.
+    """
+    with code_of_revision(revision) as code:
         figures = code / "figures.json"
         print(f"measuring {revision} first (netbox_chat/ from git archive)...", flush=True)
         subprocess.run(

@@ -5,14 +5,20 @@ server) is copied 1,000 times under new ids: `ls` reads only our small tables
 (session_meta, turns), so copies are as good as 1,000 separately built files.
 Each measurement is a new process; baseline and `ls` runs are interleaved.
 
-Target (issue 7): at most 2x the baseline `python -c "import typer, rich"`.
+Targets: `ls` at most 2x the baseline `python -c "import typer, rich"`
+(issue 7); `ls --json`, which reads every session, under 3x (issue 32).
 
-    .venv/bin/python bench/bench_ls.py [--sessions 1000] [--runs 10]
+`--against REV` also times `ls` and `ls --json` of `netbox_chat/` as
+committed at REV (git archive, first on PYTHONPATH), interleaved with today's
+in the same run, on the same files.
+
+    .venv/bin/python bench/bench_ls.py [--sessions 1000] [--runs 10] [--against REV]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import statistics
 import subprocess
@@ -40,11 +46,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--against", metavar="REV", help="also time ls of this revision")
     args = parser.parse_args()
 
     C.header("bench 1: `netbox-chat ls` cold process")
     cached = C.cached_sessions()
-    with C.temp_dir("nbc-bench-ls-") as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(C.temp_dir("nbc-bench-ls-"))
+        old = stack.enter_context(C.code_of_revision(args.against)) if args.against else None
         store = tmp / "sessions"
         make_store(cached["stages"][20], store, args.sessions)
         files = list(store.glob("*.sqlite"))
@@ -52,26 +61,37 @@ def main() -> None:
         print(f"store: {len(files)} sessions of 20 turns, {total / 1e6:.0f} MB")
 
         env = C.bench_env(NETBOX_CHAT_SESSIONS=str(store))
+        old_env = {**env, "PYTHONPATH": str(old)} if old else env
         baseline = [C.PYTHON, "-c", "import typer, rich"]
         commands = {
-            "baseline: python -c 'import typer, rich'": baseline,
-            "netbox-chat ls": [C.NETBOX_CHAT, "ls"],
-            "netbox-chat ls --json": [C.NETBOX_CHAT, "ls", "--json"],
-            "netbox-chat --help": [C.NETBOX_CHAT, "--help"],
-            "what-if prototype (bench/_ls_prototype.py)": [
-                C.PYTHON,
-                str(Path(__file__).with_name("_ls_prototype.py")),
-                "ls",
-            ],
+            "baseline: python -c 'import typer, rich'": (baseline, env),
+            "netbox-chat ls": ([C.NETBOX_CHAT, "ls"], env),
+            "netbox-chat ls --json": ([C.NETBOX_CHAT, "ls", "--json"], env),
+            "netbox-chat --help": ([C.NETBOX_CHAT, "--help"], env),
+            "what-if prototype (bench/_ls_prototype.py)": (
+                [C.PYTHON, str(Path(__file__).with_name("_ls_prototype.py")), "ls"],
+                env,
+            ),
         }
+        if old:
+            commands[f"{args.against} ls"] = ([C.NETBOX_CHAT, "ls"], old_env)
+            commands[f"{args.against} ls --json"] = ([C.NETBOX_CHAT, "ls", "--json"], old_env)
+            imported = subprocess.run(
+                [C.PYTHON, "-c", "import netbox_chat; print(netbox_chat.__file__)"],
+                env=old_env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            assert imported.startswith(str(old)), f"{args.against} not the code run: {imported}"
         # Warm the OS page cache and write any missing .pyc files first.
-        for argv in commands.values():
-            C.timed_run(argv, env)
+        for argv, argv_env in commands.values():
+            C.timed_run(argv, argv_env)
         before = {f: f.stat().st_mtime_ns for f in files}
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):
-            for name, argv in commands.items():
-                times[name].append(C.timed_run(argv, env))
+            for name, (argv, argv_env) in commands.items():
+                times[name].append(C.timed_run(argv, argv_env))
         written = [f for f in files if f.stat().st_mtime_ns != before[f]]
         leftovers = [p for p in store.iterdir() if not p.name.endswith(".sqlite")]
 
@@ -127,6 +147,9 @@ def main() -> None:
     )
     print(f"ls wrote to session files: {len(written)}; files left beside them: {len(leftovers)}")
     print(f"TARGET ls <= 2.0x baseline: {ratio:.2f}x -> {'met' if ratio <= 2.0 else 'NOT met'}")
+    json_ratio = statistics.median(times["netbox-chat ls --json"]) / base
+    verdict = "met" if json_ratio < 3.0 else "NOT met"
+    print(f"TARGET ls --json < 3.0x baseline: {json_ratio:.2f}x -> {verdict}")
 
 
 if __name__ == "__main__":

@@ -12,10 +12,12 @@ import sqlite3
 import stat
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from netbox_chat.config import ModelServer
 from netbox_chat.errors import ExitStatus
 from netbox_chat.store.choose import Store
 from netbox_chat.store.migrations import (
@@ -243,3 +245,43 @@ def test_unwritable_folder_fails_closed(tmp_path: Path) -> None:
     with pytest.raises(Exception) as info:
         SessionFile.create(store, model="m")
     assert getattr(info.value, "exit_status", None) == ExitStatus.STORE_ERROR
+
+
+def test_ls_reads_a_file_the_same_in_one_query_as_step_by_step(tmp_path: Path) -> None:
+    """`ls` reads a file of this schema with one query and any other file
+    step by step: both give the same row, for the store's own turns and for
+    rows someone forged (a bad server, a number as asker, a second asker)."""
+    store = SessionStore(tmp_path)
+    sid = make_session(store, "which sites?")
+    with store.open(sid) as session:
+        number = session.begin_turn(
+            "and devices?",
+            base_checkpoint_id=None,
+            base_message_count=2,
+            model="llama3.1:8b",
+            server=ModelServer("openai", "http", "10.0.0.5", 8080, None),
+        )
+        session.finish_turn(number, "done", answer="four", message_count=4)
+    conn = sqlite3.connect(store.path_for(sid))
+    conn.execute("UPDATE turns SET asked_by = 7 WHERE number = 1")
+    conn.execute(
+        "INSERT INTO turns(number, question, status, started_at, asked_by, model,"
+        " provider, server_scheme, server_host, server_port) VALUES (3, 'q', "
+        "'cancelled', '2999-01-01', 'zed@host', 'm\x1b[2J', 'openai', 'http', "
+        "'evil@host/x', 80)"
+    )
+    conn.commit()
+    one_query = store.summarize(sid)
+    conn.execute("UPDATE session_meta SET value = '5' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    step_by_step = store.summarize(sid)
+    assert replace(one_query, size_bytes=0) == replace(step_by_step, size_bytes=0)
+    assert (one_query.turns, one_query.unanswered, one_query.last_active) == (
+        2,
+        False,
+        "2999-01-01",
+    )
+    assert one_query.asked_by == ("7", "root@vm", "zed@host")  # the table escapes what it shows
+    assert one_query.server is None  # the forged newest row names no server
+    assert one_query.model == "qwen3:8b"  # not the escape sequence: the session's own model

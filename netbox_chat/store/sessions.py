@@ -428,7 +428,10 @@ class SessionSummary:
         object.__setattr__(self, "netbox_url", without_userinfo(self.netbox_url))
 
     def as_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        # A shallow copy: `asdict` deep-copies every field and, over 10,000
+        # sessions, costs `ls --json` as much as reading them (bench 1).
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["server"] = None if self.server is None else asdict(self.server)
         data["path"] = str(self.path)
         data["resume"] = resume_command(self.id, self.server)
         return data
@@ -500,6 +503,96 @@ def epoch(stamp: str) -> float | None:
     except ValueError:
         return None
     return (then if then.tzinfo else then.replace(tzinfo=UTC)).timestamp()
+
+
+# What `ls` reads of a file of this schema, in one query: each query on a
+# new connection costs as much as the file's opening (bench 1), and `ls
+# --json` reads every file. A file of another schema (older, newer, damaged)
+# fails the query or names another version, and is read step by step.
+_SUMMARY_SQL = f"""
+SELECT m.meta, a.done, a.answered, a.last, c.prompt_tokens_last, c.context_window,
+       k.askers, l.model, l.provider, l.server_scheme, l.server_host, l.server_port, l.profile
+FROM (SELECT json_group_object(key, value) AS meta FROM session_meta) AS m
+CROSS JOIN (
+    SELECT count(*) FILTER (WHERE status = 'done') AS done,
+           count(*) FILTER (WHERE status IN {_ANSWERED}) AS answered,
+           max(coalesce(ended_at, started_at)) AS last
+    FROM turns) AS a
+LEFT JOIN (SELECT prompt_tokens_last, context_window FROM turns
+           WHERE status = 'done' ORDER BY number DESC LIMIT 1) AS c ON 1
+CROSS JOIN (SELECT json_group_array(asked_by) AS askers
+            FROM (SELECT DISTINCT asked_by FROM turns WHERE asked_by IS NOT NULL)) AS k
+LEFT JOIN (SELECT model, provider, server_scheme, server_host, server_port, profile
+           FROM turns ORDER BY number DESC LIMIT 1) AS l ON 1
+"""
+
+
+def _summary_fields(conn: sqlite3.Connection) -> dict[str, Any]:
+    """The `SessionSummary` fields a session file's own tables give (raises
+    `UnreadableSession` or `sqlite3.DatabaseError` for a file to refuse).
+
+    A file of this schema is read with one query; any other file (an older
+    release's, a newer one's, a damaged or foreign one) takes the step by
+    step path, which checks it as every open does."""
+    with contextlib.suppress(sqlite3.DatabaseError, json.JSONDecodeError):
+        row = conn.execute(_SUMMARY_SQL).fetchone()
+        meta = json.loads(row[0])
+        if isinstance(meta, dict) and meta.get("schema_version") == str(SCHEMA_VERSION):
+            askers = json.loads(row[6])
+            return _fields(meta, row[1:6], _sorted(askers), row[7], stored_server(*row[8:13]))
+    check_session(conn)
+    meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
+    counts = conn.execute(
+        "SELECT count(*) FILTER (WHERE status = 'done'), "
+        f"count(*) FILTER (WHERE status IN {_ANSWERED}), "
+        "max(coalesce(ended_at, started_at)) FROM turns"
+    ).fetchone()
+    context = conn.execute(
+        "SELECT prompt_tokens_last, context_window FROM turns "
+        "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
+    ).fetchone() or (None, None)
+    present = turn_columns(conn)
+    return _fields(
+        meta,
+        (*counts, *context),
+        _askers(conn, present),
+        _latest_model(conn, present),
+        _latest_server(conn, present),
+    )
+
+
+def _sorted(values: Sequence[Any]) -> tuple[Any, ...]:
+    """`values` in SQLite's ORDER BY order (numbers before text), as `_askers`
+    gives them: JSON from an untrusted file may hold either."""
+    return tuple(sorted(values, key=lambda v: (isinstance(v, str), v if isinstance(v, str) else 0)))
+
+
+def _fields(
+    meta: dict[str, Any],
+    counts: Sequence[Any],
+    askers: tuple[str, ...],
+    latest_model: object,
+    server: ModelServer | None,
+) -> dict[str, Any]:
+    """The summary's fields from the file's meta, its counts (finished turns,
+    answered turns, last activity, the last finished turn's prompt size and
+    context window), askers, newest model and server."""
+    turns, answered, last, context_tokens, context_window = counts
+    created = meta.get("created_at", "")
+    return {
+        "title": meta.get("title", ""),
+        "model": session_model(latest_model, meta.get("model")),
+        "netbox_url": meta.get("netbox_url", ""),
+        "profile": meta.get("profile", ""),
+        "created_at": created,
+        "last_active": max(last or "", created),
+        "turns": turns,
+        "unanswered": answered == 0,
+        "context_tokens": context_tokens,
+        "context_window": context_window,
+        "asked_by": askers,
+        "server": server,
+    }
 
 
 # --- the store (a folder of sessions) ----------------------------------------------
@@ -628,51 +721,21 @@ class SessionStore:
     def summarize(self, session_id: str) -> SessionSummary:
         """Read one session's summary without writing anything anywhere."""
         path = self.path_for(session_id)
-        size = sum(
-            p.stat().st_size
-            for p in (path, *(Path(f"{path}{c}") for c in COMPANIONS))
-            if p.exists()
-        )
+        size = 0
+        for name in (str(path), *(f"{path}{c}" for c in COMPANIONS)):
+            with contextlib.suppress(FileNotFoundError):
+                size += os.stat(name).st_size
         held = lock_holder(path)
         base = SessionSummary(
             session_id, path, size, is_open=held is not None, open_by=held or None
         )
         try:
             with read_only_connection(path) as conn:
-                check_session(conn)
-                meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
-                turns, answered, last = conn.execute(
-                    "SELECT count(*) FILTER (WHERE status = 'done'), "
-                    f"count(*) FILTER (WHERE status IN {_ANSWERED}), "
-                    "max(coalesce(ended_at, started_at)) FROM turns"
-                ).fetchone()
-                context = conn.execute(
-                    "SELECT prompt_tokens_last, context_window FROM turns "
-                    "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
-                ).fetchone() or (None, None)
-                present = turn_columns(conn)
-                askers = _askers(conn, present)
-                latest_model = _latest_model(conn, present)
-                server = _latest_server(conn, present)
+                fields = _summary_fields(conn)
         except (UnreadableSession, sqlite3.DatabaseError) as exc:
             reason = str(exc) if isinstance(exc, UnreadableSession) else f"damaged ({exc})"
             return replace(base, unreadable=reason)
-        created = meta.get("created_at", "")
-        return replace(
-            base,
-            title=meta.get("title", ""),
-            model=session_model(latest_model, meta.get("model")),
-            netbox_url=meta.get("netbox_url", ""),
-            profile=meta.get("profile", ""),
-            created_at=created,
-            last_active=max(last or "", created),
-            turns=turns,
-            unanswered=answered == 0,
-            context_tokens=context[0],
-            context_window=context[1],
-            asked_by=askers,
-            server=server,
-        )
+        return replace(base, **fields)
 
     def forget(self, session_id: str) -> None:
         """Delete a session for good, only if nobody has it open.
