@@ -134,7 +134,7 @@ def test_the_docs_chat_session(
     child.expect(PROMPT)
     time.sleep(0.5)
     child.sendline("list the sites")
-    child.expect("There are three sites:")
+    child.expect("There are three sites")
     time.sleep(0.3)
     child.sendcontrol("c")
     child.expect("rolled back")
