@@ -22,7 +22,7 @@ from netbox_chat.agent.turns import Conversation, DirtyHead, ToolStarted
 from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver, WritesStillRunning
 from netbox_chat.config import resolve_settings
 from netbox_chat.store.sessions import SessionFile, SessionStore, connect
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.ollama_server import ScriptedOllama, StreamError, Text, ToolCall
 
 
 @tool
@@ -205,11 +205,17 @@ async def test_a_rollback_that_did_not_restore_the_head_is_reported(
         return truncate(thread_id, checkpoint_id, channel)
 
     monkeypatch.setattr(saver, "truncate_after", broken_truncate)
-    outcome = await cancel_mid_tool(conversation, ollama)
-    rollback = outcome.rollback  # type: ignore[attr-defined]
+    # The turn fails after its tool call: a cancelled one stores nothing to
+    # leave behind (its writes are refused from the cancel on, checkpoints.sqlite.Run).
+    ollama.script(
+        [ToolCall("lookup", {"query": "b"})],
+        [Text("half an "), StreamError("llama runner process has terminated")],
+    )
+    outcome = await conversation.run_turn("failing question")
+    rollback = outcome.rollback
     assert rollback is not None and not rollback.verified
     assert any(problem in p for p in rollback.problems), rollback.problems
-    (error,) = [t.error for t in conversation.session.turns() if t.status == "cancelled"]
+    (error,) = [t.error for t in conversation.session.turns() if t.status == "failed"]
     assert error is not None and "rollback check failed" in error
 
 
