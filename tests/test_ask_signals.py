@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.ollama_server import ScriptedOllama, Stall, Text
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.ollama_server import ScriptedOllama, Stall, Text
 from tests.test_crash import ask, turn_rows
 
 

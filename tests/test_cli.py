@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
 
 ROOT = Path(__file__).parent.parent
 

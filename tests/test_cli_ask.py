@@ -14,7 +14,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.test_cli_netbox import closed_port
 from tests.test_repl_pty import leave, plain, run_in_pty, spawn
 from tests.test_stores import cli

@@ -11,8 +11,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
-from tests.ollama_server import Delay, HTTPError, ScriptedOllama, Text
-from tests.stores import StoreUnderTest
+from tests.doubles.ollama_server import Delay, HTTPError, ScriptedOllama, Text
+from tests.doubles.stores import StoreUnderTest
 from tests.test_crash import ask, first_session, turn_rows, wait_for_running
 from tests.test_stores import cli
 

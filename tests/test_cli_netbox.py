@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.test_crash import turn_rows
 
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
-from tests.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
+from tests.doubles.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
 
 REASONING = " ".join(f"step {n}: the sites come from dcim.site." for n in range(400))
 PREAMBLE = " ".join(f"I will look {n} up." for n in range(200))

@@ -37,9 +37,17 @@ from netbox_chat.config import resolve_settings
 from netbox_chat.models.window import FIXED_REQUEST_CHARS, result_budget
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.ollama_server import HTTPError, ScriptedOllama, Stall, Step, Text, Thinking, ToolCall
-from tests.openai_server import SESSION_WINDOW, ScriptedOpenAI, server_settings
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.ollama_server import (
+    HTTPError,
+    ScriptedOllama,
+    Stall,
+    Step,
+    Text,
+    Thinking,
+    ToolCall,
+)
+from tests.doubles.openai_server import SESSION_WINDOW, ScriptedOpenAI, server_settings
 
 FACT = "FACT-rack-key: the DM-Akron rack key code is 4417"
 

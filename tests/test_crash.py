@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, ScriptedOllama, Text, ToolCall
-from tests.stores import StoreUnderTest
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import Delay, ScriptedOllama, Text, ToolCall
+from tests.doubles.stores import StoreUnderTest
 
 ROOT = Path(__file__).parent.parent
 

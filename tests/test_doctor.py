@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama
 
 
 def doctor(env: dict[str, str]) -> tuple[int, list[str]]:

@@ -29,9 +29,9 @@ from netbox_chat.cli.app import app
 from netbox_chat.eval.questions import Question, build_questions
 from netbox_chat.eval.truth import TruthClient
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import ACCESS as ACCESS_ROLE
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, Reply, ScriptedOllama, Text, ToolCall, by_question
+from tests.doubles.netbox_double import ACCESS as ACCESS_ROLE
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import Delay, Reply, ScriptedOllama, Text, ToolCall, by_question
 
 # A run builds a new agent per question (about 1-2 s each on a busy two-core
 # machine, bench/bench_eval.py); the full two-model run asks 72 questions.

@@ -166,7 +166,7 @@ def test_list_json_against_the_real_netbox_asks_no_model(tmp_path: Path) -> None
 def test_eval_runs_end_to_end_on_the_real_netbox(tmp_path: Path) -> None:
     """`netbox-chat eval --model M` with the scripted Ollama as M and the real
     NetBox as both the agent's and the harness's: the oracle scores 100 %."""
-    from tests.ollama_server import ScriptedOllama
+    from tests.doubles.ollama_server import ScriptedOllama
     from tests.test_eval import MODELS, personas
 
     with TruthClient(URL, os.environ["NETBOX_TOKEN"]) as client:

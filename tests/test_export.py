@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from netbox_chat.cli.app import app
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, StreamError, Text, ToolCall
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, StreamError, Text, ToolCall
 
 
 def run(env: dict[str, str], *args: str) -> tuple[int, str, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
-from tests.ollama_server import HTTPError, ScriptedOllama, Text
+from tests.doubles.ollama_server import HTTPError, ScriptedOllama, Text
 from tests.test_cli_ask import run
 from tests.test_repl_pty import PROMPT, leave, resume
 from tests.test_repl_screen import chat

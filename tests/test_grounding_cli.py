@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.ollama_server import ScriptedOllama, Stall, Text, ToolCall
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.ollama_server import ScriptedOllama, Stall, Text, ToolCall
 from tests.test_crash import ask, turn_rows
 from tests.test_repl_pty import PROMPT, leave, plain, spawn
 from tests.test_stores import cli

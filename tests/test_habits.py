@@ -24,8 +24,8 @@ from netbox_chat.cli.app import app
 from netbox_chat.cli.completion import zsh_word
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, ScriptedOllama, Stall, Text, ToolCall
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import Delay, ScriptedOllama, Stall, Text, ToolCall
 from tests.test_safety import closed_port, fingerprint
 from tests.test_sessions import make_session
 

@@ -35,9 +35,9 @@ from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.store import migrations
 from netbox_chat.store.choose import OpenSession
 from netbox_chat.store.sessions import SessionFile, SessionStore, StoreError
-from tests.inspect_session import assert_ledger_agrees, read_from_fresh_process
-from tests.ollama_server import Delay, ScriptedOllama, StreamError, Text
-from tests.stores import StoreUnderTest
+from tests.doubles.inspect_session import assert_ledger_agrees, read_from_fresh_process
+from tests.doubles.ollama_server import Delay, ScriptedOllama, StreamError, Text
+from tests.doubles.stores import StoreUnderTest
 
 # What SQLite says when the disk fills up; RAISE(ABORT) makes it a real
 # SQLite error on that statement, which undoes the statement and leaves the

@@ -780,7 +780,7 @@ def ask_through_the_cli(tmp_path, ollama, *replies) -> list[str]:
 def test_the_same_call_twice_in_a_turn_asks_netbox_once(tmp_path, ollama):
     """Item 5 through the real CLI and agent against the real NetBox: the second,
     identical call is answered from the first, with a note."""
-    from tests.ollama_server import Text, ToolCall
+    from tests.doubles.ollama_server import Text, ToolCall
 
     args = {"object_type": "ipam.prefix", "filters": {"status": "active"}}
     first, second = ask_through_the_cli(
@@ -797,7 +797,7 @@ def test_the_same_call_twice_in_a_turn_asks_netbox_once(tmp_path, ollama):
 def test_names_where_netbox_wants_slugs_through_the_cli(tmp_path, ollama):
     """Item 6 through the real CLI: a display name read as its slug, a slug no site has
     refused naming the closest."""
-    from tests.ollama_server import Text, ToolCall
+    from tests.doubles.ollama_server import Text, ToolCall
 
     by_name = {"object_type": "dcim.device", "filters": {"tenant": "GLOBEX"}}
     no_site = {"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}}
@@ -815,7 +815,7 @@ def test_names_where_netbox_wants_slugs_through_the_cli(tmp_path, ollama):
 
 def test_not_found_says_where_the_name_is_through_the_cli(tmp_path, ollama):
     """Item 7 through the real CLI: a tenant searched as a circuit provider."""
-    from tests.ollama_server import Text, ToolCall
+    from tests.doubles.ollama_server import Text, ToolCall
 
     search = {"query": "Globex", "object_types": ["circuits.provider"]}
     (found,) = ask_through_the_cli(

@@ -1,5 +1,5 @@
 """netbox-chat on any OpenAI-compatible server, through the real CLI against the
-scripted server (tests/openai_server.py) in each dialect: llama-server, vLLM,
+scripted server (tests/doubles/openai_server.py) in each dialect: llama-server, vLLM,
 SGLang, LM Studio and Ollama's /v1.
 
 Run in full over the five dialects where they behave differently: a turn with
@@ -30,8 +30,8 @@ import pytest
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
-from tests.ollama_server import Delay, Text, Thinking, ToolCall
-from tests.openai_server import ScriptedOpenAI
+from tests.doubles.ollama_server import Delay, Text, Thinking, ToolCall
+from tests.doubles.openai_server import ScriptedOpenAI
 
 ROOT = Path(__file__).parent.parent
 OFFLINE = ToolCall(

@@ -22,8 +22,8 @@ from pytest import MonkeyPatch
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import (
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import (
     CutOff,
     HTTPError,
     ScriptedOllama,
@@ -547,7 +547,7 @@ def test_the_readmes_message_for_a_failed_token_command(
 def test_the_readmes_doctor_example_on_vllm(chat_env: dict[str, str]) -> None:
     """The first lines of `doctor` on vLLM serving Qwen/Qwen3-8B with
     `--max-model-len 32768`, as the README's vLLM section starts it."""
-    from tests.openai_server import ScriptedOpenAI, server_env
+    from tests.doubles.openai_server import ScriptedOpenAI, server_env
 
     model = "Qwen/Qwen3-8B"
     vllm = ScriptedOpenAI("vllm", {model: ["completion", "tools"]}, context_lengths={model: 32768})

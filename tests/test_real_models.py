@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import (
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import (
     GFK_LIST,
     HARMONY_SUFFIX,
     RACK_BY_NAME,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pexpect
 
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.ollama_server import HTTPError, Reply, ScriptedOllama, Stall, Text
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.ollama_server import HTTPError, Reply, ScriptedOllama, Stall, Text
 from tests.test_repl_pty import PROMPT, leave, only_session, plain, spawn
 
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from tests.ollama_server import ScriptedOllama, Text
-from tests.openai_server import ScriptedOpenAI
+from tests.doubles.ollama_server import ScriptedOllama, Text
+from tests.doubles.openai_server import ScriptedOpenAI
 from tests.test_repl_pty import PROMPT, leave
 from tests.test_repl_screen import answered, chat
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, ScriptedOllama, Text, Thinking, ToolCall
-from tests.stores import StoreUnderTest
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import Delay, ScriptedOllama, Text, Thinking, ToolCall
+from tests.doubles.stores import StoreUnderTest
 from tests.test_crash import ask, first_session, wait_for_running
 
 PROMPT = re.compile(r"netbox\S*>")
@@ -462,7 +462,7 @@ def test_ctrl_c_while_the_outcome_is_recorded_shows_what_was_recorded(
     that instant. The answer is recorded: the REPL shows it as answered, does
     not offer the question again, and the model sees it next time; a written
     compaction is reported as done."""
-    from tests.stores import database_url, empty_database
+    from tests.doubles.stores import database_url, empty_database
 
     url = database_url()
     empty_database(url)

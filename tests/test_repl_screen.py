@@ -15,8 +15,8 @@ from pathlib import Path
 import pexpect
 import pyte
 
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.test_crash import first_session
 from tests.test_repl_pty import PROMPT, leave
 

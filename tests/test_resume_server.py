@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.ollama_server import ScriptedOllama, Text
-from tests.openai_server import ScriptedOpenAI
-from tests.stores import StoreUnderTest
+from tests.doubles.ollama_server import ScriptedOllama, Text
+from tests.doubles.openai_server import ScriptedOpenAI
+from tests.doubles.stores import StoreUnderTest
 from tests.test_repl_pty import leave, resume, spawn
 from tests.test_repl_screen import answered
 from tests.test_stores import cli

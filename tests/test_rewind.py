@@ -2,7 +2,7 @@
 
 Real parts throughout: sessions in either store (a session file, or the
 PostgreSQL database; the one `store` fixture), the real deepagents graph (or
-the minimal delta-mode graph from tests/graphs.py), the real ChatOllama
+the minimal delta-mode graph from tests/doubles/graphs.py), the real ChatOllama
 talking HTTP to the scripted server, and a fresh process that reopens the
 session the way the next `resume` would.
 """
@@ -32,10 +32,10 @@ from netbox_chat.agent.turns import Conversation, TurnEvent, TurnOutcome
 from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.errors import UserFacingError
 from netbox_chat.store.choose import OpenSession
-from tests.graphs import build_graph
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.openai_server import chat_model_for, server_settings
-from tests.stores import StoreUnderTest
+from tests.doubles.graphs import build_graph
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.doubles.openai_server import chat_model_for, server_settings
+from tests.doubles.stores import StoreUnderTest
 
 # Compaction and rewind behave alike on every server: Ollama's API and one
 # OpenAI-compatible dialect (vLLM) stand for all (tests/test_openai.py runs the
@@ -143,8 +143,8 @@ from netbox_chat.config import resolve_settings
 from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.store.choose import open_store
 from netbox_chat.agent.turns import Conversation
-from tests.graphs import build_graph
-from tests.ollama_server import ScriptedOllama, Text
+from tests.doubles.graphs import build_graph
+from tests.doubles.ollama_server import ScriptedOllama, Text
 
 
 def dump(conv):

@@ -31,8 +31,15 @@ from typer.testing import CliRunner
 from netbox_chat.cli.app import app
 from netbox_chat.errors import ExitStatus
 from tests.conftest import TEST_TOKEN
-from tests.inspect_session import assert_ledger_agrees
-from tests.ollama_server import HTTPError, ScriptedOllama, Stall, StreamError, Text, ToolCall
+from tests.doubles.inspect_session import assert_ledger_agrees
+from tests.doubles.ollama_server import (
+    HTTPError,
+    ScriptedOllama,
+    Stall,
+    StreamError,
+    Text,
+    ToolCall,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSOLE_SCRIPT = ROOT / ".venv" / "bin" / "netbox-chat"

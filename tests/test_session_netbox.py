@@ -29,10 +29,10 @@ from typer.testing import CliRunner
 from netbox_chat.cli.app import app
 from netbox_chat.config import resolve_settings
 from tests.conftest import TEST_TOKEN
-from tests.inspect_session import fresh_connection
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.stores import StoreUnderTest
+from tests.doubles.inspect_session import fresh_connection
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.doubles.stores import StoreUnderTest
 from tests.test_stores import cli
 
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})

@@ -34,7 +34,7 @@ from netbox_chat.store.sessions import (
     UnreadableSession,
     normalize_session_id,
 )
-from tests.stores import StoreUnderTest
+from tests.doubles.stores import StoreUnderTest
 
 
 def folder_fingerprint(folder: Path) -> dict[str, str]:

@@ -27,10 +27,10 @@ import pytest
 from netbox_chat.store.choose import Store
 from netbox_chat.store.postgres import PgSession
 from netbox_chat.store.sessions import NoSuchSession
-from tests.netbox_double import NetBoxDouble
-from tests.old_releases import RELEASES, has_postgres, release, release_argv
-from tests.ollama_server import ScriptedOllama, Text
-from tests.stores import StoreUnderTest, scratch_database
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.old_releases import RELEASES, has_postgres, release, release_argv
+from tests.doubles.ollama_server import ScriptedOllama, Text
+from tests.doubles.stores import StoreUnderTest, scratch_database
 from tests.test_pgstore import pg, with_url  # noqa: F401  (pg: a fixture)
 from tests.test_repl_pty import PROMPT
 from tests.test_stores import SITES, cli, first_turn

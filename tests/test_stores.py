@@ -3,7 +3,7 @@ PostgreSQL database (`--store postgresql://...`), through one fixture.
 
 Real parts: the real CLI in subprocesses (`python -m netbox_chat`), the real
 deepagents graph and ChatOllama against the scripted Ollama server, the NetBox
-double, and what a fresh process reads back (tests/inspect_session.py). The
+double, and what a fresh process reads back (tests/doubles/inspect_session.py). The
 Postgres parameter runs against the database scripts/postgres_up.sh starts.
 """
 
@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text
-from tests.stores import StoreUnderTest
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, Text
+from tests.doubles.stores import StoreUnderTest
 from tests.test_crash import ROOT, SITES, ask
 
 
@@ -239,7 +239,7 @@ from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.store.choose import open_store
 from netbox_chat.agent import history
 from netbox_chat.agent.turns import Conversation
-from tests.ollama_server import ScriptedOllama, Text
+from tests.doubles.ollama_server import ScriptedOllama, Text
 
 async def main(store_value, action):
     with ScriptedOllama() as ollama:

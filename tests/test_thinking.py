@@ -7,7 +7,7 @@ sends what the server accepts and says so when it cannot.
 Where the wire differs per server (the reasoning field: `thinking` on Ollama's
 API, `reasoning` or `reasoning_content` on /v1), a test runs on every model
 server; the switch on Ollama's API and vLLM; what only Ollama's API tells
-(whether a model can think, and in levels) on Ollama alone. tests/wire.py reads
+(whether a model can think, and in levels) on Ollama alone. tests/doubles/wire.py reads
 each server's fields."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
 from netbox_chat.models.thinking import ThinkSplitter, split_thinking
-from tests.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
-from tests.wire import reasoning_sent_back, thinking_asked
+from tests.doubles.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
+from tests.doubles.wire import reasoning_sent_back, thinking_asked
 
 REASONING = "The user wants the sites. I should call netbox_get_objects for dcim.site."
 ANSWER = "Three sites: DM-Akron, DM-Columbus, DM-Dayton."

@@ -19,8 +19,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, StreamError, Text, Thinking, ToolCall
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, StreamError, Text, Thinking, ToolCall
 from tests.test_repl_pty import on_a_terminal
 from tests.test_stores import cli
 

@@ -23,7 +23,7 @@ from netbox_chat.cli.export import read_transcript
 from netbox_chat.config import Settings, resolve_settings
 from netbox_chat.store.choose import OpenSession, Store, open_store
 from netbox_chat.store.postgres import PgSessionStore
-from tests.inspect_session import assert_ledger_agrees, fresh_connection, ledger_problems
+from tests.doubles.inspect_session import assert_ledger_agrees, fresh_connection, ledger_problems
 
 PG_ENV = "NETBOX_CHAT_TEST_PG"
 REQUIRE_PG_ENV = "NETBOX_CHAT_REQUIRE_PG"

@@ -7,7 +7,7 @@ checks, from a fresh connection to either store, that the turn ledger and
 LangGraph's checkpoint tables tell the same story (docs/design-notes.md, "The ledger and the checkpoints agree"); the
 fresh-process read checks it too, and adds the message count.
 
-    python -m tests.inspect_session STORE SESSION_ID
+    python -m tests.doubles.inspect_session STORE SESSION_ID
 
 STORE is a sessions folder or a postgresql:// URL.
 """
@@ -222,11 +222,11 @@ def read_from_fresh_process(
     """What a brand-new process (the next `resume`) reads from the session
     store (a folder or a postgresql:// URL)."""
     out = subprocess.run(
-        [sys.executable, "-m", "tests.inspect_session", str(store), session_id],
+        [sys.executable, "-m", "tests.doubles.inspect_session", str(store), session_id],
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
     )
     state = dict(json.loads(out.stdout))
     assert_ledger_agrees(store, session_id, after_crash=after_crash)
