@@ -122,6 +122,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUnderTest:
 
 
 @pytest.fixture
+def pg(store: StoreUnderTest) -> StoreUnderTest:
+    """The store, when it is PostgreSQL: for behaviour only a database has."""
+    if store.kind != "postgres":
+        pytest.skip("a database-only behaviour")
+    return store
+
+
+@pytest.fixture
 def store_env(chat_env: dict[str, str], store: StoreUnderTest) -> dict[str, str]:
     """`chat_env` with the sessions in `store`, given the way a user gives it."""
     env = {key: value for key, value in chat_env.items() if key != "NETBOX_CHAT_SESSIONS"}

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.inspect_session import turn_rows
 from tests.doubles.ollama_server import ScriptedOllama, Stall, Text
-from tests.test_crash import ask, turn_rows
+from tests.drive.process import ask
 
 
 def wait_for(condition: object, what: str, timeout: float = 30.0) -> None:

@@ -132,7 +132,7 @@ def test_every_command_explains_its_settings_in_help() -> None:
 def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> None:
     from netbox_chat.cli.app import LS_ROWS
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     store = SessionStore(sessions_dir)
     ids = [make_session(store, f"question {n}") for n in range(LS_ROWS + 2)]
@@ -151,7 +151,7 @@ def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> 
 
 def test_what_users_typed_is_printed_as_typed_never_as_markup(sessions_dir: Path) -> None:
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     session_id = make_session(SessionStore(sessions_dir), "what is in [/dev] and [bold]?")
     runner = CliRunner()
@@ -166,7 +166,7 @@ def test_what_users_typed_is_printed_as_typed_never_as_markup(sessions_dir: Path
 
 def test_ls_fits_a_narrow_terminal_by_shortening_titles(sessions_dir: Path) -> None:
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
     session_id = make_session(SessionStore(sessions_dir), title)
@@ -194,8 +194,8 @@ def test_ls_in_a_narrow_terminal_leaves_out_the_least_telling_columns_and_cuts_n
     import pexpect
 
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_repl_screen import Terminal
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
+    from tests.drive.screen import Terminal
 
     store = SessionStore(sessions_dir)
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
@@ -222,7 +222,7 @@ def test_ls_in_a_narrow_terminal_leaves_out_the_least_telling_columns_and_cuts_n
 def test_ls_piped_is_never_cut_and_its_notes_come_after_the_table(sessions_dir: Path) -> None:
     from netbox_chat.cli.app import LS_ROWS
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
     store = SessionStore(sessions_dir)
@@ -248,7 +248,7 @@ def test_ls_piped_is_never_cut_and_its_notes_come_after_the_table(sessions_dir: 
 
 def test_a_reader_that_goes_away_ends_it_quietly_as_git_does(sessions_dir: Path) -> None:
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     session_id = make_session(SessionStore(sessions_dir), "which sites are there?")
     env = {**os.environ, "NETBOX_CHAT_SESSIONS": str(sessions_dir)}
@@ -316,8 +316,8 @@ def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
     from datetime import UTC, datetime, timedelta
 
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
-    from tests.test_store_place import as_installed_from_a_wheel
+    from tests.doubles.stores import make_session
+    from tests.drive.install import as_installed_from_a_wheel
 
     for name in [k for k in os.environ if k.startswith(("NETBOX_CHAT_", "XDG_"))]:
         monkeypatch.delenv(name)
@@ -346,7 +346,7 @@ def test_forget_takes_several_ids_and_older_than_but_never_an_open_session(
     sessions_dir: Path,
 ) -> None:
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     store = SessionStore(sessions_dir)
     old, older, busy, recent, a, b = (make_session(store, f"q{n}") for n in range(6))

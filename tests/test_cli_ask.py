@@ -14,15 +14,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
+from tests.doubles.network import closed_port_number as closed_port
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.test_cli_netbox import closed_port
-from tests.test_repl_pty import leave, plain, run_in_pty, spawn
-from tests.test_stores import cli
-
-
-def run(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """The CLI with stdin a pipe (empty unless given), as in a script."""
-    return cli(env, *args, stdin=stdin)
+from tests.drive.process import run
+from tests.drive.pty import leave, plain, run_in_pty, spawn
 
 
 def test_the_question_comes_from_stdin_and_an_empty_one_is_refused(

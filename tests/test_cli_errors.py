@@ -11,10 +11,11 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
+from tests.doubles.inspect_session import turn_rows
 from tests.doubles.ollama_server import Delay, HTTPError, ScriptedOllama, Text
 from tests.doubles.stores import StoreUnderTest
-from tests.test_crash import ask, first_session, turn_rows, wait_for_running
-from tests.test_stores import cli
+from tests.drive.process import ask, cli, wait_for_running
+from tests.drive.process import first_turn as first_session
 
 ROOT = Path(__file__).parent.parent
 

@@ -7,7 +7,6 @@ refused before anything is asked, naming the variable."""
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -15,17 +14,12 @@ from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
 from tests.conftest import TEST_TOKEN
+from tests.doubles.inspect_session import turn_rows
 from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.network import closed_port_number as closed_port
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.test_crash import turn_rows
 
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_an_answer_while_netbox_is_down_says_so_and_exits_5(
@@ -142,7 +136,7 @@ def test_the_repl_refuses_a_profile_token_env_that_is_not_set_before_any_prompt(
 ) -> None:
     """The chat checks the token as `ask` does: one line naming the variable
     the profile names, exit 1, no prompt, no session, nothing sent."""
-    from tests.test_repl_pty import run_in_pty
+    from tests.drive.pty import run_in_pty
 
     config = tmp_path / "config" / "netbox-chat" / "config.toml"
     config.parent.mkdir(parents=True)
@@ -183,7 +177,7 @@ def test_no_token_at_all_is_said_first_and_the_403_says_none_was_sent(
 def test_the_repl_says_after_the_turn_that_netbox_could_not_be_reached(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
-    from tests.test_repl_pty import leave, plain, spawn
+    from tests.drive.pty import leave, plain, spawn
 
     down = {**chat_env, "NETBOX_URL": f"http://127.0.0.1:{closed_port()}", "NETBOX_TIMEOUT": "1"}
     ollama.script([SITES], [Text("There are three sites.")])
@@ -201,7 +195,7 @@ def test_the_repl_says_after_the_turn_that_netbox_could_not_be_reached(
 def test_the_repl_says_in_red_that_netbox_did_not_answer_in_time(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
-    from tests.test_repl_pty import leave, spawn
+    from tests.drive.pty import leave, spawn
 
     netbox.delays["dcim/sites"] = 5.0
     ollama.script([SITES], [Text("I could not read the sites.")])

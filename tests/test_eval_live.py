@@ -22,7 +22,7 @@ import pytest
 
 from netbox_chat.eval.questions import Question, build_questions
 from netbox_chat.eval.truth import TruthClient
-from tests.test_netbox_live import URL, _need_a_real_netbox, auth
+from tests.doubles.live_netbox import URL, _need_a_real_netbox, auth
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(600)]
 __all__ = ["_need_a_real_netbox"]  # its autouse fixture skips (or fails in CI) without NetBox
@@ -166,8 +166,8 @@ def test_list_json_against_the_real_netbox_asks_no_model(tmp_path: Path) -> None
 def test_eval_runs_end_to_end_on_the_real_netbox(tmp_path: Path) -> None:
     """`netbox-chat eval --model M` with the scripted Ollama as M and the real
     NetBox as both the agent's and the harness's: the oracle scores 100 %."""
+    from tests.doubles.eval_models import MODELS, personas
     from tests.doubles.ollama_server import ScriptedOllama
-    from tests.test_eval import MODELS, personas
 
     with TruthClient(URL, os.environ["NETBOX_TOKEN"]) as client:
         built = build_questions(client, seed=5, per_template=1).questions

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
 from tests.doubles.ollama_server import HTTPError, ScriptedOllama, Text
-from tests.test_cli_ask import run
-from tests.test_repl_pty import PROMPT, leave, resume
-from tests.test_repl_screen import chat
+from tests.drive.process import run
+from tests.drive.pty import PROMPT, leave, resume
+from tests.drive.screen import chat
 
 
 def test_a_model_ollama_lacks_is_refused_in_one_line(

@@ -24,10 +24,11 @@ from netbox_chat.cli.app import app
 from netbox_chat.cli.completion import zsh_word
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
+from tests.doubles.disks import fingerprint
 from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.network import closed_port
 from tests.doubles.ollama_server import Delay, ScriptedOllama, Stall, Text, ToolCall
-from tests.test_safety import closed_port, fingerprint
-from tests.test_sessions import make_session
+from tests.doubles.stores import make_session
 
 ROOT = Path(__file__).parent.parent
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
@@ -650,8 +651,8 @@ def test_a_first_turn_killed_is_marked_in_ls_and_swept_by_forget(
 def test_a_chat_left_before_any_answer_keeps_nothing(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
-    from tests.test_repl_pty import PROMPT, leave
-    from tests.test_repl_pty import spawn as spawn_repl
+    from tests.drive.pty import PROMPT, leave
+    from tests.drive.pty import spawn as spawn_repl
 
     ollama.script([Delay(30)])
     child = spawn_repl(chat_env)

@@ -28,7 +28,6 @@ from netbox_chat.agent import history
 from netbox_chat.agent.graph import build_agent, find_end_node
 from netbox_chat.agent.turns import Conversation, RollingBack, TextDelta, TurnEvent
 from netbox_chat.checkpoints.saver import open_saver
-from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
 from netbox_chat.cli.app import app
 from netbox_chat.config import resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
@@ -37,6 +36,7 @@ from netbox_chat.store.choose import OpenSession
 from netbox_chat.store.sessions import SessionFile, SessionStore, StoreError
 from tests.doubles.inspect_session import assert_ledger_agrees, read_from_fresh_process
 from tests.doubles.ollama_server import Delay, ScriptedOllama, StreamError, Text
+from tests.doubles.savers import stuck_write
 from tests.doubles.stores import StoreUnderTest
 
 # What SQLite says when the disk fills up; RAISE(ABORT) makes it a real
@@ -468,20 +468,6 @@ async def test_a_finished_turn_whose_checkpoint_did_not_become_the_head_is_rolle
 # --- defect 9: a write still running when the rollback would start ----------------------------
 
 
-async def stuck_write(saver: BridgedSqliteSaver) -> tuple[asyncio.Task[None], asyncio.Event]:
-    """A bridged saver call still running on its worker thread, as one is when
-    a cancelled turn ended before its last write did."""
-    release = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def wait_for_release() -> None:
-        asyncio.run_coroutine_threadsafe(release.wait(), loop).result(timeout=30)
-
-    call = asyncio.create_task(saver._on_thread(wait_for_release))
-    await asyncio.sleep(0.05)
-    return call, release
-
-
 async def test_a_rollback_waits_for_no_write_it_cannot_see_finish(
     conversation: Conversation, ollama: ScriptedOllama
 ) -> None:
@@ -559,8 +545,8 @@ def test_the_repl_after_a_turn_the_full_disk_left_unrecorded_keeps_later_answers
     """The disk fills up while turn 2 is answered: neither the turn nor its
     rollback can be written, the REPL says so and goes on. Once there is room,
     the next question first finishes turn 2, and its answer survives `resume`."""
-    from tests.test_repl_pty import PROMPT, leave, only_session, resume, spawn
-    from tests.test_safety import tmpfs
+    from tests.doubles.disks import tmpfs
+    from tests.drive.pty import PROMPT, leave, only_session, resume, spawn
 
     with tmpfs(tmp_path / "small", "size=2m,mode=0700") as mount:
         sessions_dir = mount / "sessions"

@@ -19,11 +19,11 @@ import pexpect
 import pytest
 
 from netbox_chat.models.dialects import DIALECTS
+from tests.doubles.inspect_session import turn_row
 from tests.doubles.ollama_server import Delay, Responder, ScriptedOllama, Stall, Step, Text
 from tests.doubles.openai_server import ScriptedOpenAI
-from tests.test_doctor import doctor, line
-from tests.test_real_models import ask, ask_json, turn_row
-from tests.test_repl_pty import PROMPT, leave, only_session, spawn
+from tests.drive.pty import PROMPT, leave, only_session, spawn
+from tests.drive.runner import ask, ask_json, doctor, line
 
 TIMEOUT = "2"  # seconds; every silence below is longer
 

@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 import re
-import sys
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -36,28 +35,13 @@ from netbox_chat.netbox.object_types import shipped_table
 from netbox_chat.netbox.schema import derive_table
 from netbox_chat.netbox.tools import DEFAULT_FIELDS, build_netbox_tools
 from netbox_chat.netbox.validation import FilterRejected, build_params, check_ordering
+from tests.doubles.live_netbox import TOKEN, URL, _need_a_real_netbox, auth
+
+__all__ = ["_need_a_real_netbox"]  # its autouse fixture skips (or fails in CI) without NetBox
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
 
-URL = os.environ.get("NETBOX_URL", "")
-TOKEN = os.environ.get("NETBOX_TOKEN", "")
 TOKEN_V1 = os.environ.get("NETBOX_TOKEN_V1", "")
-
-WHY_NOT_RUN = (
-    "LIVE NETBOX TIER NOT RUN: NETBOX_URL and NETBOX_TOKEN are not set. "
-    "Start NetBox with scripts/netbox_up.sh and export the lines it prints."
-)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _need_a_real_netbox() -> None:
-    """Only when live tests are selected: skip loudly, or fail when CI requires them."""
-    if URL and TOKEN:
-        return
-    if os.environ.get("NETBOX_CHAT_REQUIRE_LIVE") == "1":
-        pytest.fail(WHY_NOT_RUN + " (NETBOX_CHAT_REQUIRE_LIVE=1)", pytrace=False)
-    sys.__stderr__.write(f"\n\n!!!!! {WHY_NOT_RUN} !!!!!\n\n")
-    pytest.skip(WHY_NOT_RUN)
 
 
 T = shipped_table()
@@ -65,11 +49,6 @@ T = shipped_table()
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
-
-
-def auth(token: str = TOKEN) -> dict[str, str]:
-    scheme = "Bearer" if token.startswith("nbt_") else "Token"
-    return {"Authorization": f"{scheme} {token}", "Accept": "application/json"}
 
 
 def raw(path: str, params: Sequence[tuple[str, str]] = ()) -> httpx.Response:

@@ -394,7 +394,7 @@ def test_a_server_that_is_not_there_is_one_line_and_nothing_is_kept(
 def test_the_repl_shows_the_servers_reasoning_dimmed_and_think_off_stops_it(
     openai_env: dict[str, str], openai_server: ScriptedOpenAI
 ) -> None:
-    from tests.test_repl_pty import DIM, PROMPT, leave, plain, spawn
+    from tests.drive.pty import DIM, PROMPT, leave, plain, spawn
 
     openai_server.script(
         [

@@ -28,22 +28,11 @@ from netbox_chat.store.sessions import StoreError
 from tests.doubles.inspect_session import read_from_fresh_process as inspect
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import Delay, ScriptedOllama, Text
-from tests.doubles.stores import StoreUnderTest
-from tests.test_stores import SITES as SITES_CALL
-from tests.test_stores import cli, first_turn, hold_in_a_tool
+from tests.doubles.stores import StoreUnderTest, with_url
+from tests.drive.process import SITES as SITES_CALL
+from tests.drive.process import cli, first_turn, hold_in_a_tool
 
 INSTALL_HINT = "pip install 'netbox-chat[postgres]'"
-
-
-@pytest.fixture
-def pg(store: StoreUnderTest) -> StoreUnderTest:
-    if store.kind != "postgres":
-        pytest.skip("a database-only behaviour")
-    return store
-
-
-def with_url(env: dict[str, str], url: str) -> dict[str, str]:
-    return {**env, "NETBOX_CHAT_STORE": url}
 
 
 def replaced(url: str, **parts: str) -> str:

@@ -34,9 +34,9 @@ from tests.doubles.ollama_server import (
     Thinking,
     ToolCall,
 )
-from tests.test_repl_pty import PROMPT
-from tests.test_repl_screen import Terminal, chat
-from tests.test_store_place import as_installed_from_a_wheel
+from tests.drive.install import as_installed_from_a_wheel
+from tests.drive.pty import PROMPT
+from tests.drive.screen import Terminal, chat
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
@@ -276,7 +276,7 @@ def test_the_readmes_messages_for_ids_and_unreadable_files(
     import sqlite3
 
     from netbox_chat.store.sessions import SCHEMA_VERSION, SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     def said(*args: str) -> list[str]:
         return CliRunner().invoke(app, list(args), env=chat_env).stderr.splitlines()
@@ -328,7 +328,7 @@ def test_the_readmes_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path
     one NetBox, under the table. Installed as the README's reader installs it
     (pipx: a wheel, no checkout), so the default is the per-user folder."""
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_store_place import installation
+    from tests.drive.install import installation
 
     wheel = installation(tmp_path / "site-packages", checkout=False)
 
@@ -439,7 +439,7 @@ def test_the_readmes_message_for_a_session_open_elsewhere(
     import os
 
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     store = SessionStore(sessions_dir)
     sid = make_session(store)
@@ -503,7 +503,7 @@ def test_the_readmes_ollama_problems(
 ) -> None:
     """Each row of the table, as `ask` prints it: `turn N failed: MESSAGE`, with
     `; nothing was kept` since a new session's failed first turn is not kept."""
-    from tests.test_doctor import closed_port
+    from tests.doubles.network import closed_port
 
     assert len(ollama_problems()) == len(OLLAMA_PROBLEMS)
     ollama.script(*replies)
@@ -569,7 +569,7 @@ def test_the_readmes_netbox_problems(
 ) -> None:
     """`ask` exits 5 with one line when its answer was made without NetBox:
     NetBox down, a wrong token, no token, a token that may not read sites."""
-    from tests.test_doctor import closed_port
+    from tests.doubles.network import closed_port
 
     down = closed_port()
     envs = [
@@ -688,7 +688,7 @@ def test_the_readmes_note_for_a_turn_whose_process_was_killed(
 ) -> None:
     """The third turn's process is killed inside a NetBox request; the next
     `ask --session` rolls that turn back first and says so."""
-    from tests.test_stores import hold_in_a_tool
+    from tests.drive.process import hold_in_a_tool
 
     (note,) = re.findall(r"`(turn 3 was interrupted and rolled back \([^`]*)`", README)
     ollama.script([Text("Three sites.")], [Text("Still three.")])
@@ -711,7 +711,7 @@ def test_the_readmes_eval_report(
     """The top of the report from the suite's two scripted models, seed 0,
     `--per-template 1`: the README leaves out the three tables by tier, type
     and domain and the wrong answers, and says so."""
-    from tests.test_eval import MODELS, built, personas
+    from tests.doubles.eval_models import MODELS, built, personas
 
     ollama.models.update(MODELS)
     ollama.responder = personas(built(netbox, seed=0, per_template=1))

@@ -13,8 +13,8 @@ import pytest
 
 from tests.doubles.ollama_server import ScriptedOllama, Text
 from tests.doubles.openai_server import ScriptedOpenAI
-from tests.test_repl_pty import PROMPT, leave
-from tests.test_repl_screen import answered, chat
+from tests.drive.pty import PROMPT, leave
+from tests.drive.screen import answered, chat
 
 
 @pytest.mark.model_servers("ollama", "vllm")

@@ -33,7 +33,7 @@ from tests.doubles.inspect_session import fresh_connection
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.doubles.stores import StoreUnderTest
-from tests.test_stores import cli
+from tests.drive.process import cli
 
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
 PROD_SECRET = "nbt_prodkey000001.SECRETOFTHEPRODPROFILExxxxxxxxxxxxxxxx"

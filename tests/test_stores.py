@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,59 +25,7 @@ from tests.doubles.inspect_session import read_from_fresh_process as inspect
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import ScriptedOllama, Text
 from tests.doubles.stores import StoreUnderTest
-from tests.test_crash import ROOT, SITES, ask
-
-
-def cli(
-    env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """The CLI as a script runs it: a subprocess, its output captured, `stdin`
-    piped to it (None: this process's own stdin)."""
-    return subprocess.run(
-        [sys.executable, "-m", "netbox_chat", *args],
-        env=env,
-        cwd=ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def first_turn(env: dict[str, str], ollama: ScriptedOllama) -> str:
-    ollama.script([Text("Three sites.")])
-    done = cli(env, "ask", "how many sites?", "--json")
-    assert done.returncode == 0, done.stderr
-    return str(json.loads(done.stdout)["session"])
-
-
-def wait_until(condition: Any, what: str, timeout: float = 60.0) -> None:
-    """Until `condition()`; the timeout is a bound for a loaded machine, not a
-    wait (see test_crash.wait_for_running)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-
-
-def hold_in_a_tool(
-    env: dict[str, str],
-    ollama: ScriptedOllama,
-    netbox: NetBoxDouble,
-    session_id: str,
-    seconds: float = 10.0,
-) -> subprocess.Popen[str]:
-    """An `ask` on the session that waits inside a NetBox request."""
-    netbox.delays["dcim/sites"] = seconds
-    ollama.script([SITES])
-    seen = len(netbox.requests)
-    proc = ask(env, "list the sites slowly", "--session", session_id)
-    wait_until(
-        lambda: any("dcim/sites" in r for r in netbox.requests[seen:]),
-        "the tool never called NetBox",
-    )
-    return proc
-
+from tests.drive.process import ROOT, SITES, cli, first_turn, hold_in_a_tool, wait_until
 
 # --- a session, resumed --------------------------------------------------------------------
 
@@ -316,7 +263,7 @@ def test_the_repl_chats_cancels_and_resumes_the_latest_on_either_store(
     ollama: ScriptedOllama,
     netbox: NetBoxDouble,
 ) -> None:
-    from tests.test_repl_pty import PROMPT, leave, resume, spawn
+    from tests.drive.pty import PROMPT, leave, resume, spawn
 
     ollama.script([Text("Three sites.")])
     child = spawn(store_env)

@@ -23,11 +23,10 @@ from netbox_chat.store import migrations
 from netbox_chat.store import postgres as pgstore
 from tests.doubles.old_releases import BEFORE_TURN_MODEL, release, release_argv
 from tests.doubles.ollama_server import ScriptedOllama, Text
-from tests.doubles.stores import StoreUnderTest, scratch_database
-from tests.test_pgstore import with_url
-from tests.test_repl_pty import leave, resume, spawn
-from tests.test_repl_screen import answered
-from tests.test_stores import cli, first_turn
+from tests.doubles.stores import StoreUnderTest, scratch_database, with_url
+from tests.drive.process import cli, first_turn
+from tests.drive.pty import leave, resume, spawn
+from tests.drive.screen import answered
 
 FIRST = "qwen3:8b"  # chat_env's NETBOX_CHAT_MODEL
 OTHER = "qwen2.5:7b"  # another model the scripted Ollama has

@@ -301,7 +301,7 @@ async def test_drain_counts_calls_made_through_a_copy_of_the_saver(sessions_dir:
     saver (`with_allowlist`), while the rollback drains the original: both
     must count the same calls, or a write could commit after the rollback.
     One store is enough: both savers get the count from `SyncSaverBridge`."""
-    from tests.test_integrity import stuck_write
+    from tests.doubles.savers import stuck_write
 
     sessions_dir.mkdir(parents=True, exist_ok=True)
     (sessions_dir / "copy.sqlite").touch()  # connect() opens, never creates

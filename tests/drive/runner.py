@@ -1,0 +1,31 @@
+"""The CLI in this process through Typer's CliRunner, for tests that read its output and exit status."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from typer.testing import CliRunner
+
+from netbox_chat.cli.app import app
+
+
+def ask(env: dict[str, str], *args: str, code: int = 0) -> Any:
+    result = CliRunner().invoke(app, ["ask", *args], env=env)
+    assert result.exit_code == code, result.output
+    return result
+
+
+def ask_json(env: dict[str, str], *args: str, code: int = 0) -> dict[str, Any]:
+    return dict(json.loads(ask(env, *args, "--json", code=code).stdout))
+
+
+def doctor(env: dict[str, str]) -> tuple[int, list[str]]:
+    result = CliRunner().invoke(app, ["doctor"], env=env)
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    return result.exit_code, result.stdout.splitlines()
+
+
+def line(lines: list[str], name: str) -> str:
+    (found,) = [text for text in lines if text[2:].startswith(f"{name}:")]
+    return found
