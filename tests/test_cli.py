@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.drive.runner import invoke
 
 ROOT = Path(__file__).parent.parent
 
@@ -62,7 +63,7 @@ def test_ask_writes_a_ledger_row_that_ls_reads_without_langchain(
         "import sys, json\n"
         "from typer.testing import CliRunner\n"
         "from netbox_chat.cli.app import app\n"
-        "result = CliRunner().invoke(app, ['ls', '--json'])\n"
+        "result = invoke(['ls', '--json'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('langchain', 'langchain_core', 'langgraph', 'deepagents', 'langchain_ollama', 'prompt_toolkit'))\n"
         "print(json.dumps({'ls': json.loads(result.stdout), 'heavy': heavy}))\n"
@@ -99,7 +100,7 @@ def test_resume_without_an_id_takes_the_most_recent_and_ask_continues_a_session(
 
 
 def test_unknown_session_is_one_line_and_exit_1(chat_env: dict[str, str]) -> None:
-    result = CliRunner().invoke(app, ["resume", "zzzz"], env=chat_env)
+    result = invoke(["resume", "zzzz"], env=chat_env)
     assert result.exit_code == 1
     assert result.stderr.strip().count("\n") == 0 and "no session 'zzzz'" in result.stderr
 
@@ -177,7 +178,7 @@ def test_ls_fits_a_narrow_terminal_by_shortening_titles(sessions_dir: Path) -> N
         "TTY_COMPATIBLE": "1",
         "TERM": "dumb",
     }
-    lines = CliRunner().invoke(app, ["ls"], env=env).stdout.splitlines()
+    lines = invoke(["ls"], env=env).stdout.splitlines()
     assert lines[0].split() == ["id", "title", "turns", "last", "active", "model", "size"]
     assert lines[1].startswith(session_id) and "which devices at" in lines[1]
     assert title not in lines[1] and "…" in lines[1]
@@ -329,7 +330,7 @@ def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
     now, days, month = (make_session(store, q) for q in ("now?", "days?", "month?"))
     age_session(home / f"{days}.sqlite", 3)
     age_session(home / f"{month}.sqlite", 40)
-    listed = CliRunner().invoke(app, ["ls"], env=env)
+    listed = invoke(["ls"], env=env)
     assert listed.exit_code == 0, listed.output
     rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
     assert "just now" in rows[now] and "3 days ago" in rows[days]
@@ -338,7 +339,7 @@ def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
     assert listed.stderr.splitlines()[0] == (
         f"sessions in {home} (default: $XDG_DATA_HOME/netbox-chat/sessions)"
     )
-    named = CliRunner().invoke(app, ["ls"], env={**env, "NETBOX_CHAT_SESSIONS": str(home)})
+    named = invoke(["ls"], env={**env, "NETBOX_CHAT_SESSIONS": str(home)})
     assert named.exit_code == 0 and "sessions in" not in named.stderr
 
 

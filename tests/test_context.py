@@ -56,6 +56,7 @@ from tests.doubles.ollama_server import (
     ToolCall,
 )
 from tests.doubles.openai_server import SESSION_WINDOW, ScriptedOpenAI, server_settings
+from tests.drive.process import cli
 
 
 @tool
@@ -375,14 +376,7 @@ BIG_QUESTION = "check these devices: " + ", ".join(f"dmi01-akron-sw{n:03d}" for 
 
 
 def run_ask(env: dict[str, str], question: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "ask", question, "--json", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return cli(env, "ask", question, "--json", *args, timeout=60)
 
 
 def test_kill_9_during_an_automatic_compaction_leaves_the_pre_turn_state(
@@ -450,36 +444,13 @@ def test_ask_json_and_export_report_the_context_and_the_truncation(
     assert "Ollama cut this request to fit its 8k window" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
-    listed = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "ls", "--json"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    listed = cli(env, "ls", "--json", check=True)
     (row,) = json.loads(listed.stdout)
     assert row["context_window"] == 8192
     assert row["context_tokens"] == cut["context"]["prompt_tokens_last"] < 8192
-    exported = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "export", session_id],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    exported = cli(env, "export", session_id, check=True).stdout
     assert exported.count("Ollama cut a request of this turn") == 1
-    as_json = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "netbox_chat", "export", session_id, "--format", "json"],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
+    as_json = json.loads(cli(env, "export", session_id, "--format", "json", check=True).stdout)
     assert [t["context"]["truncated"] for t in as_json["turns"]] == [False, False, False, True]
 
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import random
 import signal
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -18,7 +16,7 @@ from tests.doubles.inspect_session import read_from_fresh_process as inspect
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import Delay, ScriptedOllama, Text
 from tests.doubles.stores import StoreUnderTest
-from tests.drive.process import ROOT, SITES, ask, first_turn, wait_for_running
+from tests.drive.process import SITES, ask, cli, first_turn, wait_for_running
 
 # A crash or a signal rolls back the same way whatever the server: Ollama's API and
 # one OpenAI-compatible dialect (llama-server) stand for all; tests/test_openai.py
@@ -99,13 +97,6 @@ def test_kill_9_at_random_moments_never_breaks_a_session(
     assert state["head_problems"] == [] and state["next"] == [] and state["pending_writes"] == 0
     questions = [m["content"] for m in state["messages"] if m["type"] == "human"]
     assert questions == [t["question"] for t in state["turns"] if t["status"] == "done"]
-    listing = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "ls", "--json"],
-        env=store_env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    listing = cli(store_env, "ls", "--json", check=True)
     (summary,) = json.loads(listing.stdout)
     assert summary["unreadable"] is None and summary["turns"] == len(questions)

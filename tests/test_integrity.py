@@ -22,13 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from netbox_chat.agent import history
 from netbox_chat.agent.graph import build_agent, find_end_node
 from netbox_chat.agent.turns import Conversation, RollingBack, TextDelta, TurnEvent
 from netbox_chat.checkpoints.saver import open_saver
-from netbox_chat.cli.app import app
 from netbox_chat.config import resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.store import migrations
@@ -38,6 +36,7 @@ from tests.doubles.inspect_session import assert_ledger_agrees, read_from_fresh_
 from tests.doubles.ollama_server import Delay, ScriptedOllama, StreamError, Text
 from tests.doubles.savers import stuck_write
 from tests.doubles.stores import StoreUnderTest
+from tests.drive.runner import invoke
 
 # What SQLite says when the disk fills up; RAISE(ABORT) makes it a real
 # SQLite error on that statement, which undoes the statement and leaves the
@@ -356,9 +355,7 @@ def test_export_reads_a_schema_1_file_without_writing_it(tmp_path: Path) -> None
     store = SessionStore(tmp_path / "sessions")
     sid = schema_1_session(store)
     before = store.path_for(sid).read_bytes()
-    ran = CliRunner().invoke(
-        app, ["export", sid, "--format", "json"], env={"NETBOX_CHAT_SESSIONS": str(store.root)}
-    )
+    ran = invoke(["export", sid, "--format", "json"], env={"NETBOX_CHAT_SESSIONS": str(store.root)})
     assert ran.exit_code == 0, ran.stderr
     transcript = json.loads(ran.stdout)
     assert transcript["schema_version"] == 1
@@ -529,7 +526,7 @@ def test_a_sessions_folder_on_nfs_is_refused_with_exit_3(
 
     sessions_dir.mkdir(parents=True)
     monkeypatch.setattr(sessions, "MOUNTINFO", nfs_mount_table(sessions_dir, tmp_path / "mnt"))
-    ran = CliRunner().invoke(app, ["ask", "which sites?"], env=chat_env)
+    ran = invoke(["ask", "which sites?"], env=chat_env)
     assert ran.exit_code == ExitStatus.STORE_ERROR
     (line,) = ran.stderr.splitlines()
     assert "is on a network file system (nfs4)" in line and "local disk" in line
@@ -603,7 +600,7 @@ def test_doctor_flags_a_sessions_folder_on_nfs(
 
     sessions_dir.mkdir(parents=True)
     monkeypatch.setattr(sessions, "MOUNTINFO", nfs_mount_table(sessions_dir, tmp_path / "mnt"))
-    ran = CliRunner().invoke(app, ["doctor"], env=chat_env)
+    ran = invoke(["doctor"], env=chat_env)
     assert ran.exit_code == ExitStatus.USER_ERROR
     (line,) = [line for line in ran.stdout.splitlines() if "sessions folder" in line]
     assert line.startswith("✗") and "network file system (nfs4)" in line

@@ -36,6 +36,7 @@ from netbox_chat.netbox.schema import derive_table
 from netbox_chat.netbox.tools import DEFAULT_FIELDS, build_netbox_tools
 from netbox_chat.netbox.validation import FilterRejected, build_params, check_ordering
 from tests.doubles.live_netbox import TOKEN, URL, _need_a_real_netbox, auth
+from tests.drive.runner import invoke
 
 __all__ = ["_need_a_real_netbox"]  # its autouse fixture skips (or fails in CI) without NetBox
 
@@ -739,10 +740,6 @@ def test_nothing_found_says_where_the_name_is():
 def ask_through_the_cli(tmp_path, ollama, *replies) -> list[str]:
     """One `ask --json` through the real CLI and agent, the scripted Ollama playing
     `replies`, against the real NetBox: the tool results its last request carried."""
-    from typer.testing import CliRunner
-
-    from netbox_chat.cli.app import app
-
     ollama.script(*replies)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NETBOX_CHAT", "OLLAMA"))}
     env.update(
@@ -750,7 +747,7 @@ def ask_through_the_cli(tmp_path, ollama, *replies) -> list[str]:
         NETBOX_CHAT_MODEL="qwen3:8b", XDG_CACHE_HOME=str(tmp_path / "cache"),
         XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_STATE_HOME=str(tmp_path / "state"),
     )  # fmt: skip
-    result = CliRunner().invoke(app, ["ask", "question", "--json"], env=env)
+    result = invoke(["ask", "question", "--json"], env=env)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["answer"] == "Done."
     return [m["content"] for m in ollama.requests[-1]["messages"] if m["role"] == "tool"]

@@ -19,7 +19,6 @@ from urllib.parse import urlsplit
 import pexpect
 import pytest
 from pytest import MonkeyPatch
-from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
 from tests.doubles.netbox_double import NetBoxDouble
@@ -35,7 +34,9 @@ from tests.doubles.ollama_server import (
     ToolCall,
 )
 from tests.drive.install import as_installed_from_a_wheel
+from tests.drive.process import cli
 from tests.drive.pty import PROMPT
+from tests.drive.runner import invoke
 from tests.drive.screen import Terminal, chat
 
 ROOT = Path(__file__).parent.parent
@@ -138,7 +139,7 @@ def test_the_readmes_chat_session(
     shown = ["$ netbox-chat", *(line for line in terminal.lines() if line)]
     assert_shown(example("$ netbox-chat"), shown, [path.stem], chat_env["NETBOX_URL"])
 
-    listed = CliRunner().invoke(app, ["ls"], env={**chat_env, "COLUMNS": "130"})
+    listed = invoke(["ls"], env={**chat_env, "COLUMNS": "130"})
     readme = [line for line in example("$ netbox-chat ls") if not line.startswith("sessions in")]
     readme = readme[: readme.index("$ netbox-chat ask " + f'"{QUESTION}" --json')]
     shown = ["$ netbox-chat ls", *listed.stdout.splitlines(), *listed.stderr.splitlines()]
@@ -150,7 +151,7 @@ def test_the_readmes_ask_examples(
 ) -> None:
     url = chat_env["NETBOX_URL"]
     script_the_example(ollama)
-    asked = CliRunner().invoke(app, ["ask", QUESTION, "--json"], env=chat_env)
+    asked = invoke(["ask", QUESTION, "--json"], env=chat_env)
     block = example("$ netbox-chat ls")
     readme_json = block[block.index(f'$ netbox-chat ask "{QUESTION}" --json') :]
     sid = json.loads(asked.stdout)["session"]
@@ -172,25 +173,18 @@ def test_the_readmes_ask_examples(
     shown = [f'$ netbox-chat "{QUESTION}"', *(line for line in terminal.lines() if line)]
     assert_shown(example(f'$ netbox-chat "{QUESTION}"'), shown, ids, url)
 
-    piped = subprocess.run(
-        [sys.executable, "-m", "netbox_chat"],
-        input="how many sites?\n",
-        env=chat_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    piped = cli(chat_env, stdin="how many sites?\n", timeout=60)
     assert piped.returncode == 2
     first = '$ echo "how many sites?" | netbox-chat'
     assert_shown(example(first), [first, *piped.stderr.splitlines()], [], url)
 
-    exported = CliRunner().invoke(app, ["export", sid, "--tool-results"], env=chat_env)
+    exported = invoke(["export", sid, "--tool-results"], env=chat_env)
     first = "$ netbox-chat export 5vyf4aa0 --tool-results"
     shown = [first, *exported.stdout.splitlines()]
     assert_shown(example(first), shown, [sid], url)
 
-    elsewhere = CliRunner().invoke(
-        app, ["resume", sid[:4]], env={**chat_env, "NETBOX_URL": "https://staging.example"}
+    elsewhere = invoke(
+        ["resume", sid[:4]], env={**chat_env, "NETBOX_URL": "https://staging.example"}
     )
     assert elsewhere.exit_code == 1
     first = "$ NETBOX_URL=https://staging.example netbox-chat resume 5vyf"
@@ -204,9 +198,7 @@ def test_the_readmes_ask_examples(
     )
     (folder / "config.toml").chmod(0o600)
     staging = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
-    typed = CliRunner().invoke(
-        app, ["resume", sid[:4], "--profile", "staging"], env={**staging, "STAGING": "nbt_x"}
-    )
+    typed = invoke(["resume", sid[:4], "--profile", "staging"], env={**staging, "STAGING": "nbt_x"})
     assert typed.exit_code == 2  # then the chat needs a terminal, which the runner is not
     shown = [readme[2], typed.stderr.splitlines()[0]]
     assert_shown(readme[2:], shown, [sid], url)
@@ -220,9 +212,9 @@ def test_the_readmes_resume_recap(
     ollama.script(
         [Text("Three sites.")], [Text(f"200 devices are offline, newest first:\n\n{table}")]
     )
-    first = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=chat_env)
+    first = invoke(["ask", "how many sites?", "--json"], env=chat_env)
     sid = json.loads(first.stdout)["session"]
-    second = CliRunner().invoke(app, ["ask", "-c", "list every offline device"], env=chat_env)
+    second = invoke(["ask", "-c", "list every offline device"], env=chat_env)
     assert second.exit_code == 0, second.output
     terminal = Terminal(130, 40)
     child = pexpect.spawn(
@@ -258,7 +250,7 @@ def test_the_readmes_config_example(chat_env: dict[str, str]) -> None:
     # the environment would win over the profile (the README's example has OLLAMA_HOST only)
     mine = ("NETBOX_URL", "NETBOX_TOKEN", "NETBOX_CHAT_MODEL")
     env = {k: v for k, v in chat_env.items() if k not in mine} | {"COLUMNS": "200"}
-    shown = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    shown = invoke(["config", "--profile", "prod"], env=env)
     assert shown.exit_code == 0, shown.output
     first = "$ netbox-chat config --profile prod"
     lines = [
@@ -279,7 +271,7 @@ def test_the_readmes_messages_for_ids_and_unreadable_files(
     from tests.doubles.stores import make_session
 
     def said(*args: str) -> list[str]:
-        return CliRunner().invoke(app, list(args), env=chat_env).stderr.splitlines()
+        return invoke(list(args), env=chat_env).stderr.splitlines()
 
     assert said("export", "../x") == example_starting("netbox-chat: '../x' is not a session id")
 
@@ -311,13 +303,13 @@ def test_the_readmes_messages_for_the_configuration_file(
     config.chmod(0o600)
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_TOKEN"}
     env |= {"NETBOX_URL": "https://staging.example", "NETBOX_TOKEN_LAB": "nbt_lab"}
-    elsewhere = CliRunner().invoke(app, ["ask", "which sites?"], env=env)
+    elsewhere = invoke(["ask", "which sites?"], env=env)
     assert elsewhere.exit_code == 1 and ollama.requests == []
     readme = example_starting("netbox-chat: the NetBox token (profile lab, token_env")
     assert elsewhere.stderr.splitlines() == readme
 
     config.chmod(0o666)
-    refused = CliRunner().invoke(app, ["ls"], env=env)
+    refused = invoke(["ls"], env=env)
     assert refused.exit_code == 1
     shown = refused.stderr.replace(chat_env["XDG_CONFIG_HOME"], "/home/me/.config")
     assert shown.splitlines() == example_starting("netbox-chat: refusing /home/me/.config/")
@@ -366,9 +358,7 @@ def test_every_command_and_option_the_readme_lists_exists() -> None:
         _, *rest = words.split()
         command = rest[0] if rest and rest[0] in commands else None
         options = [w for w in rest if re.fullmatch(r"--?[a-z][a-z-]*", w)]
-        helped = CliRunner().invoke(
-            app, [*([command] if command else []), "--help"], env={"COLUMNS": "200"}
-        )
+        helped = invoke([*([command] if command else []), "--help"], env={"COLUMNS": "200"})
         assert helped.exit_code == 0, line
         for option in options:
             assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", helped.stdout), (
@@ -400,7 +390,7 @@ def test_the_readmes_doctor_example(
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
     env |= {"XDG_DATA_HOME": str(data), "NETBOX_TOKEN": "nbt_nope0000000.wrongwrongwrongwrong"}
     monkeypatch.chdir(tmp_path)  # no sessions/ folder in or above it
-    shown = CliRunner().invoke(app, ["doctor"], env={**env, "COLUMNS": "300"})
+    shown = invoke(["doctor"], env={**env, "COLUMNS": "300"})
     assert shown.exit_code == 1
     lines = [
         line.replace(str(data), "/home/ana/.local/share")
@@ -424,7 +414,7 @@ def test_the_readmes_stream_json_example(
         [Thinking(then, chunks=[then]), Text(ANSWER, chunks=pieces, chunk_delay=0.5)],
     )
     first = f'$ netbox-chat ask "{QUESTION}" --stream-json'
-    streamed = CliRunner().invoke(app, ["ask", QUESTION, "--stream-json"], env=chat_env)
+    streamed = invoke(["ask", QUESTION, "--stream-json"], env=chat_env)
     assert streamed.exit_code == 0, streamed.output
     (path,) = sessions_dir.glob("*.sqlite")
     shown = [first, *streamed.stdout.splitlines()]
@@ -444,9 +434,7 @@ def test_the_readmes_message_for_a_session_open_elsewhere(
     store = SessionStore(sessions_dir)
     sid = make_session(store)
     with store.open(sid):
-        refused = CliRunner().invoke(
-            app, ["ask", "how many sites?", "--session", sid], env=chat_env
-        )
+        refused = invoke(["ask", "how many sites?", "--session", sid], env=chat_env)
     assert refused.exit_code == 4
     shown = refused.stderr.replace(f"pid {os.getpid()}", "pid 41235").splitlines()
     readme = example_starting("netbox-chat: session 7k2m9qpx is open in another netbox-chat")
@@ -463,7 +451,7 @@ def test_the_readmes_message_for_an_id_that_matches_no_session(
     as_installed_from_a_wheel(monkeypatch)
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
     monkeypatch.chdir(tmp_path)  # no sessions/ folder in or above it
-    missing = CliRunner().invoke(app, ["export", "abc"], env={**env, "XDG_DATA_HOME": str(data)})
+    missing = invoke(["export", "abc"], env={**env, "XDG_DATA_HOME": str(data)})
     assert missing.exit_code == 1
     shown = missing.stderr.replace(str(data), "/home/ana/.local/share")
     assert shown.splitlines() == [f"netbox-chat: {inline}"]
@@ -508,7 +496,7 @@ def test_the_readmes_ollama_problems(
     assert len(ollama_problems()) == len(OLLAMA_PROBLEMS)
     ollama.script(*replies)
     env = {k: closed_port() if v == CLOSED else v for k, v in env.items()}
-    failed = CliRunner().invoke(app, ["ask", QUESTION], env={**chat_env, **env})
+    failed = invoke(["ask", QUESTION], env={**chat_env, **env})
     assert failed.exit_code == 1
     said = f"netbox-chat: turn 1 failed: {ollama_problems()[row]}; nothing was kept"
     assert failed.stderr.splitlines() == [said]
@@ -536,7 +524,7 @@ def test_the_readmes_message_for_a_failed_token_command(
     (bin_dir / "pass").chmod(0o700)
     env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
     env["PATH"] = f"{bin_dir}:{env['PATH']}"
-    shown = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    shown = invoke(["config", "--profile", "prod"], env=env)
     assert shown.exit_code == 1
     rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
     assert "netbox_token failed (token_command; see below) profile prod, token_command" in rows
@@ -555,7 +543,7 @@ def test_the_readmes_doctor_example_on_vllm(chat_env: dict[str, str]) -> None:
     with vllm:
         env = {k: v for k, v in chat_env.items() if not k.startswith("OLLAMA")}
         env |= {**server_env(vllm), "NETBOX_CHAT_MODEL": model}
-        shown = CliRunner().invoke(app, ["doctor"], env=env)
+        shown = invoke(["doctor"], env=env)
     lines = [
         line.replace(vllm.base_url, "http://127.0.0.1:8000/v1")
         for line in shown.stdout.splitlines()
@@ -582,7 +570,7 @@ def test_the_readmes_netbox_problems(
     for env in envs:
         netbox.forbidden = {"dcim/sites"} if env is chat_env else set()
         ollama.script([SITES], [Text("I could not read NetBox.")])
-        answered = CliRunner().invoke(app, ["ask", "how many sites?"], env=env)
+        answered = invoke(["ask", "how many sites?"], env=env)
         assert answered.exit_code == 5, answered.output
         shown.append(answered.stderr.splitlines()[-1].replace(down, "http://127.0.0.1:8000"))
     readme = example_starting("netbox-chat: answered without NetBox: Cannot reach NetBox")
@@ -617,7 +605,7 @@ def test_the_readmes_message_for_a_token_env_that_is_not_set(
     )
     (folder / "config.toml").chmod(0o600)
     env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
-    refused = CliRunner().invoke(app, ["ask", "how many sites?", "--profile", "lab"], env=env)
+    refused = invoke(["ask", "how many sites?", "--profile", "lab"], env=env)
     assert refused.exit_code == 1
     assert refused.stderr.splitlines() == [inline] and ollama.requests == []
 
@@ -637,7 +625,7 @@ def test_the_readmes_inline_messages_for_the_configuration_file(
     )
     config.chmod(0o600)
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_TOKEN"} | {"PROD": "nbt_prod"}
-    warned = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    warned = invoke(["config", "--profile", "prod"], env=env)
     # then refused: NETBOX_URL with the profile's token is a pairing it never sends
     assert warned.exit_code == 1
     assert warned.stderr.splitlines()[0] == f"netbox-chat: {warning}"
@@ -646,7 +634,7 @@ def test_the_readmes_inline_messages_for_the_configuration_file(
         '[profiles.lab]\nnetbox_url = "http://netbox-lab.example:8000"\n'
         'token_env = "NETBOX_TOKEN_LAB"\nwindow = 8192\n'
     )
-    refused = CliRunner().invoke(app, ["ls"], env=chat_env)
+    refused = invoke(["ls"], env=chat_env)
     assert refused.exit_code == 1
     (line,) = refused.stderr.splitlines()
     start, end = unknown.split("…")  # the README leaves out the known keys
@@ -662,7 +650,7 @@ def test_the_readmes_note_when_resume_goes_on_with_another_model(
     (note,) = re.findall(r"\(`(netbox-chat: session 5vyf4aa0 last asked [^`]*)`\)", text)
     ollama.script([Text("Three sites.")])
     env = {**chat_env, "NETBOX_CHAT_MODEL": "qwen2.5:7b"}
-    first = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=env)
+    first = invoke(["ask", "how many sites?", "--json"], env=env)
     sid = json.loads(first.stdout)["session"]
     terminal = Terminal(200, 30)
     child = pexpect.spawn(
@@ -692,15 +680,15 @@ def test_the_readmes_note_for_a_turn_whose_process_was_killed(
 
     (note,) = re.findall(r"`(turn 3 was interrupted and rolled back \([^`]*)`", README)
     ollama.script([Text("Three sites.")], [Text("Still three.")])
-    first = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=chat_env)
+    first = invoke(["ask", "how many sites?", "--json"], env=chat_env)
     sid = json.loads(first.stdout)["session"]
-    CliRunner().invoke(app, ["ask", "and now?", "--session", sid], env=chat_env)
+    invoke(["ask", "and now?", "--session", sid], env=chat_env)
     holder = hold_in_a_tool(chat_env, ollama, netbox, sid)
     holder.kill()
     holder.wait()
     netbox.delays.clear()
     ollama.script([Text("Three.")])
-    again = CliRunner().invoke(app, ["ask", "how many now?", "--session", sid], env=chat_env)
+    again = invoke(["ask", "how many now?", "--session", sid], env=chat_env)
     assert again.exit_code == 0, again.output
     assert again.stderr.splitlines() == [note]
 
@@ -717,7 +705,7 @@ def test_the_readmes_eval_report(
     ollama.responder = personas(built(netbox, seed=0, per_template=1))
     env = {**chat_env, "NETBOX_CHAT_EVAL_RUNS": str(tmp_path / "runs")}
     args = ["eval", "--per-template", "1", "-m", "oracle", "-m", "flawed"]
-    result = CliRunner().invoke(app, args, env=env)
+    result = invoke(args, env=env)
     assert result.exit_code == 0, result.output
     shown = result.stdout.splitlines()
     by_tier = shown.index("## By tier")

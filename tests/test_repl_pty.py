@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,12 +18,11 @@ from tests.doubles.inspect_session import read_from_fresh_process as inspect
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import Delay, ScriptedOllama, Text, Thinking, ToolCall
 from tests.doubles.stores import StoreUnderTest
-from tests.drive.process import ask, wait_for_running
+from tests.drive.process import ask, cli, wait_for_running
 from tests.drive.process import first_turn as first_session
 from tests.drive.pty import (
     DIM,
     PROMPT,
-    ROOT,
     leave,
     only_session,
     plain,
@@ -64,14 +61,7 @@ def test_chat_quit_ls_resume_and_the_model_remembers(
     leave(child)
 
     session_id = store.only_session()
-    listing = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "ls"],
-        env=store_env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    listing = cli(store_env, "ls", check=True).stdout
     assert session_id in listing and "which devices at DM-Akron are offline?" in listing
 
     ollama.script([Text("Columbus has no offline devices.")])

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ import pexpect
 
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.drive.process import cli
 from tests.drive.process import first_turn as first_session
 from tests.drive.pty import PROMPT, leave
 from tests.drive.screen import Terminal, answered, chat
@@ -168,14 +168,7 @@ def test_a_cancelled_answer_stays_struck_through_with_one_line_under_it(
 def test_the_chat_without_a_terminal_refuses_with_a_hint_and_writes_no_control_codes(
     chat_env: dict[str, str], sessions_dir: Path
 ) -> None:
-    ran = subprocess.run(
-        [sys.executable, "-m", "netbox_chat"],
-        env=chat_env,
-        input="how many sites?\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    ran = cli(chat_env, stdin="how many sites?\n", timeout=60)
     assert ran.returncode == 2
     assert ran.stdout == ""
     assert ran.stderr.strip() == (
@@ -288,13 +281,7 @@ def test_show_leads_with_the_fields_filtered_on_and_cited_and_names_the_rest(
         "other fields (in export --format json): platform, asset_tag, site",
     ]
     (session,) = (p.stem for p in Path(chat_env["NETBOX_CHAT_SESSIONS"]).glob("*.sqlite"))
-    exported = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "export", session, "--tool-results"],
-        env=chat_env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
+    exported = cli(chat_env, "export", session, "--tool-results", check=True).stdout.splitlines()
     assert "| id | name | status | serial | display | device_type | role | tenant |" in exported
     assert "_1 row; other fields (in --format json): platform, asset_tag, site_" in exported
 

@@ -25,9 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from netbox_chat.cli.app import app
 from netbox_chat.errors import ExitStatus
 from tests.conftest import TEST_TOKEN
 from tests.doubles.disks import fingerprint, tmpfs
@@ -41,6 +39,7 @@ from tests.doubles.ollama_server import (
     Text,
     ToolCall,
 )
+from tests.drive.runner import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSOLE_SCRIPT = ROOT / ".venv" / "bin" / "netbox-chat"
@@ -65,7 +64,7 @@ class Ran:
 
 
 def cli(env: dict[str, str], *args: str) -> Ran:
-    result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=True)
+    result = invoke(list(args), env=env, catch_exceptions=True)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise AssertionError(f"netbox-chat {args} crashed") from result.exception
     return Ran(result.exit_code, result.stdout, result.stderr)

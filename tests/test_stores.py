@@ -26,6 +26,7 @@ from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import ScriptedOllama, Text
 from tests.doubles.stores import StoreUnderTest
 from tests.drive.process import ROOT, SITES, cli, first_turn, hold_in_a_tool, wait_until
+from tests.drive.runner import invoke
 
 # --- a session, resumed --------------------------------------------------------------------
 
@@ -300,9 +301,7 @@ def test_the_store_is_a_setting_like_the_others_and_its_password_is_never_shown(
     wins over a file's), a database URL is used over any folder, and
     `netbox-chat config` shows the URL without its password."""
     pytest.importorskip("psycopg")
-    from typer.testing import CliRunner
 
-    from netbox_chat.cli.app import app
     from netbox_chat.config import ConfigError, resolve_settings
 
     url = "postgresql://alice:s3cret-pw@db.example:5432/netops"
@@ -320,8 +319,8 @@ def test_the_store_is_a_setting_like_the_others_and_its_password_is_never_shown(
     with pytest.raises(ConfigError, match=r"unknown session store mysql://"):
         resolve_settings(env={}, store="mysql://db/x")
 
-    shown = CliRunner().invoke(
-        app, ["config", "--profile", "team"], env={**env, "NETBOX_CHAT_STORE": "", "COLUMNS": "200"}
+    shown = invoke(
+        ["config", "--profile", "team"], env={**env, "NETBOX_CHAT_STORE": "", "COLUMNS": "200"}
     )
     assert shown.exit_code == 0, shown.output
     assert "postgresql://alice@db.example:5432/netops" in shown.stdout

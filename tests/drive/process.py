@@ -40,10 +40,15 @@ def wait_for_running(store: StoreUnderTest, session_id: str, number: int) -> Non
 
 
 def cli(
-    env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 120
+    env: dict[str, str],
+    *args: str,
+    stdin: str | None = None,
+    timeout: float = 120,
+    check: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """The CLI as a script runs it: a subprocess, its output captured, `stdin`
-    piped to it (None: this process's own stdin)."""
+    piped to it (None: this process's own stdin); `check` raises on a failure
+    exit, for a step that only sets up what the test looks at."""
     return subprocess.run(
         [sys.executable, "-m", "netbox_chat", *args],
         env=env,
@@ -52,6 +57,7 @@ def cli(
         capture_output=True,
         text=True,
         timeout=timeout,
+        check=check,
     )
 
 
