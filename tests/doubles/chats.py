@@ -1,4 +1,4 @@
-"""A chat on a real session, graph and ChatOllama over the scripted server, and what a fresh process reads of it."""
+"""A chat: real session, graph and ChatOllama on the scripted server; what a new process reads."""
 
 from __future__ import annotations
 

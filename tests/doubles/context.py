@@ -1,4 +1,4 @@
-"""An agent whose lookup tool returns NetBox rows of a chosen size, and a model that asks it once per question."""
+"""A lookup tool returning NetBox rows of a chosen size; a model that calls it once a question."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The live NetBox the -m live tests read: its address, token header, and a loud skip when there is none."""
+"""The live NetBox of the -m live tests: its address, the token header, a loud skip without it."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""One way to run the CLI in a test: a subprocess (process), a pty (pty, screen), the Typer runner (runner)."""
+"""One way to run the CLI per kind: subprocess (process), pty (pty, screen), CliRunner (runner)."""

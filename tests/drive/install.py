@@ -1,4 +1,4 @@
-"""netbox-chat installed elsewhere: a copy of the package, with or without the project file, or as from a wheel."""
+"""netbox-chat installed elsewhere: a copy of the package, with or without pyproject, or a wheel."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CLI as a script runs it: a subprocess from the checkout, and waits bounded for a loaded machine."""
+"""The CLI as a script runs it: a subprocess from the checkout; bounded waits on a busy machine."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CLI on a real pty (pexpect), as a user's terminal runs it: the REPL at its prompt, leaving it, its output without escape codes."""
+"""The CLI on a real pty (pexpect), as a user's terminal runs it: prompt, leaving, plain output."""
 
 from __future__ import annotations
 

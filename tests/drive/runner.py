@@ -1,4 +1,4 @@
-"""The CLI in this process through Typer's CliRunner, for tests that read its output and exit status."""
+"""The CLI in this process through Typer's CliRunner: its exit status and output."""
 
 from __future__ import annotations
 
