@@ -116,7 +116,7 @@ def turn_number(body: dict[str, Any]) -> int:
 
 def instant_responder(body: dict[str, Any]) -> list[Any]:
     """Answers at once: a tool call on even turns, then the answer."""
-    from tests.ollama_server import Text, ToolCall
+    from tests.doubles.ollama_server import Text, ToolCall
 
     turn = turn_number(body)
     last = (body.get("messages") or [{}])[-1].get("role")
@@ -224,7 +224,7 @@ def cached_sessions(log: Callable[[str], None] = print) -> dict[str, Any]:
 
 async def _build(folder: Path, log: Callable[[str], None]) -> dict[str, Any]:
     from netbox_chat.store.sessions import SessionFile, SessionStore
-    from tests.ollama_server import ScriptedOllama
+    from tests.doubles.ollama_server import ScriptedOllama
 
     work = folder / "work"
     store = SessionStore(work)

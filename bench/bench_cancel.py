@@ -85,7 +85,7 @@ class Clock:
 
 
 def responder(clock: Clock) -> Callable[[dict[str, Any]], list[Any]]:
-    from tests.ollama_server import Delay, Text, ToolCall
+    from tests.doubles.ollama_server import Delay, Text, ToolCall
 
     def respond(body: dict[str, Any]) -> list[Any]:
         with clock.lock:
@@ -202,7 +202,7 @@ def cancel_in_repl(
 
 
 def part_a(cached: dict[str, Any], moments: list[tuple[bool, float]]) -> dict[str, Any]:
-    from tests.ollama_server import ScriptedOllama
+    from tests.doubles.ollama_server import ScriptedOllama
 
     clock = Clock()
     with C.temp_dir("nbc-bench-cancel-") as tmp, ScriptedOllama(lifetime=900) as ollama:
@@ -281,7 +281,7 @@ ROLLBACK = "rollback, all of it"
 async def part_b(cached: dict[str, Any], moments: list[tuple[bool, float]]) -> dict[str, Any]:
     from netbox_chat.agent.turns import message_ids
     from netbox_chat.store.sessions import SessionFile, SessionStore
-    from tests.ollama_server import ScriptedOllama
+    from tests.doubles.ollama_server import ScriptedOllama
 
     clock = Clock()
     rows: list[tuple[float, dict[str, float], bool]] = []

@@ -4,7 +4,7 @@ tool results, and what keeping it inside the window costs.
 A session of N turns (default 100); every turn is one tool call whose result is
 6-8 kB of NetBox-shaped JSON, then a short answer. The scripted Ollama server
 fits each request into its `num_ctx` window the way Ollama does (oldest
-messages dropped, then a middle cut; tests/ollama_server.py) and counts tokens
+messages dropped, then a middle cut; tests/doubles/ollama_server.py) and counts tokens
 with its own tokenizer, so "truncated" below means a real Ollama would have cut
 that request without an error.
 
@@ -72,7 +72,7 @@ def respond(body: dict[str, Any]) -> list[Any]:
     """The agent: one lookup per question, then a short answer. A request with
     no tools is a summary request (ours or deepagents'): a short summary that
     keeps the first turn's fact, as a good model would."""
-    from tests.ollama_server import Text, ToolCall
+    from tests.doubles.ollama_server import Text, ToolCall
 
     messages = body.get("messages") or []
     if not body.get("tools"):
@@ -101,7 +101,7 @@ class Run:
 
 async def run(mode: str, turns: int, window: int) -> Run:
     from netbox_chat.store.sessions import SessionFile, SessionStore
-    from tests.ollama_server import ScriptedOllama
+    from tests.doubles.ollama_server import ScriptedOllama
 
     with C.temp_dir("nbc-bench-ctx-") as tmp, ScriptedOllama() as ollama:
         ollama.responder = respond

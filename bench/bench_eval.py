@@ -28,9 +28,9 @@ from netbox_chat.eval.questions import build_questions
 from netbox_chat.eval.scoring import score
 from netbox_chat.eval.truth import TruthClient
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama
-from tests.test_eval import MODELS, personas, right_answer
+from tests.doubles.eval_models import MODELS, personas, right_answer
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama
 
 TOKEN = TEST_TOKEN
 

@@ -27,9 +27,9 @@ from bench._common import NETBOX_CHAT, header
 from netbox_chat.eval.questions import build_questions
 from netbox_chat.eval.truth import TruthClient
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, ScriptedOllama
-from tests.test_eval import MODELS, personas
+from tests.doubles.eval_models import MODELS, personas
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import Delay, ScriptedOllama
 
 
 def main() -> None:

@@ -49,7 +49,7 @@ async def run(turns: int) -> dict[str, list[float]]:
 
     from netbox_chat.agent.graph import build_agent
     from netbox_chat.store.sessions import SessionFile, SessionStore
-    from tests.ollama_server import ScriptedOllama
+    from tests.doubles.ollama_server import ScriptedOllama
 
     class MemorySaver(InMemorySaver):
         def drain(self, timeout: float | None = None) -> None:
@@ -144,7 +144,7 @@ async def overhead(turns: int) -> dict[str, list[float]]:
     cached 50- and 500-turn sessions, with the history cache and without,
     interleaved; the first turn on each is a warm-up."""
     from netbox_chat.store.sessions import SessionFile, SessionStore
-    from tests.ollama_server import ScriptedOllama
+    from tests.doubles.ollama_server import ScriptedOllama
 
     cached = C.cached_sessions()
     spent = [0.0]

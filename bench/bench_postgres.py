@@ -143,7 +143,7 @@ def part_ls(cached: dict[str, Any], url: str, sessions: int, runs: int) -> dict[
 
 
 def part_cancel(cached: dict[str, Any], url: str, cancels: int, seed: int) -> dict[str, Any]:
-    from tests.ollama_server import ScriptedOllama
+    from tests.doubles.ollama_server import ScriptedOllama
 
     results: dict[str, Any] = {}
     with C.temp_dir("nbc-bench-pg-cancel-") as tmp:

@@ -92,7 +92,7 @@ class LastToken:
 
 
 def respond(text: str) -> Any:
-    from tests.ollama_server import Text
+    from tests.doubles.ollama_server import Text
 
     def responder(body: dict[str, Any]) -> list[Any]:
         del body
@@ -104,7 +104,7 @@ def respond(text: str) -> Any:
 
 def one_run(size: str, give_up: float, **extra_env: str) -> dict[str, Any]:
     """A new REPL, one warm-up question, then the long answer."""
-    from tests.ollama_server import ScriptedOllama, Text
+    from tests.doubles.ollama_server import ScriptedOllama, Text
 
     text = answer(size)
     ends = LastToken()

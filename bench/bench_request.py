@@ -30,7 +30,7 @@ def compact(value: Any) -> int:
 
 async def first_request() -> tuple[dict[str, Any], str]:
     from netbox_chat.store.sessions import SessionFile, SessionStore
-    from tests.ollama_server import ScriptedOllama, Text
+    from tests.doubles.ollama_server import ScriptedOllama, Text
 
     try:
         from netbox_chat.netbox.client import NetBoxClient

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama
-from tests.openai_server import DIALECTS, ScriptedOpenAI, server_env
-from tests.stores import StoreUnderTest, database_url, empty_database
-from tests.wire import OLLAMA_V1
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama
+from tests.doubles.openai_server import DIALECTS, ScriptedOpenAI, server_env
+from tests.doubles.stores import StoreUnderTest, database_url, empty_database
+from tests.doubles.wire import OLLAMA_V1
 
 TEST_TOKEN = "nbt_testkey00001.0123456789abcdefghij0123456789ABCDEFGHIJ"
 
@@ -33,8 +33,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """`@pytest.mark.model_servers(...)` runs a test once per model server (the
     way the `store` fixture runs it once per store): the `ollama` fixture is
     then Ollama's own API or a scripted OpenAI-compatible server in a dialect
-    (tests/openai_server.py), with the same scripting; with no arguments, every
-    one of MODEL_SERVERS. tests/wire.py reads what each was sent."""
+    (tests/doubles/openai_server.py), with the same scripting; with no arguments, every
+    one of MODEL_SERVERS. tests/doubles/wire.py reads what each was sent."""
     marker = metafunc.definition.get_closest_marker("model_servers")
     if marker is not None and "ollama" in metafunc.fixturenames:
         kinds = marker.args or MODEL_SERVERS
@@ -119,6 +119,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUnderTest:
     url = database_url()
     empty_database(url)
     return StoreUnderTest("postgres", url)
+
+
+@pytest.fixture
+def pg(store: StoreUnderTest) -> StoreUnderTest:
+    """The store, when it is PostgreSQL: for behaviour only a database has."""
+    if store.kind != "postgres":
+        pytest.skip("a database-only behaviour")
+    return store
 
 
 @pytest.fixture

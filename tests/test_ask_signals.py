@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.ollama_server import ScriptedOllama, Stall, Text
-from tests.test_crash import ask, turn_rows
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.inspect_session import turn_rows
+from tests.doubles.ollama_server import ScriptedOllama, Stall, Text
+from tests.drive.process import ask
 
 
 def wait_for(condition: object, what: str, timeout: float = 30.0) -> None:

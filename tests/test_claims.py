@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from netbox_chat.claims import Claim, check
-from tests.claims_evidence import DEVICES, EMPTY, EVIDENCE, SITES, VLANS, VMS
+from tests.doubles.claims_evidence import DEVICES, EMPTY, EVIDENCE, SITES, VLANS, VMS
 
 # (answer, the kind of the invented claim): every kind of claim, every shape.
 MADE_UP = [

@@ -16,7 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.drive.runner import invoke
 
 ROOT = Path(__file__).parent.parent
 
@@ -62,7 +63,7 @@ def test_ask_writes_a_ledger_row_that_ls_reads_without_langchain(
         "import sys, json\n"
         "from typer.testing import CliRunner\n"
         "from netbox_chat.cli.app import app\n"
-        "result = CliRunner().invoke(app, ['ls', '--json'])\n"
+        "result = invoke(['ls', '--json'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('langchain', 'langchain_core', 'langgraph', 'deepagents', 'langchain_ollama', 'prompt_toolkit'))\n"
         "print(json.dumps({'ls': json.loads(result.stdout), 'heavy': heavy}))\n"
@@ -99,7 +100,7 @@ def test_resume_without_an_id_takes_the_most_recent_and_ask_continues_a_session(
 
 
 def test_unknown_session_is_one_line_and_exit_1(chat_env: dict[str, str]) -> None:
-    result = CliRunner().invoke(app, ["resume", "zzzz"], env=chat_env)
+    result = invoke(["resume", "zzzz"], env=chat_env)
     assert result.exit_code == 1
     assert result.stderr.strip().count("\n") == 0 and "no session 'zzzz'" in result.stderr
 
@@ -132,7 +133,7 @@ def test_every_command_explains_its_settings_in_help() -> None:
 def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> None:
     from netbox_chat.cli.app import LS_ROWS
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     store = SessionStore(sessions_dir)
     ids = [make_session(store, f"question {n}") for n in range(LS_ROWS + 2)]
@@ -151,7 +152,7 @@ def test_ls_shows_the_newest_sessions_and_all_on_request(sessions_dir: Path) -> 
 
 def test_what_users_typed_is_printed_as_typed_never_as_markup(sessions_dir: Path) -> None:
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     session_id = make_session(SessionStore(sessions_dir), "what is in [/dev] and [bold]?")
     runner = CliRunner()
@@ -166,7 +167,7 @@ def test_what_users_typed_is_printed_as_typed_never_as_markup(sessions_dir: Path
 
 def test_ls_fits_a_narrow_terminal_by_shortening_titles(sessions_dir: Path) -> None:
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
     session_id = make_session(SessionStore(sessions_dir), title)
@@ -177,7 +178,7 @@ def test_ls_fits_a_narrow_terminal_by_shortening_titles(sessions_dir: Path) -> N
         "TTY_COMPATIBLE": "1",
         "TERM": "dumb",
     }
-    lines = CliRunner().invoke(app, ["ls"], env=env).stdout.splitlines()
+    lines = invoke(["ls"], env=env).stdout.splitlines()
     assert lines[0].split() == ["id", "title", "turns", "last", "active", "model", "size"]
     assert lines[1].startswith(session_id) and "which devices at" in lines[1]
     assert title not in lines[1] and "…" in lines[1]
@@ -194,8 +195,8 @@ def test_ls_in_a_narrow_terminal_leaves_out_the_least_telling_columns_and_cuts_n
     import pexpect
 
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_repl_screen import Terminal
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
+    from tests.drive.screen import Terminal
 
     store = SessionStore(sessions_dir)
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
@@ -222,7 +223,7 @@ def test_ls_in_a_narrow_terminal_leaves_out_the_least_telling_columns_and_cuts_n
 def test_ls_piped_is_never_cut_and_its_notes_come_after_the_table(sessions_dir: Path) -> None:
     from netbox_chat.cli.app import LS_ROWS
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
     store = SessionStore(sessions_dir)
@@ -248,7 +249,7 @@ def test_ls_piped_is_never_cut_and_its_notes_come_after_the_table(sessions_dir: 
 
 def test_a_reader_that_goes_away_ends_it_quietly_as_git_does(sessions_dir: Path) -> None:
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     session_id = make_session(SessionStore(sessions_dir), "which sites are there?")
     env = {**os.environ, "NETBOX_CHAT_SESSIONS": str(sessions_dir)}
@@ -316,8 +317,8 @@ def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
     from datetime import UTC, datetime, timedelta
 
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
-    from tests.test_store_place import as_installed_from_a_wheel
+    from tests.doubles.stores import make_session
+    from tests.drive.install import as_installed_from_a_wheel
 
     for name in [k for k in os.environ if k.startswith(("NETBOX_CHAT_", "XDG_"))]:
         monkeypatch.delenv(name)
@@ -329,7 +330,7 @@ def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
     now, days, month = (make_session(store, q) for q in ("now?", "days?", "month?"))
     age_session(home / f"{days}.sqlite", 3)
     age_session(home / f"{month}.sqlite", 40)
-    listed = CliRunner().invoke(app, ["ls"], env=env)
+    listed = invoke(["ls"], env=env)
     assert listed.exit_code == 0, listed.output
     rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
     assert "just now" in rows[now] and "3 days ago" in rows[days]
@@ -338,7 +339,7 @@ def test_ls_says_how_long_ago_in_words_and_where_the_default_folder_is(
     assert listed.stderr.splitlines()[0] == (
         f"sessions in {home} (default: $XDG_DATA_HOME/netbox-chat/sessions)"
     )
-    named = CliRunner().invoke(app, ["ls"], env={**env, "NETBOX_CHAT_SESSIONS": str(home)})
+    named = invoke(["ls"], env={**env, "NETBOX_CHAT_SESSIONS": str(home)})
     assert named.exit_code == 0 and "sessions in" not in named.stderr
 
 
@@ -346,7 +347,7 @@ def test_forget_takes_several_ids_and_older_than_but_never_an_open_session(
     sessions_dir: Path,
 ) -> None:
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     store = SessionStore(sessions_dir)
     old, older, busy, recent, a, b = (make_session(store, f"q{n}") for n in range(6))

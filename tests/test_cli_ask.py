@@ -11,18 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from netbox_chat.cli.app import app
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.test_cli_netbox import closed_port
-from tests.test_repl_pty import leave, plain, run_in_pty, spawn
-from tests.test_stores import cli
-
-
-def run(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """The CLI with stdin a pipe (empty unless given), as in a script."""
-    return cli(env, *args, stdin=stdin)
+from tests.doubles.network import closed_port_number as closed_port
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.drive.process import run
+from tests.drive.pty import leave, plain, run_in_pty, spawn
+from tests.drive.runner import invoke
 
 
 def test_the_question_comes_from_stdin_and_an_empty_one_is_refused(
@@ -66,14 +59,12 @@ def test_ephemeral_keeps_nothing(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
     ollama.script([Text("Three sites.")])
-    result = CliRunner().invoke(
-        app, ["ask", "how many sites?", "--ephemeral", "--json"], env=chat_env
-    )
+    result = invoke(["ask", "how many sites?", "--ephemeral", "--json"], env=chat_env)
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
     assert (answer["answer"], answer["session"], answer["kept"]) == ("Three sites.", None, False)
     assert not any(sessions_dir.glob("*.sqlite*"))
-    both = CliRunner().invoke(app, ["ask", "x y", "--ephemeral", "-c"], env=chat_env)
+    both = invoke(["ask", "x y", "--ephemeral", "-c"], env=chat_env)
     assert both.exit_code == 2
 
 
@@ -138,7 +129,7 @@ def test_a_window_too_small_for_one_turn_refuses_before_asking_with_the_numbers(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
     small = {**chat_env, "NETBOX_CHAT_NUM_CTX": "2048"}
-    result = CliRunner().invoke(app, ["ask", "how many sites?"], env=small)
+    result = invoke(["ask", "how many sites?"], env=small)
     assert result.exit_code == 1, result.output
     assert result.stderr.splitlines() == [
         "netbox-chat: the context window (2,048 tokens) cannot hold one turn: the system "

@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from netbox_chat.cli.app import app
-from tests.ollama_server import Delay, HTTPError, ScriptedOllama, Text
-from tests.stores import StoreUnderTest
-from tests.test_crash import ask, first_session, turn_rows, wait_for_running
-from tests.test_stores import cli
+from tests.doubles.inspect_session import turn_rows
+from tests.doubles.ollama_server import Delay, HTTPError, ScriptedOllama, Text
+from tests.doubles.stores import StoreUnderTest
+from tests.drive.process import ask, cli, wait_for_running
+from tests.drive.process import first_turn as first_session
+from tests.drive.runner import invoke
 
 ROOT = Path(__file__).parent.parent
 
@@ -46,7 +45,7 @@ def test_an_error_from_ollama_is_printed_as_it_came_never_as_markup(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
     ollama.script([HTTPError(500, "runner [/x] failed [bold]")])
-    result = CliRunner().invoke(app, ["ask", "hello?"], env=chat_env)
+    result = invoke(["ask", "hello?"], env=chat_env)
     assert result.exit_code == 1, result.output
     (line,) = result.stderr.splitlines()
     assert line.startswith("netbox-chat: turn 1 failed: ")
@@ -99,7 +98,7 @@ def test_usage_errors_exit_2_and_the_same_value_from_the_environment_exits_1(
     ]
     asked = len(ollama.requests)
     for env, args, said in runs:
-        result = CliRunner().invoke(app, args, env=env)
+        result = invoke(args, env=env)
         expected = 1 if env is not chat_env else 2
         assert result.exit_code == expected, (args, result.output)
         (line,) = result.stderr.splitlines()
@@ -119,7 +118,7 @@ def test_the_docs_and_the_help_list_every_exit_status_there_is() -> None:
     table = page[page.index("## Exit codes") : page.index("netbox-chat fails closed")]
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", table, re.MULTILINE)}
     assert documented == {int(status) for status in ExitStatus}
-    help_text = " ".join(CliRunner().invoke(app, ["--help"]).stdout.split())
+    help_text = " ".join(invoke(["--help"]).stdout.split())
     listed = help_text[help_text.index("Exit codes:") : help_text.index("quietly.")]
     listed = listed.replace("│", " ")  # rich's help panel, where a line wraps
     for status in ExitStatus:

@@ -7,25 +7,18 @@ refused before anything is asked, naming the variable."""
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from netbox_chat.cli.app import app
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.test_crash import turn_rows
+from tests.doubles.inspect_session import turn_rows
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.network import closed_port_number as closed_port
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.drive.runner import invoke
 
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_an_answer_while_netbox_is_down_says_so_and_exits_5(
@@ -33,7 +26,7 @@ def test_an_answer_while_netbox_is_down_says_so_and_exits_5(
 ) -> None:
     down = {**chat_env, "NETBOX_URL": f"http://127.0.0.1:{closed_port()}", "NETBOX_TIMEOUT": "1"}
     ollama.script([SITES], [Text("There are three sites.")])
-    result = CliRunner().invoke(app, ["ask", "how many sites?"], env=down)
+    result = invoke(["ask", "how many sites?"], env=down)
     assert result.exit_code == 5, result.output
     assert result.stdout.strip() == "There are three sites."
     (line,) = result.stderr.splitlines()
@@ -42,18 +35,18 @@ def test_an_answer_while_netbox_is_down_says_so_and_exits_5(
     assert turn_rows(path) == [(1, "done")]  # recorded as it happened
 
     ollama.script([SITES], [Text("Still three.")])
-    as_json = CliRunner().invoke(app, ["ask", "and now?", "--json"], env=down)
+    as_json = invoke(["ask", "and now?", "--json"], env=down)
     assert as_json.exit_code == 5
     result_json = json.loads(as_json.stdout)
     assert result_json["status"] == "done" and result_json["error"] is None
     assert result_json["netbox_error"].startswith("Cannot reach NetBox at")
 
-    doctor = CliRunner().invoke(app, ["doctor"], env=down)
+    doctor = invoke(["doctor"], env=down)
     assert doctor.exit_code == 1
     lines = doctor.stdout.splitlines()
     assert "- token: skipped (NetBox unreachable)" in lines
     assert "- NetBox version: skipped (NetBox unreachable)" in lines
-    usage = CliRunner().invoke(app, ["export", "zzzz", "--format", "html"], env=down)
+    usage = invoke(["export", "zzzz", "--format", "html"], env=down)
     assert usage.exit_code == 2 and "unknown format 'html'" in usage.stderr
 
 
@@ -65,7 +58,7 @@ def test_a_netbox_that_does_not_answer_in_time_is_an_outage_and_exits_5(
     netbox.delays["dcim/sites"] = 5.0
     slow = {**chat_env, "NETBOX_TIMEOUT": "1"}
     ollama.script([SITES], [Text("I could not read the sites.")])
-    result = CliRunner().invoke(app, ["ask", "how many sites?"], env=slow)
+    result = invoke(["ask", "how many sites?"], env=slow)
     assert result.exit_code == 5, result.output
     assert result.stdout.strip() == "I could not read the sites."
     assert result.stderr.splitlines() == [
@@ -73,7 +66,7 @@ def test_a_netbox_that_does_not_answer_in_time_is_an_outage_and_exits_5(
         "(/api/dcim/sites/). Try a smaller request or try again later."
     ]
     ollama.script([SITES], [Text("Still could not.")])
-    as_json = CliRunner().invoke(app, ["ask", "and now?", "--json"], env=slow)
+    as_json = invoke(["ask", "and now?", "--json"], env=slow)
     assert as_json.exit_code == 5
     out = json.loads(as_json.stdout)
     assert out["status"] == "done" and out["error"] is None
@@ -85,7 +78,7 @@ def test_a_refused_token_is_worded_by_its_cause_and_exits_5(
 ) -> None:
     wrong = {**chat_env, "NETBOX_TOKEN": "nbt_otherkey0001.notthesecret000000000000000000"}
     ollama.script([SITES], [Text("I could not read NetBox.")])
-    result = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=wrong)
+    result = invoke(["ask", "how many sites?", "--json"], env=wrong)
     assert result.exit_code == 5, result.output
     error = json.loads(result.stdout)["netbox_error"]
     assert error == (
@@ -103,7 +96,7 @@ def test_a_token_copied_with_its_scheme_word_is_sent_as_the_token(
     NETBOX_TOKEN it was sent as ``Token Bearer nbt_...`` and refused (403)."""
     env = {**chat_env, "NETBOX_TOKEN": copied + TEST_TOKEN}
     ollama.script([SITES], [Text("There are three sites.")])
-    result = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=env)
+    result = invoke(["ask", "how many sites?", "--json"], env=env)
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["netbox_error"] is None
@@ -120,7 +113,7 @@ def test_a_profile_token_env_that_is_not_set_is_refused_before_asking(
     config.write_text(f'[profiles.lab]\nnetbox_url = "{netbox.url}"\ntoken_env = "LAB_TOKEN"\n')
     config.chmod(0o600)
     env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
-    result = CliRunner().invoke(app, ["ask", "how many sites?", "--profile", "lab"], env=env)
+    result = invoke(["ask", "how many sites?", "--profile", "lab"], env=env)
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
         "netbox-chat: no NetBox token: LAB_TOKEN (the token_env of profile lab) is not set; "
@@ -128,7 +121,7 @@ def test_a_profile_token_env_that_is_not_set_is_refused_before_asking(
     ]
     assert ollama.requests == [] and netbox.requests == []
 
-    doctor = CliRunner().invoke(app, ["doctor", "--profile", "lab"], env=env)
+    doctor = invoke(["doctor", "--profile", "lab"], env=env)
     (token,) = [line for line in doctor.stdout.splitlines() if line.startswith("✗ token")]
     assert "Authentication credentials were not provided." in token
     assert token.endswith(
@@ -142,7 +135,7 @@ def test_the_repl_refuses_a_profile_token_env_that_is_not_set_before_any_prompt(
 ) -> None:
     """The chat checks the token as `ask` does: one line naming the variable
     the profile names, exit 1, no prompt, no session, nothing sent."""
-    from tests.test_repl_pty import run_in_pty
+    from tests.drive.pty import run_in_pty
 
     config = tmp_path / "config" / "netbox-chat" / "config.toml"
     config.parent.mkdir(parents=True)
@@ -166,7 +159,7 @@ def test_no_token_at_all_is_said_first_and_the_403_says_none_was_sent(
 ) -> None:
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_TOKEN"}
     ollama.script([SITES], [Text("I could not read NetBox.")])
-    result = CliRunner().invoke(app, ["ask", "how many sites?"], env=env)
+    result = invoke(["ask", "how many sites?"], env=env)
     assert result.exit_code == 5, result.output
     first, last = result.stderr.splitlines()
     assert first == (
@@ -183,7 +176,7 @@ def test_no_token_at_all_is_said_first_and_the_403_says_none_was_sent(
 def test_the_repl_says_after_the_turn_that_netbox_could_not_be_reached(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
-    from tests.test_repl_pty import leave, plain, spawn
+    from tests.drive.pty import leave, plain, spawn
 
     down = {**chat_env, "NETBOX_URL": f"http://127.0.0.1:{closed_port()}", "NETBOX_TIMEOUT": "1"}
     ollama.script([SITES], [Text("There are three sites.")])
@@ -201,7 +194,7 @@ def test_the_repl_says_after_the_turn_that_netbox_could_not_be_reached(
 def test_the_repl_says_in_red_that_netbox_did_not_answer_in_time(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
-    from tests.test_repl_pty import leave, spawn
+    from tests.drive.pty import leave, spawn
 
     netbox.delays["dcim/sites"] = 5.0
     ollama.script([SITES], [Text("I could not read the sites.")])

@@ -14,10 +14,9 @@ from itertools import groupby
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from netbox_chat.cli.app import app
-from tests.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
+from tests.doubles.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
+from tests.drive.runner import invoke
 
 REASONING = " ".join(f"step {n}: the sites come from dcim.site." for n in range(400))
 PREAMBLE = " ".join(f"I will look {n} up." for n in range(200))
@@ -27,7 +26,7 @@ ANSWER = f"| # | name | status |\n|---|---|---|\n{ROWS}\nThat is all 400."
 
 
 def streamed(env: dict[str, str], question: str) -> list[dict[str, Any]]:
-    result = CliRunner().invoke(app, ["ask", question, "--stream-json"], env=env)
+    result = invoke(["ask", question, "--stream-json"], env=env)
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in result.stdout.splitlines()]
 
@@ -73,5 +72,5 @@ def test_a_fast_reply_keeps_its_text_its_order_and_its_thinking_apart(
     # And what the model gets back next turn is the answer as it was written.
     ollama.script([Text("Yes.")])
     session = result["session"]
-    CliRunner().invoke(app, ["ask", "and the next?", "--session", session], env=chat_env)
+    invoke(["ask", "and the next?", "--session", session], env=chat_env)
     assert ANSWER in [m.get("content") for m in ollama.requests[-1]["messages"]]

@@ -14,10 +14,10 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from netbox_chat.agent import history
 from netbox_chat.errors import UserFacingError
-from tests.ollama_server import HTTPError, ScriptedOllama, Stall, Text, ToolCall
-from tests.openai_server import ScriptedOpenAI
-from tests.stores import StoreUnderTest
-from tests.test_rewind import Chat, contents, fresh_process, new_chat, turn
+from tests.doubles.chats import Chat, contents, fresh_process, new_chat, turn
+from tests.doubles.ollama_server import HTTPError, ScriptedOllama, Stall, Text, ToolCall
+from tests.doubles.openai_server import ScriptedOpenAI
+from tests.doubles.stores import StoreUnderTest
 
 # Compaction and rewind behave alike on every server: Ollama's API and one
 # OpenAI-compatible dialect (vLLM) stand for all (tests/test_openai.py runs the

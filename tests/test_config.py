@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from netbox_chat.cli.app import app
 from netbox_chat.config import ConfigError, resolve_settings
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.drive.process import cli
+from tests.drive.runner import invoke
 
 ROOT = Path(__file__).parent.parent
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
@@ -130,7 +128,7 @@ def test_config_lists_every_setting_with_its_origin_and_never_the_token(
         "NETBOX_CHAT_PROFILE": "",
         "COLUMNS": "200",
     }
-    shown = CliRunner().invoke(app, ["config", "--model", "flag-model"], env=env)
+    shown = invoke(["config", "--model", "flag-model"], env=env)
     assert shown.exit_code == 0, shown.output
     lines = {line.split()[0]: line.split(None, 1)[1] for line in shown.stdout.splitlines()}
     assert lines["profile"].split() == ["lab", "from", "default_profile"]
@@ -141,7 +139,7 @@ def test_config_lists_every_setting_with_its_origin_and_never_the_token(
     assert lines["ollama_url"].split() == ["http://127.0.0.1:11434", "default"]
     assert lines["netbox_token"].startswith("missing (NETBOX_TOKEN_LAB is not set)")
 
-    prod = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    prod = invoke(["config", "--profile", "prod"], env=env)
     assert prod.exit_code == 0, prod.output
     assert "set (from token_command)" in prod.stdout and "prod-token" not in prod.output
 
@@ -170,7 +168,7 @@ def test_a_bad_file_is_one_line_with_its_line_number_and_exit_1(
     write_config(home, text)
     env = {"XDG_CONFIG_HOME": str(home), "NETBOX_CHAT_SESSIONS": str(tmp_path / "s")}
     for command in (["config"], ["ls"]):
-        ran = CliRunner().invoke(app, command, env=env)
+        ran = invoke(command, env=env)
         assert ran.exit_code == 1
         assert ran.stderr.count("\n") == 1 and says in ran.stderr, ran.stderr
     assert not (tmp_path / "s").exists()
@@ -183,12 +181,12 @@ def test_a_token_command_in_a_file_others_can_read_is_warned(home: Path, tmp_pat
         "NETBOX_TOKEN": "",
     }
     path = write_config(home, LAYERED, mode=0o644)
-    readable = CliRunner().invoke(app, ["config"], env=env)
+    readable = invoke(["config"], env=env)
     assert readable.exit_code == 0
     assert f"warning: permissions 0644 for {path} are too open" in readable.stderr
     assert f"chmod 600 {path}" in readable.stderr
     path.write_text('model = "m"\n')  # no token command: nothing secret to read
-    assert CliRunner().invoke(app, ["config"], env=env).stderr == ""
+    assert invoke(["config"], env=env).stderr == ""
 
 
 def test_a_config_someone_else_could_write_is_refused_whatever_it_holds(
@@ -213,7 +211,7 @@ def test_a_config_someone_else_could_write_is_refused_whatever_it_holds(
 
     def refused(problem: str, fix: str) -> None:
         for command in (["ls"], ["config"], ["ask", "sites?"]):
-            ran = CliRunner().invoke(app, command, env=env)
+            ran = invoke(command, env=env)
             assert ran.exit_code == 1, (command, ran.output)
             assert ran.stderr == (
                 f"netbox-chat: refusing {path}: {problem}, who could change where your "
@@ -229,7 +227,7 @@ def test_a_config_someone_else_could_write_is_refused_whatever_it_holds(
     home.chmod(0o777)
     refused(f"its folder {home} can be written by others (permissions 0777)", f"chmod go-w {home}")
     home.chmod(0o1777)  # sticky: nobody else can replace netbox-chat/ inside it
-    assert CliRunner().invoke(app, ["ls"], env=env).exit_code == 0
+    assert invoke(["ls"], env=env).exit_code == 0
     if os.getuid() == 0:  # only root can give a file away
         os.chown(path, nobody.pw_uid, nobody.pw_gid)
         refused(
@@ -261,7 +259,7 @@ def test_a_failing_token_command_is_one_line_with_its_own_error_and_config_shows
     )
     env = {key: value for key, value in chat_env.items() if key not in ("NETBOX_TOKEN",)}
     env["NETBOX_URL"] = ""  # the profile's
-    ran = CliRunner().invoke(app, ["ask", "sites?", "--profile", "prod"], env=env)
+    ran = invoke(["ask", "sites?", "--profile", "prod"], env=env)
     assert ran.exit_code == 1
     assert ran.stderr == (
         "netbox-chat: token_command of profile prod failed: sh exited 3: oops \\x1b[31mred\n"
@@ -269,7 +267,7 @@ def test_a_failing_token_command_is_one_line_with_its_own_error_and_config_shows
     assert "half-a-secret" not in ran.output
     assert ollama.requests == [] and not sessions_dir.exists()
 
-    shown = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    shown = invoke(["config", "--profile", "prod"], env=env)
     assert shown.exit_code == 1
     rows = {line.split()[0]: line.split()[1] for line in shown.stdout.splitlines()}
     assert rows["netbox_url"] == "http://127.0.0.1:9"  # the rest is still shown
@@ -306,14 +304,7 @@ def test_a_profile_per_netbox_and_the_token_command_output_stays_secret(
         answers = {}
         for profile in ("lab", "prod"):
             ollama.script([SITES], [Text(f"Three sites in {profile}.")])
-            ran = subprocess.run(
-                [sys.executable, "-m", "netbox_chat", "ask", "sites?", "-p", profile, "--json"],
-                env=env,
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+            ran = cli(env, "ask", "sites?", "-p", profile, "--json", timeout=120)
             assert ran.returncode == 0, ran.stderr
             outputs += [ran.stdout, ran.stderr]
             answers[profile] = json.loads(ran.stdout)
@@ -327,7 +318,7 @@ def test_a_profile_per_netbox_and_the_token_command_output_stays_secret(
         # is another NetBox, so it is refused, naming both and the profile.
         prod_requests, lab_requests = len(prod.requests), len(lab.requests)
         session = answers["prod"]["session"]
-        refused = CliRunner().invoke(app, ["ask", "again?", "--session", session], env=env)
+        refused = invoke(["ask", "again?", "--session", session], env=env)
         assert refused.exit_code == 1
         assert refused.stderr == (
             f"netbox-chat: session {session} was started against {prod.url}, this one talks "
@@ -336,20 +327,18 @@ def test_a_profile_per_netbox_and_the_token_command_output_stays_secret(
         )
         assert (len(prod.requests), len(lab.requests)) == (prod_requests, lab_requests)
         ollama.script([SITES], [Text("Still three in prod.")])
-        again = CliRunner().invoke(
-            app, ["ask", "again?", "--session", session, "-p", "prod", "--json"], env=env
-        )
+        again = invoke(["ask", "again?", "--session", session, "-p", "prod", "--json"], env=env)
         assert again.exit_code == 0, again.output
         assert json.loads(again.stdout)["tool_calls"][0]["error"] is False
         assert len(prod.requests) > prod_requests
         outputs += [again.output]
 
-        listing = CliRunner().invoke(app, ["ls"], env={**env, "COLUMNS": "200"})
+        listing = invoke(["ls"], env={**env, "COLUMNS": "200"})
         by_id = {line.split()[0]: line for line in listing.stdout.splitlines()[1:]}
         assert " prod " in by_id[answers["prod"]["session"]]
         assert " lab " in by_id[answers["lab"]["session"]]
-        shown = CliRunner().invoke(app, ["config", "-p", "prod"], env=env)
-        export = CliRunner().invoke(app, ["export", answers["prod"]["session"]], env=env)
+        shown = invoke(["config", "-p", "prod"], env=env)
+        export = invoke(["export", answers["prod"]["session"]], env=env)
         outputs += [listing.output, shown.output, export.output]
     secret = prod_token.split(".", 1)[1]
     for text in outputs:
@@ -378,6 +367,6 @@ def test_the_readme_command_needs_nothing_but_the_environment(
         """,
     )
     ollama.script([SITES], [Text("Three sites.")])
-    ran = CliRunner().invoke(app, ["ask", "sites?", "--json"], env=chat_env)
+    ran = invoke(["ask", "sites?", "--json"], env=chat_env)
     assert ran.exit_code == 0, ran.output
     assert json.loads(ran.stdout)["tool_calls"][0]["error"] is False

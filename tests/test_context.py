@@ -37,39 +37,26 @@ from netbox_chat.config import resolve_settings
 from netbox_chat.models.window import FIXED_REQUEST_CHARS, result_budget
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.ollama_server import HTTPError, ScriptedOllama, Stall, Step, Text, Thinking, ToolCall
-from tests.openai_server import SESSION_WINDOW, ScriptedOpenAI, server_settings
-
-FACT = "FACT-rack-key: the DM-Akron rack key code is 4417"
-
-
-def netbox_rows(query: str, size: int) -> str:
-    """NetBox-like JSON of about `size` characters."""
-    rows: list[dict[str, Any]] = []
-    while len(json.dumps(rows)) < size - 200:
-        n = len(rows)
-        rows.append(
-            {
-                "id": n,
-                "name": f"{query}-sw{n:02d}",
-                "status": {"value": "active", "label": "Active"},
-                "site": {"id": 3, "slug": "dm-akron", "display": "DM-Akron"},
-                "primary_ip": f"10.0.{n}.1/24",
-            }
-        )
-    return json.dumps({"count": len(rows), "query": query, "results": rows})
-
-
-def _size_of(query: str) -> int:
-    """6-8 kB, varying by query, deterministic."""
-    return 6_000 + (sum(map(ord, query)) * 37) % 2_000
-
-
-@tool
-async def lookup(query: str) -> str:
-    """Look devices up in NetBox."""
-    return netbox_rows(query, _size_of(query))
+from tests.doubles.context import (
+    FACT,
+    agent_responder,
+    faithful_summary,
+    is_summary_request,
+    lookup,
+    netbox_rows,
+)
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.ollama_server import (
+    HTTPError,
+    ScriptedOllama,
+    Stall,
+    Step,
+    Text,
+    Thinking,
+    ToolCall,
+)
+from tests.doubles.openai_server import SESSION_WINDOW, ScriptedOpenAI, server_settings
+from tests.drive.process import cli
 
 
 @tool
@@ -80,38 +67,6 @@ async def slow_lookup(query: str) -> str:
 
 
 TOOLS: list[BaseTool] = [lookup, slow_lookup]
-
-
-def is_summary_request(body: dict[str, Any]) -> bool:
-    messages = body.get("messages") or []
-    return bool(messages) and str(messages[0].get("content", "")).startswith(
-        history.SUMMARY_INSTRUCTIONS[:40]
-    )
-
-
-def faithful_summary(body: dict[str, Any]) -> list[Step]:
-    """A summarizer that keeps every fact line of the transcript (earlier
-    summaries included), as a good model would."""
-    transcript = "\n".join(str(m.get("content", "")) for m in body["messages"])
-    facts = sorted(set(re.findall(r"FACT-[\w-]+:[^\n\]\"]*", transcript)))
-    return [Text("Summary of the session so far.\n" + "\n".join(f"- {f}" for f in facts))]
-
-
-def agent_responder(body: dict[str, Any]) -> list[Step]:
-    """One lookup per question, then an answer; turn 1's answer states the fact."""
-    if is_summary_request(body):
-        return faithful_summary(body)
-    messages = body["messages"]
-    last = messages[-1]
-    if last["role"] == "user":
-        question = str(last["content"])
-        return [ToolCall("lookup", {"query": question.split()[-1]})]
-    questions = [m for m in messages if m["role"] == "user"]
-    number = len(questions)
-    answer = f"Answer {number}: all devices found are active."
-    if "turn-1" in str(messages[-2:]):
-        answer += f" {FACT}."
-    return [Text(answer)]
 
 
 @contextlib.asynccontextmanager
@@ -421,14 +376,7 @@ BIG_QUESTION = "check these devices: " + ", ".join(f"dmi01-akron-sw{n:03d}" for 
 
 
 def run_ask(env: dict[str, str], question: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "ask", question, "--json", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return cli(env, "ask", question, "--json", *args, timeout=60)
 
 
 def test_kill_9_during_an_automatic_compaction_leaves_the_pre_turn_state(
@@ -496,36 +444,13 @@ def test_ask_json_and_export_report_the_context_and_the_truncation(
     assert "Ollama cut this request to fit its 8k window" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
-    listed = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "ls", "--json"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    listed = cli(env, "ls", "--json", check=True)
     (row,) = json.loads(listed.stdout)
     assert row["context_window"] == 8192
     assert row["context_tokens"] == cut["context"]["prompt_tokens_last"] < 8192
-    exported = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "export", session_id],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    exported = cli(env, "export", session_id, check=True).stdout
     assert exported.count("Ollama cut a request of this turn") == 1
-    as_json = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "netbox_chat", "export", session_id, "--format", "json"],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
+    as_json = json.loads(cli(env, "export", session_id, "--format", "json", check=True).stdout)
     assert [t["context"]["truncated"] for t in as_json["turns"]] == [False, False, False, True]
 
 
@@ -555,7 +480,7 @@ async def test_the_fixed_part_of_a_request_is_what_window_py_assumes(
 def test_the_repl_shows_the_meter_the_compaction_and_compact_before_after(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
-    from tests.test_repl_pty import leave, plain, spawn
+    from tests.drive.pty import leave, plain, spawn
 
     ollama.responder = lambda body: (
         faithful_summary(body) if is_summary_request(body) else [Text("Checked.")]

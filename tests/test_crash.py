@@ -7,76 +7,21 @@ from __future__ import annotations
 import json
 import random
 import signal
-import sqlite3
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, ScriptedOllama, Text, ToolCall
-from tests.stores import StoreUnderTest
-
-ROOT = Path(__file__).parent.parent
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import Delay, ScriptedOllama, Text
+from tests.doubles.stores import StoreUnderTest
+from tests.drive.process import SITES, ask, cli, first_turn, wait_for_running
 
 # A crash or a signal rolls back the same way whatever the server: Ollama's API and
 # one OpenAI-compatible dialect (llama-server) stand for all; tests/test_openai.py
 # cancels on all five, where when the server notices differs.
 pytestmark = pytest.mark.model_servers("ollama", "llama.cpp")
-SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
-
-
-def ask(env: dict[str, str], question: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "ask", question, *args],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def turn_rows(path: Path) -> list[tuple[int, str]]:
-    """A session file's ledger rows as they are, even mid-turn (not checked: a
-    process may be writing it); `StoreUnderTest.statuses` reads either store."""
-    uri = f"{path.resolve().as_uri()}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True)
-    try:
-        return conn.execute("SELECT number, status FROM turns ORDER BY number").fetchall()
-    except sqlite3.OperationalError:
-        return []
-    finally:
-        conn.close()
-
-
-def wait_for_running(store: StoreUnderTest, session_id: str, number: int) -> None:
-    """Until turn `number` is in the ledger (read as it is, even mid-turn).
-    A bound, not a wait: a CLI process started beside others on two loaded
-    cores took over 20 s to begin its turn (CI starts NetBox meanwhile)."""
-    deadline = time.monotonic() + 60.0
-    while time.monotonic() < deadline:
-        if any(n == number for n, _ in store.statuses(session_id)):
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"turn {number} never started")
-
-
-def first_session(env: dict[str, str], ollama: ScriptedOllama) -> str:
-    ollama.script([Text("Three sites.")])
-    done = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "ask", "how many sites?", "--json"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return str(json.loads(done.stdout)["session"])
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -87,7 +32,7 @@ def test_ask_stopped_by_a_signal_rolls_back_and_exits_130(
     ollama: ScriptedOllama,
     netbox: NetBoxDouble,
 ) -> None:
-    session_id = first_session(store_env, ollama)
+    session_id = first_turn(store_env, ollama)
     before = inspect(store.value, session_id)["messages"]
     netbox.delays["dcim/sites"] = 10.0
     ollama.script([SITES])
@@ -125,7 +70,7 @@ def test_kill_9_at_random_moments_never_breaks_a_session(
             return [Text("Here are the sites: DM-Akron, DM-Columbus.", chunk_delay=0.05)]
         return [Delay(0.1), SITES]
 
-    session_id = first_session(store_env, ollama)
+    session_id = first_turn(store_env, ollama)
     ollama.responder = reply
     netbox.delays["dcim/sites"] = 0.3
     rng = random.Random(1234)
@@ -152,13 +97,6 @@ def test_kill_9_at_random_moments_never_breaks_a_session(
     assert state["head_problems"] == [] and state["next"] == [] and state["pending_writes"] == 0
     questions = [m["content"] for m in state["messages"] if m["type"] == "human"]
     assert questions == [t["question"] for t in state["turns"] if t["status"] == "done"]
-    listing = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "ls", "--json"],
-        env=store_env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    listing = cli(store_env, "ls", "--json", check=True)
     (summary,) = json.loads(listing.stdout)
     assert summary["unreadable"] is None and summary["turns"] == len(questions)

@@ -22,11 +22,10 @@ from urllib.parse import urlsplit
 import pexpect
 import pytest
 from pytest import MonkeyPatch
-from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import (
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import (
     CutOff,
     HTTPError,
     ScriptedOllama,
@@ -37,9 +36,11 @@ from tests.ollama_server import (
     Thinking,
     ToolCall,
 )
-from tests.test_repl_pty import PROMPT
-from tests.test_repl_screen import Terminal, chat
-from tests.test_store_place import as_installed_from_a_wheel
+from tests.drive.install import as_installed_from_a_wheel
+from tests.drive.process import cli
+from tests.drive.pty import PROMPT
+from tests.drive.runner import invoke
+from tests.drive.screen import Terminal, chat
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
@@ -147,7 +148,7 @@ def test_the_docs_chat_session(
     shown = ["$ netbox-chat", *(line for line in terminal.lines() if line)]
     assert_shown(example("$ netbox-chat"), shown, [path.stem], chat_env["NETBOX_URL"])
 
-    listed = CliRunner().invoke(app, ["ls"], env={**chat_env, "COLUMNS": "130"})
+    listed = invoke(["ls"], env={**chat_env, "COLUMNS": "130"})
     readme = [line for line in example("$ netbox-chat ls") if not line.startswith("sessions in")]
     shown = ["$ netbox-chat ls", *listed.stdout.splitlines(), *listed.stderr.splitlines()]
     assert_shown(readme, shown, [path.stem], chat_env["NETBOX_URL"])
@@ -158,7 +159,7 @@ def test_the_docs_ask_examples(
 ) -> None:
     url = chat_env["NETBOX_URL"]
     script_the_example(ollama)
-    asked = CliRunner().invoke(app, ["ask", QUESTION, "--json"], env=chat_env)
+    asked = invoke(["ask", QUESTION, "--json"], env=chat_env)
     readme_json = example(f'$ netbox-chat ask "{QUESTION}" --json')
     sid = json.loads(asked.stdout)["session"]
     assert_shown(readme_json, [readme_json[0], *asked.stdout.splitlines()], [sid], url)
@@ -179,25 +180,18 @@ def test_the_docs_ask_examples(
     shown = [f'$ netbox-chat "{QUESTION}"', *(line for line in terminal.lines() if line)]
     assert_shown(example(f'$ netbox-chat "{QUESTION}"'), shown, ids, url)
 
-    piped = subprocess.run(
-        [sys.executable, "-m", "netbox_chat"],
-        input="how many sites?\n",
-        env=chat_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    piped = cli(chat_env, stdin="how many sites?\n", timeout=60)
     assert piped.returncode == 2
     first = '$ echo "how many sites?" | netbox-chat'
     assert_shown(example(first), [first, *piped.stderr.splitlines()], [], url)
 
-    exported = CliRunner().invoke(app, ["export", sid, "--tool-results"], env=chat_env)
+    exported = invoke(["export", sid, "--tool-results"], env=chat_env)
     first = "$ netbox-chat export 5vyf4aa0 --tool-results"
     shown = [first, *exported.stdout.splitlines()]
     assert_shown(example(first), shown, [sid], url)
 
-    elsewhere = CliRunner().invoke(
-        app, ["resume", sid[:4]], env={**chat_env, "NETBOX_URL": "https://staging.example"}
+    elsewhere = invoke(
+        ["resume", sid[:4]], env={**chat_env, "NETBOX_URL": "https://staging.example"}
     )
     assert elsewhere.exit_code == 1
     first = "$ NETBOX_URL=https://staging.example netbox-chat resume 5vyf"
@@ -211,9 +205,7 @@ def test_the_docs_ask_examples(
     )
     (folder / "config.toml").chmod(0o600)
     staging = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
-    typed = CliRunner().invoke(
-        app, ["resume", sid[:4], "--profile", "staging"], env={**staging, "STAGING": "nbt_x"}
-    )
+    typed = invoke(["resume", sid[:4], "--profile", "staging"], env={**staging, "STAGING": "nbt_x"})
     assert typed.exit_code == 2  # then the chat needs a terminal, which the runner is not
     shown = [readme[2], typed.stderr.splitlines()[0]]
     assert_shown(readme[2:], shown, [sid], url)
@@ -227,9 +219,9 @@ def test_the_docs_resume_recap(
     ollama.script(
         [Text("Three sites.")], [Text(f"200 devices are offline, newest first:\n\n{table}")]
     )
-    first = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=chat_env)
+    first = invoke(["ask", "how many sites?", "--json"], env=chat_env)
     sid = json.loads(first.stdout)["session"]
-    second = CliRunner().invoke(app, ["ask", "-c", "list every offline device"], env=chat_env)
+    second = invoke(["ask", "-c", "list every offline device"], env=chat_env)
     assert second.exit_code == 0, second.output
     terminal = Terminal(130, 40)
     child = pexpect.spawn(
@@ -265,7 +257,7 @@ def test_the_docs_config_example(chat_env: dict[str, str]) -> None:
     # the environment would win over the profile (the documented example has OLLAMA_HOST only)
     mine = ("NETBOX_URL", "NETBOX_TOKEN", "NETBOX_CHAT_MODEL")
     env = {k: v for k, v in chat_env.items() if k not in mine} | {"COLUMNS": "200"}
-    shown = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    shown = invoke(["config", "--profile", "prod"], env=env)
     assert shown.exit_code == 0, shown.output
     first = "$ netbox-chat config --profile prod"
     lines = [
@@ -283,10 +275,10 @@ def test_the_docs_messages_for_ids_and_unreadable_files(
     import sqlite3
 
     from netbox_chat.store.sessions import SCHEMA_VERSION, SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     def said(*args: str) -> list[str]:
-        return CliRunner().invoke(app, list(args), env=chat_env).stderr.splitlines()
+        return invoke(list(args), env=chat_env).stderr.splitlines()
 
     assert said("export", "../x") == example_starting("netbox-chat: '../x' is not a session id")
 
@@ -318,13 +310,13 @@ def test_the_docs_messages_for_the_configuration_file(
     config.chmod(0o600)
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_TOKEN"}
     env |= {"NETBOX_URL": "https://staging.example", "NETBOX_TOKEN_LAB": "nbt_lab"}
-    elsewhere = CliRunner().invoke(app, ["ask", "which sites?"], env=env)
+    elsewhere = invoke(["ask", "which sites?"], env=env)
     assert elsewhere.exit_code == 1 and ollama.requests == []
     readme = example_starting("netbox-chat: the NetBox token (profile lab, token_env")
     assert elsewhere.stderr.splitlines() == readme
 
     config.chmod(0o666)
-    refused = CliRunner().invoke(app, ["ls"], env=env)
+    refused = invoke(["ls"], env=env)
     assert refused.exit_code == 1
     shown = refused.stderr.replace(chat_env["XDG_CONFIG_HOME"], "/home/me/.config")
     assert shown.splitlines() == example_starting("netbox-chat: refusing /home/me/.config/")
@@ -335,7 +327,7 @@ def test_the_docs_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path: P
     one NetBox, under the table. Installed as the README's reader installs it
     (pipx: a wheel, no checkout), so the default is the per-user folder."""
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_store_place import installation
+    from tests.drive.install import installation
 
     wheel = installation(tmp_path / "site-packages", checkout=False)
 
@@ -372,9 +364,7 @@ def test_every_command_and_option_the_readme_lists_exists() -> None:
         _, *rest = words.split()
         command = rest[0] if rest and rest[0] in commands else None
         options = [w for w in rest if re.fullmatch(r"--?[a-z][a-z-]*", w)]
-        helped = CliRunner().invoke(
-            app, [*([command] if command else []), "--help"], env={"COLUMNS": "200"}
-        )
+        helped = invoke([*([command] if command else []), "--help"], env={"COLUMNS": "200"})
         assert helped.exit_code == 0, line
         for option in options:
             assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", helped.stdout), (
@@ -406,7 +396,7 @@ def test_the_docs_doctor_example(
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
     env |= {"XDG_DATA_HOME": str(data), "NETBOX_TOKEN": "nbt_nope0000000.wrongwrongwrongwrong"}
     monkeypatch.chdir(tmp_path)  # no sessions/ folder in or above it
-    shown = CliRunner().invoke(app, ["doctor"], env={**env, "COLUMNS": "300"})
+    shown = invoke(["doctor"], env={**env, "COLUMNS": "300"})
     assert shown.exit_code == 1
     lines = [
         line.replace(str(data), "/home/ana/.local/share")
@@ -430,7 +420,7 @@ def test_the_docs_stream_json_example(
         [Thinking(then, chunks=[then]), Text(ANSWER, chunks=pieces, chunk_delay=0.5)],
     )
     first = f'$ netbox-chat ask "{QUESTION}" --stream-json'
-    streamed = CliRunner().invoke(app, ["ask", QUESTION, "--stream-json"], env=chat_env)
+    streamed = invoke(["ask", QUESTION, "--stream-json"], env=chat_env)
     assert streamed.exit_code == 0, streamed.output
     (path,) = sessions_dir.glob("*.sqlite")
     shown = [first, *streamed.stdout.splitlines()]
@@ -445,14 +435,12 @@ def test_the_docs_message_for_a_session_open_elsewhere(
     import os
 
     from netbox_chat.store.sessions import SessionStore
-    from tests.test_sessions import make_session
+    from tests.doubles.stores import make_session
 
     store = SessionStore(sessions_dir)
     sid = make_session(store)
     with store.open(sid):
-        refused = CliRunner().invoke(
-            app, ["ask", "how many sites?", "--session", sid], env=chat_env
-        )
+        refused = invoke(["ask", "how many sites?", "--session", sid], env=chat_env)
     assert refused.exit_code == 4
     shown = refused.stderr.replace(f"pid {os.getpid()}", "pid 41235").splitlines()
     readme = example_starting("netbox-chat: session 7k2m9qpx is open in another netbox-chat")
@@ -469,7 +457,7 @@ def test_the_docs_message_for_an_id_that_matches_no_session(
     as_installed_from_a_wheel(monkeypatch)
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
     monkeypatch.chdir(tmp_path)  # no sessions/ folder in or above it
-    missing = CliRunner().invoke(app, ["export", "abc"], env={**env, "XDG_DATA_HOME": str(data)})
+    missing = invoke(["export", "abc"], env={**env, "XDG_DATA_HOME": str(data)})
     assert missing.exit_code == 1
     shown = missing.stderr.replace(str(data), "/home/ana/.local/share")
     assert shown.splitlines() == [f"netbox-chat: {inline}"]
@@ -509,12 +497,12 @@ def test_the_docs_ollama_problems(
 ) -> None:
     """Each row of the table, as `ask` prints it: `turn N failed: MESSAGE`, with
     `; nothing was kept` since a new session's failed first turn is not kept."""
-    from tests.test_doctor import closed_port
+    from tests.doubles.network import closed_port
 
     assert len(ollama_problems()) == len(OLLAMA_PROBLEMS)
     ollama.script(*replies)
     env = {k: closed_port() if v == CLOSED else v for k, v in env.items()}
-    failed = CliRunner().invoke(app, ["ask", QUESTION], env={**chat_env, **env})
+    failed = invoke(["ask", QUESTION], env={**chat_env, **env})
     assert failed.exit_code == 1
     said = f"netbox-chat: turn 1 failed: {ollama_problems()[row]}; nothing was kept"
     assert failed.stderr.splitlines() == [said]
@@ -542,7 +530,7 @@ def test_the_docs_message_for_a_failed_token_command(
     (bin_dir / "pass").chmod(0o700)
     env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
     env["PATH"] = f"{bin_dir}:{env['PATH']}"
-    shown = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    shown = invoke(["config", "--profile", "prod"], env=env)
     assert shown.exit_code == 1
     rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
     assert "netbox_token failed (token_command; see below) profile prod, token_command" in rows
@@ -553,7 +541,7 @@ def test_the_docs_message_for_a_failed_token_command(
 def test_the_docs_doctor_example_on_vllm(chat_env: dict[str, str]) -> None:
     """The first lines of `doctor` on vLLM serving Qwen/Qwen3-8B with
     `--max-model-len 32768`, as the model servers page's vLLM section starts it."""
-    from tests.openai_server import ScriptedOpenAI, server_env
+    from tests.doubles.openai_server import ScriptedOpenAI, server_env
 
     model = "Qwen/Qwen3-8B"
     vllm = ScriptedOpenAI("vllm", {model: ["completion", "tools"]}, context_lengths={model: 32768})
@@ -561,7 +549,7 @@ def test_the_docs_doctor_example_on_vllm(chat_env: dict[str, str]) -> None:
     with vllm:
         env = {k: v for k, v in chat_env.items() if not k.startswith("OLLAMA")}
         env |= {**server_env(vllm), "NETBOX_CHAT_MODEL": model}
-        shown = CliRunner().invoke(app, ["doctor"], env=env)
+        shown = invoke(["doctor"], env=env)
     lines = [
         line.replace(vllm.base_url, "http://127.0.0.1:8010/v1")
         for line in shown.stdout.splitlines()
@@ -575,7 +563,7 @@ def test_the_docs_netbox_problems(
 ) -> None:
     """`ask` exits 5 with one line when its answer was made without NetBox:
     NetBox down, a wrong token, no token, a token that may not read sites."""
-    from tests.test_doctor import closed_port
+    from tests.doubles.network import closed_port
 
     down = closed_port()
     envs = [
@@ -588,7 +576,7 @@ def test_the_docs_netbox_problems(
     for env in envs:
         netbox.forbidden = {"dcim/sites"} if env is chat_env else set()
         ollama.script([SITES], [Text("I could not read NetBox.")])
-        answered = CliRunner().invoke(app, ["ask", "how many sites?"], env=env)
+        answered = invoke(["ask", "how many sites?"], env=env)
         assert answered.exit_code == 5, answered.output
         shown.append(answered.stderr.splitlines()[-1].replace(down, "http://127.0.0.1:8000"))
     readme = example_starting("netbox-chat: answered without NetBox: Cannot reach NetBox")
@@ -621,7 +609,7 @@ def test_the_docs_message_for_a_token_env_that_is_not_set(
     )
     (folder / "config.toml").chmod(0o600)
     env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
-    refused = CliRunner().invoke(app, ["ask", "how many sites?", "--profile", "lab"], env=env)
+    refused = invoke(["ask", "how many sites?", "--profile", "lab"], env=env)
     assert refused.exit_code == 1
     assert refused.stderr.splitlines() == [inline] and ollama.requests == []
 
@@ -641,7 +629,7 @@ def test_the_docs_inline_messages_for_the_configuration_file(
     )
     config.chmod(0o600)
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_TOKEN"} | {"PROD": "nbt_prod"}
-    warned = CliRunner().invoke(app, ["config", "--profile", "prod"], env=env)
+    warned = invoke(["config", "--profile", "prod"], env=env)
     # then refused: NETBOX_URL with the profile's token is a pairing it never sends
     assert warned.exit_code == 1
     assert warned.stderr.splitlines()[0] == f"netbox-chat: {warning}"
@@ -650,7 +638,7 @@ def test_the_docs_inline_messages_for_the_configuration_file(
         '[profiles.lab]\nnetbox_url = "http://netbox-lab.example:8000"\n'
         'token_env = "NETBOX_TOKEN_LAB"\nwindow = 8192\n'
     )
-    refused = CliRunner().invoke(app, ["ls"], env=chat_env)
+    refused = invoke(["ls"], env=chat_env)
     assert refused.exit_code == 1
     (line,) = refused.stderr.splitlines()
     start, end = unknown.split("…")  # the page leaves out the known keys
@@ -666,7 +654,7 @@ def test_the_docs_note_when_resume_goes_on_with_another_model(
     (note,) = re.findall(r"\(`(netbox-chat: session 5vyf4aa0 last asked [^`]*)`\)", text)
     ollama.script([Text("Three sites.")])
     env = {**chat_env, "NETBOX_CHAT_MODEL": "qwen2.5:7b"}
-    first = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=env)
+    first = invoke(["ask", "how many sites?", "--json"], env=env)
     sid = json.loads(first.stdout)["session"]
     terminal = Terminal(200, 30)
     child = pexpect.spawn(
@@ -692,19 +680,19 @@ def test_the_docs_note_for_a_turn_whose_process_was_killed(
 ) -> None:
     """The third turn's process is killed inside a NetBox request; the next
     `ask --session` rolls that turn back first and says so."""
-    from tests.test_stores import hold_in_a_tool
+    from tests.drive.process import hold_in_a_tool
 
     (note,) = re.findall(r"`(turn 3 was interrupted and rolled back \([^`]*)`", DOCS)
     ollama.script([Text("Three sites.")], [Text("Still three.")])
-    first = CliRunner().invoke(app, ["ask", "how many sites?", "--json"], env=chat_env)
+    first = invoke(["ask", "how many sites?", "--json"], env=chat_env)
     sid = json.loads(first.stdout)["session"]
-    CliRunner().invoke(app, ["ask", "and now?", "--session", sid], env=chat_env)
+    invoke(["ask", "and now?", "--session", sid], env=chat_env)
     holder = hold_in_a_tool(chat_env, ollama, netbox, sid)
     holder.kill()
     holder.wait()
     netbox.delays.clear()
     ollama.script([Text("Three.")])
-    again = CliRunner().invoke(app, ["ask", "how many now?", "--session", sid], env=chat_env)
+    again = invoke(["ask", "how many now?", "--session", sid], env=chat_env)
     assert again.exit_code == 0, again.output
     assert again.stderr.splitlines() == [note]
 
@@ -715,13 +703,13 @@ def test_the_docs_eval_report(
     """The top of the report from the suite's two scripted models, seed 0,
     `--per-template 1`: the eval page leaves out the three tables by tier, type
     and domain and the wrong answers, and says so."""
-    from tests.test_eval import MODELS, built, personas
+    from tests.doubles.eval_models import MODELS, built, personas
 
     ollama.models.update(MODELS)
     ollama.responder = personas(built(netbox, seed=0, per_template=1))
     env = {**chat_env, "NETBOX_CHAT_EVAL_RUNS": str(tmp_path / "runs")}
     args = ["eval", "--per-template", "1", "-m", "oracle", "-m", "flawed"]
-    result = CliRunner().invoke(app, args, env=env)
+    result = invoke(args, env=env)
     assert result.exit_code == 0, result.output
     shown = result.stdout.splitlines()
     top = shown[: shown.index("## By tier") - 1]
@@ -838,9 +826,7 @@ def test_the_quick_starts_profile_is_one_the_cli_takes(chat_env: dict[str, str])
     config.write_text("\n".join(toml) + "\n")
     config.chmod(0o600)
     env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
-    shown = CliRunner().invoke(
-        app, ["config"], env={**env, "NETBOX_TOKEN_LAB": "nbt_x.y", "COLUMNS": "200"}
-    )
+    shown = invoke(["config"], env={**env, "NETBOX_TOKEN_LAB": "nbt_x.y", "COLUMNS": "200"})
     assert shown.exit_code == 0, shown.output
     rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
     assert any(row.startswith("profile lab") for row in rows), rows

@@ -4,34 +4,16 @@ and no session touched."""
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from netbox_chat.cli.app import app
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama
-
-
-def doctor(env: dict[str, str]) -> tuple[int, list[str]]:
-    result = CliRunner().invoke(app, ["doctor"], env=env)
-    assert result.exception is None or isinstance(result.exception, SystemExit)
-    return result.exit_code, result.stdout.splitlines()
-
-
-def closed_port() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
-
-
-def line(lines: list[str], name: str) -> str:
-    (found,) = [text for text in lines if text[2:].startswith(f"{name}:")]
-    return found
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.network import closed_port
+from tests.doubles.ollama_server import ScriptedOllama
+from tests.drive.runner import doctor, line
 
 
 def test_all_good(chat_env: dict[str, str], sessions_dir: Path) -> None:

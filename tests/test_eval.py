@@ -23,99 +23,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from netbox_chat.cli.app import app
-from netbox_chat.eval.questions import Question, build_questions
-from netbox_chat.eval.truth import TruthClient
-from tests.conftest import TEST_TOKEN
-from tests.netbox_double import ACCESS as ACCESS_ROLE
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, Reply, ScriptedOllama, Stall, Text, ToolCall, by_question
+from tests.doubles.eval_models import LOOK, MODELS, built, personas, wrong_answer
+from tests.doubles.netbox_double import ACCESS as ACCESS_ROLE
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import (
+    Delay,
+    Reply,
+    ScriptedOllama,
+    Stall,
+    Text,
+    ToolCall,
+    by_question,
+)
+from tests.drive.runner import invoke
 
 # A run builds a new agent per question (about 1-2 s each on a busy two-core
 # machine, bench/bench_eval.py); the full two-model run asks 72 questions.
 pytestmark = pytest.mark.timeout(600)
 
 ROOT = Path(__file__).parent.parent
-MODELS = {name: ["completion", "tools"] for name in ("oracle", "twin", "flawed", "slow")}
-LOOK = ToolCall("netbox_get_objects", {"object_type": "dcim.device", "filters": {}})
-NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five"]
-
-
-def built(netbox: NetBoxDouble, seed: int = 7, per_template: int = 1) -> list[Question]:
-    """The questions the CLI builds for this seed (same seed + same data)."""
-    with TruthClient(netbox.url, TEST_TOKEN) as client:
-        return build_questions(client, seed=seed, per_template=per_template).questions
-
-
-def right_answer(q: Question, n: int) -> str:
-    """The truth, phrased one of several ways (each must score right)."""
-    e: Any = q.expected
-    if q.kind == "count":
-        if n % 3 == 0 and e < len(NUMBER_WORDS):
-            return f"I found {NUMBER_WORDS[e]}."
-        return ["There are **{}**.", "Count: {} in total.", "{} — that's the number."][
-            n % 3
-        ].format(e)
-    if q.kind == "list":
-        return ("They are: " if n % 2 else "Here they are\n\n- ") + (
-            ", ".join(e) if n % 2 else "\n- ".join(f"`{name}`" for name in e)
-        )
-    if q.kind == "value":
-        return [f"It is **{e}**.", f"`{e}`", f"The answer is {e}."][n % 3]
-    if q.kind == "boolean":
-        if e["yes"]:
-            return "Yes, every one of them."
-        return "No. Not all: " + " and ".join(e["exceptions"]) + "."
-    if q.kind == "absence":
-        return ["There are none.", "No such object exists in NetBox.", "I found nothing."][n % 3]
-    return str(e)  # an explanation: the reference itself
-
-
-def wrong_answer(q: Question, n: int) -> tuple[str, str]:
-    """(an answer wrong in one known way, the failure's name)."""
-    e: Any = q.expected
-    if q.kind == "count":
-        if q.unscoped is not None:
-            return f"There are {q.unscoped}.", "unscoped total"
-        if e > 0 and n % 2:
-            return "There are none.", "hallucinated none"
-        return f"There are {e + 1}.", "wrong number"
-    if q.kind == "list":
-        if len(e) >= 2:
-            return "They are: " + ", ".join(e[1:]) + ".", "missing item"
-        extra = next((name for name in q.universe if name not in e), None)
-        if extra is None:
-            return "There are none.", "hallucinated none"
-        return f"They are: {', '.join(e)}, {extra}.", "extra name"
-    if q.kind == "value":
-        other = next((v for v in q.universe if v != e), f"{e}0")
-        return f"It is {other}.", "wrong value"
-    if q.kind == "boolean":
-        return ("No, not all." if e["yes"] else "Yes, all of them."), "wrong verdict"
-    if q.kind == "absence":
-        return "It is deployed at DM-Akron, in rack R101.", "confident answer to a false premise"
-    return "It is a printer in Paris.", "explanation"
-
-
-def personas(questions: list[Question]) -> Any:
-    """The three models, answering by question text (one tool call first)."""
-    by_text = {q.text: (i, q) for i, q in enumerate(questions)}
-
-    def reply(model: str, question: str, after_tool: bool) -> Reply:
-        if question.startswith("You grade an answer"):
-            return [Text("WRONG" if "Paris" in question else "CORRECT")]
-        if not after_tool:
-            return [LOOK]
-        n, q = by_text[question]
-        if model == "flawed":
-            return [Text(wrong_answer(q, n)[0])]
-        if model == "slow" and n == 2:
-            return [Delay(30.0), Text(right_answer(q, n))]
-        return [Text(right_answer(q, n))]
-
-    return by_question(reply)
 
 
 @pytest.fixture
@@ -132,7 +59,7 @@ def models(ollama: ScriptedOllama) -> ScriptedOllama:
 def test_list_json_prints_questions_with_truth_and_source_and_calls_no_model(
     eval_env: dict[str, str], netbox: NetBoxDouble, models: ScriptedOllama
 ) -> None:
-    result = CliRunner().invoke(app, ["eval", "--list", "--json", "--seed", "3"], env=eval_env)
+    result = invoke(["eval", "--list", "--json", "--seed", "3"], env=eval_env)
     assert result.exit_code == 0, result.output
     listed = json.loads(result.stdout)["questions"]
     assert models.requests == []
@@ -154,8 +81,8 @@ def test_list_json_prints_questions_with_truth_and_source_and_calls_no_model(
     assert untenanted["unscoped"] == len(devices) != untenanted["expected"]
     assert untenanted["query"]["text"] == "GET /api/dcim/devices/ | where tenant = empty | count"
     # Another seed draws other objects; the same seed the same ones.
-    again = CliRunner().invoke(app, ["eval", "--list", "--json", "--seed", "3"], env=eval_env)
-    other = CliRunner().invoke(app, ["eval", "--list", "--json", "--seed", "4"], env=eval_env)
+    again = invoke(["eval", "--list", "--json", "--seed", "3"], env=eval_env)
+    other = invoke(["eval", "--list", "--json", "--seed", "4"], env=eval_env)
     assert json.loads(again.stdout)["questions"] == listed
     assert json.loads(other.stdout)["questions"] != listed
 
@@ -166,7 +93,7 @@ def test_oracle_scores_100_and_flawed_scores_0_each_for_its_known_failure(
     questions = built(netbox, seed=7, per_template=1)
     models.responder = personas(questions)
     args = ["eval", "--seed", "7", "--per-template", "1", "-m", "oracle", "-m", "flawed"]
-    result = CliRunner().invoke(app, [*args, "--judge", "oracle", "--json"], env=eval_env)
+    result = invoke([*args, "--judge", "oracle", "--json"], env=eval_env)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     oracle, flawed = report["models"]["oracle"], report["models"]["flawed"]
@@ -205,8 +132,8 @@ def test_oracle_scores_100_and_flawed_scores_0_each_for_its_known_failure(
     sessions = {r["session"] for r in report["results"]}
     assert len(sessions) == 2 * len(questions)
     assert {p.stem for p in (run / "sessions").glob("*.sqlite")} == sessions
-    exported = CliRunner().invoke(
-        app, ["export", first["session"], "--sessions-dir", str(run / "sessions")], env=eval_env
+    exported = invoke(
+        ["export", first["session"], "--sessions-dir", str(run / "sessions")], env=eval_env
     )
     assert exported.exit_code == 0 and first["answer"] in exported.stdout
     assert (run / "report.md").read_text().startswith(f"# netbox-chat eval, run {report['run']}")
@@ -271,7 +198,7 @@ def test_markdown_report_says_when_a_difference_is_too_small_to_call(
     path.write_text(QUESTIONS_TOML)
     models.responder = by_question(answers_right)
     args = ["eval", "--per-template", "0", "--questions", str(path), "-m", "oracle", "-m", "twin"]
-    result = CliRunner().invoke(app, [*args, "--conversation"], env=eval_env)
+    result = invoke([*args, "--conversation"], env=eval_env)
     assert result.exit_code == 0, result.output
     assert "all in one session" in result.stdout
     assert "| oracle | twin |" in result.stdout and "too small to call" in result.stdout
@@ -340,7 +267,7 @@ def test_a_run_stopped_mid_question_keeps_its_results_and_resume_finishes_it(
         assert run.returncode == -signal.SIGKILL
 
     models.responder = by_question(answers_right)
-    resumed = CliRunner().invoke(app, ["eval", "--resume", folder.name, "--json"], env=eval_env)
+    resumed = invoke(["eval", "--resume", folder.name, "--json"], env=eval_env)
     assert resumed.exit_code == 0, resumed.output
     report = json.loads(resumed.stdout)
     assert report["complete"] is True and report["models"]["slow"]["correct"]["rate"] == 1.0
@@ -370,7 +297,7 @@ def test_a_question_past_the_deadline_fails_alone_and_the_run_goes_on(
     models.running = list(models.models)  # /api/ps: loaded, reading the prompt
     started = time.monotonic()
     args = ["eval", "-m", "slow", "--per-template", "0", "--questions", str(path), "--json"]
-    result = CliRunner().invoke(app, [*args, "--deadline", "3"], env=eval_env)
+    result = invoke([*args, "--deadline", "3"], env=eval_env)
     assert time.monotonic() - started < 30, result.output
     report = json.loads(result.stdout)
     assert report["complete"] is True
@@ -391,7 +318,7 @@ def test_a_model_the_server_does_not_have_stops_the_run_before_the_first_questio
     """`eval -m nosuch:1b` once ran every question, reported 0 % (0/36) with
     `None s` and exited 0: now one line, exit 1, nothing asked or built."""
     started = time.monotonic()
-    result = CliRunner().invoke(app, ["eval", "-m", "nosuch:1b"], env=eval_env)
+    result = invoke(["eval", "-m", "nosuch:1b"], env=eval_env)
     assert result.exit_code == 1, result.output
     (line,) = result.stderr.strip().splitlines()
     assert "nosuch:1b" in line
@@ -405,7 +332,7 @@ def test_a_model_server_that_is_down_stops_the_run_with_one_line(
     eval_env: dict[str, str], netbox: NetBoxDouble
 ) -> None:
     env = {**eval_env, "OLLAMA_HOST": "http://127.0.0.1:9"}  # nothing listens there
-    result = CliRunner().invoke(app, ["eval", "-m", "qwen3:8b"], env=env)
+    result = invoke(["eval", "-m", "qwen3:8b"], env=env)
     assert result.exit_code == 1, result.output
     (line,) = result.stderr.strip().splitlines()
     assert "cannot reach Ollama at http://127.0.0.1:9" in line
@@ -415,7 +342,7 @@ def test_a_model_server_that_is_down_stops_the_run_with_one_line(
 def test_a_judge_the_server_does_not_have_stops_the_run_too(
     eval_env: dict[str, str], netbox: NetBoxDouble, models: ScriptedOllama
 ) -> None:
-    result = CliRunner().invoke(app, ["eval", "-m", "oracle", "--judge", "nosuch:1b"], env=eval_env)
+    result = invoke(["eval", "-m", "oracle", "--judge", "nosuch:1b"], env=eval_env)
     assert result.exit_code == 1, result.output
     assert "nosuch:1b" in result.stderr and models.requests == []
 
@@ -457,7 +384,7 @@ def test_the_judge_asks_the_runs_own_provider_and_server(
     with ScriptedOllama() as elsewhere:
         env = {**eval_env, "OLLAMA_HOST": elsewhere.url}
         run = describe_run(tmp_path / "runs", netbox, model, model)
-        result = CliRunner().invoke(app, ["eval", "--resume", run.name, "--json"], env=env)
+        result = invoke(["eval", "--resume", run.name, "--json"], env=env)
         assert result.exit_code == 0, result.output
         assert elsewhere.requests == []
     (answer,) = json.loads(result.stdout)["results"]
@@ -478,7 +405,7 @@ def test_a_judge_reply_without_a_verdict_is_wrong_not_left_out(
 
     models.responder = by_question(reply)
     run = describe_run(tmp_path / "runs", netbox, "oracle", "twin")
-    result = CliRunner().invoke(app, ["eval", "--resume", run.name, "--json"], env=eval_env)
+    result = invoke(["eval", "--resume", run.name, "--json"], env=eval_env)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     (answer,) = report["results"]
@@ -488,7 +415,7 @@ def test_a_judge_reply_without_a_verdict_is_wrong_not_left_out(
 
 
 def listed(env: dict[str, str], *args: str) -> dict[str, Any]:
-    result = CliRunner().invoke(app, ["eval", "--list", "--json", *args], env=env)
+    result = invoke(["eval", "--list", "--json", *args], env=env)
     assert result.exit_code == 0, result.output
     return {q["id"]: q for q in json.loads(result.stdout)["questions"]}
 
@@ -550,7 +477,7 @@ def test_json_output_escapes_control_characters_from_a_questions_file_and_a_mode
     )
     base = ["eval", "--per-template", "0", "--questions", str(path), "--json"]
     for args in ([*base, "--list"], [*base, "-m", "oracle"]):
-        result = CliRunner().invoke(app, args, env=eval_env)
+        result = invoke(args, env=eval_env)
         assert result.exit_code == 0, result.output
         assert "\u202e" not in result.stdout and "\u009b" not in result.stdout
         assert "\\u202e" in result.stdout and "\\u009b" in result.stdout
@@ -582,7 +509,7 @@ def test_repeat_reports_pass_k_beside_the_mean_and_the_report_lists_wrong_answer
 
     models.responder = by_question(reply)
     args = ["eval", "--per-template", "0", "--questions", str(path), "-m", "oracle"]
-    result = CliRunner().invoke(app, [*args, "--repeat", "2"], env=eval_env)
+    result = invoke([*args, "--repeat", "2"], env=eval_env)
     assert result.exit_code == 0, result.output
     assert "\n| oracle | 88 % (7/8) |" in result.stdout
     header = next(
@@ -612,7 +539,7 @@ def test_the_report_shows_what_a_constant_answer_would_score_and_results_by_temp
     questions = built(netbox, seed=7, per_template=2)
     models.responder = personas(questions)
     args = ["eval", "--seed", "7", "--per-template", "2", "-m", "oracle", "--json"]
-    result = CliRunner().invoke(app, args, env=eval_env)
+    result = invoke(args, env=eval_env)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     floor = report["floor"]["answers"]
@@ -637,7 +564,7 @@ def test_the_report_is_drawn_as_markdown_in_a_terminal(
 ) -> None:
     import pexpect
 
-    from tests.test_repl_screen import Terminal
+    from tests.drive.screen import Terminal
 
     path = tmp_path / "mine.toml"
     path.write_text(QUESTIONS_TOML)
@@ -756,11 +683,11 @@ def test_parallel_runs_questions_at_once_with_the_same_scores_as_one_at_a_time(
 
     models.responder = by_question(reply)
     args = ["eval", "--per-template", "0", "--questions", str(path), "-m", "oracle", "--json"]
-    one = CliRunner().invoke(app, args, env=eval_env)
+    one = invoke(args, env=eval_env)
     assert one.exit_code == 0, one.output
     assert all(b - a >= 2.0 for a, b in itertools.pairwise(arrived))  # one at a time
     arrived.clear()
-    four = CliRunner().invoke(app, [*args, "--parallel", "4"], env=eval_env)
+    four = invoke([*args, "--parallel", "4"], env=eval_env)
     assert four.exit_code == 0, four.output
     assert any(b - a < 2.0 for a, b in itertools.pairwise(sorted(arrived)))
 
@@ -819,9 +746,7 @@ def test_ctrl_c_in_a_parallel_run_rolls_back_every_turn_under_way_and_resume_fin
     assert json.loads(out)["finished"] == 2
     assert {p.stem for p in (folder / "sessions").glob("*.sqlite")} == {r["session"] for r in kept}
     models.responder = by_question(answers_right)
-    resumed = CliRunner().invoke(
-        app, ["eval", "--resume", folder.name, "--json", "--parallel", "2"], env=eval_env
-    )
+    resumed = invoke(["eval", "--resume", folder.name, "--json", "--parallel", "2"], env=eval_env)
     assert resumed.exit_code == 0, resumed.output
     report = json.loads(resumed.stdout)
     assert report["complete"] is True and report["models"]["slow"]["correct"]["rate"] == 1.0
@@ -865,9 +790,7 @@ def test_the_report_gives_each_models_grounded_share_and_declined_answers_apart(
 
     models.responder = by_question(reply)
     args = ["eval", "--per-template", "0", "--questions", str(path), "--json"]
-    result = CliRunner().invoke(
-        app, [*args, "-m", "oracle", "-m", "twin", "-m", "flawed"], env=eval_env
-    )
+    result = invoke([*args, "-m", "oracle", "-m", "twin", "-m", "flawed"], env=eval_env)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)["models"]
     assert report["oracle"]["correct"]["rate"] == 1.0 and report["twin"]["correct"]["rate"] == 1.0

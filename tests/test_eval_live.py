@@ -12,8 +12,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,8 @@ import pytest
 
 from netbox_chat.eval.questions import Question, build_questions
 from netbox_chat.eval.truth import TruthClient
-from tests.test_netbox_live import URL, _need_a_real_netbox, auth
+from tests.doubles.live_netbox import URL, _need_a_real_netbox, auth
+from tests.drive.process import cli
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(600)]
 __all__ = ["_need_a_real_netbox"]  # its autouse fixture skips (or fails in CI) without NetBox
@@ -150,13 +149,7 @@ def test_list_json_against_the_real_netbox_asks_no_model(tmp_path: Path) -> None
         "OLLAMA_HOST": "http://127.0.0.1:9",  # nothing listens: no model may be asked
         "XDG_CONFIG_HOME": str(tmp_path),
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "eval", "--list", "--json", "--seed", "11"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = cli(env, "eval", "--list", "--json", "--seed", "11", timeout=300)
     assert done.returncode == 0, done.stderr
     listed = json.loads(done.stdout)["questions"]
     assert all(q["query"]["text"].startswith("GET /api/") for q in listed)
@@ -166,8 +159,8 @@ def test_list_json_against_the_real_netbox_asks_no_model(tmp_path: Path) -> None
 def test_eval_runs_end_to_end_on_the_real_netbox(tmp_path: Path) -> None:
     """`netbox-chat eval --model M` with the scripted Ollama as M and the real
     NetBox as both the agent's and the harness's: the oracle scores 100 %."""
-    from tests.ollama_server import ScriptedOllama
-    from tests.test_eval import MODELS, personas
+    from tests.doubles.eval_models import MODELS, personas
+    from tests.doubles.ollama_server import ScriptedOllama
 
     with TruthClient(URL, os.environ["NETBOX_TOKEN"]) as client:
         built = build_questions(client, seed=5, per_template=1).questions
@@ -179,24 +172,8 @@ def test_eval_runs_end_to_end_on_the_real_netbox(tmp_path: Path) -> None:
             "XDG_CONFIG_HOME": str(tmp_path),
             "NETBOX_CHAT_EVAL_RUNS": str(tmp_path / "runs"),
         }
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "netbox_chat",
-                "eval",
-                "-m",
-                "oracle",
-                "--seed",
-                "5",
-                "--per-template",
-                "1",
-                "--json",
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=500,
+        done = cli(
+            env, "eval", "-m", "oracle", "--seed", "5", "--per-template", "1", "--json", timeout=500
         )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

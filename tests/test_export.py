@@ -10,17 +10,15 @@ import json
 import sqlite3
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from netbox_chat.cli.app import app
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, StreamError, Text, ToolCall
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, StreamError, Text, ToolCall
+from tests.drive.runner import invoke
 
 
 def run(env: dict[str, str], *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args), env=env)
+    result = invoke(list(args), env=env)
     assert result.exception is None or isinstance(result.exception, SystemExit)
     return result.exit_code, result.stdout, result.stderr
 

@@ -11,10 +11,11 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
-from tests.ollama_server import HTTPError, ScriptedOllama, Text
-from tests.test_cli_ask import run
-from tests.test_repl_pty import PROMPT, leave, resume
-from tests.test_repl_screen import chat
+from tests.doubles.ollama_server import HTTPError, ScriptedOllama, Text
+from tests.drive.process import run
+from tests.drive.pty import PROMPT, leave, resume
+from tests.drive.runner import invoke
+from tests.drive.screen import chat
 
 
 def test_a_model_ollama_lacks_is_refused_in_one_line(
@@ -60,7 +61,7 @@ def test_forget_unanswered_says_what_it_did_in_plain_words(
     chat_env: dict[str, str], sessions_dir: Path
 ) -> None:
     """It said `no session never answered to forget`."""
-    swept = CliRunner().invoke(app, ["forget", "--unanswered"], env=chat_env)
+    swept = invoke(["forget", "--unanswered"], env=chat_env)
     assert swept.exit_code == 0
     assert swept.stdout == "no session left unanswered to forget\n"
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.ollama_server import ScriptedOllama, Stall, Text, ToolCall
-from tests.test_crash import ask, turn_rows
-from tests.test_repl_pty import PROMPT, leave, plain, spawn
-from tests.test_stores import cli
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.inspect_session import turn_rows
+from tests.doubles.ollama_server import ScriptedOllama, Stall, Text, ToolCall
+from tests.drive.process import ask, cli
+from tests.drive.pty import PROMPT, leave, plain, spawn
 
 LOOK = ToolCall(
     "netbox_get_objects", {"object_type": "dcim.device", "filters": {"site": "dm-akron"}}

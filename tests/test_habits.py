@@ -24,17 +24,19 @@ from netbox_chat.cli.app import app
 from netbox_chat.cli.completion import zsh_word
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, ScriptedOllama, Stall, Text, ToolCall
-from tests.test_safety import closed_port, fingerprint
-from tests.test_sessions import make_session
+from tests.doubles.disks import fingerprint
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.network import closed_port
+from tests.doubles.ollama_server import Delay, ScriptedOllama, Stall, Text, ToolCall
+from tests.doubles.stores import make_session
+from tests.drive.runner import invoke
 
 ROOT = Path(__file__).parent.parent
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
 
 
 def ask_json(env: dict[str, str], *args: str) -> dict:
-    ran = CliRunner().invoke(app, ["ask", *args, "--json"], env=env)
+    ran = invoke(["ask", *args, "--json"], env=env)
     assert ran.exit_code == 0, ran.output
     return json.loads(ran.stdout)
 
@@ -89,7 +91,7 @@ def test_a_session_goes_on_against_its_own_netbox_and_another_one_must_be_asked_
         requests = len(ollama.requests)
         elsewhere = {**chat_env, "NETBOX_URL": other.url}
         for command in (["ask", "sites?", "--session", session], ["resume", session]):
-            refused = CliRunner().invoke(app, command, env=elsewhere)
+            refused = invoke(command, env=elsewhere)
             assert refused.exit_code == 1, refused.output
             assert refused.stderr.count("\n") == 1
             assert f"session {session} was started against {netbox.url}" in refused.stderr
@@ -98,8 +100,8 @@ def test_a_session_goes_on_against_its_own_netbox_and_another_one_must_be_asked_
         assert fingerprint(sessions_dir) == before and len(ollama.requests) == requests
 
         ollama.script([SITES], [Text("Other sites.")])
-        told = CliRunner().invoke(
-            app, ["ask", "sites?", "--session", session, "--netbox-url", other.url], env=chat_env
+        told = invoke(
+            ["ask", "sites?", "--session", session, "--netbox-url", other.url], env=chat_env
         )
         assert told.exit_code == 0, told.output
         assert "its earlier answers describe the other NetBox" in told.stderr
@@ -112,7 +114,7 @@ def test_ls_shows_the_profile_or_the_host(
 ) -> None:
     ollama.script([Text("Hi.")])
     session = ask_json(chat_env, "hello")["session"]
-    listing = CliRunner().invoke(app, ["ls"], env={**chat_env, "COLUMNS": "200"})
+    listing = invoke(["ls"], env={**chat_env, "COLUMNS": "200"})
     header, row = listing.stdout.splitlines()
     assert row.startswith(session) and "netbox" not in header.split()
     host = netbox.url.split("//")[1]
@@ -120,7 +122,7 @@ def test_ls_shows_the_profile_or_the_host(
     with NetBoxDouble(token=TEST_TOKEN) as other:
         ollama.script([Text("Hi there.")])
         elsewhere = ask_json({**chat_env, "NETBOX_URL": other.url}, "hello there")["session"]
-        listing = CliRunner().invoke(app, ["ls"], env={**chat_env, "COLUMNS": "200"})
+        listing = invoke(["ls"], env={**chat_env, "COLUMNS": "200"})
         header, *rows = listing.stdout.splitlines()
         assert "netbox" in header.split() and listing.stderr == ""
         by_id = {row.split()[0]: row for row in rows}
@@ -333,7 +335,7 @@ def test_completion_reads_the_chats_options_only_where_the_cli_does(
     mine = make_session(SessionStore(sessions_dir), "in the default folder")
     elsewhere = sessions_dir.parent / "elsewhere"
     other = make_session(SessionStore(elsewhere), "somewhere else")
-    refused = CliRunner().invoke(app, ["--sessions-dir", str(elsewhere), "resume", other])
+    refused = invoke(["--sessions-dir", str(elsewhere), "resume", other])
     assert refused.exit_code == 2  # the rule completion follows
     fish = {"_TYPER_COMPLETE_FISH_ACTION": "get-args"}
     for line in [
@@ -538,7 +540,7 @@ def test_no_help_text_of_the_app_holds_rich_markup() -> None:
         texts.append(sub.help or "")
         texts.extend(getattr(param, "help", None) or "" for param in sub.params)
     assert [text for text in texts if "[" in text] == []
-    shown = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    shown = invoke(["--help"], env={"COLUMNS": "200"}).output
     assert "postgres extra" in shown
 
 
@@ -588,12 +590,12 @@ def test_a_new_session_whose_first_turn_fails_is_not_kept(
 ) -> None:
     down = {**chat_env, "OLLAMA_HOST": closed_port()}
     for _ in range(5):
-        ran = CliRunner().invoke(app, ["ask", "which sites?"], env=down)
+        ran = invoke(["ask", "which sites?"], env=down)
         assert ran.exit_code == 1
         assert ran.stderr.count("\n") == 1 and "cannot reach Ollama" in ran.stderr
         assert ran.stderr.rstrip().endswith("nothing was kept")
     assert sessions_in(sessions_dir) == []
-    as_json = CliRunner().invoke(app, ["ask", "which sites?", "--json"], env=down)
+    as_json = invoke(["ask", "which sites?", "--json"], env=down)
     assert as_json.exit_code == 1 and json.loads(as_json.stdout)["kept"] is False
     assert json.loads(as_json.stdout)["session"] is None  # nothing to point at
     assert sessions_in(sessions_dir) == []
@@ -604,8 +606,8 @@ def test_an_existing_session_whose_turn_fails_is_kept(
 ) -> None:
     ollama.script([Text("Hi.")])
     session = ask_json(chat_env, "hello")["session"]
-    ran = CliRunner().invoke(
-        app, ["ask", "again", "--session", session], env={**chat_env, "OLLAMA_HOST": closed_port()}
+    ran = invoke(
+        ["ask", "again", "--session", session], env={**chat_env, "OLLAMA_HOST": closed_port()}
     )
     assert ran.exit_code == 1 and "nothing was kept" not in ran.stderr
     assert sessions_in(sessions_dir) == [f"{session}.sqlite"]
@@ -636,22 +638,22 @@ def test_a_first_turn_killed_is_marked_in_ls_and_swept_by_forget(
     proc.wait(timeout=10)
     (left,) = {p.name.split(".")[0] for p in sessions_dir.glob("*.sqlite")} - {kept}
     env = {**chat_env, "COLUMNS": "200"}
-    listing = CliRunner().invoke(app, ["ls"], env=env)
+    listing = invoke(["ls"], env=env)
     row = next(line for line in listing.stdout.splitlines() if line.startswith(left))
     assert "(never answered) killed question" in row
     assert "forget --unanswered" in listing.stderr
-    swept = CliRunner().invoke(app, ["forget", "--unanswered"], env=env)
+    swept = invoke(["forget", "--unanswered"], env=env)
     assert swept.exit_code == 0 and left in swept.stdout and kept not in swept.stdout
     assert sessions_in(sessions_dir) == [f"{kept}.sqlite"]
-    usage = CliRunner().invoke(app, ["forget"], env=env)
+    usage = invoke(["forget"], env=env)
     assert usage.exit_code == 2
 
 
 def test_a_chat_left_before_any_answer_keeps_nothing(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
-    from tests.test_repl_pty import PROMPT, leave
-    from tests.test_repl_pty import spawn as spawn_repl
+    from tests.drive.pty import PROMPT, leave
+    from tests.drive.pty import spawn as spawn_repl
 
     ollama.script([Delay(30)])
     child = spawn_repl(chat_env)

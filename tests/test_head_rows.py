@@ -22,7 +22,7 @@ from netbox_chat.agent.turns import Conversation, DirtyHead, ToolStarted
 from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver, WritesStillRunning
 from netbox_chat.config import resolve_settings
 from netbox_chat.store.sessions import SessionFile, SessionStore, connect
-from tests.ollama_server import ScriptedOllama, StreamError, Text, ToolCall
+from tests.doubles.ollama_server import ScriptedOllama, StreamError, Text, ToolCall
 
 
 @tool

@@ -39,12 +39,12 @@ from netbox_chat.checkpoints.sqlite import CHECK_HISTORY_ENV, HistoryCache, Sync
 from netbox_chat.config import resolve_settings
 from netbox_chat.store.choose import open_store
 from netbox_chat.store.postgres import PgSessionStore
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import HTTPError, ScriptedOllama, Text, ToolCall
-from tests.stores import StoreUnderTest
-from tests.test_context import agent_responder
-from tests.test_context import lookup as big_lookup
-from tests.test_stores import first_turn, hold_in_a_tool
+from tests.doubles.context import agent_responder
+from tests.doubles.context import lookup as big_lookup
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import HTTPError, ScriptedOllama, Text, ToolCall
+from tests.doubles.stores import StoreUnderTest
+from tests.drive.process import first_turn, hold_in_a_tool
 
 tool_started = threading.Event()  # the slow tool runs on each test's own loop
 

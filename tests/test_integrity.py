@@ -22,22 +22,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from netbox_chat.agent import history
 from netbox_chat.agent.graph import build_agent, find_end_node
 from netbox_chat.agent.turns import Conversation, RollingBack, TextDelta, TurnEvent
 from netbox_chat.checkpoints.saver import open_saver
-from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver
-from netbox_chat.cli.app import app
 from netbox_chat.config import resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.store import migrations
 from netbox_chat.store.choose import OpenSession
 from netbox_chat.store.sessions import SessionFile, SessionStore, StoreError
-from tests.inspect_session import assert_ledger_agrees, read_from_fresh_process
-from tests.ollama_server import Delay, ScriptedOllama, StreamError, Text
-from tests.stores import StoreUnderTest
+from tests.doubles.inspect_session import assert_ledger_agrees, read_from_fresh_process
+from tests.doubles.ollama_server import Delay, ScriptedOllama, StreamError, Text
+from tests.doubles.savers import stuck_write
+from tests.doubles.stores import StoreUnderTest
+from tests.drive.runner import invoke
 
 # What SQLite says when the disk fills up; RAISE(ABORT) makes it a real
 # SQLite error on that statement, which undoes the statement and leaves the
@@ -356,9 +355,7 @@ def test_export_reads_a_schema_1_file_without_writing_it(tmp_path: Path) -> None
     store = SessionStore(tmp_path / "sessions")
     sid = schema_1_session(store)
     before = store.path_for(sid).read_bytes()
-    ran = CliRunner().invoke(
-        app, ["export", sid, "--format", "json"], env={"NETBOX_CHAT_SESSIONS": str(store.root)}
-    )
+    ran = invoke(["export", sid, "--format", "json"], env={"NETBOX_CHAT_SESSIONS": str(store.root)})
     assert ran.exit_code == 0, ran.stderr
     transcript = json.loads(ran.stdout)
     assert transcript["schema_version"] == 1
@@ -468,20 +465,6 @@ async def test_a_finished_turn_whose_checkpoint_did_not_become_the_head_is_rolle
 # --- defect 9: a write still running when the rollback would start ----------------------------
 
 
-async def stuck_write(saver: BridgedSqliteSaver) -> tuple[asyncio.Task[None], asyncio.Event]:
-    """A bridged saver call still running on its worker thread, as one is when
-    a cancelled turn ended before its last write did."""
-    release = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def wait_for_release() -> None:
-        asyncio.run_coroutine_threadsafe(release.wait(), loop).result(timeout=30)
-
-    call = asyncio.create_task(saver._on_thread(wait_for_release))
-    await asyncio.sleep(0.05)
-    return call, release
-
-
 async def test_a_rollback_waits_for_no_write_it_cannot_see_finish(
     conversation: Conversation, ollama: ScriptedOllama
 ) -> None:
@@ -543,7 +526,7 @@ def test_a_sessions_folder_on_nfs_is_refused_with_exit_3(
 
     sessions_dir.mkdir(parents=True)
     monkeypatch.setattr(sessions, "MOUNTINFO", nfs_mount_table(sessions_dir, tmp_path / "mnt"))
-    ran = CliRunner().invoke(app, ["ask", "which sites?"], env=chat_env)
+    ran = invoke(["ask", "which sites?"], env=chat_env)
     assert ran.exit_code == ExitStatus.STORE_ERROR
     (line,) = ran.stderr.splitlines()
     assert "is on a network file system (nfs4)" in line and "local disk" in line
@@ -559,8 +542,8 @@ def test_the_repl_after_a_turn_the_full_disk_left_unrecorded_keeps_later_answers
     """The disk fills up while turn 2 is answered: neither the turn nor its
     rollback can be written, the REPL says so and goes on. Once there is room,
     the next question first finishes turn 2, and its answer survives `resume`."""
-    from tests.test_repl_pty import PROMPT, leave, only_session, resume, spawn
-    from tests.test_safety import tmpfs
+    from tests.doubles.disks import tmpfs
+    from tests.drive.pty import PROMPT, leave, only_session, resume, spawn
 
     with tmpfs(tmp_path / "small", "size=2m,mode=0700") as mount:
         sessions_dir = mount / "sessions"
@@ -617,7 +600,7 @@ def test_doctor_flags_a_sessions_folder_on_nfs(
 
     sessions_dir.mkdir(parents=True)
     monkeypatch.setattr(sessions, "MOUNTINFO", nfs_mount_table(sessions_dir, tmp_path / "mnt"))
-    ran = CliRunner().invoke(app, ["doctor"], env=chat_env)
+    ran = invoke(["doctor"], env=chat_env)
     assert ran.exit_code == ExitStatus.USER_ERROR
     (line,) = [line for line in ran.stdout.splitlines() if "sessions folder" in line]
     assert line.startswith("✗") and "network file system (nfs4)" in line

@@ -121,3 +121,33 @@ def test_no_import_circle() -> None:
         if module not in state:
             visit(module)
     assert not circles, "\n".join(" -> ".join(circle) for circle in circles)
+
+
+TESTS = Path(__file__).parent
+SHARED = ("tests.doubles", "tests.drive", "tests.conftest")
+"""What a file under tests/ may import of tests/: the doubles, the drivers, conftest's constants."""
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    """A test module is a leaf: what two of them share lives in tests/doubles/
+    or tests/drive/ (issue 30), so running or reading one never runs another's
+    module-level setup, and moving a test never breaks a second file."""
+    wrong = []
+    for path in sorted(TESTS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                targets = [node.module]
+                if node.module == "tests":  # `from tests import test_x` names modules
+                    targets = [f"tests.{alias.name}" for alias in node.names]
+            else:
+                continue
+            wrong += [
+                f"{path.relative_to(TESTS.parent)}:{node.lineno} imports {target}"
+                for target in targets
+                if target.split(".")[0] == "tests"
+                and not any(f"{target}.".startswith(f"{shared}.") for shared in SHARED)
+                and target != "tests"
+            ]
+    assert not wrong, "\n".join(wrong)

@@ -3,7 +3,7 @@ and the REPL in a pty, against the scripted Ollama playing a server that sends
 nothing while `/api/ps` says it is loading the model or reading the prompt (a cold
 first call of 82-108 s and a 167 s prefill were recorded; docs/facts/
 real-models.md), scaled down against a scaled-down NETBOX_CHAT_TIMEOUT; then the
-same rule on every OpenAI-compatible dialect (tests/openai_server.py), each asked
+same rule on every OpenAI-compatible dialect (tests/doubles/openai_server.py), each asked
 where it says it is alive (models/dialects.py, `Dialect.busy`)."""
 
 from __future__ import annotations
@@ -20,11 +20,19 @@ import pytest
 
 from netbox_chat.models.dialects import DIALECTS
 from netbox_chat.models.liveness import DataLines
-from tests.ollama_server import Delay, KeepAlive, Responder, ScriptedOllama, Stall, Step, Text
-from tests.openai_server import ScriptedOpenAI
-from tests.test_doctor import doctor, line
-from tests.test_real_models import ask, ask_json, turn_row
-from tests.test_repl_pty import PROMPT, leave, only_session, spawn
+from tests.doubles.inspect_session import turn_row
+from tests.doubles.ollama_server import (
+    Delay,
+    KeepAlive,
+    Responder,
+    ScriptedOllama,
+    Stall,
+    Step,
+    Text,
+)
+from tests.doubles.openai_server import ScriptedOpenAI
+from tests.drive.pty import PROMPT, leave, only_session, spawn
+from tests.drive.runner import ask, ask_json, doctor, line
 
 TIMEOUT = "2"  # seconds; every silence below is longer
 

@@ -31,9 +31,9 @@ from netbox_chat.netbox.client import NetBoxClient
 from netbox_chat.netbox.tools import build_netbox_tools
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.openai_server import chat_model_for, server_settings
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.doubles.openai_server import chat_model_for, server_settings
 
 SHAPE = ("fields", "brief", "limit", "offset", "ordering")  # not filters
 

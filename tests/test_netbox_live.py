@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 import re
-import sys
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -36,28 +35,14 @@ from netbox_chat.netbox.object_types import shipped_table
 from netbox_chat.netbox.schema import derive_table
 from netbox_chat.netbox.tools import DEFAULT_FIELDS, build_netbox_tools
 from netbox_chat.netbox.validation import FilterRejected, build_params, check_ordering
+from tests.doubles.live_netbox import TOKEN, URL, _need_a_real_netbox, auth
+from tests.drive.runner import invoke
+
+__all__ = ["_need_a_real_netbox"]  # its autouse fixture skips (or fails in CI) without NetBox
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
 
-URL = os.environ.get("NETBOX_URL", "")
-TOKEN = os.environ.get("NETBOX_TOKEN", "")
 TOKEN_V1 = os.environ.get("NETBOX_TOKEN_V1", "")
-
-WHY_NOT_RUN = (
-    "LIVE NETBOX TIER NOT RUN: NETBOX_URL and NETBOX_TOKEN are not set. "
-    "Start NetBox with scripts/netbox_up.sh and export the lines it prints."
-)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _need_a_real_netbox() -> None:
-    """Only when live tests are selected: skip loudly, or fail when CI requires them."""
-    if URL and TOKEN:
-        return
-    if os.environ.get("NETBOX_CHAT_REQUIRE_LIVE") == "1":
-        pytest.fail(WHY_NOT_RUN + " (NETBOX_CHAT_REQUIRE_LIVE=1)", pytrace=False)
-    sys.__stderr__.write(f"\n\n!!!!! {WHY_NOT_RUN} !!!!!\n\n")
-    pytest.skip(WHY_NOT_RUN)
 
 
 T = shipped_table()
@@ -65,11 +50,6 @@ T = shipped_table()
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
-
-
-def auth(token: str = TOKEN) -> dict[str, str]:
-    scheme = "Bearer" if token.startswith("nbt_") else "Token"
-    return {"Authorization": f"{scheme} {token}", "Accept": "application/json"}
 
 
 def raw(path: str, params: Sequence[tuple[str, str]] = ()) -> httpx.Response:
@@ -760,10 +740,6 @@ def test_nothing_found_says_where_the_name_is():
 def ask_through_the_cli(tmp_path, ollama, *replies) -> list[str]:
     """One `ask --json` through the real CLI and agent, the scripted Ollama playing
     `replies`, against the real NetBox: the tool results its last request carried."""
-    from typer.testing import CliRunner
-
-    from netbox_chat.cli.app import app
-
     ollama.script(*replies)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NETBOX_CHAT", "OLLAMA"))}
     env.update(
@@ -771,7 +747,7 @@ def ask_through_the_cli(tmp_path, ollama, *replies) -> list[str]:
         NETBOX_CHAT_MODEL="qwen3:8b", XDG_CACHE_HOME=str(tmp_path / "cache"),
         XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_STATE_HOME=str(tmp_path / "state"),
     )  # fmt: skip
-    result = CliRunner().invoke(app, ["ask", "question", "--json"], env=env)
+    result = invoke(["ask", "question", "--json"], env=env)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["answer"] == "Done."
     return [m["content"] for m in ollama.requests[-1]["messages"] if m["role"] == "tool"]
@@ -780,7 +756,7 @@ def ask_through_the_cli(tmp_path, ollama, *replies) -> list[str]:
 def test_the_same_call_twice_in_a_turn_asks_netbox_once(tmp_path, ollama):
     """Item 5 through the real CLI and agent against the real NetBox: the second,
     identical call is answered from the first, with a note."""
-    from tests.ollama_server import Text, ToolCall
+    from tests.doubles.ollama_server import Text, ToolCall
 
     args = {"object_type": "ipam.prefix", "filters": {"status": "active"}}
     first, second = ask_through_the_cli(
@@ -797,7 +773,7 @@ def test_the_same_call_twice_in_a_turn_asks_netbox_once(tmp_path, ollama):
 def test_names_where_netbox_wants_slugs_through_the_cli(tmp_path, ollama):
     """Item 6 through the real CLI: a display name read as its slug, a slug no site has
     refused naming the closest."""
-    from tests.ollama_server import Text, ToolCall
+    from tests.doubles.ollama_server import Text, ToolCall
 
     by_name = {"object_type": "dcim.device", "filters": {"tenant": "GLOBEX"}}
     no_site = {"object_type": "dcim.device", "filters": {"site": "dm-nowhere"}}
@@ -815,7 +791,7 @@ def test_names_where_netbox_wants_slugs_through_the_cli(tmp_path, ollama):
 
 def test_not_found_says_where_the_name_is_through_the_cli(tmp_path, ollama):
     """Item 7 through the real CLI: a tenant searched as a circuit provider."""
-    from tests.ollama_server import Text, ToolCall
+    from tests.doubles.ollama_server import Text, ToolCall
 
     search = {"query": "Globex", "object_types": ["circuits.provider"]}
     (found,) = ask_through_the_cli(

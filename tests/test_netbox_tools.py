@@ -1198,7 +1198,7 @@ def test_bad_argument_types_come_back_as_words():
 def test_a_refusal_keeps_the_result_budget():
     """Issue 32, item 5: a refusal listing the objects a name matches grew with them
     (200 names made a 34 kB refusal against an 8 kB budget); it is cut like a result."""
-    from tests.netbox_double import NetBoxDouble
+    from tests.doubles.netbox_double import NetBoxDouble
 
     with NetBoxDouble(token=TOKEN) as netbox:
         netbox.data["dcim/interfaces"] = [

@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langchain_ollama import ChatOllama
 
-from tests.ollama_server import (
+from tests.doubles.ollama_server import (
     Delay,
     HTTPError,
     ScriptedOllama,
@@ -297,7 +297,7 @@ def test_standalone_process_serves_a_script_and_exits_on_sigterm(tmp_path: Path)
     script.write_text(json.dumps([[{"text": "from a file"}]]))
     root = Path(__file__).resolve().parent.parent
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.ollama_server", "--script", str(script)],
+        [sys.executable, "-m", "tests.doubles.ollama_server", "--script", str(script)],
         cwd=root,
         stdout=subprocess.PIPE,
         text=True,

@@ -1,5 +1,5 @@
 """netbox-chat on any OpenAI-compatible server, through the real CLI against the
-scripted server (tests/openai_server.py) in each dialect: llama-server, vLLM,
+scripted server (tests/doubles/openai_server.py) in each dialect: llama-server, vLLM,
 SGLang, LM Studio and Ollama's /v1.
 
 Run in full over the five dialects where they behave differently: a turn with
@@ -27,12 +27,11 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from netbox_chat.cli.app import app
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, HangUp, ScriptedOllama, Text, Thinking, ToolCall
-from tests.openai_server import ScriptedOpenAI
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import Delay, HangUp, ScriptedOllama, Text, Thinking, ToolCall
+from tests.doubles.openai_server import ScriptedOpenAI
+from tests.drive.runner import invoke
 
 ROOT = Path(__file__).parent.parent
 OFFLINE = ToolCall(
@@ -49,7 +48,7 @@ SERVER_NAMES = {
 
 
 def ask(env: dict[str, str], *args: str) -> tuple[int, dict, str]:
-    result = CliRunner().invoke(app, ["ask", *args, "--json"], env=env)
+    result = invoke(["ask", *args, "--json"], env=env)
     data = json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
     return result.exit_code, data, result.stderr
 
@@ -271,7 +270,7 @@ def test_doctor_names_the_server_its_version_the_model_reasoning_and_window(
     openai_env: dict[str, str], openai_server: ScriptedOpenAI
 ) -> None:
     openai_server.script([Thinking("Say OK."), Text("OK")])
-    result = CliRunner().invoke(app, ["doctor"], env=openai_env)
+    result = invoke(["doctor"], env=openai_env)
     lines = result.stdout.splitlines()
     server = next(line for line in lines if line.startswith("✓ model server"))
     assert SERVER_NAMES[openai_server.dialect] in server
@@ -296,7 +295,7 @@ def test_doctor_reads_sglangs_version_under_either_name(
     deprecated one goes) still shows its version."""
     openai_server.retired = {path}
     openai_server.script([Text("OK")])
-    result = CliRunner().invoke(app, ["doctor"], env=openai_env)
+    result = invoke(["doctor"], env=openai_env)
     server = next(line for line in result.stdout.splitlines() if "model server" in line)
     assert server == f"✓ model server: SGLang at {openai_server.base_url} (version 0.5.23)"
 
@@ -306,7 +305,7 @@ def test_doctor_names_vllms_tool_flags(
     openai_env: dict[str, str], openai_server: ScriptedOpenAI
 ) -> None:
     openai_server.tool_parser = False
-    result = CliRunner().invoke(app, ["doctor"], env=openai_env)
+    result = invoke(["doctor"], env=openai_env)
     assert result.exit_code == 1
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("✗ model:")]
     assert "--enable-auto-tool-choice --tool-call-parser" in line
@@ -373,7 +372,7 @@ def test_the_key_goes_only_to_the_base_url_configured_with_it(
     code, _, stderr = ask(env, "how many sites?")
     assert code == 0, stderr
     assert set(openai_server.authorizations) == {f"Bearer {secret}"}
-    shown = CliRunner().invoke(app, ["config"], env=env).stdout
+    shown = invoke(["config"], env=env).stdout
     assert "set (from MY_SERVER_KEY)" in shown and secret not in shown
     assert secret.encode() not in b"".join(
         p.read_bytes() for p in Path(env["NETBOX_CHAT_SESSIONS"]).iterdir()
@@ -389,9 +388,7 @@ def test_the_key_goes_only_to_the_base_url_configured_with_it(
     env.pop("NETBOX_CHAT_BASE_URL")
     openai_server.authorizations.clear()
     openai_server.script([Text("Three sites.")])
-    result = CliRunner().invoke(
-        app, ["ask", "how many sites?", "--base-url", openai_server.base_url], env=env
-    )
+    result = invoke(["ask", "how many sites?", "--base-url", openai_server.base_url], env=env)
     assert result.exit_code == 0, result.output
     assert "no key is sent" in result.stderr
     assert f"Bearer {secret}" not in openai_server.authorizations
@@ -402,8 +399,7 @@ def test_the_flags_alone_chat_against_the_server(
 ) -> None:
     """The issue's "done when": --provider, --base-url and --model on the command line."""
     openai_server.script([Text("Three sites.")])
-    result = CliRunner().invoke(
-        app,
+    result = invoke(
         [
             "ask",
             "how many sites?",
@@ -434,7 +430,7 @@ def test_config_shows_the_server_settings_and_where_they_came_from(
         "context_window = 32768\n"
     )
     env = {**chat_env, "GPU_KEY": "sk-gpu-secret-0123456789"}
-    shown = CliRunner().invoke(app, ["config", "--profile", "gpu"], env=env).stdout
+    shown = invoke(["config", "--profile", "gpu"], env=env).stdout
     rows = {line.split()[0]: line for line in shown.splitlines() if line.strip()}
     assert rows["provider"].split()[1:] == ["openai", "file"]
     assert rows["base_url"].split()[1:] == ["http://gpu.example:8000/v1", "profile", "gpu"]
@@ -454,7 +450,7 @@ def test_config_shows_the_server_settings_and_where_they_came_from(
 def test_a_wrong_server_setting_is_one_line_and_exit_1(
     chat_env: dict[str, str], variable: str, value: str, words: str
 ) -> None:
-    result = CliRunner().invoke(app, ["ask", "hi"], env={**chat_env, variable: value})
+    result = invoke(["ask", "hi"], env={**chat_env, variable: value})
     assert result.exit_code == 1
     assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "sk-a-key" not in result.stderr or variable != "NETBOX_CHAT_API_KEY_ENV"
@@ -483,7 +479,7 @@ def test_a_server_that_is_not_there_is_one_line_and_nothing_is_kept(
         "NETBOX_CHAT_PROVIDER": "openai",
         "NETBOX_CHAT_BASE_URL": "http://127.0.0.1:9/v1",
     }
-    result = CliRunner().invoke(app, ["ask", "how many sites?"], env=env)
+    result = invoke(["ask", "how many sites?"], env=env)
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [
         "netbox-chat: cannot reach http://127.0.0.1:9/v1 ([Errno 111] Connection refused); "
@@ -496,7 +492,7 @@ def test_a_server_that_is_not_there_is_one_line_and_nothing_is_kept(
 def test_the_repl_shows_the_servers_reasoning_dimmed_and_think_off_stops_it(
     openai_env: dict[str, str], openai_server: ScriptedOpenAI
 ) -> None:
-    from tests.test_repl_pty import DIM, PROMPT, leave, plain, spawn
+    from tests.drive.pty import DIM, PROMPT, leave, plain, spawn
 
     openai_server.script(
         [

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TEST_TOKEN
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text
-from tests.openai_server import ScriptedOpenAI
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, Text
+from tests.doubles.openai_server import ScriptedOpenAI
 
 ROOT = Path(__file__).parent.parent
 QUESTION = """

@@ -25,25 +25,14 @@ from netbox_chat.agent.graph import build_agent, find_end_node
 from netbox_chat.agent.turns import Conversation, RollingBack, TurnEvent
 from netbox_chat.store.choose import open_store
 from netbox_chat.store.sessions import StoreError
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, ScriptedOllama, Text
-from tests.stores import StoreUnderTest
-from tests.test_stores import SITES as SITES_CALL
-from tests.test_stores import cli, first_turn, hold_in_a_tool
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import Delay, ScriptedOllama, Text
+from tests.doubles.stores import StoreUnderTest, with_url
+from tests.drive.process import SITES as SITES_CALL
+from tests.drive.process import cli, first_turn, hold_in_a_tool
 
 INSTALL_HINT = "pip install 'netbox-chat[postgres]'"
-
-
-@pytest.fixture
-def pg(store: StoreUnderTest) -> StoreUnderTest:
-    if store.kind != "postgres":
-        pytest.skip("a database-only behaviour")
-    return store
-
-
-def with_url(env: dict[str, str], url: str) -> dict[str, str]:
-    return {**env, "NETBOX_CHAT_STORE": url}
 
 
 def replaced(url: str, **parts: str) -> str:
@@ -386,7 +375,7 @@ def test_what_the_user_is_told_after_a_lost_commit_is_what_the_store_holds(
     the store can be asked again, the user is told what it holds (here: the
     answer is kept, exit 0). When it cannot, the user is told that it is not
     known, exit 6, and the next open settles it either way, saying so."""
-    from tests.pg_proxy import CommitCutter
+    from tests.doubles.pg_proxy import CommitCutter
 
     session_id = first_turn(store_env, ollama)
     proxy = CommitCutter(pg.value, forward=forward, refuse_after=refuse_after)

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from netbox_chat.cli.app import app
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import (
+from tests.doubles.inspect_session import turn_row
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import (
     GFK_LIST,
     HARMONY_SUFFIX,
     RACK_BY_NAME,
@@ -31,29 +29,10 @@ from tests.ollama_server import (
     repeated,
     tool_call_as_text,
 )
+from tests.drive.runner import ask, ask_json
 
 SITES_CALL = {"object_type": "dcim.site"}
 ANSWER = "Three sites: DM-Akron, DM-Columbus, DM-Dayton."
-
-
-def ask(env: dict[str, str], *args: str, code: int = 0) -> Any:
-    result = CliRunner().invoke(app, ["ask", *args], env=env)
-    assert result.exit_code == code, result.output
-    return result
-
-
-def ask_json(env: dict[str, str], *args: str, code: int = 0) -> dict[str, Any]:
-    return dict(json.loads(ask(env, *args, "--json", code=code).stdout))
-
-
-def turn_row(sessions_dir: Path, session: str, number: int) -> dict[str, Any]:
-    conn = sqlite3.connect(sessions_dir / f"{session}.sqlite")
-    conn.row_factory = sqlite3.Row
-    try:
-        row = conn.execute("SELECT * FROM turns WHERE number = ?", (number,)).fetchone()
-    finally:
-        conn.close()
-    return dict(row)
 
 
 def tool_results(request: dict[str, Any]) -> list[str]:
@@ -148,7 +127,7 @@ def test_plain_ask_prints_only_the_answer_never_the_tool_json(
 def test_the_repl_never_shows_the_tool_json(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
 ) -> None:
-    from tests.test_repl_pty import PROMPT, leave, plain, spawn
+    from tests.drive.pty import PROMPT, leave, plain, spawn
 
     ollama.script(
         [tool_call_as_text("netbox_get_objects", SITES_CALL)],

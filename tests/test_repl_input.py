@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pexpect
 
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.ollama_server import HTTPError, Reply, ScriptedOllama, Stall, Text
-from tests.test_repl_pty import PROMPT, leave, only_session, plain, spawn
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.ollama_server import HTTPError, Reply, ScriptedOllama, Stall, Text
+from tests.drive.pty import PROMPT, leave, only_session, plain, spawn
 
 
 def test_text_that_looks_like_markup_is_printed_as_typed_and_the_repl_goes_on(

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from tests.ollama_server import ScriptedOllama, Text
-from tests.openai_server import ScriptedOpenAI
-from tests.test_repl_pty import PROMPT, leave
-from tests.test_repl_screen import answered, chat
+from tests.doubles.ollama_server import ScriptedOllama, Text
+from tests.doubles.openai_server import ScriptedOpenAI
+from tests.drive.pty import PROMPT, leave
+from tests.drive.screen import answered, chat
 
 
 @pytest.mark.model_servers("ollama", "vllm")

@@ -9,87 +9,26 @@ from __future__ import annotations
 
 import io
 import json
-import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import pexpect
 import pytest
 
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import Delay, ScriptedOllama, Text, Thinking, ToolCall
-from tests.stores import StoreUnderTest
-from tests.test_crash import ask, first_session, wait_for_running
-
-PROMPT = re.compile(r"netbox\S*>")
-ROOT = Path(__file__).parent.parent
-ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\x07|\r")
-
-
-def on_a_terminal(
-    env: dict[str, str], *args: str, columns: int = 160, timeout: float = 60
-) -> pexpect.spawn:
-    """The CLI on a pty of 40 lines by `columns`, as a user's terminal runs it."""
-    return pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat", *args],
-        env=env,
-        cwd=str(ROOT),
-        encoding="utf-8",
-        timeout=timeout,
-        dimensions=(40, columns),
-    )
-
-
-def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
-    """The REPL on a terminal, at its first prompt."""
-    child = on_a_terminal(env, *args, timeout=30)
-    child.expect(PROMPT)
-    return child
-
-
-def run_in_pty(env: dict[str, str], *args: str, timeout: float = 60) -> tuple[int, str]:
-    """A command that ends by itself, run in a terminal: its exit status and
-    what it drew, without the escape codes."""
-    child = on_a_terminal(env, *args, timeout=timeout)
-    child.expect(pexpect.EOF)
-    child.close()
-    return int(child.exitstatus or 0), plain(child.before or "")
-
-
-def resume(env: dict[str, str], *args: str) -> tuple[pexpect.spawn, str]:
-    """`netbox-chat resume ARGS` and what it showed once its recap is drawn:
-    the first lines come before the prompt, the rendered answer and the rest
-    above it once it is up (render.print_recap)."""
-    child = spawn(env, "resume", *args)
-    shown = child.before or ""
-    child.expect(r"exit or Ctrl-D to leave")
-    shown += (child.before or "") + child.after
-    child.expect(PROMPT)
-    return child, plain(shown)
-
-
-def leave(child: pexpect.spawn) -> str:
-    time.sleep(0.3)  # let the prompt finish redrawing before typing at it
-    child.sendcontrol("u")
-    child.sendcontrol("d")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-    return plain(child.before or "")
-
-
-def plain(text: str) -> str:
-    return ANSI.sub("", text)
-
-
-def only_session(sessions_dir: Path) -> str:
-    (path,) = sessions_dir.glob("*.sqlite")
-    return path.stem
-
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import Delay, ScriptedOllama, Text, Thinking, ToolCall
+from tests.doubles.stores import StoreUnderTest
+from tests.drive.process import ask, cli, wait_for_running
+from tests.drive.process import first_turn as first_session
+from tests.drive.pty import (
+    DIM,
+    PROMPT,
+    leave,
+    only_session,
+    plain,
+    resume,
+    spawn,
+)
 
 DEVICES_OFFLINE = ToolCall(
     "netbox_get_objects",
@@ -122,14 +61,7 @@ def test_chat_quit_ls_resume_and_the_model_remembers(
     leave(child)
 
     session_id = store.only_session()
-    listing = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "ls"],
-        env=store_env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    listing = cli(store_env, "ls", check=True).stdout
     assert session_id in listing and "which devices at DM-Akron are offline?" in listing
 
     ollama.script([Text("Columbus has no offline devices.")])
@@ -304,9 +236,6 @@ def test_resume_at_goes_back_before_the_prompt_and_the_recap_says_so(
     store.assert_ledger_agrees(session_id)
 
 
-DIM = r"\x1b\[2;3m"  # rich's dim italic, the thinking's style
-
-
 def test_thinking_streams_dimmed_then_collapses_and_can_be_switched_off(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
@@ -462,7 +391,7 @@ def test_ctrl_c_while_the_outcome_is_recorded_shows_what_was_recorded(
     that instant. The answer is recorded: the REPL shows it as answered, does
     not offer the question again, and the model sees it next time; a written
     compaction is reported as done."""
-    from tests.stores import database_url, empty_database
+    from tests.doubles.stores import database_url, empty_database
 
     url = database_url()
     empty_database(url)

@@ -7,80 +7,18 @@ from __future__ import annotations
 
 import io
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pexpect
-import pyte
 
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.test_crash import first_session
-from tests.test_repl_pty import PROMPT, leave
-
-
-class Terminal:
-    """What the user sees: a VT100 emulator fed every byte the REPL writes
-    (as pexpect's `logfile_read`), the lines that scrolled off the top
-    included, with the terminal's own wrapping at its width."""
-
-    def __init__(self, columns: int, lines: int) -> None:
-        self.screen = pyte.HistoryScreen(columns, lines, history=10_000)
-        self.stream = pyte.Stream(self.screen)
-        self.written = io.StringIO()
-
-    def write(self, data: str) -> None:
-        self.stream.feed(data)
-        self.written.write(data)
-
-    def flush(self) -> None:
-        pass
-
-    def lines(self) -> list[str]:
-        scrolled = [
-            "".join(line[x].data for x in range(self.screen.columns)).rstrip()
-            for line in self.screen.history.top
-        ]
-        return scrolled + [line.rstrip() for line in self.screen.display]
-
-    def struck(self, text: str) -> bool:
-        """Whether `text` is on the screen drawn struck through."""
-        rows = [
-            *self.screen.history.top,
-            *(self.screen.buffer[y] for y in range(self.screen.lines)),
-        ]
-        for row in rows:
-            chars = [row[x] for x in range(self.screen.columns)]
-            line = "".join(c.data for c in chars)
-            if (at := line.find(text)) != -1:
-                return all(c.strikethrough for c in chars[at : at + len(text)])
-        return False
-
-
-def chat(env: dict[str, str], columns: int = 100) -> tuple[pexpect.spawn, Terminal]:
-    terminal = Terminal(columns, 30)
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat"],
-        env={**env, "COLUMNS": str(columns), "LINES": "30"},  # as the terminal says
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(30, columns),
-    )
-    child.logfile_read = terminal
-    child.expect(PROMPT)
-    return child, terminal
-
-
-def answered(child: pexpect.spawn, line: str, shown: str) -> None:
-    """`line` typed at the prompt, `shown` drawn in answer, and the prompt
-    back and settled, ready for the next line."""
-    child.sendline(line)
-    child.expect_exact(shown)
-    child.expect(PROMPT)
-    time.sleep(0.3)  # let the prompt finish redrawing before typing at it
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.drive.process import cli
+from tests.drive.process import first_turn as first_session
+from tests.drive.pty import PROMPT, leave
+from tests.drive.screen import Terminal, answered, chat
 
 
 def test_a_long_table_is_drawn_whole_with_every_row_once(
@@ -230,14 +168,7 @@ def test_a_cancelled_answer_stays_struck_through_with_one_line_under_it(
 def test_the_chat_without_a_terminal_refuses_with_a_hint_and_writes_no_control_codes(
     chat_env: dict[str, str], sessions_dir: Path
 ) -> None:
-    ran = subprocess.run(
-        [sys.executable, "-m", "netbox_chat"],
-        env=chat_env,
-        input="how many sites?\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    ran = cli(chat_env, stdin="how many sites?\n", timeout=60)
     assert ran.returncode == 2
     assert ran.stdout == ""
     assert ran.stderr.strip() == (
@@ -350,13 +281,7 @@ def test_show_leads_with_the_fields_filtered_on_and_cited_and_names_the_rest(
         "other fields (in export --format json): platform, asset_tag, site",
     ]
     (session,) = (p.stem for p in Path(chat_env["NETBOX_CHAT_SESSIONS"]).glob("*.sqlite"))
-    exported = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "export", session, "--tool-results"],
-        env=chat_env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
+    exported = cli(chat_env, "export", session, "--tool-results", check=True).stdout.splitlines()
     assert "| id | name | status | serial | display | device_type | role | tenant |" in exported
     assert "_1 row; other fields (in --format json): platform, asset_tag, site_" in exported
 

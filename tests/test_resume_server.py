@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.ollama_server import ScriptedOllama, Text
-from tests.openai_server import ScriptedOpenAI
-from tests.stores import StoreUnderTest
-from tests.test_repl_pty import leave, resume, spawn
-from tests.test_repl_screen import answered
-from tests.test_stores import cli
+from tests.doubles.ollama_server import ScriptedOllama, Text
+from tests.doubles.openai_server import ScriptedOpenAI
+from tests.doubles.stores import StoreUnderTest
+from tests.drive.process import cli
+from tests.drive.pty import leave, resume, spawn
+from tests.drive.screen import answered
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ console script.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import signal
@@ -20,19 +19,27 @@ import sqlite3
 import stat
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from netbox_chat.cli.app import app
 from netbox_chat.errors import ExitStatus
 from tests.conftest import TEST_TOKEN
-from tests.inspect_session import assert_ledger_agrees
-from tests.ollama_server import HTTPError, ScriptedOllama, Stall, StreamError, Text, ToolCall
+from tests.doubles.disks import fingerprint, tmpfs
+from tests.doubles.inspect_session import assert_ledger_agrees
+from tests.doubles.network import closed_port
+from tests.doubles.ollama_server import (
+    HTTPError,
+    ScriptedOllama,
+    Stall,
+    StreamError,
+    Text,
+    ToolCall,
+)
+from tests.drive.runner import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSOLE_SCRIPT = ROOT / ".venv" / "bin" / "netbox-chat"
@@ -57,7 +64,7 @@ class Ran:
 
 
 def cli(env: dict[str, str], *args: str) -> Ran:
-    result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=True)
+    result = invoke(list(args), env=env, catch_exceptions=True)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise AssertionError(f"netbox-chat {args} crashed") from result.exception
     return Ran(result.exit_code, result.stdout, result.stderr)
@@ -73,26 +80,6 @@ def cli_process(env: dict[str, str], *args: str, timeout: float = 60) -> Ran:
         cwd=ROOT,
     )
     return Ran(done.returncode, done.stdout, done.stderr)
-
-
-def fingerprint(folder: Path) -> dict[str, str]:
-    """Every file and folder under `folder`: content hash and mode.
-
-    A `-shm` file counts by size and mode only: it is SQLite's shared-memory
-    index of a live WAL database, every reader updates its read marks in it,
-    it holds no session data and the last connection to close deletes it.
-    """
-    if not folder.exists():
-        return {}
-    prints = {".": oct(folder.stat().st_mode)}
-    for path in sorted(folder.rglob("*")):
-        info = path.lstat()
-        if path.name.endswith("-shm"):
-            digest = f"shm of {info.st_size} bytes"
-        else:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
-        prints[str(path.relative_to(folder))] = f"{digest} {oct(info.st_mode)}"
-    return prints
 
 
 def make_session(
@@ -116,21 +103,6 @@ def ledger(path: Path) -> list[tuple[int, str, str]]:
         return conn.execute("SELECT number, question, status FROM turns ORDER BY number").fetchall()
     finally:
         conn.close()
-
-
-@contextlib.contextmanager
-def tmpfs(where: Path, options: str) -> Iterator[Path]:
-    where.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield where
-    finally:
-        if subprocess.run(["umount", str(where)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
 def remount_read_only(where: Path) -> None:
@@ -404,14 +376,6 @@ def check_intact(world: World, ran: Ran) -> None:
     again = cli(world.env, "ask", "and now?", "--session", world.session)
     assert again.code == 0 and "Fine again." in again.out, again.err
     assert human_questions(world.ollama.requests[-1]) == ["which sites?", "and now?"]
-
-
-def closed_port() -> str:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 ROWS = [

@@ -24,16 +24,14 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from netbox_chat.cli.app import app
 from netbox_chat.config import resolve_settings
 from tests.conftest import TEST_TOKEN
-from tests.inspect_session import fresh_connection
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.stores import StoreUnderTest
-from tests.test_stores import cli
+from tests.doubles.inspect_session import fresh_connection
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.doubles.stores import StoreUnderTest
+from tests.drive.process import cli
+from tests.drive.runner import invoke
 
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
 PROD_SECRET = "nbt_prodkey000001.SECRETOFTHEPRODPROFILExxxxxxxxxxxxxxxx"
@@ -211,9 +209,7 @@ def test_a_token_goes_only_to_the_netbox_it_was_configured_for(tmp_path: Path) -
     assert env_token.netbox_token is None
     assert "sent only to NETBOX_URL, which is not set" in str(env_token.token_refused)
 
-    ran = CliRunner().invoke(
-        app, ["config", "-p", "lab"], env={**base, "NETBOX_URL": "http://other.example"}
-    )
+    ran = invoke(["config", "-p", "lab"], env={**base, "NETBOX_URL": "http://other.example"})
     assert ran.exit_code == 1
     # After the shadowing warning (--profile lab under NETBOX_URL), the refusal.
     assert ran.stderr.splitlines()[-1] == f"netbox-chat: {env_url.token_refused}"

@@ -19,7 +19,6 @@ import pytest
 
 from netbox_chat.config import ModelServer
 from netbox_chat.errors import ExitStatus
-from netbox_chat.store.choose import Store
 from netbox_chat.store.migrations import (
     TURN_MEASUREMENT_COLUMNS,
     TURN_MODEL_COLUMNS,
@@ -36,7 +35,7 @@ from netbox_chat.store.sessions import (
     UnreadableSession,
     normalize_session_id,
 )
-from tests.stores import StoreUnderTest
+from tests.doubles.stores import StoreUnderTest, make_session
 
 
 def folder_fingerprint(folder: Path) -> dict[str, str]:
@@ -44,13 +43,6 @@ def folder_fingerprint(folder: Path) -> dict[str, str]:
         p.name: hashlib.sha256(p.read_bytes()).hexdigest() + oct(p.stat().st_mode)
         for p in sorted(folder.iterdir())
     }
-
-
-def make_session(store: Store, question: str = "which sites?") -> str:
-    with store.create(model="qwen3:8b") as session:
-        number = session.begin_turn(question, base_checkpoint_id=None, base_message_count=0)
-        session.finish_turn(number, "done", answer="three", message_count=2)
-        return session.id
 
 
 @pytest.mark.parametrize(

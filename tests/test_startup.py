@@ -24,8 +24,8 @@ from netbox_chat.cli.repl import BackgroundRuntime, Repl
 from netbox_chat.config import resolve_settings
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from netbox_chat.ui import render
-from tests.test_repl_pty import PROMPT, leave
-from tests.test_sessions import make_session
+from tests.doubles.stores import make_session
+from tests.drive.pty import PROMPT, leave
 
 ROOT = Path(__file__).parent.parent
 

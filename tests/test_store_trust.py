@@ -27,13 +27,12 @@ import pytest
 from netbox_chat.store.choose import Store
 from netbox_chat.store.postgres import PgSession
 from netbox_chat.store.sessions import NoSuchSession
-from tests.netbox_double import NetBoxDouble
-from tests.old_releases import RELEASES, has_postgres, release, release_argv
-from tests.ollama_server import ScriptedOllama, Text
-from tests.stores import StoreUnderTest, scratch_database
-from tests.test_pgstore import pg, with_url  # noqa: F401  (pg: a fixture)
-from tests.test_repl_pty import PROMPT
-from tests.test_stores import SITES, cli, first_turn
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.old_releases import RELEASES, has_postgres, release, release_argv
+from tests.doubles.ollama_server import ScriptedOllama, Text
+from tests.doubles.stores import StoreUnderTest, scratch_database, with_url
+from tests.drive.process import SITES, cli, first_turn
+from tests.drive.pty import PROMPT
 
 # --- item 1: a row never chooses code ----------------------------------------------------
 
@@ -172,7 +171,7 @@ def test_forget_unanswered_keeps_a_session_answered_after_its_scan(
 
 
 def test_an_open_racing_a_forget_is_refused_not_left_writing_a_deleted_id(
-    pg: StoreUnderTest,  # noqa: F811
+    pg: StoreUnderTest,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Another terminal's `forget --yes` lands in the instant before `open`
@@ -196,7 +195,7 @@ TWINS = ("ktxqyq8r", "vjzdjb1b")
 
 
 def test_sessions_whose_ids_hash_alike_do_not_lock_each_other_out(
-    pg: StoreUnderTest,  # noqa: F811
+    pg: StoreUnderTest,
     store_env: dict[str, str],
     ollama: ScriptedOllama,
 ) -> None:
@@ -217,7 +216,7 @@ def test_sessions_whose_ids_hash_alike_do_not_lock_each_other_out(
 
 
 def test_a_lock_in_another_database_on_the_server_is_not_a_holder(
-    pg: StoreUnderTest,  # noqa: F811
+    pg: StoreUnderTest,
     store_env: dict[str, str],
     ollama: ScriptedOllama,
 ) -> None:
@@ -247,7 +246,7 @@ def test_a_lock_in_another_database_on_the_server_is_not_a_holder(
 
 
 def test_the_team_store_records_the_database_role_that_asked(
-    pg: StoreUnderTest,  # noqa: F811
+    pg: StoreUnderTest,
     store_env: dict[str, str],
     ollama: ScriptedOllama,
 ) -> None:
@@ -266,7 +265,7 @@ SECRET = "S3CRETPW"
 
 
 def test_the_store_password_is_never_printed_and_a_typed_one_is_warned_about(
-    pg: StoreUnderTest,  # noqa: F811
+    pg: StoreUnderTest,
     store_env: dict[str, str],
 ) -> None:
     parts = urlsplit(pg.value)
@@ -323,7 +322,7 @@ def test_a_malformed_store_url_is_a_store_error_not_a_bug(
 
 
 def test_a_connection_dropped_in_a_new_sessions_first_turn_is_exit_3_with_its_result(
-    pg: StoreUnderTest,  # noqa: F811
+    pg: StoreUnderTest,
     store_env: dict[str, str],
     ollama: ScriptedOllama,
     netbox: NetBoxDouble,
@@ -331,8 +330,7 @@ def test_a_connection_dropped_in_a_new_sessions_first_turn_is_exit_3_with_its_re
     """README: a connection lost mid-turn ends it with exit 3 and the server's
     words; `--json` still ends with the result object."""
     from netbox_chat.store import postgres as pgstore
-    from tests.test_crash import ask
-    from tests.test_stores import wait_until
+    from tests.drive.process import ask, wait_until
 
     netbox.delays["dcim/sites"] = 3.0
     ollama.script([SITES], [Text("Sites: a, b.")])

@@ -3,7 +3,7 @@ PostgreSQL database (`--store postgresql://...`), through one fixture.
 
 Real parts: the real CLI in subprocesses (`python -m netbox_chat`), the real
 deepagents graph and ChatOllama against the scripted Ollama server, the NetBox
-double, and what a fresh process reads back (tests/inspect_session.py). The
+double, and what a fresh process reads back (tests/doubles/inspect_session.py). The
 Postgres parameter runs against the database scripts/postgres_up.sh starts.
 """
 
@@ -15,70 +15,18 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.inspect_session import read_from_fresh_process as inspect
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, Text
-from tests.stores import StoreUnderTest
-from tests.test_crash import ROOT, SITES, ask
-
-
-def cli(
-    env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """The CLI as a script runs it: a subprocess, its output captured, `stdin`
-    piped to it (None: this process's own stdin)."""
-    return subprocess.run(
-        [sys.executable, "-m", "netbox_chat", *args],
-        env=env,
-        cwd=ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def first_turn(env: dict[str, str], ollama: ScriptedOllama) -> str:
-    ollama.script([Text("Three sites.")])
-    done = cli(env, "ask", "how many sites?", "--json")
-    assert done.returncode == 0, done.stderr
-    return str(json.loads(done.stdout)["session"])
-
-
-def wait_until(condition: Any, what: str, timeout: float = 60.0) -> None:
-    """Until `condition()`; the timeout is a bound for a loaded machine, not a
-    wait (see test_crash.wait_for_running)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-
-
-def hold_in_a_tool(
-    env: dict[str, str],
-    ollama: ScriptedOllama,
-    netbox: NetBoxDouble,
-    session_id: str,
-    seconds: float = 10.0,
-) -> subprocess.Popen[str]:
-    """An `ask` on the session that waits inside a NetBox request."""
-    netbox.delays["dcim/sites"] = seconds
-    ollama.script([SITES])
-    seen = len(netbox.requests)
-    proc = ask(env, "list the sites slowly", "--session", session_id)
-    wait_until(
-        lambda: any("dcim/sites" in r for r in netbox.requests[seen:]),
-        "the tool never called NetBox",
-    )
-    return proc
-
+from tests.doubles.inspect_session import read_from_fresh_process as inspect
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, Text
+from tests.doubles.stores import StoreUnderTest
+from tests.drive.process import ROOT, SITES, cli, first_turn, hold_in_a_tool, wait_until
+from tests.drive.runner import invoke
 
 # --- a session, resumed --------------------------------------------------------------------
 
@@ -239,7 +187,7 @@ from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.store.choose import open_store
 from netbox_chat.agent import history
 from netbox_chat.agent.turns import Conversation
-from tests.ollama_server import ScriptedOllama, Text
+from tests.doubles.ollama_server import ScriptedOllama, Text
 
 async def main(store_value, action):
     with ScriptedOllama() as ollama:
@@ -316,7 +264,7 @@ def test_the_repl_chats_cancels_and_resumes_the_latest_on_either_store(
     ollama: ScriptedOllama,
     netbox: NetBoxDouble,
 ) -> None:
-    from tests.test_repl_pty import PROMPT, leave, resume, spawn
+    from tests.drive.pty import PROMPT, leave, resume, spawn
 
     ollama.script([Text("Three sites.")])
     child = spawn(store_env)
@@ -353,9 +301,7 @@ def test_the_store_is_a_setting_like_the_others_and_its_password_is_never_shown(
     wins over a file's), a database URL is used over any folder, and
     `netbox-chat config` shows the URL without its password."""
     pytest.importorskip("psycopg")
-    from typer.testing import CliRunner
 
-    from netbox_chat.cli.app import app
     from netbox_chat.config import ConfigError, resolve_settings
 
     url = "postgresql://alice:s3cret-pw@db.example:5432/netops"
@@ -373,8 +319,8 @@ def test_the_store_is_a_setting_like_the_others_and_its_password_is_never_shown(
     with pytest.raises(ConfigError, match=r"unknown session store mysql://"):
         resolve_settings(env={}, store="mysql://db/x")
 
-    shown = CliRunner().invoke(
-        app, ["config", "--profile", "team"], env={**env, "NETBOX_CHAT_STORE": "", "COLUMNS": "200"}
+    shown = invoke(
+        ["config", "--profile", "team"], env={**env, "NETBOX_CHAT_STORE": "", "COLUMNS": "200"}
     )
     assert shown.exit_code == 0, shown.output
     assert "postgresql://alice@db.example:5432/netops" in shown.stdout

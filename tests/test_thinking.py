@@ -7,7 +7,7 @@ sends what the server accepts and says so when it cannot.
 Where the wire differs per server (the reasoning field: `thinking` on Ollama's
 API, `reasoning` or `reasoning_content` on /v1), a test runs on every model
 server; the switch on Ollama's API and vLLM; what only Ollama's API tells
-(whether a model can think, and in levels) on Ollama alone. tests/wire.py reads
+(whether a model can think, and in levels) on Ollama alone. tests/doubles/wire.py reads
 each server's fields."""
 
 from __future__ import annotations
@@ -22,15 +22,16 @@ from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
 from netbox_chat.models.thinking import ThinkSplitter, split_thinking
-from tests.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
-from tests.wire import reasoning_sent_back, thinking_asked
+from tests.doubles.ollama_server import ScriptedOllama, Text, Thinking, ToolCall
+from tests.doubles.wire import reasoning_sent_back, thinking_asked
+from tests.drive.runner import invoke
 
 REASONING = "The user wants the sites. I should call netbox_get_objects for dcim.site."
 ANSWER = "Three sites: DM-Akron, DM-Columbus, DM-Dayton."
 
 
 def ask(env: dict[str, str], *args: str, code: int = 0) -> Any:
-    result = CliRunner().invoke(app, ["ask", *args], env=env)
+    result = invoke(["ask", *args], env=env)
     assert result.exit_code == code, result.output
     return result
 
@@ -124,7 +125,7 @@ def test_think_tags_in_content_are_thinking_not_answer(
         later = sent(old.requests[-1])
         assert ANSWER in later and "<think>" not in later and REASONING not in later
 
-        exported = CliRunner().invoke(app, ["export", result["session"]], env=env).stdout
+        exported = invoke(["export", result["session"]], env=env).stdout
         assert ANSWER in exported and "<think>" not in exported and REASONING not in exported
         assert "thought for" in exported
 

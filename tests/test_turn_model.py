@@ -21,13 +21,12 @@ import pytest
 
 from netbox_chat.store import migrations
 from netbox_chat.store import postgres as pgstore
-from tests.old_releases import BEFORE_TURN_MODEL, release, release_argv
-from tests.ollama_server import ScriptedOllama, Text
-from tests.stores import StoreUnderTest, scratch_database
-from tests.test_pgstore import with_url
-from tests.test_repl_pty import leave, resume, spawn
-from tests.test_repl_screen import answered
-from tests.test_stores import cli, first_turn
+from tests.doubles.old_releases import BEFORE_TURN_MODEL, release, release_argv
+from tests.doubles.ollama_server import ScriptedOllama, Text
+from tests.doubles.stores import StoreUnderTest, scratch_database, with_url
+from tests.drive.process import cli, first_turn
+from tests.drive.pty import leave, resume, spawn
+from tests.drive.screen import answered
 
 FIRST = "qwen3:8b"  # chat_env's NETBOX_CHAT_MODEL
 OTHER = "qwen2.5:7b"  # another model the scripted Ollama has
@@ -163,7 +162,7 @@ def test_a_model_name_in_the_ledger_that_is_not_one_is_never_used(
 def old_ask(
     code: Path, env: dict[str, str], cwd: Path, *args: str
 ) -> subprocess.CompletedProcess[str]:
-    """That release's own CLI (tests/old_releases.py)."""
+    """That release's own CLI (tests/doubles/old_releases.py)."""
     return subprocess.run(
         release_argv(code, *args), env=env, cwd=cwd, capture_output=True, text=True, timeout=180
     )

@@ -30,11 +30,11 @@ from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.checkpoints.sqlite import BRIDGED_METHODS, BridgedSqliteSaver, WritesStillRunning
 from netbox_chat.config import resolve_settings
 from netbox_chat.store.sessions import SessionFile, SessionStore, connect
-from tests.inspect_session import read_from_fresh_process
-from tests.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.openai_server import chat_model_for, server_settings
-from tests.stores import StoreUnderTest
-from tests.wire import TOOL_CALL_SHAPES
+from tests.doubles.inspect_session import read_from_fresh_process
+from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.doubles.openai_server import chat_model_for, server_settings
+from tests.doubles.stores import StoreUnderTest
+from tests.doubles.wire import TOOL_CALL_SHAPES
 
 pytestmark = pytest.mark.model_servers("ollama", "vllm")
 
@@ -268,7 +268,7 @@ async def test_cancel_mid_answer_closes_the_servers_stream(
 async def test_a_failed_turn_is_rolled_back_and_explained(
     conversation: Conversation, ollama: ScriptedOllama
 ) -> None:
-    from tests.ollama_server import StreamError
+    from tests.doubles.ollama_server import StreamError
 
     ollama.script([Text("partial answer"), StreamError("model crashed")])
     outcome = await conversation.run_turn("doomed question")
@@ -301,7 +301,7 @@ async def test_drain_counts_calls_made_through_a_copy_of_the_saver(sessions_dir:
     saver (`with_allowlist`), while the rollback drains the original: both
     must count the same calls, or a write could commit after the rollback.
     One store is enough: both savers get the count from `SyncSaverBridge`."""
-    from tests.test_integrity import stuck_write
+    from tests.doubles.savers import stuck_write
 
     sessions_dir.mkdir(parents=True, exist_ok=True)
     (sessions_dir / "copy.sqlite").touch()  # connect() opens, never creates
@@ -328,7 +328,7 @@ async def test_parallel_tool_cancel_on_a_minimal_graph(
 ) -> None:
     """The same regression without deepagents: messages as a delta channel and
     as plain add_messages, read back through a fresh connection to the store."""
-    from tests.graphs import build_graph
+    from tests.doubles.graphs import build_graph
 
     settings = store.settings(**server_settings(ollama))
     session = store.create(model=settings.model)

@@ -19,10 +19,10 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.netbox_double import NetBoxDouble
-from tests.ollama_server import ScriptedOllama, StreamError, Text, Thinking, ToolCall
-from tests.test_repl_pty import on_a_terminal
-from tests.test_stores import cli
+from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.ollama_server import ScriptedOllama, StreamError, Text, Thinking, ToolCall
+from tests.drive.process import cli
+from tests.drive.pty import on_a_terminal
 
 # A window title, a screen clear, an 8-bit CSI, a bidi override, BEL, DEL;
 # Rich markup; what a shell would run.

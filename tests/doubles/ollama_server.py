@@ -12,7 +12,7 @@ a test has scripted, step by step, so every edge case is deterministic and fast.
 
 It also runs as a process for manual trials and benchmarks:
 
-    python -m tests.ollama_server --script replies.json [--port N] [--loop]
+    python -m tests.doubles.ollama_server --script replies.json [--port N] [--loop]
 """
 
 from __future__ import annotations
@@ -614,7 +614,7 @@ class ScriptedOllama:
         return self
 
     def _handler(self) -> type[_Handler]:
-        """The request handler: Ollama's API here; tests.openai_server's speaks
+        """The request handler: Ollama's API here; tests.doubles.openai_server's speaks
         /v1 over the same scripting, lifecycle and bookkeeping."""
         return _Handler
 
@@ -1194,7 +1194,7 @@ def by_question(reply_for: Callable[[str, str, bool], Reply]) -> Responder:
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve a JSON script until SIGTERM/SIGINT or the lifetime runs out."""
     parser = argparse.ArgumentParser(
-        prog="python -m tests.ollama_server",
+        prog="python -m tests.doubles.ollama_server",
         description="Scripted Ollama server for manual trials and benchmarks.",
     )
     parser.add_argument("--script", type=Path, required=True, help="JSON list of replies")

@@ -7,7 +7,7 @@ checks, from a fresh connection to either store, that the turn ledger and
 LangGraph's checkpoint tables tell the same story (docs/design-notes.md, "The ledger and the checkpoints agree"); the
 fresh-process read checks it too, and adds the message count.
 
-    python -m tests.inspect_session STORE SESSION_ID
+    python -m tests.doubles.inspect_session STORE SESSION_ID
 
 STORE is a sessions folder or a postgresql:// URL.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.config import DATABASE_SCHEMES, resolve_settings
 from netbox_chat.store.choose import open_store
 from netbox_chat.store.sessions import Turn, read_only_connection, read_turns
+from tests.doubles import ROOT
 
 
 def is_database(store: Path | str) -> bool:
@@ -222,11 +224,11 @@ def read_from_fresh_process(
     """What a brand-new process (the next `resume`) reads from the session
     store (a folder or a postgresql:// URL)."""
     out = subprocess.run(
-        [sys.executable, "-m", "tests.inspect_session", str(store), session_id],
+        [sys.executable, "-m", "tests.doubles.inspect_session", str(store), session_id],
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).parent.parent,
+        cwd=ROOT,
     )
     state = dict(json.loads(out.stdout))
     assert_ledger_agrees(store, session_id, after_crash=after_crash)
@@ -244,3 +246,26 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def turn_rows(path: Path) -> list[tuple[int, str]]:
+    """A session file's ledger rows as they are, even mid-turn (not checked: a
+    process may be writing it); `StoreUnderTest.statuses` reads either store."""
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True)
+    try:
+        return conn.execute("SELECT number, status FROM turns ORDER BY number").fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        conn.close()
+
+
+def turn_row(sessions_dir: Path, session: str, number: int) -> dict[str, Any]:
+    conn = sqlite3.connect(sessions_dir / f"{session}.sqlite")
+    conn.row_factory = sqlite3.Row
+    try:
+        row = conn.execute("SELECT * FROM turns WHERE number = ?", (number,)).fetchone()
+    finally:
+        conn.close()
+    return dict(row)

@@ -9,7 +9,7 @@ it ran on:
 
 - the model's own reasoning in an assistant message: `thinking` on Ollama's
   /api/chat (langchain-ollama's `_convert_messages_to_ollama_messages`), the
-  field that server reads on /v1 (tests/openai_server.py REASONING_FIELD:
+  field that server reads on /v1 (tests/doubles/openai_server.py REASONING_FIELD:
   `reasoning` or `reasoning_content`);
 - how the request asked the model to think: Ollama's `think` (true, false or
   a level), /v1's `reasoning_effort` ("none" is off; absent leaves the model's
@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tests.ollama_server import ScriptedOllama
-from tests.openai_server import ScriptedOpenAI
+from tests.doubles.ollama_server import ScriptedOllama
+from tests.doubles.openai_server import ScriptedOpenAI
 
 OLLAMA_V1 = "ollama-v1"
 """The model_servers marker's name for Ollama's /v1 dialect: "ollama" alone is

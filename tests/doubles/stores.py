@@ -23,7 +23,7 @@ from netbox_chat.cli.export import read_transcript
 from netbox_chat.config import Settings, resolve_settings
 from netbox_chat.store.choose import OpenSession, Store, open_store
 from netbox_chat.store.postgres import PgSessionStore
-from tests.inspect_session import assert_ledger_agrees, fresh_connection, ledger_problems
+from tests.doubles.inspect_session import assert_ledger_agrees, fresh_connection, ledger_problems
 
 PG_ENV = "NETBOX_CHAT_TEST_PG"
 REQUIRE_PG_ENV = "NETBOX_CHAT_REQUIRE_PG"
@@ -213,3 +213,14 @@ def _close(store: Store) -> None:
     """A database store keeps its read-only connection until closed."""
     if isinstance(store, PgSessionStore):
         store.close()
+
+
+def make_session(store: Store, question: str = "which sites?") -> str:
+    with store.create(model="qwen3:8b") as session:
+        number = session.begin_turn(question, base_checkpoint_id=None, base_message_count=0)
+        session.finish_turn(number, "done", answer="three", message_count=2)
+        return session.id
+
+
+def with_url(env: dict[str, str], url: str) -> dict[str, str]:
+    return {**env, "NETBOX_CHAT_STORE": url}

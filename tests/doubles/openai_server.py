@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tests.ollama_server import (
+from tests.doubles.ollama_server import (
     DEFAULT_MODELS,
     CutOff,
     Delay,

@@ -5,7 +5,7 @@ delta=True)` stores `messages` in a `DeltaChannel` with deepagents' own reducer 
 snapshot frequency (so a head has no `messages` value of its own and state is rebuilt
 by replaying writes, as in the real agent); `delta=False` uses plain `add_messages`
 (a full copy of the list in every checkpoint). Both speak to any chat model, so tests
-drive the real ChatOllama against `tests.ollama_server.ScriptedOllama`.
+drive the real ChatOllama against `tests.doubles.ollama_server.ScriptedOllama`.
 
 The node names match what `netbox_chat.agent.turns.Conversation` expects: text streamed
 from the node called "model" is reported as the answer, and `find_end_node` finds

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.doubles import ROOT
 
 # Merges on main (first parent) where what a session holds changed: the
 # first with rewind and compaction (the commit before it could not run on its

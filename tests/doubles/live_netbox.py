@@ -1,0 +1,31 @@
+"""The live NetBox of the -m live tests: its address, the token header, a loud skip without it."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+URL = os.environ.get("NETBOX_URL", "")
+TOKEN = os.environ.get("NETBOX_TOKEN", "")
+WHY_NOT_RUN = (
+    "LIVE NETBOX TIER NOT RUN: NETBOX_URL and NETBOX_TOKEN are not set. "
+    "Start NetBox with scripts/netbox_up.sh and export the lines it prints."
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _need_a_real_netbox() -> None:
+    """Only when live tests are selected: skip loudly, or fail when CI requires them."""
+    if URL and TOKEN:
+        return
+    if os.environ.get("NETBOX_CHAT_REQUIRE_LIVE") == "1":
+        pytest.fail(WHY_NOT_RUN + " (NETBOX_CHAT_REQUIRE_LIVE=1)", pytrace=False)
+    sys.__stderr__.write(f"\n\n!!!!! {WHY_NOT_RUN} !!!!!\n\n")
+    pytest.skip(WHY_NOT_RUN)
+
+
+def auth(token: str = TOKEN) -> dict[str, str]:
+    scheme = "Bearer" if token.startswith("nbt_") else "Token"
+    return {"Authorization": f"{scheme} {token}", "Accept": "application/json"}

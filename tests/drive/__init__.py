@@ -1,0 +1,1 @@
+"""One way to run the CLI per kind: subprocess (process), pty (pty, screen), CliRunner (runner)."""

@@ -1,0 +1,74 @@
+"""What the user sees of the REPL: a VT100 emulator (pyte) fed every byte the pty shows."""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+
+import pexpect
+import pyte
+
+from tests.drive.pty import PROMPT
+
+
+class Terminal:
+    """What the user sees: a VT100 emulator fed every byte the REPL writes
+    (as pexpect's `logfile_read`), the lines that scrolled off the top
+    included, with the terminal's own wrapping at its width."""
+
+    def __init__(self, columns: int, lines: int) -> None:
+        self.screen = pyte.HistoryScreen(columns, lines, history=10_000)
+        self.stream = pyte.Stream(self.screen)
+        self.written = io.StringIO()
+
+    def write(self, data: str) -> None:
+        self.stream.feed(data)
+        self.written.write(data)
+
+    def flush(self) -> None:
+        pass
+
+    def lines(self) -> list[str]:
+        scrolled = [
+            "".join(line[x].data for x in range(self.screen.columns)).rstrip()
+            for line in self.screen.history.top
+        ]
+        return scrolled + [line.rstrip() for line in self.screen.display]
+
+    def struck(self, text: str) -> bool:
+        """Whether `text` is on the screen drawn struck through."""
+        rows = [
+            *self.screen.history.top,
+            *(self.screen.buffer[y] for y in range(self.screen.lines)),
+        ]
+        for row in rows:
+            chars = [row[x] for x in range(self.screen.columns)]
+            line = "".join(c.data for c in chars)
+            if (at := line.find(text)) != -1:
+                return all(c.strikethrough for c in chars[at : at + len(text)])
+        return False
+
+
+def chat(env: dict[str, str], columns: int = 100) -> tuple[pexpect.spawn, Terminal]:
+    terminal = Terminal(columns, 30)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "netbox_chat"],
+        env={**env, "COLUMNS": str(columns), "LINES": "30"},  # as the terminal says
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(30, columns),
+    )
+    child.logfile_read = terminal
+    child.expect(PROMPT)
+    return child, terminal
+
+
+def answered(child: pexpect.spawn, line: str, shown: str) -> None:
+    """`line` typed at the prompt, `shown` drawn in answer, and the prompt
+    back and settled, ready for the next line."""
+    child.sendline(line)
+    child.expect_exact(shown)
+    child.expect(PROMPT)
+    time.sleep(0.3)  # let the prompt finish redrawing before typing at it
