@@ -46,7 +46,7 @@ from netbox_chat.errors import PICK_MODEL, ExitStatus, UserFacingError
 from netbox_chat.models.thinking import check_setting, setting_label
 from netbox_chat.owned import NotOwned, make_folder, open_append
 from netbox_chat.store.choose import OpenSession
-from netbox_chat.store.sessions import Turn
+from netbox_chat.store.ledger import Turn
 from netbox_chat.typeahead import LFLAG_OFF
 from netbox_chat.ui import render
 from netbox_chat.visible import visible_line

@@ -27,7 +27,8 @@ from rich.text import Text
 from netbox_chat.config import SETTINGS, ModelServer, Settings, without_userinfo
 from netbox_chat.errors import UserFacingError
 from netbox_chat.models.thinking import thought_for
-from netbox_chat.store.sessions import Recap, SessionSummary, Turn, epoch
+from netbox_chat.store.ledger import Recap, Turn
+from netbox_chat.store.sessions import SessionSummary, epoch
 from netbox_chat.ui.mdstream import Finished, MarkdownBlocks, tail_preview
 from netbox_chat.visible import visible, visible_line
 from netbox_chat.words import count, number
