@@ -23,7 +23,7 @@ import _common as C
 
 def make_store(template: Path, into: Path, count: int) -> None:
     """`count` copies of the 20-turn session file, each under a new id."""
-    from netbox_chat.store.sessions import new_session_id
+    from netbox_chat.store.ids import new_session_id
 
     source = next(template.glob("*.sqlite"))
     into.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ import pytest
 
 from netbox_chat.errors import ExitStatus
 from netbox_chat.store.choose import Store
+from netbox_chat.store.ids import InvalidSessionId, normalize_session_id
 from netbox_chat.store.migrations import (
     TURN_MEASUREMENT_COLUMNS,
     TURN_MODEL_COLUMNS,
@@ -26,13 +27,11 @@ from netbox_chat.store.migrations import (
 from netbox_chat.store.sessions import (
     SCHEMA_VERSION,
     AmbiguousSession,
-    InvalidSessionId,
     NoSuchSession,
     SessionBusy,
     SessionFile,
     SessionStore,
     UnreadableSession,
-    normalize_session_id,
 )
 from tests.stores import StoreUnderTest
 

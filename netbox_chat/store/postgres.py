@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from netbox_chat.errors import UserFacingError, add_driver_errors
+from netbox_chat.store.ids import ID_ALPHABET, ID_LENGTH, new_session_id, normalize_session_id
 from netbox_chat.store.ledger import (
     ANSWERED,
     TURN_COLUMNS,
@@ -41,8 +42,6 @@ from netbox_chat.store.ledger import (
     turn_from_row,
 )
 from netbox_chat.store.sessions import (
-    ID_ALPHABET,
-    ID_LENGTH,
     AmbiguousSession,
     NoSuchSession,
     SessionBusy,
@@ -50,8 +49,6 @@ from netbox_chat.store.sessions import (
     StoreError,
     UnreadableSession,
     matching_line,
-    new_session_id,
-    normalize_session_id,
 )
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
-"""Session files: ids, paths, the one-writer lock, listing, forgetting, and
-opening a session file for writing (its ledger's SQL is `ledger.py`'s).
+"""Session files: paths, the one-writer lock, listing, forgetting, and opening
+a session file for writing (ids are `ids.py`'s, the ledger's SQL `ledger.py`'s).
 
 Every session is one SQLite file, `<id>.sqlite`, shared with LangGraph's
 checkpoint tables. This module never imports LangChain, so `ls` and
@@ -31,6 +31,11 @@ from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.owned import NotOwned, check_folder, make_folder
 from netbox_chat.store import migrations
 from netbox_chat.store.database import Connection
+from netbox_chat.store.ids import (
+    is_session_id,
+    new_session_id,
+    normalize_session_id,
+)
 from netbox_chat.store.ledger import (
     ANSWERED,
     TURN_FIELDS,
@@ -43,18 +48,9 @@ from netbox_chat.store.ledger import (
 )
 from netbox_chat.store.migrations import schema_version
 
-# Crockford's base32 in lower case: no i, l, o or u, so ids survive being
-# read aloud or copied by hand.
-ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
-ID_LENGTH = 8
-_ID_PREFIX = re.compile(rf"[{ID_ALPHABET}]{{1,{ID_LENGTH}}}")
 SUFFIX = ".sqlite"
 COMPANIONS = ("-wal", "-shm")
 _FORGETTING_PREFIX = ".forgetting-"
-
-
-class InvalidSessionId(UserFacingError):
-    pass
 
 
 class NoSuchSession(UserFacingError):
@@ -93,30 +89,6 @@ class OutcomeUnknown(StoreError):
 
 class UnreadableSession(StoreError):
     """A file in the sessions folder that we will not open for writing."""
-
-
-def new_session_id() -> str:
-    """Eight random characters of the id alphabet, straight from `os.urandom`.
-
-    32 divides 256, so `byte % 32` is uniform; `secrets` would do the same
-    and cost every command a few milliseconds of hashlib/OpenSSL imports."""
-    return "".join(ID_ALPHABET[byte % len(ID_ALPHABET)] for byte in os.urandom(ID_LENGTH))
-
-
-def normalize_session_id(text: str) -> str:
-    """Validate a full id or a prefix typed by a user.
-
-    Only the id alphabet is accepted, which rules out path traversal, absolute
-    paths, separators, NUL and control characters before any path is built.
-    """
-    candidate = text.strip().lower()
-    if not _ID_PREFIX.fullmatch(candidate):
-        shown = text if len(text) <= 40 and text.isprintable() else repr(text[:40])
-        raise InvalidSessionId(
-            f"{shown!r} is not a session id: ids are 1-{ID_LENGTH} characters "
-            f"from {ID_ALPHABET} (see `netbox-chat ls`)"
-        )
-    return candidate
 
 
 # --- the session's own tables -------------------------------------------------
@@ -327,7 +299,7 @@ class SessionStore:
         with os.scandir(self.root) as entries:
             for entry in entries:
                 stem, dot, ext = entry.name.partition(".")
-                if not dot or len(stem) != ID_LENGTH or not _ID_PREFIX.fullmatch(stem):
+                if not dot or not is_session_id(stem):
                     continue
                 if "." + ext == SUFFIX:
                     files[stem] = entry
