@@ -28,8 +28,9 @@ from netbox_chat.agent.turns import Conversation
 from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.config import DATABASE_SCHEMES, resolve_settings
 from netbox_chat.store.choose import open_store
+from netbox_chat.store.database import read_only_connection
 from netbox_chat.store.ledger import Turn
-from netbox_chat.store.sessions import read_only_connection, read_turns
+from netbox_chat.store.sessions import read_turns
 
 
 def is_database(store: Path | str) -> bool:

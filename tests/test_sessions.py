@@ -18,21 +18,14 @@ import pytest
 
 from netbox_chat.errors import ExitStatus
 from netbox_chat.store.choose import Store
+from netbox_chat.store.errors import AmbiguousSession, NoSuchSession, SessionBusy, UnreadableSession
 from netbox_chat.store.ids import InvalidSessionId, normalize_session_id
 from netbox_chat.store.migrations import (
     TURN_MEASUREMENT_COLUMNS,
     TURN_MODEL_COLUMNS,
     TURN_SERVER_COLUMNS,
 )
-from netbox_chat.store.sessions import (
-    SCHEMA_VERSION,
-    AmbiguousSession,
-    NoSuchSession,
-    SessionBusy,
-    SessionFile,
-    SessionStore,
-    UnreadableSession,
-)
+from netbox_chat.store.sessions import SCHEMA_VERSION, SessionFile, SessionStore
 from tests.stores import StoreUnderTest
 
 

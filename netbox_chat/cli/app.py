@@ -43,12 +43,8 @@ from netbox_chat.config import (
 )
 from netbox_chat.errors import ExitStatus, UserFacingError, user_facing
 from netbox_chat.store.choose import OpenSession, Store, open_store
-from netbox_chat.store.sessions import (
-    AmbiguousSession,
-    SessionStore,
-    SessionSummary,
-    epoch,
-)
+from netbox_chat.store.errors import AmbiguousSession
+from netbox_chat.store.sessions import SessionStore, SessionSummary, epoch
 from netbox_chat.visible import visible, visible_line
 from netbox_chat.words import number
 

@@ -30,6 +30,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from netbox_chat.errors import UserFacingError, add_driver_errors
+from netbox_chat.store.errors import (
+    AmbiguousSession,
+    NoSuchSession,
+    SessionBusy,
+    StoreError,
+    UnreadableSession,
+)
 from netbox_chat.store.ids import ID_ALPHABET, ID_LENGTH, new_session_id, normalize_session_id
 from netbox_chat.store.ledger import (
     ANSWERED,
@@ -41,15 +48,7 @@ from netbox_chat.store.ledger import (
     stored_server,
     turn_from_row,
 )
-from netbox_chat.store.sessions import (
-    AmbiguousSession,
-    NoSuchSession,
-    SessionBusy,
-    SessionSummary,
-    StoreError,
-    UnreadableSession,
-    matching_line,
-)
+from netbox_chat.store.sessions import SessionSummary, matching_line
 
 if TYPE_CHECKING:
     import psycopg

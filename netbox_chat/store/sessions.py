@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import re
 import sqlite3
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,10 +26,15 @@ from netbox_chat.config import (
     resume_command,
     without_userinfo,
 )
-from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.owned import NotOwned, check_folder, make_folder
 from netbox_chat.store import migrations
-from netbox_chat.store.database import Connection
+from netbox_chat.store.database import Connection, read_only_connection
+from netbox_chat.store.errors import (
+    AmbiguousSession,
+    NoSuchSession,
+    StoreError,
+    UnreadableSession,
+)
 from netbox_chat.store.ids import (
     is_session_id,
     new_session_id,
@@ -46,49 +50,12 @@ from netbox_chat.store.ledger import (
     stored_server,
     turn_from_row,
 )
+from netbox_chat.store.locks import SessionLock, lock_holder
 from netbox_chat.store.migrations import schema_version
 
 SUFFIX = ".sqlite"
 COMPANIONS = ("-wal", "-shm")
 _FORGETTING_PREFIX = ".forgetting-"
-
-
-class NoSuchSession(UserFacingError):
-    pass
-
-
-class AmbiguousSession(UserFacingError):
-    def __init__(self, prefix: str, candidates: list[str]) -> None:
-        super().__init__(
-            f"session id {prefix!r} is ambiguous: it matches {', '.join(sorted(candidates))}"
-        )
-        self.candidates = sorted(candidates)
-
-
-class SessionBusy(UserFacingError):
-    exit_status = ExitStatus.SESSION_BUSY
-
-    def __init__(self, session_id: str, pid: int | None) -> None:
-        holder = f"pid {pid}" if pid else "another process"
-        super().__init__(f"session {session_id} is open in another netbox-chat ({holder})")
-        self.pid = pid
-
-
-class StoreError(UserFacingError):
-    """The sessions folder or a session file cannot be created, opened or written."""
-
-    exit_status = ExitStatus.STORE_ERROR
-
-
-class OutcomeUnknown(StoreError):
-    """A turn's answer was sent to the store, which failed before saying whether
-    it was kept, and asking it again failed too. The next open settles it."""
-
-    exit_status = ExitStatus.OUTCOME_UNKNOWN
-
-
-class UnreadableSession(StoreError):
-    """A file in the sessions folder that we will not open for writing."""
 
 
 # --- the session's own tables -------------------------------------------------
@@ -486,27 +453,6 @@ class SessionStore:
                     os.unlink(entry.path)
 
 
-@contextlib.contextmanager
-def read_only_connection(
-    path: Path, factory: type[sqlite3.Connection] = sqlite3.Connection
-) -> Iterator[sqlite3.Connection]:
-    """Open a session without writing anything, not even SQLite's side files
-    (`factory`: the connection class a LangGraph saver on it wants).
-
-    A read-only open of a WAL database creates `-wal` and `-shm` files and
-    leaves them behind. When no `-wal` exists nobody is writing, so the file
-    is opened `immutable`; otherwise a writer is live and its side files are
-    already there to share.
-    """
-    live = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
-    uri = f"{path.resolve().as_uri()}?mode=ro" + ("" if live else "&immutable=1")
-    conn = sqlite3.connect(uri, uri=True, timeout=2.0, factory=factory)
-    try:
-        yield conn
-    finally:
-        conn.close()
-
-
 # --- where sessions may live ---------------------------------------------------------
 
 # File systems SQLite's WAL mode does not work on: its shared-memory index and
@@ -546,85 +492,6 @@ def refuse_network_filesystem(folder: Path) -> None:
             f"sessions folder {folder} is on a network file system ({kind}), where SQLite "
             "cannot keep a session safe: point NETBOX_CHAT_SESSIONS at a local disk"
         )
-
-
-# --- the one-writer lock ------------------------------------------------------------
-
-
-def lock_holder(path: Path) -> int | None:
-    """Return the holder's pid (0 if unknown) when a live process holds `path`.
-
-    Uses a shared `flock` probe, which never writes. A lock left by a dead
-    process is released by the kernel, so it never blocks anyone.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return _recorded_pid(path) or 0
-    except OSError:  # no locks here at all (some network file systems)
-        return None
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
-
-
-def _recorded_pid(path: Path) -> int | None:
-    try:
-        with read_only_connection(path) as conn:
-            row = conn.execute("SELECT value FROM session_meta WHERE key = 'holder_pid'").fetchone()
-    except sqlite3.DatabaseError:
-        return None
-    return int(row[0]) if row and str(row[0]).isdigit() else None
-
-
-class SessionLock:
-    """An exclusive OS file lock (`flock`) on the session file itself.
-
-    Held for as long as a process has the session open. `flock` is per open
-    file description, so even a second open in the same process is refused,
-    and the kernel drops it when the holder dies. The descriptor must outlive
-    every SQLite connection to the file: closing any descriptor of a file
-    drops the process's POSIX locks, which SQLite relies on.
-    """
-
-    def __init__(self, path: Path, session_id: str) -> None:
-        self.path = path
-        self.session_id = session_id
-        self._fd: int | None = None
-
-    def acquire(self, *, create: bool = False) -> None:
-        # Opened for writing: NFS (v4, and v3 through its lock manager) answers
-        # an exclusive lock on a read-only descriptor with EBADF (flock(2)).
-        flags = os.O_RDWR | os.O_NOFOLLOW | (os.O_CREAT | os.O_EXCL if create else 0)
-        try:
-            fd = os.open(self.path, flags, 0o600)
-        except FileNotFoundError as exc:
-            raise NoSuchSession(f"no session {self.session_id!r}") from exc
-        except OSError as exc:
-            raise StoreError(f"cannot write session {self.session_id}: {exc.strerror}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise SessionBusy(self.session_id, _recorded_pid(self.path)) from None
-        except OSError as exc:
-            os.close(fd)
-            raise StoreError(
-                f"cannot lock session {self.session_id}: {exc.strerror}; "
-                "keep the sessions folder on a local disk"
-            ) from exc
-        self._fd = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 # --- an open session (held for writing) ------------------------------------------------
