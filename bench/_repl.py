@@ -59,15 +59,15 @@ runtime.build_runtime = _build_runtime
 
 def _draw_no_answer() -> None:
     from netbox_chat.agent.turns import TextDelta
-    from netbox_chat.ui import render
+    from netbox_chat.ui import turnview
 
-    on_event = render.TurnView.on_event
+    on_event = turnview.TurnView.on_event
 
     def on_event_without_text(self: Any, event: Any) -> None:
         if not isinstance(event, TextDelta):
             on_event(self, event)
 
-    render.TurnView.on_event = on_event_without_text  # type: ignore[method-assign]
+    turnview.TurnView.on_event = on_event_without_text  # type: ignore[method-assign]
 
 
 def _instrument() -> None:

@@ -109,7 +109,7 @@ def read_for(child: pexpect.spawn, seconds: float) -> None:
 def file_probe(path: Path) -> dict[str, int]:
     """Bytes in use and rows of a session file, read-only (works while the REPL
     holds it: a read sees the committed WAL too)."""
-    from netbox_chat.store.sessions import read_only_connection
+    from netbox_chat.store.database import read_only_connection
 
     with read_only_connection(path) as conn:
         q = conn.execute

@@ -42,7 +42,7 @@ def make_template(folder: Path, turns: int = 20) -> Path:
 
 
 def make_store(template: Path, into: Path, count: int) -> None:
-    from netbox_chat.store.sessions import new_session_id
+    from netbox_chat.store.ids import new_session_id
 
     into.mkdir(parents=True, exist_ok=True)
     seen: set[str] = set()

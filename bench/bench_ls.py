@@ -29,7 +29,7 @@ import _common as C
 
 def make_store(template: Path, into: Path, count: int) -> None:
     """`count` copies of the 20-turn session file, each under a new id."""
-    from netbox_chat.store.sessions import new_session_id
+    from netbox_chat.store.ids import new_session_id
 
     source = next(template.glob("*.sqlite"))
     into.mkdir(parents=True, exist_ok=True)
@@ -99,11 +99,11 @@ def main() -> None:
         probe = (
             "import time;t=time.perf_counter();"
             "import netbox_chat.cli.app;t1=time.perf_counter();"
-            "import io,os,pathlib;from netbox_chat.ui import render;"
+            "import io,os,pathlib;from netbox_chat.ui import tables;"
             "from netbox_chat.store.sessions import SessionStore;from rich.console import Console;"
             "s=SessionStore(pathlib.Path(os.environ['NETBOX_CHAT_SESSIONS']));"
             "t2=time.perf_counter();x=s.list_sessions();t3=time.perf_counter();"
-            "Console(file=io.StringIO(),width=100).print(render.sessions_table(x));"
+            "Console(file=io.StringIO(),width=100).print(tables.sessions_table(x));"
             "t4=time.perf_counter();"
             "print(f'{(t1-t)*1000:.0f} {(t3-t2)*1000:.0f} {(t4-t3)*1000:.0f}')"
         )

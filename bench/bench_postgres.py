@@ -82,7 +82,7 @@ def copy_in(folder: Path, session_id: str, url: str) -> float:
 def duplicate(url: str, template: str, count: int) -> None:
     """`count` copies of session `template`'s rows under new ids, in SQL."""
     from netbox_chat.store import postgres as pgstore
-    from netbox_chat.store.sessions import new_session_id
+    from netbox_chat.store.ids import new_session_id
 
     ids: set[str] = set()
     while len(ids) < count - 1:  # with the template, `count` sessions

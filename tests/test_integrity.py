@@ -31,7 +31,8 @@ from netbox_chat.config import resolve_settings
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.store import migrations
 from netbox_chat.store.choose import OpenSession
-from netbox_chat.store.sessions import SessionFile, SessionStore, StoreError
+from netbox_chat.store.errors import StoreError
+from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.doubles.inspect_session import assert_ledger_agrees, read_from_fresh_process
 from tests.doubles.ollama_server import Delay, ScriptedOllama, StreamError, Text
 from tests.doubles.savers import stuck_write

@@ -24,7 +24,7 @@ from netbox_chat.agent import history
 from netbox_chat.agent.graph import build_agent, find_end_node
 from netbox_chat.agent.turns import Conversation, RollingBack, TurnEvent
 from netbox_chat.store.choose import open_store
-from netbox_chat.store.sessions import StoreError
+from netbox_chat.store.errors import StoreError
 from tests.doubles.inspect_session import read_from_fresh_process as inspect
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import Delay, ScriptedOllama, Text

@@ -19,22 +19,14 @@ import pytest
 
 from netbox_chat.config import ModelServer
 from netbox_chat.errors import ExitStatus
+from netbox_chat.store.errors import AmbiguousSession, NoSuchSession, SessionBusy, UnreadableSession
+from netbox_chat.store.ids import InvalidSessionId, normalize_session_id
 from netbox_chat.store.migrations import (
     TURN_MEASUREMENT_COLUMNS,
     TURN_MODEL_COLUMNS,
     TURN_SERVER_COLUMNS,
 )
-from netbox_chat.store.sessions import (
-    SCHEMA_VERSION,
-    AmbiguousSession,
-    InvalidSessionId,
-    NoSuchSession,
-    SessionBusy,
-    SessionFile,
-    SessionStore,
-    UnreadableSession,
-    normalize_session_id,
-)
+from netbox_chat.store.sessions import SCHEMA_VERSION, SessionFile, SessionStore
 from tests.doubles.stores import StoreUnderTest, make_session
 
 

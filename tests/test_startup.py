@@ -23,7 +23,7 @@ from rich.console import Console
 from netbox_chat.cli.repl import BackgroundRuntime, Repl
 from netbox_chat.config import resolve_settings
 from netbox_chat.store.sessions import SessionFile, SessionStore
-from netbox_chat.ui import render
+from netbox_chat.ui import turnview
 from tests.doubles.stores import make_session
 from tests.drive.pty import PROMPT, leave
 
@@ -163,7 +163,7 @@ def test_the_recap_reads_the_counts_the_last_exchange_and_what_came_after(
     settings = resolve_settings(
         sessions_dir=sessions_dir, netbox_url="https://netbox.example.com", env={}
     )
-    rest = render.print_recap(Console(file=out, width=100), session.id, recap, settings)
+    rest = turnview.print_recap(Console(file=out, width=100), session.id, recap, settings)
     assert len(out.getvalue().splitlines()) == 3  # the rest waits for the prompt
     rest()
     lines = out.getvalue().splitlines()

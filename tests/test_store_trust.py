@@ -25,8 +25,8 @@ import ormsgpack
 import pytest
 
 from netbox_chat.store.choose import Store
+from netbox_chat.store.errors import NoSuchSession
 from netbox_chat.store.postgres import PgSession
-from netbox_chat.store.sessions import NoSuchSession
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.old_releases import RELEASES, has_postgres, release, release_argv
 from tests.doubles.ollama_server import ScriptedOllama, Text

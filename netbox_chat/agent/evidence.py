@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from netbox_chat.store.sessions import Turn
+from netbox_chat.store.ledger import Turn
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage

@@ -63,8 +63,8 @@ from netbox_chat.checkpoints.sqlite import WritesStillRunning
 from netbox_chat.errors import UserFacingError
 from netbox_chat.models.thinking import inlines_thinking, split_thinking
 from netbox_chat.models.window import transcript_chars
+from netbox_chat.store.ledger import Turn
 from netbox_chat.store.postgres import database_errors
-from netbox_chat.store.sessions import Turn
 from netbox_chat.words import count, number
 
 # deepagents' own summarization middleware keeps its summary out of the message

@@ -52,8 +52,9 @@ from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.liveness import Waiting, broke_off
 from netbox_chat.models.thinking import ThinkSplitter, inlines_thinking, split_thinking
 from netbox_chat.store.choose import OpenSession
+from netbox_chat.store.errors import OutcomeUnknown, StoreError
+from netbox_chat.store.ledger import ToolCallRecord, TurnStatus
 from netbox_chat.store.postgres import database_errors
-from netbox_chat.store.sessions import OutcomeUnknown, StoreError, ToolCallRecord, TurnStatus
 from netbox_chat.words import count
 
 

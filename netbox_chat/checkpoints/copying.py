@@ -20,7 +20,7 @@ from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.checkpoints.sqlite import BridgedSqliteSaver, SyncSaverBridge
 from netbox_chat.errors import UserFacingError
 from netbox_chat.store.choose import Store
-from netbox_chat.store.sessions import NoSuchSession
+from netbox_chat.store.errors import NoSuchSession
 
 _WRITE_COLUMNS = "checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type"
 

@@ -21,9 +21,9 @@ from langgraph.checkpoint.postgres.base import MIGRATIONS
 from psycopg import Connection
 
 from netbox_chat.checkpoints.sqlite import SyncSaverBridge, blob_serializer
+from netbox_chat.store.errors import StoreError
 from netbox_chat.store.pgdatabase import PgConnection
 from netbox_chat.store.postgres import shown_url
-from netbox_chat.store.sessions import StoreError
 
 # The checkpoints a turn wrote after its base: those with greater ids (uuid6
 # strings, time-ordered, compared byte by byte as PostgresSaver's

@@ -60,7 +60,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from netbox_chat.checkpoints.serde import StoredValues
 from netbox_chat.errors import UserFacingError
 from netbox_chat.store.database import Connection
-from netbox_chat.store.sessions import StoreError
+from netbox_chat.store.errors import StoreError
 
 T = TypeVar("T")
 

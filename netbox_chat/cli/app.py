@@ -43,18 +43,14 @@ from netbox_chat.config import (
 )
 from netbox_chat.errors import ExitStatus, UserFacingError, user_facing
 from netbox_chat.store.choose import OpenSession, Store, open_store
-from netbox_chat.store.sessions import (
-    AmbiguousSession,
-    SessionStore,
-    SessionSummary,
-    epoch,
-)
+from netbox_chat.store.errors import AmbiguousSession
+from netbox_chat.store.sessions import SessionStore, SessionSummary, epoch
 from netbox_chat.visible import visible, visible_line
 from netbox_chat.words import number
 
 if TYPE_CHECKING:
-    from netbox_chat.ui.render import TurnView
     from netbox_chat.ui.streamjson import JsonLines
+    from netbox_chat.ui.turnview import TurnView
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -68,12 +64,12 @@ def report(error: Exception) -> ExitStatus:
     documented exit status. Anything else than a `UserFacingError` is a bug
     of ours; it still gets one line (set NETBOX_CHAT_TRACEBACK=1 for the
     traceback), not a traceback over the user's terminal."""
-    from netbox_chat.ui import render
+    from netbox_chat.ui import turnview
 
     if isinstance(error, BrokenPipeError):
         return reader_went_away()
     error = user_facing(error)
-    err().print(render.error_line(error, prefix="netbox-chat: "))
+    err().print(turnview.error_line(error, prefix="netbox-chat: "))
     if isinstance(error, AmbiguousSession):
         say("candidates: " + " ".join(error.candidates))
     return error.exit_status if isinstance(error, UserFacingError) else ExitStatus.USER_ERROR
@@ -373,7 +369,7 @@ def consoles() -> "tuple[Console, Console]":
     """stdout's and stderr's consoles, made on first use: Rich's console
     module costs 17 ms of imports, which a Tab press (Typer's completion
     builds this app and runs no command) never needs."""
-    from netbox_chat.ui.render import VisibleConsole
+    from netbox_chat.ui.console import VisibleConsole
 
     class PipeConsole(VisibleConsole):
         def on_broken_pipe(self) -> None:
@@ -799,7 +795,7 @@ def list_sessions(
     store_option: StoreOption = None,
 ) -> None:
     """List sessions, most recently active first. Never writes anything."""
-    from netbox_chat.ui import render
+    from netbox_chat.ui import tables
 
     settings = settings_from(sessions_dir, store=store_option, profile=profile)
     store = open_store(settings)
@@ -818,14 +814,14 @@ def list_sessions(
         else:
             say(f"no sessions in {store.root}; start one with `netbox-chat`")
     else:
-        out().print(render.sessions_table(summaries, matches))
+        out().print(tables.sessions_table(summaries, matches))
         # The notes go to stderr: once the table is out, so that with both
         # streams on one pipe (`2>&1 | less`) they come after it, not inside.
         out().file.flush()
         origin = settings.origins.get("sessions_dir", "")
         if settings.store is None and origin.startswith("default"):  # else the user named it
             say(f"sessions in {store.root} ({origin})", "dim", soft_wrap=True)
-        if (netbox := render.one_netbox(summaries)) is not None:
+        if (netbox := tables.one_netbox(summaries)) is not None:
             say(netbox, "dim", soft_wrap=True)
         _elsewhere(summaries, ModelServer.of(settings))
         hidden = len(ids) - len(summaries)
@@ -1035,7 +1031,7 @@ def config_command(
     environment, profile, config file, default). The token shows only as set
     or missing; a token_command is run to check it works."""
     from netbox_chat.credentials import with_token
-    from netbox_chat.ui import render
+    from netbox_chat.ui import tables
 
     settings = settings_from(
         sessions_dir,
@@ -1051,9 +1047,9 @@ def config_command(
     try:
         settings = with_token(settings)
     except ValueError as exc:  # every other setting is still worth seeing
-        out().print(render.settings_table(settings, token_failed=True), soft_wrap=True)
+        out().print(tables.settings_table(settings, token_failed=True), soft_wrap=True)
         raise UserFacingError(str(exc)) from None
-    out().print(render.settings_table(settings), soft_wrap=True)
+    out().print(tables.settings_table(settings), soft_wrap=True)
 
 
 @app.command()
@@ -1118,7 +1114,7 @@ def ask(
     import asyncio
 
     from netbox_chat.agent.runtime import CancelOnSignals
-    from netbox_chat.ui import render
+    from netbox_chat.ui import turnview
     from netbox_chat.ui.streamjson import JsonLines
 
     if sum((session is not None, go_on, ephemeral)) > 1:
@@ -1139,7 +1135,7 @@ def ask(
         "deadline": deadline,
     }
     lines = JsonLines(sys.stdout) if stream_json else None
-    view = render.TurnView(out()) if out().is_terminal and not (as_json or lines) else None
+    view = turnview.TurnView(out()) if out().is_terminal and not (as_json or lines) else None
     continuing = session is not None or go_on
     # Guarded from the first line: a signal before the turn starts stops it
     # from starting (exit 130), and once the outcome is recorded none can
@@ -1199,7 +1195,7 @@ def ask(
         kept = "" if result["kept"] else "; nothing was kept"
         say(f"netbox-chat: {what}{result['error'] or 'rolled back'}{kept}", "red")
     if result["netbox_error"] is not None:
-        err().print(render.outage_line(result["netbox_error"], prefix="netbox-chat: "))
+        err().print(turnview.outage_line(result["netbox_error"], prefix="netbox-chat: "))
     if result["kept"] and err().is_terminal and view is not None:
         # Only beside an answer drawn in the terminal: piped (`| cat`), stdout
         # is the answer alone, as `llm "q" | cat` prints it, and a hint on
@@ -1284,7 +1280,7 @@ async def _ask_once(
 
     from netbox_chat.agent.runtime import build_runtime
     from netbox_chat.agent.turns import EventSink, TurnOutcome, ignore_events
-    from netbox_chat.ui import render
+    from netbox_chat.ui import turnview
     from netbox_chat.ui.streamjson import turn_result
 
     outage = None
@@ -1299,10 +1295,10 @@ async def _ask_once(
             if signals.received is None:
                 for report in runtime.conversation.recover_interrupted():
                     reason = f"turn {report.turn} was interrupted and "
-                    render.print_rollback(err(), report, reason=reason)
+                    turnview.print_rollback(err(), report, reason=reason)
                 view: TurnView | None = None
                 sink: EventSink = ignore_events
-                if isinstance(watcher, render.TurnView):
+                if isinstance(watcher, turnview.TurnView):
                     from netbox_chat.claims.marks import Marker
 
                     view, sink = watcher, watcher.on_event
@@ -1320,7 +1316,7 @@ async def _ask_once(
                         runtime.conversation.run_turn(question, sink, deadline=settings.deadline)
                     )
                 if view is not None and outcome is not None and outcome.status == "done":
-                    render.print_outcome(err(), outcome, time.monotonic() - started_at)
+                    turnview.print_outcome(err(), outcome, time.monotonic() - started_at)
             outage = runtime.take_outage()
         finally:
             await runtime.aclose()
@@ -1330,9 +1326,9 @@ async def _ask_once(
     if outcome is None:
         outcome = TurnOutcome(0, "cancelled", error=NOT_STARTED)
     elif outcome.rollback is not None and not outcome.rollback.verified:
-        render.print_rollback(err(), outcome.rollback)
+        turnview.print_rollback(err(), outcome.rollback)
     if outcome.context.truncated and outcome.context.window:
-        err().print(render.truncation_line(outcome.context.window))
+        err().print(turnview.truncation_line(outcome.context.window))
     return turn_result(session.id, outcome, started=started, outage=outage)
 
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from netbox_chat.config import ConfigError, resolve_settings
 from netbox_chat.errors import UserFacingError
-from netbox_chat.store.sessions import SessionStore, normalize_session_id
+from netbox_chat.store.ids import normalize_session_id
+from netbox_chat.store.sessions import SessionStore
 from netbox_chat.visible import visible_line
 
 COMPLETE_VAR = "_NETBOX_CHAT_COMPLETE"

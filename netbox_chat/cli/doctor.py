@@ -28,7 +28,8 @@ from netbox_chat.models.dialects import json_object
 from netbox_chat.models.model_info import ModelInfo, parse_show
 from netbox_chat.models.window import session_window, turn_floor
 from netbox_chat.owned import NotOwned, check_folder
-from netbox_chat.store.sessions import StoreError, refuse_network_filesystem
+from netbox_chat.store.errors import StoreError
+from netbox_chat.store.sessions import refuse_network_filesystem
 from netbox_chat.visible import visible_line
 from netbox_chat.words import count, number
 

@@ -28,18 +28,11 @@ from netbox_chat.agent.evidence import ToolResult, table_of, tool_results, turn_
 from netbox_chat.claims.marks import summary_of
 from netbox_chat.config import mask_token
 from netbox_chat.models.thinking import thought_for
-from netbox_chat.store.database import Connection
+from netbox_chat.store.database import Connection, read_only_connection
+from netbox_chat.store.errors import UnreadableSession
+from netbox_chat.store.ledger import Turn, session_model, stored_model
 from netbox_chat.store.postgres import PgSessionStore
-from netbox_chat.store.sessions import (
-    SessionStore,
-    Turn,
-    UnreadableSession,
-    check_session,
-    read_only_connection,
-    read_turns,
-    session_model,
-    stored_model,
-)
+from netbox_chat.store.sessions import SessionStore, check_session, read_turns
 from netbox_chat.visible import visible, visible_json
 from netbox_chat.words import count, number
 

@@ -46,9 +46,9 @@ from netbox_chat.errors import PICK_MODEL, ExitStatus, UserFacingError
 from netbox_chat.models.thinking import check_setting, setting_label
 from netbox_chat.owned import NotOwned, make_folder, open_append
 from netbox_chat.store.choose import OpenSession
-from netbox_chat.store.sessions import Turn
+from netbox_chat.store.ledger import Turn
 from netbox_chat.typeahead import LFLAG_OFF
-from netbox_chat.ui import render
+from netbox_chat.ui import tables, turnview
 from netbox_chat.visible import visible_line
 from netbox_chat.words import count
 
@@ -222,7 +222,7 @@ class BackgroundRuntime:
             runtime = build_runtime(self.session, self.settings)
         except BaseException as exc:
             self.future.set_exception(exc)
-            self.on_problem(render.error_line(exc, prefix="the agent could not be built: "))
+            self.on_problem(turnview.error_line(exc, prefix="the agent could not be built: "))
         else:
             self.future.set_result(runtime)
             if runtime.problem:
@@ -248,7 +248,7 @@ class Repl:
     background: BackgroundRuntime
     pending_input: str = ""
     thinking_noted: bool = False
-    view: render.TurnView | None = None  # the turn being drawn, if any
+    view: turnview.TurnView | None = None  # the turn being drawn, if any
     above_prompt: Callable[[], None] | None = None  # drawn once the first prompt is up
     ending: str = "exit"  # or "new": /new asks for a fresh session
     switched_to: str | None = None  # the model `/model NAME` last switched to
@@ -344,7 +344,7 @@ class Repl:
                     self.console.print(Text("cancelled", style="yellow"))
                     self.pending_input = "" if line.startswith("/") else line
                 except Exception as exc:  # one line fails, the session goes on
-                    self.console.print(render.error_line(exc))
+                    self.console.print(turnview.error_line(exc))
 
     def _cancelling(self, signum: int) -> None:
         del signum
@@ -368,7 +368,7 @@ class Repl:
             # Known once the agent is built (from /api/show), said before the first answer.
             self.console.print(Text(runtime.thinking.note, style="yellow"))
         self.thinking_noted = True
-        view = self.view = render.TurnView(self.console)
+        view = self.view = turnview.TurnView(self.console)
         view.marker = Marker(lambda: runtime.conversation.evidence, given=question)
         started = time.monotonic()
         try:
@@ -383,9 +383,9 @@ class Repl:
                     view.discard()  # rolled back: what it said is not the answer
         finally:
             self.view = None
-        render.print_outcome(self.console, outcome, time.monotonic() - started)
+        turnview.print_outcome(self.console, outcome, time.monotonic() - started)
         if (outage := runtime.take_outage()) is not None:
-            self.console.print(render.outage_line(outage))
+            self.console.print(turnview.outage_line(outage))
         if outcome.status == "cancelled":
             self.pending_input = question  # to edit and resend
 
@@ -399,9 +399,9 @@ class Repl:
         if command == "/help":
             self.console.print(Text.from_markup(HELP))
         elif command == "/history":
-            self.console.print(render.history_table(self.session.turns()))
+            self.console.print(tables.history_table(self.session.turns()))
         elif command == "/tokens":
-            self.console.print(render.tokens_table(self.session.turns()))
+            self.console.print(tables.tokens_table(self.session.turns()))
         elif command == "/rewind":
             await self.rewind(argument)
         elif command == "/compact":
@@ -525,7 +525,7 @@ class Repl:
             )
         for result in results:
             self.console.print(
-                render.tool_call_view(
+                tables.tool_call_view(
                     result.name, result.args, result.text, result.error, turn.answer or ""
                 )
             )
@@ -534,7 +534,7 @@ class Repl:
         held = tool_results(messages[: turn.message_count])
         grounding = check(turn.answer or "", [r.data() for r in held], given=turn.question)
         self.console.print(Text(f"turn {turn.number}: the answer's claims", style="dim"))
-        self.console.print(render.claims_view(grounding, [(r.name, r.args) for r in held]))
+        self.console.print(tables.claims_view(grounding, [(r.name, r.args) for r in held]))
 
     def show_thinking(self, argument: str) -> None:
         turn = chosen_turn([t for t in self.session.turns() if t.thinking], argument)
@@ -542,7 +542,7 @@ class Repl:
             where = f"turn {argument}" if argument else "this session"
             self.console.print(Text(f"no thinking recorded for {where}", style="dim"))
             return
-        self.console.print(render.thinking_text(turn))
+        self.console.print(turnview.thinking_text(turn))
 
     async def compact(self) -> None:
         from netbox_chat.agent.history import compact
@@ -555,7 +555,7 @@ class Repl:
         self.console.print(Text(str(result)))
         if runtime.context is not None and before is not None and not result.cancelled:
             after = runtime.context.tokens_without(before, result.chars_before - result.chars_after)
-            self.console.print(render.compaction_meter(before, after, runtime.context.window))
+            self.console.print(turnview.compaction_meter(before, after, runtime.context.window))
 
     def _last_request_tokens(self, runtime: Runtime) -> int | None:
         """Ollama's count of the last request: this process's, or the ledger's."""
@@ -620,7 +620,7 @@ async def run_chat(
             # A crash left a turn half-done: roll it back before anything else.
             runtime = await repl.runtime()
             for report in runtime.conversation.recover_interrupted():
-                render.print_rollback(
+                turnview.print_rollback(
                     console, report, reason=f"turn {report.turn} was interrupted and "
                 )
         if rewind_to is not None:
@@ -632,9 +632,9 @@ async def run_chat(
             except NothingToRewind as exc:
                 console.print(Text(str(exc), style="dim"))
         if resumed:
-            repl.above_prompt = render.print_recap(console, session.id, session.recap(), settings)
+            repl.above_prompt = turnview.print_recap(console, session.id, session.recap(), settings)
         else:
-            render.print_banner(console, session.id, settings, setting_label(settings.think))
+            turnview.print_banner(console, session.id, settings, setting_label(settings.think))
         await repl.run()
     finally:
         await repl.background.aclose()  # /model may have replaced it

@@ -127,7 +127,7 @@ def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Consol
     if options.as_json:
         print(visible_json(json.dumps(summary, indent=2, ensure_ascii=False, default=str)))
     elif out.is_terminal:
-        from netbox_chat.ui.render import markdown as rendered
+        from netbox_chat.ui.console import markdown as rendered
 
         out.print(rendered(text))
     else:

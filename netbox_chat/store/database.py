@@ -15,6 +15,9 @@ things that helper does not need to know:
 - `executescript` commits whatever is open before it runs, so it is refused
   inside `atomic()`; migrations run their statements one by one instead.
 
+It also opens a session file for reading without writing anything
+(`read_only_connection`): listing, `export` and the lock's holder read that way.
+
 This module imports nothing beyond the standard library (sessions.py uses it,
 and `ls` must start fast).
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 
@@ -86,3 +90,24 @@ class Connection(sqlite3.Connection):
                 "executescript() commits the open transaction: not inside atomic()"
             )
         return super().executescript(sql_script)
+
+
+@contextlib.contextmanager
+def read_only_connection(
+    path: Path, factory: type[sqlite3.Connection] = sqlite3.Connection
+) -> Iterator[sqlite3.Connection]:
+    """Open a session without writing anything, not even SQLite's side files
+    (`factory`: the connection class a LangGraph saver on it wants).
+
+    A read-only open of a WAL database creates `-wal` and `-shm` files and
+    leaves them behind. When no `-wal` exists nobody is writing, so the file
+    is opened `immutable`; otherwise a writer is live and its side files are
+    already there to share.
+    """
+    live = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+    uri = f"{path.resolve().as_uri()}?mode=ro" + ("" if live else "&immutable=1")
+    conn = sqlite3.connect(uri, uri=True, timeout=2.0, factory=factory)
+    try:
+        yield conn
+    finally:
+        conn.close()

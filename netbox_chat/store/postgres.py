@@ -30,27 +30,25 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from netbox_chat.errors import UserFacingError, add_driver_errors
-from netbox_chat.store.sessions import (
-    _ANSWERED,
-    _TURN_COLUMNS,
-    ID_ALPHABET,
-    ID_LENGTH,
+from netbox_chat.store.errors import (
     AmbiguousSession,
-    Ledger,
     NoSuchSession,
     SessionBusy,
-    SessionSummary,
     StoreError,
-    Turn,
     UnreadableSession,
-    _turn_from_row,
+)
+from netbox_chat.store.ids import ID_ALPHABET, ID_LENGTH, new_session_id, normalize_session_id
+from netbox_chat.store.ledger import (
+    ANSWERED,
+    TURN_COLUMNS,
+    Ledger,
+    Turn,
     asked_by,
-    matching_line,
-    new_session_id,
-    normalize_session_id,
     session_model,
     stored_server,
+    turn_from_row,
 )
+from netbox_chat.store.sessions import SessionSummary, matching_line
 
 if TYPE_CHECKING:
     import psycopg
@@ -405,7 +403,7 @@ SELECT s.session_id, s.created_at, s.title, s.model, s.netbox_url, s.profile,
 FROM sessions s
 LEFT JOIN LATERAL (
     SELECT count(*) FILTER (WHERE status = 'done') AS turns,
-           count(*) FILTER (WHERE status IN {_ANSWERED}) AS answered,
+           count(*) FILTER (WHERE status IN {ANSWERED}) AS answered,
            max(coalesce(ended_at, started_at)) AS last,
            array_agg(DISTINCT asked_by) FILTER (WHERE asked_by IS NOT NULL) AS askers
     FROM turns WHERE turns.session_id = s.session_id
@@ -596,7 +594,7 @@ class PgSessionStore:
             if not meta:
                 raise NoSuchSession(f"no session {session_id!r} in {self.root}")
             rows = conn.execute(
-                f"SELECT {_TURN_COLUMNS} FROM turns WHERE session_id = %s ORDER BY number",
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = %s ORDER BY number",
                 (session_id,),
             ).fetchall()
             edits = conn.execute(
@@ -604,7 +602,7 @@ class PgSessionStore:
                 (session_id,),
             ).fetchall()
         meta["schema_version"] = str(PG_SCHEMA_VERSION)
-        turns = [_turn_from_row(tuple(row)) for row in rows]
+        turns = [turn_from_row(tuple(row)) for row in rows]
         return meta, turns, [(kind, at, detail) for kind, at, detail in edits]
 
     # A process with a session open holds one connection, the writer's: the
@@ -766,7 +764,7 @@ class PgSession(Ledger):
         holding the lock. True if deleted."""
         answered = scalar(
             self.db,
-            f"SELECT count(*) FROM turns WHERE session_id = %s AND status IN {_ANSWERED}",
+            f"SELECT count(*) FROM turns WHERE session_id = %s AND status IN {ANSWERED}",
             (self.id,),
         )
         if answered:

@@ -1,125 +1,62 @@
-"""Session files: ids, paths, the one-writer lock, listing, forgetting, and the
-session's own tables (meta and the turn ledger).
+"""Session files: paths, the one-writer lock, listing, forgetting, and opening
+a session file for writing (ids are `ids.py`'s, the ledger's SQL `ledger.py`'s).
 
 Every session is one SQLite file, `<id>.sqlite`, shared with LangGraph's
-checkpoint tables. This module owns all of *our* SQL and must never import
-LangChain, so `ls` and `forget` start as fast as Python does.
+checkpoint tables. This module never imports LangChain, so `ls` and
+`forget` start as fast as Python does.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
-import functools
 import json
 import os
 import re
 import sqlite3
 import stat
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, astuple, dataclass, field, fields, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any
 
 from netbox_chat.config import (
-    PROVIDERS,
     SESSIONS_MARK,
     ModelServer,
     resume_command,
     without_userinfo,
 )
-from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.owned import NotOwned, check_folder, make_folder
 from netbox_chat.store import migrations
-from netbox_chat.store.database import Connection
+from netbox_chat.store.database import Connection, read_only_connection
+from netbox_chat.store.errors import (
+    AmbiguousSession,
+    NoSuchSession,
+    StoreError,
+    UnreadableSession,
+)
+from netbox_chat.store.ids import (
+    is_session_id,
+    new_session_id,
+    normalize_session_id,
+)
+from netbox_chat.store.ledger import (
+    ANSWERED,
+    TURN_FIELDS,
+    Ledger,
+    Turn,
+    asked_by,
+    session_model,
+    stored_server,
+    turn_from_row,
+)
+from netbox_chat.store.locks import SessionLock, lock_holder
 from netbox_chat.store.migrations import schema_version
 
-# Crockford's base32 in lower case: no i, l, o or u, so ids survive being
-# read aloud or copied by hand.
-ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
-ID_LENGTH = 8
-_ID_PREFIX = re.compile(rf"[{ID_ALPHABET}]{{1,{ID_LENGTH}}}")
 SUFFIX = ".sqlite"
 COMPANIONS = ("-wal", "-shm")
 _FORGETTING_PREFIX = ".forgetting-"
-
-# A session holds an answer once one of its turns finished; a later rewind
-# does not make it a session that never happened.
-_ANSWERED = "('done', 'rewound')"
-
-TurnStatus = Literal["running", "done", "cancelled", "failed", "interrupted", "rewound"]
-
-
-class InvalidSessionId(UserFacingError):
-    pass
-
-
-class NoSuchSession(UserFacingError):
-    pass
-
-
-class AmbiguousSession(UserFacingError):
-    def __init__(self, prefix: str, candidates: list[str]) -> None:
-        super().__init__(
-            f"session id {prefix!r} is ambiguous: it matches {', '.join(sorted(candidates))}"
-        )
-        self.candidates = sorted(candidates)
-
-
-class SessionBusy(UserFacingError):
-    exit_status = ExitStatus.SESSION_BUSY
-
-    def __init__(self, session_id: str, pid: int | None) -> None:
-        holder = f"pid {pid}" if pid else "another process"
-        super().__init__(f"session {session_id} is open in another netbox-chat ({holder})")
-        self.pid = pid
-
-
-class StoreError(UserFacingError):
-    """The sessions folder or a session file cannot be created, opened or written."""
-
-    exit_status = ExitStatus.STORE_ERROR
-
-
-class OutcomeUnknown(StoreError):
-    """A turn's answer was sent to the store, which failed before saying whether
-    it was kept, and asking it again failed too. The next open settles it."""
-
-    exit_status = ExitStatus.OUTCOME_UNKNOWN
-
-
-class UnreadableSession(StoreError):
-    """A file in the sessions folder that we will not open for writing."""
-
-
-def new_session_id() -> str:
-    """Eight random characters of the id alphabet, straight from `os.urandom`.
-
-    32 divides 256, so `byte % 32` is uniform; `secrets` would do the same
-    and cost every command a few milliseconds of hashlib/OpenSSL imports."""
-    return "".join(ID_ALPHABET[byte % len(ID_ALPHABET)] for byte in os.urandom(ID_LENGTH))
-
-
-def normalize_session_id(text: str) -> str:
-    """Validate a full id or a prefix typed by a user.
-
-    Only the id alphabet is accepted, which rules out path traversal, absolute
-    paths, separators, NUL and control characters before any path is built.
-    """
-    candidate = text.strip().lower()
-    if not _ID_PREFIX.fullmatch(candidate):
-        shown = text if len(text) <= 40 and text.isprintable() else repr(text[:40])
-        raise InvalidSessionId(
-            f"{shown!r} is not a session id: ids are 1-{ID_LENGTH} characters "
-            f"from {ID_ALPHABET} (see `netbox-chat ls`)"
-        )
-    return candidate
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 # --- the session's own tables -------------------------------------------------
@@ -170,68 +107,6 @@ def migrate(conn: Connection) -> None:
 # --- records --------------------------------------------------------------------
 
 
-@dataclass
-class ToolCallRecord:
-    """One tool call of a turn, as the ledger keeps it: what was called, how
-    much it returned, how long it took, whether it failed."""
-
-    name: str
-    args: dict[str, Any]
-    result_chars: int = 0
-    seconds: float = 0.0
-    error: bool = False
-
-
-@dataclass
-class Turn:
-    """One question and what became of it: a row of the turn ledger, as the
-    recap, /history, /tokens and `export` read it."""
-
-    number: int
-    question: str
-    status: TurnStatus
-    started_at: str
-    ended_at: str | None = None
-    base_checkpoint_id: str | None = None
-    base_message_count: int | None = None
-    end_checkpoint_id: str | None = None
-    tokens_in: int = 0
-    tokens_out: int = 0
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    rolled_back: int = 0
-    error: str | None = None
-    answer: str | None = None
-    message_count: int | None = None
-    prompt_tokens_max: int | None = None
-    prompt_tokens_last: int | None = None
-    context_window: int | None = None
-    truncated: bool = False
-    thinking: str | None = None
-    thinking_seconds: float | None = None
-    thinking_chars: int = 0
-    asked_by: str | None = None
-    model: str | None = None  # None: a row from before m005, it asked the session's model
-    provider: str | None = None
-    server_scheme: str | None = None  # None: a row from before m006, the server is not known
-    server_host: str | None = None
-    server_port: int | None = None
-    profile: str | None = None
-    # the grounding check of the answer, as `ask --json` gives it (None: a row
-    # from before m007, or a turn with no answer)
-    grounding: dict[str, Any] | None = None
-
-    @property
-    def server(self) -> ModelServer | None:
-        """The model server the turn asked, when the row says it (m006)."""
-        return stored_server(
-            self.provider, self.server_scheme, self.server_host, self.server_port, self.profile
-        )
-
-
-_TURN_FIELDS = tuple(f.name for f in fields(Turn))
-_TURN_COLUMNS = ", ".join(_TURN_FIELDS)
-
-
 def turn_columns(conn: sqlite3.Connection) -> set[str]:
     """The ledger's columns in this file: fewer in a file of an older schema."""
     return {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
@@ -242,9 +117,9 @@ def read_turns(conn: sqlite3.Connection, where: str = "", params: Sequence[Any] 
     file's schema: a column an older schema lacks reads as NULL, so `export`
     works on a file no current netbox-chat has opened for writing yet."""
     present = turn_columns(conn)
-    columns = ", ".join(name if name in present else f"NULL AS {name}" for name in _TURN_FIELDS)
+    columns = ", ".join(name if name in present else f"NULL AS {name}" for name in TURN_FIELDS)
     rows = conn.execute(f"SELECT {columns} FROM turns {where}", params).fetchall()
-    return [_turn_from_row(row) for row in rows]
+    return [turn_from_row(row) for row in rows]
 
 
 def _askers(conn: sqlite3.Connection, present: set[str]) -> tuple[str, ...]:
@@ -268,134 +143,12 @@ def _latest_server(conn: sqlite3.Connection, present: set[str]) -> ModelServer |
     return stored_server(*row) if row else None
 
 
-_HOST = re.compile(r"[A-Za-z0-9._:-]{1,253}")
-PROFILE_NAME_MAX = 100
-
-
-def stored_server(
-    provider: object, scheme: object, host: object, port: object, profile: object
-) -> ModelServer | None:
-    """A turn's model server read back from a store, or None when the row
-    does not say one. Anyone with access to the store writes these rows, and
-    they are shown and printed in a command to copy: a known provider and
-    scheme, a host name or address (no `user@`, no path), a port, a printable
-    profile name; anything else is no server at all. It never chooses where
-    the next turn goes: only what the user is told."""
-    if provider not in PROVIDERS or scheme not in ("http", "https"):
-        return None
-    if not isinstance(host, str) or not _HOST.fullmatch(host):
-        return None
-    if port is not None and (isinstance(port, bool) or not isinstance(port, int)):
-        return None
-    if isinstance(port, int) and not 0 < port < 65536:
-        return None
-    if profile is not None and not (
-        isinstance(profile, str)
-        and 0 < len(profile) <= PROFILE_NAME_MAX
-        and profile.isprintable()
-        and profile == profile.strip()
-    ):
-        return None
-    return ModelServer(str(provider), str(scheme), host, port, profile)
-
-
 def _latest_model(conn: sqlite3.Connection, present: set[str]) -> object:
     """The model the file's newest turn asked, as stored (None before m005)."""
     if "model" not in present:
         return None
     row = conn.execute("SELECT model FROM turns ORDER BY number DESC LIMIT 1").fetchone()
     return row[0] if row else None
-
-
-def _turn_from_row(row: tuple[Any, ...]) -> Turn:
-    values = dict(zip(_TURN_FIELDS, row, strict=True))
-    calls = json.loads(values["tool_calls"] or "[]")
-    values["tool_calls"] = [ToolCallRecord(**call) for call in calls]
-    values["model"] = stored_model(values["model"])
-    values["provider"] = values["provider"] if values["provider"] in PROVIDERS else None
-    server = stored_server(*(values[k] for k in _SERVER_FIELDS))
-    kept = (None,) * 4 if server is None else astuple(server)[1:]
-    values.update(zip(_SERVER_FIELDS[1:], kept, strict=True))  # all of it, or none of it
-    values["grounding"] = stored_grounding(values["grounding"])
-    return Turn(**values)
-
-
-_SERVER_FIELDS = ("provider", "server_scheme", "server_host", "server_port", "profile")
-
-
-GROUNDING_KINDS = ("name", "number", "address", "value")
-
-
-def stored_grounding(value: object) -> dict[str, Any] | None:
-    """A turn's grounding read back from a store, or None when it is not one:
-    anyone with access to the store writes these rows, so only the exact
-    shape `ask --json` gives is taken (its texts are shown escaped)."""
-    if not isinstance(value, str):
-        return None
-    try:
-        data = json.loads(value)
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or set(data) != {"claims", "ungrounded", "without_netbox"}:
-        return None
-    claims, ungrounded, without = data["claims"], data["ungrounded"], data["without_netbox"]
-    if type(claims) is not int or claims < 0 or type(without) is not bool:
-        return None
-    if not isinstance(ungrounded, list) or not all(
-        isinstance(c, dict)
-        and set(c) == {"text", "kind"}
-        and isinstance(c["text"], str)
-        and c["kind"] in GROUNDING_KINDS
-        for c in ungrounded
-    ):
-        return None
-    return data
-
-
-MODEL_NAME_MAX = 200
-
-
-def stored_model(value: object) -> str | None:
-    """A model name read back from a store, or None when it is not one.
-
-    Anyone with access to a store writes these rows, and the name goes to
-    the model server (as the model asked for, never as a URL or a command)
-    and to the screen: one printable line, no longer than any real id
-    (`hf.co/org/repo:Q4_K_M`, `Qwen/Qwen3-8B`, a llama-server file path)."""
-    if not isinstance(value, str) or not value or len(value) > MODEL_NAME_MAX:
-        return None
-    return value if value.isprintable() and value == value.strip() else None
-
-
-def session_model(latest: object, started: object) -> str:
-    """The model a session goes on with: its newest turn's, or, for a turn
-    from before the ledger kept one (or none yet), the model it was started
-    with; "" when neither is a model name (`stored_model`)."""
-    return stored_model(latest) or stored_model(started) or ""
-
-
-# What `copy` carries over of a session's meta (the rest belongs to the store).
-COPIED_META = ("created_at", "title", "model", "netbox_url", "profile")
-
-
-def _turn_to_row(turn: Turn) -> tuple[Any, ...]:
-    """The inverse of `_turn_from_row`, in `_TURN_FIELDS` order (for `copy`)."""
-    values = asdict(turn)
-    values["tool_calls"] = json.dumps(values["tool_calls"])
-    values["grounding"] = None if turn.grounding is None else json.dumps(turn.grounding)
-    return tuple(values[name] for name in _TURN_FIELDS)
-
-
-def asked_by() -> str:
-    """Who asks a turn: the OS user and host, as the ledger records it."""
-    import getpass
-    import socket
-
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return f"{user}@{socket.gethostname()}"
 
 
 @dataclass(frozen=True)
@@ -437,48 +190,6 @@ class SessionSummary:
         return data
 
 
-@dataclass(frozen=True)
-class CleanPoint:
-    """A head the ledger recorded as the clean end of a turn or of a history
-    edit, with its message count and the checkpoint it was made from (whose
-    writes made it). None where the ledger does not know."""
-
-    checkpoint_id: str | None
-    message_count: int | None
-    parent_checkpoint_id: str | None
-    parent_message_count: int | None
-
-
-def clean_point_of(done: Sequence[Any] | None, edit_detail: str | None) -> CleanPoint:
-    """The clean point from the last finished turn's row (number, end
-    checkpoint, message count, base checkpoint, base message count) and the
-    last history edit's detail: the edit counts if it was made after that turn."""
-    last = done[0] if done else 0
-    if edit_detail:
-        detail = json.loads(edit_detail)
-        if detail.get("after_turn") == last and "message_count" in detail:
-            return CleanPoint(
-                detail.get("head_after"),
-                int(detail["message_count"]),
-                detail.get("head_before"),
-                detail.get("messages_before"),
-            )
-    if done is None:
-        return CleanPoint(None, 0, None, None)
-    return CleanPoint(*done[1:])
-
-
-@dataclass(frozen=True)
-class Recap:
-    """What `resume` prints before the prompt: the counts and the last exchange,
-    then any cancelled, failed or interrupted turns after it."""
-
-    turns: int
-    messages: int
-    last: Turn | None
-    unfinished: tuple[Turn, ...]
-
-
 def matching_line(texts: Sequence[str | None], needle: str) -> str:
     """The first line of `texts` (a turn's question, then its answer) that
     holds `needle`, compared as the stores' LIKE does (ASCII letters
@@ -515,7 +226,7 @@ SELECT m.meta, a.done, a.answered, a.last, c.prompt_tokens_last, c.context_windo
 FROM (SELECT json_group_object(key, value) AS meta FROM session_meta) AS m
 CROSS JOIN (
     SELECT count(*) FILTER (WHERE status = 'done') AS done,
-           count(*) FILTER (WHERE status IN {_ANSWERED}) AS answered,
+           count(*) FILTER (WHERE status IN {ANSWERED}) AS answered,
            max(coalesce(ended_at, started_at)) AS last
     FROM turns) AS a
 LEFT JOIN (SELECT prompt_tokens_last, context_window FROM turns
@@ -544,7 +255,7 @@ def _summary_fields(conn: sqlite3.Connection) -> dict[str, Any]:
     meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
     counts = conn.execute(
         "SELECT count(*) FILTER (WHERE status = 'done'), "
-        f"count(*) FILTER (WHERE status IN {_ANSWERED}), "
+        f"count(*) FILTER (WHERE status IN {ANSWERED}), "
         "max(coalesce(ended_at, started_at)) FROM turns"
     ).fetchone()
     context = conn.execute(
@@ -649,7 +360,7 @@ class SessionStore:
         with os.scandir(self.root) as entries:
             for entry in entries:
                 stem, dot, ext = entry.name.partition(".")
-                if not dot or len(stem) != ID_LENGTH or not _ID_PREFIX.fullmatch(stem):
+                if not dot or not is_session_id(stem):
                     continue
                 if "." + ext == SUFFIX:
                     files[stem] = entry
@@ -806,27 +517,6 @@ class SessionStore:
                     os.unlink(entry.path)
 
 
-@contextlib.contextmanager
-def read_only_connection(
-    path: Path, factory: type[sqlite3.Connection] = sqlite3.Connection
-) -> Iterator[sqlite3.Connection]:
-    """Open a session without writing anything, not even SQLite's side files
-    (`factory`: the connection class a LangGraph saver on it wants).
-
-    A read-only open of a WAL database creates `-wal` and `-shm` files and
-    leaves them behind. When no `-wal` exists nobody is writing, so the file
-    is opened `immutable`; otherwise a writer is live and its side files are
-    already there to share.
-    """
-    live = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
-    uri = f"{path.resolve().as_uri()}?mode=ro" + ("" if live else "&immutable=1")
-    conn = sqlite3.connect(uri, uri=True, timeout=2.0, factory=factory)
-    try:
-        yield conn
-    finally:
-        conn.close()
-
-
 # --- where sessions may live ---------------------------------------------------------
 
 # File systems SQLite's WAL mode does not work on: its shared-memory index and
@@ -868,85 +558,6 @@ def refuse_network_filesystem(folder: Path) -> None:
         )
 
 
-# --- the one-writer lock ------------------------------------------------------------
-
-
-def lock_holder(path: Path) -> int | None:
-    """Return the holder's pid (0 if unknown) when a live process holds `path`.
-
-    Uses a shared `flock` probe, which never writes. A lock left by a dead
-    process is released by the kernel, so it never blocks anyone.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return _recorded_pid(path) or 0
-    except OSError:  # no locks here at all (some network file systems)
-        return None
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
-
-
-def _recorded_pid(path: Path) -> int | None:
-    try:
-        with read_only_connection(path) as conn:
-            row = conn.execute("SELECT value FROM session_meta WHERE key = 'holder_pid'").fetchone()
-    except sqlite3.DatabaseError:
-        return None
-    return int(row[0]) if row and str(row[0]).isdigit() else None
-
-
-class SessionLock:
-    """An exclusive OS file lock (`flock`) on the session file itself.
-
-    Held for as long as a process has the session open. `flock` is per open
-    file description, so even a second open in the same process is refused,
-    and the kernel drops it when the holder dies. The descriptor must outlive
-    every SQLite connection to the file: closing any descriptor of a file
-    drops the process's POSIX locks, which SQLite relies on.
-    """
-
-    def __init__(self, path: Path, session_id: str) -> None:
-        self.path = path
-        self.session_id = session_id
-        self._fd: int | None = None
-
-    def acquire(self, *, create: bool = False) -> None:
-        # Opened for writing: NFS (v4, and v3 through its lock manager) answers
-        # an exclusive lock on a read-only descriptor with EBADF (flock(2)).
-        flags = os.O_RDWR | os.O_NOFOLLOW | (os.O_CREAT | os.O_EXCL if create else 0)
-        try:
-            fd = os.open(self.path, flags, 0o600)
-        except FileNotFoundError as exc:
-            raise NoSuchSession(f"no session {self.session_id!r}") from exc
-        except OSError as exc:
-            raise StoreError(f"cannot write session {self.session_id}: {exc.strerror}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise SessionBusy(self.session_id, _recorded_pid(self.path)) from None
-        except OSError as exc:
-            os.close(fd)
-            raise StoreError(
-                f"cannot lock session {self.session_id}: {exc.strerror}; "
-                "keep the sessions folder on a local disk"
-            ) from exc
-        self._fd = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
 # --- an open session (held for writing) ------------------------------------------------
 
 
@@ -959,305 +570,6 @@ def connect(path: Path) -> Connection:
     conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=10.0, factory=Connection)
     conn.execute("PRAGMA busy_timeout = 10000")
     return conn
-
-
-_PLACEHOLDER = re.compile(r":(\w+)")
-
-
-@functools.cache
-def ledger_sql(template: str, *, keyed: bool, pyformat: bool) -> str:
-    """A ledger query for one store: `{where}`, `{and_}`, `{key_col}` and
-    `{key_val}` become the `session_id` key (tables of many sessions) or
-    nothing (a file of one), and `:name` parameters the driver's style."""
-    text = template.format(
-        where="WHERE session_id = :session_id" if keyed else "",
-        and_="session_id = :session_id AND " if keyed else "",
-        key_col="session_id, " if keyed else "",
-        key_val=":session_id, " if keyed else "",
-    )
-    return _PLACEHOLDER.sub(r"%(\1)s", text) if pyformat else text
-
-
-class Ledger:
-    """A session's own tables (meta, the turn ledger, history edits), one
-    set of calls for both stores: a session file (`SessionFile`, its tables
-    hold one session) and the database (`postgres.PgSession`, its tables hold
-    every session's rows, keyed by `session_id`). Every write is one
-    `db.atomic()`, so inside a caller's transaction (a rollback, a rewind) it
-    commits with it."""
-
-    id: str
-    asked_by: str
-    KEYED = False  # rows carry a session_id column
-    PYFORMAT = False  # the driver's parameters are %(name)s, not :name
-
-    @property
-    def db(self) -> Any:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def _sql(self, template: str) -> str:
-        return ledger_sql(template, keyed=self.KEYED, pyformat=self.PYFORMAT)
-
-    def _run(self, template: str, **params: Any) -> Any:
-        return self.db.execute(self._sql(template), {"session_id": self.id, **params})
-
-    def _run_many(self, template: str, rows: Sequence[dict[str, Any]]) -> None:
-        self.db.cursor().executemany(
-            self._sql(template), [{"session_id": self.id, **row} for row in rows]
-        )
-
-    # meta
-
-    def _record_start(self, model: str, netbox_url: str | None, profile: str | None) -> None:
-        """A new session's meta: the model and the NetBox it was started with
-        (URL without credentials, and the profile that named it; never the
-        token). Every teammate on a shared store reads these rows."""
-        url = without_userinfo(netbox_url) if netbox_url else None
-        remembered = {"netbox_url": url, "profile": profile}
-        self._set_meta(
-            created_at=now_iso(),
-            model=model,
-            title="",
-            **{key: value for key, value in remembered.items() if value},
-        )
-
-    def _set_meta(self, **values: str) -> None:
-        with self.db.atomic():
-            self._run_many(_SET_META, [{"key": k, "value": v} for k, v in values.items()])
-
-    def meta(self) -> dict[str, str]:
-        return dict(self._run("SELECT key, value FROM session_meta {where}").fetchall())
-
-    # the turn ledger
-
-    def begin_turn(
-        self,
-        question: str,
-        *,
-        base_checkpoint_id: str | None,
-        base_message_count: int,
-        model: str | None = None,
-        server: ModelServer | None = None,
-    ) -> int:
-        """Record a turn as running, with its rollback point, who asked it,
-        which model it asks and on which server (never its password or key),
-        before it starts; the first question names the session."""
-        with self.db.atomic():
-            row = self._run(
-                "INSERT INTO turns({key_col}number, question, status, started_at, "
-                "base_checkpoint_id, base_message_count, asked_by, model, provider, "
-                "server_scheme, server_host, server_port, profile) "
-                "SELECT {key_val}coalesce(max(number), 0) + 1, :question, 'running', :now, "
-                ":base_checkpoint_id, :base_message_count, :asked_by, :model, :provider, "
-                ":scheme, :host, :port, :profile "
-                "FROM turns {where} RETURNING number",
-                question=question,
-                now=now_iso(),
-                base_checkpoint_id=base_checkpoint_id,
-                base_message_count=base_message_count,
-                asked_by=self.asked_by,
-                model=model,
-                provider=server.provider if server else None,
-                scheme=server.scheme if server else None,
-                host=server.host if server else None,
-                port=server.port if server else None,
-                profile=server.profile if server else None,
-            ).fetchone()
-            self._run(
-                "UPDATE session_meta SET value = :title WHERE {and_}key = 'title' AND value = ''",
-                title=question.strip().splitlines()[0][:200] if question.strip() else "",
-            )
-        return int(row[0])
-
-    def finish_turn(
-        self,
-        number: int,
-        status: TurnStatus,
-        *,
-        end_checkpoint_id: str | None = None,
-        tokens_in: int = 0,
-        tokens_out: int = 0,
-        tool_calls: list[ToolCallRecord] | None = None,
-        rolled_back: int = 0,
-        error: str | None = None,
-        answer: str | None = None,
-        message_count: int | None = None,
-        prompt_tokens_max: int | None = None,
-        prompt_tokens_last: int | None = None,
-        context_window: int | None = None,
-        truncated: bool = False,
-        thinking: str | None = None,
-        thinking_seconds: float | None = None,
-        grounding: dict[str, Any] | None = None,
-    ) -> None:
-        """Close a turn's row."""
-        with self.db.atomic():
-            self._run(
-                "UPDATE turns SET status = :status, ended_at = :now, "
-                "end_checkpoint_id = :end_checkpoint_id, tokens_in = :tokens_in, "
-                "tokens_out = :tokens_out, tool_calls = :tool_calls, "
-                "rolled_back = :rolled_back, error = :error, answer = :answer, "
-                "message_count = :message_count, prompt_tokens_max = :prompt_tokens_max, "
-                "prompt_tokens_last = :prompt_tokens_last, context_window = :context_window, "
-                "truncated = :truncated, thinking = :thinking, "
-                "thinking_seconds = :thinking_seconds, thinking_chars = :thinking_chars, "
-                "grounding = :grounding "
-                "WHERE {and_}number = :number",
-                number=number,
-                status=status,
-                now=now_iso(),
-                end_checkpoint_id=end_checkpoint_id,
-                tokens_in=tokens_in,
-                tokens_out=tokens_out,
-                tool_calls=json.dumps([asdict(c) for c in tool_calls or []]),
-                rolled_back=rolled_back,
-                error=error,
-                answer=answer,
-                message_count=message_count,
-                prompt_tokens_max=prompt_tokens_max,
-                prompt_tokens_last=prompt_tokens_last,
-                context_window=context_window,
-                truncated=int(truncated),
-                thinking=thinking,
-                thinking_seconds=thinking_seconds,
-                thinking_chars=len(thinking or ""),
-                grounding=None if grounding is None else json.dumps(grounding),
-            )
-
-    def _turns(self, condition: str = "TRUE", order: str = "", **params: Any) -> list[Turn]:
-        rows = self._run(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE {{and_}}({condition}) "
-            f"ORDER BY number {order}",
-            **params,
-        ).fetchall()
-        return [_turn_from_row(tuple(row)) for row in rows]
-
-    def turns(self) -> list[Turn]:
-        return self._turns()
-
-    def running_turns(self) -> list[Turn]:
-        return self._turns("status = 'running'")
-
-    def recorded_status(self, number: int) -> str | None:
-        """What the store holds for turn `number` after a write of it failed:
-        its status as committed, or None when that cannot be known now. A
-        file's commit either happened or not, and its own connection says
-        which; a database store asks again on a new connection (PgSession)."""
-        try:
-            row = self._run("SELECT status FROM turns WHERE {and_}number = :number", number=number)
-            found = row.fetchone()
-        except sqlite3.Error:
-            return None
-        return str(found[0]) if found else None
-
-    def finished_after(self, number: int) -> bool:
-        """Whether any turn after `number` has ended (in whatever way)."""
-        row = self._run(
-            "SELECT 1 FROM turns WHERE {and_}number > :number AND status != 'running' LIMIT 1",
-            number=number,
-        ).fetchone()
-        return row is not None
-
-    def mark_rewound(self, after_number: int) -> int:
-        """Mark every finished turn after `after_number` as rewound."""
-        with self.db.atomic():
-            cur = self._run(
-                "UPDATE turns SET status = 'rewound' "
-                "WHERE {and_}number > :number AND status = 'done'",
-                number=after_number,
-            )
-        return int(cur.rowcount)
-
-    def record_edit(self, kind: str, **detail: Any) -> None:
-        with self.db.atomic():
-            self._run_many(
-                _RECORD_EDIT, [{"kind": kind, "at": now_iso(), "detail": json.dumps(detail)}]
-            )
-
-    def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
-        rows = self._run("SELECT kind, at, detail FROM history_edits {where} ORDER BY id")
-        return [(kind, at, json.loads(detail)) for kind, at, detail in rows.fetchall()]
-
-    def message_count_now(self) -> int:
-        """Messages in the conversation as the last finished turn or the last
-        history edit (rewind, compaction) after it left it."""
-        return self.clean_point().message_count or 0
-
-    def clean_point(self) -> CleanPoint:
-        """Where the ledger says the conversation was last left: the end of
-        the last finished turn, or the head written by the last history edit
-        (rewind, compaction) after it. Lets a turn check its head from a few
-        rows instead of reading the whole conversation."""
-        done = self._run(
-            "SELECT number, end_checkpoint_id, message_count, base_checkpoint_id, "
-            "base_message_count FROM turns WHERE {and_}status = 'done' "
-            "ORDER BY number DESC LIMIT 1"
-        ).fetchone()
-        edit = self._run("SELECT detail FROM history_edits {where} ORDER BY id DESC LIMIT 1")
-        last_edit = edit.fetchone()
-        return clean_point_of(done, last_edit[0] if last_edit else None)
-
-    def recap(self) -> Recap:
-        """The recap `resume` shows, from a few small queries: reading the
-        whole ledger (every row, its tool calls parsed) would make the prompt
-        of a long session wait for rows nobody is shown."""
-        (done,) = self._run("SELECT count(*) FROM turns WHERE {and_}status = 'done'").fetchone()
-        newest = self._turns("status = 'done'", "DESC LIMIT 1")
-        last = newest[0] if newest else None
-        # Only what went wrong after the last answer, rewound ones included: a
-        # rewind to turn 1 must not bring back "turn 2 was failed" from before
-        # turns 3 and 4 were answered (and set aside by that rewind).
-        (answered,) = self._run(
-            f"SELECT coalesce(max(number), 0) FROM turns WHERE {{and_}}status IN {_ANSWERED}"
-        ).fetchone()
-        unfinished = self._turns(
-            "number > :after AND status IN ('cancelled', 'failed', 'interrupted')",
-            after=int(answered),
-        )
-        return Recap(int(done), self.message_count_now(), last, tuple(unfinished))
-
-    def load_ledger(
-        self,
-        meta: dict[str, str],
-        turns: list[Turn],
-        edits: list[tuple[str, str, dict[str, Any]]],
-    ) -> None:
-        """Write a copied session's ledger as it was, in one transaction (`copy`)."""
-        marks = ", ".join(f":{name}" for name in _TURN_FIELDS)
-        with self.db.atomic():
-            copied = {key: meta[key] for key in COPIED_META if key in meta}
-            if "netbox_url" in copied:  # a session from before issue 21 may hold credentials
-                copied["netbox_url"] = without_userinfo(copied["netbox_url"])
-            self._run_many(_SET_META, [{"key": k, "value": v} for k, v in copied.items()])
-            self._run_many(
-                f"INSERT INTO turns({{key_col}}{_TURN_COLUMNS}) VALUES ({{key_val}}{marks})",
-                [dict(zip(_TURN_FIELDS, _turn_to_row(turn), strict=True)) for turn in turns],
-            )
-            self._run_many(
-                _RECORD_EDIT,
-                [
-                    {"kind": kind, "at": at, "detail": json.dumps(detail)}
-                    for kind, at, detail in edits
-                ],
-            )
-
-
-_SET_META = (
-    "INSERT INTO session_meta({key_col}key, value) VALUES ({key_val}:key, :value) "
-    "ON CONFLICT({key_col}key) DO UPDATE SET value = excluded.value"
-)
-_RECORD_EDIT = (
-    "INSERT INTO history_edits({key_col}kind, at, detail) VALUES ({key_val}:kind, :at, :detail)"
-)
 
 
 class SessionFile(Ledger):
@@ -1345,7 +657,7 @@ class SessionFile(Ledger):
         whose only question failed or was cancelled never happened. Still
         holding the lock, so nobody can open it in between. True if deleted."""
         (answered,) = self.db.execute(
-            f"SELECT count(*) FROM turns WHERE status IN {_ANSWERED}"
+            f"SELECT count(*) FROM turns WHERE status IN {ANSWERED}"
         ).fetchone()
         if answered:
             return False

@@ -29,7 +29,9 @@ from netbox_chat.agent.turns import Conversation
 from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.config import DATABASE_SCHEMES, resolve_settings
 from netbox_chat.store.choose import open_store
-from netbox_chat.store.sessions import Turn, read_only_connection, read_turns
+from netbox_chat.store.database import read_only_connection
+from netbox_chat.store.ledger import Turn
+from netbox_chat.store.sessions import read_turns
 from tests.doubles import ROOT
 
 
@@ -106,11 +108,11 @@ SELECT count(*) FROM checkpoint_blobs b WHERE b.thread_id = %(sid)s AND NOT EXIS
 
 
 def _read_database(conn: Any, session_id: str) -> StoredSession:
-    from netbox_chat.store.sessions import _TURN_COLUMNS, _turn_from_row
+    from netbox_chat.store.ledger import TURN_COLUMNS, turn_from_row
 
     sid = {"sid": session_id}
     rows = conn.execute(
-        f"SELECT {_TURN_COLUMNS} FROM turns WHERE session_id = %(sid)s ORDER BY number", sid
+        f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = %(sid)s ORDER BY number", sid
     ).fetchall()
     parents = {
         cid: parent
@@ -132,7 +134,7 @@ def _read_database(conn: Any, session_id: str) -> StoredSession:
     ]
     (orphaned,) = conn.execute(_ORPHANED_BLOBS, sid).fetchone()
     return StoredSession(
-        [_turn_from_row(tuple(row)) for row in rows], parents, pending, edits, orphaned
+        [turn_from_row(tuple(row)) for row in rows], parents, pending, edits, orphaned
     )
 
 

@@ -51,7 +51,7 @@ def run_in_pty(env: dict[str, str], *args: str, timeout: float = 60) -> tuple[in
 def resume(env: dict[str, str], *args: str) -> tuple[pexpect.spawn, str]:
     """`netbox-chat resume ARGS` and what it showed once its recap is drawn:
     the first lines come before the prompt, the rendered answer and the rest
-    above it once it is up (render.print_recap)."""
+    above it once it is up (turnview.print_recap)."""
     child = spawn(env, "resume", *args)
     shown = child.before or ""
     child.expect(r"exit or Ctrl-D to leave")
