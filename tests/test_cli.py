@@ -63,7 +63,7 @@ def test_ask_writes_a_ledger_row_that_ls_reads_without_langchain(
         "import sys, json\n"
         "from typer.testing import CliRunner\n"
         "from netbox_chat.cli.app import app\n"
-        "result = invoke(['ls', '--json'])\n"
+        "result = CliRunner().invoke(app, ['ls', '--json'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('langchain', 'langchain_core', 'langgraph', 'deepagents', 'langchain_ollama', 'prompt_toolkit'))\n"
         "print(json.dumps({'ls': json.loads(result.stdout), 'heavy': heavy}))\n"
