@@ -18,7 +18,7 @@ from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.drive.process import cli
 from tests.drive.process import first_turn as first_session
 from tests.drive.pty import PROMPT, leave
-from tests.drive.screen import Terminal, answered, chat
+from tests.drive.screen import Terminal, answered, chat, until_shown
 
 
 def test_a_long_table_is_drawn_whole_with_every_row_once(
@@ -193,7 +193,7 @@ def test_history_from_an_earlier_session_tab_completion_and_the_ways_to_leave(
     assert history.stat().st_mode & 0o777 == 0o600
     assert history.parent.stat().st_mode & 0o777 == 0o700
 
-    child, _ = chat(chat_env)  # a new session
+    child, terminal = chat(chat_env)  # a new session
     child.sendintr()  # Ctrl-C at the empty prompt
     child.expect_exact("(exit or Ctrl-D to leave)")
     child.expect(PROMPT)
@@ -205,7 +205,7 @@ def test_history_from_an_earlier_session_tab_completion_and_the_ways_to_leave(
     child.expect(PROMPT)
     time.sleep(0.3)
     child.send("/hist\t")
-    child.expect(r"/hist(\x1b\[[0-9;?]*[a-zA-Z])*ory")  # completed by Tab
+    until_shown(child, terminal, "> /history")  # completed by Tab
     child.send("\r")
     child.expect(r"1 +how many sites\?")
     child.expect(PROMPT)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import sys
 import time
@@ -63,6 +64,22 @@ def chat(env: dict[str, str], columns: int = 100) -> tuple[pexpect.spawn, Termin
     child.logfile_read = terminal
     child.expect(PROMPT)
     return child, terminal
+
+
+def until_shown(child: pexpect.spawn, terminal: Terminal, text: str, timeout: float = 30) -> None:
+    """Read the REPL until `text` is on the screen as the user sees it.
+
+    The raw byte stream is no guide when prompt-toolkit redraws: under load a
+    completion menu may be drawn between the typed and the completed part of
+    a word, so the screen, not the stream, is what a test should wait on."""
+    deadline = time.monotonic() + timeout
+    while not any(text in line for line in terminal.lines()):
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{text!r} never shown; the screen:\n" + "\n".join(terminal.lines()[-30:])
+            )
+        with contextlib.suppress(pexpect.TIMEOUT):
+            child.read_nonblocking(4096, timeout=0.1)
 
 
 def answered(child: pexpect.spawn, line: str, shown: str) -> None:
