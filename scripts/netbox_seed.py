@@ -286,6 +286,129 @@ for addr, status, desc in [
         {"address": addr, "status": status, "description": desc},
     )
 
+# What operators ask most (issue 34): a device's platform, an interface's 802.1Q mode and
+# VLANs, what a port is cabled to (another device's interface, or a circuit's
+# termination: the trap), and where a circuit's sides land (a site, or a provider
+# network: since NetBox 4.2 a termination is termination_type + termination_id).
+platforms = {
+    slug: ensure(
+        "dcim/platforms",
+        {"slug": slug},
+        {"name": name, "slug": slug, "manufacturer": mfr["id"]},
+    )
+    for slug, name, mfr in [("ios-xe", "IOS-XE", cisco), ("junos", "Junos", juniper),
+                            ("nx-os", "NX-OS", cisco)]
+}  # fmt: skip
+
+
+def ensure_ref(ep: str, obj: dict, field: str, value: int | None) -> None:
+    """PATCH a relation (platform, VLAN...) when it does not point at `value` yet."""
+    current = obj.get(field)
+    if (current or {}).get("id") != value:
+        call("PATCH", f"{ep}/{obj['id']}", body={field: value})
+
+
+for dname, dev in devices.items():
+    platform = (
+        "junos"
+        if "-fw" in dname
+        else None
+        if "dayton" in dname or "cleveland" in dname
+        else "ios-xe"
+    )
+    ensure_ref("dcim/devices", call("GET", f"dcim/devices/{dev['id']}"), "platform",
+               platform and platforms[platform]["id"])  # fmt: skip
+
+# mode, untagged VLAN, tagged VLANs
+for (dname, ifn), mode, untagged, tagged in [
+    (("dmi01-akron-sw01", "GigabitEthernet1/0/2"), "access", ("DM-Akron", 100), []),
+    (("dmi01-akron-sw01", "GigabitEthernet1/0/1"), "tagged", ("DM-Akron", 300),
+     [("DM-Akron", 100), ("DM-Akron", 200)]),
+    (("dmi01-akron-sw03", "GigabitEthernet1/0/2"), "access", ("DM-Akron", 200), []),
+    (("dmi01-columbus-sw01", "GigabitEthernet1/0/1"), "tagged", None, [("DM-Columbus", 100)]),
+    (("dmi01-columbus-sw01", "GigabitEthernet1/0/2"), "access", ("DM-Columbus", 100), []),
+]:  # fmt: skip
+    iface = call("GET", f"dcim/interfaces/{ifaces[(dname, ifn)]['id']}")
+    want = {
+        "mode": mode,
+        "untagged_vlan": untagged and vlans[untagged]["id"],
+        "tagged_vlans": sorted(vlans[t]["id"] for t in tagged),
+    }
+    have = {
+        "mode": (iface["mode"] or {}).get("value"),
+        "untagged_vlan": (iface["untagged_vlan"] or {}).get("id"),
+        "tagged_vlans": sorted(v["id"] for v in iface["tagged_vlans"]),
+    }
+    if have != want:
+        call("PATCH", f"dcim/interfaces/{iface['id']}", body=want)
+
+providers = {
+    slug: ensure("circuits/providers", {"slug": slug}, {"name": name, "slug": slug})
+    for slug, name in [("lumen", "Lumen"), ("zayo", "Zayo")]
+}
+zayo_mpls = ensure(
+    "circuits/provider-networks",
+    {"name": "Zayo MPLS"},
+    {"name": "Zayo MPLS", "provider": providers["zayo"]["id"]},
+)
+ctypes = {
+    slug: ensure("circuits/circuit-types", {"slug": slug}, {"name": name, "slug": slug})
+    for slug, name in [("internet", "Internet"), ("mpls", "MPLS")]
+}
+circuits = {}
+terminations = {}
+# cid, provider, type, status, tenant, A side, Z side (("dcim.site", site) or a provider network)
+for cid, prov, ctype, status, tenant, a_side, z_side in [
+    ("LUM-1001", "lumen", "internet", "active", acme, ("dcim.site", "DM-Akron"),
+     ("dcim.site", "DM-Columbus")),
+    ("ZAY-2001", "zayo", "mpls", "active", None, ("dcim.site", "DM-Dayton"),
+     ("circuits.providernetwork", "Zayo MPLS")),
+    ("LUM-1002", "lumen", "internet", "planned", globex, ("dcim.site", "DM-Columbus"), None),
+]:  # fmt: skip
+    body = {"cid": cid, "provider": providers[prov]["id"], "type": ctypes[ctype]["id"],
+            "status": status, "tenant": tenant and tenant["id"]}  # fmt: skip
+    circuits[cid] = ensure("circuits/circuits", {"cid": cid}, body)
+    for side, where in (("A", a_side), ("Z", z_side)):
+        if where is None:
+            continue
+        kind, name = where
+        target = sites[name]["id"] if kind == "dcim.site" else zayo_mpls["id"]
+        terminations[(cid, side)] = ensure(
+            "circuits/circuit-terminations",
+            {"circuit_id": circuits[cid]["id"], "term_side": side},
+            {"circuit": circuits[cid]["id"], "term_side": side, "termination_type": kind,
+             "termination_id": target, "port_speed": 1_000_000 if kind == "dcim.site" else None},
+        )  # fmt: skip
+
+
+def ensure_cable(a: tuple[str, int], b: tuple[str, int]) -> None:
+    """A cable between two terminations (object type, id), unless the A end has one."""
+    global created
+    a_type, a_id = a
+    ep = "dcim/interfaces" if a_type == "dcim.interface" else "circuits/circuit-terminations"
+    if call("GET", f"{ep}/{a_id}")["cable"]:
+        return
+    created += 1
+    call("POST", "dcim/cables", body={
+        "a_terminations": [{"object_type": a_type, "object_id": a_id}],
+        "b_terminations": [{"object_type": b[0], "object_id": b[1]}],
+        "status": "connected",
+    })  # fmt: skip
+
+
+def port(dname: str, ifn: str) -> tuple[str, int]:
+    return ("dcim.interface", ifaces[(dname, ifn)]["id"])
+
+
+ensure_cable(port("dmi01-akron-sw01", "GigabitEthernet1/0/1"),
+             port("dmi01-akron-rtr01", "GigabitEthernet1/0/2"))  # fmt: skip
+ensure_cable(port("dmi01-columbus-sw01", "GigabitEthernet1/0/1"),
+             port("dmi01-columbus-rtr01", "GigabitEthernet1/0/2"))  # fmt: skip
+ensure_cable(port("dmi01-akron-rtr01", "GigabitEthernet1/0/1"),
+             ("circuits.circuittermination", terminations[("LUM-1001", "A")]["id"]))  # fmt: skip
+ensure_cable(port("dmi01-dayton-rtr01", "GigabitEthernet1/0/1"),
+             ("circuits.circuittermination", terminations[("ZAY-2001", "A")]["id"]))  # fmt: skip
+
 # The user's own NetBox has custom fields: the tools must learn their cf_ filters from
 # the server (issue 14). filter_logic "disabled" is a field NetBox does not filter on.
 for cf_name, cf_type, logic in [

@@ -129,6 +129,9 @@ CATALOG = (
     "tenancy/tenants",
     "circuits/circuits",
     "circuits/providers",
+    "circuits/provider-networks",
+    "dcim/interfaces",
+    "dcim/platforms",
     "virtualization/virtual-machines",
     "virtualization/clusters",
     "core/object-changes",
@@ -807,6 +810,164 @@ def _prefix_addresses(cat: Catalog) -> list[Draft]:
     ]
 
 
+# --- what is plugged into a port, an interface's VLANs, a platform, where a circuit
+# lands (issue 34). Each is answerable with the agent's read tools: an interface
+# read by id carries its link_peers (the far end of its cable), mode and VLANs; a
+# circuit carries termination_a and termination_z. ---------------------------------
+
+
+def _ports(cat: Catalog) -> list[tuple[Mapping[str, Any], str]]:
+    """Interfaces on a named device, with the words that name one ("interface
+    GigabitEthernet1/0/1 of device D"): unambiguous, since an interface's name is
+    unique to its device (https://netboxlabs.com/docs/netbox/models/dcim/interface)."""
+    return [
+        (i, f"interface {i['name']} of device {dig(i, 'device.name')}")
+        for i in cat["dcim/interfaces"]
+        if i.get("name") and dig(i, "device.name")
+    ]
+
+
+PEER_PATHS = {
+    "dcim.interface": ("dcim/interfaces", "device.name"),
+    "dcim.frontport": ("dcim/front-ports", "device.name"),
+    "dcim.rearport": ("dcim/rear-ports", "device.name"),
+    "circuits.circuittermination": ("circuits/circuit-terminations", "circuit.cid"),
+}
+"""Where the far end of a cable is listed by its cable (NetBox's cable_id filter),
+and what names it: a device's port names its device, a circuit's termination its
+circuit (an interface's link_peers_type;
+https://netboxlabs.com/docs/netbox/models/dcim/cable)."""
+
+
+def _cable_peers(circuit: bool) -> Callable[[Catalog], list[Draft]]:
+    """What is on the other end of the cable in a port: a device, or (the trap)
+    a circuit's termination, where the device tools find no device. Asked the
+    same way for both, so the wording does not give the answer away."""
+
+    def drafts(cat: Catalog) -> list[Draft]:
+        universe = names(cat["dcim/devices"]) + names(cat["circuits/circuits"], "cid")
+        made = []
+        for i, words in _ports(cat):
+            kind, cable = i.get("link_peers_type"), dig(i, "cable.id")
+            if kind not in PEER_PATHS or cable is None:
+                continue
+            if (kind == "circuits.circuittermination") != circuit:
+                continue
+            path, name = PEER_PATHS[kind]
+            mine = [("!id", str(i["id"]))] if kind == "dcim.interface" else []
+            made.append(
+                Draft(
+                    str(i["id"]),
+                    f"What is on the other end of the cable plugged into {words}? "
+                    "Give the device, or the circuit if it goes to a circuit.",
+                    q(path, f"value:{name}", mine, cable_id=cable),
+                    universe,
+                )
+            )
+        return made
+
+    return drafts
+
+
+MODES = ("access", "tagged")
+"""802.1Q modes whose VLANs are the ones listed on the interface (tagged-all
+carries every VLAN, whatever is listed: its questions would need reading)."""
+
+
+def _interface_mode(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(i["id"]),
+            f"What is the 802.1Q mode of {words}?",
+            q(f"dcim/interfaces/{i['id']}", "value:mode"),
+            ("access", "tagged", "tagged-all", "q-in-q"),
+        )
+        for i, words in _ports(cat)
+        if dig(i, "mode") in MODES
+    ]
+
+
+def _untagged_vlan(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(i["id"]),
+            f"Which VLAN is untagged on {words}? Give its name.",
+            q(f"dcim/interfaces/{i['id']}", "value:untagged_vlan.name"),
+            names(cat["ipam/vlans"]),
+        )
+        for i, words in _ports(cat)
+        if dig(i, "mode") in MODES and i.get("untagged_vlan")
+    ]
+
+
+def _interface_vlans(cat: Catalog) -> list[Draft]:
+    """Every VLAN an interface carries: NetBox's VLAN filter interface_id holds
+    the untagged and the tagged ones alike, as the question asks."""
+    return [
+        Draft(
+            str(i["id"]),
+            f"Which VLANs does {words} carry, tagged or untagged? Give their names.",
+            q("ipam/vlans", "list:name", interface_id=i["id"]),
+            names(cat["ipam/vlans"]),
+        )
+        for i, words in _ports(cat)
+        if dig(i, "mode") in MODES
+    ]
+
+
+def _device_platform(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(d["id"]),
+            f"Which platform does device {d['name']} run?",
+            q(f"dcim/devices/{d['id']}", "value:platform.name"),
+            names(cat["dcim/platforms"]),
+        )
+        for d in unique(cat["dcim/devices"])
+        if d.get("platform")
+    ]
+
+
+def _platform_devices(cat: Catalog) -> list[Draft]:
+    return [
+        Draft(
+            str(p["id"]),
+            f"Which devices run platform {p['name']}?",
+            q("dcim/devices", "list:name", platform_id=p["id"]),
+            names(cat["dcim/devices"]),
+        )
+        for p in unique(cat["dcim/platforms"])
+    ]
+
+
+LANDINGS = ("dcim.site", "circuits.providernetwork")
+"""Where a circuit's side lands, as the question asks: a site or a provider
+network (since NetBox 4.2 a termination is termination_type + termination_id;
+https://netboxlabs.com/docs/netbox/v4.3/models/circuits/circuittermination.md)."""
+
+
+def _circuit_sides(cat: Catalog) -> list[Draft]:
+    """The trap: a side at a provider network, not at a site."""
+    universe = names(cat["dcim/sites"]) + names(cat["circuits/provider-networks"])
+    return [
+        Draft(
+            f"{c['id']}-{side}",
+            f"Where does the {side} side of circuit {c['cid']} terminate? "
+            "Give the site or provider network.",
+            q(
+                "circuits/circuit-terminations",
+                "value:termination.name",
+                circuit_id=c["id"],
+                term_side=side,
+            ),
+            universe,
+        )
+        for c in unique(cat["circuits/circuits"], "cid")
+        for side in ("A", "Z")
+        if dig(c, f"termination_{side.lower()}.termination_type") in LANDINGS
+    ]
+
+
 TEMPLATES: tuple[Template, ...] = (
     Template("site-devices", "simple", "count", "devices", _sites_devices, noun="devices"),
     Template("device-status", "simple", "value", "devices", _device_status, noun="status"),
@@ -969,6 +1130,30 @@ TEMPLATES: tuple[Template, ...] = (
     Template(
         "describe-device", "advanced", "explanation", "devices", _describe_device, noun="device"
     ),
+    Template("cable-peer", "medium", "value", "cables", _cable_peers(False), noun="device"),
+    Template(
+        "cable-circuit",
+        "medium",
+        "value",
+        "cables",
+        _cable_peers(True),
+        trap="cable-to-circuit",
+        noun="circuit",
+    ),
+    Template("interface-mode", "simple", "value", "interfaces", _interface_mode, noun="mode"),
+    Template("untagged-vlan", "simple", "value", "vlans", _untagged_vlan, noun="VLAN"),
+    Template("interface-vlans", "medium", "list", "vlans", _interface_vlans, noun="VLANs"),
+    Template("device-platform", "simple", "value", "devices", _device_platform, noun="platform"),
+    Template(
+        "platform-devices",
+        "medium",
+        "list",
+        "devices",
+        _platform_devices,
+        empty_is_absence=True,
+        noun="devices",
+    ),
+    Template("circuit-side", "medium", "value", "circuits", _circuit_sides, noun="site"),
 )
 
 

@@ -133,6 +133,15 @@ def label(row: Mapping[str, Any]) -> str | None:
     return None if row.get("id") is None else f"#{row['id']}"
 
 
+def _named(row: Mapping[str, Any], dotted: str) -> Any:
+    """`dig`, but a name (`name`, `device.name`) of an object without one is its
+    label: an unnamed device at the far end of a cable still counts."""
+    if dotted != "name" and not dotted.endswith(".name"):
+        return dig(row, dotted)
+    owner = row if dotted == "name" else dig(row, dotted.removesuffix(".name"))
+    return label(owner) if isinstance(owner, Mapping) else None
+
+
 def _holds(row: Mapping[str, Any], where: Sequence[tuple[str, str | None]]) -> bool:
     for name, wanted in where:
         negated = name.startswith("!")
@@ -152,7 +161,7 @@ def take(query: Query, rows: Sequence[Mapping[str, Any]]) -> int | str | list[st
     kind, _, name = query.take.partition(":")
     if kind == "count":
         return len(kept)
-    values = [label(row) if name == "name" else dig(row, name) for row in kept]
+    values = [_named(row, name) for row in kept]
     texts = [str(value) for value in values if value not in (None, "")]
     if kind == "list":
         return texts

@@ -39,52 +39,34 @@ SITES = [
     {"id": 2, "name": "DM-Columbus", "slug": "dm-columbus", "status": {"value": "active"}},
     {"id": 3, "name": "DM-Dayton", "slug": "dm-dayton", "status": {"value": "planned"}},
 ]
+PLATFORMS = [_ref(1, "IOS-XE"), _ref(2, "Junos"), _ref(3, "NX-OS")]  # NX-OS: on no device
+
+
+def _device(
+    oid: int, name: str, site: dict[str, Any], status: str, role: dict[str, Any], **more: Any
+) -> dict[str, Any]:
+    """A device as NetBox 4.7 lists it; tenant, rack, primary_ip4 and platform empty
+    unless given."""
+    place = {"id": site["id"], "slug": site["slug"], "name": site["name"]}
+    empty = {"tenant": None, "rack": None, "primary_ip4": None, "platform": None}
+    return {"id": oid, "name": name, "site": place, "status": {"value": status}, "role": role,
+            **empty, **more}  # fmt: skip
+
+
 # Every domain the evaluation harness asks about has a little data, with the
 # shapes its traps need: a device without a tenant (the scoped count), a VLAN
 # vid one tenant has and another has not (the false premise), a device without
 # a primary IP, a site whose devices are not all active.
 DEVICES = [
-    {
-        "id": 1,
-        "name": "dmi01-akron-sw01",
-        "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
-        "status": {"value": "active"},
-        "role": ACCESS,
-        "tenant": DUNDER,
-        "rack": _ref(1, "R101"),
-        "primary_ip4": {"id": 1, "address": "10.0.0.1/24"},
-    },
-    {
-        "id": 2,
-        "name": "dmi01-akron-sw02",
-        "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
-        "status": {"value": "offline"},
-        "role": ACCESS,
-        "tenant": None,
-        "rack": _ref(1, "R101"),
-        "primary_ip4": None,
-    },
-    {
-        "id": 3,
-        "name": "dmi01-akron-rtr01",
-        "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
-        "status": {"value": "active"},
-        "role": ROUTER,
-        "tenant": DUNDER,
-        "rack": None,
-        "primary_ip4": {"id": 3, "address": "10.1.0.1/24"},
-    },
-    {
-        "id": 4,
-        "name": "dmi01-columbus-sw01",
-        "site": {"id": 2, "slug": "dm-columbus", "name": "DM-Columbus"},
-        "status": {"value": "active"},
-        "role": ACCESS,
-        "tenant": INITECH,
-        "rack": _ref(2, "R201"),
-        "primary_ip4": None,
-    },
-]
+    _device(1, "dmi01-akron-sw01", AKRON, "active", ACCESS, tenant=DUNDER, rack=_ref(1, "R101"),
+            primary_ip4={"id": 1, "address": "10.0.0.1/24"}, platform=PLATFORMS[0]),
+    _device(2, "dmi01-akron-sw02", AKRON, "offline", ACCESS, rack=_ref(1, "R101"),
+            platform=PLATFORMS[0]),
+    _device(3, "dmi01-akron-rtr01", AKRON, "active", ROUTER, tenant=DUNDER,
+            primary_ip4={"id": 3, "address": "10.1.0.1/24"}, platform=PLATFORMS[1]),
+    _device(4, "dmi01-columbus-sw01", COLUMBUS, "active", ACCESS, tenant=INITECH,
+            rack=_ref(2, "R201"), platform=PLATFORMS[0]),
+]  # fmt: skip
 CHANGES = [
     {
         "id": 10 + i,
@@ -106,27 +88,135 @@ CHANGES = [
 # rack_id=46, IP addresses by assigned_object_id [66, 67]; and a device name that two
 # sites share, so a name can match several objects.
 DEVICES += [
-    {"id": 5, "name": "core-sw", "site": {"id": 3, "slug": "dm-dayton", "name": "DM-Dayton"},
-     "status": {"value": "active"}, "role": ROUTER, "tenant": None, "rack": None, "primary_ip4": None},
-    {"id": 6, "name": "core-sw", "site": {"id": 2, "slug": "dm-columbus", "name": "DM-Columbus"},
-     "status": {"value": "active"}, "role": ROUTER, "tenant": None, "rack": None, "primary_ip4": None},
-]  # fmt: skip
-_DEVICE = {d["id"]: _ref(d["id"], d["name"]) for d in DEVICES}
-INTERFACES = [
-    {"id": 1, "name": "eth0", "device": _DEVICE[1], "cable": {"id": 1}, "enabled": True},
-    {"id": 2, "name": "eth1", "device": _DEVICE[1], "cable": None, "enabled": True},
-    {"id": 3, "name": "ge-0/0/0", "device": _DEVICE[3], "cable": {"id": 1}, "enabled": True},
-    {"id": 4, "name": "eth0", "device": _DEVICE[4], "cable": None, "enabled": False},
+    _device(5, "core-sw", _ref(3, "DM-Dayton"), "active", ROUTER),
+    _device(6, "core-sw", COLUMBUS, "active", ROUTER),
 ]
-CABLES = [
-    {
-        "id": 1,
-        "label": "",
-        "status": _status("connected"),
-        "a_terminations": [{"object_type": "dcim.interface", "object_id": 1}],
-        "b_terminations": [{"object_type": "dcim.interface", "object_id": 3}],
-        "_site": [1],  # NetBox's site_id filter follows the terminations' devices
+_DEVICE = {
+    d["id"]: {"id": d["id"], "display": d["name"], "name": d["name"], "description": ""}
+    for d in DEVICES
+}
+VLANS = [
+    {"id": 1, "vid": 100, "name": "mgmt", "site": AKRON, "tenant": DUNDER},
+    {"id": 2, "vid": 200, "name": "users", "site": AKRON, "tenant": None},
+    {"id": 3, "vid": 300, "name": "servers", "site": COLUMBUS, "tenant": INITECH},
+]
+
+
+def _vlan(oid: int) -> dict[str, Any]:
+    """A VLAN as an interface refers to it (NetBox 4.7: display "USERS (100)")."""
+    (v,) = [v for v in VLANS if v["id"] == oid]
+    display = f"{v['name']} ({v['vid']})"
+    return {"id": oid, "display": display, "vid": v["vid"], "name": v["name"], "description": ""}
+
+
+def _interface(
+    oid: int,
+    name: str,
+    device: int,
+    mode: str | None = None,
+    vlans: tuple[int, ...] = (),
+    **more: Any,
+) -> dict[str, Any]:
+    """An interface as GET /api/dcim/interfaces/ shows one in NetBox 4.7 (the live
+    tier's NetBox): its 802.1Q mode, its untagged VLAN (the first of `vlans`) and the
+    tagged ones (the rest, on a tagged port); cabled by _plug."""
+    untagged, *tagged = vlans or (None,)
+    return {
+        "id": oid, "display": name, "name": name, "device": _DEVICE[device], "enabled": True,
+        "mode": mode and _status(mode), "untagged_vlan": untagged and _vlan(untagged),
+        "tagged_vlans": [_vlan(v) for v in tagged], "cable": None, "cable_end": None,
+        "link_peers": [], "link_peers_type": None, "connected_endpoints": None,
+        "connected_endpoints_type": None, "connected_endpoints_reachable": False, **more,
+    }  # fmt: skip
+
+
+INTERFACES = [
+    _interface(1, "eth0", 1, "tagged", (1, 2)),
+    _interface(2, "eth1", 1, "access", (2,)),
+    _interface(3, "ge-0/0/0", 3),
+    _interface(4, "eth0", 4, "access", (3,), enabled=False),
+    _interface(5, "ge-0/0/1", 3),  # cabled to circuit LUM-1001's A side
+]
+for _row in VLANS:  # NetBox's VLAN filter interface_id: untagged or tagged on the interface
+    _row["_interface_id"] = [
+        i["id"]
+        for i in INTERFACES
+        if _row["id"] in {v.get("id") for v in [i["untagged_vlan"] or {}, *i["tagged_vlans"]]}
+    ]
+PROVIDER_NETWORKS = [{"id": 1, "display": "Zayo MPLS", "name": "Zayo MPLS", "description": ""}]
+CIRCUITS = [
+    {"id": 1, "cid": "LUM-1001", "provider": _ref(1, "Lumen"), "tenant": DUNDER,
+     "status": _status("active")},
+    {"id": 2, "cid": "ZAY-2001", "provider": _ref(2, "Zayo"), "tenant": None,
+     "status": _status("planned")},
+]  # fmt: skip
+
+
+def _termination(oid: int, circuit: int, side: str, kind: str, where: dict[str, Any]) -> dict:
+    """A circuit termination as NetBox 4.2+ shows one: termination_type and
+    termination_id (it replaced site and provider_network;
+    https://netboxlabs.com/docs/netbox/v4.3/models/circuits/circuittermination.md),
+    the termination itself brief; the circuit carries it as termination_a/_z."""
+    c = CIRCUITS[circuit - 1]
+    brief = {"id": c["id"], "display": c["cid"], "cid": c["cid"], "provider": c["provider"]}
+    target = {key: where[key] for key in ("id", "name", "slug") if key in where}
+    row = {
+        "id": oid, "display": f"{c['cid']}: Termination {side}", "circuit": brief,
+        "term_side": side, "termination_type": kind, "termination_id": where["id"],
+        "termination": {**target, "display": where["name"], "description": ""},
+        "port_speed": 1_000_000 if kind == "dcim.site" else None, "upstream_speed": None,
+        "xconnect_id": "", "description": "",
+    }  # fmt: skip
+    c[f"termination_{side.lower()}"] = {
+        k: v for k, v in row.items() if k not in ("circuit", "term_side")
     }
+    return {**row, "pp_info": "", "mark_connected": False, "cable": None, "cable_end": None,
+            "link_peers": [], "link_peers_type": None}  # fmt: skip
+
+
+TERMINATIONS = [
+    _termination(1, 1, "A", "dcim.site", AKRON),
+    _termination(2, 1, "Z", "dcim.site", COLUMBUS),
+    _termination(3, 2, "A", "dcim.site", _ref(3, "DM-Dayton")),
+    _termination(4, 2, "Z", "circuits.providernetwork", PROVIDER_NETWORKS[0]),
+]
+_PEER = {
+    "dcim.interface": ("device", "name"),
+    "circuits.circuittermination": ("circuit", "term_side"),
+}
+
+
+def _plug(
+    oid: int, a: tuple[str, dict[str, Any]], b: tuple[str, dict[str, Any]], site: int
+) -> dict:
+    """A cable from end A to end B, as NetBox 4.7 shows it on both ends: `cable`,
+    `cable_end` and `link_peers` (the other end, brief), and as the cable lists its
+    a_ and b_terminations (the live tier's NetBox; GET /api/dcim/cables/{id}/)."""
+    ref = {"id": oid, "display": f"#{oid}", "label": "", "description": ""}
+
+    def brief(kind: str, row: dict[str, Any]) -> dict[str, Any]:
+        keys = ("id", "display", *_PEER[kind], "description")
+        return {**{k: row[k] for k in keys if k in row}, "cable": ref, "_occupied": True}
+
+    for (kind, row), end, (peer_kind, peer) in ((a, "A", b), (b, "B", a)):
+        row.update(cable=ref, cable_end=end, link_peers=[brief(peer_kind, peer)],
+                   link_peers_type=peer_kind)  # fmt: skip
+        if kind == peer_kind == "dcim.interface":  # the path ends at the other interface
+            row.update(connected_endpoints=row["link_peers"],
+                       connected_endpoints_type=peer_kind, connected_endpoints_reachable=True)  # fmt: skip
+    return {
+        "id": oid, "display": f"#{oid}", "label": "", "status": _status("connected"),
+        "a_terminations": [{"object_type": a[0], "object_id": a[1]["id"], "object": brief(*a)}],
+        "b_terminations": [{"object_type": b[0], "object_id": b[1]["id"], "object": brief(*b)}],
+        "_site_id": [site],  # NetBox's site_id filter follows the terminations' sites
+    }  # fmt: skip
+
+
+CABLES = [
+    _plug(1, ("dcim.interface", INTERFACES[0]), ("dcim.interface", INTERFACES[2]), 1),
+    _plug(
+        2, ("dcim.interface", INTERFACES[4]), ("circuits.circuittermination", TERMINATIONS[0]), 1
+    ),
 ]
 DATA: dict[str, list[dict[str, Any]]] = {
     "dcim/sites": SITES,
@@ -187,29 +277,13 @@ DATA: dict[str, list[dict[str, Any]]] = {
             "assigned_object_id": 68,
         },
     ],
-    "ipam/vlans": [
-        {"id": 1, "vid": 100, "name": "mgmt", "site": AKRON, "tenant": DUNDER},
-        {"id": 2, "vid": 200, "name": "users", "site": AKRON, "tenant": None},
-        {"id": 3, "vid": 300, "name": "servers", "site": COLUMBUS, "tenant": INITECH},
-    ],
+    "ipam/vlans": VLANS,
     "tenancy/tenants": [{**DUNDER}, {**INITECH}],
     "circuits/providers": [{**_ref(1, "Lumen")}, {**_ref(2, "Zayo")}],
-    "circuits/circuits": [
-        {
-            "id": 1,
-            "cid": "LUM-1001",
-            "provider": _ref(1, "Lumen"),
-            "tenant": DUNDER,
-            "status": _status("active"),
-        },
-        {
-            "id": 2,
-            "cid": "ZAY-2001",
-            "provider": _ref(2, "Zayo"),
-            "tenant": None,
-            "status": _status("planned"),
-        },
-    ],
+    "circuits/circuits": CIRCUITS,
+    "circuits/circuit-terminations": TERMINATIONS,
+    "circuits/provider-networks": PROVIDER_NETWORKS,
+    "dcim/platforms": PLATFORMS,
     "virtualization/clusters": [{"id": 1, "name": "akron-vmw"}],
     "virtualization/virtual-machines": [
         {"id": 1, "name": "vm-web01", "cluster": _ref(1, "akron-vmw"), "tenant": DUNDER},
@@ -251,8 +325,8 @@ def _matches(obj: dict[str, Any], key: str, values: list[str]) -> bool:
         return _inside(str(ipaddress.ip_interface(obj["address"]).ip), values)
     if key == "parent" and "prefix" in obj:
         return _inside(obj["prefix"], values)
-    if key == "site_id" and "_site" in obj:
-        return any(str(site) in values for site in obj["_site"])
+    if f"_{key}" in obj:  # a filter NetBox answers through a relation the row does not show
+        return any(str(held) in values for held in obj[f"_{key}"])
     if key.endswith("_id") and key not in obj and key[:-3] in obj:
         related = obj[key[:-3]]
         return related is not None and str(related.get("id")) in values
