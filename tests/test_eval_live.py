@@ -44,6 +44,10 @@ FILTER_FIELDS = {
     "changed_object_type": "changed_object_type",
     "changed_object_id": "changed_object_id",
     "address": "address",
+    "cable_id": "cable.id",
+    "platform_id": "platform.id",
+    "circuit_id": "circuit.id",
+    "term_side": "term_side",
 }
 _listings: dict[str, list[dict[str, Any]]] = {}
 
@@ -65,7 +69,7 @@ def field(row: Any, dotted: str) -> Any:
     """A dotted field; a choice field (`{"value": ..., "label": ...}`) as its value."""
     for part in dotted.split("."):
         row = row.get(part) if isinstance(row, dict) else None
-    return row["value"] if isinstance(row, dict) and "label" in row else row
+    return row["value"] if isinstance(row, dict) and {"value", "label"} <= row.keys() else row
 
 
 def filtered(row: dict[str, Any], key: str, value: str) -> bool:
@@ -75,7 +79,37 @@ def filtered(row: dict[str, Any], key: str, value: str) -> bool:
     if key == "parent":  # the address's host inside the prefix, whatever its VRF
         host = ipaddress.ip_interface(row["address"]).ip
         return host in ipaddress.ip_network(value)
+    if key == "interface_id":  # a VLAN the interface carries, untagged or tagged
+        (port,) = [i for i in listing("dcim/interfaces") if str(i["id"]) == value]
+        carried = [port["untagged_vlan"], *port["tagged_vlans"]]
+        return row["id"] in {vlan["id"] for vlan in carried if vlan}
+    if key == "site_id" and "a_terminations" in row:  # a cable: where its ends are
+        return value in cable_sites(row)
     return str(field(row, FILTER_FIELDS[key])) == value
+
+
+def cable_sites(cable: dict[str, Any]) -> set[str]:
+    """The sites of a cable's ends: an interface's device's site, a circuit
+    termination's site (when it terminates at one)."""
+    sites = set()
+    for end in cable["a_terminations"] + cable["b_terminations"]:
+        if end["object_type"] == "dcim.interface":
+            (port,) = [i for i in listing("dcim/interfaces") if i["id"] == end["object_id"]]
+            (device,) = [d for d in listing("dcim/devices") if d["id"] == port["device"]["id"]]
+            sites.add(str(device["site"]["id"]))
+        elif end["object_type"] == "circuits.circuittermination":
+            (term,) = [t for t in listing("circuits/circuit-terminations")
+                       if t["id"] == end["object_id"]]  # fmt: skip
+            if term["termination_type"] == "dcim.site":
+                sites.add(str(term["termination_id"]))
+    return sites
+
+
+def named(row: dict[str, Any], dotted: str) -> Any:
+    if dotted != "name" and not dotted.endswith(".name"):
+        return field(row, dotted)
+    owner = row if dotted == "name" else field(row, dotted.removesuffix(".name"))
+    return (owner.get("name") or owner.get("display")) if isinstance(owner, dict) else None
 
 
 def recompute(q: Question) -> Any:
@@ -87,14 +121,9 @@ def recompute(q: Question) -> Any:
         row = httpx.get(f"{URL.rstrip('/')}/api/{path}/{oid}/", headers=auth(), timeout=60).json()
         rows = [row]
     else:
-        if query.path == "dcim/cables" and listing("dcim/cables") == []:
-            rows = []
-        else:
-            rows = [
-                row
-                for row in listing(query.path)
-                if all(filtered(row, k, v) for k, v in query.params)
-            ]
+        rows = [
+            row for row in listing(query.path) if all(filtered(row, k, v) for k, v in query.params)
+        ]
     for where, wanted in query.where:
         negate = where.startswith("!")
         rows = [
@@ -105,10 +134,10 @@ def recompute(q: Question) -> Any:
         ]  # fmt: skip
     if kind == "count":
         return len(rows)
-    # An object without a name is listed as NetBox displays it (the demo's
-    # unnamed devices): read here from the row, not through truth.label.
-    values = [(row.get("name") or row.get("display")) if name == "name" else field(row, name)
-              for row in rows]  # fmt: skip
+    # An object without a name (the demo's unnamed devices, here or at the far end
+    # of a cable) is listed as NetBox displays it: read here from the row, not
+    # through truth.label.
+    values = [named(row, name) for row in rows]
     if kind == "list":
         return sorted(str(v) for v in values if v not in (None, ""))
     if kind == "distinct":

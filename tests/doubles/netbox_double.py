@@ -141,7 +141,7 @@ for _row in VLANS:  # NetBox's VLAN filter interface_id: untagged or tagged on t
     _row["_interface_id"] = [
         i["id"]
         for i in INTERFACES
-        if _row["id"] in {v.get("id") for v in [i["untagged_vlan"] or {}, *i["tagged_vlans"]]}
+        if _row["id"] in {v["id"] for v in [i["untagged_vlan"], *i["tagged_vlans"]] if v}
     ]
 PROVIDER_NETWORKS = [{"id": 1, "display": "Zayo MPLS", "name": "Zayo MPLS", "description": ""}]
 CIRCUITS = [
