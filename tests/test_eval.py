@@ -664,6 +664,53 @@ def test_templates_for_what_operators_ask_most_with_their_traps(
     )
 
 
+def test_templates_for_a_port_its_vlans_a_platform_and_where_a_circuit_lands(
+    eval_env: dict[str, str], netbox: NetBoxDouble
+) -> None:
+    """What is plugged into a port: another device, or (the trap) a circuit's
+    termination, asked in the same words; an interface's 802.1Q mode, untagged
+    VLAN and every VLAN it carries; a device's platform and a platform's devices
+    (none for one no device runs); where a circuit's sides land, a site or (the
+    trap) a provider network. A device without a name at the far end of a cable
+    is named by its display form."""
+    questions = listed(eval_env, "--per-template", "20")
+
+    def expected(qid: str) -> Any:
+        return questions[qid]["expected"]
+
+    assert expected("cable-peer:1") == "dmi01-akron-rtr01"
+    assert expected("cable-peer:3") == "dmi01-akron-sw01"
+    circuit = questions["cable-circuit:5"]
+    assert circuit["expected"] == "LUM-1001" and circuit["trap"] == "cable-to-circuit"
+    assert circuit["text"].replace("ge-0/0/1", "ge-0/0/0") == questions["cable-peer:3"]["text"]
+    assert {"LUM-1001", "dmi01-akron-rtr01"} <= set(circuit["universe"])
+    assert "cable-peer:2" not in questions and "cable-circuit:2" not in questions  # no cable
+    assert expected("interface-mode:1") == "tagged" and expected("interface-mode:2") == "access"
+    assert "interface-mode:3" not in questions  # an interface without a mode
+    assert expected("untagged-vlan:1") == "mgmt" and expected("untagged-vlan:4") == "servers"
+    assert expected("interface-vlans:1") == ["mgmt", "users"]
+    assert expected("interface-vlans:2") == ["users"]
+    assert expected("device-platform:3") == "Junos"
+    assert "device-platform:5" not in questions  # a device without a platform
+    assert expected("platform-devices:1") == [
+        "dmi01-akron-sw01",
+        "dmi01-akron-sw02",
+        "dmi01-columbus-sw01",
+    ]
+    assert questions["platform-devices:3"]["kind"] == "absence"  # NX-OS runs nowhere
+    assert expected("circuit-side:1-A") == "DM-Akron"
+    assert expected("circuit-side:2-Z") == "Zayo MPLS"
+    assert "Zayo MPLS" in questions["circuit-side:1-A"]["universe"]
+
+    unnamed = {"id": 3, "display": "Juniper SRX345 (3)", "name": None, "description": ""}
+    netbox.data["dcim/interfaces"] = [
+        {**row, "device": unnamed} if row["device"]["id"] == 3 else row
+        for row in netbox.data["dcim/interfaces"]
+    ]
+    again = listed(eval_env, "--per-template", "20")
+    assert again["cable-peer:1"]["expected"] == "Juniper SRX345 (3)"
+
+
 def test_parallel_runs_questions_at_once_with_the_same_scores_as_one_at_a_time(
     eval_env: dict[str, str], models: ScriptedOllama, tmp_path: Path
 ) -> None:
