@@ -203,6 +203,47 @@ def q(
     return Query(path, tuple((k, str(v)) for k, v in params.items()), take, tuple(where))
 
 
+Row = Mapping[str, Any]
+
+
+def each(
+    rows: Iterable[Row],
+    text: str,
+    query: Callable[[Row], Query],
+    universe: tuple[str, ...] = (),
+    *,
+    scope: Callable[[Row], Query] | None = None,
+    unscoped: Callable[[Row], Query] | None = None,
+) -> list[Draft]:
+    """One draft per object, keyed by its id: `text` filled in with its fields
+    (`{name}`, `{site[name]}`), its query (and a yes/no question's scope, a
+    scoped count's unscoped total) made for it. Most templates are this."""
+    return [
+        Draft(
+            str(row["id"]),
+            text.format_map(row),
+            query(row),
+            universe,
+            unscoped=None if unscoped is None else unscoped(row),
+            scope=None if scope is None else scope(row),
+        )
+        for row in rows
+    ]
+
+
+def field_of(path: str, field: str) -> Callable[[Row], Query]:
+    """The query for a field of the object itself: `status` of dcim/devices/7."""
+    return lambda row: q(f"{path}/{row['id']}", f"value:{field}")
+
+
+def having(
+    path: str, take: str, key: str, where: Sequence[tuple[str, str | None]] = (), **params: Any
+) -> Callable[[Row], Query]:
+    """The query for the `path` objects whose filter `key` is the object's id
+    (the devices with site_id=S)."""
+    return lambda row: q(path, take, where, **{key: row["id"]}, **params)
+
+
 DEVICE_STATUSES = (
     "active",
     "offline",
@@ -216,38 +257,29 @@ IP_STATUSES = ("active", "reserved", "deprecated", "dhcp", "slaac")
 
 
 def _sites_devices(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(s["id"]),
-            f"How many devices are at site {s['name']}?",
-            q("dcim/devices", site_id=s["id"]),
-        )
-        for s in unique(cat["dcim/sites"])
-    ]
+    return each(
+        unique(cat["dcim/sites"]),
+        "How many devices are at site {name}?",
+        having("dcim/devices", "count", "site_id"),
+    )
 
 
 def _device_status(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(d["id"]),
-            f"What is the status of device {d['name']}?",
-            q(f"dcim/devices/{d['id']}", "value:status"),
-            DEVICE_STATUSES,
-        )
-        for d in unique(cat["dcim/devices"])
-    ]
+    return each(
+        unique(cat["dcim/devices"]),
+        "What is the status of device {name}?",
+        field_of("dcim/devices", "status"),
+        DEVICE_STATUSES,
+    )
 
 
 def _rack_site(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(r["id"]),
-            f"Which site is rack {r['name']} in?",
-            q(f"dcim/racks/{r['id']}", "value:site.name"),
-            names(cat["dcim/sites"]),
-        )
-        for r in unique(cat["dcim/racks"])
-    ]
+    return each(
+        unique(cat["dcim/racks"]),
+        "Which site is rack {name} in?",
+        field_of("dcim/racks", "site.name"),
+        names(cat["dcim/sites"]),
+    )
 
 
 def _tenant_count(cat: Catalog) -> list[Draft]:
@@ -259,99 +291,72 @@ def _tenant_count(cat: Catalog) -> list[Draft]:
 
 
 def _vlan_vid(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(v["id"]),
-            f"What is the VLAN ID (VID) of VLAN {v['name']}?",
-            q(f"ipam/vlans/{v['id']}", "value:vid"),
-        )
-        for v in unique(cat["ipam/vlans"])
-    ]
+    return each(
+        unique(cat["ipam/vlans"]),
+        "What is the VLAN ID (VID) of VLAN {name}?",
+        field_of("ipam/vlans", "vid"),
+    )
 
 
 def _prefix_vrf(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(p["id"]),
-            f"Which VRF is prefix {p['prefix']} in?",
-            q(f"ipam/prefixes/{p['id']}", "value:vrf.name"),
-            names(cat["ipam/vrfs"]),
-        )
-        for p in unique(cat["ipam/prefixes"], "prefix")
-        if p.get("vrf")
-    ]
+    return each(
+        [p for p in unique(cat["ipam/prefixes"], "prefix") if p.get("vrf")],
+        "Which VRF is prefix {prefix} in?",
+        field_of("ipam/prefixes", "vrf.name"),
+        names(cat["ipam/vrfs"]),
+    )
 
 
 def _ip_status(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(a["id"]),
-            f"What is the status of IP address {a['address']}?",
-            q(f"ipam/ip-addresses/{a['id']}", "value:status"),
-            IP_STATUSES,
-        )
-        for a in unique(cat["ipam/ip-addresses"], "address")
-    ]
+    return each(
+        unique(cat["ipam/ip-addresses"], "address"),
+        "What is the status of IP address {address}?",
+        field_of("ipam/ip-addresses", "status"),
+        IP_STATUSES,
+    )
 
 
 def _circuit_provider(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(c["id"]),
-            f"Which provider supplies circuit {c['cid']}?",
-            q(f"circuits/circuits/{c['id']}", "value:provider.name"),
-            names(cat["circuits/providers"]),
-        )
-        for c in unique(cat["circuits/circuits"], "cid")
-    ]
+    return each(
+        unique(cat["circuits/circuits"], "cid"),
+        "Which provider supplies circuit {cid}?",
+        field_of("circuits/circuits", "provider.name"),
+        names(cat["circuits/providers"]),
+    )
 
 
 def _vm_cluster(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(v["id"]),
-            f"Which cluster does virtual machine {v['name']} run in?",
-            q(f"virtualization/virtual-machines/{v['id']}", "value:cluster.name"),
-            names(cat["virtualization/clusters"]),
-        )
-        for v in unique(cat["virtualization/virtual-machines"])
-        if v.get("cluster")
-    ]
+    return each(
+        [v for v in unique(cat["virtualization/virtual-machines"]) if v.get("cluster")],
+        "Which cluster does virtual machine {name} run in?",
+        field_of("virtualization/virtual-machines", "cluster.name"),
+        names(cat["virtualization/clusters"]),
+    )
 
 
 def _feed_panel(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(f["id"]),
-            f"Which power panel does power feed {f['name']} come from?",
-            q(f"dcim/power-feeds/{f['id']}", "value:power_panel.name"),
-            names(cat["dcim/power-panels"]),
-        )
-        for f in unique(cat["dcim/power-feeds"])
-    ]
+    return each(
+        unique(cat["dcim/power-feeds"]),
+        "Which power panel does power feed {name} come from?",
+        field_of("dcim/power-feeds", "power_panel.name"),
+        names(cat["dcim/power-panels"]),
+    )
 
 
 def _vrf_rd(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(v["id"]),
-            f"What is the route distinguisher of VRF {v['name']}?",
-            q(f"ipam/vrfs/{v['id']}", "value:rd"),
-        )
-        for v in unique(cat["ipam/vrfs"])
-        if v.get("rd")
-    ]
+    return each(
+        [v for v in unique(cat["ipam/vrfs"]) if v.get("rd")],
+        "What is the route distinguisher of VRF {name}?",
+        field_of("ipam/vrfs", "rd"),
+    )
 
 
 def _device_interfaces(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(d["id"]),
-            f"How many interfaces does device {d['name']} have?",
-            q("dcim/interfaces", device_id=d["id"]),
-        )
-        for d in unique(cat["dcim/devices"])
-    ]
+    return each(
+        unique(cat["dcim/devices"]),
+        "How many interfaces does device {name} have?",
+        having("dcim/interfaces", "count", "device_id"),
+    )
 
 
 def _changes_by_user(cat: Catalog) -> list[Draft]:
@@ -393,62 +398,47 @@ def _role_site_list(cat: Catalog) -> list[Draft]:
 
 
 def _vrf_prefixes(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(v["id"]),
-            f"How many active prefixes are in VRF {v['name']}?",
-            q("ipam/prefixes", vrf_id=v["id"], status="active"),
-        )
-        for v in unique(cat["ipam/vrfs"])
-    ]
+    return each(
+        unique(cat["ipam/vrfs"]),
+        "How many active prefixes are in VRF {name}?",
+        having("ipam/prefixes", "count", "vrf_id", status="active"),
+    )
 
 
 def _site_vlans(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(s["id"]),
-            f"Which VLANs are assigned to site {s['name']}? Give their names.",
-            q("ipam/vlans", "list:name", site_id=s["id"]),
-            names(cat["ipam/vlans"]),
-        )
-        for s in unique(cat["dcim/sites"])
-    ]
+    return each(
+        unique(cat["dcim/sites"]),
+        "Which VLANs are assigned to site {name}? Give their names.",
+        having("ipam/vlans", "list:name", "site_id"),
+        names(cat["ipam/vlans"]),
+    )
 
 
 def _cluster_vms(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(c["id"]),
-            f"Which virtual machines run in cluster {c['name']}?",
-            q("virtualization/virtual-machines", "list:name", cluster_id=c["id"]),
-            names(cat["virtualization/virtual-machines"]),
-        )
-        for c in unique(cat["virtualization/clusters"])
-    ]
+    return each(
+        unique(cat["virtualization/clusters"]),
+        "Which virtual machines run in cluster {name}?",
+        having("virtualization/virtual-machines", "list:name", "cluster_id"),
+        names(cat["virtualization/virtual-machines"]),
+    )
 
 
 def _provider_circuits(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(p["id"]),
-            f"How many active circuits does provider {p['name']} have?",
-            q("circuits/circuits", provider_id=p["id"], status="active"),
-        )
-        for p in unique(cat["circuits/providers"])
-    ]
+    return each(
+        unique(cat["circuits/providers"]),
+        "How many active circuits does provider {name} have?",
+        having("circuits/circuits", "count", "provider_id", status="active"),
+    )
 
 
 def _site_all_active(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(s["id"]),
-            f"Are all devices at site {s['name']} active? Name any that are not.",
-            q("dcim/devices", "list:name", [("!status", "active")], site_id=s["id"]),
-            names(cat["dcim/devices"]),
-            scope=q("dcim/devices", site_id=s["id"]),
-        )
-        for s in unique(cat["dcim/sites"])
-    ]
+    return each(
+        unique(cat["dcim/sites"]),
+        "Are all devices at site {name} active? Name any that are not.",
+        having("dcim/devices", "list:name", "site_id", [("!status", "active")]),
+        names(cat["dcim/devices"]),
+        scope=having("dcim/devices", "count", "site_id"),
+    )
 
 
 def _tenant_site_devices(cat: Catalog) -> list[Draft]:
@@ -464,61 +454,45 @@ def _tenant_site_devices(cat: Catalog) -> list[Draft]:
 
 
 def _site_cables(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(s["id"]),
-            f"How many cables are there at site {s['name']}?",
-            q("dcim/cables", site_id=s["id"]),
-        )
-        for s in unique(cat["dcim/sites"])
-    ]
+    return each(
+        unique(cat["dcim/sites"]),
+        "How many cables are there at site {name}?",
+        having("dcim/cables", "count", "site_id"),
+    )
 
 
 def _rack_devices(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(r["id"]),
-            f"Which devices are in rack {r['name']} at site {dig(r, 'site.name')}?",
-            q("dcim/devices", "list:name", rack_id=r["id"]),
-            names(cat["dcim/devices"]),
-        )
-        for r in cat["dcim/racks"]
-        if dig(r, "site.name")
-    ]
+    return each(
+        [r for r in cat["dcim/racks"] if dig(r, "site.name")],
+        "Which devices are in rack {name} at site {site[name]}?",
+        having("dcim/devices", "list:name", "rack_id"),
+        names(cat["dcim/devices"]),
+    )
 
 
 def _panel_feeds(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(p["id"]),
-            f"Which power feeds come from power panel {p['name']}?",
-            q("dcim/power-feeds", "list:name", power_panel_id=p["id"]),
-            names(cat["dcim/power-feeds"]),
-        )
-        for p in unique(cat["dcim/power-panels"])
-    ]
+    return each(
+        unique(cat["dcim/power-panels"]),
+        "Which power feeds come from power panel {name}?",
+        having("dcim/power-feeds", "list:name", "power_panel_id"),
+        names(cat["dcim/power-feeds"]),
+    )
 
 
 def _vrf_active_ips(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(v["id"]),
-            f"How many IP addresses in VRF {v['name']} are active?",
-            q("ipam/ip-addresses", vrf_id=v["id"], status="active"),
-        )
-        for v in unique(cat["ipam/vrfs"])
-    ]
+    return each(
+        unique(cat["ipam/vrfs"]),
+        "How many IP addresses in VRF {name} are active?",
+        having("ipam/ip-addresses", "count", "vrf_id", status="active"),
+    )
 
 
 def _cabled_interfaces(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(d["id"]),
-            f"How many interfaces on device {d['name']} are connected by a cable?",
-            q("dcim/interfaces", where=[("!cable", None)], device_id=d["id"]),
-        )
-        for d in unique(cat["dcim/devices"])
-    ]
+    return each(
+        unique(cat["dcim/devices"]),
+        "How many interfaces on device {name} are connected by a cable?",
+        having("dcim/interfaces", "count", "device_id", [("!cable", None)]),
+    )
 
 
 def _untenanted(cat: Catalog) -> list[Draft]:
@@ -535,51 +509,39 @@ def _untenanted(cat: Catalog) -> list[Draft]:
 
 
 def _untenanted_site(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(s["id"]),
-            f"How many devices at site {s['name']} have no tenant assigned?",
-            q("dcim/devices", where=[("tenant", None)], site_id=s["id"]),
-            unscoped=q("dcim/devices", site_id=s["id"]),
-        )
-        for s in unique(cat["dcim/sites"])
-    ]
+    return each(
+        unique(cat["dcim/sites"]),
+        "How many devices at site {name} have no tenant assigned?",
+        having("dcim/devices", "count", "site_id", [("tenant", None)]),
+        unscoped=having("dcim/devices", "count", "site_id"),
+    )
 
 
 def _role_sites(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(r["id"]),
-            f"Which sites have at least one device with role {r['name']}?",
-            q("dcim/devices", "distinct:site.name", role_id=r["id"]),
-            names(cat["dcim/sites"]),
-        )
-        for r in unique(cat["dcim/device-roles"])
-    ]
+    return each(
+        unique(cat["dcim/device-roles"]),
+        "Which sites have at least one device with role {name}?",
+        having("dcim/devices", "distinct:site.name", "role_id"),
+        names(cat["dcim/sites"]),
+    )
 
 
 def _cluster_tenants(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(c["id"]),
-            f"Which tenants own virtual machines in cluster {c['name']}?",
-            q("virtualization/virtual-machines", "distinct:tenant.name", cluster_id=c["id"]),
-            names(cat["tenancy/tenants"]),
-        )
-        for c in unique(cat["virtualization/clusters"])
-    ]
+    return each(
+        unique(cat["virtualization/clusters"]),
+        "Which tenants own virtual machines in cluster {name}?",
+        having("virtualization/virtual-machines", "distinct:tenant.name", "cluster_id"),
+        names(cat["tenancy/tenants"]),
+    )
 
 
 def _no_primary_ip(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(s["id"]),
-            f"Which devices at site {s['name']} have no primary IPv4 address?",
-            q("dcim/devices", "list:name", [("primary_ip4", None)], site_id=s["id"]),
-            names(cat["dcim/devices"]),
-        )
-        for s in unique(cat["dcim/sites"])
-    ]
+    return each(
+        unique(cat["dcim/sites"]),
+        "Which devices at site {name} have no primary IPv4 address?",
+        having("dcim/devices", "list:name", "site_id", [("primary_ip4", None)]),
+        names(cat["dcim/devices"]),
+    )
 
 
 def _vlan_false_premise(cat: Catalog) -> list[Draft]:
@@ -642,22 +604,14 @@ def _device_changers(cat: Catalog) -> list[Draft]:
 
 
 def _vms_without_tenant(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(c["id"]),
-            f"Does every virtual machine in cluster {c['name']} have a tenant? "
-            "Name any that do not.",
-            q(
-                "virtualization/virtual-machines",
-                "list:name",
-                [("tenant", None)],
-                cluster_id=c["id"],
-            ),
-            names(cat["virtualization/virtual-machines"]),
-            scope=q("virtualization/virtual-machines", cluster_id=c["id"]),
-        )
-        for c in unique(cat["virtualization/clusters"])
-    ]
+    vms = "virtualization/virtual-machines"
+    return each(
+        unique(cat["virtualization/clusters"]),
+        "Does every virtual machine in cluster {name} have a tenant? Name any that do not.",
+        having(vms, "list:name", "cluster_id", [("tenant", None)]),
+        names(cat[vms]),
+        scope=having(vms, "count", "cluster_id"),
+    )
 
 
 def _describe_device(cat: Catalog) -> list[Draft]:
@@ -688,81 +642,68 @@ _HOLDER = {
 def _ip_holder(cat: Catalog) -> list[Draft]:
     """Which device or VM holds address X: the trap is an address on a VM's
     interface, where the device tools find nothing."""
-    holders = names(cat["dcim/devices"]) + names(cat["virtualization/virtual-machines"])
-    return [
-        Draft(
-            str(a["id"]),
-            f"Which device or virtual machine has IP address {a['address']}?",
-            q(f"ipam/ip-addresses/{a['id']}", f"value:{_HOLDER[a['assigned_object_type']]}"),
-            holders,
-        )
-        for a in unique(cat["ipam/ip-addresses"], "address")
-        if a.get("assigned_object_type") in _HOLDER
-    ]
+    return each(
+        [a for a in unique(cat["ipam/ip-addresses"], "address") if _held(a)],
+        "Which device or virtual machine has IP address {address}?",
+        lambda a: q(f"ipam/ip-addresses/{a['id']}", f"value:{_HOLDER[a['assigned_object_type']]}"),
+        names(cat["dcim/devices"]) + names(cat["virtualization/virtual-machines"]),
+    )
+
+
+def _held(address: Row) -> bool:
+    """An address assigned to a device's or a VM's interface."""
+    return address.get("assigned_object_type") in _HOLDER
 
 
 def _ip_interface(cat: Catalog) -> list[Draft]:
     """The interface an address is on; the wrong names are the other interfaces
-    that hold an address (the catalog has no page of every interface)."""
+    that hold an address."""
     interfaces = tuple(
         sorted({str(n) for a in cat["ipam/ip-addresses"] if (n := dig(a, "assigned_object.name"))})
     )
-    return [
-        Draft(
-            str(a["id"]),
-            f"Which interface is IP address {a['address']} assigned to?",
-            q(f"ipam/ip-addresses/{a['id']}", "value:assigned_object.name"),
-            interfaces,
-        )
-        for a in unique(cat["ipam/ip-addresses"], "address")
-        if a.get("assigned_object_type") in _HOLDER
-    ]
+    return each(
+        [a for a in unique(cat["ipam/ip-addresses"], "address") if _held(a)],
+        "Which interface is IP address {address} assigned to?",
+        field_of("ipam/ip-addresses", "assigned_object.name"),
+        interfaces,
+    )
 
 
 def _ip_unassigned(cat: Catalog) -> list[Draft]:
     """Which device has an address that is assigned to nothing: there is none."""
-    holders = names(cat["dcim/devices"]) + names(cat["virtualization/virtual-machines"])
-    return [
-        Draft(
-            str(a["id"]),
-            f"Which device has IP address {a['address']}?",
-            q(
-                "ipam/ip-addresses",
-                "list:address",
-                [("!assigned_object_type", None)],
-                address=a["address"],
-            ),
-            holders,
-        )
-        for a in unique(cat["ipam/ip-addresses"], "address")
-        if not a.get("assigned_object_type")
-    ]
+    return each(
+        [
+            a
+            for a in unique(cat["ipam/ip-addresses"], "address")
+            if not a.get("assigned_object_type")
+        ],
+        "Which device has IP address {address}?",
+        lambda a: q(
+            "ipam/ip-addresses",
+            "list:address",
+            [("!assigned_object_type", None)],
+            address=a["address"],
+        ),
+        names(cat["dcim/devices"]) + names(cat["virtualization/virtual-machines"]),
+    )
 
 
 def _device_serial(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(d["id"]),
-            f"What is the serial number of device {d['name']}?",
-            q(f"dcim/devices/{d['id']}", "value:serial"),
-            names(cat["dcim/devices"], "serial"),
-        )
-        for d in unique(cat["dcim/devices"])
-        if d.get("serial")
-    ]
+    return each(
+        [d for d in unique(cat["dcim/devices"]) if d.get("serial")],
+        "What is the serial number of device {name}?",
+        field_of("dcim/devices", "serial"),
+        names(cat["dcim/devices"], "serial"),
+    )
 
 
 def _tag_devices(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(t["id"]),
-            f"Which devices are tagged {t['name']}?",
-            q("dcim/devices", "list:name", tag=t["slug"]),
-            names(cat["dcim/devices"]),
-        )
-        for t in unique(cat["extras/tags"])
-        if t.get("slug")
-    ]
+    return each(
+        [t for t in unique(cat["extras/tags"]) if t.get("slug")],
+        "Which devices are tagged {name}?",
+        lambda t: q("dcim/devices", "list:name", tag=t["slug"]),
+        names(cat["dcim/devices"]),
+    )
 
 
 def _site_custom_field(cat: Catalog) -> list[Draft]:
@@ -816,15 +757,14 @@ def _prefix_addresses(cat: Catalog) -> list[Draft]:
 # circuit carries termination_a and termination_z. ---------------------------------
 
 
-def _ports(cat: Catalog) -> list[tuple[Mapping[str, Any], str]]:
-    """Interfaces on a named device, with the words that name one ("interface
-    GigabitEthernet1/0/1 of device D"): unambiguous, since an interface's name is
-    unique to its device (https://netboxlabs.com/docs/netbox/models/dcim/interface)."""
-    return [
-        (i, f"interface {i['name']} of device {dig(i, 'device.name')}")
-        for i in cat["dcim/interfaces"]
-        if i.get("name") and dig(i, "device.name")
-    ]
+def _ports(cat: Catalog) -> list[Row]:
+    """Interfaces on a named device, which PORT names unambiguously: an
+    interface's name is unique to its device
+    (https://netboxlabs.com/docs/netbox/models/dcim/interface)."""
+    return [i for i in cat["dcim/interfaces"] if i.get("name") and dig(i, "device.name")]
+
+
+PORT = "interface {name} of device {device[name]}"
 
 
 PEER_PATHS = {
@@ -844,27 +784,26 @@ def _cable_peers(circuit: bool) -> Callable[[Catalog], list[Draft]]:
     a circuit's termination, where the device tools find no device. Asked the
     same way for both, so the wording does not give the answer away."""
 
+    def peer(port: Row) -> Query:
+        kind = port["link_peers_type"]
+        path, name = PEER_PATHS[kind]
+        mine = [("!id", str(port["id"]))] if kind == "dcim.interface" else []
+        return q(path, f"value:{name}", mine, cable_id=dig(port, "cable.id"))
+
     def drafts(cat: Catalog) -> list[Draft]:
-        universe = names(cat["dcim/devices"]) + names(cat["circuits/circuits"], "cid")
-        made = []
-        for i, words in _ports(cat):
-            kind, cable = i.get("link_peers_type"), dig(i, "cable.id")
-            if kind not in PEER_PATHS or cable is None:
-                continue
-            if (kind == "circuits.circuittermination") != circuit:
-                continue
-            path, name = PEER_PATHS[kind]
-            mine = [("!id", str(i["id"]))] if kind == "dcim.interface" else []
-            made.append(
-                Draft(
-                    str(i["id"]),
-                    f"What is on the other end of the cable plugged into {words}? "
-                    "Give the device, or the circuit if it goes to a circuit.",
-                    q(path, f"value:{name}", mine, cable_id=cable),
-                    universe,
-                )
-            )
-        return made
+        return each(
+            [
+                i
+                for i in _ports(cat)
+                if i.get("link_peers_type") in PEER_PATHS
+                and dig(i, "cable.id") is not None
+                and (i["link_peers_type"] == "circuits.circuittermination") == circuit
+            ],
+            f"What is on the other end of the cable plugged into {PORT}? "
+            "Give the device, or the circuit if it goes to a circuit.",
+            peer,
+            names(cat["dcim/devices"]) + names(cat["circuits/circuits"], "cid"),
+        )
 
     return drafts
 
@@ -875,69 +814,50 @@ carries every VLAN, whatever is listed: its questions would need reading)."""
 
 
 def _interface_mode(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(i["id"]),
-            f"What is the 802.1Q mode of {words}?",
-            q(f"dcim/interfaces/{i['id']}", "value:mode"),
-            ("access", "tagged", "tagged-all", "q-in-q"),
-        )
-        for i, words in _ports(cat)
-        if dig(i, "mode") in MODES
-    ]
+    return each(
+        [i for i in _ports(cat) if dig(i, "mode") in MODES],
+        f"What is the 802.1Q mode of {PORT}?",
+        field_of("dcim/interfaces", "mode"),
+        ("access", "tagged", "tagged-all", "q-in-q"),
+    )
 
 
 def _untagged_vlan(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(i["id"]),
-            f"Which VLAN is untagged on {words}? Give its name.",
-            q(f"dcim/interfaces/{i['id']}", "value:untagged_vlan.name"),
-            names(cat["ipam/vlans"]),
-        )
-        for i, words in _ports(cat)
-        if dig(i, "mode") in MODES and i.get("untagged_vlan")
-    ]
+    return each(
+        [i for i in _ports(cat) if dig(i, "mode") in MODES and i.get("untagged_vlan")],
+        f"Which VLAN is untagged on {PORT}? Give its name.",
+        field_of("dcim/interfaces", "untagged_vlan.name"),
+        names(cat["ipam/vlans"]),
+    )
 
 
 def _interface_vlans(cat: Catalog) -> list[Draft]:
     """Every VLAN an interface carries: NetBox's VLAN filter interface_id holds
     the untagged and the tagged ones alike, as the question asks."""
-    return [
-        Draft(
-            str(i["id"]),
-            f"Which VLANs does {words} carry, tagged or untagged? Give their names.",
-            q("ipam/vlans", "list:name", interface_id=i["id"]),
-            names(cat["ipam/vlans"]),
-        )
-        for i, words in _ports(cat)
-        if dig(i, "mode") in MODES
-    ]
+    return each(
+        [i for i in _ports(cat) if dig(i, "mode") in MODES],
+        f"Which VLANs does {PORT} carry, tagged or untagged? Give their names.",
+        having("ipam/vlans", "list:name", "interface_id"),
+        names(cat["ipam/vlans"]),
+    )
 
 
 def _device_platform(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(d["id"]),
-            f"Which platform does device {d['name']} run?",
-            q(f"dcim/devices/{d['id']}", "value:platform.name"),
-            names(cat["dcim/platforms"]),
-        )
-        for d in unique(cat["dcim/devices"])
-        if d.get("platform")
-    ]
+    return each(
+        [d for d in unique(cat["dcim/devices"]) if d.get("platform")],
+        "Which platform does device {name} run?",
+        field_of("dcim/devices", "platform.name"),
+        names(cat["dcim/platforms"]),
+    )
 
 
 def _platform_devices(cat: Catalog) -> list[Draft]:
-    return [
-        Draft(
-            str(p["id"]),
-            f"Which devices run platform {p['name']}?",
-            q("dcim/devices", "list:name", platform_id=p["id"]),
-            names(cat["dcim/devices"]),
-        )
-        for p in unique(cat["dcim/platforms"])
-    ]
+    return each(
+        unique(cat["dcim/platforms"]),
+        "Which devices run platform {name}?",
+        having("dcim/devices", "list:name", "platform_id"),
+        names(cat["dcim/devices"]),
+    )
 
 
 LANDINGS = ("dcim.site", "circuits.providernetwork")
