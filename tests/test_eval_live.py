@@ -58,7 +58,9 @@ def listing(path: str) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         url: str | None = f"{URL.rstrip('/')}/api/{path}/?limit=200"
         while url:
-            page = httpx.get(url, headers=auth(), timeout=60).json()
+            reply = httpx.get(url, headers=auth(), timeout=60)
+            reply.raise_for_status()  # a NetBox error says so, not as a missing key
+            page = reply.json()
             rows += page["results"]
             url = page["next"]
         _listings[path] = rows
