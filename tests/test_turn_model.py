@@ -179,6 +179,19 @@ def file_schema(path: Path) -> tuple[int, list[str], list[str]]:
     return int(version), columns, applied
 
 
+def asked_by_the_release_before(
+    code: Path, env: dict[str, str], cwd: Path, ollama: ScriptedOllama
+) -> str:
+    """The id of a session that release started with OTHER: one turn,
+    answered, whose row names no model."""
+    ollama.script([Text("Three sites.")])
+    asked = old_ask(
+        code, {**env, "NETBOX_CHAT_MODEL": OTHER}, cwd, "ask", "how many sites?", "--json"
+    )
+    assert asked.returncode == 0, asked.stderr
+    return str(json.loads(asked.stdout)["session"])
+
+
 def test_a_session_file_from_the_release_before_migrates_and_keeps_its_model(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path, tmp_path: Path
 ) -> None:
@@ -186,17 +199,7 @@ def test_a_session_file_from_the_release_before_migrates_and_keeps_its_model(
     with release(BEFORE_TURN_MODEL) as code:
         if code is None:
             pytest.skip("no git history to take the release from")
-        ollama.script([Text("Three sites.")])
-        asked = old_ask(
-            code,
-            {**chat_env, "NETBOX_CHAT_MODEL": OTHER},
-            tmp_path,
-            "ask",
-            "how many sites?",
-            "--json",
-        )
-    assert asked.returncode == 0, asked.stderr
-    session_id = json.loads(asked.stdout)["session"]
+        session_id = asked_by_the_release_before(code, chat_env, tmp_path, ollama)
     path = sessions_dir / f"{session_id}.sqlite"
     version, columns, _ = file_schema(path)
     m005 = [step.__name__ for step in migrations.MIGRATIONS].index("m005_turn_model")
@@ -240,17 +243,7 @@ def test_a_team_store_from_the_release_before_migrates_and_keeps_its_model(
                 pytest.skip("no git history to take the release from")
             made = old_ask(code, env, tmp_path, "doctor", "--init-store")
             assert made.returncode == 0, made.stderr
-            ollama.script([Text("Three sites.")])
-            asked = old_ask(
-                code,
-                {**env, "NETBOX_CHAT_MODEL": OTHER},
-                tmp_path,
-                "ask",
-                "how many sites?",
-                "--json",
-            )
-        assert asked.returncode == 0, asked.stderr
-        session_id = json.loads(asked.stdout)["session"]
+            session_id = asked_by_the_release_before(code, env, tmp_path, ollama)
 
         refused = cli(env, "ls")
         assert refused.returncode == 3
