@@ -131,14 +131,8 @@ def main() -> None:
         ).stdout.split()
         all_ids_ms, few_ids_ms, search_ms = (float(v) for v in out)
 
-    base = statistics.median(times[next(iter(commands))])
-    print(f"\n{'command':52} {'median':>9} {'min':>9} {'max':>9} {'x base':>7}")
-    for name, values in times.items():
-        s = C.summary(values)
-        print(
-            f"{name:52} {s['median'] * 1000:7.0f}ms {s['min'] * 1000:7.0f}ms "
-            f"{s['max'] * 1000:7.0f}ms {s['median'] / base:6.2f}x"
-        )
+    print()
+    C.times_table(times, 52)
     print(
         f"\nin-process: session_id_choices('') over {args.sessions} ids {all_ids_ms:.1f} ms; "
         f"with a 2-character prefix (titles read) {few_ids_ms:.1f} ms; "
