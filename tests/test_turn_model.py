@@ -50,6 +50,25 @@ def ls_row(env: dict[str, str], session_id: str) -> str:
     return row
 
 
+def resumed_asks(
+    env: dict[str, str],
+    session_id: str,
+    ollama: ScriptedOllama,
+    model: str,
+    question: str,
+    answer: str,
+) -> str:
+    """`resume` with `env` asks `question` of `model`, and its banner names
+    that model: what a user sees of the model a session goes on with. The recap."""
+    ollama.script([Text(answer)])
+    child, recap = resume(env, session_id)
+    assert banner(recap).endswith(f" · model {model}")
+    answered(child, question, answer)
+    leave(child)
+    assert ollama.requests[-1]["model"] == model
+    return recap
+
+
 def exported(env: dict[str, str], session_id: str) -> tuple[str, dict[str, Any]]:
     markdown = cli(env, "export", session_id)
     data = cli(env, "export", session_id, "--format", "json")
@@ -86,24 +105,14 @@ def test_after_a_model_switch_ls_export_and_resume_name_the_model_it_goes_on_wit
     ]
 
     # No model named: resume goes on with the latest turn's, and its banner says so.
-    ollama.script([Text("Yes, three.")])
-    child, recap = resume(without_model(store_env), session_id)
-    assert banner(recap).endswith(f" · model {OTHER}")
-    answered(child, "sure?", "Yes, three.")
-    leave(child)
-    assert ollama.requests[-1]["model"] == OTHER
+    resumed_asks(without_model(store_env), session_id, ollama, OTHER, "sure?", "Yes, three.")
 
     # A model named on purpose (here the environment's) still wins, and is said.
-    ollama.script([Text("Three.")])
-    child, recap = resume(store_env, session_id)
+    recap = resumed_asks(store_env, session_id, ollama, FIRST, "once more?", "Three.")
     assert (
         f"session {session_id} last asked {OTHER}; going on with {FIRST} (env NETBOX_CHAT_MODEL)"
         in " ".join(recap.split())
     )
-    assert banner(recap).endswith(f" · model {FIRST}")
-    answered(child, "once more?", "Three.")
-    leave(child)
-    assert ollama.requests[-1]["model"] == FIRST
     assert json.loads(cli(store_env, "ls", "--json").stdout)[0]["model"] == FIRST
 
 
@@ -215,12 +224,7 @@ def test_a_session_file_from_the_release_before_migrates_and_keeps_its_model(
     assert path.read_bytes() == before
 
     # ...and migrated by the first open, which goes on with its model.
-    ollama.script([Text("Still three.")])
-    child, recap = resume(without_model(chat_env), session_id)
-    assert banner(recap).endswith(f" · model {OTHER}")
-    answered(child, "and now?", "Still three.")
-    leave(child)
-    assert ollama.requests[-1]["model"] == OTHER
+    resumed_asks(without_model(chat_env), session_id, ollama, OTHER, "and now?", "Still three.")
     version, columns, applied = file_schema(path)
     assert version == migrations.schema_version() and "m005_turn_model" in applied
     _, data = exported(chat_env, session_id)
