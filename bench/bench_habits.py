@@ -16,13 +16,13 @@ decides whether SQLite's FTS5 is needed (it is if a search takes seconds).
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import _common as C
+from bench_ls import make_store
 
 sys.path.insert(0, str(C.ROOT))
 
@@ -41,18 +41,6 @@ def make_template(folder: Path, turns: int = 20) -> Path:
         return session.path
 
 
-def make_store(template: Path, into: Path, count: int) -> None:
-    from netbox_chat.store.ids import new_session_id
-
-    into.mkdir(parents=True, exist_ok=True)
-    seen: set[str] = set()
-    while len(seen) < count:
-        sid = new_session_id()
-        if sid not in seen:
-            seen.add(sid)
-            shutil.copyfile(template, into / f"{sid}.sqlite")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1000)
@@ -63,7 +51,7 @@ def main() -> None:
     with C.temp_dir("nbc-bench-habits-") as tmp:
         template = make_template(tmp / "template")
         store = tmp / "sessions"
-        make_store(template, store, args.sessions)
+        make_store(template.parent, store, args.sessions)  # copies of the one file there
         one = sorted(p.stem for p in store.glob("*.sqlite"))[0]
         print(f"store: {args.sessions} sessions of 20 turns, {template.stat().st_size} B each")
 
