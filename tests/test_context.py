@@ -37,6 +37,7 @@ from netbox_chat.config import resolve_settings
 from netbox_chat.models.window import FIXED_REQUEST_CHARS, result_budget
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
+from tests.doubles.chats import open_session_runtime
 from tests.doubles.context import (
     FACT,
     agent_responder,
@@ -73,20 +74,11 @@ TOOLS: list[BaseTool] = [lookup, slow_lookup]
 async def open_runtime(
     sessions_dir: Path, ollama: ScriptedOllama, session_id: str | None = None, **env: str
 ) -> AsyncIterator[Runtime]:
-    store = SessionStore(sessions_dir)
-    if session_id is None:
-        session = SessionFile.create(store, model="qwen3:8b")
-    else:
-        session = SessionFile.open(store, session_id)
     if isinstance(ollama, ScriptedOpenAI):  # the server's own window is the session's
         ollama.context_lengths["qwen3:8b"] = int(env.get("NETBOX_CHAT_NUM_CTX", SESSION_WINDOW))
     settings = resolve_settings(sessions_dir=sessions_dir, env=env, **server_settings(ollama))
-    runtime = await asyncio.to_thread(build_runtime, session, settings, tools=TOOLS)
-    try:
+    async with open_session_runtime(settings, TOOLS, session_id) as runtime:
         yield runtime
-    finally:
-        await runtime.aclose()
-        session.close()
 
 
 class Events:
