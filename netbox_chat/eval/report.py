@@ -17,7 +17,7 @@ from typing import Any
 
 from netbox_chat.eval.questions import BUDGETS, KINDS, TIERS, Question
 from netbox_chat.eval.runfolder import Plan
-from netbox_chat.eval.scoring import score
+from netbox_chat.eval.scoring import score_question
 from netbox_chat.words import count, number
 
 BOOTSTRAP_SAMPLES = 2000
@@ -216,11 +216,7 @@ def constant_floor(questions: Sequence[Question]) -> dict[str, Any]:
     scored = [q for q in questions if q.kind != "explanation"]
     rates: dict[str, Any] = {}
     for answer in CONSTANT_ANSWERS:
-        right = sum(
-            1
-            for q in scored
-            if score(q.kind, answer, q.expected, q.universe, q.text, noun=q.noun).correct
-        )
+        right = sum(1 for q in scored if score_question(q, answer).correct)
         rates[answer] = {
             "right": right,
             "scored": len(scored),
