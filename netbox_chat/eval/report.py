@@ -283,8 +283,10 @@ def _truth(question: Question | None) -> str:
         return "none"
     if question.kind == "boolean" and isinstance(e, dict):
         exceptions = e.get("exceptions") or []
-        return ("yes" if e.get("yes") else "no") + (
-            f", except {', '.join(exceptions)}" if exceptions else ""
+        return (
+            ("yes" if e.get("yes") else "no")
+            + (f", except {', '.join(exceptions)}" if exceptions else "")
+            + (" (nothing in scope: none is right too)" if e.get("empty") else "")
         )
     if isinstance(e, list):
         return ", ".join(e) if e else "none"

@@ -445,9 +445,10 @@ def score_boolean(
     missing = sorted(e for e in exceptions if e not in {m.name for m in named})
     if missing:
         return Score(False, f"does not name {', '.join(missing)}")
-    extra = sorted(n for n in as_exception if key(n) not in keys)
-    if said:
-        extra = sorted({m.name for m in named if m.name in extra and _excepted(text, m)})
+    if said:  # "yes" with a name set apart as an exception says no
+        extra = sorted({m.name for m in named if key(m.name) not in keys and _excepted(text, m)})
+    else:
+        extra = sorted(n for n in as_exception if key(n) not in keys)
     if extra:
         return Score(False, f"names {', '.join(extra)} as exceptions, which are not")
     return Score(True, "right verdict" + (", exceptions named" if exceptions else ""))
