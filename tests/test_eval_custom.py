@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.doubles.eval_models import LOOK
-from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.netbox_double import ACCESS, NetBoxDouble
 from tests.doubles.ollama_server import Reply, ScriptedOllama, Text, by_question
 from tests.drive.runner import invoke
 
@@ -186,6 +186,16 @@ def test_right_answers_by_id_slug_display_or_none_score_right_and_wrong_ones_wro
     resumed = json.loads(again.stdout)
     assert resumed["models"]["by-id"]["correct"]["right"] == 3
     assert {(r["model"], r["question"]): r["score"] for r in resumed["results"]} == scored
+    # A run folder is handed over like any file: other names that are not
+    # names are refused in one line.
+    kept["rack"]["aliases"] = {"Dell R640 (17)": "#17"}
+    (run / "run.json").write_text(json.dumps({**plan, "questions": list(kept.values())}))
+    refused = invoke(["eval", "--resume", report["run"]], env=eval_env)
+    assert refused.exit_code == 1
+    assert refused.stderr.strip() == (
+        "netbox-chat: the run's run.json is not a run plan: "
+        "a question's aliases are not names and their other names"
+    )
 
 
 @pytest.mark.parametrize(
@@ -262,3 +272,48 @@ scope = {{ path = "dcim/devices", params = {{ site_id = {site} }} }}
     assert questions["site-4"]["expected"] == {"yes": True, "exceptions": [], "empty": True}
     assert questions["site-1"]["expected"] == {"yes": False, "exceptions": ["dmi01-akron-sw02"]}
     assert questions["site-4"]["query"]["text"].startswith("GET /api/dcim/devices/")
+
+
+def test_a_query_s_unnamed_device_is_named_by_its_id_too(
+    eval_env: dict[str, str], netbox: NetBoxDouble, ollama: ScriptedOllama, tmp_path: Path
+) -> None:
+    """A query's truth names an unnamed device by NetBox's display form; an
+    answer that names it by id names it as well, another id does not."""
+    netbox.data["dcim/devices"].append(
+        {
+            "id": 7,
+            "name": None,
+            "display": "Cisco C9300 (7)",
+            "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
+            "status": {"value": "planned"},
+            "role": ACCESS,
+            "tenant": None,
+            "rack": {"id": 1, "name": "R101"},
+            "primary_ip4": None,
+        }
+    )
+    path = write(
+        tmp_path,
+        '[[question]]\nid = "rack"\ntext = "Which devices are in rack R101?"\nkind = "list"\n'
+        'query = { path = "dcim/devices", params = { rack_id = 1 }, take = "list:name" }\n'
+        'universe = ["dmi01-akron-rtr01", "dmi01-columbus-sw01"]\n',
+    )
+    (rack,) = listed(eval_env, path).values()
+    assert rack["expected"] == ["Cisco C9300 (7)", "dmi01-akron-sw01", "dmi01-akron-sw02"]
+    assert rack["aliases"]["Cisco C9300 (7)"] == ["#7"]
+    answers = {
+        "by-id": "dmi01-akron-sw01, dmi01-akron-sw02 and the unnamed device, id 7.",
+        "by-display": "dmi01-akron-sw01, dmi01-akron-sw02, Cisco C9300 (7)",
+        "wrong-other": "dmi01-akron-sw01, dmi01-akron-sw02 and dmi01-columbus-sw01.",
+        "wrong-miss": "dmi01-akron-sw01 and dmi01-akron-sw02.",
+    }
+    ollama.models.update({name: ["completion", "tools"] for name in answers})
+    ollama.responder = by_question(
+        lambda model, question, after_tool: [Text(answers[model])] if after_tool else [LOOK]
+    )
+    models = [arg for name in answers for arg in ("-m", name)]
+    args = ["eval", "--per-template", "0", "--questions", str(path), *models, "--json"]
+    result = invoke(args, env=eval_env)
+    assert result.exit_code == 0, result.output
+    correct = {r["model"]: r["score"]["correct"] for r in json.loads(result.stdout)["results"]}
+    assert correct == {"by-id": True, "by-display": True, "wrong-other": False, "wrong-miss": False}

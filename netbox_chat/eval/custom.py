@@ -238,7 +238,9 @@ def _question(path: Path, n: int, item: Any, client: TruthClient | None) -> Ques
         if client is None:
             raise _fail(path, n, "a query needs NetBox (set NETBOX_URL and NETBOX_TOKEN)")
         try:
-            expected = _from_truth(path, n, kind, client.answer(query))
+            found: dict[str, tuple[str, ...]] = {}
+            expected = _from_truth(path, n, kind, client.answer(query, found))
+            objects.aliases.update(found)  # an unnamed device in the truth is also "#17"
             if scope is not None and client.answer(scope) == 0:
                 if expected["exceptions"]:
                     raise _fail(path, n, "scope counts nothing, yet the query finds exceptions")

@@ -109,7 +109,7 @@ def question_from_json(data: Mapping[str, Any]) -> Question:
             take=query["take"],
             where=tuple((str(k), None if v is None else str(v)) for k, v in query["where"]),
         ),
-        expected=data["expected"],
+        expected=_expected(data["expected"]),
         universe=tuple(data.get("universe") or ()),
         trap=data.get("trap"),
         unscoped=data.get("unscoped"),
@@ -119,6 +119,12 @@ def question_from_json(data: Mapping[str, Any]) -> Question:
         noun=str(data.get("noun") or ""),
         aliases=_aliases(data.get("aliases") or {}),
     )
+
+
+def _expected(data: Any) -> Any:
+    if isinstance(data, dict) and not isinstance(data.get("empty", False), bool):
+        raise ValueError("a question's expected empty is not true or false")
+    return data
 
 
 def _aliases(data: Any) -> dict[str, tuple[str, ...]]:
