@@ -95,6 +95,15 @@ SHAPES: dict[str, tuple[tuple[str, bool], tuple[str, bool], tuple[str, bool]]] =
 }
 
 
+# A device without a name in rack R101, as NetBox serves it.
+UNNAMED = {
+    "id": 7, "name": None, "display": "Cisco C9300 (7)",
+    "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
+    "status": {"value": "planned"}, "role": ACCESS, "tenant": None,
+    "rack": {"id": 1, "name": "R101"}, "primary_ip4": None,
+}  # fmt: skip
+
+
 @pytest.fixture
 def eval_env(chat_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     return {**chat_env, "NETBOX_CHAT_EVAL_RUNS": str(tmp_path / "runs")}
@@ -279,19 +288,7 @@ def test_a_query_s_unnamed_device_is_named_by_its_id_too(
 ) -> None:
     """A query's truth names an unnamed device by NetBox's display form; an
     answer that names it by id names it as well, another id does not."""
-    netbox.data["dcim/devices"].append(
-        {
-            "id": 7,
-            "name": None,
-            "display": "Cisco C9300 (7)",
-            "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
-            "status": {"value": "planned"},
-            "role": ACCESS,
-            "tenant": None,
-            "rack": {"id": 1, "name": "R101"},
-            "primary_ip4": None,
-        }
-    )
+    netbox.data["dcim/devices"].append(UNNAMED)
     path = write(
         tmp_path,
         '[[question]]\nid = "rack"\ntext = "Which devices are in rack R101?"\nkind = "list"\n'
@@ -317,3 +314,18 @@ def test_a_query_s_unnamed_device_is_named_by_its_id_too(
     assert result.exit_code == 0, result.output
     correct = {r["model"]: r["score"]["correct"] for r in json.loads(result.stdout)["results"]}
     assert correct == {"by-id": True, "by-display": True, "wrong-other": False, "wrong-miss": False}
+
+
+def test_built_questions_name_an_unnamed_device_by_its_id_too_and_a_named_one_not(
+    eval_env: dict[str, str], netbox: NetBoxDouble
+) -> None:
+    """The same other names reach the built questions: "#7" for the device
+    without a name, no id for a named object (ids repeat across object
+    types: "rack id 1" is not site #1)."""
+    netbox.data["dcim/devices"].append(UNNAMED)
+    result = invoke(["eval", "--list", "--json", "--per-template", "20"], env=eval_env)
+    assert result.exit_code == 0, result.output
+    questions = {q["id"]: q for q in json.loads(result.stdout)["questions"]}
+    assert questions["rack-devices:1"]["aliases"] == {"Cisco C9300 (7)": ["#7"]}
+    assert questions["site-all-active:1"]["aliases"] == {"Cisco C9300 (7)": ["#7"]}
+    assert questions["rack-site:1"]["aliases"] == {"DM-Akron": ["dm-akron"]}

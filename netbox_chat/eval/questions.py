@@ -1071,7 +1071,8 @@ def build_questions(
 
 
 def _instantiate(client: TruthClient, template: Template, draft: Draft) -> Question | None:
-    truth = client.answer(draft.query)
+    aliases: dict[str, tuple[str, ...]] = {}  # an unnamed device of the truth is also "#17"
+    truth = client.answer(draft.query, aliases)
     made = expected_for(template, truth)
     if made is None:
         return None
@@ -1103,4 +1104,5 @@ def _instantiate(client: TruthClient, template: Template, draft: Draft) -> Quest
         reference=draft.reference,
         template=template.id,
         noun=template.noun,
+        aliases=aliases,
     )

@@ -134,9 +134,11 @@ def label(row: Mapping[str, Any]) -> str | None:
 
 
 def other_names(query: Query, rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
-    """The other names (display form, slug, `#<id>`) of the objects a query
-    answers with by name (`list:name`, `value:site.name`), so that an answer
-    naming an unnamed device "id 17" names the "Dell R640 (17)" of the truth."""
+    """The other names of the objects a query answers with by name (`list:name`,
+    `value:site.name`): a slug or display form, and for an object without a
+    name its `#<id>`, so that an answer naming an unnamed device "id 17" names
+    the "Dell R640 (17)" of the truth. A named object's id is left out: ids
+    repeat across object types, and "rack id 1" must not name site #1."""
     field = query.take.partition(":")[2]
     if field != "name" and not field.endswith(".name"):
         return {}
@@ -148,11 +150,9 @@ def other_names(query: Query, rows: Sequence[Mapping[str, Any]]) -> dict[str, tu
         if not isinstance(obj, Mapping):
             continue
         name = label(obj) if field == "name" else obj.get("name")
-        forms = [
-            obj.get("display"),
-            obj.get("slug"),
-            None if obj.get("id") is None else f"#{obj['id']}",
-        ]
+        forms = [obj.get("display"), obj.get("slug")]
+        if obj.get("name") in (None, "") and obj.get("id") is not None:
+            forms.append(f"#{obj['id']}")
         others = tuple(dict.fromkeys(f for f in forms if isinstance(f, str) and f and f != name))
         if isinstance(name, str) and name and others:
             found[name] = others
