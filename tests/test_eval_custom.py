@@ -329,3 +329,26 @@ def test_built_questions_name_an_unnamed_device_by_its_id_too_and_a_named_one_no
     assert questions["rack-devices:1"]["aliases"] == {"Cisco C9300 (7)": ["#7"]}
     assert questions["site-all-active:1"]["aliases"] == {"Cisco C9300 (7)": ["#7"]}
     assert questions["rack-site:1"]["aliases"] == {"DM-Akron": ["dm-akron"]}
+
+
+def test_a_file_written_before_these_fields_lists_as_it_did(
+    eval_env: dict[str, str], tmp_path: Path
+) -> None:
+    old = write(
+        tmp_path,
+        '[[question]]\nid = "v"\ntext = "What is the status of dmi01-akron-sw02?"\n'
+        'kind = "value"\nexpected = "offline"\nuniverse = ["active", "offline", "planned"]\n\n'
+        '[[question]]\nid = "b"\ntext = "Are all devices at DM-Akron active?"\n'
+        'kind = "boolean"\nexpected = { yes = false, exceptions = ["dmi01-akron-sw02"] }\n'
+        'universe = ["dmi01-akron-sw01", "dmi01-akron-sw02"]\n\n'
+        '[[question]]\nid = "a"\ntext = "Which tenant has VLAN 999?"\nkind = "absence"\n'
+        'expected = "none"\n',
+    )
+    questions = listed(eval_env, old)
+    assert {qid: q["expected"] for qid, q in questions.items()} == {
+        "v": "offline",
+        "b": {"yes": False, "exceptions": ["dmi01-akron-sw02"]},
+        "a": None,
+    }
+    assert not any("aliases" in q for q in questions.values())
+    assert questions["b"]["universe"] == ["dmi01-akron-sw01", "dmi01-akron-sw02"]

@@ -83,7 +83,8 @@ class _Names:
     def __init__(self, path: Path, n: int) -> None:
         self.path, self.n = path, n
         self.aliases: dict[str, tuple[str, ...]] = {}
-        self._owner: dict[str, str] = {}  # each name or alias -> the object it names
+        # each name or other name -> the object it names, and whether a table gave it
+        self._owner: dict[str, tuple[str, bool]] = {}
 
     def read(self, value: Any, where: str) -> str:
         """An object written as a name, or as a table of its names."""
@@ -104,10 +105,14 @@ class _Names:
                 f"{where} is not a name or a table of name, display, slug and id",
             )
         name, others = forms[0], tuple(dict.fromkeys(f for f in forms[1:] if f != forms[0]))
+        table = not isinstance(value, str)
         for form in (name, *others):
-            # two objects the scorer could not tell apart (key: "DM Akron" = "dm-akron")
-            owner = self._owner.setdefault(form if form.startswith("#") else key(form), name)
-            if owner != name:
+            # a table's name that another object has too, as the scorer reads names (key:
+            # "DM Akron" = "dm-akron"); plain names are left as they were (old files)
+            owner, tabled = self._owner.setdefault(
+                form if form.startswith("#") else key(form), (name, table)
+            )
+            if owner != name and (table or tabled):
                 raise _fail(self.path, self.n, f"{where}: {form!r} already names {owner!r}")
         if others:
             self.aliases[name] = tuple(dict.fromkeys((*self.aliases.get(name, ()), *others)))
