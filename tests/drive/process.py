@@ -83,7 +83,7 @@ def cli(
     program: Sequence[str] = MODULE,
     stdin: str | None = None,
     cwd: Path | str = ROOT,
-    timeout: float = 120,
+    timeout: float | None = 120,
     check: bool = False,
     stdout: Any = subprocess.PIPE,
     stderr: Any = subprocess.PIPE,
