@@ -28,7 +28,7 @@ import pytest
 
 from netbox_chat.errors import ExitStatus
 from tests.conftest import TEST_TOKEN
-from tests.doubles.disks import fingerprint, tmpfs
+from tests.doubles.disks import fingerprint, remount_read_only, tmpfs
 from tests.doubles.inspect_session import assert_ledger_agrees
 from tests.doubles.network import closed_port
 from tests.doubles.ollama_server import (
@@ -95,10 +95,6 @@ def ledger(path: Path) -> list[tuple[int, str, str]]:
         return conn.execute("SELECT number, question, status FROM turns ORDER BY number").fetchall()
     finally:
         conn.close()
-
-
-def remount_read_only(where: Path) -> None:
-    subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True)
 
 
 class Holder:
