@@ -738,6 +738,43 @@ def anchors(text: str) -> set[str]:
     return set(seen)
 
 
+def test_the_docs_questions_files(
+    chat_env: dict[str, str], netbox: NetBoxDouble, tmp_path: Path, monkeypatch: MonkeyPatch
+) -> None:
+    """Each documented questions file loads on the NetBox double (with the
+    documented empty site added), its other names are listed as the page
+    says, and the documented error is the one a bad id gives."""
+    netbox.data["dcim/sites"].append({"id": 4, "name": "DM-Empty", "slug": "dm-empty"})
+    page = PAGES[ROOT / "docs" / "eval.md"]
+    files = [b for b in code_blocks(page) if b[:1] == ["[[question]]"]]
+    assert len(files) == 2
+    listed = {}
+    for n, block in enumerate(files):
+        path = tmp_path / f"q{n}.toml"
+        path.write_text("\n".join(block) + "\n")
+        args = ["eval", "--list", "--json", "--per-template", "0", "--questions", str(path)]
+        result = invoke(args, env=chat_env)
+        assert result.exit_code == 0, result.output
+        listed.update({q["text"]: q for q in json.loads(result.stdout)["questions"]})
+    rack = listed["Which devices are in rack R101?"]
+    (aliases,) = re.findall(r"`aliases`\s*\(`(\{.*?\})`\)", page, re.S)
+    assert rack["aliases"] == json.loads(aliases)
+    assert rack["universe"] == ["dmi01-akron-sw02", "Dell R640 (18)"]
+    empty = {"yes": True, "exceptions": [], "empty": True}
+    assert listed["Are all devices at site DM-Empty active? Name any that are not."][
+        "expected"
+    ] == (empty)
+    assert listed["Is any device at site DM-Empty offline?"]["expected"] == {**empty, "yes": False}
+    (message,) = re.findall(r"\(`(mine\.toml: question 1: [^`]*)`\)", page)
+    bad = tmp_path / "mine.toml"
+    bad.write_text("\n".join(files[1]).replace("id = 17", 'id = "17"') + "\n")
+    args = ["eval", "--list", "--per-template", "0", "--questions", "mine.toml"]
+    monkeypatch.chdir(tmp_path)
+    result = invoke(args, env=chat_env)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "netbox-chat: " + " ".join(message.split())
+
+
 def test_the_readme_is_short_and_starts_with_the_two_commands() -> None:
     """A newcomer reads the README to its end: at most 250 lines, and the two
     commands (start a chat; run the tests) come first, neither with a token
