@@ -14,7 +14,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -57,7 +56,7 @@ from tests.doubles.ollama_server import (
     ToolCall,
 )
 from tests.doubles.openai_server import SESSION_WINDOW, ScriptedOpenAI, server_settings
-from tests.drive.process import cli
+from tests.drive.process import cli, start
 
 
 @tool
@@ -363,7 +362,6 @@ def test_compact_at_must_be_a_fraction(value: str, tmp_path: Path) -> None:
 
 # --- through the real CLI ----------------------------------------------------------------
 
-ROOT = Path(__file__).parent.parent
 BIG_QUESTION = "check these devices: " + ", ".join(f"dmi01-akron-sw{n:03d}" for n in range(260))
 
 
@@ -392,10 +390,9 @@ def test_kill_9_during_an_automatic_compaction_leaves_the_pre_turn_state(
     assert json.loads(second.stdout)["context"]["compactions"] == 0
     before = inspect(sessions_dir, session_id)
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "ask", BIG_QUESTION, "--session", session_id],
-        env=env,
-        cwd=ROOT,
+    proc = start(
+        env,
+        *("ask", BIG_QUESTION, "--session", session_id),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -738,14 +735,7 @@ def test_sigint_after_a_summary_that_kept_the_question_rolls_the_turn_back(
         return _page_until_summarized(body)
 
     ollama.responder = stall_after_the_summary
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "ask", QUESTION, "--session", session_id],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start(env, "ask", QUESTION, "--session", session_id)
     try:
         assert stalled.wait(60), "the turn never asked again after its summary"
         proc.send_signal(signal.SIGINT)

@@ -172,9 +172,7 @@ def old_ask(
     code: Path, env: dict[str, str], cwd: Path, *args: str
 ) -> subprocess.CompletedProcess[str]:
     """That release's own CLI (tests/doubles/old_releases.py)."""
-    return subprocess.run(
-        release_argv(code, *args), env=env, cwd=cwd, capture_output=True, text=True, timeout=180
-    )
+    return cli(env, *args, program=release_argv(code), cwd=cwd, timeout=180)
 
 
 def file_schema(path: Path) -> tuple[int, list[str], list[str]]:
