@@ -16,16 +16,14 @@ import re
 import sqlite3
 import stat
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from netbox_chat.config import (
     SESSIONS_MARK,
     ModelServer,
-    resume_command,
-    without_userinfo,
 )
 from netbox_chat.owned import NotOwned, check_folder, make_folder
 from netbox_chat.store import migrations
@@ -45,14 +43,15 @@ from netbox_chat.store.ledger import (
     ANSWERED,
     TURN_FIELDS,
     Ledger,
+    SessionStart,
     Turn,
     asked_by,
-    session_model,
     stored_server,
     turn_from_row,
 )
 from netbox_chat.store.locks import SessionLock, lock_holder
 from netbox_chat.store.migrations import schema_version
+from netbox_chat.store.summary import SessionSummary, matching_line, summary_fields
 
 SUFFIX = ".sqlite"
 COMPANIONS = ("-wal", "-shm")
@@ -151,60 +150,6 @@ def _latest_model(conn: sqlite3.Connection, present: set[str]) -> object:
     return row[0] if row else None
 
 
-@dataclass(frozen=True)
-class SessionSummary:
-    """What `ls` shows: read from small tables only, never from checkpoints."""
-
-    id: str
-    path: Path
-    size_bytes: int
-    title: str = ""
-    model: str = ""
-    netbox_url: str = ""
-    profile: str = ""
-    created_at: str = ""
-    last_active: str = ""
-    turns: int = 0
-    open_by: int | None = None
-    is_open: bool = False
-    unreadable: str | None = None
-    unanswered: bool = False  # no turn ever finished (a first turn cut short by a crash)
-    context_tokens: int | None = None
-    """Ollama's count of the last finished turn's last request (the meter)."""
-    context_window: int | None = None
-    asked_by: tuple[str, ...] = ()  # everyone who asked a turn, user@host
-    server: ModelServer | None = None  # the newest turn's model server (None before m006)
-
-    def __post_init__(self) -> None:
-        # Sessions written before issue 21 (or by someone else) may hold a
-        # NetBox URL with `user:password@`: no summary carries it to a screen.
-        object.__setattr__(self, "netbox_url", without_userinfo(self.netbox_url))
-
-    def as_json(self) -> dict[str, Any]:
-        # A shallow copy: `asdict` deep-copies every field and, over 10,000
-        # sessions, costs `ls --json` as much as reading them (bench 1).
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["server"] = None if self.server is None else asdict(self.server)
-        data["path"] = str(self.path)
-        data["resume"] = resume_command(self.id, self.server)
-        return data
-
-
-def matching_line(texts: Sequence[str | None], needle: str) -> str:
-    """The first line of `texts` (a turn's question, then its answer) that
-    holds `needle`, compared as the stores' LIKE does (ASCII letters
-    case-insensitively), stripped: what `ls --grep` shows, as grep does."""
-    folded = needle.translate(_ASCII_LOWER)
-    for text in texts:
-        for line in (text or "").splitlines():
-            if folded in line.translate(_ASCII_LOWER):
-                return line.strip()
-    return ""
-
-
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
 def epoch(stamp: str) -> float | None:
     """An ISO time from a session (its ledger or meta) as seconds since the
     epoch, UTC if it names no zone; None when it cannot be read (a session
@@ -250,7 +195,7 @@ def _summary_fields(conn: sqlite3.Connection) -> dict[str, Any]:
         meta = json.loads(row[0])
         if isinstance(meta, dict) and meta.get("schema_version") == str(SCHEMA_VERSION):
             askers = json.loads(row[6])
-            return _fields(meta, row[1:6], _sorted(askers), row[7], stored_server(*row[8:13]))
+            return summary_fields(meta, row[1:6], askers, row[7], stored_server(*row[8:13]))
     check_session(conn)
     meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
     counts = conn.execute(
@@ -263,47 +208,13 @@ def _summary_fields(conn: sqlite3.Connection) -> dict[str, Any]:
         "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
     ).fetchone() or (None, None)
     present = turn_columns(conn)
-    return _fields(
+    return summary_fields(
         meta,
         (*counts, *context),
         _askers(conn, present),
         _latest_model(conn, present),
         _latest_server(conn, present),
     )
-
-
-def _sorted(values: Sequence[Any]) -> tuple[Any, ...]:
-    """`values` in SQLite's ORDER BY order (numbers before text), as `_askers`
-    gives them: JSON from an untrusted file may hold either."""
-    return tuple(sorted(values, key=lambda v: (isinstance(v, str), v if isinstance(v, str) else 0)))
-
-
-def _fields(
-    meta: dict[str, Any],
-    counts: Sequence[Any],
-    askers: tuple[str, ...],
-    latest_model: object,
-    server: ModelServer | None,
-) -> dict[str, Any]:
-    """The summary's fields from the file's meta, its counts (finished turns,
-    answered turns, last activity, the last finished turn's prompt size and
-    context window), askers, newest model and server."""
-    turns, answered, last, context_tokens, context_window = counts
-    created = meta.get("created_at", "")
-    return {
-        "title": meta.get("title", ""),
-        "model": session_model(latest_model, meta.get("model")),
-        "netbox_url": meta.get("netbox_url", ""),
-        "profile": meta.get("profile", ""),
-        "created_at": created,
-        "last_active": max(last or "", created),
-        "turns": turns,
-        "unanswered": answered == 0,
-        "context_tokens": context_tokens,
-        "context_window": context_window,
-        "asked_by": askers,
-        "server": server,
-    }
 
 
 # --- the store (a folder of sessions) ----------------------------------------------
@@ -402,17 +313,8 @@ class SessionStore:
     def open(self, session_id: str) -> SessionFile:
         return SessionFile.open(self, session_id)
 
-    def create(
-        self,
-        *,
-        model: str,
-        netbox_url: str | None = None,
-        profile: str | None = None,
-        session_id: str | None = None,
-    ) -> SessionFile:
-        return SessionFile.create(
-            self, model=model, netbox_url=netbox_url, profile=profile, session_id=session_id
-        )
+    def create(self, **start: Unpack[SessionStart]) -> SessionFile:
+        return SessionFile.create(self, **start)
 
     def most_recent(self) -> str:
         for session_id in self.ids_by_recency():
@@ -589,24 +491,14 @@ class SessionFile(Ledger):
         self.asked_by = asked_by()
 
     @classmethod
-    def create(
-        cls,
-        store: SessionStore,
-        *,
-        model: str,
-        netbox_url: str | None = None,
-        profile: str | None = None,
-        session_id: str | None = None,
-    ) -> SessionFile:
-        """A new session, remembering the model and the NetBox (URL, and the
-        profile that named it; never the token) it was started with. A given
-        id only for `copy`, which keeps it."""
+    def create(cls, store: SessionStore, **start: Unpack[SessionStart]) -> SessionFile:
+        """A new session, remembering what it was started with (`SessionStart`)."""
         store.ensure_root()
-        session = cls(store, session_id or new_session_id())
+        session = cls(store, start.get("session_id") or new_session_id())
         session.lock.acquire(create=True)
         try:
             session._connect()
-            session._record_start(model, netbox_url, profile)
+            session._record_start(start)
         except BaseException:
             session.close()
             with contextlib.suppress(OSError):
