@@ -16,7 +16,6 @@ import re
 import sqlite3
 import stat
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Unpack
@@ -50,6 +49,7 @@ from netbox_chat.store.ledger import (
     turn_from_row,
 )
 from netbox_chat.store.locks import SessionLock, lock_holder
+from netbox_chat.store.lsindex import Row, SummaryIndex, file_key, plain_row
 from netbox_chat.store.migrations import schema_version
 from netbox_chat.store.summary import SessionSummary, matching_line, summary_fields
 
@@ -183,19 +183,41 @@ LEFT JOIN (SELECT model, provider, server_scheme, server_host, server_port, prof
 """
 
 
-def _summary_fields(conn: sqlite3.Connection) -> dict[str, Any]:
-    """The `SessionSummary` fields a session file's own tables give (raises
-    `UnreadableSession` or `sqlite3.DatabaseError` for a file to refuse).
+def _fast_row(conn: sqlite3.Connection) -> Row | None:
+    """`_SUMMARY_SQL`'s row of a file of this schema, its JSON decoded (what
+    the summary index keeps), or None for a file to read step by step."""
+    with contextlib.suppress(sqlite3.DatabaseError, json.JSONDecodeError):
+        row = conn.execute(_SUMMARY_SQL).fetchone()
+        return [json.loads(row[0]), *row[1:6], json.loads(row[6]), *row[7:]]
+    return None
+
+
+def _row_fields(row: Row) -> dict[str, Any] | None:
+    """The summary's fields from `_fast_row`'s row, read from the file or
+    from the summary index, or None when it is not the row of a session of
+    this schema (an index entry is checked as strictly as the file's row)."""
+    meta, done, answered, askers = row[0], row[1], row[2], row[6]
+    if not isinstance(meta, dict) or meta.get("schema_version") != str(SCHEMA_VERSION):
+        return None
+    if not isinstance(askers, list) or not all(type(n) is int and n >= 0 for n in (done, answered)):
+        return None
+    return summary_fields(meta, row[1:6], askers, row[7], stored_server(*row[8:13]))
+
+
+_ROW_WIDTH = 13
+
+
+def _summary_fields(conn: sqlite3.Connection) -> tuple[dict[str, Any], Row | None]:
+    """The `SessionSummary` fields a session file's own tables give, and the
+    row they came from when the index may keep it (raises `UnreadableSession`
+    or `sqlite3.DatabaseError` for a file to refuse).
 
     A file of this schema is read with one query; any other file (an older
     release's, a newer one's, a damaged or foreign one) takes the step by
     step path, which checks it as every open does."""
-    with contextlib.suppress(sqlite3.DatabaseError, json.JSONDecodeError):
-        row = conn.execute(_SUMMARY_SQL).fetchone()
-        meta = json.loads(row[0])
-        if isinstance(meta, dict) and meta.get("schema_version") == str(SCHEMA_VERSION):
-            askers = json.loads(row[6])
-            return summary_fields(meta, row[1:6], askers, row[7], stored_server(*row[8:13]))
+    row = _fast_row(conn)
+    if row is not None and (fields := _row_fields(row)) is not None:
+        return fields, row
     check_session(conn)
     meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
     counts = conn.execute(
@@ -208,13 +230,14 @@ def _summary_fields(conn: sqlite3.Connection) -> dict[str, Any]:
         "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
     ).fetchone() or (None, None)
     present = turn_columns(conn)
-    return summary_fields(
+    fields = summary_fields(
         meta,
         (*counts, *context),
         _askers(conn, present),
         _latest_model(conn, present),
         _latest_server(conn, present),
     )
+    return fields, None
 
 
 # --- the store (a folder of sessions) ----------------------------------------------
@@ -326,29 +349,49 @@ class SessionStore:
         self, limit: int | None = None, ids: list[str] | None = None
     ) -> list[SessionSummary]:
         """Summaries of the first `limit` of `ids` (by default every session,
-        most recently written first)."""
-        return [
-            self.summarize(sid) for sid in (self.ids_by_recency() if ids is None else ids)[:limit]
-        ]
+        most recently written first). Every session (`ls --json`, `--all`)
+        is read through the folder's summary index (`lsindex.py`), which
+        spares opening the files unchanged since it was written, and is then
+        brought up to date; a few (the newest, for `ls`) are cheaper to open."""
+        chosen = (self.ids_by_recency() if ids is None else ids)[:limit]
+        if limit is not None:
+            return [self.summarize(sid) for sid in chosen]
+        index = SummaryIndex(self.root, SCHEMA_VERSION)
+        summaries = [self.summarize(sid, index) for sid in chosen]
+        index.save(chosen if ids is None else self.session_ids())
+        return summaries
 
-    def summarize(self, session_id: str) -> SessionSummary:
-        """Read one session's summary without writing anything anywhere."""
+    def summarize(self, session_id: str, index: SummaryIndex | None = None) -> SessionSummary:
+        """Read one session's summary, from `index` when it holds the file
+        as it is now and nobody writes it (no `-wal`), else from the file
+        (whose row `index` then keeps). Never writes to the session."""
         path = self.path_for(session_id)
-        size = 0
-        for name in (str(path), *(f"{path}{c}" for c in COMPANIONS)):
-            with contextlib.suppress(FileNotFoundError):
-                size += os.stat(name).st_size
+        size, key, written = 0, None, False
+        for companion in ("", *COMPANIONS):
+            try:
+                info = os.stat(f"{path}{companion}")
+            except FileNotFoundError:
+                continue
+            size += info.st_size
+            key = file_key(info) if not companion else key
+            written = written or companion == "-wal"
         held = lock_holder(path)
-        base = SessionSummary(
-            session_id, path, size, is_open=held is not None, open_by=held or None
-        )
+        live: dict[str, Any] = {"id": session_id, "path": path, "size_bytes": size}
+        live.update(is_open=held is not None, open_by=held or None)
+        cached = index if key is not None and not written else None
+        if cached is not None and key is not None:
+            row = plain_row(cached.get(session_id, key), _ROW_WIDTH)
+            if row is not None and (fields := _row_fields(row)) is not None:
+                return SessionSummary(**live, **fields)
         try:
             with read_only_connection(path) as conn:
-                fields = _summary_fields(conn)
+                fields, row = _summary_fields(conn)
         except (UnreadableSession, sqlite3.DatabaseError) as exc:
             reason = str(exc) if isinstance(exc, UnreadableSession) else f"damaged ({exc})"
-            return replace(base, unreadable=reason)
-        return replace(base, **fields)
+            return SessionSummary(**live, unreadable=reason)
+        if cached is not None and key is not None and row is not None:
+            cached.put(session_id, key, row)
+        return SessionSummary(**live, **fields)
 
     def forget(self, session_id: str) -> None:
         """Delete a session for good, only if nobody has it open.
@@ -377,6 +420,7 @@ class SessionStore:
             os.unlink(tomb)
         except OSError as exc:
             raise StoreError(f"cannot delete session {session_id}: {exc.strerror}") from exc
+        SummaryIndex(self.root, SCHEMA_VERSION).drop(session_id)
 
     def unanswered(self) -> list[str]:
         """Sessions no turn ever finished in and no process has open: what a
