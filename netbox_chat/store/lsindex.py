@@ -91,11 +91,12 @@ class SummaryIndex:
     """The index of one sessions folder, as this process read it, and the
     entries it read again from their files (`put`), to be saved (`save`)."""
 
-    def __init__(self, root: Path, schema: int) -> None:
+    def __init__(self, root: Path, schema: int, started: float | None = None) -> None:
         self.root = root
         self.path = root / INDEX_NAME
         self.schema = schema
-        self.started = time.time()  # before any file is read
+        # No later than the first stat of a session file whose row is `put`.
+        self.started = time.time() if started is None else started
         self.entries = self._read()
         self.fresh: dict[str, tuple[Key, Row]] = {}
 

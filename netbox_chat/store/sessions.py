@@ -15,6 +15,7 @@ import os
 import re
 import sqlite3
 import stat
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -240,6 +241,25 @@ def _summary_fields(conn: sqlite3.Connection) -> tuple[dict[str, Any], Row | Non
     return fields, None
 
 
+def _stats(path: Path, scanned: list[os.DirEntry[str]] | None) -> dict[str, os.stat_result]:
+    """The stats of a session file and of its companions that exist, by
+    suffix ("" for the file): from a folder scan's entries when given (its
+    `-shm` only beside a `-wal`: SQLite makes and removes them together)."""
+    if scanned is None:
+        found = {}
+        for companion in ("", *COMPANIONS):
+            with contextlib.suppress(FileNotFoundError):
+                found[companion] = os.stat(f"{path}{companion}")
+        return found
+    found = {}
+    with contextlib.suppress(FileNotFoundError):
+        found[""] = scanned[0].stat()
+        if len(scanned) > 1:
+            found["-wal"] = scanned[1].stat()
+            found["-shm"] = os.stat(f"{path}-shm")
+    return found
+
+
 # --- the store (a folder of sessions) ----------------------------------------------
 
 
@@ -322,7 +342,12 @@ class SessionStore:
         `resume` can order a big store without opening every session (and
         without building a Path per file, which at a thousand sessions costs
         more than the stats)."""
+        return list(self._by_recency(self._scan()))
 
+    @staticmethod
+    def _by_recency(
+        scanned: dict[str, list[os.DirEntry[str]]],
+    ) -> dict[str, list[os.DirEntry[str]]]:
         def last_written(entries: list[os.DirEntry[str]]) -> float:
             times = []
             for entry in entries:
@@ -330,8 +355,8 @@ class SessionStore:
                     times.append(entry.stat().st_mtime)
             return max(times, default=0.0)
 
-        scanned = self._scan()
-        return sorted(sorted(scanned), key=lambda sid: last_written(scanned[sid]), reverse=True)
+        order = sorted(sorted(scanned), key=lambda sid: last_written(scanned[sid]), reverse=True)
+        return {sid: scanned[sid] for sid in order}
 
     def open(self, session_id: str) -> SessionFile:
         return SessionFile.open(self, session_id)
@@ -353,25 +378,34 @@ class SessionStore:
         is read through the folder's summary index (`lsindex.py`), which
         spares opening the files unchanged since it was written, and is then
         brought up to date; a few (the newest, for `ls`) are cheaper to open."""
-        chosen = (self.ids_by_recency() if ids is None else ids)[:limit]
         if limit is not None:
+            chosen = (self.ids_by_recency() if ids is None else ids)[:limit]
             return [self.summarize(sid) for sid in chosen]
-        index = SummaryIndex(self.root, SCHEMA_VERSION)
-        summaries = [self.summarize(sid, index) for sid in chosen]
-        index.save(chosen if ids is None else self.session_ids())
+        began = time.time()  # before any stat: what the index's entries are as old as
+        scanned = self._scan()
+        index = SummaryIndex(self.root, SCHEMA_VERSION, began)
+        summaries = [
+            self.summarize(sid, index, scanned.get(sid))
+            for sid in (self._by_recency(scanned) if ids is None else ids)
+        ]
+        index.save(scanned)
         return summaries
 
-    def summarize(self, session_id: str, index: SummaryIndex | None = None) -> SessionSummary:
+    def summarize(
+        self,
+        session_id: str,
+        index: SummaryIndex | None = None,
+        scanned: list[os.DirEntry[str]] | None = None,
+    ) -> SessionSummary:
         """Read one session's summary, from `index` when it holds the file
         as it is now and nobody writes it (no `-wal`), else from the file
-        (whose row `index` then keeps). Never writes to the session."""
+        (whose row `index` then keeps). `scanned`: the file's and its
+        `-wal`'s entries from a scan of the folder, whose stats are cached.
+        Never writes to the session."""
         path = self.path_for(session_id)
         size, key, written = 0, None, False
-        for companion in ("", *COMPANIONS):
-            try:
-                info = os.stat(f"{path}{companion}")
-            except FileNotFoundError:
-                continue
+        found = _stats(path, scanned)
+        for companion, info in found.items():
             size += info.st_size
             key = file_key(info) if not companion else key
             written = written or companion == "-wal"
