@@ -796,7 +796,7 @@ def list_sessions(
     profile: Profile = None,
     store_option: StoreOption = None,
 ) -> None:
-    """List sessions, most recently active first. Never writes anything."""
+    """List sessions, most recently active first. Never writes a session."""
     from netbox_chat.ui import tables
 
     settings = settings_from(sessions_dir, store=store_option, profile=profile)

@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict, astuple, dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any, Literal, Self
+from typing import Any, Literal, NotRequired, Self, TypedDict
 
 from netbox_chat.config import PROVIDERS, ModelServer, without_userinfo
 
@@ -194,6 +194,17 @@ def session_model(latest: object, started: object) -> str:
     return stored_model(latest) or stored_model(started) or ""
 
 
+class SessionStart(TypedDict):
+    """What a new session is started with, on either store: the model, the
+    NetBox it asks (URL and the profile that named it; never the token), and
+    an id only for `copy`, which keeps it."""
+
+    model: str
+    netbox_url: NotRequired[str | None]
+    profile: NotRequired[str | None]
+    session_id: NotRequired[str | None]
+
+
 # What `copy` carries over of a session's meta (the rest belongs to the store).
 COPIED_META = ("created_at", "title", "model", "netbox_url", "profile")
 
@@ -316,15 +327,16 @@ class Ledger:
 
     # meta
 
-    def _record_start(self, model: str, netbox_url: str | None, profile: str | None) -> None:
+    def _record_start(self, start: SessionStart) -> None:
         """A new session's meta: the model and the NetBox it was started with
         (URL without credentials, and the profile that named it; never the
         token). Every teammate on a shared store reads these rows."""
+        netbox_url = start.get("netbox_url")
         url = without_userinfo(netbox_url) if netbox_url else None
-        remembered = {"netbox_url": url, "profile": profile}
+        remembered = {"netbox_url": url, "profile": start.get("profile")}
         self._set_meta(
             created_at=now_iso(),
-            model=model,
+            model=start["model"],
             title="",
             **{key: value for key, value in remembered.items() if value},
         )

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 from urllib.parse import unquote
 
 from netbox_chat.errors import UserFacingError, add_driver_errors
@@ -42,13 +42,13 @@ from netbox_chat.store.ledger import (
     ANSWERED,
     TURN_COLUMNS,
     Ledger,
+    SessionStart,
     Turn,
     asked_by,
-    session_model,
     stored_server,
     turn_from_row,
 )
-from netbox_chat.store.sessions import SessionSummary, matching_line
+from netbox_chat.store.summary import SessionSummary, matching_line, summary_fields
 
 if TYPE_CHECKING:
     import psycopg
@@ -557,28 +557,23 @@ class PgSessionStore:
         sid, created, title, model, netbox_url, profile = row[:6]
         turns, answered, last, askers, context_tokens, context_window = row[6:12]
         holder, latest_model = row[12:14]
-        server = stored_server(*row[14:19])
         found = _HOLDER.fullmatch(holder or "")
+        meta = {"created_at": created, "title": title, "model": model}
         return PgSessionSummary(
             sid,
             Path(),
             0,
-            title=title or "",
-            model=session_model(latest_model, model),
-            server=server,
-            netbox_url=netbox_url or "",
-            profile=profile or "",
-            created_at=created or "",
-            last_active=max(last or "", created or ""),
-            turns=int(turns or 0),
-            unanswered=not answered,
-            context_tokens=context_tokens,
-            context_window=context_window,
             open_by=int(found.group(1)) if found else None,
             is_open=holder is not None,
             store=self.root,
             holder=holder,
-            asked_by=tuple(sorted(askers or ())),
+            **summary_fields(
+                {**meta, "netbox_url": netbox_url, "profile": profile},
+                (turns, answered, last, context_tokens, context_window),
+                askers,
+                latest_model,
+                stored_server(*row[14:19]),
+            ),
         )
 
     def ledger(
@@ -612,18 +607,9 @@ class PgSessionStore:
         self.close()
         return PgSession.open(self, session_id)
 
-    def create(
-        self,
-        *,
-        model: str,
-        netbox_url: str | None = None,
-        profile: str | None = None,
-        session_id: str | None = None,
-    ) -> PgSession:
+    def create(self, **start: Unpack[SessionStart]) -> PgSession:
         self.close()
-        return PgSession.create(
-            self, model=model, netbox_url=netbox_url, profile=profile, session_id=session_id
-        )
+        return PgSession.create(self, **start)
 
     def forget(self, session_id: str) -> None:
         """Delete every row of the session, in one transaction, only if nobody
@@ -659,24 +645,15 @@ class PgSession(Ledger):
         self.asked_by = ""  # the server's word for it, once connected (`_connect`)
 
     @classmethod
-    def create(
-        cls,
-        store: PgSessionStore,
-        *,
-        model: str,
-        netbox_url: str | None = None,
-        profile: str | None = None,
-        session_id: str | None = None,
-    ) -> PgSession:
-        """A new session, remembering the model and the NetBox (URL and
-        profile, never the token); a given id only for `copy`, which keeps it."""
-        session = cls(store, session_id or new_session_id())
+    def create(cls, store: PgSessionStore, **start: Unpack[SessionStart]) -> PgSession:
+        """A new session, remembering what it was started with (`SessionStart`)."""
+        session = cls(store, start.get("session_id") or new_session_id())
         session._connect()
         try:
             session._lock()
             if session._exists():
                 raise UserFacingError(f"session {session.id} is already in {store.root}")
-            session._record_start(model, netbox_url, profile)
+            session._record_start(start)
         except BaseException:
             session.close()
             raise

@@ -15,17 +15,15 @@ import os
 import re
 import sqlite3
 import stat
+import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from netbox_chat.config import (
     SESSIONS_MARK,
     ModelServer,
-    resume_command,
-    without_userinfo,
 )
 from netbox_chat.owned import NotOwned, check_folder, make_folder
 from netbox_chat.store import migrations
@@ -45,14 +43,16 @@ from netbox_chat.store.ledger import (
     ANSWERED,
     TURN_FIELDS,
     Ledger,
+    SessionStart,
     Turn,
     asked_by,
-    session_model,
     stored_server,
     turn_from_row,
 )
 from netbox_chat.store.locks import SessionLock, lock_holder
+from netbox_chat.store.lsindex import Row, SummaryIndex, file_key, plain_row
 from netbox_chat.store.migrations import schema_version
+from netbox_chat.store.summary import SessionSummary, matching_line, summary_fields
 
 SUFFIX = ".sqlite"
 COMPANIONS = ("-wal", "-shm")
@@ -151,60 +151,6 @@ def _latest_model(conn: sqlite3.Connection, present: set[str]) -> object:
     return row[0] if row else None
 
 
-@dataclass(frozen=True)
-class SessionSummary:
-    """What `ls` shows: read from small tables only, never from checkpoints."""
-
-    id: str
-    path: Path
-    size_bytes: int
-    title: str = ""
-    model: str = ""
-    netbox_url: str = ""
-    profile: str = ""
-    created_at: str = ""
-    last_active: str = ""
-    turns: int = 0
-    open_by: int | None = None
-    is_open: bool = False
-    unreadable: str | None = None
-    unanswered: bool = False  # no turn ever finished (a first turn cut short by a crash)
-    context_tokens: int | None = None
-    """Ollama's count of the last finished turn's last request (the meter)."""
-    context_window: int | None = None
-    asked_by: tuple[str, ...] = ()  # everyone who asked a turn, user@host
-    server: ModelServer | None = None  # the newest turn's model server (None before m006)
-
-    def __post_init__(self) -> None:
-        # Sessions written before issue 21 (or by someone else) may hold a
-        # NetBox URL with `user:password@`: no summary carries it to a screen.
-        object.__setattr__(self, "netbox_url", without_userinfo(self.netbox_url))
-
-    def as_json(self) -> dict[str, Any]:
-        # A shallow copy: `asdict` deep-copies every field and, over 10,000
-        # sessions, costs `ls --json` as much as reading them (bench 1).
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["server"] = None if self.server is None else asdict(self.server)
-        data["path"] = str(self.path)
-        data["resume"] = resume_command(self.id, self.server)
-        return data
-
-
-def matching_line(texts: Sequence[str | None], needle: str) -> str:
-    """The first line of `texts` (a turn's question, then its answer) that
-    holds `needle`, compared as the stores' LIKE does (ASCII letters
-    case-insensitively), stripped: what `ls --grep` shows, as grep does."""
-    folded = needle.translate(_ASCII_LOWER)
-    for text in texts:
-        for line in (text or "").splitlines():
-            if folded in line.translate(_ASCII_LOWER):
-                return line.strip()
-    return ""
-
-
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
 def epoch(stamp: str) -> float | None:
     """An ISO time from a session (its ledger or meta) as seconds since the
     epoch, UTC if it names no zone; None when it cannot be read (a session
@@ -238,19 +184,41 @@ LEFT JOIN (SELECT model, provider, server_scheme, server_host, server_port, prof
 """
 
 
-def _summary_fields(conn: sqlite3.Connection) -> dict[str, Any]:
-    """The `SessionSummary` fields a session file's own tables give (raises
-    `UnreadableSession` or `sqlite3.DatabaseError` for a file to refuse).
+def _fast_row(conn: sqlite3.Connection) -> Row | None:
+    """`_SUMMARY_SQL`'s row of a file of this schema, its JSON decoded (what
+    the summary index keeps), or None for a file to read step by step."""
+    with contextlib.suppress(sqlite3.DatabaseError, json.JSONDecodeError):
+        row = conn.execute(_SUMMARY_SQL).fetchone()
+        return [json.loads(row[0]), *row[1:6], json.loads(row[6]), *row[7:]]
+    return None
+
+
+def _row_fields(row: Row) -> dict[str, Any] | None:
+    """The summary's fields from `_fast_row`'s row, read from the file or
+    from the summary index, or None when it is not the row of a session of
+    this schema (an index entry is checked as strictly as the file's row)."""
+    meta, done, answered, askers = row[0], row[1], row[2], row[6]
+    if not isinstance(meta, dict) or meta.get("schema_version") != str(SCHEMA_VERSION):
+        return None
+    if not isinstance(askers, list) or not all(type(n) is int and n >= 0 for n in (done, answered)):
+        return None
+    return summary_fields(meta, row[1:6], askers, row[7], stored_server(*row[8:13]))
+
+
+_ROW_WIDTH = 13
+
+
+def _summary_fields(conn: sqlite3.Connection) -> tuple[dict[str, Any], Row | None]:
+    """The `SessionSummary` fields a session file's own tables give, and the
+    row they came from when the index may keep it (raises `UnreadableSession`
+    or `sqlite3.DatabaseError` for a file to refuse).
 
     A file of this schema is read with one query; any other file (an older
     release's, a newer one's, a damaged or foreign one) takes the step by
     step path, which checks it as every open does."""
-    with contextlib.suppress(sqlite3.DatabaseError, json.JSONDecodeError):
-        row = conn.execute(_SUMMARY_SQL).fetchone()
-        meta = json.loads(row[0])
-        if isinstance(meta, dict) and meta.get("schema_version") == str(SCHEMA_VERSION):
-            askers = json.loads(row[6])
-            return _fields(meta, row[1:6], _sorted(askers), row[7], stored_server(*row[8:13]))
+    row = _fast_row(conn)
+    if row is not None and (fields := _row_fields(row)) is not None:
+        return fields, row
     check_session(conn)
     meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
     counts = conn.execute(
@@ -263,47 +231,33 @@ def _summary_fields(conn: sqlite3.Connection) -> dict[str, Any]:
         "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
     ).fetchone() or (None, None)
     present = turn_columns(conn)
-    return _fields(
+    fields = summary_fields(
         meta,
         (*counts, *context),
         _askers(conn, present),
         _latest_model(conn, present),
         _latest_server(conn, present),
     )
+    return fields, None
 
 
-def _sorted(values: Sequence[Any]) -> tuple[Any, ...]:
-    """`values` in SQLite's ORDER BY order (numbers before text), as `_askers`
-    gives them: JSON from an untrusted file may hold either."""
-    return tuple(sorted(values, key=lambda v: (isinstance(v, str), v if isinstance(v, str) else 0)))
-
-
-def _fields(
-    meta: dict[str, Any],
-    counts: Sequence[Any],
-    askers: tuple[str, ...],
-    latest_model: object,
-    server: ModelServer | None,
-) -> dict[str, Any]:
-    """The summary's fields from the file's meta, its counts (finished turns,
-    answered turns, last activity, the last finished turn's prompt size and
-    context window), askers, newest model and server."""
-    turns, answered, last, context_tokens, context_window = counts
-    created = meta.get("created_at", "")
-    return {
-        "title": meta.get("title", ""),
-        "model": session_model(latest_model, meta.get("model")),
-        "netbox_url": meta.get("netbox_url", ""),
-        "profile": meta.get("profile", ""),
-        "created_at": created,
-        "last_active": max(last or "", created),
-        "turns": turns,
-        "unanswered": answered == 0,
-        "context_tokens": context_tokens,
-        "context_window": context_window,
-        "asked_by": askers,
-        "server": server,
-    }
+def _stats(path: Path, scanned: list[os.DirEntry[str]] | None) -> dict[str, os.stat_result]:
+    """The stats of a session file and of its companions that exist, by
+    suffix ("" for the file): from a folder scan's entries when given (its
+    `-shm` only beside a `-wal`: SQLite makes and removes them together)."""
+    if scanned is None:
+        found = {}
+        for companion in ("", *COMPANIONS):
+            with contextlib.suppress(FileNotFoundError):
+                found[companion] = os.stat(f"{path}{companion}")
+        return found
+    found = {}
+    with contextlib.suppress(FileNotFoundError):
+        found[""] = scanned[0].stat()
+        if len(scanned) > 1:
+            found["-wal"] = scanned[1].stat()
+            found["-shm"] = os.stat(f"{path}-shm")
+    return found
 
 
 # --- the store (a folder of sessions) ----------------------------------------------
@@ -388,7 +342,12 @@ class SessionStore:
         `resume` can order a big store without opening every session (and
         without building a Path per file, which at a thousand sessions costs
         more than the stats)."""
+        return list(self._by_recency(self._scan()))
 
+    @staticmethod
+    def _by_recency(
+        scanned: dict[str, list[os.DirEntry[str]]],
+    ) -> dict[str, list[os.DirEntry[str]]]:
         def last_written(entries: list[os.DirEntry[str]]) -> float:
             times = []
             for entry in entries:
@@ -396,23 +355,14 @@ class SessionStore:
                     times.append(entry.stat().st_mtime)
             return max(times, default=0.0)
 
-        scanned = self._scan()
-        return sorted(sorted(scanned), key=lambda sid: last_written(scanned[sid]), reverse=True)
+        order = sorted(sorted(scanned), key=lambda sid: last_written(scanned[sid]), reverse=True)
+        return {sid: scanned[sid] for sid in order}
 
     def open(self, session_id: str) -> SessionFile:
         return SessionFile.open(self, session_id)
 
-    def create(
-        self,
-        *,
-        model: str,
-        netbox_url: str | None = None,
-        profile: str | None = None,
-        session_id: str | None = None,
-    ) -> SessionFile:
-        return SessionFile.create(
-            self, model=model, netbox_url=netbox_url, profile=profile, session_id=session_id
-        )
+    def create(self, **start: Unpack[SessionStart]) -> SessionFile:
+        return SessionFile.create(self, **start)
 
     def most_recent(self) -> str:
         for session_id in self.ids_by_recency():
@@ -424,29 +374,58 @@ class SessionStore:
         self, limit: int | None = None, ids: list[str] | None = None
     ) -> list[SessionSummary]:
         """Summaries of the first `limit` of `ids` (by default every session,
-        most recently written first)."""
-        return [
-            self.summarize(sid) for sid in (self.ids_by_recency() if ids is None else ids)[:limit]
+        most recently written first). Every session (`ls --json`, `--all`)
+        is read through the folder's summary index (`lsindex.py`), which
+        spares opening the files unchanged since it was written, and is then
+        brought up to date; a few (the newest, for `ls`) are cheaper to open."""
+        if limit is not None:
+            chosen = (self.ids_by_recency() if ids is None else ids)[:limit]
+            return [self.summarize(sid) for sid in chosen]
+        began = time.time()  # before any stat: what the index's entries are as old as
+        scanned = self._scan()
+        index = SummaryIndex(self.root, SCHEMA_VERSION, began)
+        summaries = [
+            self.summarize(sid, index, scanned.get(sid))
+            for sid in (self._by_recency(scanned) if ids is None else ids)
         ]
+        index.save(scanned)
+        return summaries
 
-    def summarize(self, session_id: str) -> SessionSummary:
-        """Read one session's summary without writing anything anywhere."""
+    def summarize(
+        self,
+        session_id: str,
+        index: SummaryIndex | None = None,
+        scanned: list[os.DirEntry[str]] | None = None,
+    ) -> SessionSummary:
+        """Read one session's summary, from `index` when it holds the file
+        as it is now and nobody writes it (no `-wal`), else from the file
+        (whose row `index` then keeps). `scanned`: the file's and its
+        `-wal`'s entries from a scan of the folder, whose stats are cached.
+        Never writes to the session."""
         path = self.path_for(session_id)
-        size = 0
-        for name in (str(path), *(f"{path}{c}" for c in COMPANIONS)):
-            with contextlib.suppress(FileNotFoundError):
-                size += os.stat(name).st_size
+        size, key, written = 0, None, False
+        found = _stats(path, scanned)
+        for companion, info in found.items():
+            size += info.st_size
+            key = file_key(info) if not companion else key
+            written = written or companion == "-wal"
         held = lock_holder(path)
-        base = SessionSummary(
-            session_id, path, size, is_open=held is not None, open_by=held or None
-        )
+        live: dict[str, Any] = {"id": session_id, "path": path, "size_bytes": size}
+        live.update(is_open=held is not None, open_by=held or None)
+        cached = index if key is not None and not written else None
+        if cached is not None and key is not None:
+            row = plain_row(cached.get(session_id, key), _ROW_WIDTH)
+            if row is not None and (fields := _row_fields(row)) is not None:
+                return SessionSummary(**live, **fields)
         try:
             with read_only_connection(path) as conn:
-                fields = _summary_fields(conn)
+                fields, row = _summary_fields(conn)
         except (UnreadableSession, sqlite3.DatabaseError) as exc:
             reason = str(exc) if isinstance(exc, UnreadableSession) else f"damaged ({exc})"
-            return replace(base, unreadable=reason)
-        return replace(base, **fields)
+            return SessionSummary(**live, unreadable=reason)
+        if cached is not None and key is not None and row is not None:
+            cached.put(session_id, key, row)
+        return SessionSummary(**live, **fields)
 
     def forget(self, session_id: str) -> None:
         """Delete a session for good, only if nobody has it open.
@@ -475,6 +454,7 @@ class SessionStore:
             os.unlink(tomb)
         except OSError as exc:
             raise StoreError(f"cannot delete session {session_id}: {exc.strerror}") from exc
+        SummaryIndex(self.root, SCHEMA_VERSION).drop(session_id)
 
     def unanswered(self) -> list[str]:
         """Sessions no turn ever finished in and no process has open: what a
@@ -589,24 +569,14 @@ class SessionFile(Ledger):
         self.asked_by = asked_by()
 
     @classmethod
-    def create(
-        cls,
-        store: SessionStore,
-        *,
-        model: str,
-        netbox_url: str | None = None,
-        profile: str | None = None,
-        session_id: str | None = None,
-    ) -> SessionFile:
-        """A new session, remembering the model and the NetBox (URL, and the
-        profile that named it; never the token) it was started with. A given
-        id only for `copy`, which keeps it."""
+    def create(cls, store: SessionStore, **start: Unpack[SessionStart]) -> SessionFile:
+        """A new session, remembering what it was started with (`SessionStart`)."""
         store.ensure_root()
-        session = cls(store, session_id or new_session_id())
+        session = cls(store, start.get("session_id") or new_session_id())
         session.lock.acquire(create=True)
         try:
             session._connect()
-            session._record_start(model, netbox_url, profile)
+            session._record_start(start)
         except BaseException:
             session.close()
             with contextlib.suppress(OSError):
