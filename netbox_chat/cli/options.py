@@ -141,13 +141,14 @@ CHAT = (*WHERE, *SERVER, *TURN)
 """What a chat takes: the REPL's, `resume`'s and `ask`'s."""
 
 
-def option_words() -> Iterator[tuple[str, bool]]:
-    """Each word that names a chat option on a command line, and whether it
-    is a flag (takes no value): what the completion fast path must know."""
-    for each in OPTIONS.values():
+def option_words() -> Iterator[tuple[str, str, bool]]:
+    """Each word that names a chat option on a command line: the option's
+    name, the word, and whether it is a flag (takes no value). What the
+    completion fast path reads a line with."""
+    for name, each in OPTIONS.items():
         for declared in each.metadata["flags"]:
             for word in declared.split("/"):
-                yield word, each.type == bool | None
+                yield name, word, each.type == bool | None
 
 
 @functools.cache
