@@ -288,8 +288,15 @@ def say(
     (out() if stdout else err()).print(Text(visible(message), style=style), soft_wrap=soft_wrap)
 
 
-# A config file's warnings, printed once per process however often it is read.
+# Warnings already printed: each once per process, however often the config
+# file is read (a resumed session resolves the settings twice).
 _warned: set[str] = set()
+
+
+def warn_once(warning: str) -> None:
+    if warning not in _warned:
+        _warned.add(warning)
+        say(f"netbox-chat: {warning}", "yellow", soft_wrap=True)
 
 
 def settings_from(
@@ -311,9 +318,7 @@ def settings_from(
     except ValueError as exc:
         raise settings_error(exc) from None
     for warning in settings.warnings:
-        if warning not in _warned:
-            _warned.add(warning)
-            say(f"netbox-chat: {warning}", "yellow", soft_wrap=True)
+        warn_once(warning)
     return settings
 
 
@@ -322,13 +327,11 @@ def warn_password_in_argv(url: str) -> None:
     the shell's history: say so, once, and where else it can go."""
     from netbox_chat.store.postgres import has_password
 
-    warning = (
-        "a password in --store is visible to other users in `ps` and kept in your "
-        "shell history: put it in ~/.pgpass or PGPASSWORD instead"
-    )
-    if has_password(url) and warning not in _warned:
-        _warned.add(warning)
-        say(f"netbox-chat: {warning}", "yellow", soft_wrap=True)
+    if has_password(url):
+        warn_once(
+            "a password in --store is visible to other users in `ps` and kept in your "
+            "shell history: put it in ~/.pgpass or PGPASSWORD instead"
+        )
 
 
 def chat_options_typed(ctx: Any) -> list[str]:
@@ -397,10 +400,7 @@ def _chat(
     store = open_store(settings)
     fresh = settings  # for a session made by /new: not the resumed one's
     if resume:
-        session_id = store.resolve(thread) if thread is not None else store.most_recent()
-        settings = settings_for_session(store, session_id, chat, note_model=True)
-        require_netbox(settings)
-        session: OpenSession = store.open(session_id)
+        settings, session = open_to_continue(store, thread, chat, note_model=True)
     else:
         require_netbox(settings)
         require_terminal()  # before a session is made that nobody could use
@@ -415,6 +415,18 @@ def _chat(
             fresh = replace(fresh, model=ending.model)
         with new_session(store, fresh) as session:
             ending = asyncio.run(run_chat(session, fresh, out(), resumed=False))
+
+
+def open_to_continue(
+    store: Store, thread: str | None, chat: ChatOptions, *, note_model: bool = False
+) -> tuple[Settings, OpenSession]:
+    """The session `thread` names (None: the most recently active), opened,
+    and the settings to go on with it (`settings_for_session`); refused
+    before it is opened when NetBox is not configured."""
+    session_id = store.resolve(thread) if thread is not None else store.most_recent()
+    settings = settings_for_session(store, session_id, chat, note_model=note_model)
+    require_netbox(settings)
+    return settings, store.open(session_id)
 
 
 def new_session(store: Store, settings: Settings) -> OpenSession:
@@ -912,10 +924,7 @@ def ask(
         settings = settings_from(chat, need_token=not continuing)
         store = open_store(settings)
         if continuing:
-            session_id = store.resolve(session) if session is not None else store.most_recent()
-            settings = settings_for_session(store, session_id, chat)
-            require_netbox(settings)
-            opened: OpenSession = store.open(session_id)
+            settings, opened = open_to_continue(store, session, chat)
         else:
             require_netbox(settings)
             opened = new_session(store, settings)
