@@ -369,6 +369,20 @@ def summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+def times_table(times: dict[str, list[float]], width: int, indent: str = "") -> None:
+    """Prints each command's runs (seconds, by name) as median, min and max,
+    its median against the first row's, the baseline: one layout for every
+    bench that compares commands, so their tables read alike."""
+    base = statistics.median(times[next(iter(times))])
+    print(f"{indent}{'command':{width}} {'median':>9} {'min':>9} {'max':>9} {'x base':>7}")
+    for name, values in times.items():
+        s = summary(values)
+        print(
+            f"{indent}{name:{width}} {s['median'] * 1000:7.0f}ms {s['min'] * 1000:7.0f}ms "
+            f"{s['max'] * 1000:7.0f}ms {s['median'] / base:6.2f}x"
+        )
+
+
 def timed_run(argv: Sequence[str], env: dict[str, str] | None = None, *, status: int = 0) -> float:
     """Wall time of one cold process, output discarded; fails loudly on any
     exit status but the one expected."""

@@ -16,13 +16,13 @@ decides whether SQLite's FTS5 is needed (it is if a search takes seconds).
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import _common as C
+from bench_ls import make_store
 
 sys.path.insert(0, str(C.ROOT))
 
@@ -41,18 +41,6 @@ def make_template(folder: Path, turns: int = 20) -> Path:
         return session.path
 
 
-def make_store(template: Path, into: Path, count: int) -> None:
-    from netbox_chat.store.ids import new_session_id
-
-    into.mkdir(parents=True, exist_ok=True)
-    seen: set[str] = set()
-    while len(seen) < count:
-        sid = new_session_id()
-        if sid not in seen:
-            seen.add(sid)
-            shutil.copyfile(template, into / f"{sid}.sqlite")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1000)
@@ -63,7 +51,7 @@ def main() -> None:
     with C.temp_dir("nbc-bench-habits-") as tmp:
         template = make_template(tmp / "template")
         store = tmp / "sessions"
-        make_store(template, store, args.sessions)
+        make_store(template.parent, store, args.sessions)  # copies of the one file there
         one = sorted(p.stem for p in store.glob("*.sqlite"))[0]
         print(f"store: {args.sessions} sessions of 20 turns, {template.stat().st_size} B each")
 
@@ -131,14 +119,8 @@ def main() -> None:
         ).stdout.split()
         all_ids_ms, few_ids_ms, search_ms = (float(v) for v in out)
 
-    base = statistics.median(times[next(iter(commands))])
-    print(f"\n{'command':52} {'median':>9} {'min':>9} {'max':>9} {'x base':>7}")
-    for name, values in times.items():
-        s = C.summary(values)
-        print(
-            f"{name:52} {s['median'] * 1000:7.0f}ms {s['min'] * 1000:7.0f}ms "
-            f"{s['max'] * 1000:7.0f}ms {s['median'] / base:6.2f}x"
-        )
+    print()
+    C.times_table(times, 52)
     print(
         f"\nin-process: session_id_choices('') over {args.sessions} ids {all_ids_ms:.1f} ms; "
         f"with a 2-character prefix (titles read) {few_ids_ms:.1f} ms; "

@@ -24,7 +24,6 @@ import contextlib
 import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -199,20 +198,12 @@ def main() -> None:
     with scratch_database(url) as scratch:
         cancel = part_cancel(cached, scratch, args.cancels, args.seed)
 
-    times = ls["times"]
-    base = statistics.median(times[next(iter(times))])
     print(
         f"\n1. ls over {args.sessions} sessions of 20 turns, cold process, {args.runs} runs each "
         f"(database listed {ls['listed']}; `copy` of the 20-turn session took "
         f"{ls['copy_seconds']:.1f} s)"
     )
-    print(f"   {'command':42} {'median':>9} {'min':>9} {'max':>9} {'x base':>7}")
-    for name, values in times.items():
-        s = C.summary(values)
-        print(
-            f"   {name:42} {C.ms(s['median']):>9} {C.ms(s['min']):>9} {C.ms(s['max']):>9} "
-            f"{s['median'] / base:6.2f}x"
-        )
+    C.times_table(ls["times"], 42, indent="   ")
     print(
         f"\n2. Ctrl-C -> prompt back (rolled back), 500-turn session, real REPL "
         f"(`copy` of the 500-turn session took {cancel['copy_seconds']:.1f} s)"

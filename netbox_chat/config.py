@@ -260,24 +260,27 @@ def without_userinfo(url: str, mask: str = "") -> str:
     return urlunsplit(parts._replace(netloc=mask + parts.netloc.rpartition("@")[2]))
 
 
+def _one_of(words: tuple[str, ...]) -> Callable[[object, str], str]:
+    """A reader for a setting that takes one word of `words`, in any case: one
+    piece, so every such setting refuses a stray word in the same line."""
+
+    def read(value: object, where: str) -> str:
+        word = _text(value, where).strip().lower()
+        if word not in words:
+            raise ConfigError(f"{where} must be one of {', '.join(words)}, got {value!r}")
+        return word
+
+    return read
+
+
 def _think(value: object, where: str) -> str:
     if isinstance(value, bool):  # think = true in TOML
         return "on" if value else "off"
-    word = _text(value, where).strip().lower()
-    if word not in THINK_SETTINGS:
-        raise ConfigError(f"{where} must be one of {', '.join(THINK_SETTINGS)}, got {value!r}")
-    return word
+    return _one_of(THINK_SETTINGS)(value, where)
 
 
 GROUNDING_SETTINGS = ("mark", "retry")
 """What NETBOX_CHAT_GROUNDING, `--grounding` and `grounding =` take (docs/grounding.md)."""
-
-
-def _grounding(value: object, where: str) -> str:
-    word = _text(value, where).strip().lower()
-    if word not in GROUNDING_SETTINGS:
-        raise ConfigError(f"{where} must be one of {', '.join(GROUNDING_SETTINGS)}, got {value!r}")
-    return word
 
 
 def _path(value: object, where: str) -> Path:
@@ -296,13 +299,6 @@ def _store(value: object, where: str) -> str:
             f"{where}: unknown session store {scheme}://...: use a folder or a postgresql:// URL"
         )
     return text
-
-
-def _provider(value: object, where: str) -> str:
-    word = _text(value, where).strip().lower()
-    if word not in PROVIDERS:
-        raise ConfigError(f"{where} must be one of {', '.join(PROVIDERS)}, got {value!r}")
-    return word
 
 
 def _base_url(value: object, where: str) -> str:
@@ -404,7 +400,7 @@ SETTINGS: tuple[Setting, ...] = (
         "grounding",
         "NETBOX_CHAT_GROUNDING",
         "--grounding",
-        _grounding,
+        _one_of(GROUNDING_SETTINGS),
         "mark",
         "claims not in NetBox's replies: mark them, or retry (ask the model once to correct)",
     ),
@@ -428,7 +424,7 @@ SETTINGS: tuple[Setting, ...] = (
         "provider",
         "NETBOX_CHAT_PROVIDER",
         "--provider",
-        _provider,
+        _one_of(PROVIDERS),
         "ollama",
         "model server kind: ollama, or openai (any OpenAI-compatible server)",
     ),

@@ -9,7 +9,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,8 @@ from typer.testing import CliRunner
 
 from netbox_chat.cli.app import app
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.drive.process import ask, cli, python, start
 from tests.drive.runner import invoke
-
-ROOT = Path(__file__).parent.parent
 
 
 def ask_json(runner: CliRunner, env: dict[str, str], *args: str) -> dict:
@@ -68,14 +66,7 @@ def test_ask_writes_a_ledger_row_that_ls_reads_without_langchain(
         "('langchain', 'langchain_core', 'langgraph', 'deepagents', 'langchain_ollama', 'prompt_toolkit'))\n"
         "print(json.dumps({'ls': json.loads(result.stdout), 'heavy': heavy}))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe],
-        env=chat_env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = cli(chat_env, program=python(probe), check=True)
     report = json.loads(out.stdout)
     assert report["heavy"] == []
     (listed,) = report["ls"]
@@ -196,20 +187,13 @@ def test_ls_in_a_narrow_terminal_leaves_out_the_least_telling_columns_and_cuts_n
 
     from netbox_chat.store.sessions import SessionStore
     from tests.doubles.stores import make_session
-    from tests.drive.screen import Terminal
+    from tests.drive.screen import on_screen
 
     store = SessionStore(sessions_dir)
     title = "which devices at DM-Akron have been offline since the last maintenance window?"
     ids = [make_session(store, title), make_session(store, "list the sites")]
-    terminal = Terminal(columns, 24)
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat", "ls"],
-        env={**os.environ, "NETBOX_CHAT_SESSIONS": str(sessions_dir), "TERM": "xterm"},
-        encoding="utf-8",
-        dimensions=(24, columns),
-    )
-    child.logfile_read = terminal
+    env = {**os.environ, "NETBOX_CHAT_SESSIONS": str(sessions_dir), "TERM": "xterm"}
+    child, terminal = on_screen(env, "ls", columns=columns, lines=24)
     child.expect(pexpect.EOF, timeout=60)
     lines = [line for line in terminal.lines() if line]
     left_out = {60: "size", 45: "size, turns, last active"}[columns]
@@ -230,14 +214,7 @@ def test_ls_piped_is_never_cut_and_its_notes_come_after_the_table(sessions_dir: 
     ids = [make_session(store, f"{title} ({n})") for n in range(LS_ROWS + 1)]
     env = {**os.environ, "NETBOX_CHAT_SESSIONS": str(sessions_dir), "COLUMNS": "60"}
     # both streams into one pipe, as `netbox-chat ls 2>&1 | less` does
-    piped = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "ls"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
+    piped = cli(env, "ls", stderr=subprocess.STDOUT, check=True).stdout.splitlines()
     assert piped[0].split()[:2] == ["id", "title"]
     rows = piped[1 : LS_ROWS + 1]
     assert all(f"{title} (" in row and "…" not in row for row in rows)
@@ -263,13 +240,7 @@ def test_a_reader_that_goes_away_ends_it_quietly_as_git_does(sessions_dir: Path)
         ["ls", "-h"],
         ["--version"],
     ):
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "netbox_chat", *args],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = start(env, *args)
         assert proc.stdout is not None
         proc.stdout.close()  # `| head` that has read all it wanted
         _, stderr = proc.communicate(timeout=60)
@@ -282,13 +253,7 @@ def test_ask_into_a_reader_that_goes_away_keeps_the_answer_and_exits_141(
     """`netbox-chat ask "…" | head -0`: the turn is answered and recorded, and
     the closed pipe is no bug report: nothing on stderr, exit 141."""
     ollama.script([Text("Three sites. " * 2000)])  # more than a pipe's buffer
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "ask", "how many sites?"],
-        env=chat_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = ask(chat_env, "how many sites?")
     assert proc.stdout is not None
     proc.stdout.close()
     _, stderr = proc.communicate(timeout=120)

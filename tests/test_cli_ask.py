@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.doubles.network import closed_port_number as closed_port
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.drive.process import run
-from tests.drive.pty import leave, plain, run_in_pty, spawn
+from tests.drive.process import cli, run, words
+from tests.drive.pty import in_a_shell, leave, plain, run_in_pty, spawn
 from tests.drive.runner import invoke
 
 
@@ -101,8 +100,8 @@ def test_ask_piped_from_a_terminal_prints_the_answer_alone_and_errors_after_it(
     import pexpect
 
     ollama.script([Text("There are three sites.")])
-    ask = f"{sys.executable} -m netbox_chat ask 'how many sites?'"
-    child = pexpect.spawn("sh", ["-c", f"{ask} | cat"], env=chat_env, encoding="utf-8")
+    ask = words("ask", "how many sites?")
+    child = in_a_shell(chat_env, f"{ask} | cat", columns=80, lines=24, timeout=30)
     child.expect(pexpect.EOF, timeout=60)
     child.close()
     screen = (child.before or "").replace("\r\n", "\n")
@@ -112,14 +111,7 @@ def test_ask_piped_from_a_terminal_prints_the_answer_alone_and_errors_after_it(
     down = {**chat_env, "NETBOX_URL": f"http://127.0.0.1:{closed_port()}", "NETBOX_TIMEOUT": "1"}
     down.pop("PYTHONUNBUFFERED", None)  # stdout buffered, as a user's Python has it
     ollama.script([ToolCall("netbox_get_objects", {"object_type": "dcim.site"})], [Text("Three.")])
-    both = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "ask", "how many sites?"],
-        env=down,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,  # `> log 2>&1`
-        text=True,
-        timeout=60,
-    )
+    both = cli(down, "ask", "how many sites?", stderr=subprocess.STDOUT, timeout=60)  # `> log 2>&1`
     assert both.returncode == 5
     answer, outage = both.stdout.splitlines()
     assert answer == "Three." and outage.startswith("netbox-chat: answered without NetBox:")

@@ -14,7 +14,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -37,6 +36,7 @@ from netbox_chat.config import resolve_settings
 from netbox_chat.models.window import FIXED_REQUEST_CHARS, result_budget
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.conftest import TEST_TOKEN
+from tests.doubles.chats import open_session_runtime
 from tests.doubles.context import (
     FACT,
     agent_responder,
@@ -56,7 +56,7 @@ from tests.doubles.ollama_server import (
     ToolCall,
 )
 from tests.doubles.openai_server import SESSION_WINDOW, ScriptedOpenAI, server_settings
-from tests.drive.process import cli
+from tests.drive.process import cli, start
 
 
 @tool
@@ -73,20 +73,11 @@ TOOLS: list[BaseTool] = [lookup, slow_lookup]
 async def open_runtime(
     sessions_dir: Path, ollama: ScriptedOllama, session_id: str | None = None, **env: str
 ) -> AsyncIterator[Runtime]:
-    store = SessionStore(sessions_dir)
-    if session_id is None:
-        session = SessionFile.create(store, model="qwen3:8b")
-    else:
-        session = SessionFile.open(store, session_id)
     if isinstance(ollama, ScriptedOpenAI):  # the server's own window is the session's
         ollama.context_lengths["qwen3:8b"] = int(env.get("NETBOX_CHAT_NUM_CTX", SESSION_WINDOW))
     settings = resolve_settings(sessions_dir=sessions_dir, env=env, **server_settings(ollama))
-    runtime = await asyncio.to_thread(build_runtime, session, settings, tools=TOOLS)
-    try:
+    async with open_session_runtime(settings, TOOLS, session_id) as runtime:
         yield runtime
-    finally:
-        await runtime.aclose()
-        session.close()
 
 
 class Events:
@@ -371,7 +362,6 @@ def test_compact_at_must_be_a_fraction(value: str, tmp_path: Path) -> None:
 
 # --- through the real CLI ----------------------------------------------------------------
 
-ROOT = Path(__file__).parent.parent
 BIG_QUESTION = "check these devices: " + ", ".join(f"dmi01-akron-sw{n:03d}" for n in range(260))
 
 
@@ -400,10 +390,9 @@ def test_kill_9_during_an_automatic_compaction_leaves_the_pre_turn_state(
     assert json.loads(second.stdout)["context"]["compactions"] == 0
     before = inspect(sessions_dir, session_id)
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "ask", BIG_QUESTION, "--session", session_id],
-        env=env,
-        cwd=ROOT,
+    proc = start(
+        env,
+        *("ask", BIG_QUESTION, "--session", session_id),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -746,14 +735,7 @@ def test_sigint_after_a_summary_that_kept_the_question_rolls_the_turn_back(
         return _page_until_summarized(body)
 
     ollama.responder = stall_after_the_summary
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "ask", QUESTION, "--session", session_id],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start(env, "ask", QUESTION, "--session", session_id)
     try:
         assert stalled.wait(60), "the turn never asked again after its summary"
         proc.send_signal(signal.SIGINT)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 from datetime import date
 from pathlib import Path
@@ -40,7 +38,7 @@ from tests.drive.install import as_installed_from_a_wheel
 from tests.drive.process import cli
 from tests.drive.pty import PROMPT
 from tests.drive.runner import invoke
-from tests.drive.screen import Terminal, chat
+from tests.drive.screen import chat, on_screen
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
@@ -165,16 +163,7 @@ def test_the_docs_ask_examples(
     assert_shown(readme_json, [readme_json[0], *asked.stdout.splitlines()], [sid], url)
 
     script_the_example(ollama)
-    terminal = Terminal(130, 30)
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat", QUESTION],
-        env={**chat_env, "COLUMNS": "130"},
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(30, 130),
-    )
-    child.logfile_read = terminal
+    child, terminal = on_screen({**chat_env, "COLUMNS": "130"}, QUESTION, columns=130, lines=30)
     child.expect(pexpect.EOF)
     ids = [path.stem for path in sessions_dir.glob("*.sqlite")]
     shown = [f'$ netbox-chat "{QUESTION}"', *(line for line in terminal.lines() if line)]
@@ -223,16 +212,8 @@ def test_the_docs_resume_recap(
     sid = json.loads(first.stdout)["session"]
     second = invoke(["ask", "-c", "list every offline device"], env=chat_env)
     assert second.exit_code == 0, second.output
-    terminal = Terminal(130, 40)
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat", "resume", sid[:4]],
-        env={**chat_env, "COLUMNS": "130"},
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(40, 130),
-    )
-    child.logfile_read = terminal
+    env = {**chat_env, "COLUMNS": "130"}
+    child, terminal = on_screen(env, "resume", sid[:4], columns=130, lines=40)
     child.expect("to see all")
     child.expect(PROMPT)
     time.sleep(0.5)
@@ -339,13 +320,8 @@ def test_the_docs_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path: P
     env = {k: v for k, v in chat_env.items() if k != "NETBOX_CHAT_SESSIONS"}
     elsewhere = tmp_path / "elsewhere"  # no sessions/ folder in or above it
     elsewhere.mkdir()
-    listed = subprocess.run(
-        [sys.executable, "-m", "netbox_chat", "ls"],
-        env={**env, "COLUMNS": "130", "PYTHONPATH": str(wheel)},
-        cwd=elsewhere,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    listed = cli(
+        {**env, "COLUMNS": "130", "PYTHONPATH": str(wheel)}, "ls", cwd=elsewhere, timeout=60
     )
     assert listed.returncode == 0, listed.stderr
     shown = (listed.stdout + listed.stderr).replace(str(data), "/home/ana/.local/share")
@@ -656,16 +632,9 @@ def test_the_docs_note_when_resume_goes_on_with_another_model(
     env = {**chat_env, "NETBOX_CHAT_MODEL": "qwen2.5:7b"}
     first = invoke(["ask", "how many sites?", "--json"], env=env)
     sid = json.loads(first.stdout)["session"]
-    terminal = Terminal(200, 30)
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat", "resume", sid],
-        env={**chat_env, "COLUMNS": "200"},
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(30, 200),
+    child, terminal = on_screen(
+        {**chat_env, "COLUMNS": "200"}, "resume", sid, columns=200, lines=30
     )
-    child.logfile_read = terminal
     child.expect(PROMPT)
     time.sleep(0.5)
     shown = [line for line in terminal.lines() if line]
@@ -767,6 +736,43 @@ def anchors(text: str) -> set[str]:
             if seen[slug]:
                 seen[f"{slug}-{seen[slug]}"] = 0
     return set(seen)
+
+
+def test_the_docs_questions_files(
+    chat_env: dict[str, str], netbox: NetBoxDouble, tmp_path: Path, monkeypatch: MonkeyPatch
+) -> None:
+    """Each documented questions file loads on the NetBox double (with the
+    documented empty site added), its other names are listed as the page
+    says, and the documented error is the one a bad id gives."""
+    netbox.data["dcim/sites"].append({"id": 4, "name": "DM-Empty", "slug": "dm-empty"})
+    page = PAGES[ROOT / "docs" / "eval.md"]
+    files = [b for b in code_blocks(page) if b[:1] == ["[[question]]"]]
+    assert len(files) == 2
+    listed = {}
+    for n, block in enumerate(files):
+        path = tmp_path / f"q{n}.toml"
+        path.write_text("\n".join(block) + "\n")
+        args = ["eval", "--list", "--json", "--per-template", "0", "--questions", str(path)]
+        result = invoke(args, env=chat_env)
+        assert result.exit_code == 0, result.output
+        listed.update({q["text"]: q for q in json.loads(result.stdout)["questions"]})
+    rack = listed["Which devices are in rack R101?"]
+    (aliases,) = re.findall(r"`aliases`\s*\(`(\{.*?\})`\)", page, re.S)
+    assert rack["aliases"] == json.loads(aliases)
+    assert rack["universe"] == ["dmi01-akron-sw02", "Dell R640 (18)"]
+    empty = {"yes": True, "exceptions": [], "empty": True}
+    assert listed["Are all devices at site DM-Empty active? Name any that are not."][
+        "expected"
+    ] == (empty)
+    assert listed["Is any device at site DM-Empty offline?"]["expected"] == {**empty, "yes": False}
+    (message,) = re.findall(r"\(`(mine\.toml: question 1: [^`]*)`\)", page)
+    bad = tmp_path / "mine.toml"
+    bad.write_text("\n".join(files[1]).replace("id = 17", 'id = "17"') + "\n")
+    args = ["eval", "--list", "--per-template", "0", "--questions", "mine.toml"]
+    monkeypatch.chdir(tmp_path)
+    result = invoke(args, env=chat_env)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "netbox-chat: " + " ".join(message.split())
 
 
 def test_the_readme_is_short_and_starts_with_the_two_commands() -> None:

@@ -17,7 +17,6 @@ import itertools
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -36,13 +35,12 @@ from tests.doubles.ollama_server import (
     ToolCall,
     by_question,
 )
+from tests.drive.process import start
 from tests.drive.runner import invoke
 
 # A run builds a new agent per question (about 1-2 s each on a busy two-core
 # machine, bench/bench_eval.py); the full two-model run asks 72 questions.
 pytestmark = pytest.mark.timeout(600)
-
-ROOT = Path(__file__).parent.parent
 
 
 @pytest.fixture
@@ -205,14 +203,7 @@ def test_markdown_report_says_when_a_difference_is_too_small_to_call(
 
 
 def start_eval(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "eval", "--json", *args],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start(env, "eval", "--json", *args)
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
@@ -564,31 +555,17 @@ def test_the_report_is_drawn_as_markdown_in_a_terminal(
 ) -> None:
     import pexpect
 
-    from tests.drive.screen import Terminal
+    from tests.drive.screen import on_screen
 
     path = tmp_path / "mine.toml"
     path.write_text(QUESTIONS_TOML)
     models.responder = by_question(answers_right)
-    terminal = Terminal(160, 60)
-    child = pexpect.spawn(
-        sys.executable,
-        [
-            "-m",
-            "netbox_chat",
-            "eval",
-            "--per-template",
-            "0",
-            "--questions",
-            str(path),
-            "-m",
-            "oracle",
-        ],
-        env={**eval_env, "TERM": "xterm"},
-        encoding="utf-8",
-        dimensions=(60, 160),
-        cwd=str(ROOT),
+    child, terminal = on_screen(
+        {**eval_env, "TERM": "xterm"},
+        *("eval", "--per-template", "0", "--questions", str(path), "-m", "oracle"),
+        columns=160,
+        lines=60,
     )
-    child.logfile_read = terminal
     child.expect(pexpect.EOF, timeout=120)
     shown = "\n".join(terminal.lines())
     assert "netbox-chat eval, run" in shown and "# netbox-chat" not in shown

@@ -29,9 +29,10 @@ from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.network import closed_port
 from tests.doubles.ollama_server import Delay, ScriptedOllama, Stall, Text, ToolCall
 from tests.doubles.stores import make_session
+from tests.drive.process import CONSOLE_SCRIPT, cli, python, start
+from tests.drive.pty import on_a_terminal
 from tests.drive.runner import invoke
 
-ROOT = Path(__file__).parent.parent
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
 
 
@@ -50,15 +51,7 @@ def sessions_in(folder: Path) -> list[str]:
 def spawn(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     """The real program with its stdout a pipe, block-buffered as a script's
     `| jq` would have it (so only an explicit flush gets a line out early)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", *args],
-        env={k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"},
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        bufsize=1,
-    )
+    return start({k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"}, *args, bufsize=1)
 
 
 # --- 2. a session remembers its NetBox ------------------------------------------------------
@@ -231,14 +224,7 @@ def complete(
         extra |= {"COMP_WORDS": words, "COMP_CWORD": str(len(parts) - 1)}
     else:
         extra |= {"_TYPER_COMPLETE_ARGS": words}
-    return subprocess.run(
-        [sys.executable, "-c", probe],
-        env={**env, **extra},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return cli({**env, **extra}, program=python(probe), timeout=60)
 
 
 def test_completion_offers_session_ids_with_titles_without_loading_langchain(
@@ -398,13 +384,8 @@ def hostile_sessions(folder: Path) -> list[str]:
 def interactive_shell(shell: str, env: dict[str, str], home: Path) -> pexpect.spawn:
     """A real interactive shell with the completion script `--install-completion`
     installs (`_NETBOX_CHAT_COMPLETE=source_SHELL netbox-chat` prints it)."""
-    script = subprocess.run(
-        ["netbox-chat"],
-        env={**env, "_NETBOX_CHAT_COMPLETE": f"source_{shell}"},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    printing = {**env, "_NETBOX_CHAT_COMPLETE": f"source_{shell}"}
+    script = cli(printing, program=CONSOLE_SCRIPT, check=True).stdout
     (home / "completion").write_text(script)
     argv = {
         "bash": ["bash", "--norc", "--noprofile", "-i"],
@@ -418,15 +399,7 @@ def interactive_shell(shell: str, env: dict[str, str], home: Path) -> pexpect.sp
         "&& source completion && echo RE''ADY",
         "fish": "source completion; and echo RE''ADY",
     }[shell]
-    child = pexpect.spawn(
-        argv[0],
-        argv[1:],
-        env=env,
-        cwd=home,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(60, 200),
-    )
+    child = on_a_terminal(env, program=argv, cwd=home, columns=200, lines=60, timeout=30)
     child.sendline(setup)
     child.expect("READY")
     return child

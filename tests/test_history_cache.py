@@ -33,12 +33,11 @@ from langchain_core.tools import BaseTool, tool
 
 from netbox_chat.agent import history
 from netbox_chat.agent.context import ContextGuard
-from netbox_chat.agent.runtime import Runtime, build_runtime
+from netbox_chat.agent.runtime import Runtime
 from netbox_chat.agent.turns import Conversation, TurnOutcome, text_of
 from netbox_chat.checkpoints.sqlite import CHECK_HISTORY_ENV, HistoryCache, SyncSaverBridge
 from netbox_chat.config import resolve_settings
-from netbox_chat.store.choose import open_store
-from netbox_chat.store.postgres import PgSessionStore
+from tests.doubles.chats import open_session_runtime
 from tests.doubles.context import agent_responder
 from tests.doubles.context import lookup as big_lookup
 from tests.doubles.netbox_double import NetBoxDouble
@@ -76,18 +75,10 @@ async def open_runtime(
     tools: list[BaseTool] = TOOLS,
     **env: str,
 ) -> AsyncIterator[Runtime]:
-    """A session of `store` opened the way the REPL opens one (`build_runtime`)."""
+    """A session of `store` opened the way the REPL opens one."""
     settings = resolve_settings(store=store.value, ollama_url=ollama.url, env=env)
-    sessions = open_store(settings)
-    opened = sessions.create(model="qwen3:8b") if session_id is None else sessions.open(session_id)
-    runtime = await asyncio.to_thread(build_runtime, opened, settings, tools=tools)
-    try:
+    async with open_session_runtime(settings, tools, session_id) as runtime:
         yield runtime
-    finally:
-        await runtime.aclose()
-        opened.close()
-        if isinstance(sessions, PgSessionStore):
-            sessions.close()
 
 
 def kept(conversation: Conversation) -> HistoryCache:

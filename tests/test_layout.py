@@ -7,6 +7,8 @@ circle through cli, completion and entry held together."""
 from __future__ import annotations
 
 import ast
+import itertools
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "netbox_chat"
@@ -150,4 +152,90 @@ def test_no_test_module_imports_another_test_module() -> None:
                 and not any(f"{target}.".startswith(f"{shared}.") for shared in SHARED)
                 and target != "tests"
             ]
+    assert not wrong, "\n".join(wrong)
+
+
+DRIVE = TESTS / "drive"
+STARTS = {
+    ("subprocess", "run"),
+    ("subprocess", "Popen"),
+    ("subprocess", "call"),
+    ("subprocess", "check_call"),
+    ("subprocess", "check_output"),
+    ("os", "system"),
+    ("os", "popen"),
+    ("asyncio", "create_subprocess_exec"),
+    ("asyncio", "create_subprocess_shell"),
+}
+"""The calls that start a program (module, function)."""
+PTYS = {("pexpect", "spawn"), ("pexpect", "run"), ("pty", "spawn"), ("pty", "fork")}
+"""The calls that start a program on a terminal: only tests/drive/pty.py makes them."""
+
+
+def called(node: ast.Call, aliases: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
+    """`(module, function)` of `module.function(...)`, or of a bare name
+    imported with `from module import function`."""
+    if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        return (node.func.value.id, node.func.attr)
+    if isinstance(node.func, ast.Name):
+        return aliases.get(node.func.id)
+    return None
+
+
+CLI_WORDS = re.compile(r"-m\s+netbox_chat(\s|$)|(^|[\s/])netbox-chat(\s|$)")
+"""`-m netbox_chat` in a shell line, or the console script `netbox-chat` (a
+word, or a path's last part)."""
+
+
+def names_the_cli(node: ast.AST, assigned: dict[str, list[ast.AST]], depth: int = 0) -> bool:
+    """Whether a command line starts netbox-chat: `"-m", "netbox_chat"`, a
+    string in CLI_WORDS, a path whose last part is the console script, here
+    or in a name assigned in the same file."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and bool(CLI_WORDS.search(node.value))
+    if isinstance(node, ast.Name):
+        values = assigned.get(node.id, []) if depth < 3 else []
+        return any(names_the_cli(value, assigned, depth + 1) for value in values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return names_the_cli(node.right, assigned, depth)  # a path: its last part runs
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+        if ("-m", "netbox_chat") in itertools.pairwise(items):
+            return True
+    return any(names_the_cli(child, assigned, depth) for child in ast.iter_child_nodes(node))
+
+
+def test_only_tests_drive_starts_the_cli_and_every_pty() -> None:
+    """One way to run the CLI (issue 30): outside tests/drive/ no test starts
+    netbox-chat itself (a subprocess whose command line names it) and none
+    opens a pty; they call tests/drive's process.cli / start and
+    pty.on_a_terminal, whose `program` names anything else they run there."""
+    wrong = []
+    for path in sorted(TESTS.rglob("*.py")):
+        if DRIVE in path.parents:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        aliases = {
+            alias.asname or alias.name: (node.module, alias.name)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module
+            for alias in node.names
+        }
+        assigned: dict[str, list[ast.AST]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        assigned.setdefault(target.id, []).append(node.value)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            where = f"{path.relative_to(TESTS.parent)}:{node.lineno}"
+            call = called(node, aliases)
+            if call in PTYS:
+                wrong.append(f"{where} opens a pty ({'.'.join(call)}): use tests.drive.pty")
+            elif call in STARTS and any(
+                names_the_cli(arg, assigned) for arg in [*node.args, *node.keywords]
+            ):
+                wrong.append(f"{where} starts the CLI ({'.'.join(call)}): use tests.drive.process")
     assert not wrong, "\n".join(wrong)

@@ -77,6 +77,21 @@ def test_a_stall_after_the_answer_began_times_out_though_ps_answers(
     ollama.wait_for_disconnects(1)
 
 
+def ask_what_stalls(server: ScriptedOllama | ScriptedOpenAI, env: dict[str, str]) -> pexpect.spawn:
+    """A REPL, under the short timeout, whose first question ("hello") is
+    answered and whose second ("the question to cancel") meets a server that
+    has no model loaded and never answers: what `cancel_the_wait` then cancels."""
+    server.script([Text("Hello.")])
+    child = spawn({**env, "NETBOX_CHAT_TIMEOUT": TIMEOUT})
+    child.sendline("hello")
+    child.expect("Hello.")
+    child.expect(PROMPT)
+    server.running = []
+    server.script([Stall()])
+    child.sendline("the question to cancel")
+    return child
+
+
 def cancel_the_wait(
     child: pexpect.spawn,
     server: ScriptedOllama | ScriptedOpenAI,
@@ -109,16 +124,7 @@ def cancel_the_wait(
 def test_the_repl_says_what_the_server_is_doing_and_ctrl_c_cancels_the_wait(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
-    env = {**chat_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}
-    ollama.script([Text("Hello.")])
-    child = spawn(env)
-    child.sendline("hello")
-    child.expect("Hello.")
-    child.expect(PROMPT)
-
-    ollama.running = []
-    ollama.script([Stall()])
-    child.sendline("the question to cancel")
+    child = ask_what_stalls(ollama, chat_env)
     child.expect("loading qwen3:8b…", timeout=10)
     ollama.running = ["qwen3:8b"]
     child.expect(r"reading [0-9.]+k? tokens…", timeout=10)
@@ -197,16 +203,7 @@ def test_the_repl_says_what_an_openai_server_is_doing_and_ctrl_c_cancels_the_wai
     """llama-server sends nothing before its first token; vLLM sends its headers at
     once, then nothing while it reads the prompt: either way the REPL waits, says
     so, and Ctrl-C cancels, closing the stream."""
-    env = {**openai_env, "NETBOX_CHAT_TIMEOUT": TIMEOUT}
-    openai_server.script([Text("Hello.")])
-    child = spawn(env)
-    child.sendline("hello")
-    child.expect("Hello.")
-    child.expect(PROMPT)
-
-    openai_server.running = []
-    openai_server.script([Stall()])
-    child.sendline("the question to cancel")
+    child = ask_what_stalls(openai_server, openai_env)
     if openai_server.dialect in LOADS:
         child.expect("loading qwen3:8b…", timeout=10)
         openai_server.running = None

@@ -98,6 +98,24 @@ def mock_tools(
     return {t.name: t for t in build_netbox_tools(client, table=shipped_table())}, client
 
 
+NO_ROWS = {"count": 0, "results": []}
+
+
+def recording(
+    body: dict[str, Any] | None = NO_ROWS, status: int = 200
+) -> tuple[list[httpx.Request], Callable[[httpx.Request], httpx.Response]]:
+    """A handler that keeps every request it is sent, for a test that reads
+    what went on the wire, and answers each with `status` and `body` (JSON;
+    none when None), by default a page with no rows."""
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(status, json=body)
+
+    return sent, handler
+
+
 # ------------------------------------------------------------------ replayed scenarios
 
 
@@ -328,11 +346,7 @@ def test_a_403_is_worded_by_its_cause(token, detail, cause, says):
     ],
 )
 def test_rejections_send_nothing(args):
-    sent: list[httpx.Request] = []
-
-    def handler(r: httpx.Request) -> httpx.Response:
-        sent.append(r)
-        return httpx.Response(500)
+    sent, handler = recording(None, 500)
 
     async def go():
         tools, _ = mock_tools(handler)
@@ -344,11 +358,7 @@ def test_rejections_send_nothing(args):
 
 
 def test_arguments_inside_filters_are_lifted_and_limit_capped():
-    seen: list[httpx.Request] = []
-
-    def handler(r: httpx.Request) -> httpx.Response:
-        seen.append(r)
-        return httpx.Response(200, json={"count": 0, "results": []})
+    seen, handler = recording()
 
     async def go():
         tools, _ = mock_tools(handler)
@@ -369,11 +379,7 @@ def test_arguments_inside_filters_are_lifted_and_limit_capped():
 
 
 def test_list_values_become_repeated_keys_on_the_wire():
-    seen: list[httpx.Request] = []
-
-    def handler(r: httpx.Request) -> httpx.Response:
-        seen.append(r)
-        return httpx.Response(200, json={"count": 0, "results": []})
+    seen, handler = recording()
 
     async def go():
         tools, _ = mock_tools(handler)
@@ -392,13 +398,9 @@ def test_filter_names_in_other_cases_are_one_filter_said_in_the_note():
     so (for changelogs too); 'Site' and 'site', or 'q' and 'Q', with different
     values are refused before anything is sent (NetBox would OR the first and
     keep the last of the second); with the same value they are sent once."""
-    seen: list[httpx.Request] = []
-
-    def handler(r: httpx.Request) -> httpx.Response:
-        seen.append(r)
-        # One row: a search that finds nothing would also ask where else the
-        # name is (issue 24, item 7), which this test is not about.
-        return httpx.Response(200, json={"count": 1, "results": [{"id": 1, "name": "x"}]})
+    # One row: a search that finds nothing would also ask where else the
+    # name is (issue 24, item 7), which this test is not about.
+    seen, handler = recording({"count": 1, "results": [{"id": 1, "name": "x"}]})
 
     async def go() -> list[str]:
         tools, _ = mock_tools(handler)
@@ -898,11 +900,7 @@ def test_token_never_in_results_errors_repr_or_logs(caplog):
 
 
 def test_auth_header_forms():
-    seen: list[httpx.Request] = []
-
-    def handler(r: httpx.Request) -> httpx.Response:
-        seen.append(r)
-        return httpx.Response(200, json={"netbox-version": "4.7.3"})
+    seen, handler = recording({"netbox-version": "4.7.3"})
 
     async def go():
         for tok in (TOKEN, V1_TOKEN, None):

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -31,9 +29,9 @@ import pytest
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import Delay, HangUp, ScriptedOllama, Text, Thinking, ToolCall
 from tests.doubles.openai_server import ScriptedOpenAI
+from tests.drive.process import start
 from tests.drive.runner import invoke
 
-ROOT = Path(__file__).parent.parent
 OFFLINE = ToolCall(
     "netbox_get_objects", {"object_type": "dcim.device", "filters": {"status": "offline"}}
 )
@@ -222,14 +220,7 @@ def test_ctrl_c_rolls_back_and_closes_the_stream_when_the_server_notices(
     openai_server.script(
         [Delay(prefill), Text("one two three four five six seven eight", chunk_delay=0.5)]
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "ask", "which sites?", "--json"],
-        env=openai_env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = start(openai_env, "ask", "which sites?", "--json")
     try:
         openai_server.wait_for_requests(1, timeout=30)
         time.sleep(0.8)

@@ -13,7 +13,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 import urllib.error
@@ -27,6 +26,7 @@ from tests.conftest import TEST_TOKEN
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import ScriptedOllama, Text
 from tests.doubles.openai_server import ScriptedOpenAI
+from tests.drive import process
 
 ROOT = Path(__file__).parent.parent
 QUESTION = """
@@ -44,15 +44,15 @@ def cli(
     env: dict[str, str], *args: str, uid: int | None = None, cwd: Path = ROOT
 ) -> subprocess.CompletedProcess[str]:
     """The installed program, as `uid` when given (setpriv plays a second user)."""
-    argv = [sys.executable, "-m", "netbox_chat", *args]
+    program = process.MODULE
     if uid is not None:
-        argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
-    return subprocess.run(
-        argv,
-        env={**env, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+        as_uid = ("setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups")
+        program = (*as_uid, *process.MODULE)
+    return process.cli(
+        {**env, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+        *args,
+        program=program,
         cwd=cwd,
-        capture_output=True,
-        text=True,
         timeout=180,
         preexec_fn=lambda: os.umask(0o022),  # the usual umask: modes must not rest on it
     )

@@ -341,33 +341,35 @@ def one_call(
     return result, carried
 
 
-def test_a_display_name_where_netbox_wants_a_slug_is_read_as_its_slug(
-    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+@pytest.mark.parametrize(
+    ("call", "sent_filter", "note"),
+    [
+        (
+            TENANT_BY_DISPLAY_NAME,
+            "tenant=dunder-mifflin",
+            "tenant 'Dunder-Mifflin, Inc.' read as tenancy.tenant slug 'dunder-mifflin'",
+        ),
+        (RACK_BY_NAME, "rack_id=46", "rack_id 'DC1-R04' read as dcim.rack id 46"),
+        (STATUS_IN_DISPLAY_CASE, "status=active", "status 'Active' read as 'active'"),
+    ],
+    ids=["display-name-as-slug", "name-as-id", "choice-in-the-wrong-case"],
+)
+def test_a_value_written_as_a_person_would_is_read_as_netbox_wants_it(
+    chat_env: dict[str, str],
+    ollama: ScriptedOllama,
+    netbox: NetBoxDouble,
+    call: ToolCall,
+    sent_filter: str,
+    note: str,
 ) -> None:
-    result, carried = one_call(chat_env, ollama, TENANT_BY_DISPLAY_NAME)
+    """A display name where NetBox wants a slug, a name where it wants an id, a
+    choice in the case it is shown in: each is sent as NetBox wants it, once,
+    and the result's note tells the model how its value was read."""
+    result, carried = one_call(chat_env, ollama, call)
     assert result["status"] == "done"
     (sent,) = devices_asked(netbox)
-    assert "tenant=dunder-mifflin" in sent
-    note = json.loads(carried)["note"]
-    assert "tenant 'Dunder-Mifflin, Inc.' read as tenancy.tenant slug 'dunder-mifflin'" in note
-
-
-def test_a_name_where_netbox_wants_an_id_is_read_as_its_id(
-    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
-) -> None:
-    _, carried = one_call(chat_env, ollama, RACK_BY_NAME)
-    (sent,) = devices_asked(netbox)
-    assert "rack_id=46" in sent
-    assert "rack_id 'DC1-R04' read as dcim.rack id 46" in json.loads(carried)["note"]
-
-
-def test_a_choice_in_the_wrong_case_is_read_in_the_right_case(
-    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
-) -> None:
-    _, carried = one_call(chat_env, ollama, STATUS_IN_DISPLAY_CASE)
-    (sent,) = devices_asked(netbox)
-    assert "status=active" in sent
-    assert "status 'Active' read as 'active'" in json.loads(carried)["note"]
+    assert sent_filter in sent
+    assert note in json.loads(carried)["note"]
 
 
 def test_a_name_of_several_objects_is_refused_listing_them(

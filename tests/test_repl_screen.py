@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -15,10 +14,10 @@ import pexpect
 
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.drive.process import cli
+from tests.drive.process import cli, words
 from tests.drive.process import first_turn as first_session
-from tests.drive.pty import PROMPT, leave
-from tests.drive.screen import Terminal, answered, chat, until_shown
+from tests.drive.pty import PROMPT, in_a_shell, leave
+from tests.drive.screen import answered, chat, on_screen, until_shown
 
 
 def test_a_long_table_is_drawn_whole_with_every_row_once(
@@ -438,17 +437,15 @@ def test_keys_typed_before_the_prompt_is_up_appear_once_at_it_and_are_sent_as_ty
     ends, and when a chat is refused before it starts."""
     session_id = first_session(chat_env, ollama)
     ollama.script([Text("Two devices.")])
-    terminal = Terminal(100, 30)
-    chat = f"{sys.executable} -m netbox_chat resume {session_id} --at 1"
-    child = pexpect.spawn(
-        "sh",
-        ["-c", f"{chat}; stty -a"],
-        env={**chat_env, "COLUMNS": "100", "LINES": "30"},
-        encoding="utf-8",
+    chat = words("resume", session_id, "--at", "1")
+    child, terminal = on_screen(
+        {**chat_env, "COLUMNS": "100", "LINES": "30"},
+        *("-c", f"{chat}; stty -a"),
+        program=("sh",),
+        columns=100,
+        lines=30,
         timeout=30,
-        dimensions=(30, 100),
     )
-    child.logfile_read = terminal
     assert child.waitnoecho(timeout=30)  # the chat holds the keys from its start
     child.expect(pexpect.TIMEOUT, timeout=0.3)  # what it drew so far, onto the screen
     assert not any(PROMPT.search(line) for line in terminal.lines()), "the prompt was up"
@@ -470,11 +467,11 @@ def test_keys_typed_before_the_prompt_is_up_appear_once_at_it_and_are_sent_as_ty
     modes = terminal.written.getvalue().split()
     assert "echo" in modes and "icanon" in modes and "-echo" not in modes
 
-    refused = pexpect.spawn(
-        "sh",
-        ["-c", f"{sys.executable} -m netbox_chat; stty -a"],
-        env={k: v for k, v in chat_env.items() if k != "NETBOX_URL"},
-        encoding="utf-8",
+    refused = in_a_shell(
+        {k: v for k, v in chat_env.items() if k != "NETBOX_URL"},
+        f"{words()}; stty -a",
+        columns=80,
+        lines=24,
         timeout=30,
     )
     refused.expect(pexpect.EOF)

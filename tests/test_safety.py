@@ -28,7 +28,7 @@ import pytest
 
 from netbox_chat.errors import ExitStatus
 from tests.conftest import TEST_TOKEN
-from tests.doubles.disks import fingerprint, tmpfs
+from tests.doubles.disks import fingerprint, remount_read_only, tmpfs
 from tests.doubles.inspect_session import assert_ledger_agrees
 from tests.doubles.network import closed_port
 from tests.doubles.ollama_server import (
@@ -39,10 +39,9 @@ from tests.doubles.ollama_server import (
     Text,
     ToolCall,
 )
+from tests.drive import process
 from tests.drive.runner import invoke
 
-ROOT = Path(__file__).resolve().parent.parent
-CONSOLE_SCRIPT = ROOT / ".venv" / "bin" / "netbox-chat"
 SECRET_PART = TEST_TOKEN.split(".", 1)[1]
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -71,14 +70,7 @@ def cli(env: dict[str, str], *args: str) -> Ran:
 
 
 def cli_process(env: dict[str, str], *args: str, timeout: float = 60) -> Ran:
-    done = subprocess.run(
-        [str(CONSOLE_SCRIPT), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-    )
+    done = process.cli(env, *args, program=process.CONSOLE_SCRIPT, timeout=timeout)
     return Ran(done.returncode, done.stdout, done.stderr)
 
 
@@ -105,10 +97,6 @@ def ledger(path: Path) -> list[tuple[int, str, str]]:
         conn.close()
 
 
-def remount_read_only(where: Path) -> None:
-    subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True)
-
-
 class Holder:
     """A real second `netbox-chat ask --session` process, parked mid-turn on a
     stalled Ollama reply: it holds the session open (lock, -wal, -shm)."""
@@ -116,12 +104,11 @@ class Holder:
     def __init__(self, env: dict[str, str], ollama: ScriptedOllama, session: str) -> None:
         ollama.script([Stall()])
         seen = len(ollama.requests)
-        self.proc = subprocess.Popen(
-            [str(CONSOLE_SCRIPT), "ask", "hold this session", "--session", session],
-            env=env,
+        self.proc = process.start(
+            env,
+            *("ask", "hold this session", "--session", session),
+            program=process.CONSOLE_SCRIPT,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            cwd=ROOT,
             preexec_fn=lambda: os.umask(0),  # modes must not depend on the umask
         )
         ollama.wait_for_requests(seen + 1, timeout=30)

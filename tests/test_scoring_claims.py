@@ -141,6 +141,85 @@ def test_the_crafted_set_is_scored_without_one_mistake() -> None:
     )
 
 
+# Other names of an object (a questions file's tables: issue 34 item 1): an
+# unnamed device is "Dell R640 (17)", "#17", "id 17" or its slug.
+R640 = "Dell R640 (17)"
+OTHER = "Dell R640 (18)"
+ALIASES = {R640: ["r640-17", "#17"], OTHER: ["r640-18", "#18"]}
+RACK = [*DEVICES, R640, OTHER]
+EMPTY = {"yes": True, "exceptions": [], "empty": True}
+NO_EMPTY = {"yes": False, "exceptions": [], "empty": True}
+Q_EMPTY = "Are all devices at site DM-Empty active? Name any that are not."
+Q_ANY = "Is any device at site DM-Empty offline?"
+Q_HOLDER = "Which device holds IP address 10.0.9.17/24?"
+TRUTH = ["dmi01-akron-sw01", R640]
+
+# (kind, question, answer, expected, universe, right)
+NAMED_CASES: list[tuple[str, str, str, Any, list[str], bool]] = [
+    ("list", Q_LIST, "dmi01-akron-sw01 and the device with id 17.", TRUTH, RACK, True),
+    ("list", Q_LIST, "dmi01-akron-sw01 and ID: 17.", TRUTH, RACK, True),
+    ("list", Q_LIST, "- dmi01-akron-sw01\n- #17", TRUTH, RACK, True),
+    ("list", Q_LIST, "| Device |\n|---|\n| dmi01-akron-sw01 |\n| Dell R640 (17) |", TRUTH, RACK,
+     True),
+    ("list", Q_LIST, "dmi01-akron-sw01 and `r640-17`.", TRUTH, RACK, True),
+    ("list", Q_LIST, "dmi01-akron-sw01 and dell r640 17.", TRUTH, RACK, True),
+    ("list", Q_LIST, "dmi01-akron-sw01, #17 and id 18.", TRUTH, RACK, False),
+    ("list", Q_LIST, "dmi01-akron-sw01, #17 and r640-18.", TRUTH, RACK, False),
+    ("list", Q_LIST, "dmi01-akron-sw01 and 17 others.", TRUTH, RACK, False),  # a number, not an id
+    ("list", Q_LIST, "Only dmi01-akron-sw01.", TRUTH, RACK, False),
+    ("list", Q_LIST, "dmi01-akron-sw01, not #17.", TRUTH, RACK, False),
+    ("value", Q_HOLDER, "It is held by device id 17.", R640, RACK, True),
+    ("value", Q_HOLDER, "`r640-17`", R640, RACK, True),
+    ("value", Q_HOLDER, "The Dell R640 (17).", R640, RACK, True),
+    ("value", Q_HOLDER, "It is id 18.", R640, RACK, False),
+    ("value", Q_HOLDER, "Not #17: dmi01-akron-sw01 holds it.", R640, RACK, False),
+    ("boolean", Q_ALL, "No: #17 is planned.", {"yes": False, "exceptions": [R640]}, RACK, True),
+    ("boolean", Q_ALL, "No, r640-17 is offline.", {"yes": False, "exceptions": [R640]}, RACK,
+     True),
+    ("boolean", Q_ALL, "No: #18 is planned.", {"yes": False, "exceptions": [R640]}, RACK, False),
+    # an empty scope: "none" is right, the yes or no still per the truth
+    ("boolean", Q_EMPTY, "There are no devices at DM-Empty.", EMPTY, RACK, True),
+    ("boolean", Q_EMPTY, "No, there are no devices at DM-Empty at all.", EMPTY, RACK, True),
+    ("boolean", Q_EMPTY, "Yes: DM-Empty has no devices, so none is inactive.", EMPTY, RACK, True),
+    ("boolean", Q_EMPTY, "Yes.", EMPTY, RACK, True),
+    ("boolean", Q_EMPTY, "No.", EMPTY, RACK, False),
+    ("boolean", Q_EMPTY, "Yes, all are active except dmi01-akron-sw02.", EMPTY, RACK, False),
+    ("boolean", Q_EMPTY, "Yes, but #17 is offline.", EMPTY, RACK, False),
+    ("boolean", Q_EMPTY, "There are none, but dmi01-akron-sw01 is offline.", EMPTY, RACK, False),
+    ("boolean", Q_EMPTY, "Perhaps.", EMPTY, RACK, False),
+    ("boolean", Q_ANY, "No.", NO_EMPTY, RACK, True),
+    ("boolean", Q_ANY, "There are no devices at DM-Empty.", NO_EMPTY, RACK, True),
+    ("boolean", Q_ANY, "Yes.", NO_EMPTY, RACK, False),
+    ("boolean", Q_ANY, "Yes, dmi01-akron-sw02 is offline.", NO_EMPTY, RACK, False),
+    # without the mark, "none" is not an answer to a yes/no question
+    ("boolean", Q_ALL, "There are no devices at DM-Akron.", {"yes": True, "exceptions": []},
+     RACK, False),
+    # a "yes" that names an exception says no
+    ("boolean", Q_ALL, "Yes, all are active except dmi01-akron-sw02.", {"yes": True,
+     "exceptions": []}, DEVICES, False),
+    ("boolean", Q_ALL, "Yes; dmi01-akron-sw02 is not active.", {"yes": True, "exceptions": []},
+     DEVICES, False),
+    ("boolean", Q_ALL, "Yes: dmi01-akron-sw01 and dmi01-akron-sw02 are active.", {"yes": True,
+     "exceptions": []}, DEVICES, True),
+]  # fmt: skip
+
+
+def test_names_by_id_slug_or_display_and_empty_scopes_are_scored_without_one_mistake() -> None:
+    mistakes = []
+    for kind, question, answer, expected, universe, right in NAMED_CASES:
+        verdict = score(kind, answer, expected, universe, question, aliases=ALIASES)
+        if verdict.correct is not right:
+            mistakes.append((kind, answer, right, verdict.why))
+    assert not mistakes
+
+
+def test_an_id_is_read_only_where_it_is_written_as_one() -> None:
+    """A truth that names an object only by id (`#17`, neither name nor
+    display) is not named by a bare 17."""
+    assert not score("list", "There are 17 of them.", ["#17", "sw01"], [], Q_LIST).correct
+    assert score("list", "sw01 and #17.", ["#17", "sw01"], [], Q_LIST).correct
+
+
 @pytest.mark.parametrize(
     "answer",
     [

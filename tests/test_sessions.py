@@ -10,8 +10,6 @@ import hashlib
 import os
 import sqlite3
 import stat
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from netbox_chat.store.migrations import (
 )
 from netbox_chat.store.sessions import SCHEMA_VERSION, SessionFile, SessionStore
 from tests.doubles.stores import StoreUnderTest, make_session
+from tests.drive.process import python, start
 
 
 def folder_fingerprint(folder: Path) -> dict[str, str]:
@@ -125,12 +124,8 @@ def test_a_lock_left_by_a_dead_process_blocks_nobody(store: StoreUnderTest) -> N
     """The lock goes with the process: a file's flock with its descriptor, the
     database's advisory lock with its connection, which the server drops."""
     sid = make_session(store.store())
-    holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, store.value, sid],
-        stdout=subprocess.PIPE,
-        cwd=Path(__file__).parent.parent,
-    )
-    assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+    holder = start(dict(os.environ), store.value, sid, program=python(_HOLD), stderr=None)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
     with pytest.raises(SessionBusy, match=f"pid {holder.pid}"):
         store.open(sid)
     holder.kill()

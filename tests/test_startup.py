@@ -9,11 +9,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-import pexpect
 import pytest
 from prompt_toolkit.application import create_app_session, get_app
 from prompt_toolkit.input import create_pipe_input
@@ -25,9 +22,8 @@ from netbox_chat.config import resolve_settings
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from netbox_chat.ui import turnview
 from tests.doubles.stores import make_session
-from tests.drive.pty import PROMPT, leave
-
-ROOT = Path(__file__).parent.parent
+from tests.drive.process import cli, python
+from tests.drive.pty import PROMPT, leave, on_a_terminal
 
 # Modules `ls` has no use for: the event loop, Markdown and its parser,
 # rich's Table layout engine, the prompt, the agent.
@@ -55,14 +51,8 @@ def test_ls_loads_nothing_it_does_not_show(sessions_dir: Path, command: list[str
         "    main()\n"
         f"print(sorted(m for m in {NOT_FOR_LS!r} if m in sys.modules), file=sys.stderr)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe],
-        env={"NETBOX_CHAT_SESSIONS": str(sessions_dir), "PATH": "/usr/bin:/bin"},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    env = {"NETBOX_CHAT_SESSIONS": str(sessions_dir), "PATH": "/usr/bin:/bin"}
+    out = cli(env, program=python(probe), check=True)
     assert "which sites?" in out.stdout
     assert out.stderr.strip().splitlines()[-1] == "[]"
 
@@ -114,14 +104,12 @@ def test_the_first_prompt_loads_nothing_it_does_not_use(
 ) -> None:
     args = ["resume", make_session(SessionStore(sessions_dir))] if resumed else []
     probe_out = tmp_path / "probe.json"
-    child = pexpect.spawn(
-        sys.executable,
-        ["-c", PROMPT_PROBE, *args],
-        env={**chat_env, "PROBE_OUT": str(probe_out)},
-        cwd=str(ROOT),
-        encoding="utf-8",
+    child = on_a_terminal(
+        {**chat_env, "PROBE_OUT": str(probe_out)},
+        *args,
+        program=python(PROMPT_PROBE),
+        columns=100,
         timeout=30,
-        dimensions=(40, 100),
     )
     child.expect(PROMPT)
     child.sendline("/help")

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import sqlite3
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -362,31 +361,18 @@ def release_session(code: Path, env: dict[str, str], ollama: ScriptedOllama, cwd
     them). The three turns are typed in the REPL rather than asked by three
     more `ask` processes: the same release's code writes them either way, and
     each start of a release's CLI costs seconds (LangGraph is imported anew)."""
-    import subprocess
     import time
 
     import pexpect
 
+    from tests.drive.pty import on_a_terminal
+
     ollama.script([SITES], [Text("Three sites: DM-Akron, DM-Columbus, DM-Dayton.")])
-    asked = subprocess.run(
-        release_argv(code, "ask", "which sites?", "--json"),
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-    )
+    old = release_argv(code)
+    asked = cli(env, "ask", "which sites?", "--json", program=old, cwd=cwd, timeout=None)
     assert asked.returncode == 0, asked.stderr
     session_id = str(json.loads(asked.stdout)["session"])
-    argv = release_argv(code, "resume", session_id)
-    child = pexpect.spawn(
-        argv[0],
-        argv[1:],
-        env=env,
-        cwd=str(cwd),
-        encoding="utf-8",
-        timeout=180,
-        dimensions=(40, 160),
-    )
+    child = on_a_terminal(env, "resume", session_id, program=old, cwd=cwd, timeout=180)
     try:
         for n in (2, 3, 4):
             child.expect(PROMPT)
@@ -434,12 +420,7 @@ def test_a_session_written_by_an_earlier_release_opens_and_goes_on(
             # A team store as that release made it, at its own schema, which
             # today's `doctor --init-store` then migrates, as a team upgrades.
             env = today_env = with_url(store_env, stack.enter_context(scratch_database()))
-            made = subprocess.run(
-                release_argv(code, "doctor", "--init-store"),
-                env=env,
-                capture_output=True,
-                text=True,
-            )
+            made = cli(env, "doctor", "--init-store", program=release_argv(code), timeout=None)
             assert made.returncode == 0, made.stderr
         session_id = release_session(code, env, ollama, tmp_path)
         if store.kind == "postgres":

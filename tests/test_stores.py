@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +24,7 @@ from tests.doubles.inspect_session import read_from_fresh_process as inspect
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import ScriptedOllama, Text
 from tests.doubles.stores import StoreUnderTest
-from tests.drive.process import ROOT, SITES, cli, first_turn, hold_in_a_tool, wait_until
+from tests.drive.process import SITES, cli, first_turn, hold_in_a_tool, python, wait_until
 from tests.drive.runner import invoke
 
 # --- a session, resumed --------------------------------------------------------------------
@@ -220,12 +219,8 @@ asyncio.run(main(*sys.argv[1:3]))
 
 def test_rewind_and_compaction_hold_from_a_fresh_process(store: StoreUnderTest) -> None:
     def run(action: str) -> dict[str, Any]:
-        out = subprocess.run(
-            [sys.executable, "-c", REWIND_AND_COMPACT, store.value, action],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=90,
+        out = cli(
+            dict(os.environ), store.value, action, program=python(REWIND_AND_COMPACT), timeout=90
         )
         assert out.returncode == 0, out.stderr
         return dict(json.loads(out.stdout))

@@ -50,6 +50,25 @@ def ls_row(env: dict[str, str], session_id: str) -> str:
     return row
 
 
+def resumed_asks(
+    env: dict[str, str],
+    session_id: str,
+    ollama: ScriptedOllama,
+    model: str,
+    question: str,
+    answer: str,
+) -> str:
+    """`resume` with `env` asks `question` of `model`, and its banner names
+    that model: what a user sees of the model a session goes on with. The recap."""
+    ollama.script([Text(answer)])
+    child, recap = resume(env, session_id)
+    assert banner(recap).endswith(f" · model {model}")
+    answered(child, question, answer)
+    leave(child)
+    assert ollama.requests[-1]["model"] == model
+    return recap
+
+
 def exported(env: dict[str, str], session_id: str) -> tuple[str, dict[str, Any]]:
     markdown = cli(env, "export", session_id)
     data = cli(env, "export", session_id, "--format", "json")
@@ -86,24 +105,14 @@ def test_after_a_model_switch_ls_export_and_resume_name_the_model_it_goes_on_wit
     ]
 
     # No model named: resume goes on with the latest turn's, and its banner says so.
-    ollama.script([Text("Yes, three.")])
-    child, recap = resume(without_model(store_env), session_id)
-    assert banner(recap).endswith(f" · model {OTHER}")
-    answered(child, "sure?", "Yes, three.")
-    leave(child)
-    assert ollama.requests[-1]["model"] == OTHER
+    resumed_asks(without_model(store_env), session_id, ollama, OTHER, "sure?", "Yes, three.")
 
     # A model named on purpose (here the environment's) still wins, and is said.
-    ollama.script([Text("Three.")])
-    child, recap = resume(store_env, session_id)
+    recap = resumed_asks(store_env, session_id, ollama, FIRST, "once more?", "Three.")
     assert (
         f"session {session_id} last asked {OTHER}; going on with {FIRST} (env NETBOX_CHAT_MODEL)"
         in " ".join(recap.split())
     )
-    assert banner(recap).endswith(f" · model {FIRST}")
-    answered(child, "once more?", "Three.")
-    leave(child)
-    assert ollama.requests[-1]["model"] == FIRST
     assert json.loads(cli(store_env, "ls", "--json").stdout)[0]["model"] == FIRST
 
 
@@ -163,9 +172,7 @@ def old_ask(
     code: Path, env: dict[str, str], cwd: Path, *args: str
 ) -> subprocess.CompletedProcess[str]:
     """That release's own CLI (tests/doubles/old_releases.py)."""
-    return subprocess.run(
-        release_argv(code, *args), env=env, cwd=cwd, capture_output=True, text=True, timeout=180
-    )
+    return cli(env, *args, program=release_argv(code), cwd=cwd, timeout=180)
 
 
 def file_schema(path: Path) -> tuple[int, list[str], list[str]]:
@@ -179,6 +186,19 @@ def file_schema(path: Path) -> tuple[int, list[str], list[str]]:
     return int(version), columns, applied
 
 
+def asked_by_the_release_before(
+    code: Path, env: dict[str, str], cwd: Path, ollama: ScriptedOllama
+) -> str:
+    """The id of a session that release started with OTHER: one turn,
+    answered, whose row names no model."""
+    ollama.script([Text("Three sites.")])
+    asked = old_ask(
+        code, {**env, "NETBOX_CHAT_MODEL": OTHER}, cwd, "ask", "how many sites?", "--json"
+    )
+    assert asked.returncode == 0, asked.stderr
+    return str(json.loads(asked.stdout)["session"])
+
+
 def test_a_session_file_from_the_release_before_migrates_and_keeps_its_model(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path, tmp_path: Path
 ) -> None:
@@ -186,17 +206,7 @@ def test_a_session_file_from_the_release_before_migrates_and_keeps_its_model(
     with release(BEFORE_TURN_MODEL) as code:
         if code is None:
             pytest.skip("no git history to take the release from")
-        ollama.script([Text("Three sites.")])
-        asked = old_ask(
-            code,
-            {**chat_env, "NETBOX_CHAT_MODEL": OTHER},
-            tmp_path,
-            "ask",
-            "how many sites?",
-            "--json",
-        )
-    assert asked.returncode == 0, asked.stderr
-    session_id = json.loads(asked.stdout)["session"]
+        session_id = asked_by_the_release_before(code, chat_env, tmp_path, ollama)
     path = sessions_dir / f"{session_id}.sqlite"
     version, columns, _ = file_schema(path)
     m005 = [step.__name__ for step in migrations.MIGRATIONS].index("m005_turn_model")
@@ -212,12 +222,7 @@ def test_a_session_file_from_the_release_before_migrates_and_keeps_its_model(
     assert path.read_bytes() == before
 
     # ...and migrated by the first open, which goes on with its model.
-    ollama.script([Text("Still three.")])
-    child, recap = resume(without_model(chat_env), session_id)
-    assert banner(recap).endswith(f" · model {OTHER}")
-    answered(child, "and now?", "Still three.")
-    leave(child)
-    assert ollama.requests[-1]["model"] == OTHER
+    resumed_asks(without_model(chat_env), session_id, ollama, OTHER, "and now?", "Still three.")
     version, columns, applied = file_schema(path)
     assert version == migrations.schema_version() and "m005_turn_model" in applied
     _, data = exported(chat_env, session_id)
@@ -240,17 +245,7 @@ def test_a_team_store_from_the_release_before_migrates_and_keeps_its_model(
                 pytest.skip("no git history to take the release from")
             made = old_ask(code, env, tmp_path, "doctor", "--init-store")
             assert made.returncode == 0, made.stderr
-            ollama.script([Text("Three sites.")])
-            asked = old_ask(
-                code,
-                {**env, "NETBOX_CHAT_MODEL": OTHER},
-                tmp_path,
-                "ask",
-                "how many sites?",
-                "--json",
-            )
-        assert asked.returncode == 0, asked.stderr
-        session_id = json.loads(asked.stdout)["session"]
+            session_id = asked_by_the_release_before(code, env, tmp_path, ollama)
 
         refused = cli(env, "ls")
         assert refused.returncode == 3

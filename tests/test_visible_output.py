@@ -40,10 +40,13 @@ OWN = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][0-9];[^\x07\x1b]*\x07|\x1b[()][
 def run(
     env: dict[str, str], *args: str, check: bool = True, typed: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """The CLI piped, `typed` its stdin (an answer to a question it asks)."""
+    """The CLI piped, `typed` its stdin (an answer to a question it asks); what
+    it wrote, on either stream, holds nothing raw (every output path here is
+    fed hostile text, so every run checks it)."""
     ran = cli(env, *args, stdin=typed)
     if check:
         assert ran.returncode == 0, ran.stderr
+    assert_nothing_raw(ran.stdout + ran.stderr, ascii(args))
     return ran
 
 
@@ -81,7 +84,6 @@ def test_ask_json_and_stream_json_escape_everything_and_lose_nothing(
     hostile: tuple[str, subprocess.CompletedProcess[str]],
 ) -> None:
     session, streamed = hostile
-    assert_nothing_raw(streamed.stdout + streamed.stderr, "ask --stream-json")
     events = [json.loads(line) for line in streamed.stdout.splitlines()]
     assert "".join(e["text"] for e in events if e["type"] == "text_delta") == (
         f"The site is **DM-{HOSTILE}**."
@@ -89,7 +91,6 @@ def test_ask_json_and_stream_json_escape_everything_and_lose_nothing(
     assert events[-1]["tool_calls"][0]["args"]["filters"]["q"] == HOSTILE
     ollama.script([Text(f"again {HOSTILE}")])
     ran = run(chat_env, "ask", HOSTILE, "--session", session, "--json")
-    assert_nothing_raw(ran.stdout + ran.stderr, "ask --json")
     assert json.loads(ran.stdout)["answer"] == f"again {HOSTILE}"
 
 
@@ -101,7 +102,6 @@ def test_ask_plain_and_on_a_terminal_show_controls_and_markup_as_text(
     session, _ = hostile
     ollama.script([Text(f"plain {HOSTILE}")])
     ran = run(chat_env, "ask", "again?", "--session", session)
-    assert_nothing_raw(ran.stdout + ran.stderr, "ask")
     assert ran.stdout == f"plain {SHOWN}\n"
     ollama.script([Text(f"on a terminal [see](http://evil.example) {HOSTILE}")])
     child = on_a_terminal(chat_env, "ask", "and on a terminal?", "--session", session, columns=200)
@@ -118,21 +118,17 @@ def test_ls_and_export_show_every_control_character_as_an_escape(
 ) -> None:
     session, _ = hostile
     ls = run(chat_env, "ls")
-    assert_nothing_raw(ls.stdout + ls.stderr, "ls")
     # Piped, `ls` never cuts a title (issue 25, item 7): all of it, shown as escapes.
     assert (
         "which site is \\x1b]0;owned\\x07\\x1b[2J\\x9b31m\\u202eevil\\x7f [bold]B[/bold] "
         "$(touch x) `id`?"
     ) in ls.stdout
     listed = run(chat_env, "ls", "--json")
-    assert_nothing_raw(listed.stdout, "ls --json")
     assert json.loads(listed.stdout)[0]["title"] == f"which site is {HOSTILE}?"
     md = run(chat_env, "export", session, "--thinking")
-    assert_nothing_raw(md.stdout, "export md")
     assert f"which site is {SHOWN}?" in md.stdout and f"thinking {SHOWN}" in md.stdout
     assert f"The site is **DM-{SHOWN}**." in md.stdout
     as_json = run(chat_env, "export", session, "--format", "json")
-    assert_nothing_raw(as_json.stdout, "export json")
     (turn,) = json.loads(as_json.stdout)["turns"]
     assert turn["question"] == f"which site is {HOSTILE}?"
     assert turn["tool_calls"][0]["args"]["filters"]["q"] == HOSTILE
@@ -150,11 +146,9 @@ def test_a_failed_turn_and_forget_show_the_servers_words_and_the_title_as_text(
     ollama.script([StreamError(f"model crashed {HOSTILE}")])
     failed = run(chat_env, "ask", "and now?", "--session", session, check=False)
     assert failed.returncode == 1
-    assert_nothing_raw(failed.stdout + failed.stderr, "a failed ask")
     assert "model crashed \\x1b]0;owned" in failed.stderr
     forget = run(chat_env, "forget", session, check=False, typed="n\n")
     assert forget.returncode == 1
-    assert_nothing_raw(forget.stdout + forget.stderr, "forget's question")
     assert f"(which site is {SHOWN}?)" in forget.stdout
 
 

@@ -259,18 +259,15 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
         event = request.state.get(SUMMARIZATION_EVENT_KEY)
         seen = effective_messages(list(request.messages), event)
         request = request.override(messages=cast("list[AnyMessage]", seen))
-        chars = self.request_chars(request)
-        estimate = self.calibration.estimate(chars)
+        estimate = self.calibration.estimate(self.request_chars(request))
         update: dict[str, Any] = {}
         threshold = self.threshold
         if threshold is not None and estimate > threshold:
             compacted = await self._compact(request, event, estimate, emit)
             if compacted is not None:
                 request, update[SUMMARIZATION_EVENT_KEY] = compacted
-                chars = self.request_chars(request)
-        thinking = sum(sent_thinking_chars(request.messages))
         try:
-            response = await handler(request)
+            response, chars, thinking = await self._send(request, handler)
         except ContextOverflowError:
             # The server refused the request as too long (an OpenAI-compatible
             # server says so; Ollama cuts in silence, see above): compact and
@@ -279,10 +276,8 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
             if compacted is None:
                 raise self._overflowed() from None
             request, update[SUMMARIZATION_EVENT_KEY] = compacted
-            chars = self.request_chars(request)
-            thinking = sum(sent_thinking_chars(request.messages))
             try:
-                response = await handler(request)
+                response, chars, thinking = await self._send(request, handler)
             except ContextOverflowError:
                 raise self._overflowed() from None
         if self._measure(response, chars, thinking, emit):
@@ -290,6 +285,19 @@ class ContextGuard(AgentMiddleware[Any, Any, Any]):
         if not update:
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    async def _send(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> tuple[ModelResponse, int, int]:
+        """The response to `request`, with its characters and the running turn's
+        thinking among them: measured on the request as sent (compacted or
+        not, first try or retry), since `_measure` checks Ollama's count of
+        that very request against them."""
+        chars = self.request_chars(request)
+        thinking = sum(sent_thinking_chars(request.messages))
+        return await handler(request), chars, thinking
 
     def _overflowed(self) -> UserFacingError:
         return UserFacingError(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netbox_chat.claims.reader import (
+    ID_REF,
     OBJECT_NOUNS,
     TOKEN,
     Segment,
@@ -28,6 +29,7 @@ from netbox_chat.claims.reader import (
     identifier_like,
     introduced,
     is_address,
+    joins,
     key,
     negated,
     none_spans,
@@ -40,31 +42,29 @@ from netbox_chat.claims.reader import (
 
 KINDS = ("name", "number", "address", "value")
 
-# NetBox's status choices across its models (dcim, ipam, virtualization,
-# circuits): https://github.com/netbox-community/netbox/tree/main/netbox/*/choices.py
-STATUSES = frozenset(
-    [
-        "active",
-        "offline",
-        "planned",
-        "staged",
-        "failed",
-        "inventory",
-        "decommissioning",
-        "deprecated",
-        "reserved",
-        "available",
-        "provisioning",
-        "deprovisioning",
-        "connected",
-        "decommissioned",
-    ]
+# NetBox's status choices (https://github.com/netbox-community/netbox/tree/main/netbox/*/choices.py):
+# a device's and an IP address's, which eval's questions offer as the values a
+# wrong answer would give, and the other models' (racks, circuits, power
+# feeds, cables, clusters). "dhcp" and "slaac" are left out of the words read
+# as a status claim: they name protocols ("the DHCP server") as often.
+DEVICE_STATUSES = (
+    "active",
+    "offline",
+    "planned",
+    "staged",
+    "failed",
+    "inventory",
+    "decommissioning",
+)
+IP_STATUSES = ("active", "reserved", "deprecated", "dhcp", "slaac")
+STATUSES = (
+    frozenset(DEVICE_STATUSES)
+    | frozenset(IP_STATUSES) - {"dhcp", "slaac"}
+    | frozenset(["available", "provisioning", "deprovisioning", "connected", "decommissioned"])
 )
 _IDENTITY = ("name", "display", "slug", "cid", "address", "prefix", "model", "label", "vid")
 _MAX_WORDS = 8
 _NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
-_GAP = re.compile(r"^[\s,.&'()]{0,3}$")
-_ID = re.compile(r"(?:\b(?:id|ID|Id)\s*[:=#]?\s*|(?<![\w&])#)(\d+)\b")
 _EXISTENCE_CONTEXT = re.compile(
     r"\b(?:no|not|n't|never|none|couldn't|cannot|unable|nothing|doesn't|does not)\b", re.IGNORECASE
 )
@@ -372,16 +372,10 @@ def _evidence_names(reading: _Reading, toks: list[Token], index: Evidence) -> li
             i += 1
             continue
         found = None
-        joined = ""
-        ends = []
-        for n in range(min(index.max_words, len(toks) - i)):
-            token = toks[i + n]
-            if n and not _GAP.match(reading.text[toks[i + n - 1].end : token.start]):
-                break
-            joined = token.key if not n else f"{joined}-{token.key}"
-            ends.append((joined, token.end, n))
-            if joined not in index.prefixes:
-                break
+        ends = [
+            (joined, toks[last].end, last - i)
+            for joined, last in joins(reading.text, toks, i, index.max_words, index.prefixes)
+        ]
         for joined, end, n in reversed(ends):
             if joined.replace("-", "").isdigit():
                 continue  # a number, read as one
@@ -424,7 +418,7 @@ def _name_claim(
 
 
 def _ids(reading: _Reading, index: Evidence, given: set[str]) -> None:
-    for m in _ID.finditer(reading.text):
+    for m in ID_REF.finditer(reading.text):
         if not reading.free(m.start(), m.end()):
             continue
         value = int(m.group(1))

@@ -11,7 +11,7 @@ name (not the site "MDF"), "D. S. Weaver Labs" is not cut at its initials, and
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
@@ -60,6 +60,36 @@ class Token:
 
 def tokens(text: str) -> list[Token]:
     return [Token(m.group(), m.start(), m.end()) for m in TOKEN.finditer(text)]
+
+
+# What may stand between the words of one name: "JBB Branch 104",
+# "Dunder-Mifflin, Inc.", "D. S. Weaver Labs", "Dell R640 (17)".
+_NAME_GAP = re.compile(r"[\s,.&'()]{0,3}")
+
+ID_REF = re.compile(r"(?:\b(?:id|ID|Id)\s*[:=#]?\s*|(?<![\w&])#)(\d+)\b")
+"""An object named by its NetBox id: "id 17", "ID: 17", "#17" (group 1 is the id)."""
+
+
+def joins(
+    text: str, toks: Sequence[Token], i: int, most: int, longer: Container[str] | None = None
+) -> list[tuple[str, int]]:
+    """The keys of the names that can start at `toks[i]`, shortest first, each
+    with the index of its last token: up to `most` tokens joined as `key`
+    joins them when only a short gap stands between two ("Dunder-Mifflin,
+    Inc." is dunder-mifflin-inc). With `longer` (the keys a longer name starts
+    with), a join stops as soon as no longer name can follow. The grounding
+    check and eval's scorer both read names through it."""
+    found: list[tuple[str, int]] = []
+    joined = ""
+    for n in range(min(most, len(toks) - i)):
+        token = toks[i + n]
+        if n and not _NAME_GAP.fullmatch(text[toks[i + n - 1].end : token.start]):
+            break
+        joined = token.key if not n else f"{joined}-{token.key}"
+        found.append((joined, i + n))
+        if longer is not None and joined not in longer:
+            break
+    return found
 
 
 def is_address(text: str) -> bool:

@@ -198,13 +198,15 @@ app = typer.Typer(
     cls=Commands,
     name="netbox-chat",
     help=(
-        "Ask your NetBox questions in plain words, answered by a local Ollama model.\n\n"
+        "Ask your NetBox questions in plain words, answered by a local model (Ollama or "
+        "an OpenAI-compatible server).\n\n"
         'Run without a command to start a new chat session; `netbox-chat "a question"` '
         'asks one (as `netbox-chat ask`), and `netbox-chat -c "a question"` asks it in '
         "the last session (`ask --continue`; `-c` alone reopens that chat). Sessions live in "
-        "NETBOX_CHAT_SESSIONS, one SQLite file each; by default in the nearest sessions/ "
-        "folder made by netbox-chat in or above the current one, else in "
-        "$XDG_DATA_HOME/netbox-chat/sessions (see `netbox-chat config`).\n\n"
+        "NETBOX_CHAT_SESSIONS, one SQLite file each; by default in the sessions/ folder of "
+        "the checkout netbox-chat was installed from (pip install -e), else in "
+        "$XDG_DATA_HOME/netbox-chat/sessions, whatever the current folder (see "
+        "`netbox-chat config`).\n\n"
         "Exit codes: 0 ok, 1 user error, 2 usage, 3 session store cannot be opened "
         "or written, 4 session in use by another netbox-chat, 5 `ask` answered without "
         "NetBox (unreachable, or the token refused), 6 the store failed while an answer "

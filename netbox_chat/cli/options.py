@@ -45,8 +45,8 @@ class ChatOptions:
     sessions_dir: Path | None = option(
         "--sessions-dir",
         envvar="NETBOX_CHAT_SESSIONS",
-        help="Folder of session files (default: the nearest sessions/ folder made by "
-        "netbox-chat in or above this one, else $XDG_DATA_HOME/netbox-chat/sessions).",
+        help="Folder of session files (default: the sessions/ folder of the checkout "
+        "installed with pip install -e, else $XDG_DATA_HOME/netbox-chat/sessions).",
     )
     ollama_url: str | None = option(
         "--ollama-url", envvar="OLLAMA_HOST", help="Ollama server (default http://127.0.0.1:11434)."

@@ -12,6 +12,13 @@ A query is better than a typed answer: it is recomputed on every run, so the
 truth follows the data. The file is untrusted input: every field is checked,
 and a query is only an API path with filters on the configured NetBox
 (truth.check_query), never a URL of its own.
+
+An object in an expected answer or in `universe` is a name or a table of its
+names, `{ display = "Dell R640 (17)", id = 17, slug = "..." }`, for an object
+without a name: an answer that writes any of them names it. A yes/no
+question whose scope is empty says so (`expected = { yes = true, empty = true
+}`, or with a query `scope = { path = ..., params = ... }` counting it), and
+then "there are none" is right as well.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from netbox_chat.claims.reader import key
 from netbox_chat.errors import UserFacingError
 from netbox_chat.eval.questions import KINDS, MAX_LIST, TIERS, Question
 from netbox_chat.eval.truth import Query, QueryError, TruthClient
@@ -27,7 +35,10 @@ from netbox_chat.eval.truth import Query, QueryError, TruthClient
 MAX_QUESTIONS = 1000
 MAX_TEXT = 2000
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,79}$")
-_KEYS = {"id", "text", "kind", "tier", "domain", "query", "expected", "universe"}
+_KEYS = {"id", "text", "kind", "tier", "domain", "query", "expected", "universe", "scope"}
+_NAMES = ("name", "display", "slug", "id")
+"""An object's names in a table, the first given is what reports call it."""
+MAX_NAME = MAX_TEXT
 
 
 class QuestionsFileError(UserFacingError):
@@ -38,13 +49,15 @@ def _fail(path: Path, n: int, message: str) -> QuestionsFileError:
     return QuestionsFileError(f"{path}: question {n}: {message}")
 
 
-def _query(path: Path, n: int, data: Any) -> Query:
-    if not isinstance(data, dict) or set(data) - {"path", "params", "take", "where"}:
-        raise _fail(path, n, "query takes path, params, take and where")
+def _query(path: Path, n: int, data: Any, field: str = "query") -> Query:
+    """A query table; a `scope` is a count of the objects a yes/no question is about."""
+    allowed = {"path", "params", "take", "where"} - ({"take"} if field == "scope" else set())
+    if not isinstance(data, dict) or set(data) - allowed:
+        raise _fail(path, n, f"{field} takes {', '.join(sorted(allowed))}")
     params = data.get("params") or {}
     where = data.get("where") or {}
     if not isinstance(params, dict) or not isinstance(where, dict):
-        raise _fail(path, n, "query params and where are tables")
+        raise _fail(path, n, f"{field} params and where are tables")
     try:
         return Query(
             path=str(data.get("path", "")),
@@ -54,7 +67,7 @@ def _query(path: Path, n: int, data: Any) -> Query:
             where=tuple((str(k), _scalar(v) or None) for k, v in where.items()),
         )
     except QueryError as exc:
-        raise _fail(path, n, str(exc)) from None
+        raise _fail(path, n, f"{field}: {exc}") from None
 
 
 def _scalar(value: Any) -> str:
@@ -63,20 +76,93 @@ def _scalar(value: Any) -> str:
     return str(value)
 
 
-def _expected(path: Path, n: int, kind: str, value: Any) -> Any:
+class _Names:
+    """The objects a question names, each under the name reports call it,
+    with its other names (aliases) gathered as the file's tables give them."""
+
+    def __init__(self, path: Path, n: int) -> None:
+        self.path, self.n = path, n
+        self.aliases: dict[str, tuple[str, ...]] = {}
+        # each name or other name -> the object it names, and whether a table gave it
+        self._owner: dict[str, tuple[str, bool]] = {}
+
+    def read(self, value: Any, where: str) -> str:
+        """An object written as a name, or as a table of its names."""
+        if isinstance(value, str):
+            forms = [self._text(value, where)]
+        elif isinstance(value, dict) and value and not set(value) - set(_NAMES):
+            forms = [
+                f"#{self._id(value[field], f'{where}.id')}"
+                if field == "id"
+                else self._text(value[field], f"{where}.{field}")
+                for field in _NAMES
+                if field in value
+            ]
+        else:
+            raise _fail(
+                self.path,
+                self.n,
+                f"{where} is not a name or a table of name, display, slug and id",
+            )
+        name, others = forms[0], tuple(dict.fromkeys(f for f in forms[1:] if f != forms[0]))
+        table = not isinstance(value, str)
+        for form in (name, *others):
+            # a table's name that another object has too, as the scorer reads names (key:
+            # "DM Akron" = "dm-akron"); plain names are left as they were (old files)
+            owner, tabled = self._owner.setdefault(
+                form if form.startswith("#") else key(form), (name, table)
+            )
+            if owner != name and (table or tabled):
+                raise _fail(self.path, self.n, f"{where}: {form!r} already names {owner!r}")
+        if others:
+            self.aliases[name] = tuple(dict.fromkeys((*self.aliases.get(name, ()), *others)))
+        return name
+
+    def _text(self, value: Any, where: str) -> str:
+        if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME:
+            raise _fail(self.path, self.n, f"{where} must be a name of 1 to {MAX_NAME} characters")
+        return value
+
+    def _id(self, value: Any, where: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise _fail(
+                self.path, self.n, f"{where} must be a NetBox id (a whole number, 1 or more)"
+            )
+        return value
+
+    def all(self, values: Any, where: str) -> list[str]:
+        if not isinstance(values, list):
+            raise _fail(self.path, self.n, f"{where} must be a list of names")
+        return [self.read(v, f"{where}[{i}]") for i, v in enumerate(values, 1)]
+
+
+def _expected(path: Path, n: int, kind: str, value: Any, objects: _Names) -> Any:
     """A typed answer, checked against its answer type."""
     if kind == "count" and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    if kind == "value" and isinstance(value, str | int) and not isinstance(value, bool):
+    if kind == "value" and isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    if kind == "list" and isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return sorted(value)
+    if kind == "value" and isinstance(value, str | dict):
+        return objects.read(value, "expected")
+    if kind == "list" and isinstance(value, list):
+        return sorted(objects.all(value, "expected"))
     if kind == "absence" and value in ("none", [], 0):
         return None
-    if kind == "boolean" and isinstance(value, dict) and isinstance(value.get("yes"), bool):
-        exceptions = value.get("exceptions", [])
-        if isinstance(exceptions, list) and all(isinstance(v, str) for v in exceptions):
-            return {"yes": value["yes"], "exceptions": sorted(exceptions)}
+    if kind == "boolean" and isinstance(value, dict):
+        unknown = set(value) - {"yes", "exceptions", "empty"}
+        if unknown:
+            raise _fail(path, n, f"expected takes yes, exceptions and empty, not {min(unknown)}")
+        if not isinstance(value.get("yes"), bool):
+            raise _fail(path, n, "expected.yes must be true or false")
+        exceptions = sorted(objects.all(value.get("exceptions", []), "expected.exceptions"))
+        empty = value.get("empty", False)
+        if not isinstance(empty, bool):
+            raise _fail(path, n, "expected.empty must be true or false")
+        if empty and exceptions:
+            raise _fail(
+                path, n, "expected.empty: a question with nothing in scope has no exceptions"
+            )
+        return {"yes": value["yes"], "exceptions": exceptions} | ({"empty": True} if empty else {})
     raise _fail(path, n, f"expected {value!r} is not an answer of type {kind}")
 
 
@@ -145,22 +231,30 @@ def _question(path: Path, n: int, item: Any, client: TruthClient | None) -> Ques
     qid = item.get("id", f"custom:{n}")
     if not isinstance(qid, str) or not _ID.match(qid):
         raise _fail(path, n, "id must be letters, digits and . _ : - (up to 80)")
-    universe = item.get("universe", [])
-    if not isinstance(universe, list) or not all(isinstance(u, str) for u in universe):
-        raise _fail(path, n, "universe must be a list of names")
     if ("query" in item) == ("expected" in item):
         raise _fail(path, n, "give a query or an expected answer (one of the two)")
+    if "scope" in item and (kind != "boolean" or "query" not in item):
+        raise _fail(path, n, "scope is for a yes/no question with a query")
+    objects = _Names(path, n)
     query = None
     if "query" in item:
         query = _query(path, n, item["query"])
+        scope = _query(path, n, item["scope"], "scope") if "scope" in item else None
         if client is None:
             raise _fail(path, n, "a query needs NetBox (set NETBOX_URL and NETBOX_TOKEN)")
         try:
-            expected = _from_truth(path, n, kind, client.answer(query))
+            found: dict[str, tuple[str, ...]] = {}
+            expected = _from_truth(path, n, kind, client.answer(query, found))
+            objects.aliases.update(found)  # an unnamed device in the truth is also "#17"
+            if scope is not None and client.answer(scope) == 0:
+                if expected["exceptions"]:
+                    raise _fail(path, n, "scope counts nothing, yet the query finds exceptions")
+                expected["empty"] = True
         except QueryError as exc:
             raise _fail(path, n, str(exc)) from None
     else:
-        expected = _expected(path, n, kind, item["expected"])
+        expected = _expected(path, n, kind, item["expected"], objects)
+    universe = objects.all(item.get("universe", []), "universe")
     return Question(
         id=qid,
         text=text.strip(),
@@ -172,4 +266,5 @@ def _question(path: Path, n: int, item: Any, client: TruthClient | None) -> Ques
         universe=tuple(universe),
         trap="absence" if kind == "absence" else None,
         source=str(path.name),
+        aliases=objects.aliases,
     )

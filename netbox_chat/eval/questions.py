@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from netbox_chat.claims.grounding import DEVICE_STATUSES, IP_STATUSES
 from netbox_chat.eval.truth import Query, QueryError, TruthClient, dig, label
 
 TIERS = ("simple", "medium", "advanced")
@@ -56,6 +57,10 @@ class Question:
     statistics resample templates, not questions ("" for a user's own)."""
     noun: str = ""
     """What the question counts or lists ("devices"), for the scorer."""
+    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Other names of the names in `expected` and `universe` (a slug, a display
+    form, `#<id>`), from a questions file: an answer that writes one names
+    that object (an unnamed device is "#17" as much as "Dell R640 (17)")."""
 
     @property
     def group(self) -> str:
@@ -82,6 +87,8 @@ class Question:
             data["reference"] = self.reference
         if universe:
             data["universe"] = list(self.universe)
+        if self.aliases:
+            data["aliases"] = {name: list(other) for name, other in self.aliases.items()}
         return data
 
 
@@ -102,7 +109,7 @@ def question_from_json(data: Mapping[str, Any]) -> Question:
             take=query["take"],
             where=tuple((str(k), None if v is None else str(v)) for k, v in query["where"]),
         ),
-        expected=data["expected"],
+        expected=_expected(data["expected"]),
         universe=tuple(data.get("universe") or ()),
         trap=data.get("trap"),
         unscoped=data.get("unscoped"),
@@ -110,7 +117,23 @@ def question_from_json(data: Mapping[str, Any]) -> Question:
         source=str(data.get("source") or "built"),
         template=str(data.get("template") or ""),
         noun=str(data.get("noun") or ""),
+        aliases=_aliases(data.get("aliases") or {}),
     )
+
+
+def _expected(data: Any) -> Any:
+    if isinstance(data, dict) and not isinstance(data.get("empty", False), bool):
+        raise ValueError("a question's expected empty is not true or false")
+    return data
+
+
+def _aliases(data: Any) -> dict[str, tuple[str, ...]]:
+    if not isinstance(data, dict) or not all(
+        isinstance(name, str) and isinstance(other, list) and all(isinstance(o, str) for o in other)
+        for name, other in data.items()
+    ):
+        raise ValueError("a question's aliases are not names and their other names")
+    return {name: tuple(other) for name, other in data.items()}
 
 
 # --- the catalog --------------------------------------------------------------------
@@ -198,18 +221,6 @@ def q(
     path: str, take: str = "count", where: Sequence[tuple[str, str | None]] = (), **params: Any
 ) -> Query:
     return Query(path, tuple((k, str(v)) for k, v in params.items()), take, tuple(where))
-
-
-DEVICE_STATUSES = (
-    "active",
-    "offline",
-    "planned",
-    "staged",
-    "failed",
-    "inventory",
-    "decommissioning",
-)
-IP_STATUSES = ("active", "reserved", "deprecated", "dhcp", "slaac")
 
 
 def _sites_devices(cat: Catalog) -> list[Draft]:
@@ -1060,7 +1071,8 @@ def build_questions(
 
 
 def _instantiate(client: TruthClient, template: Template, draft: Draft) -> Question | None:
-    truth = client.answer(draft.query)
+    aliases: dict[str, tuple[str, ...]] = {}  # an unnamed device of the truth is also "#17"
+    truth = client.answer(draft.query, aliases)
     made = expected_for(template, truth)
     if made is None:
         return None
@@ -1092,4 +1104,5 @@ def _instantiate(client: TruthClient, template: Template, draft: Draft) -> Quest
         reference=draft.reference,
         template=template.id,
         noun=template.noun,
+        aliases=aliases,
     )

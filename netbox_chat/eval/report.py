@@ -17,7 +17,7 @@ from typing import Any
 
 from netbox_chat.eval.questions import BUDGETS, KINDS, TIERS, Question
 from netbox_chat.eval.runfolder import Plan
-from netbox_chat.eval.scoring import score
+from netbox_chat.eval.scoring import score_question
 from netbox_chat.words import count, number
 
 BOOTSTRAP_SAMPLES = 2000
@@ -216,11 +216,7 @@ def constant_floor(questions: Sequence[Question]) -> dict[str, Any]:
     scored = [q for q in questions if q.kind != "explanation"]
     rates: dict[str, Any] = {}
     for answer in CONSTANT_ANSWERS:
-        right = sum(
-            1
-            for q in scored
-            if score(q.kind, answer, q.expected, q.universe, q.text, noun=q.noun).correct
-        )
+        right = sum(1 for q in scored if score_question(q, answer).correct)
         rates[answer] = {
             "right": right,
             "scored": len(scored),
@@ -287,8 +283,10 @@ def _truth(question: Question | None) -> str:
         return "none"
     if question.kind == "boolean" and isinstance(e, dict):
         exceptions = e.get("exceptions") or []
-        return ("yes" if e.get("yes") else "no") + (
-            f", except {', '.join(exceptions)}" if exceptions else ""
+        return (
+            ("yes" if e.get("yes") else "no")
+            + (f", except {', '.join(exceptions)}" if exceptions else "")
+            + (" (nothing in scope: none is right too)" if e.get("empty") else "")
         )
     if isinstance(e, list):
         return ", ".join(e) if e else "none"

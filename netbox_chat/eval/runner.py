@@ -24,7 +24,7 @@ from netbox_chat.config import Settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.eval.questions import Question
 from netbox_chat.eval.runfolder import Plan, RunFolder
-from netbox_chat.eval.scoring import Score, judge_prompt, judge_verdict, score
+from netbox_chat.eval.scoring import Score, judge_prompt, judge_verdict, score_question
 from netbox_chat.store.choose import OpenSession
 
 if TYPE_CHECKING:
@@ -254,14 +254,7 @@ class Runner:
         if outcome.status != "done":
             verdict = Score(False, f"the turn {outcome.status}: {outcome.error or 'no answer'}")
         else:
-            verdict = score(
-                question.kind,
-                outcome.answer,
-                question.expected,
-                question.universe,
-                question.text,
-                noun=question.noun,
-            )
+            verdict = score_question(question, outcome.answer)
             if verdict.correct is None and self.plan.judge and question.reference:
                 verdict = await self._judge(question, outcome.answer)
         result = result_record(model, rep, question, turn, clock, seconds, verdict)

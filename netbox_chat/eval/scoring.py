@@ -15,18 +15,20 @@ one is asked for.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from netbox_chat.claims.grounding import claims_of
 from netbox_chat.claims.reader import (
+    ID_REF,
     NEGATOR,
     OBJECT_NOUNS,
     Number,
     clause_start,
     declined,
     introduced,
+    joins,
     key,
     negated,
     numbers,
@@ -37,6 +39,7 @@ from netbox_chat.claims.reader import (
     singular,
     tokens,
 )
+from netbox_chat.eval.questions import Question
 
 
 @dataclass(frozen=True)
@@ -65,50 +68,64 @@ class Mention:
     negated: bool
 
 
+Aliases = Mapping[str, Sequence[str]]
+"""A name's other names: {"Dell R640 (17)": ["#17", "dell-r640-17"]}."""
+
+_AN_ID = re.compile(r"#\d+")
 _COMPANY = re.compile(r"-(?:inc|llc|ltd|corp|gmbh|co|plc|ag|sa)$")
 _EXCEPT = re.compile(r"\b(?:except|excluding|other\s+than|besides|apart\s+from)\s*$", re.I)
 
 
-def mentions(text: str, names: Sequence[str]) -> list[Mention]:
+def mentions(text: str, names: Sequence[str], aliases: Aliases | None = None) -> list[Mention]:
     """Where `names` are written in `text` as whole names, the longest first
     (sw01 does not match sw010; "PP:MDF" is not the site "MDF"); a slug, a
     display name with other spaces, or another case match. A name that is an
     ordinary word ("Shared", "Admin", "active") must be written as NetBox
-    spells it, or set apart (bold, code, a list item, a table cell)."""
+    spells it, or set apart (bold, code, a list item, a table cell).
+    `aliases` gives a name's other names (its slug, display form, `#<id>`):
+    any of them written counts as the name. An id ("#17") is read only as an
+    id is written ("id 17", "ID: 17", "#17"), never as a bare number."""
+    aliases = aliases or {}
     lookup: dict[str, str] = {}
+    ids: dict[str, str] = {}
     longest = 1
     for name in names:
-        if name and key(name):
-            lookup.setdefault(key(name), name)
-            # a slug drops the company form ("Dunder-Mifflin, Inc." is dunder-mifflin)
-            lookup.setdefault(_COMPANY.sub("", key(name)) or key(name), name)
-            longest = max(longest, len(tokens(name)) or 1)
+        for form in (name, *aliases.get(name, ())):
+            if _AN_ID.fullmatch(form):
+                ids.setdefault(form[1:], name)
+            elif form and key(form):
+                lookup.setdefault(key(form), name)
+                # a slug drops the company form ("Dunder-Mifflin, Inc." is dunder-mifflin)
+                lookup.setdefault(_COMPANY.sub("", key(form)) or key(form), name)
+                longest = max(longest, len(tokens(form)) or 1)
     toks = tokens(text)
     found: list[Mention] = []
     i = 0
     while i < len(toks):
         hit = None
-        joined = ""
-        for n in range(min(longest, len(toks) - i)):
-            token = toks[i + n]
-            if n and not re.fullmatch(r"[\s,.&'()]{0,3}", text[toks[i + n - 1].end : token.start]):
-                break
-            joined = token.key if not n else f"{joined}-{token.key}"
+        for joined, last in joins(text, toks, i, longest):
             if joined in lookup:
-                hit = (lookup[joined], n)
+                hit = (lookup[joined], last)
         if hit is None:
             i += 1
             continue
-        name, n = hit
-        start, end = toks[i].start, toks[i + n].end
+        name, last = hit
+        start, end = toks[i].start, toks[last].end
+        i = last + 1
         if _ordinary(name) and text[start:end] != name and not _set_apart(text, start, end):
-            i += n + 1
             continue
-        head = text[clause_start(text, start) : start]
-        denied = negated(text, start) or bool(_EXCEPT.search(head))
-        found.append(Mention(name, start, end, denied))
-        i += n + 1
-    return found
+        found.append(Mention(name, start, end, _denied(text, start)))
+    taken = [(m.start, m.end) for m in found]
+    for ref in ID_REF.finditer(text) if ids else ():
+        owner = ids.get(ref.group(1))
+        if owner and not any(s <= ref.start(1) < e for s, e in taken):
+            found.append(Mention(owner, ref.start(), ref.end(), _denied(text, ref.start())))
+    return sorted(found, key=lambda m: m.start)
+
+
+def _denied(text: str, start: int) -> bool:
+    head = text[clause_start(text, start) : start]
+    return negated(text, start) or bool(_EXCEPT.search(head))
 
 
 def _ordinary(name: str) -> bool:
@@ -128,8 +145,8 @@ def _set_apart(text: str, start: int, end: int) -> bool:
     )
 
 
-def _given(text: str, names: Sequence[str]) -> set[str]:
-    return {m.name for m in mentions(text, names) if not m.negated}
+def _given(text: str, names: Sequence[str], aliases: Aliases | None = None) -> set[str]:
+    return {m.name for m in mentions(text, names, aliases) if not m.negated}
 
 
 # ------------------------------------------------------------------- counts
@@ -294,14 +311,19 @@ def score_count(answer: str, expected: int, question: str = "", noun: str = "") 
 
 
 def score_list(
-    answer: str, expected: Sequence[str], universe: Sequence[str], question: str = ""
+    answer: str,
+    expected: Sequence[str],
+    universe: Sequence[str],
+    question: str = "",
+    aliases: Aliases | None = None,
 ) -> Score:
     """Right when every object of the truth is named and no other object of the
     asked kind is (the site in a device list is not an extra)."""
     truth = list(dict.fromkeys(expected))
     if not truth:
-        return score_absence(answer, universe, question)
-    given = _given(answer, [*truth, *universe]) - _given(question, [*truth, *universe])
+        return score_absence(answer, universe, question, aliases)
+    every = [*truth, *universe]
+    given = _given(answer, every, aliases) - _given(question, every, aliases)
     truth_keys = {key(t) for t in truth}
     right = {g for g in given if key(g) in truth_keys}
     wrong = sorted(g for g in given if key(g) not in truth_keys)
@@ -315,11 +337,18 @@ def score_list(
     return Score(True, f"all {len(truth)} named", precision, recall)
 
 
-def score_value(answer: str, expected: str, universe: Sequence[str], question: str = "") -> Score:
+def score_value(
+    answer: str,
+    expected: str,
+    universe: Sequence[str],
+    question: str = "",
+    aliases: Aliases | None = None,
+) -> Score:
     """Right when the value is asserted (not negated) and no other value it
     could have been is."""
-    asked = _given(question, [expected, *universe]) if question else set()
-    found = [m for m in mentions(answer, [expected, *universe]) if m.name not in asked]
+    every = [expected, *universe]
+    asked = _given(question, every, aliases) if question else set()
+    found = [m for m in mentions(answer, every, aliases) if m.name not in asked]
     said = {m.name for m in found if not m.negated}
     others = sorted(s for s in said if key(s) != key(expected))
     if others:
@@ -369,12 +398,25 @@ def verdict(answer: str) -> bool | None:
 
 
 def score_boolean(
-    answer: str, expected: dict[str, Any], universe: Sequence[str], question: str = ""
+    answer: str,
+    expected: dict[str, Any],
+    universe: Sequence[str],
+    question: str = "",
+    aliases: Aliases | None = None,
 ) -> Score:
     """The yes/no and every exception, and no object named as an exception
     that is not one: an object named in a clause that affirms the asked
-    property ("sw01 and rtr01 are active") is not named as an exception."""
+    property ("sw01 and rtr01 are active") is not named as an exception, and
+    a "yes" that names one ("Yes, except sw03") contradicts itself. When the
+    question's scope is empty (`"empty": true`, only from a user's questions
+    file: the built ones avoid it), "there are none" is right too, naming no
+    object of the asked kind; any other answer is read by its yes or no."""
     text = plain(answer)
+    if expected.get("empty") and says_none(text):
+        absent = score_absence(answer, universe, question, aliases)
+        if not absent.correct:
+            return absent
+        return Score(True, "says there is none (nothing is in the question's scope)")
     said = verdict(text)
     if said is None:
         return Score(False, "neither yes nor no")
@@ -384,7 +426,9 @@ def score_boolean(
     keys = {key(e) for e in exceptions}
     wanted = _qualifiers(question, question_noun(question)) - {"not", "no", "any"}
     named = [
-        m for m in mentions(answer, [*exceptions, *universe]) if key(m.name) not in _asked(question)
+        m
+        for m in mentions(answer, [*exceptions, *universe], aliases)
+        if key(m.name) not in _asked(question)
     ]
     as_exception = set()
     for m in named:
@@ -401,10 +445,26 @@ def score_boolean(
     missing = sorted(e for e in exceptions if e not in {m.name for m in named})
     if missing:
         return Score(False, f"does not name {', '.join(missing)}")
-    extra = sorted(n for n in as_exception if key(n) not in keys)
-    if extra and not said:
+    if said:  # "yes" with a name set apart as an exception says no
+        extra = sorted({m.name for m in named if key(m.name) not in keys and _excepted(text, m)})
+    else:
+        extra = sorted(n for n in as_exception if key(n) not in keys)
+    if extra:
         return Score(False, f"names {', '.join(extra)} as exceptions, which are not")
     return Score(True, "right verdict" + (", exceptions named" if exceptions else ""))
+
+
+def _excepted(text: str, mention: Mention) -> bool:
+    """The mention is set apart as an exception: "except sw03", "sw03 is
+    not active", "but sw03 is offline"."""
+    low = clause_start(text, mention.start)
+    high = re.search(r"[,;.\n]|$", text[mention.end :])
+    clause = text[low : mention.end + (high.start() if high else 0)]
+    return (
+        mention.negated
+        or bool(NEGATOR.search(clause.replace(text[mention.start : mention.end], "")))
+        or bool(re.search(r"\bbut\W*$", text[max(0, low - 8) : low]))
+    )
 
 
 def _asked(question: str) -> set[str]:
@@ -414,14 +474,19 @@ def _asked(question: str) -> set[str]:
 # ------------------------------------------------------------------ absence
 
 
-def score_absence(answer: str, universe: Sequence[str] = (), question: str = "") -> Score:
+def score_absence(
+    answer: str,
+    universe: Sequence[str] = (),
+    question: str = "",
+    aliases: Aliases | None = None,
+) -> Score:
     """Right when the answer says there is none and names no object of the
     asked kind as the answer ("Tenant Initech has VLAN 999" is wrong even when
     the question's kind has no universe)."""
     text = plain(answer)
     asked_noun = question_noun(question)
     in_question = _asked(question)
-    named = sorted(_given(answer, universe) - _given(question, universe))
+    named = sorted(_given(answer, universe, aliases) - _given(question, universe, aliases))
     named += [
         i.name
         for i in introduced(text)
@@ -448,27 +513,43 @@ def score(
     universe: Sequence[str] = (),
     question: str = "",
     noun: str = "",
+    aliases: Aliases | None = None,
 ) -> Score:
-    """The score of `answer` to a question of answer type `kind`."""
+    """The score of `answer` to a question of answer type `kind`; `aliases`
+    gives the other names (slug, display form, `#<id>`) of the names in
+    `expected` and `universe`."""
     if not answer.strip():
         return Score(False, "no answer", declined=True)
     names = [*universe, *(expected if isinstance(expected, list) else [])]
     if isinstance(expected, str):
         names.append(expected)
-    substance = claims_of(answer, given=question) + len(_given(answer, names))
+    substance = claims_of(answer, given=question) + len(_given(answer, names, aliases))
     if declined(answer, substance):
         return Score(False, "declined to answer", declined=True)
     if kind == "count":
         return score_count(answer, int(expected), question, noun)
     if kind == "list":
-        return score_list(answer, list(expected or []), universe, question)
+        return score_list(answer, list(expected or []), universe, question, aliases)
     if kind == "value":
-        return score_value(answer, str(expected), universe, question)
+        return score_value(answer, str(expected), universe, question, aliases)
     if kind == "boolean":
-        return score_boolean(answer, dict(expected), universe, question)
+        return score_boolean(answer, dict(expected), universe, question, aliases)
     if kind == "absence":
-        return score_absence(answer, universe, question)
+        return score_absence(answer, universe, question, aliases)
     return Score(None, "explanations are scored only by a judge (--judge MODEL)")
+
+
+def score_question(question: Question, answer: str) -> Score:
+    """The score of `answer` to `question`, with everything the question knows."""
+    return score(
+        question.kind,
+        answer,
+        question.expected,
+        question.universe,
+        question.text,
+        noun=question.noun,
+        aliases=question.aliases,
+    )
 
 
 # -------------------------------------------------------------------- judge

@@ -133,6 +133,32 @@ def label(row: Mapping[str, Any]) -> str | None:
     return None if row.get("id") is None else f"#{row['id']}"
 
 
+def other_names(query: Query, rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """The other names of the objects a query answers with by name (`list:name`,
+    `value:site.name`): a slug or display form, and for an object without a
+    name its `#<id>`, so that an answer naming an unnamed device "id 17" names
+    the "Dell R640 (17)" of the truth. A named object's id is left out: ids
+    repeat across object types, and "rack id 1" must not name site #1."""
+    field = query.take.partition(":")[2]
+    if field != "name" and not field.endswith(".name"):
+        return {}
+    found: dict[str, tuple[str, ...]] = {}
+    for row in rows:
+        if not _holds(row, query.where):
+            continue
+        obj = row if field == "name" else dig(row, field.removesuffix(".name"))
+        if not isinstance(obj, Mapping):
+            continue
+        name = label(obj) if field == "name" else obj.get("name")
+        forms = [obj.get("display"), obj.get("slug")]
+        if obj.get("name") in (None, "") and obj.get("id") is not None:
+            forms.append(f"#{obj['id']}")
+        others = tuple(dict.fromkeys(f for f in forms if isinstance(f, str) and f and f != name))
+        if isinstance(name, str) and name and others:
+            found[name] = others
+    return found
+
+
 def _holds(row: Mapping[str, Any], where: Sequence[tuple[str, str | None]]) -> bool:
     for name, wanted in where:
         negated = name.startswith("!")
@@ -225,12 +251,19 @@ class TruthClient:
             raise QueryError(f"GET /api/{path}/ is not a NetBox listing")
         return int(page["count"])
 
-    def answer(self, query: Query) -> int | str | list[str] | None:
+    def answer(
+        self, query: Query, names: dict[str, tuple[str, ...]] | None = None
+    ) -> int | str | list[str] | None:
         """Run `query` against NetBox: one request for a plain count, the
-        listing otherwise."""
+        listing otherwise. `names`, when given, receives the other names of
+        the objects the answer names (other_names)."""
+        if query.take == "count" and not query.where and not query.single:
+            return self.count(query.path, query.params)
         if query.single:
             row = self.get(query.path)
-            return take(query, [row] if isinstance(row, dict) else [])
-        if query.take == "count" and not query.where:
-            return self.count(query.path, query.params)
-        return take(query, self.rows(query.path, query.params))
+            rows = [row] if isinstance(row, dict) else []
+        else:
+            rows = self.rows(query.path, query.params)
+        if names is not None:
+            names.update(other_names(query, rows))
+        return take(query, rows)

@@ -7,7 +7,7 @@ import contextlib
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -17,9 +17,12 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.types import Command
 
 from netbox_chat.agent.graph import build_agent, find_end_node
+from netbox_chat.agent.runtime import Runtime, build_runtime
 from netbox_chat.agent.turns import Conversation, TurnOutcome
 from netbox_chat.checkpoints.saver import open_saver
-from netbox_chat.store.choose import OpenSession
+from netbox_chat.config import Settings
+from netbox_chat.store.choose import OpenSession, open_store
+from netbox_chat.store.postgres import PgSessionStore
 from tests.doubles import ROOT
 from tests.doubles.graphs import build_graph
 from tests.doubles.ollama_server import ScriptedOllama
@@ -60,6 +63,25 @@ async def new_chat(
         chat.close()
     if check_ledger:
         store.assert_ledger_agrees(session.id)
+
+
+@contextlib.asynccontextmanager
+async def open_session_runtime(
+    settings: Settings, tools: Sequence[BaseTool], session_id: str | None = None
+) -> AsyncIterator[Runtime]:
+    """A session of the store `settings` name (a new one, or `session_id`),
+    opened the way the REPL opens one (`build_runtime`) and closed the way it
+    closes one: the runtime, the session, then a database store's connection."""
+    sessions = open_store(settings)
+    opened = sessions.create(model="qwen3:8b") if session_id is None else sessions.open(session_id)
+    runtime = await asyncio.to_thread(build_runtime, opened, settings, tools=list(tools))
+    try:
+        yield runtime
+    finally:
+        await runtime.aclose()
+        opened.close()
+        if isinstance(sessions, PgSessionStore):
+            sessions.close()
 
 
 def fresh_process(chat: Chat, question: str = "", answer: str = "") -> dict[str, Any]:

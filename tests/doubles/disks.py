@@ -1,4 +1,4 @@
-"""Folders as the tests read and constrain them: a fingerprint of every file, a small tmpfs."""
+"""Folders as the tests read and constrain them: a fingerprint of every file, a small tmpfs, read-only."""
 
 from __future__ import annotations
 
@@ -44,3 +44,8 @@ def tmpfs(where: Path, options: str) -> Iterator[Path]:
     finally:
         if subprocess.run(["umount", str(where)], capture_output=True).returncode != 0:
             subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def remount_read_only(where: Path) -> None:
+    """The tmpfs at `where` (tmpfs above), read-only from now on: a disk gone bad under a session."""
+    subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True)

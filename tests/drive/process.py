@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from tests.doubles import ROOT
@@ -15,16 +18,51 @@ from tests.doubles.stores import StoreUnderTest
 
 SITES = ToolCall("netbox_get_objects", {"object_type": "dcim.site"})
 
+MODULE: tuple[str, ...] = (sys.executable, "-m", "netbox_chat")
+"""How a test starts the CLI: this interpreter runs the checkout's package."""
+
+CONSOLE_SCRIPT: tuple[str, ...] = (str(Path(sys.executable).parent / "netbox-chat"),)
+"""The entry point pip installed beside this interpreter, as a user's shell runs it."""
+
+
+def python(code: str) -> tuple[str, ...]:
+    """A fresh interpreter running `code` (a probe around the CLI, or a few
+    lines of the library); what follows it on the command line is its
+    sys.argv[1:]."""
+    return (sys.executable, "-c", code)
+
+
+def words(*args: str, program: Sequence[str] = MODULE) -> str:
+    """The command line as a shell reads it, for a test that runs the CLI
+    inside a shell line (`netbox-chat ask "q" | cat`)."""
+    return shlex.join([*program, *args])
+
+
+def start(
+    env: dict[str, str],
+    *args: str,
+    program: Sequence[str] = MODULE,
+    cwd: Path | str = ROOT,
+    stdout: Any = subprocess.PIPE,
+    stderr: Any = subprocess.PIPE,
+    **options: Any,
+) -> subprocess.Popen[str]:
+    """`program ARGS` (the CLI unless told) running, for a test that watches
+    it live, signals it or reads its output as it comes: text pipes by
+    default; Popen's other options (stdin, bufsize, preexec_fn) pass through."""
+    return subprocess.Popen(
+        [*program, *args],
+        env=env,
+        cwd=cwd,
+        stdout=stdout,
+        stderr=stderr,
+        text=True,
+        **options,
+    )
+
 
 def ask(env: dict[str, str], question: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "netbox_chat", "ask", question, *args],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start(env, "ask", question, *args)
 
 
 def wait_for_running(store: StoreUnderTest, session_id: str, number: int) -> None:
@@ -42,22 +80,32 @@ def wait_for_running(store: StoreUnderTest, session_id: str, number: int) -> Non
 def cli(
     env: dict[str, str],
     *args: str,
+    program: Sequence[str] = MODULE,
     stdin: str | None = None,
-    timeout: float = 120,
+    cwd: Path | str = ROOT,
+    timeout: float | None = 120,
     check: bool = False,
+    stdout: Any = subprocess.PIPE,
+    stderr: Any = subprocess.PIPE,
+    **options: Any,
 ) -> subprocess.CompletedProcess[str]:
     """The CLI as a script runs it: a subprocess, its output captured, `stdin`
     piped to it (None: this process's own stdin); `check` raises on a failure
-    exit, for a step that only sets up what the test looks at."""
+    exit, for a step that only sets up what the test looks at. `program` is
+    what starts it (MODULE, CONSOLE_SCRIPT, a probe, an older release, or one
+    of them behind a wrapper such as setpriv); `stderr=subprocess.STDOUT` is
+    `2>&1`; run's other options (preexec_fn) pass through."""
     return subprocess.run(
-        [sys.executable, "-m", "netbox_chat", *args],
+        [*program, *args],
         env=env,
-        cwd=ROOT,
+        cwd=cwd,
         input=stdin,
-        capture_output=True,
+        stdout=stdout,
+        stderr=stderr,
         text=True,
         timeout=timeout,
         check=check,
+        **options,
     )
 
 

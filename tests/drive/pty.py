@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
-import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pexpect
 
 from tests.doubles import ROOT
+from tests.drive.process import MODULE
 
 PROMPT = re.compile(r"netbox\S*>")
 
@@ -18,18 +20,34 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\x07|\r")
 
 
 def on_a_terminal(
-    env: dict[str, str], *args: str, columns: int = 160, timeout: float = 60
+    env: dict[str, str],
+    *args: str,
+    program: Sequence[str] = MODULE,
+    columns: int = 160,
+    lines: int = 40,
+    timeout: float = 60,
+    cwd: Path | str = ROOT,
 ) -> pexpect.spawn:
-    """The CLI on a pty of 40 lines by `columns`, as a user's terminal runs it."""
+    """`program ARGS` (the CLI unless told: a shell line around it, a probe,
+    an older release, an interactive shell) on a pty of `lines` by
+    `columns`, as a user's terminal runs it. Every pty of the tests starts
+    here (tests/test_layout.py checks)."""
+    command, *rest = [*program, *args]
     return pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat", *args],
+        command,
+        rest,
         env=env,
-        cwd=str(ROOT),
+        cwd=str(cwd),
         encoding="utf-8",
         timeout=timeout,
-        dimensions=(40, columns),
+        dimensions=(lines, columns),
     )
+
+
+def in_a_shell(env: dict[str, str], line: str, **options: Any) -> pexpect.spawn:
+    """A shell line (`sh -c`) on a terminal, such as the CLI piped into
+    `cat` (process.words writes the CLI's part); on_a_terminal's options."""
+    return on_a_terminal(env, "-c", line, program=("sh",), **options)
 
 
 def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:

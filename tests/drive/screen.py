@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import sys
 import time
+from typing import Any
 
 import pexpect
 import pyte
 
-from tests.drive.pty import PROMPT
+from tests.drive.pty import PROMPT, on_a_terminal
 
 
 class Terminal:
@@ -51,17 +51,24 @@ class Terminal:
         return False
 
 
-def chat(env: dict[str, str], columns: int = 100) -> tuple[pexpect.spawn, Terminal]:
-    terminal = Terminal(columns, 30)
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "netbox_chat"],
-        env={**env, "COLUMNS": str(columns), "LINES": "30"},  # as the terminal says
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(30, columns),
-    )
+def on_screen(
+    env: dict[str, str], *args: str, columns: int, lines: int, **options: Any
+) -> tuple[pexpect.spawn, Terminal]:
+    """`netbox-chat ARGS` on a pty (pty.on_a_terminal and its options), and
+    the screen of that size it draws on."""
+    terminal = Terminal(columns, lines)
+    child = on_a_terminal(env, *args, columns=columns, lines=lines, **options)
     child.logfile_read = terminal
+    return child, terminal
+
+
+def chat(env: dict[str, str], columns: int = 100) -> tuple[pexpect.spawn, Terminal]:
+    child, terminal = on_screen(
+        {**env, "COLUMNS": str(columns), "LINES": "30"},  # as the terminal says
+        columns=columns,
+        lines=30,
+        timeout=30,
+    )
     child.expect(PROMPT)
     return child, terminal
 
