@@ -270,8 +270,11 @@ def test_a_tab_on_a_session_id_is_answered_before_typer_and_as_typer_would(
             make_session(store, "VLANs at dm-nashua"),
         ]
     )
+    elsewhere = sessions_dir.parent / "elsewhere"
+    make_session(SessionStore(elsewhere), "somewhere else")
     lines = [
         ("bash", "netbox-chat resume "),
+        ("bash", f"netbox-chat resume --store {elsewhere} "),
         ("bash", f"netbox-chat export --profile '' --format md {ids[0][:3]}"),
         ("bash", "netbox-chat ask 'a question' -s "),
         ("bash", "netbox-chat forget --yes zz"),

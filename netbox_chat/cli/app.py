@@ -30,9 +30,9 @@ from typer.core import TyperGroup
 
 from netbox_chat import process, typeahead, words
 from netbox_chat.cli.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
+from netbox_chat.cli.options import CHAT, SERVER, STORE, WHERE, ChatOptions, chat_options
 from netbox_chat.config import (
     DATABASE_SCHEMES,
-    PROFILE_ENV,
     ConfigError,
     ModelServer,
     Settings,
@@ -220,121 +220,6 @@ app = typer.Typer(
 )
 
 
-def setting_option(*flags: str, envvar: str, help: str) -> Any:
-    """An option the environment can give as well: --help names the variable,
-    and shows no default, because the value left unset is resolved later (the
-    config file's profile, then the default each help text names)."""
-    return typer.Option(*flags, envvar=envvar, show_envvar=True, help=help, show_default=False)
-
-
-SessionsDir = Annotated[
-    Path | None,
-    setting_option(
-        "--sessions-dir",
-        envvar="NETBOX_CHAT_SESSIONS",
-        help="Folder of session files (default: the sessions/ folder of the checkout "
-        "installed with pip install -e, else $XDG_DATA_HOME/netbox-chat/sessions).",
-    ),
-]
-StoreOption = Annotated[
-    str | None,
-    setting_option(
-        "--store",
-        envvar="NETBOX_CHAT_STORE",
-        help=(
-            "Where sessions live: a folder, or a postgresql:// URL for a team's database "
-            "(needs the package's postgres extra)."
-        ),
-    ),
-]
-OllamaUrl = Annotated[
-    str | None,
-    setting_option(
-        "--ollama-url",
-        envvar="OLLAMA_HOST",
-        help="Ollama server (default http://127.0.0.1:11434).",
-    ),
-]
-ProviderOption = Annotated[
-    str | None,
-    setting_option(
-        "--provider",
-        envvar="NETBOX_CHAT_PROVIDER",
-        help="Model server: ollama (default), or openai for any OpenAI-compatible server.",
-    ),
-]
-BaseUrl = Annotated[
-    str | None,
-    setting_option(
-        "--base-url",
-        envvar="NETBOX_CHAT_BASE_URL",
-        help="The OpenAI-compatible server, ending in /v1 (with --provider openai).",
-    ),
-]
-Model = Annotated[
-    str | None,
-    setting_option(
-        "--model",
-        "-m",
-        envvar="NETBOX_CHAT_MODEL",
-        help=(
-            "The model (Ollama's name, or the server's /v1/models id); it must call "
-            "tools (default qwen3:8b)."
-        ),
-    ),
-]
-NetboxUrl = Annotated[
-    str | None,
-    setting_option(
-        "--netbox-url",
-        envvar="NETBOX_URL",
-        help="NetBox base URL; the token comes from NETBOX_TOKEN or the profile, never a flag.",
-    ),
-]
-Think = Annotated[
-    bool | None,
-    typer.Option(
-        "--think/--no-think",
-        help=(
-            "Let the model think (shown dimmed) or ask it not to. NETBOX_CHAT_THINK takes "
-            "on, off, low, medium or high (default: the model's own)."
-        ),
-        show_default=False,
-    ),
-]
-GroundingOption = Annotated[
-    str | None,
-    setting_option(
-        "--grounding",
-        envvar="NETBOX_CHAT_GROUNDING",
-        help=(
-            "Claims of an answer that NetBox's replies do not hold: mark them (default), or "
-            "retry: ask the model once, within the turn, to correct or drop them."
-        ),
-    ),
-]
-DeadlineOption = Annotated[
-    float | None,
-    setting_option(
-        "--deadline",
-        envvar="NETBOX_CHAT_DEADLINE",
-        help=(
-            "Seconds the command may take in all (ask; each eval question; doctor), "
-            "whatever the model server keeps sending (default 1800)."
-        ),
-    ),
-]
-Profile = Annotated[
-    str | None,
-    setting_option(
-        "--profile",
-        "-p",
-        envvar=PROFILE_ENV,
-        help="A profile of the config file: its NetBox, token, model… (see `netbox-chat config`).",
-    ),
-]
-
-
 def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]] | list[str]:
     """Session ids for Typer's completion, when the entry point (main.py) did not
     answer first (PowerShell, or a line it does not read): the same choices,
@@ -405,62 +290,37 @@ def say(
     (out() if stdout else err()).print(Text(visible(message), style=style), soft_wrap=soft_wrap)
 
 
-# A config file's warnings, printed once per process however often it is read.
+# Warnings already printed: each once per process, however often the config
+# file is read (a resumed session resolves the settings twice).
 _warned: set[str] = set()
 
 
-def settings_from(
-    sessions_dir: Path | None = None,
-    ollama_url: str | None = None,
-    model: str | None = None,
-    netbox_url: str | None = None,
-    think: bool | None = None,
-    *,
-    grounding: str | None = None,
-    store: str | None = None,
-    profile: str | None = None,
-    session_model: str | None = None,
-    provider: str | None = None,
-    base_url: str | None = None,
-    deadline: float | None = None,
-    need_token: bool = False,
-) -> Settings:
-    """Resolve the settings (config.py's layers) for this command line.
+def warn_once(warning: str) -> None:
+    if warning not in _warned:
+        _warned.add(warning)
+        say(f"netbox-chat: {warning}", "yellow", soft_wrap=True)
 
-    Typer reads each flag's environment variable itself; those values are
-    handed to `resolve_settings` as the environment, not as flags, so
-    `netbox-chat config` names the right origin and a `--profile` from
-    NETBOX_CHAT_PROFILE does not count as one typed on the command line.
-    With `need_token`, a profile's token_command is run (once per process)."""
+
+def settings_from(
+    chat: ChatOptions, *, session_model: str | None = None, need_token: bool = False
+) -> Settings:
+    """The settings (config.py's layers) for this command line: the one
+    place the chat's options become settings. With `need_token`, a
+    profile's token_command is run (once per process)."""
     from netbox_chat.credentials import with_token
 
-    typed = typed_on_command_line(
-        sessions_dir=sessions_dir,
-        ollama_url=ollama_url,
-        model=model,
-        netbox_url=netbox_url,
-        profile=profile,
-        provider=provider,
-        base_url=base_url,
-        grounding=grounding,
-        deadline=deadline,
-    )
-    typed["store"] = typed_on_command_line(store_option=store)["store_option"]
-    if typed["store"] is not None and typed["store"].startswith(DATABASE_SCHEMES):
-        warn_password_in_argv(typed["store"])
-    typed["think"] = None if think is None else ("on" if think else "off")
+    if chat.store is not None and chat.store.startswith(DATABASE_SCHEMES):
+        warn_password_in_argv(chat.store)
     try:
         settings = resolve_settings(
-            profile=typed.pop("profile"), session_model=session_model, **typed
+            profile=chat.profile, session_model=session_model, **chat.settings_flags()
         )
         if need_token:
             settings = with_token(settings)
     except ValueError as exc:
         raise settings_error(exc) from None
     for warning in settings.warnings:
-        if warning not in _warned:
-            _warned.add(warning)
-            say(f"netbox-chat: {warning}", "yellow", soft_wrap=True)
+        warn_once(warning)
     return settings
 
 
@@ -469,29 +329,11 @@ def warn_password_in_argv(url: str) -> None:
     the shell's history: say so, once, and where else it can go."""
     from netbox_chat.store.postgres import has_password
 
-    warning = (
-        "a password in --store is visible to other users in `ps` and kept in your "
-        "shell history: put it in ~/.pgpass or PGPASSWORD instead"
-    )
-    if has_password(url) and warning not in _warned:
-        _warned.add(warning)
-        say(f"netbox-chat: {warning}", "yellow", soft_wrap=True)
-
-
-def typed_on_command_line(**values: Any) -> dict[str, Any]:
-    """`values` with None for each parameter whose value Typer took from the
-    environment rather than from the command line."""
-    # typer 0.28 (pinned) vendors click as typer._click.
-    from typer._click.core import ParameterSource
-    from typer._click.globals import get_current_context
-
-    ctx = get_current_context(silent=True)
-    return {
-        name: None
-        if ctx is not None and ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT
-        else value
-        for name, value in values.items()
-    }
+    if has_password(url):
+        warn_once(
+            "a password in --store is visible to other users in `ps` and kept in your "
+            "shell history: put it in ~/.pgpass or PGPASSWORD instead"
+        )
 
 
 def chat_options_typed(ctx: Any) -> list[str]:
@@ -546,11 +388,11 @@ def require_netbox(settings: Settings) -> None:
 @typeahead.held()  # keys typed until the prompt is up wait for it, unechoed
 def _chat(
     settings: Settings,
+    chat: ChatOptions,
     thread: str | None,
     *,
     resume: bool,
     rewind_to: int | None = None,
-    flags: dict[str, Any] | None = None,
 ) -> None:
     import asyncio
     from dataclasses import replace
@@ -560,10 +402,7 @@ def _chat(
     store = open_store(settings)
     fresh = settings  # for a session made by /new: not the resumed one's
     if resume:
-        session_id = store.resolve(thread) if thread is not None else store.most_recent()
-        settings = settings_for_session(store, session_id, flags or {}, note_model=True)
-        require_netbox(settings)
-        session: OpenSession = store.open(session_id)
+        settings, session = open_to_continue(store, thread, chat, note_model=True)
     else:
         require_netbox(settings)
         require_terminal()  # before a session is made that nobody could use
@@ -580,6 +419,18 @@ def _chat(
             ending = asyncio.run(run_chat(session, fresh, out(), resumed=False))
 
 
+def open_to_continue(
+    store: Store, thread: str | None, chat: ChatOptions, *, note_model: bool = False
+) -> tuple[Settings, OpenSession]:
+    """The session `thread` names (None: the most recently active), opened,
+    and the settings to go on with it (`settings_for_session`); refused
+    before it is opened when NetBox is not configured."""
+    session_id = store.resolve(thread) if thread is not None else store.most_recent()
+    settings = settings_for_session(store, session_id, chat, note_model=note_model)
+    require_netbox(settings)
+    return settings, store.open(session_id)
+
+
 def new_session(store: Store, settings: Settings) -> OpenSession:
     return store.create(
         model=settings.model, netbox_url=settings.netbox_url, profile=settings.profile
@@ -587,7 +438,7 @@ def new_session(store: Store, settings: Settings) -> OpenSession:
 
 
 def settings_for_session(
-    store: Store, session_id: str, flags: dict[str, Any], *, note_model: bool = False
+    store: Store, session_id: str, chat: ChatOptions, *, note_model: bool = False
 ) -> Settings:
     """The settings to continue a session with: the user's own NetBox, token
     and profile (flags, environment, config file), and the session's model
@@ -608,18 +459,18 @@ def settings_for_session(
     (the session's is that server's); the chat says in one line where it was
     started and the command that resumes it there."""
     summary = store.summarize(session_id)
-    folder = store.root if isinstance(store, SessionStore) else None
-    settings = settings_from(folder, **flags, session_model=summary.model or None, need_token=True)
+    from dataclasses import replace
+
+    # The store is open: the settings name its folder, whatever else the options say.
+    chat = replace(chat, sessions_dir=store.root if isinstance(store, SessionStore) else None)
+    settings = settings_from(chat, session_model=summary.model or None, need_token=True)
     started = summary.server
     moved = started is not None and not started.same_place(ModelServer.of(settings))
     if moved:
-        settings = settings_from(folder, **flags, need_token=True)
+        settings = settings_from(chat, need_token=True)
     change = netbox_change(summary, settings)
     if change is not None:
-        typed = typed_on_command_line(
-            netbox_url=flags.get("netbox_url"), profile=flags.get("profile")
-        )
-        if settings.netbox_url is None or not any(typed.values()):
+        if settings.netbox_url is None or (chat.netbox_url is None and chat.profile is None):
             mine = profiles_on(summary.netbox_url, settings.config_file)
             own = f"; your profile for it: --profile {' or '.join(mine)}" if mine else ""
             if settings.netbox_url is None:
@@ -682,6 +533,7 @@ CHATS = (None, "resume")
 
 
 @app.callback(invoke_without_command=True)
+@chat_options(*CHAT)
 def main_callback(
     ctx: typer.Context,
     _version: Annotated[
@@ -690,16 +542,8 @@ def main_callback(
             "--version", help="Print the version and exit.", is_eager=True, callback=show_version
         ),
     ] = False,
-    sessions_dir: SessionsDir = None,
-    ollama_url: OllamaUrl = None,
-    provider: ProviderOption = None,
-    base_url: BaseUrl = None,
-    model: Model = None,
-    netbox_url: NetboxUrl = None,
-    think: Think = None,
-    grounding: GroundingOption = None,
-    profile: Profile = None,
-    store_option: StoreOption = None,
+    *,
+    chat: ChatOptions,
 ) -> None:
     """Start a new chat session when no command is given."""
     if ctx.invoked_subcommand != "ask":  # `ask` guards itself (process.py)
@@ -709,23 +553,11 @@ def main_callback(
     if ctx.invoked_subcommand is not None:
         refuse_chat_options(ctx, ctx.invoked_subcommand)
     if ctx.invoked_subcommand is None:
-        settings = settings_from(
-            sessions_dir,
-            ollama_url,
-            model,
-            netbox_url,
-            think,
-            grounding=grounding,
-            store=store_option,
-            profile=profile,
-            provider=provider,
-            base_url=base_url,
-            need_token=True,
-        )
-        _chat(settings, None, resume=False)
+        _chat(settings_from(chat, need_token=True), chat, None, resume=False)
 
 
 @app.command()
+@chat_options(*CHAT)
 def resume(
     thread: Annotated[
         str | None,
@@ -740,16 +572,8 @@ def resume(
             "--at", min=0, help="Rewind to just after turn N before the prompt (see /history)."
         ),
     ] = None,
-    sessions_dir: SessionsDir = None,
-    ollama_url: OllamaUrl = None,
-    provider: ProviderOption = None,
-    base_url: BaseUrl = None,
-    model: Model = None,
-    netbox_url: NetboxUrl = None,
-    think: Think = None,
-    grounding: GroundingOption = None,
-    profile: Profile = None,
-    store_option: StoreOption = None,
+    *,
+    chat: ChatOptions,
 ) -> None:
     """Reopen a session and continue it, with its memory.
 
@@ -760,21 +584,11 @@ def resume(
     or the environment names another; the NetBox is your own, and another
     than the session's needs --netbox-url or --profile.
     """
-    flags = {
-        "ollama_url": ollama_url,
-        "provider": provider,
-        "base_url": base_url,
-        "model": model,
-        "netbox_url": netbox_url,
-        "think": think,
-        "grounding": grounding,
-        "store": store_option,
-    }
-    settings = settings_from(sessions_dir, store=store_option, profile=profile)
-    _chat(settings, thread, resume=True, rewind_to=at, flags={**flags, "profile": profile})
+    _chat(settings_from(chat.where()), chat, thread, resume=True, rewind_to=at)
 
 
 @app.command("ls")
+@chat_options(*WHERE)
 def list_sessions(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON (every session) instead of a table.")
@@ -792,14 +606,13 @@ def list_sessions(
             show_default=False,
         ),
     ] = None,
-    sessions_dir: SessionsDir = None,
-    profile: Profile = None,
-    store_option: StoreOption = None,
+    *,
+    chat: ChatOptions,
 ) -> None:
     """List sessions, most recently active first. Never writes a session."""
     from netbox_chat.ui import tables
 
-    settings = settings_from(sessions_dir, store=store_option, profile=profile)
+    settings = settings_from(chat)
     store = open_store(settings)
     limit = None if as_json or show_all else LS_ROWS
     matches = store.search(grep) if grep is not None else None
@@ -886,6 +699,7 @@ def _elsewhere(summaries: list[SessionSummary], here: ModelServer) -> None:
 
 
 @app.command()
+@chat_options(*WHERE)
 def forget(
     threads: Annotated[
         list[str] | None,
@@ -913,16 +727,15 @@ def forget(
             show_default=False,
         ),
     ] = None,
-    sessions_dir: SessionsDir = None,
-    profile: Profile = None,
-    store_option: StoreOption = None,
+    *,
+    chat: ChatOptions,
 ) -> None:
     """Delete sessions for good (their .sqlite, -wal and -shm files, or their rows)."""
     chosen = sum((bool(threads), unanswered, older_than is not None))
     if chosen != 1:
         raise typer.BadParameter("give session ids, --unanswered or --older-than (one of them)")
     age = None if older_than is None else parse_age(older_than)
-    store = open_store(settings_from(sessions_dir, store=store_option, profile=profile))
+    store = open_store(settings_from(chat))
     if unanswered:
         _forget_unanswered(store)
         return
@@ -1019,15 +832,10 @@ def _say_forgotten(forgotten: list[str], why: str) -> None:
 
 
 @app.command("config")
+@chat_options(*WHERE, *SERVER)
 def config_command(
-    sessions_dir: SessionsDir = None,
-    ollama_url: OllamaUrl = None,
-    provider: ProviderOption = None,
-    base_url: BaseUrl = None,
-    model: Model = None,
-    netbox_url: NetboxUrl = None,
-    profile: Profile = None,
-    store_option: StoreOption = None,
+    *,
+    chat: ChatOptions,
 ) -> None:
     """Print every setting as resolved here and where it came from (flag,
     environment, profile, config file, default). The token shows only as set
@@ -1035,16 +843,7 @@ def config_command(
     from netbox_chat.credentials import with_token
     from netbox_chat.ui import tables
 
-    settings = settings_from(
-        sessions_dir,
-        ollama_url,
-        model,
-        netbox_url,
-        store=store_option,
-        profile=profile,
-        provider=provider,
-        base_url=base_url,
-    )
+    settings = settings_from(chat)
     open_store(settings)  # a store URL libpq cannot use is refused as by every command
     try:
         settings = with_token(settings)
@@ -1055,6 +854,7 @@ def config_command(
 
 
 @app.command()
+@chat_options(*CHAT, "deadline")
 def ask(
     question: Annotated[
         str | None,
@@ -1094,17 +894,8 @@ def ask(
             "calls, rollback), then one with the --json fields (type result).",
         ),
     ] = False,
-    sessions_dir: SessionsDir = None,
-    ollama_url: OllamaUrl = None,
-    provider: ProviderOption = None,
-    base_url: BaseUrl = None,
-    model: Model = None,
-    netbox_url: NetboxUrl = None,
-    think: Think = None,
-    grounding: GroundingOption = None,
-    profile: Profile = None,
-    store_option: StoreOption = None,
-    deadline: DeadlineOption = None,
+    *,
+    chat: ChatOptions,
 ) -> None:
     """Run one turn without the REPL, print the answer and exit (scripts, cron).
 
@@ -1125,17 +916,6 @@ def ask(
             exit_status=ExitStatus.USAGE,
         )
     question = read_question(question)
-    flags = {
-        "ollama_url": ollama_url,
-        "provider": provider,
-        "base_url": base_url,
-        "model": model,
-        "netbox_url": netbox_url,
-        "think": think,
-        "grounding": grounding,
-        "store": store_option,
-        "deadline": deadline,
-    }
     lines = JsonLines(sys.stdout) if stream_json else None
     view = turnview.TurnView(out()) if out().is_terminal and not (as_json or lines) else None
     continuing = session is not None or go_on
@@ -1143,26 +923,10 @@ def ask(
     # from starting (exit 130), and once the outcome is recorded none can
     # change the exit status any more (see CancelOnSignals.settle).
     with CancelOnSignals() as signals:
-        settings = settings_from(
-            sessions_dir,
-            ollama_url,
-            model,
-            netbox_url,
-            think,
-            grounding=grounding,
-            store=store_option,
-            profile=profile,
-            provider=provider,
-            base_url=base_url,
-            deadline=deadline,
-            need_token=not continuing,
-        )
+        settings = settings_from(chat, need_token=not continuing)
         store = open_store(settings)
         if continuing:
-            session_id = store.resolve(session) if session is not None else store.most_recent()
-            settings = settings_for_session(store, session_id, {**flags, "profile": profile})
-            require_netbox(settings)
-            opened: OpenSession = store.open(session_id)
+            settings, opened = open_to_continue(store, session, chat)
         else:
             require_netbox(settings)
             opened = new_session(store, settings)
@@ -1335,6 +1099,7 @@ async def _ask_once(
 
 
 @app.command("export")
+@chat_options(*STORE)
 def export_command(
     thread: ThreadArg,
     fmt: Annotated[
@@ -1353,15 +1118,15 @@ def export_command(
             "--tool-results", help="Include what each tool call returned (as /show prints it)."
         ),
     ] = False,
-    sessions_dir: SessionsDir = None,
-    store_option: StoreOption = None,
+    *,
+    chat: ChatOptions,
 ) -> None:
     """Print a session's transcript: questions, answers, tool calls, tokens per
     turn; cancelled, failed and rewound turns marked. Never writes the session."""
     from netbox_chat.cli.export import export_session
     from netbox_chat.owned import replace_file
 
-    settings = settings_from(sessions_dir, store=store_option)
+    settings = settings_from(chat)
     fmt = fmt.lower()
     if fmt not in ("md", "json"):
         raise UserFacingError(
@@ -1384,6 +1149,7 @@ def export_command(
 
 
 @app.command()
+@chat_options(*STORE)
 def copy(
     thread: ThreadArg,
     to: Annotated[
@@ -1394,15 +1160,15 @@ def copy(
             show_default=False,
         ),
     ],
-    sessions_dir: SessionsDir = None,
-    store_option: StoreOption = None,
+    *,
+    chat: ChatOptions,
 ) -> None:
     """Copy a session, with its memory and its ledger, to another store (a
     folder to the team's database, or back). It keeps its id; the original
     stays where it is."""
     from netbox_chat.checkpoints.copying import copy_session
 
-    source = open_store(settings_from(sessions_dir, store=store_option))
+    source = open_store(settings_from(chat))
     target = open_store(resolve_target(to))
     session_id = source.resolve(thread)
     count = copy_session(source, session_id, target)
@@ -1429,6 +1195,7 @@ def resolve_target(to: str) -> Settings:
 
 
 @app.command()
+@chat_options(*WHERE, *SERVER, "deadline")
 def doctor(
     init_store: Annotated[
         bool,
@@ -1437,15 +1204,8 @@ def doctor(
             help="Create or migrate the schema of a postgresql:// store, then exit.",
         ),
     ] = False,
-    sessions_dir: SessionsDir = None,
-    ollama_url: OllamaUrl = None,
-    provider: ProviderOption = None,
-    base_url: BaseUrl = None,
-    model: Model = None,
-    netbox_url: NetboxUrl = None,
-    profile: Profile = None,
-    store_option: StoreOption = None,
-    deadline: DeadlineOption = None,
+    *,
+    chat: ChatOptions,
 ) -> None:
     """Check the setup: Ollama, the model and its tool support, NetBox, the
     token, the NetBox version, the session store. One line each; exits 1 if
@@ -1453,7 +1213,7 @@ def doctor(
     from netbox_chat.cli.doctor import init_database_store, run_checks
 
     if init_store:
-        settings = settings_from(sessions_dir, store=store_option, profile=profile)
+        settings = settings_from(chat.where())
         if settings.store is None:
             raise UserFacingError(
                 "--init-store is for a postgresql:// store (--store / NETBOX_CHAT_STORE); "
@@ -1462,18 +1222,7 @@ def doctor(
             )
         say("✓ " + init_database_store(settings.store), "green", stdout=True)
         return
-    settings = settings_from(
-        sessions_dir,
-        ollama_url,
-        model,
-        netbox_url,
-        store=store_option,
-        profile=profile,
-        provider=provider,
-        base_url=base_url,
-        deadline=deadline,
-        need_token=True,
-    )
+    settings = settings_from(chat, need_token=True)
     checks = run_checks(settings)
     for check in checks:
         style = "green" if check.ok else "dim" if check.skipped else "red"
@@ -1483,6 +1232,8 @@ def doctor(
 
 
 @app.command("eval")
+# Its own --model, which takes several, stands for the chat's.
+@chat_options("ollama_url", "provider", "base_url", "netbox_url", "think", "profile", "deadline")
 def eval_command(
     models: Annotated[
         list[str] | None,
@@ -1544,31 +1295,15 @@ def eval_command(
             help="Where runs are kept, one folder each with its sessions.",
         ),
     ] = Path("eval-runs"),
-    ollama_url: OllamaUrl = None,
-    provider: ProviderOption = None,
-    base_url: BaseUrl = None,
-    netbox_url: NetboxUrl = None,
-    think: Think = None,
-    profile: Profile = None,
-    deadline: DeadlineOption = None,
+    *,
+    chat: ChatOptions,
 ) -> None:
     """How often does a model answer right on this NetBox? Builds questions from
     its data, computes their truth by direct queries, asks each in a new session
     and scores the answers. Ctrl-C stops (exit 130) keeping every finished answer."""
     from netbox_chat.eval.command import EvalOptions, run_eval
 
-    settings = settings_from(
-        None,
-        ollama_url,
-        None,
-        netbox_url,
-        think,
-        profile=profile,
-        provider=provider,
-        base_url=base_url,
-        deadline=deadline,
-        need_token=True,
-    )
+    settings = settings_from(chat, need_token=True)
     options = EvalOptions(
         models=tuple(dict.fromkeys(models or [settings.model])),
         seed=seed,

@@ -13,9 +13,10 @@ A line the CLI would refuse for the chat's options typed before a command
 is answered here too, with nothing. Anything else, or anything it cannot
 read with certainty, goes to Typer.
 
-`SESSION_ID_COMMANDS` and the option tables repeat what the Typer app
-declares; tests/test_habits.py compares them with the app, so they cannot
-drift apart.
+The chat's options are read from their one declaration (options.py);
+`SESSION_ID_COMMANDS` and the commands' own options repeat what the Typer
+app declares, and tests/test_habits.py compares them with the app, so they
+cannot drift apart.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from netbox_chat.cli.options import WHERE, option_words
 from netbox_chat.config import ConfigError, resolve_settings
 from netbox_chat.errors import UserFacingError
 from netbox_chat.store.ids import normalize_session_id
@@ -41,22 +43,13 @@ COMPLETE_TITLES = 40
 SESSION_ID_COMMANDS = frozenset({"resume", "export", "forget", "copy"})
 SESSION_ID_OPTIONS = frozenset({"--session", "-s"})
 
+_CHAT_WORDS = tuple(option_words())
+
 # Every option of the app that takes a value, and every flag: a word that is
 # neither makes the fast path step aside (Typer knows better).
 VALUE_OPTIONS = frozenset(
     {
-        "--sessions-dir",
-        "--ollama-url",
-        "--model",
-        "-m",
-        "--netbox-url",
-        "--provider",
-        "--base-url",
-        "--profile",
-        "-p",
-        "--store",
-        "--grounding",
-        "--deadline",
+        *(word for _, word, flag in _CHAT_WORDS if not flag),
         "--at",
         "--format",
         "-f",
@@ -80,8 +73,7 @@ VALUE_OPTIONS = frozenset(
 )
 FLAG_OPTIONS = frozenset(
     {
-        "--think",
-        "--no-think",
+        *(word for _, word, flag in _CHAT_WORDS if flag),
         "--json",
         "--stream-json",
         "--thinking",
@@ -106,12 +98,7 @@ FLAG_OPTIONS = frozenset(
 )
 
 # The options on the line that decide which folder the ids come from.
-_LOCATION_OPTIONS = {
-    "--sessions-dir": "sessions_dir",
-    "--store": "store",
-    "--profile": "profile",
-    "-p": "profile",
-}
+_LOCATION_OPTIONS = {word: name for name, word, _ in _CHAT_WORDS if name in WHERE}
 
 
 @dataclass(frozen=True)

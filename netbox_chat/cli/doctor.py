@@ -167,9 +167,6 @@ def check_window(settings: Settings, info: ModelInfo) -> Check:
     length, and against what one turn needs."""
     name = "context window"
     window = session_window(settings.num_ctx, info.context_length)
-    compaction = (
-        f"compacts at {settings.compact_at:.0%}" if settings.compact_at else "compaction off"
-    )
     if info.context_length and settings.num_ctx > info.context_length:
         return Check(
             name,
@@ -178,17 +175,31 @@ def check_window(settings: Settings, info: ModelInfo) -> Check:
             f"{number(info.context_length)}: sessions get {number(window)}",
             f"set NETBOX_CHAT_NUM_CTX to {info.context_length} or less",
         )
-    needed = turn_floor(window)
-    if window < needed:
-        return Check(
-            name,
-            False,
-            f"{number(window)} tokens is less than one turn needs (about {number(needed)}: system "
-            "prompt, tool definitions, one tool result, the answer)",
-            f"raise NETBOX_CHAT_NUM_CTX to at least {1 << (needed - 1).bit_length()}",
-        )
+    if (small := too_small_for_a_turn(window, "raise NETBOX_CHAT_NUM_CTX")) is not None:
+        return small
     limit = f" of {number(info.context_length)}" if info.context_length else ""
-    return Check(name, True, f"{number(window)} tokens{limit} (NETBOX_CHAT_NUM_CTX; {compaction})")
+    return Check(
+        name, True, f"{number(window)} tokens{limit} (NETBOX_CHAT_NUM_CTX; {compaction(settings)})"
+    )
+
+
+def too_small_for_a_turn(window: int, fix: str) -> Check | None:
+    """A window one turn does not fit in, as `ask` would refuse it: `fix`
+    (whatever sets the window here) and the power of two that fits."""
+    needed = turn_floor(window)
+    if window >= needed:
+        return None
+    return Check(
+        "context window",
+        False,
+        f"{number(window)} tokens is less than one turn needs (about {number(needed)}: system "
+        "prompt, tool definitions, one tool result, the answer)",
+        f"{fix} to at least {1 << (needed - 1).bit_length()}",
+    )
+
+
+def compaction(settings: Settings) -> str:
+    return f"compacts at {settings.compact_at:.0%}" if settings.compact_at else "compaction off"
 
 
 # --- An OpenAI-compatible server ----------------------------------------------------
@@ -302,19 +313,10 @@ def check_served_window(settings: Settings, served: int | None, server: str) -> 
             f"{server} gives a request",
             f"set context_window to {served} or less",
         )
-    needed = turn_floor(window)
-    if window < needed:
-        return Check(
-            name,
-            False,
-            f"{number(window)} tokens is less than one turn needs (about {number(needed)})",
-            f"give the model a window of at least {1 << (needed - 1).bit_length()}",
-        )
+    if (small := too_small_for_a_turn(window, "give the model a window")) is not None:
+        return small
     origin = "context_window" if settings.context_window else f"as {server} says"
-    compaction = (
-        f"compacts at {settings.compact_at:.0%}" if settings.compact_at else "compaction off"
-    )
-    return Check(name, True, f"{number(window)} tokens ({origin}; {compaction})")
+    return Check(name, True, f"{number(window)} tokens ({origin}; {compaction(settings)})")
 
 
 def _http_reason(exc: httpx.HTTPError) -> str:

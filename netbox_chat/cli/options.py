@@ -1,0 +1,225 @@
+"""The chat's options (model, server, NetBox, store, …), declared once for every command.
+
+`ChatOptions` is the declaration: each field is one option, its flags, help
+and environment variable in the field's metadata. A command names the ones
+it takes with `@chat_options(...)`, which adds them to its signature for
+Typer to read, in this class's order (so every command's --help lists them
+alike), and hands the command one `ChatOptions` of what was typed. This is
+how `llm` shares its options between commands (`tool_options` in llm/cli.py,
+https://github.com/simonw/llm: a decorator adding click options), written for
+Typer, which reads options from a function's signature.
+
+Light on purpose: the completion fast path (completion.py) reads the flags
+from here on every Tab press, so Typer is imported only by the functions
+that run inside the CLI.
+"""
+
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import Field, dataclass, field, fields
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from netbox_chat.config import PROFILE_ENV
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def option(*flags: str, help: str, envvar: str | None = None) -> Any:
+    """One chat option's declaration: the field is None unless typed. With
+    `envvar`, --help names the variable and shows no default, because a value
+    left unset is resolved later (the config file's profile, then the default
+    each help text names)."""
+    return field(default=None, metadata={"flags": flags, "help": help, "envvar": envvar})
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    """The chat's options as typed on the command line; None: not typed.
+
+    A value Typer took from the environment is None here too: `resolve_settings`
+    reads the environment itself, so that `netbox-chat config` names the right
+    origin and a profile from NETBOX_CHAT_PROFILE does not count as typed."""
+
+    sessions_dir: Path | None = option(
+        "--sessions-dir",
+        envvar="NETBOX_CHAT_SESSIONS",
+        help="Folder of session files (default: the sessions/ folder of the checkout "
+        "installed with pip install -e, else $XDG_DATA_HOME/netbox-chat/sessions).",
+    )
+    ollama_url: str | None = option(
+        "--ollama-url", envvar="OLLAMA_HOST", help="Ollama server (default http://127.0.0.1:11434)."
+    )
+    provider: str | None = option(
+        "--provider",
+        envvar="NETBOX_CHAT_PROVIDER",
+        help="Model server: ollama (default), or openai for any OpenAI-compatible server.",
+    )
+    base_url: str | None = option(
+        "--base-url",
+        envvar="NETBOX_CHAT_BASE_URL",
+        help="The OpenAI-compatible server, ending in /v1 (with --provider openai).",
+    )
+    model: str | None = option(
+        "--model",
+        "-m",
+        envvar="NETBOX_CHAT_MODEL",
+        help=(
+            "The model (Ollama's name, or the server's /v1/models id); it must call "
+            "tools (default qwen3:8b)."
+        ),
+    )
+    netbox_url: str | None = option(
+        "--netbox-url",
+        envvar="NETBOX_URL",
+        help="NetBox base URL; the token comes from NETBOX_TOKEN or the profile, never a flag.",
+    )
+    # No envvar: NETBOX_CHAT_THINK takes more words than a flag's on and off.
+    think: bool | None = option(
+        "--think/--no-think",
+        help=(
+            "Let the model think (shown dimmed) or ask it not to. NETBOX_CHAT_THINK takes "
+            "on, off, low, medium or high (default: the model's own)."
+        ),
+    )
+    grounding: str | None = option(
+        "--grounding",
+        envvar="NETBOX_CHAT_GROUNDING",
+        help=(
+            "Claims of an answer that NetBox's replies do not hold: mark them (default), or "
+            "retry: ask the model once, within the turn, to correct or drop them."
+        ),
+    )
+    profile: str | None = option(
+        "--profile",
+        "-p",
+        envvar=PROFILE_ENV,
+        help="A profile of the config file: its NetBox, token, model… (see `netbox-chat config`).",
+    )
+    store: str | None = option(
+        "--store",
+        envvar="NETBOX_CHAT_STORE",
+        help=(
+            "Where sessions live: a folder, or a postgresql:// URL for a team's database "
+            "(needs the package's postgres extra)."
+        ),
+    )
+    deadline: float | None = option(
+        "--deadline",
+        envvar="NETBOX_CHAT_DEADLINE",
+        help=(
+            "Seconds the command may take in all (ask; each eval question; doctor), "
+            "whatever the model server keeps sending (default 1800)."
+        ),
+    )
+
+    def where(self) -> "ChatOptions":
+        """Only the options that say where the sessions are: enough to open
+        the store before a session's own settings can be resolved."""
+        return ChatOptions(sessions_dir=self.sessions_dir, store=self.store, profile=self.profile)
+
+    def settings_flags(self) -> dict[str, Any]:
+        """The options as `resolve_settings`' flags (all but the profile,
+        which is its own argument); --think is the setting's on or off."""
+        flags = {name: getattr(self, name) for name in OPTIONS if name != "profile"}
+        flags["think"] = None if self.think is None else ("on" if self.think else "off")
+        return flags
+
+
+OPTIONS: dict[str, Field[Any]] = {each.name: each for each in fields(ChatOptions)}
+"""Every chat option by name, in the order --help lists them."""
+
+
+# The groups commands take: where the sessions are, which model server and
+# NetBox, how a turn runs.
+STORE = ("sessions_dir", "store")
+WHERE = (*STORE, "profile")
+SERVER = ("ollama_url", "provider", "base_url", "model", "netbox_url")
+TURN = ("think", "grounding")
+CHAT = (*WHERE, *SERVER, *TURN)
+"""What a chat takes: the REPL's, `resume`'s and `ask`'s."""
+
+
+def option_words() -> Iterator[tuple[str, str, bool]]:
+    """Each word that names a chat option on a command line: the option's
+    name, the word, and whether it is a flag (takes no value). What the
+    completion fast path reads a line with."""
+    for name, each in OPTIONS.items():
+        for declared in each.metadata["flags"]:
+            for word in declared.split("/"):
+                yield name, word, each.type == bool | None
+
+
+@functools.cache
+def typer_annotation(name: str) -> Any:
+    """The option as Typer reads it from a signature. Made once and shared by
+    every command, as a module-level `Annotated` alias would be: Typer copies
+    it before use."""
+    import typer
+
+    each = OPTIONS[name]
+    meta = each.metadata
+    info = typer.Option(
+        *meta["flags"],
+        envvar=meta["envvar"],
+        help=meta["help"],
+        show_default=False,
+    )
+    return Annotated[each.type, info]
+
+
+def chat_options(*names: str) -> Callable[[Command], Command]:
+    """Give the decorated command the chat options `names`: Typer sees them
+    as parameters after the command's own (in `ChatOptions`' order, whatever
+    the order of `names`), and the command gets them as one keyword argument,
+    `chat`. An unknown name, or one the command declares itself, is a
+    TypeError when the CLI is imported, not when the command runs."""
+    unknown = set(names) - set(OPTIONS)
+    if unknown:
+        raise TypeError(f"not chat options: {', '.join(sorted(unknown))}")
+    chosen = [name for name in OPTIONS if name in names]
+
+    def decorate(command: Command) -> Command:
+        signature = inspect.signature(command)
+        own = [param for name, param in signature.parameters.items() if name != "chat"]
+        if clash := {param.name for param in own} & set(chosen):
+            raise TypeError(f"{command.__name__} declares chat options itself: {clash}")
+        added = [
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=None,
+                annotation=typer_annotation(name),
+            )
+            for name in chosen
+        ]
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            typed = typed_on_command_line({name: kwargs.pop(name) for name in chosen})
+            return command(*args, chat=ChatOptions(**typed), **kwargs)
+
+        parameters = [*own, *added]
+        run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        # What Typer's get_type_hints reads: the new parameters, not `chat`.
+        run.__annotations__ = {param.name: param.annotation for param in parameters}
+        return run  # type: ignore[return-value]
+
+    return decorate
+
+
+def typed_on_command_line(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` with None for each parameter whose value Typer took from the
+    environment rather than from the command line."""
+    # typer 0.28 (pinned) vendors click as typer._click.
+    from typer._click.core import ParameterSource
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return {
+        name: None
+        if ctx is not None and ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT
+        else value
+        for name, value in values.items()
+    }
