@@ -18,6 +18,11 @@ instead of SIGINT, no REPL) and splits the time into the rollback's steps
 (drain the saver bridge, delete the turn's rows, verify with one state read,
 close the ledger row), then runs one whole turn to check the thread is healthy.
 
+Before each cancel, a Ctrl-C at the empty prompt (no turn, no rollback: the
+REPL clears the line and says how to leave) is timed the same way, as the
+floor: what a Ctrl-C -> prompt round trip costs on this machine at that
+moment, so a max that the machine's load made shows there too.
+
 Besides the cancels at a random moment of the turn, `--early` more land in
 its first 50 ms, counted from the status line the REPL draws as the turn
 starts (before the first model request, the "oops, wrong question" moment),
@@ -61,6 +66,11 @@ CANCELLED_THEN_PROMPT = re.compile(rb"turn \d+ cancelled(.*?)" + C.PROMPT_RE.pat
 DONE_THEN_PROMPT = re.compile(rb"turn \d+ \xc2\xb7 tokens.*?" + C.PROMPT_RE.pattern, re.S)
 # A Ctrl-C that lands after the REPL took the line but before the turn began:
 # the REPL says only "cancelled" and offers the question again; no turn ran.
+# Ctrl-C at an empty prompt: prompt_toolkit clears the line and the REPL says
+# how to leave. No turn, no rollback: the floor of a Ctrl-C -> prompt round
+# trip through the pty on this machine at this moment (the baseline).
+AT_THE_PROMPT = re.compile(rb"\(exit or Ctrl-D to leave\).*?" + C.PROMPT_RE.pattern, re.S)
+FLOOR = "floor: Ctrl-C at an empty prompt"
 BEFORE_THE_TURN = re.compile(
     rb"(?<![0-9] )(?<![0-9] \x1b\[0m)cancelled(?:\x1b\[[0-9;]*m)*\r?\n.*?" + C.PROMPT_RE.pattern,
     re.S,
@@ -168,6 +178,12 @@ def cancel_in_repl(
         print(f"an uninterrupted turn takes {length * 1000:.0f} ms on this session")
         between()
         for i, planned in enumerate(moments):
+            child.send("\x15")  # clear the question a cancel offers again
+            read_for(child, 0.05)
+            sent = time.perf_counter()
+            child.sendcontrol("c")
+            child.expect(AT_THE_PROMPT, timeout=60)
+            results.append((time.perf_counter() - sent, FLOOR))
             since = len(clock.arrivals)
             child.send("\x15" + C.question_for(i) + "\r")  # Ctrl-U clears a leftover
             if planned[0]:
@@ -356,8 +372,13 @@ def growth(before: dict[str, int], after: dict[str, int], cancels: int) -> str:
     )
 
 
+def cancels(a: dict[str, Any]) -> list[tuple[float, str]]:
+    """The timed cancels (the floor's round trips left out)."""
+    return [(t, phase) for t, phase in a["times"] if phase != FLOOR]
+
+
 def report_a(label: str, a: dict[str, Any]) -> None:
-    times = [t for t, _ in a["times"]]
+    times = [t for t, _ in cancels(a)]
     if not times:
         print(f"\nA. {label}: no cancel landed inside a turn")
         return
@@ -373,7 +394,7 @@ def report_a(label: str, a: dict[str, Any]) -> None:
         f"rollbacks reported unverified: {a['unverified']}"
     )
     print(f"   {a['check']}")
-    print(f"   {growth(a['before'], a['after'], len(a['times']) + a['late'])}")
+    print(f"   {growth(a['before'], a['after'], len(cancels(a)) + a['late'])}")
 
 
 def by_phase(a: dict[str, Any]) -> dict[str, list[float]]:
@@ -396,7 +417,7 @@ def phase_table(runs: dict[str, dict[str, Any]]) -> None:
     labels = [label for label, figures in runs.items() if figures["a"]]
     print(f"\n   {'where the Ctrl-C landed':32}" + "".join(f" | {lb:>24}" for lb in labels))
     print(f"   {'':32}" + " | {:>3} {:>9} {:>9}".format("n", "median", "max") * len(labels))
-    for phase in PHASES:
+    for phase in (*PHASES, FLOOR):
         cells = []
         for label in labels:
             values = by_phase(runs[label]["a"]).get(phase, [])
@@ -447,7 +468,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def verdicts(a: dict[str, Any]) -> None:
-    times = [t for t, _ in a["times"]]
+    times = [t for t, _ in cancels(a)]
     if not times:
         return
     s = C.summary(times)

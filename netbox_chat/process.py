@@ -83,6 +83,21 @@ def started() -> None:
         gc.enable()
 
 
+def freeze_survivors() -> None:
+    """Between two turns, at the prompt: collect the garbage the last one
+    left, then freeze what survived out of the collector, as `started` and
+    the agent's build do. What a turn leaves alive (its messages, the kept
+    history) lives as long as the session; unfrozen, it piled up until a
+    full collection walked it, 50-110 ms in one turn of two on a 500-turn
+    session under load, and most often in a turn's first moments, where the
+    request is built, so a Ctrl-C there waited for it. Done at the prompt,
+    only the last turn's objects are walked (1-4 ms). Nothing when the
+    collector is off (paused through start-up)."""
+    if gc.isenabled():
+        gc.collect()
+        gc.freeze()
+
+
 def pause_collector() -> None:
     """Collect no garbage until `started`: before the first import."""
     gc.disable()

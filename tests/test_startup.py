@@ -21,6 +21,7 @@ from netbox_chat.cli.repl import BackgroundRuntime, Repl
 from netbox_chat.config import resolve_settings
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from netbox_chat.ui import turnview
+from tests.doubles.ollama_server import ScriptedOllama, Text
 from tests.doubles.stores import make_session
 from tests.drive.process import cli, python
 from tests.drive.pty import PROMPT, leave, on_a_terminal
@@ -86,7 +87,12 @@ seen = []
 
 async def prompt_async(self, *args, **kwargs):
     loaded = sorted(m for m in {NOT_BEFORE_THE_PROMPT!r} if m in sys.modules)
-    seen.append({{"loaded": loaded, "collecting": gc.isenabled()}})
+    seen.append({{
+        "loaded": loaded,
+        "collecting": gc.isenabled(),
+        "frozen": gc.get_freeze_count(),
+        "tracked": len(gc.get_objects()),
+    }})
     with open(os.environ["PROBE_OUT"], "w") as out:
         json.dump(seen, out)
     return await asked(self, *args, **kwargs)
@@ -121,6 +127,37 @@ def test_the_first_prompt_loads_nothing_it_does_not_use(
     # The collector, paused while the start-up's imports ran, collects again
     # for the rest of the session (a long one would otherwise only grow).
     assert second["collecting"] is True
+
+
+def test_what_a_turn_leaves_is_frozen_out_of_the_collector_at_the_next_prompt(
+    chat_env: dict[str, str], tmp_path: Path, ollama: ScriptedOllama
+) -> None:
+    """Issue 32, item 14: what a turn leaves alive (its messages, the kept
+    history) lives as long as the session. Left in the collector it piled up
+    until a full collection walked it (50-110 ms on a 500-turn session), most
+    often in the next turn's first moments, where a Ctrl-C then waited for
+    it. Once the prompt is back, the turn's garbage is collected and what
+    survives is frozen: the next prompt finds the turn's objects out of the
+    collector, which holds only what came after."""
+    ollama.script([Text("Three sites.")])
+    probe_out = tmp_path / "probe.json"
+    child = on_a_terminal(
+        {**chat_env, "PROBE_OUT": str(probe_out)},
+        program=python(PROMPT_PROBE),
+        columns=100,
+        timeout=30,
+    )
+    child.expect(PROMPT)
+    child.sendline("which sites?")
+    child.expect("Three sites.")
+    child.expect(PROMPT)
+    child.sendline("/help")
+    child.expect("Ask a question about your network")
+    child.expect(PROMPT)
+    leave(child)
+    after_turn, after_help = json.loads(probe_out.read_text())[1:3]
+    assert after_help["frozen"] > after_turn["frozen"]
+    assert after_help["tracked"] < after_turn["tracked"]
 
 
 def finished(session: SessionFile, question: str, status: str, **outcome: object) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -25,13 +26,13 @@ from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.types import Command
 
 from netbox_chat.agent.graph import build_agent, find_end_node
-from netbox_chat.agent.turns import Conversation, ToolFinished, TurnEvent
+from netbox_chat.agent.turns import Conversation, ToolFinished, TurnEvent, TurnStarted
 from netbox_chat.checkpoints.saver import open_saver
 from netbox_chat.checkpoints.sqlite import BRIDGED_METHODS, BridgedSqliteSaver, WritesStillRunning
 from netbox_chat.config import resolve_settings
 from netbox_chat.store.sessions import SessionFile, SessionStore, connect
 from tests.doubles.inspect_session import read_from_fresh_process
-from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
+from tests.doubles.ollama_server import Delay, ScriptedOllama, Text, ToolCall
 from tests.doubles.openai_server import chat_model_for, server_settings
 from tests.doubles.stores import StoreUnderTest
 from tests.doubles.wire import TOOL_CALL_SHAPES
@@ -412,3 +413,58 @@ async def test_a_cancel_as_the_answer_is_being_stored_leaves_nothing_after_the_r
     state = inspect(conversation, store)
     assert [m["content"] for m in state["messages"]] == ["first question", "first answer"]
     assert state["head_problems"] == [] and state["turns"][1]["status"] == "cancelled"
+
+
+def committed_at(statements: list[str]) -> list[tuple[str, str]]:
+    """(the `synchronous` level each commit ran at, that transaction's SQL)
+    from a session file's statement trace; the connection starts at FULL."""
+    level, current, commits = "FULL", "", []
+    for sql in statements:
+        words = " ".join(sql.split()).upper()
+        if words.startswith("PRAGMA SYNCHRONOUS ="):
+            value = words.rsplit("=", 1)[1].strip()
+            level = {"1": "NORMAL", "2": "FULL"}.get(value, value)
+        elif words == "COMMIT":
+            commits.append((level, current))
+            current = ""
+        else:
+            current += sql + "\n"
+    return commits
+
+
+async def test_a_turns_start_and_its_rollback_do_not_wait_for_the_disk_its_answer_does(
+    conversation: Conversation, ollama: ScriptedOllama, store: StoreUnderTest
+) -> None:
+    """Issue 32, item 14: a Ctrl-C in a turn's first moments waited for two
+    commits synced to the disk (the turn's `running` row, then its rollback),
+    5-20 ms each on a quiet disk and hundreds while it is busy. Neither needs
+    the disk: nothing of a turn is stored before its end, whose commits are
+    synced and take the earlier ones with them, and a rollback lost to a power
+    cut is made again by the next open. The answer's commits still wait."""
+    if store.kind != "folder":
+        pytest.skip("the statement trace is SQLite's (on PostgreSQL: synchronous_commit)")
+    statements: list[str] = []
+    conversation.session.db.set_trace_callback(statements.append)
+    ollama.script([Text("first answer")])
+    assert (await conversation.run_turn("first question")).status == "done"
+    ollama.script([Delay(5.0), Text("never")])
+    outcome = await cancel_when(
+        conversation, "oops, wrong question", lambda e: isinstance(e, TurnStarted)
+    )
+    assert outcome.status == "cancelled"
+    assert outcome.rollback is not None and outcome.rollback.verified
+    conversation.session.db.set_trace_callback(None)
+
+    commits = committed_at(statements)
+    began = [level for level, sql in commits if "INSERT INTO turns" in sql]
+    stored = [level for level, sql in commits if re.search(r"INTO (checkpoints|writes)", sql)]
+    answered = [level for level, sql in commits if "SET status = 'done'" in sql]
+    rolled_back = [level for level, sql in commits if "SET status = 'cancelled'" in sql]
+    assert began == ["NORMAL", "NORMAL"]
+    assert rolled_back == ["NORMAL"]
+    assert stored and set(stored) == {"FULL"} and answered == ["FULL"]
+    # and the connection is back to its own setting for whatever comes next
+    assert conversation.session.db.execute("PRAGMA synchronous").fetchone()[0] == 2
+    state = inspect(conversation, store)
+    assert [m["content"] for m in state["messages"]] == ["first question", "first answer"]
+    assert [t["status"] for t in state["turns"]] == ["done", "cancelled"]

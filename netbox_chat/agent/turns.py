@@ -806,11 +806,17 @@ class Conversation:
         already rolled back, nor closes one that is not. `dropped`: messages
         the run's writes held that were refused, not stored (checkpoints.sqlite.Run),
         reported as removed with the rest.
+
+        The transaction is committed without waiting for the disk
+        (`atomic(synced=False)`; the Ctrl-C that asked for it is waiting): a
+        power cut before the next synced commit may lose it, and then the
+        ledger says `running` again with the turn's rows, and the next open
+        rolls the turn back again (recover_interrupted), as `interrupted`.
         """
         # A bridged write still running on a worker thread would land after
         # the rollback; wait for it first (WritesStillRunning if it does not end).
         self.saver.drain()
-        with self.session.db.atomic():
+        with self.session.db.atomic(synced=False):
             removed = self.saver.truncate_after(self.session.id, base_checkpoint_id, "messages")
             problems = self.verify_rolled_back(base_checkpoint_id, base_message_count)
             report = RollbackReport(

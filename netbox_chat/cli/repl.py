@@ -253,6 +253,7 @@ class Repl:
     ending: str = "exit"  # or "new": /new asks for a fresh session
     switched_to: str | None = None  # the model `/model NAME` last switched to
     known_models: tuple[str, ...] | None = None  # the server's, once asked
+    garbage_due: bool = False  # a line's work ran since the survivors were last frozen
 
     def server_models(self) -> tuple[str, ...]:
         """The models the server has, asked once; none when it cannot be
@@ -289,6 +290,12 @@ class Repl:
             asyncio.get_running_loop().call_soon(draw)  # not inside the renderer
             return
         self.background.start()
+        if self.garbage_due:
+            # What the line's work left, collected and frozen now that the
+            # prompt is up, so no full collection walks it in the next turn
+            # (and a Ctrl-C in its first moments does not wait for one).
+            self.garbage_due = False
+            asyncio.get_running_loop().call_soon(process.freeze_survivors)
 
     async def run(self) -> None:
         prompt: PromptSession[str] = PromptSession(
@@ -345,6 +352,7 @@ class Repl:
                     self.pending_input = "" if line.startswith("/") else line
                 except Exception as exc:  # one line fails, the session goes on
                     self.console.print(turnview.error_line(exc))
+            self.garbage_due = True
 
     def _cancelling(self, signum: int) -> None:
         del signum

@@ -39,34 +39,53 @@ class Connection(sqlite3.Connection):
         self.depth = 0  # how many atomic() blocks are open
 
     @contextlib.contextmanager
-    def atomic(self) -> Iterator[None]:
+    def atomic(self, *, synced: bool = True) -> Iterator[None]:
         """Commit everything written inside the block, or nothing.
 
         Nested blocks are savepoints: an inner failure that is caught undoes
-        only the inner block."""
+        only the inner block.
+
+        `synced=False` (outermost block only): the commit does not wait for
+        the disk (`PRAGMA synchronous = NORMAL` for it; the file is in WAL
+        mode). A crash of the process loses nothing; a power cut may lose
+        this commit and any others like it after the last synced one, never
+        one before it, and the file stays whole
+        (https://www.sqlite.org/pragma.html#pragma_synchronous,
+        https://www.sqlite.org/wal.html#durability). For records whose loss
+        the next open repairs (a turn's start and its rollback); the wait is
+        milliseconds, up to hundreds while the disk is busy, on the path of a
+        Ctrl-C."""
         savepoint = f"atomic_{self.depth}"
+        relaxed = not synced and self.depth == 0
         if self.depth == 0:
             if self.in_transaction:  # an implicit transaction someone left open
                 super().commit()
+            if relaxed:
+                level = int(self.execute("PRAGMA synchronous").fetchone()[0])
+                self.execute("PRAGMA synchronous = NORMAL")
             self.execute("BEGIN IMMEDIATE")
         else:
             self.execute(f"SAVEPOINT {savepoint}")
         self.depth += 1
         try:
-            yield
-        except BaseException:
+            try:
+                yield
+            except BaseException:
+                self.depth -= 1
+                self._undo(savepoint)
+                raise
             self.depth -= 1
-            self._undo(savepoint)
-            raise
-        self.depth -= 1
-        if self.depth:
-            self.execute(f"RELEASE {savepoint}")
-            return
-        try:
-            super().commit()
-        except BaseException:
-            self._undo(savepoint)
-            raise
+            if self.depth:
+                self.execute(f"RELEASE {savepoint}")
+                return
+            try:
+                super().commit()
+            except BaseException:
+                self._undo(savepoint)
+                raise
+        finally:
+            if relaxed:
+                self.execute(f"PRAGMA synchronous = {level}")
 
     def _undo(self, savepoint: str) -> None:
         # SQLite itself may already have rolled the whole transaction back

@@ -361,8 +361,14 @@ class Ledger:
     ) -> int:
         """Record a turn as running, with its rollback point, who asked it,
         which model it asks and on which server (never its password or key),
-        before it starts; the first question names the session."""
-        with self.db.atomic():
+        before it starts; the first question names the session.
+
+        Committed without waiting for the disk (`atomic(synced=False)`): a
+        Ctrl-C in the turn's first moments waits for this commit. Nothing of
+        the turn is stored before its end, whose commits are synced and take
+        this row with them; a power cut before then loses the row with a
+        turn that left nothing behind."""
+        with self.db.atomic(synced=False):
             row = self._run(
                 "INSERT INTO turns({key_col}number, question, status, started_at, "
                 "base_checkpoint_id, base_message_count, asked_by, model, provider, "

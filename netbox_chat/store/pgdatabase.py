@@ -23,8 +23,17 @@ class PgConnection(psycopg.Connection[Any]):
     """A `psycopg.Connection` (made with `PgConnection.connect`) with `atomic()`."""
 
     @contextlib.contextmanager
-    def atomic(self) -> Iterator[None]:
+    def atomic(self, *, synced: bool = True) -> Iterator[None]:
         """Commit everything written inside the block, or nothing; nested
-        blocks are savepoints (psycopg's `transaction()`)."""
+        blocks are savepoints (psycopg's `transaction()`).
+
+        `synced=False` (outermost block only), as on a session file: the
+        commit does not wait for the server's WAL flush (`synchronous_commit`
+        off for this transaction). A server crash may lose it and any later
+        ones like it, never an earlier commit, and the database stays whole
+        (https://www.postgresql.org/docs/current/wal-async-commit.html)."""
+        outermost = self.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         with self.transaction():
+            if outermost and not synced:
+                self.execute("SET LOCAL synchronous_commit TO OFF")
             yield
