@@ -10,6 +10,7 @@ import asyncio
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prompt_toolkit.application import create_app_session, get_app
@@ -104,25 +105,34 @@ main()
 """
 
 
-@pytest.mark.parametrize("resumed", [False, True], ids=["new", "resume"])
-def test_the_first_prompt_loads_nothing_it_does_not_use(
-    chat_env: dict[str, str], sessions_dir: Path, tmp_path: Path, resumed: bool
-) -> None:
-    args = ["resume", make_session(SessionStore(sessions_dir))] if resumed else []
+def probed_prompts(
+    env: dict[str, str], tmp_path: Path, lines: list[tuple[str, str]], *args: str
+) -> list[dict[str, Any]]:
+    """The chat on a terminal under PROMPT_PROBE: each (line, shown) typed and
+    answered, then /help, then leave; what the probe recorded at each prompt."""
     probe_out = tmp_path / "probe.json"
     child = on_a_terminal(
-        {**chat_env, "PROBE_OUT": str(probe_out)},
+        {**env, "PROBE_OUT": str(probe_out)},
         *args,
         program=python(PROMPT_PROBE),
         columns=100,
         timeout=30,
     )
     child.expect(PROMPT)
-    child.sendline("/help")
-    child.expect("Ask a question about your network")
-    child.expect(PROMPT)
+    for line, shown in [*lines, ("/help", "Ask a question about your network")]:
+        child.sendline(line)
+        child.expect(shown)
+        child.expect(PROMPT)
     leave(child)
-    first, second = json.loads(probe_out.read_text())[:2]
+    return list(json.loads(probe_out.read_text()))
+
+
+@pytest.mark.parametrize("resumed", [False, True], ids=["new", "resume"])
+def test_the_first_prompt_loads_nothing_it_does_not_use(
+    chat_env: dict[str, str], sessions_dir: Path, tmp_path: Path, resumed: bool
+) -> None:
+    args = ["resume", make_session(SessionStore(sessions_dir))] if resumed else []
+    first, second = probed_prompts(chat_env, tmp_path, [], *args)[:2]
     assert first["loaded"] == []
     # The collector, paused while the start-up's imports ran, collects again
     # for the rest of the session (a long one would otherwise only grow).
@@ -140,22 +150,8 @@ def test_what_a_turn_leaves_is_frozen_out_of_the_collector_at_the_next_prompt(
     survives is frozen: the next prompt finds the turn's objects out of the
     collector, which holds only what came after."""
     ollama.script([Text("Three sites.")])
-    probe_out = tmp_path / "probe.json"
-    child = on_a_terminal(
-        {**chat_env, "PROBE_OUT": str(probe_out)},
-        program=python(PROMPT_PROBE),
-        columns=100,
-        timeout=30,
-    )
-    child.expect(PROMPT)
-    child.sendline("which sites?")
-    child.expect("Three sites.")
-    child.expect(PROMPT)
-    child.sendline("/help")
-    child.expect("Ask a question about your network")
-    child.expect(PROMPT)
-    leave(child)
-    after_turn, after_help = json.loads(probe_out.read_text())[1:3]
+    probes = probed_prompts(chat_env, tmp_path, [("which sites?", "Three sites.")])
+    after_turn, after_help = probes[1:3]
     assert after_help["frozen"] > after_turn["frozen"]
     assert after_help["tracked"] < after_turn["tracked"]
 
