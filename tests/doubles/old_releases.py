@@ -12,6 +12,7 @@ with today's code.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import subprocess
 import sys
 import tarfile
@@ -36,6 +37,37 @@ RELEASES = {
 
 # The last commit before the ledger kept each turn's model (m005, PG schema 3).
 BEFORE_TURN_MODEL = "278211b"
+
+
+# The last commit of ledger schema 7: `session_meta` with a key index of its
+# own, the migration records in `session_migrations`, an empty `history_edits`.
+BEFORE_SMALL_TABLES = "61885ba"
+
+
+def file_at_schema(path: Path, version: int, *, recorded: bool = True) -> None:
+    """A session file's own tables as the release of schema `version` (7 at
+    most) made them: the migrations up to it (earlier migrations are never
+    edited, so they are that release's), each recorded in `session_migrations`
+    as its `migrate()` did (none with `recorded=False`, as before schema 2's
+    release). No turn, no meta but the version: the test writes those."""
+    from netbox_chat.store.migrations import MIGRATIONS
+
+    assert version <= 7, "schema 8 (m008) folded session_migrations into session_meta"
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        for step in MIGRATIONS[:version]:
+            step(conn)
+            if recorded:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS session_migrations "
+                    "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+                )
+                conn.execute(
+                    "INSERT INTO session_migrations(name, applied_at) VALUES (?, ?)",
+                    (step.__name__, "2026-11-01T00:00:00+00:00"),
+                )
+        conn.execute(
+            "INSERT INTO session_meta(key, value) VALUES ('schema_version', ?)", (str(version),)
+        )
 
 
 def release_code(commit: str, into: Path) -> Path | None:
