@@ -227,11 +227,15 @@ def _summary_fields(conn: sqlite3.Connection) -> tuple[dict[str, Any], Row | Non
         f"count(*) FILTER (WHERE status IN {ANSWERED}), "
         "max(coalesce(ended_at, started_at)) FROM turns"
     ).fetchone()
-    context = conn.execute(
-        "SELECT prompt_tokens_last, context_window FROM turns "
-        "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
-    ).fetchone() or (None, None)
     present = turn_columns(conn)
+    context = (
+        conn.execute(
+            "SELECT prompt_tokens_last, context_window FROM turns "
+            "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
+        ).fetchone()
+        if "prompt_tokens_last" in present  # m003's
+        else None
+    ) or (None, None)
     fields = summary_fields(
         meta,
         (*counts, *context),

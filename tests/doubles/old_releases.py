@@ -23,6 +23,12 @@ from pathlib import Path
 
 from tests.doubles import ROOT
 
+# The last commit of ledger schema 7: `session_meta` with a key index of its
+# own, the migration records in `session_migrations`, an empty `history_edits`
+# (m008 folds them; issue 32, item 15).
+BEFORE_SMALL_TABLES = "61885ba"
+
+
 # Merges on main (first parent) where what a session holds changed: the
 # first with rewind and compaction (the commit before it could not run on its
 # own), compression, the ledger's schema, the database store, and the last.
@@ -33,15 +39,11 @@ RELEASES = {
     "a048088": "integrity-store: ledger schema 2, recorded migrations",
     "6e4b0c3": "postgres: the team store",
     "80cc957": "the last merge before issue 21",
+    BEFORE_SMALL_TABLES: "ledger schema 7, the last with one-page tables of its own",
 }
 
 # The last commit before the ledger kept each turn's model (m005, PG schema 3).
 BEFORE_TURN_MODEL = "278211b"
-
-
-# The last commit of ledger schema 7: `session_meta` with a key index of its
-# own, the migration records in `session_migrations`, an empty `history_edits`.
-BEFORE_SMALL_TABLES = "61885ba"
 
 
 def file_at_schema(path: Path, version: int, *, recorded: bool = True) -> None:
@@ -89,11 +91,13 @@ def release_argv(code: Path, *args: str) -> list[str]:
     """That release's CLI, in this venv (every release pinned the same
     LangGraph), with this tree's editable install out of the way, so no
     module of today's code is imported beside the release's."""
+    # The entry point moved with issue 30's layout (`cli.py` became `cli/main.py`).
+    entry = "cli.main" if (code / "netbox_chat" / "cli" / "main.py").exists() else "cli"
     program = (
         "import sys; "
         "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in f.__module__]; "
         f"sys.path.insert(0, {str(code)!r}); "
-        "from netbox_chat.cli import main; main()"
+        f"from netbox_chat.{entry} import main; main()"
     )
     return [sys.executable, "-c", program, *args]
 
