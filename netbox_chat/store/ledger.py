@@ -571,15 +571,15 @@ class Ledger:
                 f"INSERT INTO turns({{key_col}}{TURN_COLUMNS}) VALUES ({{key_val}}{marks})",
                 [dict(zip(TURN_FIELDS, turn_to_row(turn), strict=True)) for turn in turns],
             )
-            if edits:
+            if edits:  # a file gets the table at its first edit (m008)
                 self._make_edits_table()
-            self._run_many(
-                _RECORD_EDIT,
-                [
-                    {"kind": kind, "at": at, "detail": json.dumps(detail)}
-                    for kind, at, detail in edits
-                ],
-            )
+                self._run_many(
+                    _RECORD_EDIT,
+                    [
+                        {"kind": kind, "at": at, "detail": json.dumps(detail)}
+                        for kind, at, detail in edits
+                    ],
+                )
 
 
 _SET_META = (
