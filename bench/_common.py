@@ -57,6 +57,8 @@ STALE_SECONDS = 24 * 3600
 """A cached session folder unused this long is removed when another is built."""
 SHAPING_MODULES = (
     "store/sessions.py",
+    "store/migrations.py",
+    "store/ledger.py",
     "checkpoints/sqlite.py",
     "agent/graph.py",
     "agent/turns.py",

@@ -1,16 +1,24 @@
-"""Benchmark 4: session file size at 10, 100 and 500 turns, bytes per turn vs JSON.
+"""Benchmark 4: session file size at 10 to 500 turns, bytes per turn vs JSON.
 
 The sessions are the cached ones (real Conversation, real ChatOllama, scripted
 Ollama server; every second turn calls one tool with a ~1 kB result), closed
 after each stage, so a size is the file as it stays on disk (WAL folded in).
 The JSON size of a turn is `json.dumps(messages_to_dict(turn's messages))`
 (LangChain's own serialization); the bare wire form (role, content,
-tool_calls) is shown too. The anatomy of the 500-turn file splits it by table
-and index (SQLite's dbstat), with the blobs and ledger columns inside them.
+tool_calls) is shown too. Each stage's whole file is set against its turns'
+JSON (mean JSON of a turn x turns): a short session pays for the b-trees every
+file has, one page each at least. The anatomy of the 500-turn file splits it
+by table and index (SQLite's dbstat), with the blobs and ledger columns
+inside them.
 
-Target (issue 7): linear growth, at most 2x the JSON size per turn.
+Targets: linear growth, at most 2x the JSON size per turn (issue 7); the
+whole file at most 2x its turns' JSON at 50 turns (issue 32, item 15).
 
-    .venv/bin/python bench/bench_size.py
+    .venv/bin/python bench/bench_size.py [--against REV]
+
+`--against REV` measures REV's `netbox_chat/` first (its own cached
+sessions, built by its code: 1-2 min the first time) and prints both
+side by side.
 """
 
 from __future__ import annotations
@@ -136,47 +144,98 @@ def anatomy(path: Path, turns: int) -> None:
     print(f"  a VACUUMed copy: {vacuumed:,} bytes ({vacuumed / turns:,.0f} per turn)")
 
 
-def print_growth(sizes: dict[int, int], json_per_turn: float) -> list[float]:
-    """Print the sizes and the bytes per turn between stages; return those slopes."""
-    stages = sorted(sizes)
-    print("file size: " + ", ".join(f"{n} turns {sizes[n]:,} bytes" for n in stages))
-    slopes = []
-    for a, b in itertools.pairwise(stages):
+def print_growth(sizes: dict[int, int], json_per_turn: float) -> None:
+    """Print the bytes per turn between stages."""
+    for a, b in itertools.pairwise(sorted(sizes)):
         slope = (sizes[b] - sizes[a]) / (b - a)
-        slopes.append(slope)
         print(
             f"  turns {a}->{b}: {slope:,.0f} bytes/turn = "
             f"{slope / json_per_turn:.2f}x the JSON of a turn"
         )
-    return slopes
+
+
+def measure() -> dict[str, Any]:
+    """The figures of the code measured (this tree's, or REV's under `--against`)."""
+    cached = C.cached_sessions(log=lambda line: print(line, flush=True))
+    full_json, wire_json, turns, read_ms = json_sizes(cached["stages"][500], cached["id"])
+    return {
+        "json": full_json,
+        "wire": wire_json,
+        "turns": turns,
+        "read_ms": read_ms,
+        "sizes": {int(k): v for k, v in cached["sizes"].items()},
+        "file_500": str(next(cached["stages"][500].glob("*.sqlite"))),
+    }
+
+
+def whole_file_table(runs: dict[str, dict[str, Any]]) -> None:
+    """Each stage's whole file, and against its turns' JSON, for each code measured."""
+    labels = list(runs)
+    print("\nwhole file against its turns' JSON (mean JSON of a turn x turns):")
+    head = "".join(f" {label[:15]:>15} {'/ JSON':>7}" for label in labels)
+    print(f"  {'turns':>5} {'JSON':>10}{head}{'  change' if len(labels) > 1 else ''}")
+    for stage in C.STAGES:
+        json_bytes = runs[labels[-1]]["json"] * stage
+        cells = "".join(
+            f" {runs[label]['sizes'][stage]:>15,} "
+            f"{runs[label]['sizes'][stage] / (runs[label]['json'] * stage):>6.2f}x"
+            for label in labels
+        )
+        change = ""
+        if len(labels) > 1:
+            change = f"  {runs[labels[-1]]['sizes'][stage] - runs[labels[0]]['sizes'][stage]:+,}"
+        print(f"  {stage:>5} {json_bytes:>10,.0f}{cells}{change}")
 
 
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", metavar="REV", help="measure REV's netbox_chat/ first")
+    parser.add_argument("--figures", type=Path, help=argparse.SUPPRESS)  # JSON, for --against
+    args = parser.parse_args()
+    if args.figures:  # measuring another revision for --against: figures only
+        args.figures.write_text(json.dumps(measure()))
+        return
 
     C.header("bench 4: session file size")
-    cached = C.cached_sessions()
-    full_json, wire_json, turns, read_ms = json_sizes(cached["stages"][500], cached["id"])
+    runs: dict[str, dict[str, Any]] = {}
+    if args.against:
+        runs[args.against] = C.figures_of_revision("bench_size.py", args.against, [])
+        runs[args.against]["sizes"] = {int(k): v for k, v in runs[args.against]["sizes"].items()}
+    mine = runs["this tree"] = measure()
     print(
-        f"JSON of one turn's messages (mean over {turns} turns): {full_json:,.0f} bytes as "
-        f"LangChain dicts, {wire_json:,.0f} bytes as bare role/content/tool_calls"
+        f"JSON of one turn's messages (mean over {mine['turns']} turns): {mine['json']:,.0f} "
+        f"bytes as LangChain dicts, {mine['wire']:,.0f} bytes as bare role/content/tool_calls"
+        + "".join(
+            f"; {label}: {figures['json']:,.0f}"
+            for label, figures in runs.items()
+            if figures is not mine
+        )
     )
-    sizes = {int(k): v for k, v in cached["sizes"].items() if int(k) in (10, 100, 500)}
-    print()
-    slopes = print_growth(sizes, full_json)
-    print(f"  500 turns: {sizes[500] / 500:,.0f} bytes/turn on average")
-    print(f"  a state read at 500 turns: {read_ms:.0f} ms")
-    anatomy(next(cached["stages"][500].glob("*.sqlite")), 500)
+    whole_file_table(runs)
+    for label, figures in runs.items():
+        print(f"\n{label}: bytes per turn between stages")
+        print_growth(figures["sizes"], figures["json"])
+        print(f"  a state read at 500 turns: {figures['read_ms']:.0f} ms")
+    anatomy(Path(mine["file_500"]), 500)
 
+    # As issue 7 set them: turns 10->100 early, 100->500 late.
+    sizes, full_json = mine["sizes"], mine["json"]
+    slopes = [(sizes[100] - sizes[10]) / 90, (sizes[500] - sizes[100]) / 400]
     linear = slopes[-1] <= 1.25 * slopes[0]
     small = slopes[-1] <= 2 * full_json
+    whole = mine["sizes"][50] / (50 * full_json)
+    print("\n(targets: this tree)")
     print(
-        f"\nTARGET linear growth: {slopes[0]:,.0f} bytes/turn early vs "
+        f"TARGET linear growth: {slopes[0]:,.0f} bytes/turn early vs "
         f"{slopes[-1]:,.0f} late -> {'met' if linear else 'NOT met'}"
     )
     print(
         f"TARGET <= 2x JSON per turn: {slopes[-1] / full_json:.2f}x (late) -> "
         f"{'met' if small else 'NOT met'}"
+    )
+    print(
+        f"TARGET whole file <= 2x its JSON at 50 turns: {whole:.2f}x "
+        f"({mine['sizes'][50]:,} bytes) -> {'met' if whole <= 2 else 'NOT met'}"
     )
 
 

@@ -325,7 +325,7 @@ def test_the_docs_ls_in_the_default_folder(chat_env: dict[str, str], tmp_path: P
     )
     assert listed.returncode == 0, listed.stderr
     shown = (listed.stdout + listed.stderr).replace(str(data), "/home/ana/.local/share")
-    shown = re.sub(r"\d+\.\d kB", "45.1 kB", shown)
+    shown = re.sub(r"\d+\.\d kB", "28.7 kB", shown)
     readme = example("$ netbox-chat ls")
     assert_shown(readme, ["$ netbox-chat ls", *shown.splitlines()], [session.id], "http://x")
 

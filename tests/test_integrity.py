@@ -34,6 +34,7 @@ from netbox_chat.store.choose import OpenSession
 from netbox_chat.store.errors import StoreError
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.doubles.inspect_session import assert_ledger_agrees, read_from_fresh_process
+from tests.doubles.old_releases import file_at_schema
 from tests.doubles.ollama_server import Delay, ScriptedOllama, StreamError, Text
 from tests.doubles.savers import stuck_write
 from tests.doubles.stores import StoreUnderTest
@@ -267,8 +268,11 @@ async def test_a_rewind_whose_ledger_record_fails_changes_nothing(
     for n in (1, 2):
         ollama.script([Text(f"answer {n}")])
         await conversation.run_turn(f"question {n}")
+    db = conversation.session.db
+    with db.atomic():  # there once a file has had an edit (m008); a trigger needs it
+        migrations.create_history_edits(db)
     before = thread_rows(conversation.saver.conn)
-    fail_statement(conversation.session.db, "full", "BEFORE INSERT ON history_edits")
+    fail_statement(db, "full", "BEFORE INSERT ON history_edits")
     with pytest.raises(history.HistoryEditError, match=f"{DISK_FULL}.*nothing changed"):
         history.rewind(conversation, 1)
     assert thread_rows(conversation.saver.conn) == before
@@ -283,27 +287,27 @@ async def test_a_rewind_whose_ledger_record_fails_changes_nothing(
 
 
 def schema_1_session(store: SessionStore) -> str:
-    """A session file as the release before this one left it (schema 1)."""
-    with SessionFile.create(store, model="m") as session:
-        number = session.begin_turn("which sites?", base_checkpoint_id=None, base_message_count=0)
-        session.finish_turn(number, "done", answer="Three sites.", message_count=2)
-        sid = session.id
-    conn = sqlite3.connect(store.path_for(sid))
-    for column in (
-        migrations.TURN_MEASUREMENT_COLUMNS
-        + migrations.TURN_MODEL_COLUMNS
-        + migrations.TURN_SERVER_COLUMNS
-    ):
-        conn.execute(f"ALTER TABLE turns DROP COLUMN {column.split()[0]}")
-    conn.execute("ALTER TABLE turns DROP COLUMN asked_by")  # so was this
-    conn.execute("ALTER TABLE turns DROP COLUMN grounding")  # and this
-    conn.executescript(
-        "ALTER TABLE turns DROP COLUMN base_message_count;"
-        "ALTER TABLE turns ADD COLUMN snapshot_message_ids TEXT;"
-        "DROP TABLE session_migrations;"
-        "UPDATE session_meta SET value = '1' WHERE key = 'schema_version';"
-    )
-    conn.close()
+    """A session file as the release before recorded migrations left it
+    (schema 1): one answered turn."""
+    store.ensure_root()
+    sid = "schema1a"
+    path = store.path_for(sid)
+    file_at_schema(path, 1, recorded=False)
+    path.chmod(0o600)
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.executemany(
+            "INSERT INTO session_meta(key, value) VALUES (?, ?)",
+            [
+                ("created_at", "2026-11-01T00:00:00+00:00"),
+                ("model", "m"),
+                ("title", "which sites?"),
+            ],
+        )
+        conn.execute(
+            "INSERT INTO turns(number, question, status, started_at, ended_at, answer, "
+            "message_count) VALUES (1, 'which sites?', 'done', '2026-11-01T00:00:00+00:00', "
+            "'2026-11-01T00:00:05+00:00', 'Three sites.', 2)"
+        )
     return sid
 
 
@@ -340,14 +344,19 @@ def test_a_migration_that_fails_half_way_leaves_the_file_as_it_was(tmp_path: Pat
     with SessionFile.open(store, sid) as session:
         assert session.meta()["schema_version"] == str(migrations.schema_version())
         assert [(t.question, t.status) for t in session.turns()] == [("which sites?", "done")]
-        applied = session.db.execute("SELECT name FROM session_migrations").fetchall()
-    assert applied == [
-        ("m002_base_message_count",),
-        ("m003_turn_measurements",),
-        ("m004_asked_by",),
-        ("m005_turn_model",),
-        ("m006_turn_server",),
-        ("m007_turn_grounding",),
+        applied = [
+            key.removeprefix(migrations.RECORD_PREFIX)
+            for key in session.meta()
+            if key.startswith(migrations.RECORD_PREFIX)
+        ]
+    assert sorted(applied) == [
+        "m002_base_message_count",
+        "m003_turn_measurements",
+        "m004_asked_by",
+        "m005_turn_model",
+        "m006_turn_server",
+        "m007_turn_grounding",
+        "m008_fold_small_tables",
     ]
     assert "snapshot_message_ids" not in turn_columns(path)
 

@@ -6,6 +6,7 @@ PostgreSQL database."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -19,12 +20,9 @@ from netbox_chat.config import ModelServer
 from netbox_chat.errors import ExitStatus
 from netbox_chat.store.errors import AmbiguousSession, NoSuchSession, SessionBusy, UnreadableSession
 from netbox_chat.store.ids import InvalidSessionId, normalize_session_id
-from netbox_chat.store.migrations import (
-    TURN_MEASUREMENT_COLUMNS,
-    TURN_MODEL_COLUMNS,
-    TURN_SERVER_COLUMNS,
-)
+from netbox_chat.store.migrations import MIGRATIONS, RECORD_PREFIX
 from netbox_chat.store.sessions import SCHEMA_VERSION, SessionFile, SessionStore
+from tests.doubles.old_releases import file_at_schema
 from tests.doubles.stores import StoreUnderTest, make_session
 from tests.drive.process import python, start
 
@@ -179,38 +177,106 @@ def test_foreign_damaged_and_newer_files_are_refused_not_rewritten(tmp_path: Pat
     assert folder_fingerprint(tmp_path) == before
 
 
+def old_session(store: SessionStore, version: int, *, recorded: bool = True) -> Path:
+    """A session file of an earlier schema (its own tables as that release
+    made them), with meta, one answered turn, and the caller's rows to add."""
+    store.ensure_root()
+    path = store.path_for("oldschma")
+    file_at_schema(path, version, recorded=recorded)
+    path.chmod(0o600)
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.executemany(
+            "INSERT INTO session_meta(key, value) VALUES (?, ?)",
+            [
+                ("created_at", "2026-11-01T00:00:00+00:00"),
+                ("model", "m"),
+                ("title", "which sites?"),
+            ],
+        )
+        conn.execute(
+            "INSERT INTO turns(number, question, status, started_at, answer, message_count) "
+            "VALUES (1, 'which sites?', 'done', '2026-11-01T00:00:00+00:00', 'three', 2)"
+        )
+    return path
+
+
 def test_a_session_from_schema_1_is_migrated_on_open(tmp_path: Path) -> None:
     """Schema 1 kept every message id of a running turn; schema 2 keeps a count.
-    A file written by the previous release opens, keeps its ledger, and a turn
-    it left running is still there to roll back."""
+    A file written by that release opens, keeps its ledger, and a turn it
+    left running is still there to roll back."""
     store = SessionStore(tmp_path)
-    sid = make_session(store)
-    conn = sqlite3.connect(store.path_for(sid))
-    for column in TURN_MEASUREMENT_COLUMNS + TURN_MODEL_COLUMNS + TURN_SERVER_COLUMNS:  # schema 1
-        conn.execute(f"ALTER TABLE turns DROP COLUMN {column.split()[0]}")
-    conn.executescript(
-        "ALTER TABLE turns DROP COLUMN base_message_count;"
-        "ALTER TABLE turns DROP COLUMN asked_by;"
-        "ALTER TABLE turns DROP COLUMN grounding;"
-        "ALTER TABLE turns ADD COLUMN snapshot_message_ids TEXT;"
-        "UPDATE session_meta SET value = '1' WHERE key = 'schema_version';"
-        "INSERT INTO turns(question, status, started_at, snapshot_message_ids) "
-        "VALUES ('left running', 'running', '2026-11-01T00:00:00+00:00', '[\"a\", \"b\"]');"
-    )
-    conn.commit()
-    conn.close()
+    path = old_session(store, 1, recorded=False)
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(
+            "INSERT INTO turns(question, status, started_at, snapshot_message_ids) "
+            "VALUES ('left running', 'running', '2026-11-01T00:00:00+00:00', '[\"a\", \"b\"]')"
+        )
 
-    with SessionFile.open(store, sid) as session:
+    with SessionFile.open(store, "oldschma") as session:
         assert session.meta()["schema_version"] == str(SCHEMA_VERSION)
         assert [(t.question, t.status) for t in session.turns()] == [
             ("which sites?", "done"),
             ("left running", "running"),
         ]
         assert session.running_turns()[0].base_message_count is None
-    columns = [
-        row[1] for row in sqlite3.connect(store.path_for(sid)).execute("PRAGMA table_info(turns)")
-    ]
+    columns = [row[1] for row in sqlite3.connect(path).execute("PRAGMA table_info(turns)")]
     assert "snapshot_message_ids" not in columns and "base_message_count" in columns
+
+
+def tables(path: Path) -> dict[str, str]:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return dict(conn.execute("SELECT name, type FROM sqlite_schema"))
+
+
+@pytest.mark.parametrize("edited", [True, False], ids=["with-edits", "never-edited"])
+def test_a_schema_7_file_keeps_everything_in_fewer_tables(tmp_path: Path, edited: bool) -> None:
+    """Schema 8 folds the one-page tables of schema 7 (issue 32, item 15):
+    the meta, the turns, the history edits and each migration's record
+    (with its time) are all there after the open, in a `WITHOUT ROWID`
+    `session_meta`, without `session_migrations`, and with `history_edits`
+    only if the file had edits. A rewind then creates the table again."""
+    store = SessionStore(tmp_path)
+    path = old_session(store, 7)
+    if edited:
+        with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+            conn.execute(
+                "INSERT INTO history_edits(kind, at, detail) VALUES "
+                "('rewind', '2026-11-02T00:00:00+00:00', '{\"to_turn\": 1}')"
+            )
+    assert {"session_migrations", "sqlite_autoindex_session_meta_1"} <= set(tables(path))
+
+    with SessionFile.open(store, "oldschma") as session:
+        meta = session.meta()
+        assert [(t.number, t.question, t.answer) for t in session.turns()] == [
+            (1, "which sites?", "three")
+        ]
+        edits = session.edits()
+    assert {k: meta[k] for k in ("created_at", "model", "title", "schema_version")} == {
+        "created_at": "2026-11-01T00:00:00+00:00",
+        "model": "m",
+        "title": "which sites?",
+        "schema_version": str(SCHEMA_VERSION),
+    }
+    records = {
+        k.removeprefix(RECORD_PREFIX): v for k, v in meta.items() if k.startswith(RECORD_PREFIX)
+    }
+    old = {step.__name__: "2026-11-01T00:00:00+00:00" for step in MIGRATIONS[:7]}
+    assert {k: v for k, v in records.items() if k in old} == old
+    assert set(records) - set(old) == {"m008_fold_small_tables"}
+    assert edits == ([("rewind", "2026-11-02T00:00:00+00:00", {"to_turn": 1})] if edited else [])
+    left = tables(path)
+    assert "session_migrations" not in left and "sqlite_autoindex_session_meta_1" not in left
+    assert ("history_edits" in left) == edited
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        (sql,) = conn.execute(
+            "SELECT sql FROM sqlite_schema WHERE name = 'session_meta'"
+        ).fetchone()
+    assert sql.rstrip().endswith("WITHOUT ROWID")
+
+    with SessionFile.open(store, "oldschma") as session:
+        session.record_edit("rewind", to_turn=1)
+        assert [kind for kind, _, _ in session.edits()] == ["rewind"] * (2 if edited else 1)
+    assert "history_edits" in tables(path)
 
 
 def test_unwritable_folder_fails_closed(tmp_path: Path) -> None:

@@ -25,9 +25,16 @@ import pytest
 
 from netbox_chat.store.choose import Store
 from netbox_chat.store.errors import NoSuchSession
+from netbox_chat.store.migrations import RECORD_PREFIX, schema_version
 from netbox_chat.store.postgres import PgSession
 from tests.doubles.netbox_double import NetBoxDouble
-from tests.doubles.old_releases import RELEASES, has_postgres, release, release_argv
+from tests.doubles.old_releases import (
+    BEFORE_SMALL_TABLES,
+    RELEASES,
+    has_postgres,
+    release,
+    release_argv,
+)
 from tests.doubles.ollama_server import ScriptedOllama, Text
 from tests.doubles.stores import StoreUnderTest, scratch_database, with_url
 from tests.drive.process import SITES, cli, first_turn
@@ -426,10 +433,87 @@ def test_a_session_written_by_an_earlier_release_opens_and_goes_on(
         if store.kind == "postgres":
             migrated = cli(today_env, "doctor", "--init-store")
             assert migrated.returncode == 0, migrated.stderr
+        before = seen(today_env, session_id)  # read as that release left it (never written)
+        records = migration_records(store, session_id)
         ollama.script([Text("Still three.")])
         today = cli(today_env, "ask", "how many again?", "--session", session_id)
+        after = seen(today_env, session_id)  # while the scratch database is there
+        records_after = migration_records(store, session_id)
     assert today.returncode == 0, today.stderr
     sent = [m.get("content", "") for m in ollama.requests[-1]["messages"]]
     assert any("SUMMARY: the user asked" in text for text in sent)
     assert "question 4" not in json.dumps(sent)  # rewound away, as that release left it
     assert sent[-1] == "how many again?"
+    # The first open migrated the file: nothing of what it held is lost.
+    assert [e["kind"] for e in before["edits"]] == ["rewind", "compact"]
+    assert after["edits"] == before["edits"]
+    assert len(after["turns"]) == len(before["turns"]) + 1
+    # Columns a migration added read as their defaults; what the release wrote stays.
+    assert [ledger_row(t) for t in after["turns"][:-1]] == [ledger_row(t) for t in before["turns"]]
+    assert {k: after[k] for k in KEPT} == {k: before[k] for k in KEPT}
+    assert after["listed"]["title"] == before["listed"]["title"] == before["title"]
+    assert after["listed"]["unreadable"] is None
+    assert records.items() <= records_after.items()
+
+
+KEPT = ("title", "created_at", "model_at_start")
+WRITTEN = ("number", "status", "question", "answer", "started_at", "ended_at", "tokens")
+
+
+def ledger_row(turn: dict[str, Any]) -> dict[str, Any]:
+    """What every release wrote of a turn, as `export` shows it."""
+    return {key: turn[key] for key in (*WRITTEN, "tool_calls")}
+
+
+def seen(env: dict[str, str], session_id: str) -> dict[str, Any]:
+    """What `export --format json` and `ls --json` show of a session."""
+    exported = cli(env, "export", session_id, "--format", "json")
+    assert exported.returncode == 0, exported.stderr
+    listed = cli(env, "ls", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = [row for row in json.loads(listed.stdout) if row["id"] == session_id]
+    return {**json.loads(exported.stdout), "listed": rows[0]}
+
+
+def migration_records(store: StoreUnderTest, session_id: str) -> dict[str, str]:
+    """A session file's record of each migration and when it ran, wherever
+    its schema keeps them (a table of its own before schema 8); none in the
+    database, whose store records its schema once."""
+    if store.kind != "folder":
+        return {}
+    path = Path(store.value) / f"{session_id}.sqlite"
+    with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+        if conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'session_migrations'").fetchone():
+            return dict(conn.execute("SELECT name, applied_at FROM session_migrations"))
+        rows = conn.execute(
+            "SELECT substr(key, ?), value FROM session_meta WHERE key LIKE ?",
+            (len(RECORD_PREFIX) + 1, f"{RECORD_PREFIX}%"),
+        )
+        return dict(rows)
+
+
+def test_the_release_before_refuses_a_file_of_this_schema(
+    chat_env: dict[str, str], ollama: ScriptedOllama, tmp_path: Path
+) -> None:
+    """A file of schema 8 opened by the last release of schema 7: refused as
+    made by a newer netbox-chat (exit 3), listed as unreadable, left as it
+    was; today's netbox-chat then goes on with it."""
+    session_id = first_turn(chat_env, ollama)
+    path = Path(chat_env["NETBOX_CHAT_SESSIONS"]) / f"{session_id}.sqlite"
+    before = path.read_bytes()
+    with release(BEFORE_SMALL_TABLES) as code:
+        if code is None:
+            pytest.skip("no git history to take the release from")
+        old = release_argv(code)
+        asked = cli(chat_env, "ask", "and now?", "--session", session_id, program=old, timeout=None)
+        listed = cli(chat_env, "ls", "--json", program=old, timeout=None)
+    newer = f"made by a newer netbox-chat (schema {schema_version()}, this one knows 7)"
+    assert asked.returncode == 3
+    assert asked.stderr.strip().splitlines() == [
+        f"netbox-chat: session {session_id} is unreadable: {newer}"
+    ]
+    (row,) = json.loads(listed.stdout)
+    assert row["id"] == session_id and newer in row["unreadable"]
+    assert path.read_bytes() == before
+    ollama.script([Text("Still three.")])
+    assert cli(chat_env, "ask", "and now?", "--session", session_id).returncode == 0

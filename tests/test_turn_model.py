@@ -182,7 +182,17 @@ def file_schema(path: Path) -> tuple[int, list[str], list[str]]:
             "SELECT value FROM session_meta WHERE key = 'schema_version'"
         ).fetchone()
         columns = [row[1] for row in db.execute("PRAGMA table_info(turns)")]
-        applied = [row[0] for row in db.execute("SELECT name FROM session_migrations")]
+        applied = [  # schema 8 keeps them in session_meta, an earlier one in a table
+            row[0]
+            for row in db.execute(
+                "SELECT name FROM session_migrations"
+                if db.execute(
+                    "SELECT 1 FROM sqlite_schema WHERE name = 'session_migrations'"
+                ).fetchone()
+                else f"SELECT substr(key, {len(migrations.RECORD_PREFIX) + 1}) FROM session_meta "
+                f"WHERE key LIKE '{migrations.RECORD_PREFIX}%'"
+            )
+        ]
     return int(version), columns, applied
 
 

@@ -31,6 +31,7 @@ from netbox_chat.models.thinking import thought_for
 from netbox_chat.store.database import Connection, read_only_connection
 from netbox_chat.store.errors import UnreadableSession
 from netbox_chat.store.ledger import Turn, session_model, stored_model
+from netbox_chat.store.migrations import has_table
 from netbox_chat.store.postgres import PgSessionStore
 from netbox_chat.store.sessions import SessionStore, check_session, read_turns
 from netbox_chat.visible import visible, visible_json
@@ -100,9 +101,11 @@ def _read_file(
             check_session(conn)
             meta = dict(conn.execute("SELECT key, value FROM session_meta").fetchall())
             turns = read_turns(conn, "ORDER BY number")
-            edits = conn.execute(
-                "SELECT kind, at, detail FROM history_edits ORDER BY id"
-            ).fetchall()
+            edits = (
+                conn.execute("SELECT kind, at, detail FROM history_edits ORDER BY id").fetchall()
+                if has_table(conn, "history_edits")  # made at the first edit (m008)
+                else []
+            )
     except UnreadableSession as exc:
         raise UnreadableSession(f"session {session_id} is unreadable: {exc}") from exc
     except sqlite3.DatabaseError as exc:

@@ -325,6 +325,14 @@ class Ledger:
             self._sql(template), [{"session_id": self.id, **row} for row in rows]
         )
 
+    def _has_edits(self) -> bool:
+        """Whether the history edits table is there: always in the database;
+        a session file gets one at its first edit (migration m008)."""
+        return True
+
+    def _make_edits_table(self) -> None:
+        """Create the history edits table if the store makes it lazily."""
+
     # meta
 
     def _record_start(self, start: SessionStart) -> None:
@@ -495,11 +503,14 @@ class Ledger:
 
     def record_edit(self, kind: str, **detail: Any) -> None:
         with self.db.atomic():
+            self._make_edits_table()
             self._run_many(
                 _RECORD_EDIT, [{"kind": kind, "at": now_iso(), "detail": json.dumps(detail)}]
             )
 
     def edits(self) -> list[tuple[str, str, dict[str, Any]]]:
+        if not self._has_edits():
+            return []
         rows = self._run("SELECT kind, at, detail FROM history_edits {where} ORDER BY id")
         return [(kind, at, json.loads(detail)) for kind, at, detail in rows.fetchall()]
 
@@ -518,8 +529,10 @@ class Ledger:
             "base_message_count FROM turns WHERE {and_}status = 'done' "
             "ORDER BY number DESC LIMIT 1"
         ).fetchone()
-        edit = self._run("SELECT detail FROM history_edits {where} ORDER BY id DESC LIMIT 1")
-        last_edit = edit.fetchone()
+        last_edit = None
+        if self._has_edits():
+            edit = self._run("SELECT detail FROM history_edits {where} ORDER BY id DESC LIMIT 1")
+            last_edit = edit.fetchone()
         return clean_point_of(done, last_edit[0] if last_edit else None)
 
     def recap(self) -> Recap:
@@ -558,13 +571,15 @@ class Ledger:
                 f"INSERT INTO turns({{key_col}}{TURN_COLUMNS}) VALUES ({{key_val}}{marks})",
                 [dict(zip(TURN_FIELDS, turn_to_row(turn), strict=True)) for turn in turns],
             )
-            self._run_many(
-                _RECORD_EDIT,
-                [
-                    {"kind": kind, "at": at, "detail": json.dumps(detail)}
-                    for kind, at, detail in edits
-                ],
-            )
+            if edits:  # a file gets the table at its first edit (m008)
+                self._make_edits_table()
+                self._run_many(
+                    _RECORD_EDIT,
+                    [
+                        {"kind": kind, "at": at, "detail": json.dumps(detail)}
+                        for kind, at, detail in edits
+                    ],
+                )
 
 
 _SET_META = (

@@ -3,9 +3,11 @@
 Each migration is a function decorated with `@migration`; they run in the
 order they are defined, each in one transaction with its record, so a
 failure (or a crash) half-way leaves the file exactly at the version before.
-`session_migrations` records which ran and when; `session_meta.schema_version`
-is the number applied, which is what an older netbox-chat reads to refuse a
-file made by a newer one. To change the tables, append a function at the end.
+`session_meta` records which ran and when (a `migration:<name>` row each;
+before m008 a `session_migrations` table of their own), and its
+`schema_version` is the number applied, which is what an older netbox-chat
+reads to refuse a file made by a newer one. To change the tables, append a
+function at the end.
 
 Statements run one by one through `execute`: `executescript` would commit on
 its own in the middle of the transaction.
@@ -140,26 +142,68 @@ def m007_turn_grounding(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE turns ADD COLUMN grounding TEXT")
 
 
+@migration
+def m008_fold_small_tables(db: sqlite3.Connection) -> None:
+    """A short session's file was mostly one-page b-trees (bench 4: 24 KB of
+    a 50-turn file's 224 KB, the whole file 2.13x its turns' JSON). Each
+    table and each index takes a page of its own however little it holds, so
+    `session_meta` becomes a `WITHOUT ROWID` table (its key index is the
+    table), the migration records become rows of it (the table and its
+    index go), and `history_edits` is dropped while empty: the first rewind
+    or compaction creates it (`create_history_edits`), and a reader takes a
+    file without it as one with no edits."""
+    db.execute(
+        "CREATE TABLE session_meta_new (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
+    )
+    db.execute("INSERT INTO session_meta_new(key, value) SELECT key, value FROM session_meta")
+    if has_table(db, "session_migrations"):
+        db.execute(
+            "INSERT INTO session_meta_new(key, value) "
+            f"SELECT '{RECORD_PREFIX}' || name, applied_at FROM session_migrations"
+        )
+        db.execute("DROP TABLE session_migrations")
+    db.execute("DROP TABLE session_meta")
+    db.execute("ALTER TABLE session_meta_new RENAME TO session_meta")
+    if db.execute("SELECT 1 FROM history_edits LIMIT 1").fetchone() is None:
+        db.execute("DROP TABLE history_edits")
+
+
+RECORD_PREFIX = "migration:"
+"""A `session_meta` key that records a migration: the prefix, then its name."""
+
+
+def has_table(db: sqlite3.Connection, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_schema WHERE name = ?", (name,)).fetchone() is not None
+
+
+def create_history_edits(db: sqlite3.Connection) -> None:
+    """The table of history edits, as m001 made it, for a file's first edit
+    (m008 leaves a file without one until then)."""
+    db.execute(
+        """
+        CREATE TABLE IF NOT EXISTS history_edits (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            at TEXT NOT NULL,
+            detail TEXT NOT NULL DEFAULT '{}'
+        )"""
+    )
+
+
 def schema_version() -> int:
     """The version this netbox-chat writes: how many migrations it knows."""
     return len(MIGRATIONS)
 
 
 def migrate(db: Connection, version: int) -> None:
-    """Apply the migrations after `version` (the file's), each atomically."""
+    """Apply the migrations after `version` (the file's), each atomically
+    with its record and the new version number."""
     for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
         with db.atomic():
             step(db)
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS session_migrations "
-                "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-            )
-            db.execute(
-                "INSERT OR REPLACE INTO session_migrations(name, applied_at) VALUES (?, ?)",
-                (step.__name__, datetime.now(UTC).isoformat(timespec="seconds")),
-            )
-            db.execute(
-                "INSERT INTO session_meta(key, value) VALUES ('schema_version', ?) "
+            applied_at = datetime.now(UTC).isoformat(timespec="seconds")
+            db.executemany(
+                "INSERT INTO session_meta(key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (str(number),),
+                [(RECORD_PREFIX + step.__name__, applied_at), ("schema_version", str(number))],
             )

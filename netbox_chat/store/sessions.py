@@ -169,7 +169,8 @@ def epoch(stamp: str) -> float | None:
 _SUMMARY_SQL = f"""
 SELECT m.meta, a.done, a.answered, a.last, c.prompt_tokens_last, c.context_window,
        k.askers, l.model, l.provider, l.server_scheme, l.server_host, l.server_port, l.profile
-FROM (SELECT json_group_object(key, value) AS meta FROM session_meta) AS m
+FROM (SELECT json_group_object(key, value) AS meta FROM session_meta
+      WHERE key NOT LIKE '{migrations.RECORD_PREFIX}%') AS m
 CROSS JOIN (
     SELECT count(*) FILTER (WHERE status = 'done') AS done,
            count(*) FILTER (WHERE status IN {ANSWERED}) AS answered,
@@ -226,11 +227,15 @@ def _summary_fields(conn: sqlite3.Connection) -> tuple[dict[str, Any], Row | Non
         f"count(*) FILTER (WHERE status IN {ANSWERED}), "
         "max(coalesce(ended_at, started_at)) FROM turns"
     ).fetchone()
-    context = conn.execute(
-        "SELECT prompt_tokens_last, context_window FROM turns "
-        "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
-    ).fetchone() or (None, None)
     present = turn_columns(conn)
+    context = (
+        conn.execute(
+            "SELECT prompt_tokens_last, context_window FROM turns "
+            "WHERE status = 'done' ORDER BY number DESC LIMIT 1"
+        ).fetchone()
+        if "prompt_tokens_last" in present  # m003's
+        else None
+    ) or (None, None)
     fields = summary_fields(
         meta,
         (*counts, *context),
@@ -652,3 +657,9 @@ class SessionFile(Ledger):
         if self.conn is None:
             raise StoreError(f"session {self.id} is closed")
         return self.conn
+
+    def _has_edits(self) -> bool:
+        return migrations.has_table(self.db, "history_edits")
+
+    def _make_edits_table(self) -> None:
+        migrations.create_history_edits(self.db)

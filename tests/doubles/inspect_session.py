@@ -91,7 +91,9 @@ def _read_file(conn: Any) -> StoredSession:
         (pending,) = conn.execute(
             "SELECT count(*) FROM writes WHERE checkpoint_id = ?", (max(parents, default=None),)
         ).fetchone()
-    edits = [json.loads(row[0]) for row in conn.execute("SELECT detail FROM history_edits")]
+    edits = []
+    if "history_edits" in tables:  # a file gets it at its first edit (m008)
+        edits = [json.loads(row[0]) for row in conn.execute("SELECT detail FROM history_edits")]
     return StoredSession(turns, parents, pending, edits)
 
 

@@ -12,6 +12,7 @@ with today's code.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import subprocess
 import sys
 import tarfile
@@ -21,6 +22,12 @@ from io import BytesIO
 from pathlib import Path
 
 from tests.doubles import ROOT
+
+# The last commit of ledger schema 7: `session_meta` with a key index of its
+# own, the migration records in `session_migrations`, an empty `history_edits`
+# (m008 folds them; issue 32, item 15).
+BEFORE_SMALL_TABLES = "61885ba"
+
 
 # Merges on main (first parent) where what a session holds changed: the
 # first with rewind and compaction (the commit before it could not run on its
@@ -32,10 +39,37 @@ RELEASES = {
     "a048088": "integrity-store: ledger schema 2, recorded migrations",
     "6e4b0c3": "postgres: the team store",
     "80cc957": "the last merge before issue 21",
+    BEFORE_SMALL_TABLES: "ledger schema 7, the last with one-page tables of its own",
 }
 
 # The last commit before the ledger kept each turn's model (m005, PG schema 3).
 BEFORE_TURN_MODEL = "278211b"
+
+
+def file_at_schema(path: Path, version: int, *, recorded: bool = True) -> None:
+    """A session file's own tables as the release of schema `version` (7 at
+    most) made them: the migrations up to it (earlier migrations are never
+    edited, so they are that release's), each recorded in `session_migrations`
+    as its `migrate()` did (none with `recorded=False`, as before schema 2's
+    release). No turn, no meta but the version: the test writes those."""
+    from netbox_chat.store.migrations import MIGRATIONS
+
+    assert version <= 7, "schema 8 (m008) folded session_migrations into session_meta"
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        for step in MIGRATIONS[:version]:
+            step(conn)
+            if recorded:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS session_migrations "
+                    "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+                )
+                conn.execute(
+                    "INSERT INTO session_migrations(name, applied_at) VALUES (?, ?)",
+                    (step.__name__, "2026-11-01T00:00:00+00:00"),
+                )
+        conn.execute(
+            "INSERT INTO session_meta(key, value) VALUES ('schema_version', ?)", (str(version),)
+        )
 
 
 def release_code(commit: str, into: Path) -> Path | None:
@@ -57,11 +91,13 @@ def release_argv(code: Path, *args: str) -> list[str]:
     """That release's CLI, in this venv (every release pinned the same
     LangGraph), with this tree's editable install out of the way, so no
     module of today's code is imported beside the release's."""
+    # The entry point moved with issue 30's layout (`cli.py` became `cli/main.py`).
+    entry = "cli.main" if (code / "netbox_chat" / "cli" / "main.py").exists() else "cli"
     program = (
         "import sys; "
         "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in f.__module__]; "
         f"sys.path.insert(0, {str(code)!r}); "
-        "from netbox_chat.cli import main; main()"
+        f"from netbox_chat.{entry} import main; main()"
     )
     return [sys.executable, "-c", program, *args]
 
