@@ -81,6 +81,7 @@ _KIND_BEFORE = re.compile(
     r"(?:e?s)?(?:\s+(?:with|of|having|numbered))?[\s:(]*$",
     re.I,
 )
+_DISPLAY_ID = re.compile(r"\s*\(\d+\)$")
 _ANY_KIND = frozenset(
     {"object", "entry", "record", "item", "result", "one", "member", "host"}
     | {"switch", "router", "server", "firewall"}
@@ -138,25 +139,31 @@ def mentions(text: str, names: Sequence[str], aliases: Aliases | None = None) ->
         owner, kind = ids.get(ref.group(1), ("", ""))
         if not owner or any(s <= ref.start(1) < e for s, e in taken):
             continue
-        if kind and not _refers_to(text, ref.start(), kind):
+        if kind and not _refers_to(text, ref.start(), kind, owner):
             continue
         found.append(Mention(owner, ref.start(), ref.end(), _denied(text, ref.start())))
     return sorted(found, key=lambda m: m.start)
 
 
-def _refers_to(text: str, start: int, kind: str) -> bool:
+def _refers_to(text: str, start: int, kind: str, owner: str) -> bool:
     """The id written at `start` is one of `kind`'s: it stands alone ("- #42",
     "and id 42") or after that kind's noun ("device id 42", "the unnamed
-    device (ID 42)"), not after another kind's or another thing's ("site id
-    3", "VLAN ID 42", "port #42") nor as a note on a name ("DM Akron (id
-    3)"). Only a wrong extra is read so strictly: a false extra would mark a
-    right answer wrong."""
-    head = text[max(0, start - 40) : start]
+    device (ID 42)") or the owner's display without its id ("Dell R640 (ID
+    42)" of "Dell R640 (42)"), not after another kind's or another thing's
+    ("site id 3", "VLAN ID 42", "port #42") nor as a note on another name
+    ("DM-Akron (id 3)", "sw01 (#3)"). Only a wrong extra is read so strictly: a false
+    extra would mark a right answer wrong."""
+    head = text[max(0, start - 60) : start]
     said = _KIND_BEFORE.search(head)
     if said:
         noun = " ".join(said.group(1).lower().split())
         return noun == kind or noun in _ANY_KIND
-    return not head.rstrip().endswith("(")
+    head = head.rstrip()
+    word = re.search(r"(\S*)\s*\($", head)
+    if word is None or (word.group(1).isalpha() and word.group(1).islower()):
+        return True  # not in parentheses, or after a plain word ("without a name (#7)")
+    stem, before = key(_DISPLAY_ID.sub("", owner)), key(head[:-1])
+    return stem != key(owner) and (before == stem or before.endswith("-" + stem))
 
 
 def _denied(text: str, start: int) -> bool:
