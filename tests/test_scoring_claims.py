@@ -242,6 +242,7 @@ BUILT_CASES: list[tuple[str, str, str, Any, list[str], bool]] = [
      BUILT, False),
     ("list", Q_OFF, f"{PAIR} are offline, as is device ID: 42.", OFF, BUILT, False),
     ("list", Q_OFF, f"{PAIR}, plus an unnamed Dell R640 (ID 42).", OFF, BUILT, False),
+    ("list", Q_OFF, f"{PAIR}, and the unnamed device (ID 42).", OFF, BUILT, False),
     ("list", Q_OFF, f"{PAIR}, and one more without a name (#7).", OFF, BUILT, False),
     ("list", Q_OFF, f"{PAIR}; also switch #7.", OFF, BUILT, False),
     ("list", Q_OFF, f"Three: {PAIR} and Cisco C9300 (7).", OFF, BUILT, False),
