@@ -243,6 +243,8 @@ BUILT_CASES: list[tuple[str, str, str, Any, list[str], bool]] = [
     ("list", Q_OFF, f"{PAIR} are offline, as is device ID: 42.", OFF, BUILT, False),
     ("list", Q_OFF, f"{PAIR}, plus an unnamed Dell R640 (ID 42).", OFF, BUILT, False),
     ("list", Q_OFF, f"{PAIR}, and the unnamed device (ID 42).", OFF, BUILT, False),
+    ("list", Q_OFF, "| ID | Device | Status |\n|---|---|---|\n| 12 | dmi01-akron-sw02 | offline |\n"
+     "| 13 | dmi01-akron-rtr01 | offline |\n| 42 | (no name) | offline |", OFF, BUILT, False),
     ("list", Q_OFF, f"{PAIR}, and one more without a name (#7).", OFF, BUILT, False),
     ("list", Q_OFF, f"{PAIR}; also switch #7.", OFF, BUILT, False),
     ("list", Q_OFF, f"Three: {PAIR} and Cisco C9300 (7).", OFF, BUILT, False),
@@ -254,6 +256,14 @@ BUILT_CASES: list[tuple[str, str, str, Any, list[str], bool]] = [
     ("list", Q_OFF, "dmi01-akron-sw02 (id 12) and dmi01-akron-rtr01 (id 13).", OFF, BUILT, True),
     ("list", Q_OFF, "| ID | Device |\n|---|---|\n| 12 | dmi01-akron-sw02 |\n"
      "| 13 | dmi01-akron-rtr01 |", OFF, BUILT, True),
+    ("list", Q_OFF, "| ID | Device |\n|---|---|\n| 1 | dmi01-akron-sw02 |\n"
+     "| 7 | dmi01-akron-rtr01 |", OFF, BUILT, True),  # ids of other kinds, each row named
+    ("list", Q_OFF, f"{PAIR}, on these VLANs:\n\n| ID | VLAN |\n|---|---|\n| 42 | users |\n"
+     "| 7 | voice |", OFF, BUILT, True),
+    ("list", Q_OFF, "| Device | Devices in rack |\n|---|---|\n| dmi01-akron-sw02 | 42 |\n"
+     "| dmi01-akron-rtr01 | 7 |", OFF, BUILT, True),
+    ("list", Q_OFF, "| ID | Device |\n|---|---|\n| 12 | dmi01-akron-sw02 |\n"
+     "| 13 | dmi01-akron-rtr01 |\n| 17 | (no name) |", BOTH, BUILT, True),
     ("list", Q_OFF, f"Of the 42 devices at DM-Akron, 2 are offline: {PAIR}.", OFF, BUILT, True),
     ("list", Q_OFF, f"At site DM-Akron (id 42): {PAIR}.", OFF, BUILT, True),
     ("list", Q_OFF, f"Site id 42 has two offline devices, {PAIR}.", OFF, BUILT, True),

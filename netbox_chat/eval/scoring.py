@@ -99,8 +99,9 @@ def mentions(text: str, names: Sequence[str], aliases: Aliases | None = None) ->
     spells it, or set apart (bold, code, a list item, a table cell).
     `aliases` gives a name's other names (its slug, display form, `#<id>`):
     any of them written counts as the name. An id ("#17") is read only as an
-    id is written ("id 17", "ID: 17", "#17"), never as a bare number; an id
-    of one kind ("device #42") only where it refers to that kind (_refers_to)."""
+    id is written ("id 17", "ID: 17", "#17", a table's "ID" column), never as
+    a bare number; an id of one kind ("device #42") only where it refers to
+    that kind (_refers_to)."""
     aliases = aliases or {}
     lookup: dict[str, str] = {}
     ids: dict[str, tuple[str, str]] = {}  # id -> its owner, and its kind ("": any reference)
@@ -142,7 +143,30 @@ def mentions(text: str, names: Sequence[str], aliases: Aliases | None = None) ->
         if kind and not _refers_to(text, ref.start(), kind, owner):
             continue
         found.append(Mention(owner, ref.start(), ref.end(), _denied(text, ref.start())))
+    if ids:
+        found += _id_column(text, ids, found)
     return sorted(found, key=lambda m: m.start)
+
+
+def _id_column(
+    text: str, ids: Mapping[str, tuple[str, str]], found: Sequence[Mention]
+) -> list[Mention]:
+    """The objects a table gives only in its "ID" column ("| 42 | (no name) |"):
+    a row that names no object is the object its id is. A row that names
+    one (`| 42 | vm-db01 |`) gives that object's own id, which may be another
+    kind's; an id of one kind is read only in a table of that kind's objects
+    or of names."""
+    given = []
+    for row in shape(text).rows:
+        if any(row.start <= m.start < row.end for m in found):
+            continue
+        headers = {singular(plain(h).strip()) for h, _ in row.cells}
+        for header, cell in row.cells:
+            owner, kind = ids.get(cell.strip(), ("", ""))
+            of_kind = not kind or bool({kind, "name"} & headers)  # not "| ID | VLAN |"
+            if owner and of_kind and plain(header).strip().lower() in ("id", "#"):
+                given.append(Mention(owner, row.start, row.end, False))
+    return given
 
 
 def _refers_to(text: str, start: int, kind: str, owner: str) -> bool:
