@@ -60,8 +60,9 @@ class Question:
     """What the question counts or lists ("devices"), for the scorer."""
     aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Other names of the names in `expected` and `universe` (a slug, a display
-    form, `#<id>`), from a questions file: an answer that writes one names
-    that object (an unnamed device is "#17" as much as "Dell R640 (17)")."""
+    form, `#<id>`; for an unnamed object outside a built truth, its id of one
+    kind, `device #42`): an answer that writes one names that object (an
+    unnamed device is "#17" as much as "Dell R640 (17)")."""
 
     @property
     def group(self) -> str:

@@ -72,12 +72,12 @@ Aliases = Mapping[str, Sequence[str]]
 """A name's other names: {"Dell R640 (17)": ["#17", "dell-r640-17"]}."""
 
 _AN_ID = re.compile(r"#\d+")
-_A_KINDS_ID = re.compile(r"([a-z]+(?: [a-z]+)*) #(\d+)")
+_KINDS = "|".join(sorted((re.escape(n) for n in OBJECT_NOUNS), key=len, reverse=True))
+_A_KINDS_ID = re.compile(rf"({_KINDS}) #(\d+)")
 """An id alias of one kind, "device #42": a wrong extra of a built question."""
 _KIND_BEFORE = re.compile(
-    r"\b("
-    + "|".join(sorted((re.escape(n) for n in OBJECT_NOUNS), key=len, reverse=True))
-    + r"|ticket|issue|step|line|row|page|unit|position|slot|bay|vid|version|number|no\.)"
+    rf"\b({_KINDS}"
+    r"|ticket|issue|step|line|row|page|unit|position|slot|bay|vid|version|number|no\.)"
     r"(?:e?s)?(?:\s+(?:with|of|having|numbered))?[\s:(]*$",
     re.I,
 )
