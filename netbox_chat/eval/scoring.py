@@ -162,7 +162,7 @@ def _id_column(
             continue
         headers = {singular(plain(h).strip()) for h, _ in row.cells}
         for header, cell in row.cells:
-            owner, kind = ids.get(cell.strip(), ("", ""))
+            owner, kind = ids.get(plain(cell).strip(), ("", ""))
             of_kind = not kind or bool({kind, "name"} & headers)  # not "| ID | VLAN |"
             if owner and of_kind and plain(header).strip().lower() in ("id", "#"):
                 given.append(Mention(owner, row.start, row.end, False))
