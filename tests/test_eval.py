@@ -18,11 +18,15 @@ import json
 import signal
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from netbox_chat.eval.questions import question_from_json
+from netbox_chat.eval.report import constant_floor
+from netbox_chat.eval.scoring import score_question
 from tests.doubles.eval_models import LOOK, MODELS, built, personas, wrong_answer
 from tests.doubles.netbox_double import ACCESS as ACCESS_ROLE
 from tests.doubles.netbox_double import NetBoxDouble
@@ -438,6 +442,67 @@ def test_unnamed_objects_count_in_every_truth_by_their_display_form(
     assert questions["rack-devices:2"]["noun"] == "devices"
 
 
+def _unnamed(oid: int, rack: dict[str, Any]) -> dict[str, Any]:
+    """A device without a name, as NetBox 4.7 lists one."""
+    return {
+        "id": oid, "name": None, "display": f"Cisco C9300 ({oid})",
+        "site": {"id": 1, "slug": "dm-akron", "name": "DM-Akron"},
+        "status": {"value": "planned"}, "role": ACCESS_ROLE, "tenant": None,
+        "rack": rack, "primary_ip4": None,
+    }  # fmt: skip
+
+
+def test_an_unnamed_device_elsewhere_named_by_its_id_is_a_wrong_extra(
+    eval_env: dict[str, str], netbox: NetBoxDouble
+) -> None:
+    """Issue 34's last limit: a built question's wrong extras carry an unnamed
+    device's id, so a list of rack R201's devices that adds "#7" (a device in
+    rack R101) is wrong, as naming another device is; the truth's own ids, the
+    site's id and a count that equals 7 are not extras."""
+    netbox.data["dcim/devices"].append(_unnamed(7, {"id": 1, "name": "R101"}))
+    questions = listed(eval_env, "--per-template", "20")
+    r201 = questions["rack-devices:2"]
+    assert r201["expected"] == ["dmi01-columbus-sw01"]
+    assert r201["aliases"] == {"Cisco C9300 (7)": ["device #7"]}  # shown with --list --json
+    elsewhere = question_from_json(r201)
+    for wrong in (
+        "dmi01-columbus-sw01 and #7.",
+        "- dmi01-columbus-sw01\n- device id 7",
+        "| Device |\n|---|\n| dmi01-columbus-sw01 |\n| id 7 (unnamed) |",
+    ):
+        assert score_question(elsewhere, wrong).why == "names Cisco C9300 (7), not in the truth"
+    for right in (
+        "dmi01-columbus-sw01 (id 4).",
+        "Rack R201 at DM-Columbus (id 7) holds one device: dmi01-columbus-sw01.",
+        "Of the 7 devices I checked, only dmi01-columbus-sw01 is in rack R201.",
+        "Just dmi01-columbus-sw01, on VLAN ID 7.",
+    ):
+        assert score_question(elsewhere, right).correct, right
+    # in its own rack the unnamed device is the truth: its id names it there
+    r101 = question_from_json(questions["rack-devices:1"])
+    assert r101.aliases["Cisco C9300 (7)"] == ("#7",)
+    assert score_question(r101, "dmi01-akron-sw01, dmi01-akron-sw02 and #7.").correct
+
+
+def test_the_ids_of_unnamed_extras_leave_the_floor_where_it_was(netbox: NetBoxDouble) -> None:
+    """A constant answer ("None.", "Yes.", "0", "I don't know.") scores the same
+    with the wrong extras' ids as without them: the floor does not rise."""
+    netbox.data["dcim/devices"] += [
+        _unnamed(7, {"id": 1, "name": "R101"}),
+        _unnamed(8, {"id": 2, "name": "R201"}),
+    ]
+    questions = built(netbox, seed=7, per_template=3)
+    typed = [q for q in questions if "device #7" in str(q.aliases)]
+    assert typed
+    untyped = [
+        replace(q, aliases={n: f for n, f in q.aliases.items() if " #" not in str(f)})
+        for q in questions
+    ]
+    floor = constant_floor(questions)
+    assert floor == constant_floor(untyped)
+    assert floor["answers"]["I don't know."]["right"] == 0
+
+
 def test_no_yes_no_question_is_asked_over_an_empty_scope(
     eval_env: dict[str, str], netbox: NetBoxDouble
 ) -> None:
@@ -574,8 +639,6 @@ def test_the_report_is_drawn_as_markdown_in_a_terminal(
 
 
 def test_a_non_answer_earns_nothing_on_the_floor(netbox: NetBoxDouble) -> None:
-    from netbox_chat.eval.report import constant_floor
-
     floor = constant_floor(built(netbox, seed=7, per_template=3))["answers"]
     assert floor["I don't know."]["right"] == 0
 

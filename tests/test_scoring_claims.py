@@ -213,6 +213,109 @@ def test_names_by_id_slug_or_display_and_empty_scopes_are_scored_without_one_mis
     assert not mistakes
 
 
+# A built question's wrong extras (issue 34's last limit): the objects of the
+# universe without a name carry their id of one kind, "device #42" (questions.
+# unnamed_ids), so an answer adding "#42" or "device id 42" names a wrong
+# device; "site id 42", "VLAN 42", "42 devices" or a note on another name do
+# not. The truth's own unnamed device keeps its plain "#17" (truth.other_names).
+# The truth's devices are ids 12 and 13; unnamed devices 42, 7 and 1 are elsewhere.
+Q_OFF = "Which devices at site DM-Akron are offline?"
+OFF = ["dmi01-akron-sw02", "dmi01-akron-rtr01"]
+UNNAMED = {"Dell R640 (42)": ["device #42"], "Cisco C9300 (7)": ["device #7"],
+           "HP DL380 (1)": ["device #1"], R640: ["#17"]}  # fmt: skip
+BUILT = [*DEVICES, "Dell R640 (42)", "Cisco C9300 (7)", "HP DL380 (1)", R640]
+BOTH = [*OFF, R640]
+ALL_UP = {"yes": False, "exceptions": ["dmi01-akron-sw02"]}
+Q_NONE = "Which device has IP address 10.9.9.9/24?"
+PAIR = "dmi01-akron-sw02 and dmi01-akron-rtr01"
+
+# (kind, question, answer, expected, universe, right)
+BUILT_CASES: list[tuple[str, str, str, Any, list[str], bool]] = [
+    # an extra unnamed device by its id, in every shape: wrong
+    ("list", Q_OFF, f"{PAIR} and #42.", OFF, BUILT, False),
+    ("list", Q_OFF, "- dmi01-akron-sw02\n- dmi01-akron-rtr01\n- #42", OFF, BUILT, False),
+    ("list", Q_OFF, "1. dmi01-akron-sw02\n2. dmi01-akron-rtr01\n3. id 42 (no name)", OFF, BUILT,
+     False),
+    ("list", Q_OFF, "| Device | Status |\n|---|---|\n| dmi01-akron-sw02 | offline |\n"
+     "| dmi01-akron-rtr01 | offline |\n| #42 | offline |", OFF, BUILT, False),
+    ("list", Q_OFF, f"The offline ones are {PAIR}, and the unnamed device with id 42.", OFF,
+     BUILT, False),
+    ("list", Q_OFF, f"{PAIR} are offline, as is device ID: 42.", OFF, BUILT, False),
+    ("list", Q_OFF, f"{PAIR}, plus an unnamed Dell R640 (ID 42).", OFF, BUILT, False),
+    ("list", Q_OFF, f"{PAIR}, and the unnamed device (ID 42).", OFF, BUILT, False),
+    ("list", Q_OFF, "| ID | Device | Status |\n|---|---|---|\n| 12 | dmi01-akron-sw02 | offline |\n"
+     "| 13 | dmi01-akron-rtr01 | offline |\n| 42 | (no name) | offline |", OFF, BUILT, False),
+    ("list", Q_OFF, f"{PAIR}, and one more without a name (#7).", OFF, BUILT, False),
+    ("list", Q_OFF, f"{PAIR}; also switch #7.", OFF, BUILT, False),
+    ("list", Q_OFF, f"Three: {PAIR} and Cisco C9300 (7).", OFF, BUILT, False),
+    ("boolean", Q_ALL, "No: dmi01-akron-sw02 is offline, and so is #42.", ALL_UP, BUILT, False),
+    ("boolean", Q_ALL, "No. Not active: dmi01-akron-sw02, device id 7.", ALL_UP, BUILT, False),
+    ("value", Q_HOLDER, "It is held by device #42.", "dmi01-akron-sw01", BUILT, False),
+    ("absence", Q_NONE, "None: device id 42 has it.", None, BUILT, False),
+    # the truth's own ids, and numbers that are not an unnamed device's id: right
+    ("list", Q_OFF, "dmi01-akron-sw02 (id 12) and dmi01-akron-rtr01 (id 13).", OFF, BUILT, True),
+    ("list", Q_OFF, "| ID | Device |\n|---|---|\n| 12 | dmi01-akron-sw02 |\n"
+     "| 13 | dmi01-akron-rtr01 |", OFF, BUILT, True),
+    ("list", Q_OFF, "| ID | Device |\n|---|---|\n| 1 | dmi01-akron-sw02 |\n"
+     "| 7 | dmi01-akron-rtr01 |", OFF, BUILT, True),  # ids of other kinds, each row named
+    ("list", Q_OFF, f"{PAIR}, on these VLANs:\n\n| ID | VLAN |\n|---|---|\n| 42 | users |\n"
+     "| 7 | voice |", OFF, BUILT, True),
+    ("list", Q_OFF, "| Device | Devices in rack |\n|---|---|\n| dmi01-akron-sw02 | 42 |\n"
+     "| dmi01-akron-rtr01 | 7 |", OFF, BUILT, True),
+    ("list", Q_OFF, "| ID | Device |\n|---|---|\n| 12 | dmi01-akron-sw02 |\n"
+     "| 13 | dmi01-akron-rtr01 |\n| 17 | (no name) |", BOTH, BUILT, True),
+    ("list", Q_OFF, f"Of the 42 devices at DM-Akron, 2 are offline: {PAIR}.", OFF, BUILT, True),
+    ("list", Q_OFF, f"At site DM-Akron (id 42): {PAIR}.", OFF, BUILT, True),
+    ("list", Q_OFF, f"Site id 42 has two offline devices, {PAIR}.", OFF, BUILT, True),
+    ("list", Q_OFF, f"{PAIR}, both on VLAN 42 (VLAN ID 42).", OFF, BUILT, True),
+    ("list", Q_OFF, f"{PAIR}; both in rack #7, tenant id 1.", OFF, BUILT, True),
+    ("list", Q_OFF, f"{PAIR} (see change #42, port #7).", OFF, BUILT, True),
+    ("list", Q_OFF, "Device 1: dmi01-akron-sw02\nDevice 2: dmi01-akron-rtr01", OFF, BUILT, True),
+    ("list", Q_OFF, "- dmi01-akron-sw02 (rack unit 42)\n- dmi01-akron-rtr01 (U7)", OFF, BUILT,
+     True),
+    ("list", Q_OFF, "dmi01-akron-sw02, dmi01-akron-rtr01 and Dell R640 (id 17).", BOTH, BUILT,
+     True),
+    ("list", Q_OFF, "- dmi01-akron-sw02\n- dmi01-akron-rtr01\n- #17", BOTH, BUILT, True),
+    ("list", Q_OFF, f"{PAIR} and #17, not #42.", BOTH, BUILT, True),
+    ("boolean", Q_ALL, "No: dmi01-akron-sw02 (id 12) is offline; checked 42 devices.", ALL_UP,
+     BUILT, True),
+    ("value", Q_HOLDER, "dmi01-akron-sw01 (id 1), on interface id 42.", "dmi01-akron-sw01",
+     BUILT, True),
+    ("absence", Q_NONE, "None: no device has it (I checked all 42).", None, BUILT, True),
+]  # fmt: skip
+
+
+def test_an_extra_unnamed_object_named_by_its_id_is_a_wrong_extra() -> None:
+    mistakes = []
+    for kind, question, answer, expected, universe, right in BUILT_CASES:
+        verdict = score(kind, answer, expected, universe, question, aliases=UNNAMED)
+        if verdict.correct is not right:
+            mistakes.append((kind, answer, right, verdict.why))
+    assert not mistakes
+
+
+def test_a_wrong_extra_by_id_is_reported_under_the_name_netbox_gives_it() -> None:
+    verdict = score("list", f"{PAIR} and #42.", OFF, BUILT, Q_OFF, aliases=UNNAMED)
+    assert verdict.why == "names Dell R640 (42), not in the truth"
+
+
+def test_ids_of_unnamed_extras_do_not_raise_a_constant_answers_credit() -> None:
+    """The floor: "I don't know." still declines, and every constant answer
+    scores with the ids as it scores without them."""
+    for answer in ("I don't know.", "None.", "Yes.", "No.", "0", "42", "#42", "active"):
+        for kind, question, expected in (
+            ("list", Q_OFF, OFF),
+            ("boolean", Q_ALL, ALL_UP),
+            ("value", Q_HOLDER, "dmi01-akron-sw01"),
+            ("absence", Q_NONE, None),
+        ):
+            with_ids = score(kind, answer, expected, BUILT, question, aliases=UNNAMED)
+            without = score(kind, answer, expected, BUILT, question)
+            assert (with_ids.correct, with_ids.declined) == (without.correct, without.declined)
+            assert with_ids.correct is (kind == "absence" and answer == "None.")
+    assert score("list", "I don't know.", OFF, BUILT, Q_OFF, aliases=UNNAMED).declined
+
+
 def test_an_id_is_read_only_where_it_is_written_as_one() -> None:
     """A truth that names an object only by id (`#17`, neither name nor
     display) is not named by a bare 17."""

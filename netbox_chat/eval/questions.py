@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netbox_chat.claims.grounding import DEVICE_STATUSES, IP_STATUSES
+from netbox_chat.claims.reader import singular
 from netbox_chat.eval.truth import Query, QueryError, TruthClient, dig, label
 
 TIERS = ("simple", "medium", "advanced")
@@ -59,8 +60,9 @@ class Question:
     """What the question counts or lists ("devices"), for the scorer."""
     aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Other names of the names in `expected` and `universe` (a slug, a display
-    form, `#<id>`), from a questions file: an answer that writes one names
-    that object (an unnamed device is "#17" as much as "Dell R640 (17)")."""
+    form, `#<id>`; for an unnamed object outside a built truth, its id of one
+    kind, `device #42`): an answer that writes one names that object (an
+    unnamed device is "#17" as much as "Dell R640 (17)")."""
 
     @property
     def group(self) -> str:
@@ -182,6 +184,24 @@ def names(rows: Iterable[Mapping[str, Any]], key: str = "name") -> tuple[str, ..
     """Every object's name (an unnamed one's display form: truth.label)."""
     found = (label(row) if key == "name" else row.get(key) for row in rows)
     return tuple(sorted({str(name) for name in found if name}))
+
+
+def unnamed_ids(cat: Catalog) -> dict[str, str]:
+    """The id alias of each catalog object without a name, by the label it goes
+    by (truth.label): "Dell R640 (42)" -> "device #42". A built question's wrong
+    extras carry it, so an answer adding "#42" or "device id 42" to a list
+    names a wrong object; the kind keeps "site id 42" or a VM's "id 42" from
+    naming the device (scoring._refers_to). A named object gets none: its
+    name is how an answer gives it, and ids repeat across object types."""
+    found: dict[str, str] = {}
+    seen: Counter[str] = Counter()
+    for path, rows in cat.items():
+        kind = singular(path.rsplit("/", 1)[-1].replace("-", " "))
+        for row in rows:
+            if "name" in row and row["name"] in (None, "") and (name := label(row)):
+                found[name] = f"{kind} #{row['id']}"
+                seen[name] += 1
+    return {name: alias for name, alias in found.items() if seen[name] == 1}
 
 
 def unique(rows: Sequence[Mapping[str, Any]], key: str = "name") -> list[Mapping[str, Any]]:
@@ -1147,6 +1167,7 @@ def build_questions(
     if per_template == 0:
         return report
     cat = read_catalog(client) if catalog is None else catalog
+    ids = unnamed_ids(cat)
     for template in TEMPLATES:
         drafts = template.drafts(cat)
         rng = random.Random(f"{seed}:{template.id}")
@@ -1157,7 +1178,7 @@ def build_questions(
         for draft in drafts[: per_template * 4]:
             if len(made) >= per_template:
                 break
-            question = _instantiate(client, template, draft)
+            question = _instantiate(client, template, draft, ids)
             if question is None:
                 continue
             if template.kind == "absence" or not is_none(question):
@@ -1175,9 +1196,13 @@ def build_questions(
     return report
 
 
-def _instantiate(client: TruthClient, template: Template, draft: Draft) -> Question | None:
-    aliases: dict[str, tuple[str, ...]] = {}  # an unnamed device of the truth is also "#17"
-    truth = client.answer(draft.query, aliases)
+def _instantiate(
+    client: TruthClient, template: Template, draft: Draft, ids: Mapping[str, str]
+) -> Question | None:
+    # an unnamed device of the truth is also "#17"; a wrong one is "device #42"
+    found: dict[str, tuple[str, ...]] = {}
+    truth = client.answer(draft.query, found)
+    aliases = {name: (ids[name],) for name in draft.universe if name in ids} | found
     made = expected_for(template, truth)
     if made is None:
         return None

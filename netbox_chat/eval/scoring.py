@@ -72,6 +72,21 @@ Aliases = Mapping[str, Sequence[str]]
 """A name's other names: {"Dell R640 (17)": ["#17", "dell-r640-17"]}."""
 
 _AN_ID = re.compile(r"#\d+")
+_KINDS = "|".join(sorted((re.escape(n) for n in OBJECT_NOUNS), key=len, reverse=True))
+_A_KINDS_ID = re.compile(rf"({_KINDS}) #(\d+)")
+"""An id alias of one kind, "device #42": a wrong extra of a built question."""
+_KIND_BEFORE = re.compile(
+    rf"\b({_KINDS}"
+    r"|ticket|issue|step|line|row|page|unit|position|slot|bay|vid|version|number|no\.)"
+    r"(?:e?s)?(?:\s+(?:with|of|having|numbered))?[\s:(]*$",
+    re.I,
+)
+_DISPLAY_ID = re.compile(r"\s*\(\d+\)$")
+_ANY_KIND = frozenset(
+    {"object", "entry", "record", "item", "result", "one", "member", "host"}
+    | {"switch", "router", "server", "firewall"}
+)
+"""Words that can stand for an object of any kind ("the unnamed one, #42")."""
 _COMPANY = re.compile(r"-(?:inc|llc|ltd|corp|gmbh|co|plc|ag|sa)$")
 _EXCEPT = re.compile(r"\b(?:except|excluding|other\s+than|besides|apart\s+from)\s*$", re.I)
 
@@ -84,15 +99,20 @@ def mentions(text: str, names: Sequence[str], aliases: Aliases | None = None) ->
     spells it, or set apart (bold, code, a list item, a table cell).
     `aliases` gives a name's other names (its slug, display form, `#<id>`):
     any of them written counts as the name. An id ("#17") is read only as an
-    id is written ("id 17", "ID: 17", "#17"), never as a bare number."""
+    id is written ("id 17", "ID: 17", "#17", a table's "ID" column), never as
+    a bare number; an id of one kind ("device #42") only where it refers to
+    that kind (_refers_to)."""
     aliases = aliases or {}
     lookup: dict[str, str] = {}
-    ids: dict[str, str] = {}
+    ids: dict[str, tuple[str, str]] = {}  # id -> its owner, and its kind ("": any reference)
     longest = 1
     for name in names:
         for form in (name, *aliases.get(name, ())):
+            typed = _A_KINDS_ID.fullmatch(form)
             if _AN_ID.fullmatch(form):
-                ids.setdefault(form[1:], name)
+                ids.setdefault(form[1:], (name, ""))
+            elif typed:
+                ids.setdefault(typed.group(2), (name, typed.group(1)))
             elif form and key(form):
                 lookup.setdefault(key(form), name)
                 # a slug drops the company form ("Dunder-Mifflin, Inc." is dunder-mifflin)
@@ -117,10 +137,57 @@ def mentions(text: str, names: Sequence[str], aliases: Aliases | None = None) ->
         found.append(Mention(name, start, end, _denied(text, start)))
     taken = [(m.start, m.end) for m in found]
     for ref in ID_REF.finditer(text) if ids else ():
-        owner = ids.get(ref.group(1))
-        if owner and not any(s <= ref.start(1) < e for s, e in taken):
-            found.append(Mention(owner, ref.start(), ref.end(), _denied(text, ref.start())))
+        owner, kind = ids.get(ref.group(1), ("", ""))
+        if not owner or any(s <= ref.start(1) < e for s, e in taken):
+            continue
+        if kind and not _refers_to(text, ref.start(), kind, owner):
+            continue
+        found.append(Mention(owner, ref.start(), ref.end(), _denied(text, ref.start())))
+    if ids:
+        found += _id_column(text, ids, found)
     return sorted(found, key=lambda m: m.start)
+
+
+def _id_column(
+    text: str, ids: Mapping[str, tuple[str, str]], found: Sequence[Mention]
+) -> list[Mention]:
+    """The objects a table gives only in its "ID" column ("| 42 | (no name) |"):
+    a row that names no object is the object its id is. A row that names
+    one (`| 42 | vm-db01 |`) gives that object's own id, which may be another
+    kind's; an id of one kind is read only in a table of that kind's objects
+    or of names."""
+    given = []
+    for row in shape(text).rows:
+        if any(row.start <= m.start < row.end for m in found):
+            continue
+        headers = {singular(plain(h).strip()) for h, _ in row.cells}
+        for header, cell in row.cells:
+            owner, kind = ids.get(plain(cell).strip(), ("", ""))
+            of_kind = not kind or bool({kind, "name"} & headers)  # not "| ID | VLAN |"
+            if owner and of_kind and plain(header).strip().lower() in ("id", "#"):
+                given.append(Mention(owner, row.start, row.end, False))
+    return given
+
+
+def _refers_to(text: str, start: int, kind: str, owner: str) -> bool:
+    """The id written at `start` is one of `kind`'s: it stands alone ("- #42",
+    "and id 42") or after that kind's noun ("device id 42", "the unnamed
+    device (ID 42)") or the owner's display without its id ("Dell R640 (ID
+    42)" of "Dell R640 (42)"), not after another kind's or another thing's
+    ("site id 3", "VLAN ID 42", "port #42") nor as a note on another name
+    ("DM-Akron (id 3)", "sw01 (#3)"). Only a wrong extra is read so strictly: a false
+    extra would mark a right answer wrong."""
+    head = text[max(0, start - 60) : start]
+    said = _KIND_BEFORE.search(head)
+    if said:
+        noun = " ".join(said.group(1).lower().split())
+        return noun == kind or noun in _ANY_KIND
+    head = head.rstrip()
+    word = re.search(r"(\S*)\s*\($", head)
+    if word is None or (word.group(1).isalpha() and word.group(1).islower()):
+        return True  # not in parentheses, or after a plain word ("without a name (#7)")
+    stem, before = key(_DISPLAY_ID.sub("", owner)), key(head[:-1])
+    return stem != key(owner) and (before == stem or before.endswith("-" + stem))
 
 
 def _denied(text: str, start: int) -> bool:
