@@ -34,7 +34,7 @@ from netbox_chat.store.choose import OpenSession
 from netbox_chat.store.errors import StoreError
 from netbox_chat.store.sessions import SessionFile, SessionStore
 from tests.doubles.inspect_session import assert_ledger_agrees, read_from_fresh_process
-from tests.doubles.old_releases import file_at_schema
+from tests.doubles.old_releases import answered_file_at_schema
 from tests.doubles.ollama_server import Delay, ScriptedOllama, StreamError, Text
 from tests.doubles.savers import stuck_write
 from tests.doubles.stores import StoreUnderTest
@@ -291,23 +291,7 @@ def schema_1_session(store: SessionStore) -> str:
     (schema 1): one answered turn."""
     store.ensure_root()
     sid = "schema1a"
-    path = store.path_for(sid)
-    file_at_schema(path, 1, recorded=False)
-    path.chmod(0o600)
-    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
-        conn.executemany(
-            "INSERT INTO session_meta(key, value) VALUES (?, ?)",
-            [
-                ("created_at", "2026-11-01T00:00:00+00:00"),
-                ("model", "m"),
-                ("title", "which sites?"),
-            ],
-        )
-        conn.execute(
-            "INSERT INTO turns(number, question, status, started_at, ended_at, answer, "
-            "message_count) VALUES (1, 'which sites?', 'done', '2026-11-01T00:00:00+00:00', "
-            "'2026-11-01T00:00:05+00:00', 'Three sites.', 2)"
-        )
+    answered_file_at_schema(store.path_for(sid), 1, recorded=False)
     return sid
 
 

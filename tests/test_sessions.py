@@ -22,7 +22,7 @@ from netbox_chat.store.errors import AmbiguousSession, NoSuchSession, SessionBus
 from netbox_chat.store.ids import InvalidSessionId, normalize_session_id
 from netbox_chat.store.migrations import MIGRATIONS, RECORD_PREFIX
 from netbox_chat.store.sessions import SCHEMA_VERSION, SessionFile, SessionStore
-from tests.doubles.old_releases import file_at_schema
+from tests.doubles.old_releases import answered_file_at_schema
 from tests.doubles.stores import StoreUnderTest, make_session
 from tests.drive.process import python, start
 
@@ -182,21 +182,7 @@ def old_session(store: SessionStore, version: int, *, recorded: bool = True) -> 
     made them), with meta, one answered turn, and the caller's rows to add."""
     store.ensure_root()
     path = store.path_for("oldschma")
-    file_at_schema(path, version, recorded=recorded)
-    path.chmod(0o600)
-    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
-        conn.executemany(
-            "INSERT INTO session_meta(key, value) VALUES (?, ?)",
-            [
-                ("created_at", "2026-11-01T00:00:00+00:00"),
-                ("model", "m"),
-                ("title", "which sites?"),
-            ],
-        )
-        conn.execute(
-            "INSERT INTO turns(number, question, status, started_at, answer, message_count) "
-            "VALUES (1, 'which sites?', 'done', '2026-11-01T00:00:00+00:00', 'three', 2)"
-        )
+    answered_file_at_schema(path, version, recorded=recorded, answer="three")
     return path
 
 

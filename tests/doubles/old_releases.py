@@ -72,6 +72,30 @@ def file_at_schema(path: Path, version: int, *, recorded: bool = True) -> None:
         )
 
 
+def answered_file_at_schema(
+    path: Path, version: int, *, recorded: bool = True, answer: str = "Three sites."
+) -> None:
+    """A session file of schema `version` (file_at_schema) holding what a
+    user's would: its meta and one answered turn, owner-only."""
+    file_at_schema(path, version, recorded=recorded)
+    path.chmod(0o600)
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.executemany(
+            "INSERT INTO session_meta(key, value) VALUES (?, ?)",
+            [
+                ("created_at", "2026-11-01T00:00:00+00:00"),
+                ("model", "m"),
+                ("title", "which sites?"),
+            ],
+        )
+        conn.execute(
+            "INSERT INTO turns(number, question, status, started_at, ended_at, answer, "
+            "message_count) VALUES (1, 'which sites?', 'done', '2026-11-01T00:00:00+00:00', "
+            "'2026-11-01T00:00:05+00:00', ?, 2)",
+            (answer,),
+        )
+
+
 def release_code(commit: str, into: Path) -> Path | None:
     """`netbox_chat/` as committed at `commit`, under `into` (None: no git history here)."""
     try:
