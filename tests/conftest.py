@@ -3,6 +3,7 @@ folder, and the environment the real CLI reads."""
 
 from __future__ import annotations
 
+import compileall
 import os
 import signal
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.doubles import ROOT
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import ScriptedOllama
 from tests.doubles.openai_server import DIALECTS, ScriptedOpenAI, server_env
@@ -41,6 +43,33 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         unknown = set(kinds) - set(MODEL_SERVERS)
         assert not unknown, f"model_servers: unknown {sorted(unknown)}, not in {MODEL_SERVERS}"
         metafunc.parametrize("ollama", kinds, indirect=True, ids=[f"on-{k}" for k in kinds])
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The package compiled once, before the workers start: the editable
+    install leaves it uncompiled, and where PYTHONDONTWRITEBYTECODE is set no
+    process writes its bytecode, so each of the hundreds of CLI processes the
+    tests start would compile the modules it imports again (0.1 s of CPU
+    each). compileall writes it whatever that variable says."""
+    if not hasattr(session.config, "workerinput"):  # xdist's controller, or no xdist
+        compileall.compile_dir(ROOT / "netbox_chat", quiet=2)
+
+
+SHARED_SERVERS = ("postgres", "live")
+"""The marks of tests that share one server's state: the PostgreSQL test
+database (emptied by each test) and the live NetBox."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The suite runs on several xdist workers at once (pyproject.toml's
+    addopts); the tests of each shared server run one after another on one
+    worker (`--dist loadgroup`), as they would in a single process, since
+    each empties or reads that server's state as its own."""
+    for item in items:
+        for mark in SHARED_SERVERS:
+            if item.get_closest_marker(mark) is not None:
+                item.add_marker(pytest.mark.xdist_group(mark))
+                break
 
 
 @pytest.fixture
