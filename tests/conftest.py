@@ -8,6 +8,7 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,6 +54,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     each). compileall writes it whatever that variable says."""
     if not hasattr(session.config, "workerinput"):  # xdist's controller, or no xdist
         compileall.compile_dir(ROOT / "netbox_chat", quiet=2)
+
+
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist's controller: the terminal size its environment gives, if any."""
+    node.workerinput["terminal_size"] = {k: os.environ[k] for k in TERMINAL_SIZE if k in os.environ}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """An xdist worker starts with COLUMNS=80 and LINES=24 in its environment,
+    which every CLI process a test starts on a pty would take over the pty's
+    own size: the worker gets the controller's instead (usually none)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        for key in TERMINAL_SIZE:
+            os.environ.pop(key, None)
+        os.environ.update(workerinput["terminal_size"])
 
 
 SHARED_SERVERS = ("postgres", "live")
