@@ -76,23 +76,6 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.update(workerinput["terminal_size"])
 
 
-SHARED_SERVERS = ("postgres", "live")
-"""The marks of tests that share one server's state: the PostgreSQL test
-database (emptied by each test) and the live NetBox."""
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The suite runs on several xdist workers at once (pyproject.toml's
-    addopts); the tests of each shared server run one after another on one
-    worker (`--dist loadgroup`), as they would in a single process, since
-    each empties or reads that server's state as its own."""
-    for item in items:
-        for mark in SHARED_SERVERS:
-            if item.get_closest_marker(mark) is not None:
-                item.add_marker(pytest.mark.xdist_group(mark))
-                break
-
-
 @pytest.fixture
 def ollama(request: pytest.FixtureRequest) -> Iterator[ScriptedOllama]:
     """The scripted model server: Ollama's API, or a dialect of /v1 (above)."""
