@@ -1,0 +1,92 @@
+"""The grounding check measured on crafted answers (issue 38, item 6): wrong answers
+whose every name and number is in NetBox's replies are marked, right answers in every
+shape are not, inventions always are. The corpus and the measure are in
+tests/doubles/claims_corpus.py; `python -m tests.doubles.claims_corpus --table`
+prints the figures docs/grounding.md shows."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tests.doubles.claims_corpus import (
+    CALLS,
+    CASES,
+    INVENTED,
+    RIGHT,
+    WRONG,
+    Case,
+    Share,
+    double_replies,
+    loose_tokens,
+    measure,
+    table,
+)
+
+
+@pytest.fixture(scope="module")
+def replies() -> dict[str, Any]:
+    return double_replies()
+
+
+def _held(corpus: list[Case], replies: dict[str, Any], calls: dict[str, Any]) -> None:
+    """The corpus is what it says: every reply is NetBox's data (no refusal), every
+    wrong answer only uses names and numbers the replies hold, every invention uses
+    one they do not (or makes no call at all)."""
+    for key in {key for case in corpus for key in case.calls}:
+        assert key in calls, key
+        assert not isinstance(replies[key], str), (key, replies[key])  # "Error: ..."
+    for case in corpus:
+        held = [replies[key] for key in case.calls]
+        if case.kind in WRONG:
+            assert loose_tokens(case.answer, held) == [], case
+        elif case.kind == "invented":
+            assert case.calls and loose_tokens(case.answer, held, words=True), case
+        elif case.kind == "no_call":
+            assert not case.calls, case
+
+
+def _done_when(figures: dict[str, Share]) -> None:
+    """The issue's "Done when": wrong answers >= 95 % marked ungrounded or unchecked and
+    >= 80 % ungrounded; right answers <= 2 % with an ungrounded claim and <= 10 % with an
+    unchecked one; inventions 100 %; the check never raises."""
+    wrong, right, invented = figures["wrong"], figures[RIGHT], figures["inventions"]
+    shown = "\n" + table(figures)
+    assert wrong.marked >= 0.95 * wrong.n, shown
+    assert wrong.ungrounded >= 0.80 * wrong.n, shown
+    assert right.ungrounded <= 0.02 * right.n, shown
+    assert right.unchecked <= 0.10 * right.n, shown
+    assert invented.ungrounded == invented.n, shown
+    assert sum(s.errors for key, s in figures.items() if key in (RIGHT, *WRONG, *INVENTED)) == 0
+
+
+def test_the_corpus_has_every_kind_in_the_numbers_the_issue_asks() -> None:
+    kinds = Counter(case.kind for case in CASES)
+    assert len(CASES) >= 150
+    assert kinds[RIGHT] >= 60
+    assert sum(kinds[k] for k in WRONG) >= 90
+    assert all(kinds[k] >= 10 for k in WRONG), kinds
+    assert all(kinds[k] >= 5 for k in INVENTED), kinds
+    assert len(set(CASES)) == len(CASES)  # no case twice
+
+
+def test_wrong_answers_use_only_what_the_replies_hold(replies: dict[str, Any]) -> None:
+    _held(CASES, replies, CALLS)
+
+
+def test_the_table_shows_every_kind(replies: dict[str, Any]) -> None:
+    figures = measure(CASES, replies, CALLS)
+    shown = table(figures)
+    assert all(label in shown for label in [*WRONG.values(), *INVENTED.values()]), shown
+    counted = {k: s.n for k, s in figures.items()}
+    assert counted["wrong"] == sum(counted[k] for k in WRONG)
+    assert counted[RIGHT] + counted["wrong"] + counted["inventions"] == len(CASES)
+
+
+# Today's check (main) fails these thresholds: docs/grounding.md shows by how much.
+# xfail on the corpus branch only; the integrator removes it when wip/facts lands.
+@pytest.mark.xfail(strict=False, reason="issue 38: the rebuilt check (wip/facts) meets them")
+def test_the_check_meets_the_issue_thresholds_on_the_double(replies: dict[str, Any]) -> None:
+    _done_when(measure(CASES, replies, CALLS))
