@@ -30,6 +30,7 @@ import netbox_chat.claims as claims
 from netbox_chat.netbox import NetBoxClient
 from netbox_chat.netbox.object_types import shipped_table
 from netbox_chat.netbox.tools import build_netbox_tools
+from tests.doubles import live_netbox
 from tests.doubles.netbox_double import COLUMBUS, DATA, NetBoxDouble, _interface, _ref
 
 # ------------------------------------------------------------------ kinds
@@ -544,6 +545,143 @@ def _all(
 
 CASES = _all(RIGHT_CASES, WRONG_CASES, INVENTED_CASES)
 
+# ------------------------------------------------------------------ the live tier's cases
+
+# On the real NetBox's seeded data (scripts/netbox_seed.py): no changelog (it grows with
+# every seeding), ids only where the seed fixes them; `loose_tokens` catches a drift.
+LIVE_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "devices": _get("dcim.device"),  # 11 devices, a page of 10
+    "akron": _get("dcim.device", site="dm-akron"),
+    "offline": _get("dcim.device", status="offline"),
+    "sites": _get("dcim.site"),
+    "akron_vlans": _get("ipam.vlan", site="dm-akron"),
+    "vlans": _get("ipam.vlan"),
+    "prefixes": _get("ipam.prefix"),
+    "ips": _get("ipam.ipaddress"),  # 11 addresses, a page of 10
+    "if_sw01": _get("dcim.interface", device="dmi01-akron-sw01"),
+    "if_rtr01": _get("dcim.interface", device="dmi01-akron-rtr01"),
+    "circuits": _get("circuits.circuit"),
+    "types": _get("dcim.devicetype"),
+    "platforms": _get("dcim.platform"),
+    "tenants": _get("tenancy.tenant"),
+}
+_Q_OFFLINE = "Which devices are offline?"
+_Q_SW01_GI2 = "Is GigabitEthernet1/0/2 on dmi01-akron-sw01 cabled?"
+
+LIVE_RIGHT = [
+    (_Q_AKRON, "akron",
+     "DM-Akron has 5 devices: dmi01-akron-fw01, dmi01-akron-rtr01, dmi01-akron-sw01, "
+     "dmi01-akron-sw02 and dmi01-akron-sw03."),
+    (_Q_OFFLINE, "offline",
+     "Three devices are offline: dmi01-akron-sw02, dmi01-akron-sw03 and dmi01-columbus-sw02."),
+    ("What is the status of dmi01-akron-fw01?", "akron",
+     "The firewall dmi01-akron-fw01 is in status failed."),
+    (_Q_VLANS, "akron_vlans", "1. VLAN 100 (USERS) 2. VLAN 200 (VOICE) 3. VLAN 300 (MGMT)"),
+    ("What is the status of the MGMT VLANs?", "vlans",
+     "MGMT (300) is reserved at DM-Columbus but active at DM-Akron."),
+    ("Tell me about DM-Cleveland.", "sites",
+     "DM-Cleveland is decommissioning and belongs to Globex."),
+    ("How many devices are there?", "devices", "NetBox has 11 devices."),
+    ("Which addresses are not active?", "ips",
+     'Of the 11 IP addresses, 10.10.100.250/24 is reserved ("unassigned") and '
+     '10.10.100.251/24 is deprecated ("old gateway") among the first 10.'),
+    (_Q_SW01_GI2, "if_sw01", "No, GigabitEthernet1/0/2 on dmi01-akron-sw01 has no cable and is disabled."),
+    ("Which port is dmi01-akron-sw01's uplink?", "if_sw01",
+     "GigabitEthernet1/0/1 is the uplink: a tagged port, untagged VLAN MGMT (300), on cable #1."),
+    ("Which circuits are active?", "circuits",
+     "LUM-1002 is planned, for Globex; LUM-1001 and ZAY-2001 are active."),
+    ("How many C9300-48P are there?", "types", "Seven devices are C9300-48P switches."),
+    ("Does any device run NX-OS?", "platforms", "No device runs NX-OS."),
+    ("What is 10.10.30.0/24 for?", "prefixes",
+     "10.10.30.0/24 is reserved; its description is Akron future."),
+    ("Which prefix do Akron's users have?", "prefixes",
+     "The Akron users prefix is 10.10.100.0/24, on VLAN USERS (100)."),
+    ("Which tenants are there?", "tenants", "The tenants are Acme and Globex."),
+    ("List the sites.", "sites",
+     "| Site | Status | Tenant |\n|---|---|---|\n| DM-Akron | active | Acme |\n"
+     "| DM-Cleveland | decommissioning | Globex |\n| DM-Columbus | active | Acme |\n"
+     "| DM-Dayton | planned | Globex |"),
+    ("How many Akron devices are offline?", "akron", "Two of the five Akron devices are offline."),
+    ("How many VLANs are there?", "vlans",
+     "There are six VLANs; DM-Dayton's USERS (100) is deprecated."),
+    ("Is GigabitEthernet1/0/2 on dmi01-akron-rtr01 cabled?", "if_rtr01",
+     "Yes, GigabitEthernet1/0/2 on dmi01-akron-rtr01 is on cable #1, though disabled."),
+]  # fmt: skip
+
+LIVE_WRONG = {
+    "other_row": [
+        (_Q_AKRON, "akron", "dmi01-akron-rtr01 is a Firewall."),
+        ("What does dmi01-akron-sw01 run?", "akron", "dmi01-akron-sw01 runs Junos."),
+        ("Who owns DM-Columbus?", "sites", "DM-Columbus belongs to Globex."),
+        ("What is VLAN 200 at DM-Akron called?", "akron_vlans", "VLAN 200 is named MGMT."),
+        ("Who provides ZAY-2001?", "circuits", "ZAY-2001 is provided by Lumen."),
+        ("Which VLAN is 10.10.200.0/24 on?", "prefixes", "10.10.200.0/24 is on VLAN USERS (100)."),
+    ],
+    "other_status": [
+        ("What is the status of dmi01-akron-fw01?", "akron", "dmi01-akron-fw01 is offline."),
+        ("What is DM-Dayton's status?", "sites", "DM-Dayton is decommissioning."),
+        ("What is the status of MGMT at DM-Columbus?", "vlans",
+         "MGMT (300) at DM-Columbus is active."),
+        ("Is LUM-1002 in service?", "circuits", "LUM-1002 is active."),
+        (_Q_AKRON, "akron", "dmi01-akron-rtr01 is offline."),
+    ],
+    "other_meaning": [
+        ("How tall is a C9300-48P?", "types", "A C9300-48P is 7 U tall."),
+        ("How tall is an SRX345?", "types", "The SRX345 is 3 U high."),
+        ("Which VLAN is VOICE?", "akron_vlans", "VOICE is VLAN 2."),
+        ("Which VLAN is USERS at DM-Akron?", "akron_vlans", "USERS at DM-Akron is VLAN 1."),
+        ("How many devices run IOS-XE?", "platforms", "IOS-XE runs on 1 device."),
+    ],
+    "other_set": [
+        ("How many devices are there?", "devices", "There are 10 devices."),
+        ("How many IP addresses are there?", "ips", "There are 10 IP addresses."),
+        ("How many VLANs are there in NetBox?", "akron_vlans", "There are 3 VLANs in total."),
+        ("How many devices at DM-Akron are offline?", "offline",
+         "DM-Akron has 3 offline devices."),
+        ("How many VLANs does DM-Akron have?", "vlans", "DM-Akron has 6 VLANs."),
+    ],
+    "one_off": [
+        (_Q_OFFLINE, "offline",
+         "The offline devices are dmi01-akron-sw02 and dmi01-akron-sw03."),
+        (_Q_VLANS, "akron_vlans", "1. VLAN 100 2. VLAN 200"),
+        ("Which tenants are there?", "tenants", "The only tenant is Acme."),
+        ("Which circuits does Lumen provide?", "circuits",
+         "Lumen's circuits are LUM-1001, LUM-1002 and ZAY-2001."),
+        ("Which Akron devices are offline?", "offline",
+         "The offline devices at DM-Akron are dmi01-akron-sw02, dmi01-akron-sw03 and "
+         "dmi01-columbus-sw02."),
+    ],
+    "flipped": [
+        (_Q_SW01_GI2, "if_sw01", "Yes, GigabitEthernet1/0/2 on dmi01-akron-sw01 is cabled."),
+        ("Is GigabitEthernet1/0/1 on dmi01-akron-rtr01 cabled?", "if_rtr01",
+         "No, GigabitEthernet1/0/1 on dmi01-akron-rtr01 has no cable."),
+        ("Does any device run NX-OS?", "platforms", "Yes, NX-OS runs on some devices."),
+        ("Are all devices at DM-Akron active?", "akron", "Yes, all devices at DM-Akron are active."),
+        ("Is anything at DM-Columbus offline?", "offline", "No device at DM-Columbus is offline."),
+    ],
+}  # fmt: skip
+
+LIVE_INVENTED = {
+    "invented": [
+        ("How many devices are at DM-Akron?", "akron", "DM-Akron has 6 devices."),
+        ("What is DM-Toledo's status?", "sites", "DM-Toledo is active."),
+        ("Which VLAN is GUEST?", "akron_vlans", "VLAN 400 is GUEST."),
+    ],
+    "no_call": [
+        ("Is dmi01-akron-sw02 offline?", "", "Yes, dmi01-akron-sw02 is offline."),
+        ("How many VLANs are at DM-Akron?", "", "DM-Akron has 3 VLANs: USERS, VOICE and MGMT."),
+    ],
+}  # fmt: skip
+
+LIVE_CASES = _all(LIVE_RIGHT, LIVE_WRONG, LIVE_INVENTED)
+
+
+def live_replies() -> dict[str, Any]:
+    """The replies of LIVE_CALLS from the real NetBox of the live tier (its own filter
+    table, as the product reads it)."""
+    return asyncio.run(fetch(live_netbox.URL, live_netbox.TOKEN, LIVE_CALLS, pinned=False))
+
+
 # ------------------------------------------------------------------ the measure
 
 _CALL = getattr(claims, "Call", None)  # the rebuilt check's Call (issue 38); plain payloads before
@@ -671,8 +809,11 @@ def table(figures: Mapping[str, Share]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table", action="store_true", help="print the Markdown table")
+    parser.add_argument("--live", action="store_true", help="the live cases, on NETBOX_URL")
     args = parser.parse_args(argv)
     corpus, calls, replies = CASES, CALLS, double_replies()
+    if args.live:
+        corpus, calls, replies = LIVE_CASES, LIVE_CALLS, live_replies()
     figures = measure(corpus, replies, calls)
     print(table(figures) if args.table else figures)
 
