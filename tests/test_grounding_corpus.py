@@ -7,6 +7,7 @@ prints the figures docs/grounding.md shows."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -100,6 +101,12 @@ def test_the_table_shows_every_kind(replies: dict[str, Any]) -> None:
     counted = {k: s.n for k, s in figures.items()}
     assert counted["wrong"] == sum(counted[k] for k in WRONG)
     assert counted[RIGHT] + counted["wrong"] + counted["inventions"] == len(CASES)
+
+
+def test_the_docs_show_the_shares_measured_on_the_double(replies: dict[str, Any]) -> None:
+    page = (Path(__file__).parent.parent / "docs" / "grounding.md").read_text()
+    shown = table(measure(CASES, replies, CALLS))
+    assert shown in page, f"docs/grounding.md should show the table measured today:\n{shown}"
 
 
 # Today's check (main) fails these thresholds: docs/grounding.md shows by how much.

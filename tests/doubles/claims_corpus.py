@@ -362,6 +362,34 @@ RIGHT_CASES = [
     ("How many prefixes are active?", "prefixes", "Of the 3 prefixes, 2 are active."),
     ("Who is ZAY-2001's tenant?", "circuits", "ZAY-2001 has no tenant."),
     ("How many power feeds are there?", "feeds", "There are two power feeds."),
+    # Markdown dressing: bold, code spans, headings, dashes, an empty cell
+    (_Q_AKRON, "akron",
+     "**3** devices:\n\n1. `dmi01-akron-sw01` — active\n2. `dmi01-akron-sw02` — offline\n"
+     "3. `dmi01-akron-rtr01` — active"),
+    ("Summarise DM-Columbus.", "columbus",
+     "### DM-Columbus\n\n- **Devices:** 2\n- **Switch:** dmi01-columbus-sw01 (tenant Initech, "
+     "rack R201)\n- **Router:** core-sw"),
+    ("List the prefixes.", "prefixes",
+     "| ID | Prefix | VRF | Status |\n|---|---|---|---|\n| 1 | 10.0.0.0/24 | Blue | active |\n"
+     "| 2 | 10.1.0.0/24 | — | active |\n| 3 | 192.168.0.0/24 | Blue | reserved |"),
+    ("What VLAN is Gi0/0/0 in?", "gi000", "Gi0/0/0 is an access port in VLAN 300 (servers)."),
+    ("Which VRF has no RD?", "vrfs", "VRF Red has no route distinguisher."),
+    ("Is ZAY-2001 planned?", "circuits", "Yes, ZAY-2001 is planned."),
+    ("Is dmi01-akron-sw01 offline?", "sw01", "No, dmi01-akron-sw01 is active."),
+    ("Are all power feeds active?", "feeds", "Yes, all power feeds are active."),
+    ("Does Initech own any VLAN?", "vlans", "Yes, one: VLAN 300 (servers)."),
+    ("How many interfaces does dmi01-columbus-sw01 have?", "if_cs5",
+     "There are fifteen interfaces on dmi01-columbus-sw01 (5 shown)."),
+    ("What happened to DM-Dayton?", "changes",
+     "On 2026-01-02 admin changed DM-Dayton's status from active to offline."),
+    ("Which VMs have no tenant?", "vms", "Only vm-db01 has no tenant."),
+    ("Which interface is the uplink on dmi01-columbus-sw01?", "if_cs",
+     'Gi0/0/0 is the uplink (description "uplink to core-sw"); it has no cable.'),
+    ("Are all sites active?", "sites",
+     "No: DM-Akron and DM-Columbus are active, DM-Dayton is planned and DM-Butte is staged."),
+    ("What is eth0 on dmi01-akron-sw01 connected to?", "if_sw01",
+     "eth0 is cabled (cable #1) to ge-0/0/0."),
+    ("How many tenants are there?", "tenants", "Two."),
 ]  # fmt: skip
 
 WRONG_CASES = {
@@ -392,6 +420,12 @@ WRONG_CASES = {
         ("What is dmi01-akron-sw01's primary IP?", "devices",
          "dmi01-akron-sw01's primary IP is 10.1.0.1/24."),
         ("Where is R201?", "racks", "R201 is at DM-Akron."),
+        ("Which racks are the Akron devices in?", "akron",
+         "| Name | Rack |\n|---|---|\n| dmi01-akron-sw01 | R101 |\n| dmi01-akron-rtr01 | R101 |"),
+        ("What do the Akron devices run?", "akron",
+         "- dmi01-akron-sw01: IOS-XE\n- dmi01-akron-rtr01: IOS-XE"),
+        ("Where does ZAY-2001 end?", "terms", "LUM-1001's Z side lands on Zayo MPLS."),
+        ("When was DM-Butte created?", "changes", "DM-Butte was created on 2026-01-04."),
     ],
     "other_status": [
         (_Q_AKRON, "akron", "dmi01-akron-sw01 is offline."),
@@ -413,6 +447,10 @@ WRONG_CASES = {
         ("Which Akron devices are down?", "akron",
          "dmi01-akron-rtr01 is offline, like dmi01-akron-sw02."),
         ("What is DM-Columbus's status?", "sites", "DM-Columbus is staged."),
+        ("What is the status of the Akron devices?", "akron", "**dmi01-akron-sw02** is `active`."),
+        ("What is the status of the prefixes?", "prefixes",
+         "1. 10.0.0.0/24 — active\n2. 10.1.0.0/24 — reserved\n3. 192.168.0.0/24 — reserved"),
+        ("Which sites are active?", "sites", "DM-Akron, DM-Columbus and DM-Butte are active."),
     ],
     "other_meaning": [
         ("How many racks does DM-Akron have?", "akron_racks", "DM-Akron has 46 racks."),
@@ -434,6 +472,8 @@ WRONG_CASES = {
         ("How many devices does Initech have?", "tenants", "Initech has 2 devices."),
         ("How many changes did jhalpert make?", "changes5", "jhalpert made 12 changes."),
         ("What is DM-Dayton's facility?", "sites", "DM-Dayton's facility code is 2027."),
+        ("How many devices does DM-Columbus have?", "columbus", "DM-Columbus has 4 devices."),
+        ("How many VMs does akron-vmw run?", "vms", "akron-vmw runs 1 VM."),
     ],
     "other_set": [
         ("How many interfaces does dmi01-columbus-sw01 have?", "if_cs5",
@@ -460,6 +500,8 @@ WRONG_CASES = {
         ("Search for akron.", "search", "The search for akron found 1 device."),
         ("How many interfaces do the two switches have?", "if_sw01 if_cs5",
          "Together dmi01-akron-sw01 and dmi01-columbus-sw01 have 7 interfaces."),
+        ("How many changes did jhalpert make?", "changes5", "jhalpert made 5 changes."),
+        ("How many VLANs does DM-Columbus have?", "vlans", "DM-Columbus has 5 VLANs."),
     ],
     "one_off": [
         (_Q_AKRON, "akron", "The devices at DM-Akron are dmi01-akron-sw01 and dmi01-akron-sw02."),
@@ -487,6 +529,9 @@ WRONG_CASES = {
          "Lumen's circuits are LUM-1001 and ZAY-2001."),
         ("Which prefixes are in VRF Blue?", "prefixes",
          "VRF Blue holds 10.0.0.0/24, 10.1.0.0/24 and 192.168.0.0/24."),
+        ("Which VLANs does eth0 on dmi01-akron-sw01 carry?", "if_sw01",
+         "eth0 carries VLAN 100 (mgmt) only."),
+        ("Who made changes?", "changes", "admin and jhalpert made the changes."),
     ],
     "flipped": [
         (_Q_GI, "gi000", "Yes, Gi0/0/0 has a cable."),
@@ -510,6 +555,10 @@ WRONG_CASES = {
         ("Is there a router at DM-Columbus?", "columbus",
          "No, there is no router at DM-Columbus."),
         ("Is DM-Dayton planned?", "sites", "No, DM-Dayton is not planned."),
+        ("Is eth0 on dmi01-columbus-sw01 enabled?", "if_cs5",
+         "Yes, eth0 on dmi01-columbus-sw01 is enabled."),
+        ("Does dmi01-akron-rtr01 have a tenant?", "rtr01", "No, dmi01-akron-rtr01 has no tenant."),
+        ("Is dmi01-akron-sw02 in a rack?", "sw02", "No, dmi01-akron-sw02 is not in a rack."),
     ],
 }  # fmt: skip
 
@@ -524,6 +573,8 @@ INVENTED_CASES = {
         ("What addresses are reserved?", "ips", "10.0.0.3/24 is reserved."),
         ("How many devices are there?", "devices", "There are 12 devices."),
         ("Which racks are at DM-Akron?", "racks", "R102 is at DM-Akron."),
+        ("What is the MTU of eth0?", "if_sw01", "eth0 has an MTU of 9000."),
+        ("Who created DM-Butte?", "changes", "DM-Butte was created by Michael Scott."),
     ],
     "no_call": [
         ("Is dmi01-akron-sw02 offline?", "", "Yes, dmi01-akron-sw02 is offline."),
@@ -531,6 +582,7 @@ INVENTED_CASES = {
         (_Q_VLANS, "", "DM-Akron has VLANs 100, 200 and 400."),
         (_Q_GI, "", "No, Gi0/0/0 has no cable."),
         ("Which site is BUT?", "", "BUT is the facility code of DM-Butte."),
+        ("Which VRF has RD 65000:1?", "", "VRF Blue has the route distinguisher 65000:1."),
     ],
 }  # fmt: skip
 
