@@ -13,7 +13,8 @@ hard, and `loose_tokens` lets the tests hold the corpus to it.
     .venv/bin/python -m tests.doubles.claims_corpus --table          # the double
     .venv/bin/python -m tests.doubles.claims_corpus --table --live   # NETBOX_URL/TOKEN
 
-prints the Markdown table docs/grounding.md shows.
+prints the Markdown table docs/grounding.md shows; `--misses` lists the cases the
+check got wrong, with the claims it read.
 """
 
 from __future__ import annotations
@@ -858,16 +859,42 @@ def table(figures: Mapping[str, Share]) -> str:
     return "\n".join(lines)
 
 
+def misses(
+    corpus: Sequence[Case], replies: Mapping[str, Any], calls: Mapping[str, tuple[str, Any]]
+) -> list[str]:
+    """One line per case the check got wrong (a wrong answer or invention left
+    unmarked, a right answer marked or unchecked) with the claims it read: what to
+    look at when a share falls short."""
+    lines = []
+    for case in corpus:
+        outcome = judge(case, replies, calls)
+        missed = outcome.ungrounded or outcome.unchecked or bool(outcome.error)
+        if case.kind != RIGHT:
+            missed = not (outcome.ungrounded or (case.kind in WRONG and outcome.unchecked))
+        if missed:
+            read = outcome.error or [
+                (c.text, c.status)
+                for c in claims.check(
+                    case.answer, evidence(case, replies, calls), given=case.question
+                ).all
+            ]
+            lines.append(f"{case.kind}: {case.answer!r} <- {case.question!r}: {read}")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table", action="store_true", help="print the Markdown table")
     parser.add_argument("--live", action="store_true", help="the live cases, on NETBOX_URL")
+    parser.add_argument("--misses", action="store_true", help="list the cases the check got wrong")
     args = parser.parse_args(argv)
     corpus, calls, replies = CASES, CALLS, double_replies()
     if args.live:
         corpus, calls, replies = LIVE_CASES, LIVE_CALLS, live_replies()
-    figures = measure(corpus, replies, calls)
-    print(table(figures) if args.table else figures)
+    if args.misses:
+        print("\n".join(misses(corpus, replies, calls)))
+    if args.table or not args.misses:
+        print(table(measure(corpus, replies, calls)))
 
 
 if __name__ == "__main__":
