@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -101,6 +102,36 @@ def test_the_table_shows_every_kind(replies: dict[str, Any]) -> None:
     counted = {k: s.n for k, s in figures.items()}
     assert counted["wrong"] == sum(counted[k] for k in WRONG)
     assert counted[RIGHT] + counted["wrong"] + counted["inventions"] == len(CASES)
+
+
+def _verdict(ungrounded: bool = False, unchecked: bool = False) -> SimpleNamespace:
+    return SimpleNamespace(ungrounded=["x"] * ungrounded, unchecked=["x"] * unchecked,
+                           without_netbox=False)  # fmt: skip
+
+
+def test_the_thresholds_pass_a_check_that_knows_and_fail_one_that_guesses(
+    replies: dict[str, Any],
+) -> None:
+    """The measure itself: a check that marks exactly the wrong answers and inventions
+    meets the thresholds; one that marks everything, nothing, everything unchecked, or
+    raises, does not."""
+    kinds = {(c.question, c.answer, bool(c.calls)): c.kind for c in CASES}
+
+    def knows(answer: str, calls: list[Any], *, given: str) -> SimpleNamespace:
+        return _verdict(ungrounded=kinds[(given, answer, bool(calls))] != RIGHT)
+
+    def raises(answer: str, calls: list[Any], *, given: str) -> SimpleNamespace:
+        raise ValueError("substring not found")
+
+    _done_when(measure(CASES, replies, CALLS, knows))
+    for guess in (
+        lambda *_, **__: _verdict(ungrounded=True),
+        lambda *_, **__: _verdict(),
+        lambda *_, **__: _verdict(unchecked=True),
+        raises,
+    ):
+        with pytest.raises(AssertionError):
+            _done_when(measure(CASES, replies, CALLS, guess))
 
 
 def test_the_docs_show_the_shares_measured_on_the_double(replies: dict[str, Any]) -> None:

@@ -23,7 +23,7 @@ import argparse
 import asyncio
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -787,9 +787,17 @@ class Outcome:
     error: str = ""
 
 
-def judge(case: Case, replies: Mapping[str, Any], calls: Mapping[str, tuple[str, Any]]) -> Outcome:
+Check = Callable[..., Any]  # check(answer, calls, *, given) -> Grounding
+
+
+def judge(
+    case: Case,
+    replies: Mapping[str, Any],
+    calls: Mapping[str, tuple[str, Any]],
+    check: Check = claims.check,
+) -> Outcome:
     try:
-        g = claims.check(case.answer, evidence(case, replies, calls), given=case.question)
+        g = check(case.answer, evidence(case, replies, calls), given=case.question)
     except Exception as e:  # today's check can raise (issue 38): counted, never hidden
         return Outcome(case, False, False, f"{type(e).__name__}: {e}")
     return Outcome(case, bool(g.ungrounded) or g.without_netbox, bool(getattr(g, "unchecked", ())))
@@ -820,10 +828,14 @@ def share(outcomes: Sequence[Outcome]) -> Share:
 
 
 def measure(
-    corpus: Sequence[Case], replies: Mapping[str, Any], calls: Mapping[str, tuple[str, Any]]
+    corpus: Sequence[Case],
+    replies: Mapping[str, Any],
+    calls: Mapping[str, tuple[str, Any]],
+    check: Check = claims.check,
 ) -> dict[str, Share]:
-    """Shares per kind, plus "wrong" (the six kinds together) and "inventions"."""
-    outcomes = [judge(case, replies, calls) for case in corpus]
+    """Shares per kind, plus "wrong" (the six kinds together) and "inventions"; of
+    the product's check, or of another (the tests measure the measure)."""
+    outcomes = [judge(case, replies, calls, check) for case in corpus]
     by = {kind: share([o for o in outcomes if o.case.kind == kind]) for kind in KINDS}
     by["wrong"] = share([o for o in outcomes if o.case.kind in WRONG])
     by["inventions"] = share([o for o in outcomes if o.case.kind in INVENTED])
