@@ -503,6 +503,11 @@ WRONG_CASES = {
          "Together dmi01-akron-sw01 and dmi01-columbus-sw01 have 7 interfaces."),
         ("How many changes did jhalpert make?", "changes5", "jhalpert made 5 changes."),
         ("How many VLANs does DM-Columbus have?", "vlans", "DM-Columbus has 5 VLANs."),
+        ("How many devices are there?", "devices2", "NetBox has two devices."),
+        ("How many interfaces does dmi01-columbus-sw01 have?", "if_cs5",
+         "It has five interfaces."),
+        ("How many racks does DM-Columbus have?", "akron_racks racks",
+         "DM-Columbus has two racks."),
     ],
     "one_off": [
         (_Q_AKRON, "akron", "The devices at DM-Akron are dmi01-akron-sw01 and dmi01-akron-sw02."),
@@ -692,6 +697,7 @@ LIVE_WRONG = {
         ("How many devices at DM-Akron are offline?", "offline",
          "DM-Akron has 3 offline devices."),
         ("How many VLANs does DM-Akron have?", "vlans", "DM-Akron has 6 VLANs."),
+        ("How many devices are there?", "devices", "NetBox has ten devices."),
     ],
     "one_off": [
         (_Q_OFFLINE, "offline",
