@@ -664,6 +664,14 @@ LIVE_RIGHT = [
      "There are six VLANs; DM-Dayton's USERS (100) is deprecated."),
     ("Is GigabitEthernet1/0/2 on dmi01-akron-rtr01 cabled?", "if_rtr01",
      "Yes, GigabitEthernet1/0/2 on dmi01-akron-rtr01 is on cable #1, though disabled."),
+    ("What is 10.10.100.251/24?", "ips",
+     '10.10.100.251/24 is deprecated; its description is "old gateway".'),
+    ("Describe the Akron prefixes.", "prefixes",
+     '- 10.10.0.0/16 — container, "Akron supernet"\n- 10.10.100.0/24 — active, "Akron users"\n'
+     '- 10.10.200.0/24 — active, "Akron voice"\n- 10.10.30.0/24 — reserved, "Akron future"'),
+    ("How many ISR4331 are there?", "types", "Three devices are ISR4331 routers."),
+    ("Is dmi01-akron-sw01's uplink enabled?", "if_sw01",
+     "Yes, GigabitEthernet1/0/1 (uplink) is enabled."),
 ]  # fmt: skip
 
 LIVE_WRONG = {
@@ -674,6 +682,7 @@ LIVE_WRONG = {
         ("What is VLAN 200 at DM-Akron called?", "akron_vlans", "VLAN 200 is named MGMT."),
         ("Who provides ZAY-2001?", "circuits", "ZAY-2001 is provided by Lumen."),
         ("Which VLAN is 10.10.200.0/24 on?", "prefixes", "10.10.200.0/24 is on VLAN USERS (100)."),
+        ("What is 10.10.30.0/24 for?", "prefixes", "10.10.30.0/24 is described as Akron voice."),
     ],
     "other_status": [
         ("What is the status of dmi01-akron-fw01?", "akron", "dmi01-akron-fw01 is offline."),
@@ -681,6 +690,7 @@ LIVE_WRONG = {
         ("What is the status of MGMT at DM-Columbus?", "vlans",
          "MGMT (300) at DM-Columbus is active."),
         ("Is LUM-1002 in service?", "circuits", "LUM-1002 is active."),
+        ("What is 10.10.100.251/24's status?", "ips", "10.10.100.251/24 is reserved."),
         (_Q_AKRON, "akron", "dmi01-akron-rtr01 is offline."),
     ],
     "other_meaning": [
@@ -689,6 +699,8 @@ LIVE_WRONG = {
         ("Which VLAN is VOICE?", "akron_vlans", "VOICE is VLAN 2."),
         ("Which VLAN is USERS at DM-Akron?", "akron_vlans", "USERS at DM-Akron is VLAN 1."),
         ("How many devices run IOS-XE?", "platforms", "IOS-XE runs on 1 device."),
+        ("How many interfaces does dmi01-akron-rtr01 have?", "if_rtr01",
+         "dmi01-akron-rtr01 has 12 interfaces."),
     ],
     "other_set": [
         ("How many devices are there?", "devices", "There are 10 devices."),
@@ -706,6 +718,8 @@ LIVE_WRONG = {
         ("Which tenants are there?", "tenants", "The only tenant is Acme."),
         ("Which circuits does Lumen provide?", "circuits",
          "Lumen's circuits are LUM-1001, LUM-1002 and ZAY-2001."),
+        ("Which prefixes are containers?", "prefixes",
+         "The container prefixes are 10.10.0.0/16, 10.20.0.0/16 and 10.30.0.0/24."),
         ("Which Akron devices are offline?", "offline",
          "The offline devices at DM-Akron are dmi01-akron-sw02, dmi01-akron-sw03 and "
          "dmi01-columbus-sw02."),
@@ -717,6 +731,8 @@ LIVE_WRONG = {
         ("Does any device run NX-OS?", "platforms", "Yes, NX-OS runs on some devices."),
         ("Are all devices at DM-Akron active?", "akron", "Yes, all devices at DM-Akron are active."),
         ("Is anything at DM-Columbus offline?", "offline", "No device at DM-Columbus is offline."),
+        ("Is GigabitEthernet1/0/2 on dmi01-akron-rtr01 enabled?", "if_rtr01",
+         "Yes, GigabitEthernet1/0/2 on dmi01-akron-rtr01 is enabled."),
     ],
 }  # fmt: skip
 
