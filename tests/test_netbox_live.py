@@ -36,7 +36,7 @@ from netbox_chat.netbox.schema import derive_table
 from netbox_chat.netbox.tools import DEFAULT_FIELDS, build_netbox_tools
 from netbox_chat.netbox.validation import FilterRejected, build_params, check_ordering
 from tests.doubles.filter_tables import CUSTOM, CUSTOM_IGNORED, DEVICE_UPDATES, HONOURED, IGNORED
-from tests.doubles.live_netbox import TOKEN, URL, _need_a_real_netbox, auth
+from tests.doubles.live_netbox import TOKEN, URL, Counting, _need_a_real_netbox, auth
 from tests.drive.runner import invoke
 
 __all__ = ["_need_a_real_netbox"]  # its autouse fixture skips (or fails in CI) without NetBox
@@ -70,21 +70,6 @@ def raw_ids(path: str, params: Sequence[tuple[str, str]] = ()) -> list[int]:
     r = raw(path, [*params, ("limit", "1000"), ("brief", "true")])
     assert r.status_code == 200, r.text[:300]
     return [o["id"] for o in r.json()["results"]]
-
-
-class Counting(httpx.AsyncBaseTransport):
-    """The real transport, counting what goes out."""
-
-    def __init__(self) -> None:
-        self.inner = httpx.AsyncHTTPTransport()
-        self.sent: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.sent.append(request)
-        return await self.inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 async def call(tool: str, args: dict[str, Any], **client_kw: Any) -> tuple[str, Counting]:
