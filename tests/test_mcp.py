@@ -26,7 +26,7 @@ from tests.conftest import TEST_TOKEN
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.network import closed_port_number
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
-from tests.drive.process import cli, start
+from tests.drive.process import cli, python, start
 
 SECRET = TEST_TOKEN.split(".", 1)[1]
 TOOLS = ["netbox_get_objects", "netbox_get_object_by_id", "netbox_search_objects",
@@ -428,3 +428,20 @@ def test_http_on_loopback_without_a_token_serves_any_local_client(
     with http_serving(netbox, tmp_path) as url:
         assert anyio.run(listed, url) == TOOLS
         assert post(url, INITIALIZE, host="evil.example").status_code == 421
+
+
+def test_without_the_extra_the_command_says_how_to_get_it(
+    netbox: NetBoxDouble, tmp_path: Any
+) -> None:
+    probe = (
+        "import sys\n"
+        "sys.modules['mcp'] = None  # as if the mcp extra were not installed\n"
+        "sys.argv = ['netbox-chat', 'mcp']\n"
+        "from netbox_chat.cli.main import main\n"
+        "main()\n"
+    )
+    done = cli(env_for(netbox, tmp_path), program=python(probe), timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip().endswith(
+        "the MCP server needs the mcp extra: pip install 'netbox-chat[mcp]'"
+    ), done.stderr
