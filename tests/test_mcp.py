@@ -19,6 +19,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from netbox_chat.mcp.replies import MAX_CALLS, MAX_CHARS, MAX_SESSIONS, Call, Replies
 from netbox_chat.mcp.server import MAX_ARGUMENTS, build_server
 from netbox_chat.netbox.client import NetBoxClient
 from netbox_chat.netbox.tools import SCHEMAS, build_netbox_tools
@@ -445,3 +446,26 @@ def test_without_the_extra_the_command_says_how_to_get_it(
     assert done.stderr.strip().endswith(
         "the MCP server needs the mcp extra: pip install 'netbox-chat[mcp]'"
     ), done.stderr
+
+
+def test_the_bearer_token_can_come_from_a_command(netbox: NetBoxDouble, tmp_path: Any) -> None:
+    env = {"NETBOX_CHAT_MCP_TOKEN_COMMAND": f"printf '%s\\n' {BEARER}"}
+    with http_serving(netbox, tmp_path, **env) as url:
+        assert post(url, INITIALIZE).status_code == 401
+        assert post(url, INITIALIZE, authorization=f"Bearer {BEARER}").status_code == 200
+
+
+def test_the_replies_kept_are_bounded_per_session_and_in_sessions() -> None:
+    replies = Replies()
+    for n in range(MAX_CALLS + 50):
+        replies.add("a", Call("netbox_get_objects", {"offset": n}, {"count": n}, 10))
+    kept = replies.of("a")
+    assert len(kept) == MAX_CALLS and kept[0].args == {"offset": 50}  # the oldest went first
+    big = MAX_CHARS // 3 + 1
+    for n in range(4):
+        replies.add("b", Call("netbox_get_objects", {"offset": n}, {}, big))
+    assert [c.args["offset"] for c in replies.of("b")] == [2, 3]  # within MAX_CHARS
+    for n in range(MAX_SESSIONS):
+        replies.add(f"s{n}", Call("netbox_get_objects", {}, {}, 1))
+    assert replies.of("a") == [] and replies.of("b") == []  # the least recently used went
+    assert len(replies.of(f"s{MAX_SESSIONS - 1}")) == 1
