@@ -469,3 +469,36 @@ def test_the_replies_kept_are_bounded_per_session_and_in_sessions() -> None:
         replies.add(f"s{n}", Call("netbox_get_objects", {}, {}, 1))
     assert replies.of("a") == [] and replies.of("b") == []  # the least recently used went
     assert len(replies.of(f"s{MAX_SESSIONS - 1}")) == 1
+
+
+def sse_json(response: httpx2.Response) -> dict[str, Any]:
+    """The JSON-RPC answer in a Streamable HTTP response (JSON, or one SSE event)."""
+    if response.headers.get("content-type", "").startswith("application/json"):
+        return dict(response.json())
+    (data,) = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+    return dict(json.loads(data))
+
+
+def test_a_session_id_sent_on_the_sessionless_wire_reads_no_session(http_server: str) -> None:
+    bearer = {"authorization": f"Bearer {BEARER}"}
+    opened = post(http_server, INITIALIZE, **bearer)
+    sid = opened.headers["mcp-session-id"]
+    legacy = {**bearer, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+    post(http_server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **legacy)
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "netbox_get_objects", "arguments": AKRON}}  # fmt: skip
+    assert sse_json(post(http_server, call, **legacy))["result"]["structuredContent"]["count"] == 3
+
+    async def check_on_the_2026_wire() -> Any:
+        headers = {**bearer, "mcp-session-id": sid}  # that session's id, forged on the new wire
+        transport = streamable_http_client(
+            http_server, http_client=httpx2.AsyncClient(headers=headers)
+        )
+        async with Client(transport, mode="2026-07-28") as c:
+            return await c.call_tool("check_answer", {"answer": MADE_UP})
+
+    refused = anyio.run(check_on_the_2026_wire)
+    assert refused.is_error and "check_answer needs an MCP session" in text_of(refused)
+    check = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+             "params": {"name": "check_answer", "arguments": {"answer": MADE_UP}}}  # fmt: skip
+    assert sse_json(post(http_server, check, **legacy))["result"]["structuredContent"]["calls"] == 1

@@ -20,7 +20,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import Server
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from netbox_chat.netbox.tools import DESCRIPTIONS, SCHEMAS
 
@@ -187,10 +187,13 @@ def _result(text: str, payload: Any) -> types.CallToolResult:
 def session_of(ctx: Any) -> str | None:
     """Which session a request belongs to: its `Mcp-Session-Id` over HTTP, the one
     connection on stdio (or in-process), None for an HTTP request without a
-    session (the 2026-07-28 wire keeps none)."""
+    session. On the 2026-07-28 wire there is none, and a header sent there is
+    not the SDK's checked session id, so it is not read."""
     request = getattr(ctx, "request", None)
     if request is None:
         return STDIO
+    if getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS:
+        return None
     headers = getattr(request, "headers", None)
     return headers.get("mcp-session-id") if headers is not None else None
 
