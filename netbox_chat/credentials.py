@@ -21,12 +21,15 @@ TOKEN_COMMAND_TIMEOUT = 30.0
 _ran: dict[tuple[str, ...], str] = {}
 
 
-def run_token_command(command: tuple[str, ...], profile: str | None) -> str:
+def run_token_command(
+    command: tuple[str, ...], profile: str | None, *, named: str | None = None
+) -> str:
     """The first line of the command's output (like `pass show`, whose first
-    line is the secret), cached for the life of the process."""
+    line is the secret), cached for the life of the process. `named`: what the
+    errors call the command when it is not a profile's (the MCP bearer's)."""
     if command in _ran:
         return _ran[command]
-    named = (
+    named = named or (
         f"token_command of profile {profile}"
         if profile
         else "token_command (top level of the config file)"

@@ -1231,6 +1231,44 @@ def doctor(
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 
 
+@app.command("mcp")
+@chat_options("netbox_url", "profile")
+def mcp_command(
+    http: Annotated[bool, typer.Option("--http", help="Serve Streamable HTTP, not stdio.")] = False,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to listen on with --http; beyond loopback it needs "
+            "NETBOX_CHAT_MCP_TOKEN (or NETBOX_CHAT_MCP_TOKEN_COMMAND).",
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, help="Port to listen on with --http.")
+    ] = 8765,
+    *,
+    chat: ChatOptions,
+) -> None:
+    """Serve the chat's read-only NetBox tools and check_answer to an MCP client
+    (Claude Code, Codex, Cursor, goose, Claude Desktop): over stdio, or
+    Streamable HTTP with --http. Needs the mcp extra (docs/mcp.md)."""
+    try:
+        from netbox_chat.mcp.serve import Reach, bearer_token, serve
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] != "mcp":
+            raise
+        raise UserFacingError(
+            "the MCP server needs the mcp extra: pip install 'netbox-chat[mcp]'"
+        ) from None
+    settings = settings_from(chat, need_token=True)
+    require_netbox(settings)
+    try:
+        token = bearer_token() if http else None
+    except ValueError as exc:
+        raise settings_error(exc) from None
+    serve(settings, Reach(http=http, host=host, port=port), token)
+
+
 @app.command("eval")
 # Its own --model, which takes several, stands for the chat's.
 @chat_options("ollama_url", "provider", "base_url", "netbox_url", "think", "profile", "deadline")

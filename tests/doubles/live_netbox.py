@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+import httpx
 import pytest
 
 URL = os.environ.get("NETBOX_URL", "")
@@ -34,3 +35,18 @@ def need_a_real_netbox() -> None:
 def auth(token: str = TOKEN) -> dict[str, str]:
     scheme = "Bearer" if token.startswith("nbt_") else "Token"
     return {"Authorization": f"{scheme} {token}", "Accept": "application/json"}
+
+
+class Counting(httpx.AsyncBaseTransport):
+    """The real transport, counting what goes out."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.sent: list[httpx.Request] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(request)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
