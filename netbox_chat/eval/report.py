@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from netbox_chat.eval.questions import BUDGETS, KINDS, TIERS, Question
+from netbox_chat.eval.questions import BUDGETS, KINDS, TIERS, Question, build_lines
 from netbox_chat.eval.runfolder import Plan
 from netbox_chat.eval.scoring import score_question
 from netbox_chat.words import count, number
@@ -261,6 +261,8 @@ def summarize(plan: Plan, results: Sequence[dict[str, Any]], *, run: str) -> dic
         "finished": len(ordered),
         "complete": len(ordered) >= expected,
         "expected_results": expected,
+        "left_out": dict(plan.left_out),
+        "absent": dict(plan.absent),
         "floor": constant_floor(plan.questions),
         "models": models,
         "comparisons": pairs,
@@ -329,6 +331,9 @@ def one_line(summary: dict[str, Any]) -> str:
     if highest is not None and floor["answers"][highest]["rate"] is not None:
         rate = floor["answers"][highest]["rate"]
         parts.append(f"a constant {highest!r} would score {100 * rate:.0f} %")
+    left_out = summary.get("left_out") or {}
+    if left_out:
+        parts.append(f"{count(len(left_out), 'template')} left out, a read failed")
     return f"run {summary['run']}: " + "; ".join(parts)
 
 
@@ -371,6 +376,7 @@ def markdown(summary: dict[str, Any]) -> str:
         + ("all in one session" if summary["conversation"] else "each in a new session")
         + f"; {summary['finished']} of {summary['expected_results']} answers finished"
         + ("." if summary["complete"] else " (stopped: --resume to finish)."),
+        *_build_header(summary),
         "",
         "| model | correct | 95 % interval | declined | pass^k | grounded | failed turns |",
         "|---|---|---|---|---|---|---|",
@@ -451,6 +457,16 @@ def markdown(summary: dict[str, Any]) -> str:
             for w in summary["wrong"]
         ]
     return "\n".join(lines) + "\n"
+
+
+def _build_header(summary: dict[str, Any]) -> list[str]:
+    """What the build left out and why, under the header's first line: a run
+    missing templates is not the seed's whole set, and must say so."""
+    lines = build_lines((), {}, summary.get("left_out") or {})
+    absent = summary.get("absent") or {}
+    if absent:
+        lines.append("no data: " + "; ".join(f"{path}: {why}" for path, why in absent.items()))
+    return ["", *(line[0].upper() + line[1:] + "." for line in lines)] if lines else []
 
 
 def _cell(text: str) -> str:
