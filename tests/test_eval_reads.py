@@ -29,6 +29,8 @@ INTERFACE_TEMPLATES = {
     "cable-peer", "cable-circuit", "interface-mode", "untagged-vlan", "interface-vlans",
     # their truth counts interfaces
     "device-interfaces", "cabled-interfaces",
+    # its wrong names are the interfaces
+    "ip-interface",
 }  # fmt: skip
 """The templates that read GET /api/dcim/interfaces/ (questions.py)."""
 
@@ -151,3 +153,24 @@ def test_the_report_header_says_what_was_left_out_and_resume_says_when_data_chan
     assert changed.exit_code == 0, changed.output
     assert "NetBox's data changed since this run was built (dcim/devices)" in changed.stderr
     assert json.loads((run / "run.json").read_text())["questions"] == plan["questions"]
+
+
+def test_limit_asks_n_questions_spread_over_the_templates_the_same_for_the_same_seed(
+    eval_env: dict[str, str], netbox: NetBoxDouble
+) -> None:
+    full, _ = listing(eval_env, "--seed", "2")
+    requests = len(netbox.requests)
+    five, _ = listing(eval_env, "--seed", "2", "--limit", "5")
+    assert len(five["questions"]) == 5
+    assert len({q["template"] for q in five["questions"]}) == 5  # one from each of five
+    assert len(netbox.requests) - requests < requests  # only the templates needed are built
+    again, _ = listing(eval_env, "--seed", "2", "--limit", "5")
+    assert again["questions"] == five["questions"]
+    other, _ = listing(eval_env, "--seed", "9", "--limit", "5")
+    assert other["questions"] != five["questions"]
+    # past the number of templates: a second question of each, then a third
+    templates = {q["template"] for q in full["questions"]}
+    more, _ = listing(eval_env, "--seed", "2", "--limit", str(len(templates) + 3))
+    assert len(more["questions"]) == len(templates) + 3
+    assert {q["template"] for q in more["questions"]} == templates
+    assert all(q in full["questions"] for q in more["questions"])

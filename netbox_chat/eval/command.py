@@ -37,6 +37,7 @@ class EvalOptions:
     models: tuple[str, ...]
     seed: int = 0
     per_template: int = 3
+    limit: int | None = None
     repeat: int = 1
     parallel: int = 1
     conversation: bool = False
@@ -44,6 +45,7 @@ class EvalOptions:
     questions_file: Path | None = None
     list_only: bool = False
     as_json: bool = False
+    show_right: bool = False
     resume: str | None = None
     runs_dir: Path = Path("eval-runs")
 
@@ -65,7 +67,9 @@ def make_questions(
 
     with truth_client(settings) as client:
         started = time.monotonic()
-        built = build_questions(client, seed=options.seed, per_template=options.per_template)
+        built = build_questions(
+            client, seed=options.seed, per_template=options.per_template, limit=options.limit
+        )
         questions = built.questions
         if options.questions_file is not None:
             questions = questions + load_questions(options.questions_file, client)
@@ -154,8 +158,8 @@ def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Consol
     interrupted = _run(folder, plan, settings, err, options.parallel)
     summary = summarize(plan, folder.results(), run=folder.id)
     folder.write("report.json", json.dumps(summary, indent=1, ensure_ascii=False, default=str))
-    text = markdown(summary)
-    folder.write("report.md", text)
+    folder.write("report.md", markdown(summary, show_right=True))  # the whole record
+    text = markdown(summary, show_right=options.show_right)
     if options.as_json:
         print(visible_json(json.dumps(summary, indent=2, ensure_ascii=False, default=str)))
     elif out.is_terminal:

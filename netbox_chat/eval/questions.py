@@ -1,13 +1,14 @@
 """The question set: templates over the user's own data, drawn by seed, with
 the truth computed by the harness's own queries (truth.py).
 
-A template names its tier, answer type and domain and turns the catalog (the
-first page of each object type this NetBox holds) into drafts: a question's
-words, the query that answers it, and the names that would be wrong to give.
-Each template draws with its own seeded generator, so the same seed on the
-same data gives the same questions, and adding a template changes no other
-template's draw. A template whose objects this NetBox does not have yields
-nothing and is skipped.
+A template names its tier, answer type and domain and turns the catalog
+(every object of each type the templates draw from, read whole) into drafts:
+a question's words, the query that answers it, and the names that would be
+wrong to give. Each template draws with its own seeded generator, so the same
+seed on the same data gives the same questions, and adding a template changes
+no other template's draw. A template whose objects this NetBox does not have
+yields nothing and is skipped; one whose read failed is left out whole and
+said so (a slow NetBox is not an empty one).
 """
 
 from __future__ import annotations
@@ -807,7 +808,10 @@ def _ip_interface(cat: Catalog) -> list[Draft]:
     """The interface an address is on; the wrong names are the other interfaces
     that hold an address."""
     interfaces = tuple(
-        sorted({str(n) for a in cat["ipam/ip-addresses"] if (n := dig(a, "assigned_object.name"))})
+        sorted(
+            {str(n) for a in cat["ipam/ip-addresses"] if (n := dig(a, "assigned_object.name"))}
+            | set(names(cat["dcim/interfaces"]))
+        )
     )
     return each(
         [a for a in unique(cat["ipam/ip-addresses"], "address") if _held(a)],
@@ -1300,49 +1304,99 @@ def build_questions(
     seed: int,
     per_template: int = 3,
     catalog: Catalog | None = None,
+    limit: int | None = None,
 ) -> BuildReport:
-    """Draw up to `per_template` instances of every template this NetBox has data for.
-    A template whose reads fail is left out whole (never built from what did come
-    back), so the same seed on the same data draws the same questions, or says
-    which templates it could not."""
+    """Draw up to `per_template` instances of every template this NetBox has data for
+    (with `limit`, N of them spread over the templates: one from each of N
+    templates taken in a seeded order, then a second from each, ...; only the
+    templates needed are built). A template whose reads fail is left out whole
+    (never built from what did come back), so the same seed on the same data
+    draws the same questions, or says which templates it could not. Templates
+    are built `READERS` at once; each object type is read once."""
     calls_before = client.calls
     report = BuildReport()
-    if per_template == 0:
+    if per_template == 0 or limit == 0:
         report.data = data_now(client)  # a file's own questions come from this data too
         return report
     cat = read_catalog(client) if catalog is None else catalog
     if isinstance(cat, CatalogRead):
         report.absent, report.data = dict(cat.absent), cat.fingerprint()
     ids = unnamed_ids(cat)
-    for template in TEMPLATES:
-        try:
-            made = _draw(client, template, cat, ids, seed, per_template)
-        except Unread as exc:
-            report.left_out[template.id] = exc.why
-            continue
-        except NoData as exc:
-            report.absent.setdefault(exc.path, str(exc))
-            made = []
-        except QueryError as exc:  # a truth read that failed after every try
-            report.left_out[template.id] = str(exc)
-            continue
-        report.questions.extend(made)
-        if not made:
-            report.skipped.append(template.id)
+    order = list(TEMPLATES)
+    if limit is not None:
+        random.Random(f"{seed}:limit").shuffle(order)
+    drawn: dict[str, list[Question]] = {}
+    with ThreadPoolExecutor(READERS) as pool:
+        for start in range(0, len(order), READERS):
+            batch = order[start : start + READERS]
+            for template, outcome in zip(
+                batch,
+                pool.map(lambda t: _outcome(client, t, cat, ids, seed, per_template), batch),
+                strict=True,
+            ):
+                if isinstance(outcome, str):
+                    report.left_out[template.id] = outcome
+                    continue
+                made, absent = outcome
+                report.absent.update(absent)
+                drawn[template.id] = made
+                if not made:
+                    report.skipped.append(template.id)
+            if limit is not None and sum(1 for made in drawn.values() if made) >= limit:
+                break  # enough templates for one question from each of `limit`
+    chosen = _spread(order, drawn, limit)
+    index = {t.id: n for n, t in enumerate(TEMPLATES)}
+    report.questions = sorted(chosen, key=lambda q: index[q.template])
+    report.left_out = {t.id: report.left_out[t.id] for t in TEMPLATES if t.id in report.left_out}
+    report.skipped = [t.id for t in TEMPLATES if t.id in report.skipped]
     report.requests = client.calls - calls_before
     return report
 
 
-def _draw(
+def _spread(
+    order: Sequence[Template], drawn: Mapping[str, list[Question]], limit: int | None
+) -> list[Question]:
+    """All the drawn questions, or `limit` of them: the first of each template in
+    `order`, then the second of each, and so on."""
+    if limit is None:
+        return [q for t in order for q in drawn.get(t.id, [])]
+    chosen: list[Question] = []
+    for rank in range(max((len(made) for made in drawn.values()), default=0)):
+        for template in order:
+            made = drawn.get(template.id, [])
+            if rank < len(made) and len(chosen) < limit:
+                chosen.append(made[rank])
+    return chosen
+
+
+def _outcome(
     client: TruthClient,
     template: Template,
     cat: Catalog,
     ids: Mapping[str, str],
     seed: int,
     per_template: int,
+) -> tuple[list[Question], dict[str, str]] | str:
+    """A template's questions, drawn with its own seeded generator, and the
+    types NetBox refused it (no data); or why it is left out (a read failed)."""
+    try:
+        return _draw(client, template, template.drafts(cat), ids, seed, per_template), {}
+    except Unread as exc:
+        return exc.why
+    except NoData as exc:
+        return [], {exc.path: str(exc)}
+    except QueryError as exc:  # a truth read that failed after every try
+        return str(exc)
+
+
+def _draw(
+    client: TruthClient,
+    template: Template,
+    drafts: list[Draft],
+    ids: Mapping[str, str],
+    seed: int,
+    per_template: int,
 ) -> list[Question]:
-    """One template's questions, drawn with its own seeded generator."""
-    drafts = template.drafts(cat)
     rng = random.Random(f"{seed}:{template.id}")
     rng.shuffle(drafts)
     made: list[Question] = []
