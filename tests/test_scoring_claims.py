@@ -183,6 +183,13 @@ SHAPES: list[tuple[str, str, str, Any, list[str], str, Aliases | None, bool]] = 
     ("value", Q_STATE, "dmi01-albany-rtr01 is active.", "active", list(DEVICE_STATUSES), "status",
      None, True),
     ("value", Q_STATE, "Status: active", "active", list(DEVICE_STATUSES), "status", None, True),
+    ("value", "Which site is rack DM-Akron-R1 in?", "DM-Akron", "DM-Akron", SITES, "site", None,
+     True),  # a name the question holds is no echo
+    ("value", "What is on the other end of the cable plugged into interface eth0 of device sw01?",
+     "It goes to ge-0/0/0, which is on dmi01-akron-rtr01.", "dmi01-akron-rtr01",
+     ["dmi01-akron-rtr01", "sw01"], "device", None, True),  # a port on the way, not a subject
+    ("value", "Which device or virtual machine has IP address 10.0.0.9/24?",
+     "Interface ens3 belongs to vm-web01.", "vm-web01", ["vm-web01", "sw01"], "device", None, True),
     ("boolean", Q_MDF, Q_MDF, {"yes": True, "exceptions": []}, ["dmi01-utica-rtr01"], "devices",
      None, False),  # the question, echoed
     ("count", Q_NO_TENANT, "14 devices (of 72 in total) have no tenant.", 14, [], "devices", None,

@@ -532,9 +532,15 @@ def value_subject(
     for t in tokens(answer[low:start]):
         if not _names_something(t.text) or t.key in value_keys or t.key in named:
             continue
-        if _LINK.search(answer[low + t.end : start]):
+        between = answer[low + t.end : start]
+        if _LINK.search(between) and len(between.split()) <= 5 and not _PATH.search(between):
             return t.text
     return None
+
+
+_PATH = re.compile(r"\b(?:to|on|onto|which|that|via|through|behind|towards?|where|with)\b", re.I)
+"""Words that lead from a name on to another object ("ge-0/0/0, which is on
+dmi01-akron-rtr01", "ens3 belongs to vm-web01"): the value is not said of it."""
 
 
 def _names_something(word: str) -> bool:
@@ -821,10 +827,11 @@ def _says_something(sentence: str, names: Sequence[str], aliases: Aliases | None
 
 
 def asks_back(answer: str, question: str) -> bool:
-    """A question back: the answer repeats the question (or part of it, an
-    echo), or every sentence of it is a question."""
+    """A question back: the answer repeats the question (or four words or more
+    of it, an echo: a name the question holds is an answer, "DM-Akron" to
+    "Which site is rack DM-Akron-R1 in?"), or every sentence of it is a question."""
     body = key(plain(answer))
-    if body and len(body) >= 8 and f"-{body}-" in f"-{key(question)}-":
+    if len(tokens(answer)) >= 4 and f"-{body}-" in f"-{key(question)}-":
         return True
     sentences = [
         s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", plain(answer).strip()) if s.strip()
