@@ -14,6 +14,7 @@ imported only for the type checker are written as strings.
 """
 
 import contextlib
+import enum
 import functools
 import gc
 import json
@@ -1269,6 +1270,12 @@ def mcp_command(
     serve(settings, Reach(http=http, host=host, port=port), token)
 
 
+class Shown(enum.StrEnum):
+    """What `eval --show` adds to the report (the wrong answers are always listed)."""
+
+    RIGHT = "right"
+
+
 @app.command("eval")
 # Its own --model, which takes several, stands for the chat's.
 @chat_options("ollama_url", "provider", "base_url", "netbox_url", "think", "profile", "deadline")
@@ -1295,6 +1302,17 @@ def eval_command(
             help="Questions drawn per template (0: only --questions).",
         ),
     ] = 3,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            min=1,
+            max=10_000,
+            help="Ask N of the built questions, spread over the templates (the same N for "
+            "the same seed): a first run in minutes.",
+            show_default=False,
+        ),
+    ] = None,
     repeat: Annotated[int, typer.Option("--repeat", min=1, max=100, help="Ask each N times.")] = 1,
     parallel: Annotated[
         int,
@@ -1322,6 +1340,15 @@ def eval_command(
         bool, typer.Option("--list", help="Print the questions and their truth; ask no model.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON, not Markdown.")] = False,
+    show: Annotated[
+        Shown | None,
+        typer.Option(
+            "--show",
+            help="right: list the credited answers too, each with the words that earned it "
+            "(the JSON always has them).",
+            show_default=False,
+        ),
+    ] = None,
     resume_run: Annotated[
         str | None, typer.Option("--resume", help="Finish a stopped run (its id).")
     ] = None,
@@ -1346,6 +1373,7 @@ def eval_command(
         models=tuple(dict.fromkeys(models or [settings.model])),
         seed=seed,
         per_template=per_template,
+        limit=limit,
         repeat=repeat,
         parallel=parallel,
         conversation=conversation,
@@ -1353,6 +1381,7 @@ def eval_command(
         questions_file=questions_file,
         list_only=list_only,
         as_json=as_json,
+        show_right=show is Shown.RIGHT,
         resume=resume_run,
         runs_dir=runs_dir,
     )
