@@ -212,6 +212,7 @@ def test_the_verdict_carries_what_the_operator_sees() -> None:
             {"text": "17 devices", "kind": "number"},
         ],
         "without_netbox": False,
+        "unchecked": [],
     }
     assert Claim("x", "name").as_json() == {"text": "x", "kind": "name"}
 
@@ -226,9 +227,9 @@ def test_each_grounded_claim_names_the_result_it_rests_on() -> None:
     assert grounding.quiet
 
 
-def test_a_count_equal_to_a_results_count_or_the_listed_objects_is_derived() -> None:
+def test_a_count_equal_to_a_results_count_or_the_listed_objects_is_verified() -> None:
     by_count = check("akron-vmw runs 3 virtual machines.", [VMS])
-    assert [c.status for c in by_count.all if c.kind == "number"] == ["derived"]
+    assert [c.status for c in by_count.all if c.kind == "number"] == ["verified"]
     listed = check("Two of them: akron-web01 and akron-db01.", [VMS, {"count": 40}])
     assert listed.quiet
 
@@ -304,7 +305,7 @@ def test_a_number_carries_what_it_counts() -> None:
 
 
 def test_the_operator_sees_marks_and_one_line_naming_them() -> None:
-    from netbox_chat.claims.marks import marked, summary_line
+    from netbox_chat.claims.present import marked, summary_line
 
     answer = "Devices: dmi01-akron-sw01, dmi01-akron-sw03 and 17 devices in all."
     grounding = check(answer, [DEVICES])
