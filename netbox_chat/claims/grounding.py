@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netbox_chat.claims.index import Index
+from netbox_chat.claims.read import read
 from netbox_chat.claims.reader import (
     ID_REF,
     OBJECT_NOUNS,
@@ -42,6 +43,7 @@ from netbox_chat.claims.reader import (
     shape,
     tokens,
 )
+from netbox_chat.claims.verify import Verdict, verify
 
 KINDS = ("name", "number", "address", "value")
 
@@ -182,6 +184,7 @@ def _failed(answer: str, exc: Exception) -> Grounding:
 
 def _check(answer: str, calls: Sequence[Any] | Index, given: str) -> Grounding:
     index = calls if isinstance(calls, Index) else Index.of(calls)
+    question = given
     if not index.payloads:
         given = ""  # with no tool call, the question's names are stated facts too
     text = plain(answer)
@@ -200,7 +203,7 @@ def _check(answer: str, calls: Sequence[Any] | Index, given: str) -> Grounding:
     _numbers(reading, blocks, matched, index, given_numbers, absent)
     _values(reading, segments, matched, index)
 
-    claims = sorted(reading.claims, key=lambda c: c.start)
+    claims = _with_facts(reading.claims, verify(read(answer, question), index, question))
     without = index.payloads == 0 and bool(claims)
     if without:
         claims = [Claim(c.text, c.kind, "ungrounded", None, c.start, c.end) for c in claims]
@@ -208,6 +211,27 @@ def _check(answer: str, calls: Sequence[Any] | Index, given: str) -> Grounding:
     return Grounding(
         len(distinct), _first(claims, "ungrounded"), _first(claims, "unchecked"), without, claims
     )
+
+
+def _with_facts(claims: list[Claim], verdicts: Sequence[Verdict]) -> list[Claim]:
+    """The claims the token passes found, with each verified fact's verdict: a
+    count's replaces the number claim it was read from (the set's `count`
+    decides it, not any number of the replies; a number inside a name, or
+    the operator's own, is no count); the other facts' are added."""
+    counted = {v.fact.start: v for v in verdicts if v.fact.kind == "count"}
+    out = []
+    for claim in claims:
+        verdict = counted.get(claim.start) if claim.kind == "number" else None
+        if verdict is not None:
+            claim = Claim(claim.text, "count", verdict.status, verdict.source, claim.start,
+                          claim.end, reason=verdict.reason)  # fmt: skip
+        out.append(claim)
+    for verdict in verdicts:
+        fact = verdict.fact
+        if fact.kind != "count":
+            out.append(Claim(fact.text, fact.kind, verdict.status, verdict.source, fact.start,
+                             fact.end, reason=verdict.reason))  # fmt: skip
+    return sorted(out, key=lambda c: c.start)
 
 
 def _first(claims: Sequence[Claim], status: str) -> list[Claim]:

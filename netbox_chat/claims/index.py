@@ -57,6 +57,46 @@ def calls_of(items: Sequence[Any]) -> list[Call]:
     return [item if isinstance(item, Call) else Call("", {}, item) for item in items]
 
 
+@dataclass(frozen=True)
+class Set:
+    """A list one call fetched: its object type ("dcim.device"), the filters
+    it was fetched with, NetBox's `count` of the whole set, and the rows the
+    reply holds (a page of it when `count` is larger)."""
+
+    source: int
+    object_type: str
+    filters: Mapping[str, Any]
+    count: int
+    rows: tuple[Mapping[str, Any], ...]
+
+    @property
+    def complete(self) -> bool:
+        """The reply holds every row of the set."""
+        return self.count == len(self.rows)
+
+
+def set_of(source: int, call: Call) -> Set | None:
+    """The set a call's reply is, or None when it is not a list of records."""
+    payload = call.payload
+    rows = payload.get("results") if isinstance(payload, Mapping) else payload
+    if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
+        return None
+    count = payload.get("count") if isinstance(payload, Mapping) else None
+    if type(count) is not int or count < len(rows):
+        count = len(rows)
+    kind = payload.get("object_type") if isinstance(payload, Mapping) else None
+    if not isinstance(kind, str):
+        kind = call.args.get("object_type") if isinstance(call.args, Mapping) else None
+    filters = call.args.get("filters") if isinstance(call.args, Mapping) else None
+    return Set(
+        source,
+        kind.lower() if isinstance(kind, str) else "",
+        filters if isinstance(filters, Mapping) else {},
+        count,
+        tuple(rows),
+    )
+
+
 @dataclass
 class _Record:
     names: set[str]
@@ -83,6 +123,7 @@ class Index:
     max_words: int = 1
     payloads: int = 0
     calls: list[Call] = field(default_factory=list)
+    sets: list[Set] = field(default_factory=list)
     _groups: int = 0
     _seen: set[str] = field(default_factory=set)
     prefixes: set[str] = field(default_factory=set)  # starts of names of several words
@@ -94,6 +135,9 @@ class Index:
         index = cls(payloads=len(given), calls=given)
         for source, call in enumerate(given):
             index._walk(call.payload, "", source, None)
+            found = set_of(source, call)
+            if found is not None:
+                index.sets.append(found)
         return index
 
     def _string(self, text: str, where: str, source: int) -> None:

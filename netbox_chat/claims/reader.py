@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
+from typing import NamedTuple
 
 # --------------------------------------------------------------------- tokens
 
@@ -47,19 +48,18 @@ _NOT_A_NAME = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
+    """A token of the answer and its `key` (a tuple: built once per token, as
+    every stage reads it)."""
+
     text: str
     start: int
     end: int
-
-    @cached_property
-    def key(self) -> str:
-        return key(self.text)
+    key: str
 
 
 def tokens(text: str) -> list[Token]:
-    return [Token(m.group(), m.start(), m.end()) for m in TOKEN.finditer(text)]
+    return [Token(m.group(), m.start(), m.end(), key(m.group())) for m in TOKEN.finditer(text)]
 
 
 # What may stand between the words of one name: "JBB Branch 104",
@@ -294,6 +294,8 @@ _TIME_UNITS = re.compile(
     re.IGNORECASE,
 )
 _TOTAL_NEAR = re.compile(r"\btotal\b", re.IGNORECASE)
+_TOTAL_AFTER = re.compile(r"\s*(?:in\s+)?total")
+_YEAR = re.compile(r"(?:19|20)\d\d")
 _SUBCOUNT_AFTER = re.compile(
     r"^\s*(?:of\s+(?:them|these|those|which|the\s+\w+)|(?:have|has|are|is|lack|were|was|do|"
     r"does|remain|match|use|carry|show|sit|run)\b)",
@@ -335,7 +337,7 @@ def _identifier(before: str) -> bool:
 def _context(words: list[str]) -> bool:
     """A whole the answer counts within: "out of 72", "of the 72", "of all
     devices 72", "among the 5", "3 of 24"."""
-    w = ["", "", *words][-3:]
+    w = ["", "", "", *words][-3:]
     return (
         (w[2] == "of" and (w[1] == "out" or w[1][-1:].isdigit()))
         or (w[2] in _DETERMINERS and w[1] == "of")
@@ -373,7 +375,7 @@ class Number:
 def noun_after(text: str, end: int, nouns: Sequence[str]) -> str:
     """The object noun within three words after `end` ("14 active devices")."""
     tail = text[end : end + 80].lower()
-    if not re.match(r"\s*[a-z]", tail):
+    if not _LETTER_FIRST.match(tail):
         return ""
     forms = _forms(tuple(nouns))
     words = _WORD.findall(tail)[:5]
@@ -387,6 +389,7 @@ def noun_after(text: str, end: int, nouns: Sequence[str]) -> str:
     return ""
 
 
+_LETTER_FIRST = re.compile(r"\s*[a-z]")
 _WORD = re.compile(r"[a-z][\w\-]*")
 
 
@@ -466,7 +469,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             _TIME_UNITS.match(after) or (words and words[-1] in _NOT_A_COUNT_BEFORE)
         ):
             continue
-        if not word and re.fullmatch(r"(?:19|20)\d\d", raw) and not noun_after(text, end, nouns):
+        if not word and _YEAR.fullmatch(raw) and not noun_after(text, end, nouns):
             continue  # a year
         if not word and _identifier(before):
             continue
@@ -490,9 +493,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                 text=raw.strip(),
                 noun=noun,
                 context=_context(words),
-                total=bool(
-                    _TOTAL_NEAR.search(before[-16:]) or re.match(r"^\s*(?:in\s+)?total", after)
-                ),
+                total=bool(_TOTAL_NEAR.search(before[-16:]) or _TOTAL_AFTER.match(after)),
                 subcount=bool(_SUBCOUNT_AFTER.match(after)),
                 percent=percent,
                 word=word,
@@ -502,7 +503,10 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
 
 
 def _ends_answer(after: str) -> bool:
-    return bool(re.match(r"^\s*(?:[.!:]|$|\n|\(|,)", after))
+    return bool(_ANSWER_END.match(after))
+
+
+_ANSWER_END = re.compile(r"\s*(?:[.!:]|$|\n|\(|,)")
 
 
 # ------------------------------------------------------------ negation, none

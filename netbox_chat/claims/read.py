@@ -1,0 +1,282 @@
+"""Read (stage 1 of the pipeline): an answer as typed facts, each with its
+span. Pure string work on the answer and the question: no NetBox.
+
+- *count*: a number of a set ("DM-Akron has 4 racks", "2 of them are
+  offline"), with the status that narrows it and whether the answer says it
+  counts a page ("the 5 most recent");
+- *members*: the objects a list names, when it is said to be the set ("the
+  routers are A and B", a list after "Devices at DM-Akron:");
+- *quantifier*: a value said of every object of a set or of none ("no
+  device is offline", "all are active");
+- *yesno*: the Yes or No that answers a yes/no question;
+- *value*: a status said of a named object ("sw02 is offline").
+
+Names and numbers as tokens (reader.py) are read by the grounding check as
+well; facts are what it verifies against the records beyond them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from netbox_chat.claims.reader import (
+    OBJECT_NOUNS,
+    TOKEN,
+    identifier_like,
+    negated,
+    noun_after,
+    numbers,
+    plain,
+    shape,
+)
+
+# NetBox's status choices a sentence says of an object or a set (grounding.STATUSES's words).
+STATUS_WORDS = frozenset(
+    ["active", "offline", "planned", "staged", "failed", "inventory", "decommissioning",
+     "reserved", "deprecated", "available", "provisioning", "deprovisioning", "connected",
+     "decommissioned"]
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact of an answer. `kind` says which of the fields below it uses."""
+
+    kind: str  # "count" | "members" | "quantifier" | "yesno" | "value"
+    text: str
+    start: int
+    end: int
+    subject: str | None = None  # value: the object named
+    value: str | None = None  # value, quantifier: the status said
+    number: int | None = None  # count
+    noun: str = ""  # count, members, quantifier: the object noun of the set ("device")
+    qualifier: str = ""  # count, members: a status narrowing the set ("4 active devices")
+    page: bool = False  # count: the answer says it counts a page, not the set
+    narrowed: bool = False  # count, members: a verb narrows the set ("3 have no tenant")
+    scope: str = ""  # the sentence the fact stands in: the objects it is said within
+    members: tuple[str, ...] = ()
+    answer: bool | None = None  # yesno
+    every: bool | None = None  # quantifier: True for all/every, False for no/none
+
+
+_PAGE_BEFORE = re.compile(
+    r"\b(?:first|last|top|latest|newest|oldest|showing|shows?|returned|listed|fetched)\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
+_PAGE_AFTER = re.compile(
+    r"\s+(?:\w+\s+)?(?:most\s+recent|latest|newest|oldest|shown|listed|returned|here|below|"
+    r"on\s+(?:this|the\s+first)\s+page)\b|\s+of\s+\d",
+    re.IGNORECASE,
+)
+_STATUS_AFTER = re.compile(
+    r"\s*(?:[a-z]+\s+){0,3}?(?:of\s+them\s+|of\s+these\s+)?(?:are|is|were|was)\s+(\w+)"
+)
+_YES_NO = re.compile(r"\s*(yes|no)\b", re.IGNORECASE)
+_YES_NO_QUESTION = re.compile(
+    r"\s*(?:is|are|does|do|did|has|have|was|were|can|could|will)\b", re.IGNORECASE
+)
+_STATUS = "|".join(sorted(STATUS_WORDS))
+_QUANTIFIED = re.compile(
+    rf"\b(?P<q>all|every|each|none|no)\b(?P<mid>[^.;:\n]{{0,48}}?)\b(?:is|are)\s+"
+    rf"(?P<neg>not\s+)?(?P<v>{_STATUS})\b"
+    rf"|\b(?P<q2>no)\s+(?P<v2>{_STATUS})\s+(?P<mid2>[a-z]+)",
+    re.IGNORECASE,
+)
+_SUBSET = re.compile(
+    r"\b(?:some|e\.g|including|such\s+as|among|example|examples|few|several|like|first|top|"
+    r"last|latest|sample|other|others|also)\b",
+    re.IGNORECASE,
+)
+_WHOLE = re.compile(r"(?:\b(?:are|is)\b|:)\s*$", re.IGNORECASE)
+_INLINE_LIST = re.compile(r"\b(?:are|is)\s*:?\s+(?P<list>[^.;\n]+)|:\s*(?P<list2>[^.;\n]+)")
+
+
+def read(answer: str, question: str = "") -> list[Fact]:
+    """The facts `answer` states, in order, in answer to `question`."""
+    text = plain(answer)
+    facts = _counts(text) + _quantifiers(text) + _members(text) + _values(text)
+    if question and _YES_NO_QUESTION.match(question) and (m := _YES_NO.match(text)):
+        yes = m.group(1).lower() == "yes"
+        facts.append(Fact("yesno", m.group(1), m.start(1), m.end(1), answer=yes))
+    return sorted(facts, key=lambda f: f.start)
+
+
+def _counts(text: str) -> list[Fact]:
+    facts = []
+    blocks = shape(text)
+    for n in numbers(text, skip=blocks.numbering):
+        if n.integer is None or n.context or n.percent or not (n.noun or n.subcount):
+            continue
+        after = text[n.end : n.end + 60]
+        qualifier = ""
+        words = after.lower().split()[:3]
+        if words and words[0] in STATUS_WORDS:  # "4 active devices"
+            qualifier = words[0]
+        elif (m := _STATUS_AFTER.match(after)) and m.group(1).lower() in STATUS_WORDS:
+            qualifier = m.group(1).lower()  # "2 of them are offline"
+        if n.subcount and not (n.noun or qualifier):
+            continue  # "3 have no tenant": a count of rows, read by the number check
+        page = bool(_PAGE_BEFORE.search(text[max(0, n.start - 30) : n.start])) or bool(
+            _PAGE_AFTER.match(after)
+        )
+        facts.append(
+            Fact("count", n.text, n.start, n.end, number=n.integer, noun=n.noun,
+                 qualifier=qualifier, page=page,
+                 narrowed=not qualifier and (n.subcount or _narrowing(text, n)),
+                 scope=_sentence(text, n.start))
+        )  # fmt: skip
+    return facts
+
+
+def _quantifiers(text: str) -> list[Fact]:
+    facts = []
+    for m in _QUANTIFIED.finditer(text):
+        if m.group("q"):
+            q, value, mid = m.group("q").lower(), m.group("v").lower(), m.group("mid")
+            every = q in ("all", "every", "each")
+            if m.group("neg"):
+                every = not every if every else every
+                if q in ("none", "no"):
+                    continue  # "none is not active": read no further
+                every = False
+        else:
+            q, value, mid, every = "no", m.group("v2").lower(), m.group("mid2"), False
+        noun = noun_after(" " + mid, 0, OBJECT_NOUNS) if mid else ""
+        facts.append(
+            Fact("quantifier", m.group(), m.start(), m.end(), value=value, noun=noun, every=every,
+                 scope=_sentence(text, m.start()))
+        )  # fmt: skip
+    return facts
+
+
+def _members(text: str) -> list[Fact]:
+    """Lists said to be a set: list items under a lead line ending in a colon,
+    and "the routers are A and B" in a sentence. A list called a sample
+    ("some of them", "e.g.", "the first 5") is no claim about the set."""
+    facts = []
+    blocks = shape(text)
+    items = blocks.items
+    groups: list[list[tuple[int, int]]] = []
+    for item in items:
+        if groups and text[groups[-1][-1][1] : item.start].count("\n") <= 1:
+            groups[-1].append((item.start, item.end))
+        else:
+            groups.append([(item.start, item.end)])
+    for group in groups:
+        line_start = text.rfind("\n", 0, max(0, group[0][0] - 1))
+        lead_end = max(0, line_start)
+        lead = text[text.rfind("\n", 0, max(0, lead_end - 1)) + 1 : lead_end].strip()
+        if not lead.endswith(":") or _SUBSET.search(lead):
+            continue
+        names = tuple(n for s, e in group if (n := _first_name(text[s:e])))
+        noun = _lead_noun(lead)
+        if len(names) >= 2 and len(names) == len(group):
+            facts.append(
+                Fact("members", lead, group[0][0], group[-1][1], members=names,
+                     qualifier=_status_in(lead), noun=noun, narrowed=not _whole(lead, noun),
+                     scope=lead)
+            )  # fmt: skip
+    for segment in blocks.segments:
+        if segment.kind != "sentence":
+            continue
+        sentence = text[segment.start : segment.end]
+        m = _INLINE_LIST.search(sentence)
+        if not m:
+            continue
+        listed = m.group("list") or m.group("list2") or ""
+        lead = sentence[: m.start()]
+        if _SUBSET.search(lead) or negated(sentence, m.start()):
+            continue
+        parts = [p.strip(" *`") for p in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+", listed)]
+        names = tuple(p for p in parts if p and identifier_like(p.split()[0]))
+        noun = _lead_noun(lead + " are")
+        if len(names) >= 2 and len(names) == len(parts):
+            start = segment.start + m.start()
+            facts.append(
+                Fact("members", sentence.strip(), start, segment.end, members=names,
+                     qualifier=_status_in(lead), noun=noun,
+                     narrowed=not _whole(lead + " are", noun), scope=lead)
+            )  # fmt: skip
+    return facts
+
+
+_NARROWING = frozenset(
+    ["have", "has", "belong", "belongs", "lack", "lacks", "use", "uses", "run", "runs", "carry",
+     "are", "is", "were", "was", "do", "does", "sit", "show", "match", "remain", "need", "with",
+     "without", "that", "which", "whose", "where", "in", "on", "behind", "connected", "assigned"]
+)  # fmt: skip
+
+
+def _narrowing(text: str, number: Any) -> bool:
+    """Words after the counted noun narrow the set ("2 devices have no
+    tenant", "4 devices with no rack"): the set's count is not its number."""
+    tail = text[number.end : number.end + 80].lower()
+    words = re.findall(r"[a-z][\w\-]*|[.,;:!?]", tail)
+    stem = number.noun.split()[-1][:4]
+    for i, word in enumerate(words[:5]):
+        if word.startswith(stem):
+            return i + 1 < len(words) and words[i + 1] in _NARROWING
+    return False
+
+
+def _sentence(text: str, at: int) -> str:
+    """The sentence (or line) around offset `at`, bounded."""
+    low = max(
+        text.rfind(". ", max(0, at - 300), at) + 1, text.rfind("\n", max(0, at - 300), at) + 1
+    )
+    ends = [e for e in (text.find(". ", at, at + 300), text.find("\n", at, at + 300)) if e >= 0]
+    return text[low : min(ends) if ends else at + 300]
+
+
+def _whole(lead: str, noun: str) -> bool:
+    """The lead says the list is the set itself ("The devices at DM-Akron
+    are", "All VLANs:"), of a noun that is an object type (not "routers", a
+    role): a member more or less is then a wrong list."""
+    return bool(_WHOLE_SET.search(lead)) and noun in _TYPE_NOUNS
+
+
+_WHOLE_SET = re.compile(r"\b(?:are|all|every|only)\b", re.IGNORECASE)
+_TYPE_NOUNS = frozenset(
+    ["device", "site", "rack", "tenant", "vlan", "vrf", "prefix", "cluster", "circuit",
+     "provider", "platform", "region", "location", "interface", "virtual machine", "vm",
+     "ip address", "cable", "contact", "tag"]
+)  # fmt: skip
+
+
+def _first_name(item: str) -> str:
+    """The object a list item names: its first token, when only a name looks so."""
+    m = TOKEN.search(item)
+    return m.group() if m and identifier_like(m.group()) else ""
+
+
+def _lead_noun(lead: str) -> str:
+    """The object noun a list's lead names ("The devices at DM-Akron are")."""
+    for m in re.finditer(r"[A-Za-z]+", lead):
+        noun = noun_after(" " + lead[m.start() :], 0, OBJECT_NOUNS)
+        if noun:
+            return noun
+    return ""
+
+
+def _status_in(text: str) -> str:
+    return next((w for w in re.findall(r"[a-z]+", text.lower()) if w in STATUS_WORDS), "")
+
+
+_VALUE = re.compile(
+    rf"(?P<s>{TOKEN.pattern})\s+(?:is|are|was|were)\s+(?:currently\s+|still\s+|now\s+)?"
+    rf"(?P<neg>not\s+)?(?P<v>{_STATUS})\b",
+    re.IGNORECASE,
+)
+
+
+def _values(text: str) -> list[Fact]:
+    """A status said of a named object ("dmi01-akron-sw02 is offline")."""
+    return [
+        Fact(
+            "value", m.group(), m.start(), m.end(), subject=m.group("s"), value=m.group("v").lower()
+        )
+        for m in _VALUE.finditer(text)
+        if identifier_like(m.group("s")) and not m.group("neg")
+    ]
