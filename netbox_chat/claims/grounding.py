@@ -43,6 +43,7 @@ from netbox_chat.claims.reader import (
     shape,
     tokens,
 )
+from netbox_chat.claims.verify import IDENTITY_FIELDS as _IDENTITY
 from netbox_chat.claims.verify import Verdict, verify
 
 KINDS = ("name", "number", "address", "value")
@@ -550,18 +551,27 @@ _COORDINATION = re.compile(r"\s*(?:,|and|or|&|,\s*and|,\s*or)\s*", re.IGNORECASE
 
 def _subjects(text: str, records: list[_Match], value: _Match) -> list[_Match]:
     """The object(s) a value is said of: the named object nearest before it
-    with those named together with it ("sw01, sw02 and rtr01 are active"),
-    or, when none comes before, the first after it ("Active: sw01")."""
+    with those named together with it ("sw01, sw02 and rtr01 are active");
+    for a status word with none before, the first after it ("Active: sw01").
+    An object named as the exception ("all but sw02 are active") is none."""
     before = [m for m in records if m.end <= value.start and m.key != value.key]
     if not before:
         after = [m for m in records if m.start >= value.end and m.key != value.key]
-        return after[:1]
+        return after[:1] if value.source < 0 else []
+    if _EXCEPT.search(text, max(0, before[-1].start - 12), before[-1].start):
+        return []
+    if value.source >= 0 and value.start - before[-1].end > _VALUE_GAP:
+        return []  # a name far after the object is said of something else
     group = [before[-1]]
     for m in reversed(before[:-1]):
         if not _COORDINATION.fullmatch(text[m.end : group[-1].start]):
             break
         group.append(m)
     return group
+
+
+_EXCEPT = re.compile(r"\b(?:but|except|besides|other\s+than|apart\s+from)\s*$", re.IGNORECASE)
+_VALUE_GAP = 32  # characters between an object and a name said of it ("sw01 is at DM-Akron")
 
 
 def _check_value(
@@ -576,7 +586,7 @@ def _check_value(
     status_word = value.source < 0
     if status_word and not _attached(text, value.start):
         return
-    fields = {"status"} if status_word else index.attr_fields.get(value.key, set())
+    fields = {"status"} if status_word else index.attr_fields.get(value.key, set()) - _IDENTITY
     if not fields:
         return
     denied = negated(text, value.start, low)

@@ -84,6 +84,7 @@ _QUANTIFIED = re.compile(
     rf"|\b(?P<q2>no)\s+(?P<v2>{_STATUS})\s+(?P<mid2>[a-z]+)",
     re.IGNORECASE,
 )
+_EXCEPTION = re.compile(r"\b(?:but|except|besides|other\s+than|apart\s+from)\b", re.I)
 _SUBSET = re.compile(
     r"\b(?:some|e\.g|including|such\s+as|among|example|examples|few|several|like|first|top|"
     r"last|latest|sample|other|others|also)\b",
@@ -133,6 +134,8 @@ def _counts(text: str) -> list[Fact]:
 def _quantifiers(text: str) -> list[Fact]:
     facts = []
     for m in _QUANTIFIED.finditer(text):
+        if _EXCEPTION.search(m.group()):
+            continue  # "all devices but sw02 are active": the named one is read on its own
         if m.group("q"):
             q, value, mid = m.group("q").lower(), m.group("v").lower(), m.group("mid")
             every = q in ("all", "every", "each")
@@ -191,13 +194,14 @@ def _members(text: str) -> list[Fact]:
             continue
         parts = [p.strip(" *`") for p in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+", listed)]
         names = tuple(p for p in parts if p and identifier_like(p.split()[0]))
-        noun = _lead_noun(lead + " are")
+        said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
+        noun = _lead_noun(said)
         if len(names) >= 2 and len(names) == len(parts):
             start = segment.start + m.start()
             facts.append(
                 Fact("members", sentence.strip(), start, segment.end, members=names,
-                     qualifier=_status_in(lead), noun=noun,
-                     narrowed=not _whole(lead + " are", noun), scope=lead)
+                     qualifier=_status_in(lead), noun=noun, narrowed=not _whole(said, noun),
+                     scope=lead)
             )  # fmt: skip
     return facts
 

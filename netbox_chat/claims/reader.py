@@ -701,6 +701,8 @@ def introduced(text: str) -> list[Introduced]:
         first = words[0].strip(",")
         if first.lower() in _NOT_NAMES:
             continue
+        if first.isdigit():
+            words = [first]  # a number is one word: "VLAN 100 2. VLAN 200" names VLAN 100
         slug = "-" in first.strip("-") and first.replace("-", "").isalnum()
         if not (
             first[0].isupper()

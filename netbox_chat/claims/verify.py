@@ -20,7 +20,7 @@ from typing import Any
 
 from netbox_chat.claims.index import Index, Set
 from netbox_chat.claims.read import STATUS_WORDS, Fact
-from netbox_chat.claims.reader import joins, key, tokens
+from netbox_chat.claims.reader import identifier_like, joins, key, tokens
 
 # The object type (its model, after the app label) each object noun counts.
 _TYPES = {
@@ -75,24 +75,42 @@ def _sets(index: Index, noun: str) -> list[Set]:
     return index.sets[::-1] if not noun or noun in ("result", "object", "one", "entry") else []
 
 
-def _in_scope(fact: Fact, found: Set, index: Index) -> bool:
-    """The set is the one the fact's sentence speaks of: every object the
-    sentence names as a value (a site, a tenant) is one the call filtered on
-    or one every row holds ("No devices are offline at DM-Columbus" is not
-    about a list of DM-Akron's devices)."""
+def _named(fact: Fact, found: Set, index: Index) -> set[str]:
+    """The objects the fact's sentence names besides the set's own rows: a
+    site, a tenant, a device whose interfaces are counted, or a name no
+    reply holds."""
     toks = tokens(fact.scope)
     named = set()
     for i in range(len(toks)):
+        if identifier_like(toks[i].text) and toks[i].key not in index.names:
+            named.add(toks[i].key)
         for joined, _ in joins(fact.scope, toks, i, 4):
-            if joined in index.attr_fields and joined not in STATUS_WORDS and _lettered(joined):
+            if (
+                _lettered(joined)
+                and joined not in STATUS_WORDS
+                and (
+                    joined in index.records
+                    or index.attr_fields.get(joined, set()) - IDENTITY_FIELDS
+                )
+            ):
                 named.add(joined)
-    if not named:
-        return True
+    own = {name for row in found.rows for name in _identity(row)}
+    return named - own
+
+
+def _in_scope(fact: Fact, found: Set, index: Index) -> bool:
+    """The set is the one the fact's sentence speaks of: every object the
+    sentence names is one the call filtered on or one every row holds ("No
+    devices are offline at DM-Columbus" is not about DM-Akron's devices)."""
     filtered = {key(str(v)) for v in found.filters.values()}
     return all(
         name in filtered or (found.rows and all(name in _values(row) for row in found.rows))
-        for name in named
+        for name in _named(fact, found, index)
     )
+
+
+# Fields that name the record itself: a value said of an object is never one.
+IDENTITY_FIELDS = frozenset(["name", "display", "slug", "label", "model", "cid", "address"])
 
 
 def _lettered(name: str) -> bool:
@@ -202,6 +220,14 @@ def _quantifier(fact: Fact, index: Index, question: str) -> Verdict | None:
     sets = [s for s in _sets(index, fact.noun) if any("status" in r for r in s.rows)]
     if not sets:
         return None
+    for found in sets:
+        if not fact.every and found.complete and _filtered_on(found, fact.value):
+            # "no device at DM-Columbus is offline", from the list of offline devices
+            named = _named(fact, found, index)
+            if named:
+                there = [r for r in found.rows if named <= _values(r)]
+                status = "ungrounded" if there else "verified"
+                return Verdict(fact, status, found.source, f"the {fact.value} set's rows")
     sets = [s for s in sets if _in_scope(fact, s, index)]
     if not sets:
         return Verdict(fact, "unchecked", None, "no reply holds the set it is said of")
@@ -222,7 +248,7 @@ def _yesno(fact: Fact, index: Index, question: str) -> Verdict | None:
     statuses = [w for w in words if w in STATUS_WORDS]
     named = [w for w in words if w in index.records]
     if len(statuses) != 1 or len(set(named)) != 1:
-        return Verdict(fact, "unchecked", None, "the question's statement is not one record's")
+        return None  # the sentence after the Yes or No says what it means: read there
     records = [r for r in index.records[named[0]] if "status" in r.attrs]
     if not records:
         return Verdict(fact, "unchecked", None, "the record holds no status")
