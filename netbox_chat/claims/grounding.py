@@ -197,12 +197,12 @@ def _check(answer: str, calls: Sequence[Any] | Index, given: str) -> Grounding:
     absent = none_spans(text)
     toks = tokens(text)
 
-    _addresses(reading, toks, index, given_keys)
+    objects = _addresses(reading, toks, index, given_keys)
     matched = _evidence_names(reading, toks, index)
     _ids(reading, index, given_keys)
     _unknown_names(reading, toks, index, given_keys, _Absence(absent, segments))
     _numbers(reading, blocks, matched, index, given_numbers, absent)
-    _values(reading, segments, matched, index)
+    _values(reading, segments, matched + objects, index)
 
     claims = _with_facts(reading.claims, verify(read(answer, question), index, question))
     without = index.payloads == 0 and bool(claims)
@@ -230,8 +230,9 @@ def _with_facts(claims: list[Claim], verdicts: Sequence[Verdict]) -> list[Claim]
     for verdict in verdicts:
         fact = verdict.fact
         if fact.kind != "count":
-            out.append(Claim(fact.text, fact.kind, verdict.status, verdict.source, fact.start,
-                             fact.end, reason=verdict.reason))  # fmt: skip
+            kind = "value" if fact.kind == "has" else fact.kind  # a field's value, set or empty
+            out.append(Claim(fact.text, kind, verdict.status, verdict.source, fact.start,
+                             fact.end, fact.subject, verdict.reason))  # fmt: skip
     return sorted(out, key=lambda c: c.start)
 
 
@@ -246,18 +247,23 @@ def _first(claims: Sequence[Claim], status: str) -> list[Claim]:
     return out
 
 
-def _addresses(reading: _Reading, toks: list[Token], index: Index, given: set[str]) -> None:
+def _addresses(reading: _Reading, toks: list[Token], index: Index, given: set[str]) -> list[_Match]:
+    """Addresses and prefixes (the index holds each with and without its
+    length); those that name a record are returned, so a status said of
+    them is checked like any object's."""
+    records = []
     for token in toks:
         if not is_address(token.text):
             continue
         full = token.text.lower()
         source = index.addresses.get(full, index.addresses.get(full.split("/")[0]))
-        if source is None and "/" not in full:
-            source = next((s for a, s in index.addresses.items() if a.split("/")[0] == full), None)
         if source is None and token.key in given:
             continue
         status = "verified" if source is not None else "ungrounded"
         reading.add(Claim(token.text, "address", status, source, token.start, token.end))
+        if source is not None and token.key in index.records:
+            records.append(_Match(token.key, token.start, token.end, source))
+    return records
 
 
 @dataclass(frozen=True)

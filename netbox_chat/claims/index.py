@@ -87,6 +87,8 @@ def set_of(source: int, call: Call) -> Set | None:
     kind = payload.get("object_type") if isinstance(payload, Mapping) else None
     if not isinstance(kind, str):
         kind = call.args.get("object_type") if isinstance(call.args, Mapping) else None
+    if not isinstance(kind, str) and "changelog" in call.name:
+        kind = "core.objectchange"  # the change log's tool names no object type
     filters = call.args.get("filters") if isinstance(call.args, Mapping) else None
     return Set(
         source,
@@ -124,6 +126,8 @@ class Index:
     payloads: int = 0
     calls: list[Call] = field(default_factory=list)
     sets: list[Set] = field(default_factory=list)
+    # each object's record as the reply gave it (its flags, its empty fields), by name
+    rows: dict[str, list[tuple[int, Mapping[str, Any]]]] = field(default_factory=dict)
     _groups: int = 0
     _seen: set[str] = field(default_factory=set)
     prefixes: set[str] = field(default_factory=set)  # starts of names of several words
@@ -253,6 +257,7 @@ class Index:
         record = _Record(names, {}, group, source)
         for name in names:
             self.records.setdefault(name, []).append(record)
+            self.rows.setdefault(name, []).append((source, row))
             self.refs.add(name)
         for k, v in row.items():
             self._walk(v, k, source, record, depth)

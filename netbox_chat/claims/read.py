@@ -59,6 +59,8 @@ class Fact:
     members: tuple[str, ...] = ()
     answer: bool | None = None  # yesno
     every: bool | None = None  # quantifier: True for all/every, False for no/none
+    field: str = ""  # has: the field said set or empty ("has no cable", "is enabled")
+    on: str = ""  # has: the object the subject belongs to ("eth1 on dmi01-akron-sw01")
 
 
 _PAGE_BEFORE = re.compile(
@@ -66,7 +68,7 @@ _PAGE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _PAGE_AFTER = re.compile(
-    r"\s+(?:\w+\s+)?(?:most\s+recent|latest|newest|oldest|shown|listed|returned|here|below|"
+    r"\s+(?:\w+\s+){0,2}?(?:most\s+recent|latest|newest|oldest|shown|listed|returned|here|below|"
     r"on\s+(?:this|the\s+first)\s+page)\b|\s+of\s+\d",
     re.IGNORECASE,
 )
@@ -97,7 +99,7 @@ _INLINE_LIST = re.compile(r"\b(?:are|is)\s*:?\s+(?P<list>[^.;\n]+)|:\s*(?P<list2
 def read(answer: str, question: str = "") -> list[Fact]:
     """The facts `answer` states, in order, in answer to `question`."""
     text = plain(answer)
-    facts = _counts(text) + _quantifiers(text) + _members(text) + _values(text)
+    facts = _counts(text) + _quantifiers(text) + _members(text) + _values(text) + _fields(text)
     if question and _YES_NO_QUESTION.match(question) and (m := _YES_NO.match(text)):
         yes = m.group(1).lower() == "yes"
         facts.append(Fact("yesno", m.group(1), m.start(1), m.end(1), answer=yes))
@@ -125,7 +127,7 @@ def _counts(text: str) -> list[Fact]:
         facts.append(
             Fact("count", n.text, n.start, n.end, number=n.integer, noun=n.noun,
                  qualifier=qualifier, page=page,
-                 narrowed=not qualifier and (n.subcount or _narrowing(text, n)),
+                 narrowed=not (qualifier or page) and (n.subcount or _narrowing(text, n)),
                  scope=_sentence(text, n.start))
         )  # fmt: skip
     return facts
@@ -192,7 +194,7 @@ def _members(text: str) -> list[Fact]:
         lead = sentence[: m.start()]
         if _SUBSET.search(lead) or negated(sentence, m.start()):
             continue
-        parts = [p.strip(" *`") for p in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+", listed)]
+        parts = [p.strip().strip("*`").strip() for p in _LIST_SEPARATOR.split(listed)]
         names = tuple(p for p in parts if p and identifier_like(p.split()[0]))
         said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
         noun = _lead_noun(said)
@@ -249,6 +251,9 @@ _TYPE_NOUNS = frozenset(
 )  # fmt: skip
 
 
+_LIST_SEPARATOR = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+")
+
+
 def _first_name(item: str) -> str:
     """The object a list item names: its first token, when only a name looks so."""
     m = TOKEN.search(item)
@@ -284,3 +289,38 @@ def _values(text: str) -> list[Fact]:
         for m in _VALUE.finditer(text)
         if identifier_like(m.group("s")) and not m.group("neg")
     ]
+
+
+# What "has a X" / "is X" says of an object's field, and the fields that hold it.
+FIELD_WORDS = {
+    "cable": ("cable",), "cabled": ("cable",), "connected": ("cable",), "tenant": ("tenant",),
+    "primary ip": ("primary_ip", "primary_ip4", "primary_ip6"), "rack": ("rack",),
+    "platform": ("platform",), "route distinguisher": ("rd",), "rd": ("rd",),
+    "description": ("description",), "serial": ("serial",), "enabled": ("enabled",),
+    "disabled": ("enabled",), "in a rack": ("rack",), "assigned": ("assigned_object",),
+}  # fmt: skip
+_HAS = re.compile(
+    rf"(?P<s>{TOKEN.pattern})(?:\s+on\s+(?P<on>{TOKEN.pattern}))?\s+"
+    r"(?:(?:has|have)\s+(?P<a>no|a|an|one)\s+(?P<f>cable|tenant|primary\s+ip|rack|platform|"
+    r"route\s+distinguisher|rd|description|serial)"
+    r"|(?:is|are)\s+(?P<neg>not\s+)?(?P<g>cabled|enabled|disabled|connected|in\s+a\s+rack))\b",
+    re.IGNORECASE,
+)
+
+
+def _fields(text: str) -> list[Fact]:
+    """A field said set or empty: "Gi0/0/0 has no cable", "sw02 has a primary
+    IP", "eth0 on sw01 is enabled", "sw02 is not in a rack". `answer` holds
+    whether the field is said to be set (enabled: true)."""
+    facts = []
+    for m in _HAS.finditer(text):
+        if m.group("f"):
+            word, present = re.sub(r"\s+", " ", m.group("f").lower()), m.group("a").lower() != "no"
+        else:
+            word = re.sub(r"\s+", " ", m.group("g").lower())
+            present = (word != "disabled") != bool(m.group("neg"))
+        facts.append(
+            Fact("has", m.group(), m.start(), m.end(), subject=m.group("s"), field=word,
+                 answer=present, on=m.group("on") or "")
+        )  # fmt: skip
+    return facts

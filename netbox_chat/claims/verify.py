@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netbox_chat.claims.index import Index, Set
-from netbox_chat.claims.read import STATUS_WORDS, Fact
+from netbox_chat.claims.read import FIELD_WORDS, STATUS_WORDS, Fact
 from netbox_chat.claims.reader import identifier_like, joins, key, tokens
 
 # The object type (its model, after the app label) each object noun counts.
@@ -198,12 +198,17 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
         return None  # "two devices belong to X: A and B": the names are checked one by one
     if not found.complete:
         return Verdict(fact, "unchecked", found.source, "the replies hold only a page of the set")
+    filtered = {key(str(v)) for v in found.filters.values()}
+    scope = _named(fact, found, index) - filtered  # "DM-Akron's racks are", of all racks
     wanted = [
         row
         for row in found.rows
-        if not fact.qualifier
-        or _filtered_on(found, fact.qualifier)
-        or _holds(row, "status", fact.qualifier)
+        if (
+            not fact.qualifier
+            or _filtered_on(found, fact.qualifier)
+            or _holds(row, "status", fact.qualifier)
+        )
+        and scope <= _values(row)
     ]
     named = [row for row in found.rows if _identity(row) & listed]
     extra = [r for r in named if not any(r is w for w in wanted)]
@@ -260,9 +265,37 @@ def _yesno(fact: Fact, index: Index, question: str) -> Verdict | None:
     return Verdict(fact, status, records[0].source, f"the record of {named[0]} says so")
 
 
+def _has(fact: Fact, index: Index, question: str) -> Verdict | None:
+    """A field said set or empty, against the subject's own record(s) (those
+    of the object it is said to be on, when named): no record holding the
+    field -> no verdict (the reply did not fetch it)."""
+
+    rows = index.rows.get(key(fact.subject or ""), [])
+    if fact.on:
+        on = key(fact.on)
+        rows = [(s, r) for s, r in rows if on in _values(r)] or rows
+    fields = FIELD_WORDS.get(fact.field, ())
+    seen = [(s, r, f) for s, r in rows for f in fields if f in r]
+    if not seen:
+        return None
+    said = bool(fact.answer)
+    held = [s for s, r, f in seen if _set(r[f]) == said]
+    if held:
+        return Verdict(fact, "verified", held[0], f"the record of {fact.subject} says so")
+    return Verdict(fact, "ungrounded", seen[0][0], f"the record of {fact.subject} says otherwise")
+
+
+def _set(value: Any) -> bool:
+    """A field is set: a flag that is true, or any value that is not empty."""
+    if isinstance(value, bool):
+        return value
+    return value not in (None, "", [], {})
+
+
 _VERIFY = {
     "count": _count,
     "members": _members,
     "quantifier": _quantifier,
     "yesno": _yesno,
+    "has": _has,
 }  # a value of a named object: the grounding check's value pass reads it beside its name
