@@ -352,9 +352,9 @@ def _context(words: list[str]) -> bool:
 _LONGEST = 20
 
 
-@dataclass(frozen=True)
-class Number:
-    """A number the answer states, with what it is bound to."""
+class Number(NamedTuple):
+    """A number the answer states, with what it is bound to (a tuple: an
+    answer can hold thousands, and a frozen dataclass is slow to build)."""
 
     value: float
     start: int
@@ -469,18 +469,16 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             _TIME_UNITS.match(after) or (words and words[-1] in _NOT_A_COUNT_BEFORE)
         ):
             continue
-        if not word and _YEAR.fullmatch(raw) and not noun_after(text, end, nouns):
-            continue  # a year
         if not word and _identifier(before):
             continue
         noun = noun_after(text, end, nouns)
+        if not word and not noun and _YEAR.fullmatch(raw):
+            continue  # a year
         if word:
             # "one" and friends are ordinary words unless they count something
             # or end the answer's sentence ("Thirty.", "I found three."); "the
             # one" and "no one" never count.
-            ordinary = raw.lower() == "one" and re.search(
-                r"\b(?:the|that|this|which|only|any|each|every|no|some|another)\s*$", before, re.I
-            )
+            ordinary = raw.lower() == "one" and _ORDINARY_ONE.search(before)
             if ordinary or not (noun or _SUBCOUNT_AFTER.match(after) or _ends_answer(after)):
                 continue
             if raw.lower() == "one" and noun == "one":
@@ -500,6 +498,11 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             )
         )
     return found
+
+
+_ORDINARY_ONE = re.compile(
+    r"\b(?:the|that|this|which|only|any|each|every|no|some|another)\s*$", re.IGNORECASE
+)
 
 
 def _ends_answer(after: str) -> bool:
