@@ -230,7 +230,7 @@ def _with_facts(claims: list[Claim], verdicts: Sequence[Verdict]) -> list[Claim]
     for verdict in verdicts:
         fact = verdict.fact
         if fact.kind != "count":
-            kind = "value" if fact.kind == "has" else fact.kind  # a field's value, set or empty
+            kind = "value" if fact.kind in ("has", "field") else fact.kind  # a field's value
             out.append(Claim(fact.text, kind, verdict.status, verdict.source, fact.start,
                              fact.end, fact.subject, verdict.reason))  # fmt: skip
     return sorted(out, key=lambda c: c.start)

@@ -24,6 +24,7 @@ from typing import Any
 from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
     TOKEN,
+    Shape,
     identifier_like,
     negated,
     noun_after,
@@ -99,16 +100,17 @@ _INLINE_LIST = re.compile(r"\b(?:are|is)\s*:?\s+(?P<list>[^.;\n]+)|:\s*(?P<list2
 def read(answer: str, question: str = "") -> list[Fact]:
     """The facts `answer` states, in order, in answer to `question`."""
     text = plain(answer)
-    facts = _counts(text) + _quantifiers(text) + _members(text) + _values(text) + _fields(text)
+    blocks = shape(text)
+    facts = _counts(text, blocks) + _quantifiers(text) + _members(text, blocks)
+    facts += _values(text) + _fields(text) + _field_values(text) + _cells(text, blocks)
     if question and _YES_NO_QUESTION.match(question) and (m := _YES_NO.match(text)):
         yes = m.group(1).lower() == "yes"
         facts.append(Fact("yesno", m.group(1), m.start(1), m.end(1), answer=yes))
     return sorted(facts, key=lambda f: f.start)
 
 
-def _counts(text: str) -> list[Fact]:
+def _counts(text: str, blocks: Shape) -> list[Fact]:
     facts = []
-    blocks = shape(text)
     for n in numbers(text, skip=blocks.numbering):
         if n.integer is None or n.context or n.percent or not (n.noun or n.subcount):
             continue
@@ -156,12 +158,11 @@ def _quantifiers(text: str) -> list[Fact]:
     return facts
 
 
-def _members(text: str) -> list[Fact]:
+def _members(text: str, blocks: Shape) -> list[Fact]:
     """Lists said to be a set: list items under a lead line ending in a colon,
     and "the routers are A and B" in a sentence. A list called a sample
     ("some of them", "e.g.", "the first 5") is no claim about the set."""
     facts = []
-    blocks = shape(text)
     items = blocks.items
     groups: list[list[tuple[int, int]]] = []
     for item in items:
@@ -323,4 +324,56 @@ def _fields(text: str) -> list[Fact]:
             Fact("has", m.group(), m.start(), m.end(), subject=m.group("s"), field=word,
                  answer=present, on=m.group("on") or "")
         )  # fmt: skip
+    return facts
+
+
+_FIELD_VALUE = re.compile(
+    rf"(?P<s>{TOKEN.pattern})(?:'s|\u2019s)\s+(?P<f>[a-z][a-z ]{{0,28}}?)\s+(?:is|was)\s+"
+    rf"(?:set\s+to\s+)?(?P<v>{TOKEN.pattern})"
+    rf"|(?P<s2>{TOKEN.pattern})\s+has\s+(?:the|a|an)\s+(?P<f2>[a-z][a-z ]{{0,28}}?)\s+(?:of\s+)?"
+    rf"(?P<v2>{TOKEN.pattern})",
+    re.IGNORECASE,
+)
+
+
+def _field_values(text: str) -> list[Fact]:
+    """A field's value said of an object: "sw01's primary IP is 10.1.0.1/24",
+    "VRF Red has the route distinguisher 65000:1", "DM-Butte has the ID 16"."""
+    facts = []
+    for m in _FIELD_VALUE.finditer(text):
+        subject = m.group("s") or m.group("s2")
+        field = re.sub(r"\s+", " ", (m.group("f") or m.group("f2")).lower())
+        value = m.group("v") or m.group("v2")
+        facts.append(
+            Fact("field", m.group(), m.start(), m.end(), subject=subject, value=value,
+                 field=field)
+        )  # fmt: skip
+    return facts
+
+
+def _cells(text: str, blocks: Shape) -> list[Fact]:
+    """A table row's cells as fields of the object its first cell names: the
+    "Tenant" cell of a row is that object's tenant."""
+    facts = []
+    for row in blocks.rows:
+        if len(row.cells) < 2:
+            continue
+        at = row.start
+        spans = []
+        for _, cell in row.cells:
+            found = text.find(cell, at, row.end) if cell else -1
+            spans.append((found, found + len(cell)) if found >= 0 else None)
+            if found >= 0:
+                at = found + len(cell)
+        subject = row.cells[0][1].strip()
+        if not subject or spans[0] is None:
+            continue
+        for (header, cell), span in list(zip(row.cells, spans, strict=True))[1:]:
+            value = cell.strip()
+            if span is None or not header.strip() or not TOKEN.search(value):
+                continue
+            facts.append(
+                Fact("field", value, span[0], span[1], subject=subject, value=value,
+                     field=re.sub(r"\s+", " ", header.strip().lower()))
+            )  # fmt: skip
     return facts

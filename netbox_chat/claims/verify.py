@@ -285,6 +285,38 @@ def _has(fact: Fact, index: Index, question: str) -> Verdict | None:
     return Verdict(fact, "ungrounded", seen[0][0], f"the record of {fact.subject} says otherwise")
 
 
+# Field words an answer uses for a NetBox field of another name.
+_FIELD_NAMES = {
+    "primary ip": ("primary_ip", "primary_ip4", "primary_ip6"), "ip": ("primary_ip",),
+    "facility code": ("facility",), "route distinguisher": ("rd",), "rd": ("rd",),
+    "serial number": ("serial",), "type": ("type", "device_type"), "model": ("device_type",),
+    "role": ("role",), "vid": ("vid",), "id": ("id",), "asset tag": ("asset_tag",),
+}  # fmt: skip
+
+
+def _field(fact: Fact, index: Index, question: str) -> Verdict | None:
+    """A field's value said of an object, against that object's own record:
+    no verdict unless the record has the field."""
+    names = _FIELD_NAMES.get(fact.field, (fact.field.replace(" ", "_"),))
+    rows = index.rows.get(key(fact.subject or ""), [])
+    seen = [(s, r[f]) for s, r in rows for f in names if f in r and r[f] not in (None, "")]
+    if not seen or not fact.value:
+        return None
+    said = key(fact.value)
+    for source, held in seen:
+        forms = [held.get(k) for k in _SHOWN] if isinstance(held, Mapping) else [held]
+        for form in forms:
+            if not isinstance(form, (str, int)) or isinstance(form, bool):
+                continue
+            text = key(str(form))
+            if text == said or text.startswith(said + "-") or said.startswith(text + "-"):
+                return Verdict(fact, "verified", source, f"the record of {fact.subject} says so")
+    return Verdict(fact, "ungrounded", seen[0][0], f"the record of {fact.subject} says otherwise")
+
+
+_SHOWN = ("address", "display", "name", "slug", "label", "value")
+
+
 def _set(value: Any) -> bool:
     """A field is set: a flag that is true, or any value that is not empty."""
     if isinstance(value, bool):
@@ -298,4 +330,5 @@ _VERIFY = {
     "quantifier": _quantifier,
     "yesno": _yesno,
     "has": _has,
+    "field": _field,
 }  # a value of a named object: the grounding check's value pass reads it beside its name
