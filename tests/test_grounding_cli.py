@@ -35,7 +35,7 @@ def test_ask_json_carries_the_grounding_and_the_ledger_and_export_keep_it(
     assert result["grounding"] == {
         "claims": 5,
         "ungrounded": [
-            {"text": "17 devices", "kind": "number"},
+            {"text": "17 devices", "kind": "count"},
             {"text": "dmi01-akron-sw03", "kind": "name"},
         ],
         "without_netbox": False,
@@ -90,7 +90,7 @@ def test_retry_asks_the_model_once_within_the_turn_and_checks_again(
     }  # fmt: skip
     assert result["turn"] == 1 and len(ollama.requests) == 3
     told = json.dumps(ollama.requests[-1]["messages"])
-    assert "17 devices (number)" in told and "dmi01-akron-sw03 (name)" in told
+    assert "17 devices (count)" in told and "dmi01-akron-sw03 (name)" in told
 
     # The retry's tokens count in the turn: more than the same turn without it.
     ollama.script([LOOK], [Text(MADE_UP)])
@@ -140,7 +140,7 @@ def test_the_repl_marks_ungrounded_claims_and_names_them_after_the_answer(
     # /show: per claim, the call it rests on, by number (the calls are listed above it)
     assert "✓ dmi01-akron-sw01 (name): in call 1 (netbox_get_objects)" in shown
     assert "✓ DM-Akron (name): in call 1 (netbox_get_objects)" in shown
-    assert "\u2020 17 devices (number): not in NetBox's replies" in shown
+    assert "\u2020 17 devices (count): not in NetBox's replies (NetBox counts 3)" in shown
     assert "\u2020 dmi01-akron-sw03 (name): not in NetBox's replies" in shown
 
 

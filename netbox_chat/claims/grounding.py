@@ -429,19 +429,19 @@ def _numbers(
     listed |= set(per_group.values())
     listed.discard(0)
     skip = [*reading.taken, *blocks.numbering]
+    columns = _Columns(reading.text, blocks)
     for number in numbers(reading.text, skip=skip):
         if number.value in given:
             continue
         value = number.integer
         source = None
         status = "ungrounded"
-        counts = (
-            number.noun
-            or number.subcount
-            or number.total
-            or _counted_column(reading.text, number.start, blocks)
-        )
-        if value is not None and value in index.counts:
+        counts = number.noun or number.subcount or number.total or columns.counted(number.start)
+        if value is not None and columns.header(number.start).strip().lower() == "id":
+            # an ID column names objects by their id
+            source = index.ids.get(value)
+            status = "verified" if source is not None else "ungrounded"
+        elif value is not None and value in index.counts:
             status, source = "verified", index.counts[value]
         elif (value is not None and value in listed) or (value == 0 and index.payloads):
             status = "verified"
@@ -474,16 +474,27 @@ def _in_other_unit(text: str, number: Any, index: Index) -> int | None:
     return None
 
 
-def _counted_column(text: str, at: int, blocks: Any) -> bool:
-    """The number stands in a table column headed by an object noun
-    ("| Site | Devices |"): a count, not a value."""
-    for row in (*blocks.rows, *blocks.totals):
-        if row.start <= at < row.end:
-            column = text[row.start : at].lstrip().lstrip("|").count("|")
-            if column < len(row.cells):
-                header = row.cells[column][0]
-                return bool(noun_after(" " + header, 0, OBJECT_NOUNS))
-    return False
+class _Columns:
+    """The header of the table column a number stands in, found by bisection
+    over the rows (a pass over every row per number costs a table's square)."""
+
+    def __init__(self, text: str, blocks: Any) -> None:
+        self.text = text
+        self.rows = sorted((*blocks.rows, *blocks.totals), key=lambda r: r.start)
+        self.starts = [r.start for r in self.rows]
+
+    def header(self, at: int) -> str:
+        i = bisect.bisect_right(self.starts, at) - 1
+        if i < 0 or at >= self.rows[i].end:
+            return ""
+        row = self.rows[i]
+        column = self.text[row.start : at].lstrip().lstrip("|").count("|")
+        return row.cells[column][0] if column < len(row.cells) else ""
+
+    def counted(self, at: int) -> bool:
+        """Headed by an object noun ("| Site | Devices |"): a count, not a value."""
+        header = self.header(at)
+        return bool(header) and bool(noun_after(" " + header, 0, OBJECT_NOUNS))
 
 
 @functools.lru_cache(maxsize=64)

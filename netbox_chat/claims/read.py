@@ -212,7 +212,8 @@ def _members(text: str, blocks: Shape) -> list[Fact]:
 _NARROWING = frozenset(
     ["have", "has", "belong", "belongs", "lack", "lacks", "use", "uses", "run", "runs", "carry",
      "are", "is", "were", "was", "do", "does", "sit", "show", "match", "remain", "need", "with",
-     "without", "that", "which", "whose", "where", "in", "on", "behind", "connected", "assigned"]
+     "without", "that", "which", "whose", "where", "in", "on", "behind", "connected", "assigned",
+     "named", "called"]
 )  # fmt: skip
 
 
@@ -229,11 +230,14 @@ def _narrowing(text: str, number: Any) -> bool:
 
 
 def _sentence(text: str, at: int) -> str:
-    """The sentence (or line) around offset `at`, bounded."""
+    """The part of the sentence (or line) around offset `at` that says which
+    set a fact is about: from its start to the first comma, colon or
+    semicolon after `at` ("DM-Akron has 17 devices, among them A and B":
+    the names listed after the comma are members, not the set's scope)."""
     low = max(
         text.rfind(". ", max(0, at - 300), at) + 1, text.rfind("\n", max(0, at - 300), at) + 1
     )
-    ends = [e for e in (text.find(". ", at, at + 300), text.find("\n", at, at + 300)) if e >= 0]
+    ends = [e for c in (". ", "\n", ",", ":", ";") if (e := text.find(c, at, at + 300)) >= 0]
     return text[low : min(ends) if ends else at + 300]
 
 

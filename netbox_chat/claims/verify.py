@@ -147,9 +147,11 @@ def _count(fact: Fact, index: Index, question: str) -> Verdict | None:
         return None  # "3 have no tenant": the number check reads it
     sets = [s for s in _sets(index, fact.noun) if _in_scope(fact, s, index)]
     if not sets:
-        if _sets(index, fact.noun):
+        if not _sets(index, fact.noun):
+            return None
+        if fact.number in index.counts:  # a number of the replies, but of another set
             return Verdict(fact, "unchecked", None, "no reply holds the set it counts")
-        return None
+        return Verdict(fact, "ungrounded", None, "no reply holds the set it counts, nor the number")
     n = fact.number
     if fact.qualifier:
         for found in sets:

@@ -335,7 +335,7 @@ def claims_view(grounding: Grounding, sources: Sequence[tuple[str, dict[str, Any
         }.get(claim.status, ("✓", "green", "verified"))
         out.append(f"  {sign} ", style=style)
         out.append(visible_line(claim.text), style="" if sign == "✓" else style)
-        where = claim.reason or why
+        where = f"{why} ({claim.reason})" if claim.reason else why
         if claim.status == "verified" and claim.source is not None:
             call = f"call {claim.source + 1}"
             if claim.source < len(sources):
