@@ -39,6 +39,7 @@ from netbox_chat.claims.reader import (
     none_spans,
     noun_after,
     numbers,
+    numbers_outside,
     plain,
     shape,
     tokens,
@@ -132,7 +133,6 @@ class _Reading:
 
     text: str
     claims: list[Claim] = field(default_factory=list)
-    taken: list[tuple[int, int]] = field(default_factory=list)
     mask: bytearray = field(default_factory=bytearray)
 
     def __post_init__(self) -> None:
@@ -142,7 +142,6 @@ class _Reading:
         return 1 not in self.mask[start:end]
 
     def take(self, start: int, end: int) -> None:
-        self.taken.append((start, end))
         self.mask[start:end] = b"\x01" * (end - start)
 
     def add(self, claim: Claim) -> None:
@@ -428,9 +427,10 @@ def _numbers(
             per_group[group] += 1
     listed |= set(per_group.values())
     listed.discard(0)
-    skip = [*reading.taken, *blocks.numbering]
     columns = _Columns(reading.text, blocks)
-    for number in numbers(reading.text, skip=skip):
+    for number in numbers_outside(reading.text, tuple(blocks.numbering)):
+        if not reading.free(number.start, number.end):
+            continue  # inside a name or an address
         if number.value in given:
             continue
         value = number.integer

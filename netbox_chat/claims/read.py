@@ -28,7 +28,7 @@ from netbox_chat.claims.reader import (
     identifier_like,
     negated,
     noun_after,
-    numbers,
+    numbers_outside,
     plain,
     shape,
 )
@@ -111,7 +111,7 @@ def read(answer: str, question: str = "") -> list[Fact]:
 
 def _counts(text: str, blocks: Shape) -> list[Fact]:
     facts = []
-    for n in numbers(text, skip=blocks.numbering):
+    for n in numbers_outside(text, tuple(blocks.numbering)):
         if n.integer is None or n.context or n.percent or not (n.noun or n.subcount):
             continue
         after = text[n.end : n.end + 60]
@@ -291,7 +291,7 @@ def _values(text: str) -> list[Fact]:
         Fact(
             "value", m.group(), m.start(), m.end(), subject=m.group("s"), value=m.group("v").lower()
         )
-        for m in _VALUE.finditer(text)
+        for m in _matches(_VALUE, text, ("is", "are", "was", "were"))
         if identifier_like(m.group("s")) and not m.group("neg")
     ]
 
@@ -318,7 +318,7 @@ def _fields(text: str) -> list[Fact]:
     IP", "eth0 on sw01 is enabled", "sw02 is not in a rack". `answer` holds
     whether the field is said to be set (enabled: true)."""
     facts = []
-    for m in _HAS.finditer(text):
+    for m in _matches(_HAS, text, ("has", "have", "is", "are")):
         if m.group("f"):
             word, present = re.sub(r"\s+", " ", m.group("f").lower()), m.group("a").lower() != "no"
         else:
@@ -344,7 +344,7 @@ def _field_values(text: str) -> list[Fact]:
     """A field's value said of an object: "sw01's primary IP is 10.1.0.1/24",
     "VRF Red has the route distinguisher 65000:1", "DM-Butte has the ID 16"."""
     facts = []
-    for m in _FIELD_VALUE.finditer(text):
+    for m in _matches(_FIELD_VALUE, text, ("'s", "\u2019s", "has")):
         subject = m.group("s") or m.group("s2")
         field = re.sub(r"\s+", " ", (m.group("f") or m.group("f2")).lower())
         value = m.group("v") or m.group("v2")
@@ -381,3 +381,17 @@ def _cells(text: str, blocks: Shape) -> list[Fact]:
                      field=re.sub(r"\s+", " ", header.strip().lower()))
             )  # fmt: skip
     return facts
+
+
+def _matches(pattern: re.Pattern[str], text: str, words: tuple[str, ...]) -> list[re.Match[str]]:
+    """`pattern`'s matches in the lines of `text` holding one of `words`: a
+    pattern that starts with a name is tried at every character, so lines
+    without its verb (a list of interfaces and speeds) are not searched."""
+    found: list[re.Match[str]] = []
+    at = 0
+    for line in text.split("\n"):
+        low = line.lower()
+        if any(w in low for w in words):
+            found.extend(pattern.finditer(text, at, at + len(line)))
+        at += len(line) + 1
+    return found

@@ -505,6 +505,15 @@ _ORDINARY_ONE = re.compile(
 )
 
 
+@lru_cache(maxsize=2)
+def numbers_outside(text: str, skip: tuple[tuple[int, int], ...]) -> tuple[Number, ...]:
+    """`numbers(text, skip=skip)` kept for the text just read: the grounding
+    check's number pass and its fact reader read the same answer's numbers
+    (the fact reader's, outside list numbering; the number pass then drops
+    those inside a name), and reading them is the check's dearest step."""
+    return tuple(numbers(text, skip=skip))
+
+
 def _ends_answer(after: str) -> bool:
     return bool(_ANSWER_END.match(after))
 
