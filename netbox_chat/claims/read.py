@@ -30,6 +30,7 @@ from netbox_chat.claims.reader import (
     noun_after,
     numbers_outside,
     plain,
+    question_noun,
     shape,
 )
 
@@ -101,7 +102,7 @@ def read(answer: str, question: str = "") -> list[Fact]:
     """The facts `answer` states, in order, in answer to `question`."""
     text = plain(answer)
     blocks = shape(text)
-    facts = _counts(text, blocks) + _quantifiers(text) + _members(text, blocks)
+    facts = _counts(text, blocks) + _quantifiers(text) + _members(text, blocks, question)
     facts += _values(text) + _fields(text) + _field_values(text) + _cells(text, blocks)
     if question and _YES_NO_QUESTION.match(question) and (m := _YES_NO.match(text)):
         yes = m.group(1).lower() == "yes"
@@ -158,11 +159,13 @@ def _quantifiers(text: str) -> list[Fact]:
     return facts
 
 
-def _members(text: str, blocks: Shape) -> list[Fact]:
-    """Lists said to be a set: list items under a lead line ending in a colon,
-    and "the routers are A and B" in a sentence. A list called a sample
-    ("some of them", "e.g.", "the first 5") is no claim about the set."""
+def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
+    """Lists said to be a set: list items under a lead line ending in a colon
+    (or any list answering "Which VLANs ...?"), and "the routers are A and B"
+    in a sentence. A list called a sample ("some of them", "e.g.", "the first
+    5") is no claim about the set."""
     facts = []
+    asked = _ASKS_LIST.match(question) and not _SUBSET.search(question)
     items = blocks.items
     groups: list[list[tuple[int, int]]] = []
     for item in items:
@@ -174,14 +177,15 @@ def _members(text: str, blocks: Shape) -> list[Fact]:
         line_start = text.rfind("\n", 0, max(0, group[0][0] - 1))
         lead_end = max(0, line_start)
         lead = text[text.rfind("\n", 0, max(0, lead_end - 1)) + 1 : lead_end].strip()
-        if not lead.endswith(":") or _SUBSET.search(lead):
+        if not (lead.endswith(":") or (asked and not lead)) or _SUBSET.search(lead):
             continue
-        names = tuple(n for s, e in group if (n := _first_name(text[s:e])))
-        noun = _lead_noun(lead)
+        names = tuple(n for s, e in group if (n := _first_name(text[s:e], bool(asked))))
+        noun = _lead_noun(lead) or (question_noun(question) if asked else "")
+        whole = _whole(lead, noun) or bool(asked and noun in _TYPE_NOUNS)
         if len(names) >= 2 and len(names) == len(group):
             facts.append(
-                Fact("members", lead, group[0][0], group[-1][1], members=names,
-                     qualifier=_status_in(lead), noun=noun, narrowed=not _whole(lead, noun),
+                Fact("members", lead or question, group[0][0], group[-1][1], members=names,
+                     qualifier=_status_in(lead), noun=noun, narrowed=not whole,
                      scope=lead)
             )  # fmt: skip
     for segment in blocks.segments:
@@ -252,17 +256,22 @@ _WHOLE_SET = re.compile(r"\b(?:are|all|every|only)\b", re.IGNORECASE)
 _TYPE_NOUNS = frozenset(
     ["device", "site", "rack", "tenant", "vlan", "vrf", "prefix", "cluster", "circuit",
      "provider", "platform", "region", "location", "interface", "virtual machine", "vm",
-     "ip address", "cable", "contact", "tag"]
+     "ip address", "cable", "contact", "tag", "manufacturer", "power feed", "power panel",
+     "device type", "aggregate", "asn", "module"]
 )  # fmt: skip
 
 
 _LIST_SEPARATOR = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+")
 
 
-def _first_name(item: str) -> str:
-    """The object a list item names: its first token, when only a name looks so."""
+def _first_name(item: str, asked: bool = False) -> str:
+    """The object a list item names: its first token, when only a name looks
+    so (any first word, when the question asked for a list: "- mgmt (100)")."""
     m = TOKEN.search(item)
-    return m.group() if m and identifier_like(m.group()) else ""
+    return m.group() if m and (asked or identifier_like(m.group())) else ""
+
+
+_ASKS_LIST = re.compile(r"\s*(?:which|list|what)\b", re.IGNORECASE)
 
 
 def _lead_noun(lead: str) -> str:

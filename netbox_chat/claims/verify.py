@@ -214,6 +214,10 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
     ]
     named = [row for row in found.rows if _identity(row) & listed]
     extra = [r for r in named if not any(r is w for w in wanted)]
+    own = {name for row in found.rows for name in _identity(row)}
+    if any(m not in own and m in index.records for m in listed):
+        # a member the set does not hold, though another reply names it
+        return Verdict(fact, "ungrounded", found.source, "a member is not in the set")
     if not extra and (fact.narrowed or len(named) == len(wanted)):
         return Verdict(fact, "verified", found.source, f"the set has {len(wanted)}")
     return Verdict(
