@@ -1066,7 +1066,7 @@ async def _ask_once(
                 view: TurnView | None = None
                 sink: EventSink = ignore_events
                 if isinstance(watcher, turnview.TurnView):
-                    from netbox_chat.claims.marks import Marker
+                    from netbox_chat.claims.present import Marker
 
                     view, sink = watcher, watcher.on_event
                     evidence = runtime.conversation

@@ -40,7 +40,7 @@ from rich.text import Text
 from netbox_chat import process
 from netbox_chat.agent.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
 from netbox_chat.claims import check
-from netbox_chat.claims.marks import Marker
+from netbox_chat.claims.present import Marker
 from netbox_chat.config import ModelServer, Settings, resume_command, state_dir
 from netbox_chat.errors import PICK_MODEL, ExitStatus, UserFacingError
 from netbox_chat.models.thinking import check_setting, setting_label
@@ -514,7 +514,7 @@ class Repl:
     async def show(self, argument: str) -> None:
         """`/show [N]`: the tool calls of the last answered turn (or turn N),
         with what each returned, from the conversation at the turn's end."""
-        from netbox_chat.agent.evidence import tool_results, turn_messages
+        from netbox_chat.agent.evidence import calls_of, tool_results, turn_messages
 
         turn = chosen_turn([t for t in self.session.turns() if t.status == "done"], argument)
         if turn is None:
@@ -540,7 +540,7 @@ class Repl:
         # Each claim of the answer and the result it rests on: every result
         # the conversation held at the turn's end (earlier turns' too).
         held = tool_results(messages[: turn.message_count])
-        grounding = check(turn.answer or "", [r.data() for r in held], given=turn.question)
+        grounding = check(turn.answer or "", calls_of(held), given=turn.question)
         self.console.print(Text(f"turn {turn.number}: the answer's claims", style="dim"))
         self.console.print(tables.claims_view(grounding, [(r.name, r.args) for r in held]))
 

@@ -425,7 +425,7 @@ class TurnView:
         self.discarded = False
         self.finished = False
         # Marks the claims of each answer block NetBox's replies do not hold
-        # (claims.marks.Marker), set by the REPL and `ask` in a terminal.
+        # (claims.present.Marker), set by the REPL and `ask` in a terminal.
         self.marker: Callable[[str], str] | None = None
 
     def __enter__(self) -> TurnView:
@@ -591,8 +591,6 @@ class TurnView:
                     style="yellow",
                 )
             )
-            if self.marker is not None and hasattr(self.marker, "restart"):
-                self.marker.restart()
             self.status.activity = "thinking"
         elif isinstance(event, RollingBack):
             self.status.activity = "cancelling, rolling back"
@@ -620,16 +618,17 @@ class TurnView:
 
 def grounding_line(outcome: TurnOutcome) -> Text | None:
     """The line after an answer naming the claims NetBox's replies do not
-    hold (each marked in the answer), or saying it was answered without
-    NetBox; None when every claim rests on NetBox."""
-    from netbox_chat.claims.marks import MARK, summary_line
+    hold (each marked in the answer), how many could not be checked, or
+    saying it was answered without NetBox or that the check failed; None
+    when every claim was verified."""
+    from netbox_chat.claims.present import MARK, summary_line
 
     if outcome.status != "done" or outcome.grounding is None:
         return None
     line = summary_line(outcome.grounding)
     if not line:
         return None
-    mark = "" if outcome.grounding.without_netbox else f"{MARK} "
+    mark = f"{MARK} " if outcome.grounding.ungrounded else ""
     return Text(f"{mark}{visible_line(line)}", style="yellow")
 
 
