@@ -187,7 +187,7 @@ async def test_check_answer_gives_each_claim_its_verdict_and_call(
         got = checked.structured_content
         assert json.loads(text_of(checked)) == got
         assert got["ungrounded"] == [
-            {"text": "17 devices", "kind": "number"},
+            {"text": "17 devices", "kind": "count"},
             {"text": "dmi01-akron-sw03", "kind": "name"},
         ]
         verdicts = {v["text"]: v for v in got["verdicts"]}
@@ -197,7 +197,9 @@ async def test_check_answer_gives_each_claim_its_verdict_and_call(
             "arguments": AKRON,
         }
         assert verdicts["17 devices"]["status"] == "ungrounded"
-        assert verdicts["17 devices"]["source"] is None and verdicts["17 devices"]["reason"]
+        # the count is contradicted by the set it counts: that call's own count
+        assert verdicts["17 devices"]["source"] == verdicts["dmi01-akron-sw01"]["source"]
+        assert verdicts["17 devices"]["reason"]
         assert got["calls"] == 1 and got["without_netbox"] is False
 
 
@@ -289,7 +291,7 @@ def test_stdio_subprocess_over_its_pipes(netbox: NetBoxDouble, tmp_path: Any) ->
         proc.stdin.write("this is not JSON\n")  # type: ignore[union-attr]
         checked = call(7, "check_answer", {"answer": MADE_UP, "question": QUESTION})["result"]
         assert checked["structuredContent"]["ungrounded"] == [
-            {"text": "17 devices", "kind": "number"},
+            {"text": "17 devices", "kind": "count"},
             {"text": "dmi01-akron-sw03", "kind": "name"},
         ]  # the replies of this connection, kept across its calls
         proc.stdin.close()  # type: ignore[union-attr]

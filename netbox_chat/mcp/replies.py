@@ -3,8 +3,7 @@
 `check_answer` must judge an answer by the NetBox replies the asking agent had,
 so each session's calls are kept here, bounded (the oldest go first), as the
 chat keeps a turn's evidence. `verdicts` is the one place that speaks to
-`netbox_chat.claims`: when the claims pipeline's `Call` and `unchecked` land
-(docs/mcp.md, "check_answer"), only it changes.
+`netbox_chat.claims`: the same check `ask --json` runs, on the same calls.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from netbox_chat import claims
 from netbox_chat.claims import check
 
 MAX_CALLS = 200  # calls kept per session: more than a long conversation makes
@@ -66,45 +66,26 @@ class Replies:
         return list(calls)
 
 
-# Today's statuses (claims/grounding.py) as the contract's verdicts.
-_STATUS = {"grounded": "verified", "derived": "verified", "ungrounded": "ungrounded"}
-_REASON = {
-    "grounded": "a NetBox reply holds it",
-    "derived": "computed from NetBox's replies (a count, or the rows listed)",
-    "ungrounded": "not in NetBox's replies, or contradicted by the record",
-}
-
-
 def verdicts(answer: str, calls: Sequence[Call], *, question: str = "") -> dict[str, Any]:
     """The grounding check's JSON (`ask --json`'s `grounding`) with each claim's
-    verdict, the call it rests on (tool and arguments) and why."""
-    try:
-        grounding = check(answer, [c.payload for c in calls], given=question)
-    except Exception as e:  # an aid that fails says so in one line, and nothing else fails
-        return {
-            "claims": 0,
-            "ungrounded": [],
-            "without_netbox": False,
-            "unchecked": [],
-            "verdicts": [],
-            "calls": len(calls),
-            "failed": f"the grounding check failed ({type(e).__name__})",
-        }
+    verdict, the call it rests on (tool and arguments) and why. The check never
+    raises: when it fails, its claims are unchecked and `failed` says so."""
+    grounding = check(
+        answer, [claims.Call(c.name, c.args, c.payload) for c in calls], given=question
+    )
     out = grounding.as_json()
-    out.setdefault("unchecked", [c.as_json() for c in getattr(grounding, "unchecked", [])])
     out["verdicts"] = [
         {
             **claim.as_json(),
-            "status": _STATUS.get(claim.status, claim.status),
+            "status": claim.status,
             "source": _source(calls, claim.source),
-            "reason": getattr(claim, "reason", "") or _REASON.get(claim.status, ""),
+            "reason": claim.reason,
         }
         for claim in grounding.all
     ]
     out["calls"] = len(calls)
-    failed = getattr(grounding, "failed", None)
-    if failed:
-        out["failed"] = failed
+    if grounding.failed:
+        out["failed"] = grounding.failed
     return out
 
 
