@@ -290,6 +290,30 @@ def say(
     (out() if stdout else err()).print(Text(visible(message), style=style), soft_wrap=soft_wrap)
 
 
+def hanging(line: str, console: "Console") -> str:
+    """`line` as a terminal shows it: wrapped at spaces only, each following
+    line indented under the first one's text, so a check's detail never
+    reads as a line of its own, nor breaks inside a word or a path. Left
+    whole in a pipe or a log, for grep."""
+    import textwrap
+
+    if not console.is_terminal:
+        return line
+    try:  # the terminal's own width: an exported COLUMNS may be stale
+        width = os.get_terminal_size(console.file.fileno()).columns
+    except (OSError, ValueError):
+        width = console.width
+    return "\n".join(
+        textwrap.wrap(
+            line,
+            max(width, 20),
+            subsequent_indent="  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    )
+
+
 # Warnings already printed: each once per process, however often the config
 # file is read (a resumed session resolves the settings twice).
 _warned: set[str] = set()
@@ -1225,8 +1249,8 @@ def doctor(
     settings = settings_from(chat, need_token=True)
     checks = run_checks(settings)
     for check in checks:
-        style = "green" if check.ok else "dim" if check.skipped else "red"
-        say(check.line(), style, stdout=True)
+        style = "" if check.info else "green" if check.ok else "dim" if check.skipped else "red"
+        say(hanging(check.line(), out()), style, stdout=True, soft_wrap=True)
     if not all(check.ok for check in checks):
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 

@@ -45,10 +45,15 @@ class Check:
     skipped: bool = False
     """Not run, because a check it depends on failed: shown as skipped, not
     as a second failure with nothing to fix of its own."""
+    info: bool = False
+    """Nothing to pass or fail (whether the model is in memory, what a cold
+    start costs): shown with `·`, not a ✓ that would claim a check passed."""
 
     def line(self) -> str:
         if self.skipped:
             return f"- {self.name}: {self.detail}"
+        if self.info:
+            return f"· {self.name}: {self.detail}"
         mark = "✓" if self.ok else "✗"
         text = f"{mark} {self.name}: {self.detail}"
         return text if self.ok or not self.fix else f"{text} → {self.fix}"
@@ -121,7 +126,7 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
     checks.append(check_window(settings, info))
     checks.append(check_loaded(url, model, timeout))
     last = last_cold_start(record_path(os.environ), model)
-    checks.append(Check("cold start", True, cold_start_line(last, model)))
+    checks.append(Check("cold start", True, cold_start_line(last, model), info=True))
     return checks
 
 
@@ -141,11 +146,18 @@ def check_loaded(url: str, model: str, timeout: float) -> Check:
     except httpx.HTTPError:
         listed = None
     if not isinstance(listed, list):
-        return Check("loaded", True, f"unknown (this Ollama does not answer /api/ps); {COLD_START}")
+        return Check(
+            "loaded",
+            True,
+            f"unknown (this Ollama does not answer /api/ps); {COLD_START}",
+            info=True,
+        )
     names = {str(m.get(k)) for m in listed if isinstance(m, dict) for k in ("name", "model")}
     if model in names:
-        return Check("loaded", True, f"{model} is in memory: no load before the first answer")
-    return Check("loaded", True, f"{model} is not in memory: {COLD_START}")
+        return Check(
+            "loaded", True, f"{model} is in memory: no load before the first answer", info=True
+        )
+    return Check("loaded", True, f"{model} is not in memory: {COLD_START}", info=True)
 
 
 def _model_check(info: ModelInfo) -> Check:

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from netbox_chat.config import mask_token, without_userinfo
+from netbox_chat.words import count
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +239,7 @@ class NetBoxClient:
                 raise self._error(
                     NetBoxConnectionError,
                     f"Cannot reach NetBox at {self._shown_url} (connection {what} after "
-                    f"{attempt + 1} attempts). Is it running, and is NETBOX_URL right?",
+                    f"{count(attempt + 1, 'attempt')}). Is it running, and is NETBOX_URL right?",
                 ) from e
             except httpx.TimeoutException as e:
                 raise self._error(
