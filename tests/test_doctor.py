@@ -43,7 +43,11 @@ def test_all_good(chat_env: dict[str, str], sessions_dir: Path) -> None:
         ({"NETBOX_CHAT_MODEL": "gemma:2b"}, "model", "does not support tool calling"),
         ({"NETBOX_URL": "CLOSED"}, "NetBox", "refused after 1 attempt). "),
         ({"NETBOX_URL": ""}, "NetBox", "set NETBOX_URL"),
-        ({"NETBOX_TOKEN": "nbt_nope0000000.wrongwrongwrongwrong"}, "token", "create a new one"),
+        (
+            {"NETBOX_TOKEN": "nbt_nope0000000.wrongwrongwrongwrong"},
+            "token",
+            "put it in NETBOX_TOKEN",
+        ),
         ({"NETBOX_TOKEN": ""}, "token", "set NETBOX_TOKEN"),
         ({"NETBOX_CHAT_NUM_CTX": "65536"}, "context window", "to 40960 or less"),
         ({"NETBOX_CHAT_NUM_CTX": "2048"}, "context window", "at least 4096"),

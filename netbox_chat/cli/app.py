@@ -33,9 +33,11 @@ from netbox_chat.cli.completion import SessionIdWord, fish_choice, session_id_ch
 from netbox_chat.cli.options import CHAT, SERVER, STORE, WHERE, ChatOptions, chat_options
 from netbox_chat.config import (
     DATABASE_SCHEMES,
+    SETTINGS_IN_FORCE,
     ConfigError,
     ModelServer,
     Settings,
+    not_configured,
     profiles_on,
     resolve_settings,
     resume_command,
@@ -345,6 +347,7 @@ def settings_from(
         raise settings_error(exc) from None
     for warning in settings.warnings:
         warn_once(warning)
+    SETTINGS_IN_FORCE.set(settings)  # what an error worded far from here names (source_of)
     return settings
 
 
@@ -397,10 +400,7 @@ def require_netbox(settings: Settings) -> None:
     from netbox_chat.credentials import missing_token
 
     if settings.netbox_url is None:
-        raise UserFacingError(
-            "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN "
-            "(or pass --netbox-url); `netbox-chat doctor` checks the setup"
-        )
+        raise UserFacingError(f"{not_configured()}; `netbox-chat doctor` checks the setup")
     missing = missing_token(settings)
     if missing is None:
         return

@@ -20,8 +20,7 @@ from pathlib import Path
 
 import httpx
 
-from netbox_chat.config import Settings, without_userinfo
-from netbox_chat.credentials import token_origin
+from netbox_chat.config import Settings, netbox_setup, source_of, without_userinfo
 from netbox_chat.errors import UserFacingError
 from netbox_chat.models.coldstart import cold_start_line, last_cold_start, record_path
 from netbox_chat.models.dialects import json_object
@@ -99,7 +98,7 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
                 "Ollama",
                 False,
                 f"cannot reach {without_userinfo(url, '***@')} ({reason})",
-                "start it with `ollama serve`, or point OLLAMA_HOST / --ollama-url at it",
+                f"start it with `ollama serve`, or point {source_of(settings, 'ollama_url')} at it",
             ),
             skipped("model", f"{model}: Ollama unreachable"),
         ]
@@ -353,17 +352,22 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
 
     if settings.netbox_url is None:
         return [
-            Check("NetBox", False, "not configured", "set NETBOX_URL (or pass --netbox-url)"),
+            Check("NetBox", False, "not configured", netbox_setup()),
             skipped("token", "no NetBox URL"),
             skipped("NetBox version", "no NetBox URL"),
         ]
-    client = NetBoxClient(settings.netbox_url, settings.netbox_token, timeout=timeout, retries=0)
+    client = NetBoxClient.of(settings, timeout=timeout, retries=0)
     where = client.scrub(settings.netbox_url)
     try:
         status = await client.status()
     except (NetBoxConnectionError, NetBoxTimeout) as exc:
         return [
-            Check("NetBox", False, str(exc), "check NETBOX_URL and that NetBox is running"),
+            Check(
+                "NetBox",
+                False,
+                str(exc),
+                f"check {source_of(settings, 'netbox_url')} and that NetBox is running",
+            ),
             skipped("token", "NetBox unreachable"),
             skipped("NetBox version", "NetBox unreachable"),
         ]
@@ -375,7 +379,12 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
         ]
     except NetBoxError as exc:
         return [
-            Check("NetBox", False, str(exc), "is NETBOX_URL the NetBox base URL?"),
+            Check(
+                "NetBox",
+                False,
+                str(exc),
+                f"is {source_of(settings, 'netbox_url')} the NetBox base URL?",
+            ),
             skipped("token"),
             skipped("NetBox version"),
         ]
@@ -387,7 +396,7 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
             Check(
                 "token",
                 False,
-                f"{token_origin(settings)} is not set (this NetBox answers without one, "
+                f"{source_of(settings, 'token')} is not set (this NetBox answers without one, "
                 "most do not)",
                 token_fix(settings, "missing"),
             )
@@ -401,7 +410,7 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
                 "NetBox version",
                 False,
                 "/api/status/ did not say (is this NetBox?)",
-                "point NETBOX_URL at a NetBox 4.x",
+                f"point {source_of(settings, 'netbox_url')} at a NetBox 4.x",
             )
         )
     elif not str(version).startswith("4."):
@@ -421,15 +430,18 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
 def token_fix(settings: Settings, cause: str) -> str:
     """The fix for a refused token, by NetBox's reason, naming where this
     token comes from (a profile's own variable or command, not always
-    NETBOX_TOKEN)."""
-    origin = token_origin(settings)
+    NETBOX_TOKEN): the check's detail has said why (the client's words)."""
+    origin = source_of(settings, "token")
+    command = origin.startswith("the token_command")
     if cause == "missing":
-        if origin.startswith("the token_command"):
+        if command:
             return f"make {origin} print an API token"
         return f"set {origin} to an API token (NetBox → your profile → API tokens)"
     if cause == "permission":
-        return f"the token from {origin} is valid: give its user permission to read, or use another"
-    return f"the token from {origin} is wrong, expired or disabled: create a new one"
+        return "give the token's user permission to read, or use another token"
+    if command:
+        return f"create a new token and make {origin} print it"
+    return f"create a new token and put it in {origin}"
 
 
 # --- the sessions folder -----------------------------------------------------------------

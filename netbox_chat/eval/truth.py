@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from netbox_chat.errors import UserFacingError
-from netbox_chat.netbox.client import auth_header
+from netbox_chat.netbox.client import auth_cause, auth_header
 
 PAGE = 1000
 """Rows per request: NetBox's default MAX_PAGE_SIZE, so a listing takes the fewest calls."""
@@ -34,6 +34,12 @@ _CONTROL = frozenset({"limit", "offset", "format", "export", "brief", "fields", 
 
 class QueryError(UserFacingError):
     """A query that cannot be run as written (a user's file, or NetBox said no)."""
+
+
+class NetBoxUnreadable(UserFacingError):
+    """NetBox cannot be read at all (unreachable, or it refused the token): no
+    question's truth can be computed, so the run stops with the fix rather
+    than skip every template as having no data."""
 
 
 @dataclass(frozen=True)
@@ -219,7 +225,12 @@ class TruthClient:
         *,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        url_from: str = "NETBOX_URL",
+        token_from: str = "NETBOX_TOKEN",
     ) -> None:
+        # Where the URL and the token came from (config.source_of), named in
+        # the fix when NetBox cannot be reached or refuses the token.
+        self.url_from, self.token_from = url_from, token_from
         headers = {"Accept": "application/json"}
         if token:
             headers["Authorization"] = auth_header(token)
@@ -242,14 +253,34 @@ class TruthClient:
         self.calls += 1
         try:
             response = self._http.get(self.base + path.strip("/") + "/", params=list(params))
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise NetBoxUnreadable(
+                f"NetBox did not answer GET /api/{path}/: {exc}: is it running, and is "
+                f"{self.url_from} right?"
+            ) from None
         except httpx.HTTPError as exc:
             raise QueryError(f"NetBox did not answer GET /api/{path}/: {exc}") from None
+        if response.status_code in (401, 403) and self._refused(response):
+            raise NetBoxUnreadable(
+                f"NetBox refused GET /api/{path}/ (HTTP {response.status_code}): check the "
+                f"token from {self.token_from}"
+            )
         if response.status_code != 200:
             raise QueryError(f"NetBox answered GET /api/{path}/ with HTTP {response.status_code}")
         try:
             return response.json()
         except ValueError:
             raise QueryError(f"NetBox sent no JSON for GET /api/{path}/") from None
+
+    def _refused(self, response: httpx.Response) -> bool:
+        """Whether a 401/403 refuses the token itself (or its absence), not
+        only this one listing to a token without permission for it."""
+        try:
+            detail = response.json().get("detail")
+        except (ValueError, AttributeError):
+            detail = None
+        sent = "Authorization" in self._http.headers
+        return auth_cause(response.status_code, detail, sent_token=sent) != "permission"
 
     def rows(self, path: str, params: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
         """Every row of a listing, page by page."""
