@@ -16,6 +16,7 @@ imported only for the type checker are written as strings.
 import contextlib
 import functools
 import gc
+import itertools
 import json
 import os
 import sys
@@ -26,11 +27,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer._click.shell_completion import CompletionItem, add_completion_class
 from typer._completion_classes import FishComplete, ZshComplete
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from netbox_chat import process, typeahead, words
 from netbox_chat.cli.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
-from netbox_chat.cli.options import CHAT, SERVER, STORE, WHERE, ChatOptions, chat_options
+from netbox_chat.cli.options import (
+    CHAT,
+    OPTIONS,
+    SERVER,
+    STORE,
+    WHERE,
+    ChatOptions,
+    chat_options,
+    help_in_force,
+)
 from netbox_chat.config import (
     DATABASE_SCHEMES,
     SETTINGS_IN_FORCE,
@@ -120,6 +130,9 @@ class PlainHelpFish(FishComplete):
         return fish_choice(item.value, item.help)
 
 
+HELP_WORDS = frozenset(("-h", "--help"))
+PROFILE_WORDS = frozenset(OPTIONS["profile"].metadata["flags"])
+
 CONTINUE = ("-c", "--continue")
 """Before any command: continue the last session (`Commands.parse_args`)."""
 
@@ -145,6 +158,8 @@ class Commands(TyperGroup):
         `netbox-chat -c "…"` continues the last session, as `llm -c` and
         `claude -c` do: it is `ask --continue "…"` (any word, with `-c` saying
         it is a question); `-c` alone reopens that session's chat (`resume`)."""
+        if HELP_WORDS & set(args):
+            self.show_values_in_force(args)
         at = self.first_word(args)
         word = args[at] if at < len(args) else ""
         options = args[:at]
@@ -157,6 +172,27 @@ class Commands(TyperGroup):
         elif word not in self.commands and len(word.split()) > 1:
             args = ["ask", word, *options, *args[at + 1 :]]
         return list(super().parse_args(ctx, args))
+
+    def show_values_in_force(self, args: list[str]) -> None:
+        """--help of any command shows each option's value in force and
+        where it came from (options.help_in_force), not a built-in default
+        the environment or the config file replaces. Worked out only when
+        help is asked for: it reads the config file."""
+        from rich.markup import escape  # Typer renders help as Rich markup
+
+        profile = next(
+            (value for flag, value in itertools.pairwise(args) if flag in PROFILE_WORDS),
+            None,
+        )
+        texts: dict[str, str] = {}
+        for command in [self, *self.commands.values()]:
+            for param in command.params:
+                if not isinstance(param, TyperOption) or param.name not in OPTIONS:
+                    continue
+                if OPTIONS[param.name].metadata["shows_value"]:
+                    if param.name not in texts:
+                        texts[param.name] = escape(help_in_force(param.name, profile))
+                    param.help = texts[param.name]
 
     def first_word(self, args: list[str]) -> int:
         """Where the first argument that is neither an option of ours nor its
