@@ -398,6 +398,27 @@ class NetBoxClient:
         return data
 
 
+PREFLIGHT_TIMEOUT = 10.0
+"""The longest the chat's check of NetBox at start may take (seconds)."""
+
+
+async def access_problem(settings: Settings, *, timeout: float = PREFLIGHT_TIMEOUT) -> str | None:
+    """Why the chat's NetBox cannot be read, in the client's one line with
+    its fix naming where the URL or the token came from (unreachable, no
+    answer in time, the token refused, not a NetBox at that URL); None when
+    `/api/status/` answers with the token. One request, no retry: the chat
+    asks it in the background as it starts, so that a wrong token or a
+    NetBox that is down is said before the first answer, not after it."""
+    client = NetBoxClient.of(settings, timeout=min(timeout, settings.netbox_timeout), retries=0)
+    try:
+        await client.status()
+    except NetBoxError as exc:
+        return str(exc)
+    finally:
+        await client.aclose()
+    return None
+
+
 def _field_errors(body: Any, resp: httpx.Response) -> str:
     if isinstance(body, dict):
         parts = []
