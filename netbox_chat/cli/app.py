@@ -32,10 +32,10 @@ from typer.core import TyperGroup, TyperOption
 from netbox_chat import process, typeahead, words
 from netbox_chat.cli.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
 from netbox_chat.cli.options import (
+    BEFORE,
     CHAT,
     OPTIONS,
     SERVER,
-    STORE,
     WHERE,
     ChatOptions,
     chat_options,
@@ -212,12 +212,14 @@ class Commands(TyperGroup):
         return at
 
     def shell_complete(self, ctx: Any, incomplete: str) -> list[CompletionItem]:
-        """No command is offered after the chat's own options: the CLI would
-        refuse it there (`refuse_chat_options`)."""
+        """After the chat's own options, only the commands that take them
+        are offered: the CLI refuses the others there (`options_before`)."""
         offered = super().shell_complete(ctx, incomplete)
-        if chat_options_typed(ctx):
-            return [item for item in offered if item.value not in self.commands]
-        return offered
+        return [
+            item
+            for item in offered
+            if item.value not in self.commands or not not_taken_by(ctx, self.commands[item.value])
+        ]
 
     def invoke(self, ctx: Any) -> Any:
         consoles.cache_clear()  # made under this command's streams and environment
@@ -261,15 +263,28 @@ app = typer.Typer(
 def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]] | list[str]:
     """Session ids for Typer's completion, when the entry point (main.py) did not
     answer first (PowerShell, or a line it does not read): the same choices,
-    and none after the chat's own options typed before the command, which the
-    CLI refuses."""
-    if ctx.parent is not None and chat_options_typed(ctx.parent):
+    from the folder the options name before the command or after it, and
+    none after an option typed before the command that it does not take,
+    which the CLI refuses (`options_before`)."""
+    from typer._click.core import ParameterSource  # typer 0.28 vendors click
+
+    if ctx.parent is not None and not_taken_by(ctx.parent, ctx.command):
         return []
+
+    def named(name: str) -> Any:
+        """Typed after the command, else before it; else None (the
+        environment and the config file are read as the command reads them)."""
+        for typed in (ctx, ctx.parent):
+            source = None if typed is None else typed.get_parameter_source(name)
+            if typed is not None and source is ParameterSource.COMMANDLINE:
+                return typed.params.get(name)
+        return None
+
     word = SessionIdWord(
         incomplete,
-        sessions_dir=ctx.params.get("sessions_dir"),
-        store=ctx.params.get("store"),
-        profile=ctx.params.get("profile"),
+        sessions_dir=named("sessions_dir"),
+        store=named("store"),
+        profile=named("profile"),
     )
     choices = session_id_choices(word)
     if any(title is None for _, title in choices):
@@ -399,31 +414,50 @@ def warn_password_in_argv(url: str) -> None:
         )
 
 
-def chat_options_typed(ctx: Any) -> list[str]:
-    """The chat's own options typed on the command line (the app's context)."""
+def chat_options_typed(ctx: Any) -> list[Any]:
+    """The chat's own options typed on the command line (the app's context),
+    as its parameters."""
     from typer._click.core import ParameterSource  # typer 0.28 vendors click
 
     return [
-        param.opts[0]
+        param
         for param in ctx.command.params
         if param.name and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
     ]
 
 
-def refuse_chat_options(ctx: typer.Context, command: str) -> None:
+def not_taken_by(ctx: Any, command: Any) -> list[Any]:
+    """Those of the chat's options typed before `command` (the app's context)
+    that the command does not take."""
+    taken = {param.name for param in command.params}
+    return [param for param in chat_options_typed(ctx) if param.name not in taken]
+
+
+def options_before(ctx: typer.Context, name: str, chat: ChatOptions) -> None:
     """The chat's own options typed before a command (`netbox-chat --profile
-    prod ask "…"`, as `git -C dir status` goes) were dropped without a word:
-    the command ran on the default profile, folder or model, and asked
-    another NetBox than the one named. Refused (exit 2), saying where they go.
-    Completion follows the same rule (`Commands.shell_complete`,
-    `complete_session_id`, `completion.refused_by_the_cli`)."""
-    if given := chat_options_typed(ctx):
+    lab ask "…"`, as `git -C dir status` goes) mean what they mean after it:
+    handed to the command (options.with_options_before). One the command
+    does not take is refused (exit 2), as it is after the command, saying
+    so, never dropped: a dropped --profile asked another NetBox than the one
+    named. Completion follows the same rule (`Commands.shell_complete`,
+    `complete_session_id`, `completion.read_by_typer`)."""
+    command = ctx.command.get_command(ctx, name)  # type: ignore[attr-defined]
+    if refused := not_taken_by(ctx, command):
+        flags = ", ".join(param.opts[0] for param in refused)
+        own = {opt for param in command.params for opt in param.opts} & {
+            opt for param in refused for opt in param.opts
+        }
+        why = (
+            f"{flags} before `{name}` is the chat's; {name}'s own goes after it "
+            f"(`netbox-chat {name} {sorted(own)[0]} …`)"
+            if own
+            else f"`netbox-chat {name}` takes no {flags}"
+        )
         raise UserFacingError(
-            f"{', '.join(given)} before a command would be ignored: put it after the "
-            f"command (`netbox-chat {command} {given[0]} …`; `netbox-chat {command} "
-            "--help` lists what it takes)",
+            f"{why}; `netbox-chat {name} --help` lists what it takes",
             exit_status=ExitStatus.USAGE,
         )
+    ctx.meta[BEFORE] = chat
 
 
 def require_netbox(settings: Settings) -> None:
@@ -611,7 +645,7 @@ def main_callback(
     if ctx.invoked_subcommand not in CHATS:  # a chat's start-up ends at its prompt (repl.py)
         process.started()
     if ctx.invoked_subcommand is not None:
-        refuse_chat_options(ctx, ctx.invoked_subcommand)
+        options_before(ctx, ctx.invoked_subcommand, chat)
     if ctx.invoked_subcommand is None:
         _chat(settings_from(chat, need_token=True), chat, None, resume=False)
 
@@ -1159,7 +1193,7 @@ async def _ask_once(
 
 
 @app.command("export")
-@chat_options(*STORE)
+@chat_options(*WHERE)
 def export_command(
     thread: ThreadArg,
     fmt: Annotated[
@@ -1209,7 +1243,7 @@ def export_command(
 
 
 @app.command()
-@chat_options(*STORE)
+@chat_options(*WHERE)
 def copy(
     thread: ThreadArg,
     to: Annotated[

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from netbox_chat.config import PROFILE_ENV
+from netbox_chat.errors import ExitStatus, UserFacingError
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
@@ -231,7 +232,7 @@ def chat_options(*names: str) -> Callable[[Command], Command]:
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
             typed = typed_on_command_line({name: kwargs.pop(name) for name in chosen})
-            return command(*args, chat=ChatOptions(**typed), **kwargs)
+            return command(*args, chat=ChatOptions(**with_options_before(typed)), **kwargs)
 
         parameters = [*own, *added]
         run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
@@ -240,6 +241,40 @@ def chat_options(*names: str) -> Callable[[Command], Command]:
         return run  # type: ignore[return-value]
 
     return decorate
+
+
+BEFORE = "netbox_chat.options_before"
+"""Where the app's callback leaves the chat's options typed before the
+command (`netbox-chat --profile lab ask …`), in its context's meta, for the
+command to take as its own (`with_options_before`)."""
+
+
+def with_options_before(typed: dict[str, Any]) -> dict[str, Any]:
+    """`typed` (a command's chat options) with those typed before the command
+    added: they mean the same there as after it, as `git -C DIR status` and
+    `llm -m MODEL` read them. The app's callback has refused any the command
+    does not take. The same option typed on both sides must say the same."""
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    parent = None if ctx is None else ctx.parent
+    before: ChatOptions | None = None if parent is None else parent.meta.get(BEFORE)
+    if before is None:
+        return typed
+    merged = dict(typed)
+    for name in typed:
+        value = getattr(before, name)
+        if value is None:
+            continue
+        if typed[name] is not None and typed[name] != value:
+            flag = OPTIONS[name].metadata["flags"][0].split("/")[0]
+            raise UserFacingError(
+                f"{flag} typed twice, {value} before the command and {typed[name]} after "
+                "it: give it once",
+                exit_status=ExitStatus.USAGE,
+            )
+        merged[name] = value
+    return merged
 
 
 def typed_on_command_line(values: dict[str, Any]) -> dict[str, Any]:
