@@ -67,6 +67,10 @@ def test_a_chat_option_before_a_command_means_what_it_means_after_it(
     assert ollama.requests[-1]["model"] == "gpt-oss:20b"
     listed = invoke(["--sessions-dir", str(elsewhere), "ls", "--json"], env=chat_env)
     assert [s["model"] for s in json.loads(listed.stdout)] == ["gpt-oss:20b"]
+    there = json.loads(listed.stdout)[0]["id"]
+    # resume found it there, and went as far as wanting a terminal for the chat
+    resumed = invoke(["--sessions-dir", str(elsewhere), "resume", there], env=chat_env)
+    assert resumed.exit_code == 2 and "the chat needs a terminal" in resumed.stderr
     shown = invoke(["-p", "lab", "config"], env=env)
     assert "from --profile" in shown.stdout
     exported = invoke(["-p", "lab", "export", session], env=env)
