@@ -83,7 +83,7 @@ def test_a_refused_token_is_worded_by_its_cause_and_exits_5(
     error = json.loads(result.stdout)["netbox_error"]
     assert error == (
         "NetBox refused the request (403: Invalid v2 token). "
-        "The token is wrong, expired or disabled."
+        "The token from NETBOX_TOKEN is wrong, expired or disabled."
     )
     assert "notthesecret" not in result.output
 
@@ -116,8 +116,8 @@ def test_a_profile_token_env_that_is_not_set_is_refused_before_asking(
     result = invoke(["ask", "how many sites?", "--profile", "lab"], env=env)
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
-        "netbox-chat: no NetBox token: LAB_TOKEN (the token_env of profile lab) is not set; "
-        "`netbox-chat config` shows where settings come from"
+        f'netbox-chat: no NetBox token: LAB_TOKEN (token_env = "LAB_TOKEN" in profile lab of '
+        f"{config}) is not set; `netbox-chat config` shows where settings come from"
     ]
     assert ollama.requests == [] and netbox.requests == []
 
@@ -125,8 +125,8 @@ def test_a_profile_token_env_that_is_not_set_is_refused_before_asking(
     (token,) = [line for line in doctor.stdout.splitlines() if line.startswith("✗ token")]
     assert "Authentication credentials were not provided." in token
     assert token.endswith(
-        "→ set LAB_TOKEN (the token_env of profile lab) to an API token "
-        "(NetBox → your profile → API tokens)"
+        f'→ set LAB_TOKEN (token_env = "LAB_TOKEN" in profile lab of {config}) to an API '
+        "token (NetBox → your profile → API tokens)"
     )
 
 
@@ -146,7 +146,8 @@ def test_the_repl_refuses_a_profile_token_env_that_is_not_set_before_any_prompt(
     assert status == 1
     said = " ".join(screen.split())  # wrapped to the terminal
     assert said.startswith(
-        "netbox-chat: no NetBox token: LAB_TOKEN (the token_env of profile lab) is not set;"
+        f'netbox-chat: no NetBox token: LAB_TOKEN (token_env = "LAB_TOKEN" in profile lab of '
+        f"{config}) is not set;"
     )
     assert ollama.requests == [] and netbox.requests == []
     assert not Path(env["NETBOX_CHAT_SESSIONS"]).exists() or not any(

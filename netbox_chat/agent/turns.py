@@ -47,7 +47,7 @@ from netbox_chat.agent.evidence import ToolResult, calls_of, tool_results
 from netbox_chat.agent.replies import JSON_STARTS, READ_AS_CALL
 from netbox_chat.checkpoints.sqlite import CURRENT_RUN, Run, SyncSaverBridge, WritesStillRunning
 from netbox_chat.claims import Call, Grounding, check
-from netbox_chat.config import ModelServer
+from netbox_chat.config import ModelServer, source_of
 from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.liveness import Waiting, broke_off
 from netbox_chat.models.thinking import ThinkSplitter, inlines_thinking, split_thinking
@@ -944,8 +944,8 @@ def past_deadline(seconds: float | None) -> str:
     """The line for a turn that was still waiting on the model at its deadline."""
     return (
         f"the turn did not finish within its deadline of {seconds or 0:,.0f} s "
-        "(NETBOX_CHAT_DEADLINE): the model server kept the answer waiting; check the "
-        "server, or raise --deadline / NETBOX_CHAT_DEADLINE"
+        f"({source_of(None, 'deadline')}): the model server kept the answer waiting; check "
+        "the server, or raise it"
     )
 
 
@@ -973,12 +973,15 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
         return broke_off("Ollama", text, "the Ollama server log")
     if isinstance(exc, httpx.ConnectError | ConnectionError):
-        return f"cannot reach Ollama ({text}): is `ollama serve` running and OLLAMA_HOST right?"
+        return (
+            f"cannot reach Ollama ({text}): is `ollama serve` running and "
+            f"{source_of(None, 'ollama_url')} right?"
+        )
     if isinstance(exc, httpx.TimeoutException):
         return (
             "Ollama did not answer in time: it stopped answering, or stalled mid-answer, "
-            "for NETBOX_CHAT_TIMEOUT seconds; check the Ollama server, or raise "
-            "NETBOX_CHAT_TIMEOUT"
+            f"for {source_of(None, 'request_timeout')} seconds; check the Ollama server, or "
+            f"raise it"
         )
     if status == 404 and "not found" in text:
         found = re.search(r"model ['\"]?([^'\"]+)['\"]? not found", text)

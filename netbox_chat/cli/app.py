@@ -17,6 +17,7 @@ import contextlib
 import enum
 import functools
 import gc
+import itertools
 import json
 import os
 import sys
@@ -27,16 +28,27 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer._click.shell_completion import CompletionItem, add_completion_class
 from typer._completion_classes import FishComplete, ZshComplete
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from netbox_chat import process, typeahead, words
 from netbox_chat.cli.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
-from netbox_chat.cli.options import CHAT, SERVER, STORE, WHERE, ChatOptions, chat_options
+from netbox_chat.cli.options import (
+    BEFORE,
+    CHAT,
+    OPTIONS,
+    SERVER,
+    WHERE,
+    ChatOptions,
+    chat_options,
+    help_in_force,
+)
 from netbox_chat.config import (
     DATABASE_SCHEMES,
+    SETTINGS_IN_FORCE,
     ConfigError,
     ModelServer,
     Settings,
+    not_configured,
     profiles_on,
     resolve_settings,
     resume_command,
@@ -119,6 +131,9 @@ class PlainHelpFish(FishComplete):
         return fish_choice(item.value, item.help)
 
 
+HELP_WORDS = frozenset(("-h", "--help"))
+PROFILE_WORDS = frozenset(OPTIONS["profile"].metadata["flags"])
+
 CONTINUE = ("-c", "--continue")
 """Before any command: continue the last session (`Commands.parse_args`)."""
 
@@ -144,6 +159,8 @@ class Commands(TyperGroup):
         `netbox-chat -c "…"` continues the last session, as `llm -c` and
         `claude -c` do: it is `ask --continue "…"` (any word, with `-c` saying
         it is a question); `-c` alone reopens that session's chat (`resume`)."""
+        if HELP_WORDS & set(args):
+            self.show_values_in_force(args)
         at = self.first_word(args)
         word = args[at] if at < len(args) else ""
         options = args[:at]
@@ -156,6 +173,27 @@ class Commands(TyperGroup):
         elif word not in self.commands and len(word.split()) > 1:
             args = ["ask", word, *options, *args[at + 1 :]]
         return list(super().parse_args(ctx, args))
+
+    def show_values_in_force(self, args: list[str]) -> None:
+        """--help of any command shows each option's value in force and
+        where it came from (options.help_in_force), not a built-in default
+        the environment or the config file replaces. Worked out only when
+        help is asked for: it reads the config file."""
+        from rich.markup import escape  # Typer renders help as Rich markup
+
+        profile = next(
+            (value for flag, value in itertools.pairwise(args) if flag in PROFILE_WORDS),
+            None,
+        )
+        texts: dict[str, str] = {}
+        for command in [self, *self.commands.values()]:
+            for param in command.params:
+                if not isinstance(param, TyperOption) or param.name not in OPTIONS:
+                    continue
+                if OPTIONS[param.name].metadata["shows_value"]:
+                    if param.name not in texts:
+                        texts[param.name] = escape(help_in_force(param.name, profile))
+                    param.help = texts[param.name]
 
     def first_word(self, args: list[str]) -> int:
         """Where the first argument that is neither an option of ours nor its
@@ -175,12 +213,14 @@ class Commands(TyperGroup):
         return at
 
     def shell_complete(self, ctx: Any, incomplete: str) -> list[CompletionItem]:
-        """No command is offered after the chat's own options: the CLI would
-        refuse it there (`refuse_chat_options`)."""
+        """After the chat's own options, only the commands that take them
+        are offered: the CLI refuses the others there (`options_before`)."""
         offered = super().shell_complete(ctx, incomplete)
-        if chat_options_typed(ctx):
-            return [item for item in offered if item.value not in self.commands]
-        return offered
+        return [
+            item
+            for item in offered
+            if item.value not in self.commands or not not_taken_by(ctx, self.commands[item.value])
+        ]
 
     def invoke(self, ctx: Any) -> Any:
         consoles.cache_clear()  # made under this command's streams and environment
@@ -224,15 +264,28 @@ app = typer.Typer(
 def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]] | list[str]:
     """Session ids for Typer's completion, when the entry point (main.py) did not
     answer first (PowerShell, or a line it does not read): the same choices,
-    and none after the chat's own options typed before the command, which the
-    CLI refuses."""
-    if ctx.parent is not None and chat_options_typed(ctx.parent):
+    from the folder the options name before the command or after it, and
+    none after an option typed before the command that it does not take,
+    which the CLI refuses (`options_before`)."""
+    from typer._click.core import ParameterSource  # typer 0.28 vendors click
+
+    if ctx.parent is not None and not_taken_by(ctx.parent, ctx.command):
         return []
+
+    def named(name: str) -> Any:
+        """Typed after the command, else before it; else None (the
+        environment and the config file are read as the command reads them)."""
+        for typed in (ctx, ctx.parent):
+            source = None if typed is None else typed.get_parameter_source(name)
+            if typed is not None and source is ParameterSource.COMMANDLINE:
+                return typed.params.get(name)
+        return None
+
     word = SessionIdWord(
         incomplete,
-        sessions_dir=ctx.params.get("sessions_dir"),
-        store=ctx.params.get("store"),
-        profile=ctx.params.get("profile"),
+        sessions_dir=named("sessions_dir"),
+        store=named("store"),
+        profile=named("profile"),
     )
     choices = session_id_choices(word)
     if any(title is None for _, title in choices):
@@ -291,6 +344,30 @@ def say(
     (out() if stdout else err()).print(Text(visible(message), style=style), soft_wrap=soft_wrap)
 
 
+def hanging(line: str, console: "Console") -> str:
+    """`line` as a terminal shows it: wrapped at spaces only, each following
+    line indented under the first one's text, so a check's detail never
+    reads as a line of its own, nor breaks inside a word or a path. Left
+    whole in a pipe or a log, for grep."""
+    import textwrap
+
+    if not console.is_terminal:
+        return line
+    try:  # the terminal's own width: an exported COLUMNS may be stale
+        width = os.get_terminal_size(console.file.fileno()).columns
+    except (OSError, ValueError):
+        width = console.width
+    return "\n".join(
+        textwrap.wrap(
+            line,
+            max(width, 20),
+            subsequent_indent="  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    )
+
+
 # Warnings already printed: each once per process, however often the config
 # file is read (a resumed session resolves the settings twice).
 _warned: set[str] = set()
@@ -322,6 +399,7 @@ def settings_from(
         raise settings_error(exc) from None
     for warning in settings.warnings:
         warn_once(warning)
+    SETTINGS_IN_FORCE.set(settings)  # what an error worded far from here names (source_of)
     return settings
 
 
@@ -337,31 +415,50 @@ def warn_password_in_argv(url: str) -> None:
         )
 
 
-def chat_options_typed(ctx: Any) -> list[str]:
-    """The chat's own options typed on the command line (the app's context)."""
+def chat_options_typed(ctx: Any) -> list[Any]:
+    """The chat's own options typed on the command line (the app's context),
+    as its parameters."""
     from typer._click.core import ParameterSource  # typer 0.28 vendors click
 
     return [
-        param.opts[0]
+        param
         for param in ctx.command.params
         if param.name and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
     ]
 
 
-def refuse_chat_options(ctx: typer.Context, command: str) -> None:
+def not_taken_by(ctx: Any, command: Any) -> list[Any]:
+    """Those of the chat's options typed before `command` (the app's context)
+    that the command does not take."""
+    taken = {param.name for param in command.params}
+    return [param for param in chat_options_typed(ctx) if param.name not in taken]
+
+
+def options_before(ctx: typer.Context, name: str, chat: ChatOptions) -> None:
     """The chat's own options typed before a command (`netbox-chat --profile
-    prod ask "…"`, as `git -C dir status` goes) were dropped without a word:
-    the command ran on the default profile, folder or model, and asked
-    another NetBox than the one named. Refused (exit 2), saying where they go.
-    Completion follows the same rule (`Commands.shell_complete`,
-    `complete_session_id`, `completion.refused_by_the_cli`)."""
-    if given := chat_options_typed(ctx):
+    lab ask "…"`, as `git -C dir status` goes) mean what they mean after it:
+    handed to the command (options.with_options_before). One the command
+    does not take is refused (exit 2), as it is after the command, saying
+    so, never dropped: a dropped --profile asked another NetBox than the one
+    named. Completion follows the same rule (`Commands.shell_complete`,
+    `complete_session_id`, `completion.read_by_typer`)."""
+    command = ctx.command.get_command(ctx, name)  # type: ignore[attr-defined]
+    if refused := not_taken_by(ctx, command):
+        flags = ", ".join(param.opts[0] for param in refused)
+        own = {opt for param in command.params for opt in param.opts} & {
+            opt for param in refused for opt in param.opts
+        }
+        why = (
+            f"{flags} before `{name}` is the chat's; {name}'s own goes after it "
+            f"(`netbox-chat {name} {sorted(own)[0]} …`)"
+            if own
+            else f"`netbox-chat {name}` takes no {flags}"
+        )
         raise UserFacingError(
-            f"{', '.join(given)} before a command would be ignored: put it after the "
-            f"command (`netbox-chat {command} {given[0]} …`; `netbox-chat {command} "
-            "--help` lists what it takes)",
+            f"{why}; `netbox-chat {name} --help` lists what it takes",
             exit_status=ExitStatus.USAGE,
         )
+    ctx.meta[BEFORE] = chat
 
 
 def require_netbox(settings: Settings) -> None:
@@ -374,10 +471,7 @@ def require_netbox(settings: Settings) -> None:
     from netbox_chat.credentials import missing_token
 
     if settings.netbox_url is None:
-        raise UserFacingError(
-            "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN "
-            "(or pass --netbox-url); `netbox-chat doctor` checks the setup"
-        )
+        raise UserFacingError(f"{not_configured()}; `netbox-chat doctor` checks the setup")
     missing = missing_token(settings)
     if missing is None:
         return
@@ -552,7 +646,7 @@ def main_callback(
     if ctx.invoked_subcommand not in CHATS:  # a chat's start-up ends at its prompt (repl.py)
         process.started()
     if ctx.invoked_subcommand is not None:
-        refuse_chat_options(ctx, ctx.invoked_subcommand)
+        options_before(ctx, ctx.invoked_subcommand, chat)
     if ctx.invoked_subcommand is None:
         _chat(settings_from(chat, need_token=True), chat, None, resume=False)
 
@@ -1100,7 +1194,7 @@ async def _ask_once(
 
 
 @app.command("export")
-@chat_options(*STORE)
+@chat_options(*WHERE)
 def export_command(
     thread: ThreadArg,
     fmt: Annotated[
@@ -1150,7 +1244,7 @@ def export_command(
 
 
 @app.command()
-@chat_options(*STORE)
+@chat_options(*WHERE)
 def copy(
     thread: ThreadArg,
     to: Annotated[
@@ -1226,8 +1320,8 @@ def doctor(
     settings = settings_from(chat, need_token=True)
     checks = run_checks(settings)
     for check in checks:
-        style = "green" if check.ok else "dim" if check.skipped else "red"
-        say(check.line(), style, stdout=True)
+        style = "" if check.info else "green" if check.ok else "dim" if check.skipped else "red"
+        say(hanging(check.line(), out()), style, stdout=True, soft_wrap=True)
     if not all(check.ok for check in checks):
         raise typer.Exit(int(ExitStatus.USER_ERROR))
 

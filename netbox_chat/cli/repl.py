@@ -41,6 +41,7 @@ from netbox_chat import process
 from netbox_chat.agent.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
 from netbox_chat.claims import check
 from netbox_chat.claims.present import Marker
+from netbox_chat.cli.preflight import NetBoxCheck
 from netbox_chat.config import ModelServer, Settings, resume_command, state_dir
 from netbox_chat.errors import PICK_MODEL, ExitStatus, UserFacingError
 from netbox_chat.models.thinking import check_setting, setting_label
@@ -254,6 +255,7 @@ class Repl:
     switched_to: str | None = None  # the model `/model NAME` last switched to
     known_models: tuple[str, ...] | None = None  # the server's, once asked
     garbage_due: bool = False  # a line's work ran since the survivors were last frozen
+    netbox_check: NetBoxCheck | None = None  # NetBox and the token, asked once the prompt is up
 
     def server_models(self) -> tuple[str, ...]:
         """The models the server has, asked once; none when it cannot be
@@ -290,6 +292,8 @@ class Repl:
             asyncio.get_running_loop().call_soon(draw)  # not inside the renderer
             return
         self.background.start()
+        if self.netbox_check is not None:
+            self.netbox_check.start()
         if self.garbage_due:
             # What the line's work left, collected and frozen now that the
             # prompt is up, so no full collection walks it in the next turn
@@ -371,6 +375,8 @@ class Repl:
 
     async def ask(self, question: str) -> None:
         runtime = await self.runtime()
+        if self.netbox_check is not None:
+            await self.netbox_check.wait()  # its line, if any, before the first answer
         runtime.check_room(question)
         if runtime.thinking.note and not self.thinking_noted:
             # Known once the agent is built (from /api/show), said before the first answer.
@@ -621,7 +627,8 @@ async def run_chat(
         console.print(line)
 
     background = BackgroundRuntime(session, settings, say_problem)
-    repl = Repl(session, settings, console, background)
+    checked = NetBoxCheck(settings, say_problem)
+    repl = Repl(session, settings, console, background, netbox_check=checked)
     picking = PICK_MODEL.set("/model NAME")  # no option can be given here
     try:
         if session.running_turns():

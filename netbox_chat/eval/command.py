@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from netbox_chat.config import Settings, without_userinfo
+from netbox_chat.config import Settings, not_configured, source_of, without_userinfo
 from netbox_chat.errors import ExitStatus, UserFacingError
 from netbox_chat.eval.questions import (
     BuildReport,
@@ -52,10 +52,14 @@ class EvalOptions:
 
 def truth_client(settings: Settings) -> TruthClient:
     if settings.netbox_url is None:
-        raise UserFacingError(
-            "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN (or pass --netbox-url)"
-        )
-    return TruthClient(settings.netbox_url, settings.netbox_token, timeout=settings.netbox_timeout)
+        raise UserFacingError(not_configured())
+    return TruthClient(
+        settings.netbox_url,
+        settings.netbox_token,
+        timeout=settings.netbox_timeout,
+        url_from=source_of(settings, "netbox_url"),
+        token_from=source_of(settings, "token"),
+    )
 
 
 def make_questions(

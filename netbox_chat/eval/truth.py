@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from netbox_chat.errors import UserFacingError
-from netbox_chat.netbox.client import auth_header
+from netbox_chat.netbox.client import auth_cause, auth_header
 
 PAGE = 1000
 """Rows per request: NetBox's default MAX_PAGE_SIZE, so a listing takes the fewest calls."""
@@ -44,6 +44,12 @@ _CONTROL = frozenset({"limit", "offset", "format", "export", "brief", "fields", 
 
 class QueryError(UserFacingError):
     """A query that cannot be run as written (a user's file, or NetBox said no)."""
+
+
+class NetBoxUnreadable(UserFacingError):
+    """NetBox cannot be read at all (unreachable, or it refused the token): no
+    question's truth can be computed, so the run stops with the fix rather
+    than skip every template as having no data."""
 
 
 class NoData(QueryError):
@@ -249,7 +255,12 @@ class TruthClient:
         timeout: float = 30.0,
         backoff: float = 0.5,
         transport: httpx.BaseTransport | None = None,
+        url_from: str = "NETBOX_URL",
+        token_from: str = "NETBOX_TOKEN",
     ) -> None:
+        # Where the URL and the token came from (config.source_of), named in
+        # the fix when NetBox cannot be reached or refuses the token.
+        self.url_from, self.token_from = url_from, token_from
         headers = {"Accept": "application/json"}
         if token:
             headers["Authorization"] = auth_header(token)
@@ -295,11 +306,20 @@ class TruthClient:
         where = f"GET /api/{path.strip('/')}/"
         try:
             response = self._http.get(self.base + path.strip("/") + "/", params=list(params))
+        except httpx.ConnectError as exc:  # refused: nothing listens there (a slow one times out)
+            raise NetBoxUnreadable(
+                f"NetBox did not answer {where}: {exc}: is it running, "
+                f"and is {self.url_from} right?"
+            ) from None
         except httpx.TimeoutException:
             return TimedOut(f"{where} timed out ({ATTEMPTS} tries of {self.timeout:g} s)")
         except httpx.HTTPError as exc:
             return ReadFailed(f"NetBox did not answer {where}: {exc}")
         status = response.status_code
+        if status in (401, 403) and self._refused(response):
+            raise NetBoxUnreadable(
+                f"NetBox refused {where} (HTTP {status}): check the token from {self.token_from}"
+            )
         if status in (403, 404):
             why = "the token may not view it" if status == 403 else "this NetBox has none"
             raise NoData(f"NetBox answered {where} with HTTP {status} ({why})", path.strip("/"))
@@ -311,6 +331,16 @@ class TruthClient:
             return response.json()
         except ValueError:
             raise QueryError(f"NetBox sent no JSON for {where}") from None
+
+    def _refused(self, response: httpx.Response) -> bool:
+        """Whether a 401/403 refuses the token itself (or its absence), not
+        only this one listing to a token without permission for it."""
+        try:
+            detail = response.json().get("detail")
+        except (ValueError, AttributeError):
+            detail = None
+        sent = "Authorization" in self._http.headers
+        return auth_cause(response.status_code, detail, sent_token=sent) != "permission"
 
     def rows(self, path: str, params: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
         """Every row of a listing, page by page; a page that times out is asked

@@ -32,7 +32,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai.chat_models.base import BaseChatOpenAI
 from pydantic import PrivateAttr, SecretStr
 
-from netbox_chat.config import without_userinfo
+from netbox_chat.config import source_of, without_userinfo
 from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.coalesce import CoalescingTransport, merge_sse_events
 from netbox_chat.models.coldstart import recorder
@@ -181,7 +181,8 @@ class ChatOpenAICompatible(BaseChatOpenAI):
         if isinstance(exc, openai.APIConnectionError):
             shown = without_userinfo(self.openai_api_base or "", "***@")  # never in the ledger
             return UserFacingError(
-                f"cannot reach {shown} ({text}): is the server running and base_url right?"
+                f"cannot reach {shown} ({text}): is the server running and "
+                f"{source_of(None, 'base_url')} right?"
             )
         status = getattr(exc, "status_code", None)
         if status == 400 and _TOOLS_OFF.search(text):
@@ -205,8 +206,8 @@ class ChatOpenAICompatible(BaseChatOpenAI):
         answered neither the request nor its probe, or stopped mid-answer."""
         return UserFacingError(
             f"{self.speaks.name} did not answer in time: it stopped answering, or stalled "
-            "mid-answer, for NETBOX_CHAT_TIMEOUT seconds; check the server, or raise "
-            "NETBOX_CHAT_TIMEOUT"
+            f"mid-answer, for {source_of(None, 'request_timeout')} seconds; check the server, "
+            "or raise it"
         )
 
 

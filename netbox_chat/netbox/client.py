@@ -19,7 +19,8 @@ from typing import Any
 
 import httpx
 
-from netbox_chat.config import mask_token, without_userinfo
+from netbox_chat.config import TOKEN_ENV, Settings, mask_token, source_of, without_userinfo
+from netbox_chat.words import count
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +81,14 @@ class NetBoxBadResponse(NetBoxError):
 NO_CREDENTIALS = "Authentication credentials were not provided."
 NO_PERMISSION = "You do not have permission to perform this action."
 AUTH_CAUSES = {
-    "missing": "No token was sent: set NETBOX_TOKEN (or a profile's token_env or token_command).",
-    "refused": "The token is wrong, expired or disabled.",
-    "permission": "The token is valid but lacks permission for this.",
+    "missing": "No token was sent: set {token}.",
+    "refused": "The token from {token} is wrong, expired or disabled.",
+    "permission": "The token from {token} is valid but lacks permission for this.",
 }
+"""Why NetBox said no, by cause, naming where the token comes from (`token`:
+config.source_of's words for it)."""
+ANY_TOKEN = f"{TOKEN_ENV} (or a profile's token_env or token_command)"
+"""Where a token would come from when nothing names one."""
 
 
 def auth_cause(code: int, detail: Any, *, sent_token: bool) -> str:
@@ -138,8 +143,14 @@ class NetBoxClient:
         retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
         backoff: float = 0.25,
+        url_from: str = "NETBOX_URL",
+        token_from: str = TOKEN_ENV,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
+        # Where the URL and the token came from, named in the fixes: a
+        # profile's netbox_url and token_env, not always the variables.
+        self.url_from = url_from
+        self.token_from = token_from
         self._shown_url = without_userinfo(self.base_url)
         self._token = bare_token(token) if token else None
         self._token = self._token or None
@@ -156,6 +167,22 @@ class NetBoxClient:
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
             transport=transport,
             follow_redirects=True,
+        )
+
+    @classmethod
+    def of(cls, settings: Settings, **options: Any) -> NetBoxClient:
+        """The client of `settings`' NetBox, its errors naming where the URL
+        and the token came from; `options` as the constructor's (timeout,
+        retries)."""
+        if settings.netbox_url is None:
+            raise ValueError("no NetBox URL")  # the callers refuse first, with the fix
+        options.setdefault("timeout", settings.netbox_timeout)
+        return cls(
+            settings.netbox_url,
+            settings.netbox_token,
+            url_from=source_of(settings, "netbox_url"),
+            token_from=source_of(settings, "token"),
+            **options,
         )
 
     def scrub(self, text: str) -> str:
@@ -238,7 +265,8 @@ class NetBoxClient:
                 raise self._error(
                     NetBoxConnectionError,
                     f"Cannot reach NetBox at {self._shown_url} (connection {what} after "
-                    f"{attempt + 1} attempts). Is it running, and is NETBOX_URL right?",
+                    f"{count(attempt + 1, 'attempt')}). Is it running, and is "
+                    f"{self.url_from} right?",
                 ) from e
             except httpx.TimeoutException as e:
                 raise self._error(
@@ -278,14 +306,15 @@ class NetBoxClient:
                 raise self._error(
                     NetBoxBadResponse,
                     f"NetBox answered {rel} with {ctype or 'no content type'}, not JSON. "
-                    f"Is NETBOX_URL ({self._shown_url}) the NetBox base URL?",
+                    f"Is {self.url_from} ({self._shown_url}) the NetBox base URL?",
                     status=code,
                 )
             return body
         detail = body.get("detail") if isinstance(body, dict) else None
         if code in (401, 403):
             cause = auth_cause(code, detail, sent_token=self._token is not None)
-            because = AUTH_CAUSES[cause]
+            named = self.token_from if self._token or self.token_from != TOKEN_ENV else ANY_TOKEN
+            because = AUTH_CAUSES[cause].format(token=named)
             err = self._error(
                 NetBoxAuthError,
                 f"NetBox refused the request ({code}: {detail or 'forbidden'}). {because}",
@@ -367,6 +396,27 @@ class NetBoxClient:
         if not isinstance(data, dict):
             raise self._error(NetBoxBadResponse, "NetBox /api/schema/ did not return an object.")
         return data
+
+
+PREFLIGHT_TIMEOUT = 10.0
+"""The longest the chat's check of NetBox at start may take (seconds)."""
+
+
+async def access_problem(settings: Settings, *, timeout: float = PREFLIGHT_TIMEOUT) -> str | None:
+    """Why the chat's NetBox cannot be read, in the client's one line with
+    its fix naming where the URL or the token came from (unreachable, no
+    answer in time, the token refused, not a NetBox at that URL); None when
+    `/api/status/` answers with the token. One request, no retry: the chat
+    asks it in the background as it starts, so that a wrong token or a
+    NetBox that is down is said before the first answer, not after it."""
+    client = NetBoxClient.of(settings, timeout=min(timeout, settings.netbox_timeout), retries=0)
+    try:
+        await client.status()
+    except NetBoxError as exc:
+        return str(exc)
+    finally:
+        await client.aclose()
+    return None
 
 
 def _field_errors(body: Any, resp: httpx.Response) -> str:

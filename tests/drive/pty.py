@@ -57,10 +57,12 @@ def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
     return child
 
 
-def run_in_pty(env: dict[str, str], *args: str, timeout: float = 60) -> tuple[int, str]:
-    """A command that ends by itself, run in a terminal: its exit status and
-    what it drew, without the escape codes."""
-    child = on_a_terminal(env, *args, timeout=timeout)
+def run_in_pty(
+    env: dict[str, str], *args: str, timeout: float = 60, columns: int = 160
+) -> tuple[int, str]:
+    """A command that ends by itself, run in a terminal of `columns`: its exit
+    status and what it drew, without the escape codes."""
+    child = on_a_terminal(env, *args, timeout=timeout, columns=columns)
     child.expect(pexpect.EOF)
     child.close()
     return int(child.exitstatus or 0), plain(child.before or "")
