@@ -41,6 +41,7 @@ from netbox_chat import process
 from netbox_chat.agent.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
 from netbox_chat.claims import check
 from netbox_chat.claims.marks import Marker
+from netbox_chat.cli import keys
 from netbox_chat.config import ModelServer, Settings, resume_command, state_dir
 from netbox_chat.errors import PICK_MODEL, ExitStatus, UserFacingError
 from netbox_chat.models.thinking import check_setting, setting_label
@@ -62,19 +63,22 @@ HELP = """\
   /rewind [N]       go back to just after turn N (default: drop the last turn)
   /compact          summarize the conversation to make the next requests smaller
   /tokens           tokens in/out per turn
-  /think [on|off]   let the model think (or not) for the rest of the session, or
+  /think \\[on|off]   let the model think (or not) for the rest of the session, or
                     without a word, show the setting;
                     low|medium|high for models that take levels (gpt-oss)
   /thinking [N]     the full thinking of the last turn (or of turn N)
   /show [N]         the tool calls of the last turn (or of turn N), with what they returned
   /model [NAME]     the server's models (Tab completes one), or ask NAME from the
                     next question on
-  /new              leave this session (saved) for a fresh one
+  /copy [N]         copy the last answer (or turn N's) as Markdown to the clipboard
+  /rename TITLE     name this session (`netbox-chat resume TITLE` reopens it)
+  /new, /clear      leave this session (saved) for a fresh one
   /help             this text
   exit, /exit, Ctrl-D  leave (the session is saved; `netbox-chat resume` reopens it)
 
-Ctrl-C during an answer cancels the turn and rolls it back: the model never sees it,
-and your question comes back to the input line to edit and resend. Tab completes a
+Keys: Enter sends; Alt-Enter or Ctrl-J starts a new line. Esc or Ctrl-C during an
+answer cancels the turn and rolls it back: the model never sees it, and your
+question comes back to the input line to edit and resend. Tab completes a
 /command; ↑ and Ctrl-R search what you typed, in this session and earlier ones.
 """
 
@@ -303,7 +307,10 @@ class Repl:
             enable_history_search=True,
             completer=ThreadedCompleter(SlashCompleter(self.server_models)),
             complete_while_typing=False,
+            key_bindings=keys.prompt_keys(),
         )
+        # A lone Esc is taken as Esc this soon, not after prompt_toolkit's half second.
+        prompt.app.ttimeoutlen = keys.ESCAPE_WAIT
         # After every render, which makes the first one start the agent build.
         prompt.app.after_render += self._prompt_drawn
         terminal = _terminal(sys.stdin)
@@ -319,7 +326,8 @@ class Repl:
             # the cancelled question would swallow them (a Ctrl-D deletes
             # nothing, text is appended to it). ↑ still brings it back.
             try:
-                default = "" if _typed_ahead(terminal) else self.pending_input
+                waiting = _typed_ahead(terminal) or keys.typed_ahead(prompt.input)
+                default = "" if waiting else self.pending_input
                 self.pending_input = ""
                 with patch_stdout(raw=True):
                     text = await prompt.prompt_async(HTML("<b>netbox</b>&gt; "), default=default)
@@ -339,10 +347,13 @@ class Repl:
             # Armed from right after the prompt returns until right before the
             # next one: a Ctrl-C anywhere in between cancels this line's work
             # (a turn, /compact, waiting for the agent) and nothing else.
-            keys_wait = contextlib.nullcontext() if terminal is None else KeysWait(terminal)
+            keys_wait: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+            turn_keys: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
             if terminal is not None:
+                keys_wait = KeysWait(terminal)
+                turn_keys = keys.TurnKeys(terminal, prompt.input)  # Esc cancels as Ctrl-C does
                 _bracketed_paste(on=True)  # the prompt turned it off as it returned
-            with keys_wait, CancelOnSignals(on_first=self._cancelling) as signals:
+            with keys_wait, CancelOnSignals(on_first=self._cancelling) as signals, turn_keys:
                 try:
                     if (ending := await signals.run(self.handle(line))) is not None:
                         self.ending = ending
@@ -394,8 +405,8 @@ class Repl:
         turnview.print_outcome(self.console, outcome, time.monotonic() - started)
         if (outage := runtime.take_outage()) is not None:
             self.console.print(turnview.outage_line(outage))
-        if outcome.status == "cancelled":
-            self.pending_input = question  # to edit and resend
+        if outcome.status != "done":
+            self.pending_input = question  # cancelled or failed: to edit and resend
 
     async def slash_command(self, line: str) -> str | None:
         command, _, argument = line.partition(" ")
