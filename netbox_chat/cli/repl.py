@@ -41,17 +41,17 @@ from netbox_chat import process
 from netbox_chat.agent.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
 from netbox_chat.claims import check
 from netbox_chat.claims.marks import Marker
-from netbox_chat.cli import keys
+from netbox_chat.cli import clipboard, keys
 from netbox_chat.config import ModelServer, Settings, resume_command, state_dir
 from netbox_chat.errors import PICK_MODEL, ExitStatus, UserFacingError
 from netbox_chat.models.thinking import check_setting, setting_label
 from netbox_chat.owned import NotOwned, make_folder, open_append
 from netbox_chat.store.choose import OpenSession
-from netbox_chat.store.ledger import Turn
+from netbox_chat.store.ledger import TITLE_MAX, Turn
 from netbox_chat.typeahead import LFLAG_OFF
 from netbox_chat.ui import tables, turnview
 from netbox_chat.visible import visible_line
-from netbox_chat.words import count
+from netbox_chat.words import count, number
 
 MODEL_LIST_TIMEOUT = 5.0
 """Seconds to wait for the server's list of models (a local lookup)."""
@@ -156,7 +156,10 @@ SLASH_COMMANDS = (
     "/thinking",
     "/show",
     "/model",
+    "/copy",
+    "/rename",
     "/new",
+    "/clear",
     "/exit",
     "/quit",
 )
@@ -413,7 +416,7 @@ class Repl:
         argument = argument.strip()
         if command in ("/exit", "/quit"):
             return "exit"
-        if command == "/new":
+        if command in ("/new", "/clear"):
             return "new"
         if command == "/help":
             self.console.print(Text.from_markup(HELP))
@@ -433,6 +436,10 @@ class Repl:
             await self.show(argument)
         elif command == "/model":
             await self.switch_model(argument)
+        elif command == "/rename":
+            self.rename(argument)
+        elif command == "/copy":
+            self.copy(argument)
         else:
             self.console.print(
                 Text.assemble((f"unknown command {command}", "red"), "; /help lists them")
@@ -462,6 +469,10 @@ class Repl:
             self.console.print(Text(str(exc), style="red"))
             return
         plan = runtime.set_thinking(setting)
+        # Kept with the session (resume goes on with it) and for /model's next agent.
+        if setting is not None:
+            self.session.remember(think=setting)
+        self.settings = replace(self.settings, think=setting)
         self.thinking_noted = True
         if plan.note:
             self.console.print(Text(plan.note, style="yellow"))
@@ -554,6 +565,43 @@ class Repl:
         grounding = check(turn.answer or "", [r.data() for r in held], given=turn.question)
         self.console.print(Text(f"turn {turn.number}: the answer's claims", style="dim"))
         self.console.print(tables.claims_view(grounding, [(r.name, r.args) for r in held]))
+
+    def rename(self, argument: str) -> None:
+        """`/rename TITLE`: the session's title, which `ls` shows and
+        `resume TITLE` and the picker find it by."""
+        title = " ".join(argument.split())
+        if not title or not title.isprintable() or len(title) > TITLE_MAX:
+            self.console.print(
+                Text(f"/rename takes a title of one line, up to {TITLE_MAX} characters", "red")
+            )
+            return
+        self.session.remember(title=title)
+        self.console.print(
+            Text(visible_line(f"session {self.session.id} is now “{title}”"), style="green")
+        )
+
+    def copy(self, argument: str) -> None:
+        """`/copy [N]`: the last answer's Markdown (or turn N's) to the
+        terminal's clipboard, by OSC 52 (clipboard.py)."""
+        turn = chosen_turn([t for t in self.session.turns() if t.answer], argument)
+        if turn is None:
+            where = f"turn {argument} has no answer" if argument else "no answer yet"
+            self.console.print(Text(f"/copy: {where}", style="dim"))
+            return
+        copied = clipboard.copy(turn.answer or "", sys.stdout)
+        line = Text(
+            f"copied turn {turn.number}'s answer ({count(copied.chars, 'character')} of Markdown)",
+            style="green",
+        )
+        if copied.cut:
+            line.append(
+                f"; only its first {number(copied.chars)} characters: a terminal takes "
+                f"about {clipboard.LIMIT // 1000} kB (`netbox-chat export` has it all)",
+                style="yellow",
+            )
+        self.console.print(line)
+        if copied.doubt:
+            self.console.print(Text(copied.doubt, style="yellow"))
 
     def show_thinking(self, argument: str) -> None:
         turn = chosen_turn([t for t in self.session.turns() if t.thinking], argument)

@@ -622,15 +622,28 @@ def grounding_line(outcome: TurnOutcome) -> Text | None:
     """The line after an answer naming the claims NetBox's replies do not
     hold (each marked in the answer), or saying it was answered without
     NetBox; None when every claim rests on NetBox."""
-    from netbox_chat.claims.marks import MARK, summary_line
-
     if outcome.status != "done" or outcome.grounding is None:
         return None
-    line = summary_line(outcome.grounding)
+    return stored_grounding_line(outcome.grounding.as_json())
+
+
+def stored_grounding_line(grounding: dict[str, Any] | None) -> Text | None:
+    """`grounding_line` of a grounding as the ledger keeps it (a recap, `/history`)."""
+    from netbox_chat.claims.marks import MARK, summary_of
+
+    line = summary_of(grounding) if grounding is not None else ""
     if not line:
         return None
-    mark = "" if outcome.grounding.without_netbox else f"{MARK} "
+    mark = "" if grounding and grounding["without_netbox"] else f"{MARK} "
     return Text(f"{mark}{visible_line(line)}", style="yellow")
+
+
+def marked_answer(turn: Turn) -> str:
+    """A recorded answer with its † marks, as it streamed (`marks.marked_again`)."""
+    from netbox_chat.claims.marks import marked_again
+
+    answer = turn.answer or ""
+    return answer if turn.grounding is None else marked_again(answer, turn.grounding)
 
 
 def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> None:
@@ -766,7 +779,7 @@ def print_recap(
 
     def rest() -> None:
         shown: list[RenderableType] = []
-        answer = recap.last.answer if recap.last is not None else ""
+        answer = marked_answer(recap.last) if recap.last is not None else ""
         if answer:
             lines = answer.rstrip("\n").split("\n")
             shown.append(answer_block(console, "\n".join(lines[:RECAP_LINES])))
@@ -775,6 +788,8 @@ def print_recap(
                 shown.append(
                     Text(f"… {more}: `netbox-chat export {session_id}` to see all", style="dim")
                 )
+        if recap.last is not None and (grounded := stored_grounding_line(recap.last.grounding)):
+            shown.append(grounded)
         for turn in recap.unfinished:
             question = visible_line(shorten(turn.question, 80))
             shown.append(Text(f"turn {turn.number} was {turn.status}: {question}", style="dim"))
