@@ -41,7 +41,10 @@ def marked_again(answer: str, grounding: Mapping[str, Any]) -> str:
     stand) names as not in NetBox's replies: how a recap or `/history` shows
     a recorded answer as it was marked when it streamed. A claim written in
     other words than its text (`VLAN 100` for a VLAN named 100) is named by
-    the line after it only."""
+    the line after it only. An answer made without NetBox is not marked
+    (`Marker`): the line after it says so, once."""
+    if grounding["without_netbox"]:
+        return answer
     texts = {str(c["text"]) for c in grounding["ungrounded"][:STORED_MAX] if c["text"]}
     if not texts:
         return answer
