@@ -111,7 +111,7 @@ def test_rename_names_the_session_and_resume_title_reopens_it(
     assert f"resumed session {first}" in recap and "how many sites?" in recap
     missing = cli(store_env, "resume", "no such title")
     assert missing.returncode == 1
-    assert "no session has the id or the title 'no such title'" in missing.stderr
+    assert "'no such title' is not a session id" in missing.stderr
 
 
 def test_clear_leaves_the_session_for_a_fresh_one(

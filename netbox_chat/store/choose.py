@@ -36,7 +36,8 @@ def find_session(store: Store, text: str) -> str:
     """The session `text` names: its id or a unique prefix of it, else its
     title (`/rename`, or the first question's line), compared without case
     and runs of spaces; of several with that title, the most recently
-    active. One-line errors when none matches (or a prefix is ambiguous)."""
+    active. When none has it, the id's own one-line error (no such
+    session, not an id, an ambiguous prefix)."""
     try:
         return store.resolve(text)
     except (InvalidSessionId, NoSuchSession):
@@ -44,6 +45,4 @@ def find_session(store: Store, text: str) -> str:
         for summary in store.list_sessions():  # the most recently active first
             if wanted and " ".join(summary.title.split()).casefold() == wanted:
                 return summary.id
-        raise NoSuchSession(
-            f"no session has the id or the title {text!r} in {store.root} (see `netbox-chat ls`)"
-        ) from None
+        raise
