@@ -129,8 +129,9 @@ def test_the_repl_marks_ungrounded_claims_and_names_them_after_the_answer(
     assert "12 devices\u2020" in third
     assert "1 not in NetBox's replies: 12 devices" in third
     # /show: per claim, the result it rests on
-    assert "✓ dmi01-akron-sw01 (name): in netbox_get_objects(object_type=" in shown
-    assert "✓ DM-Akron (name): in netbox_get_objects(" in shown
+    assert "✓ DM-Akron (name): in call 1: netbox_get_objects(object_type=" in shown
+    assert "✓ dmi01-akron-sw01 (name): in call 1\n" in shown  # the call written out once
+    assert shown.count("netbox_get_objects(object_type=") == 1  # among the claims, once
     assert "\u2020 17 devices (number): not in NetBox's replies" in shown
     assert "\u2020 dmi01-akron-sw03 (name): not in NetBox's replies" in shown
 

@@ -312,12 +312,15 @@ def _result_view(result: str, args: dict[str, Any], answer: str) -> RenderableTy
 def claims_view(grounding: Grounding, sources: Sequence[tuple[str, dict[str, Any]]]) -> Text:
     """`/show`'s claims: each claim of the answer, what kind it is, and the
     tool result it rests on (`sources[i]`: the call of the conversation's
-    i-th result), or that NetBox's replies do not hold it."""
+    i-th result), or that NetBox's replies do not hold it. A call is written
+    out at the first claim that rests on it, numbered; the next ones name
+    its number (a list of 40 names from one call would repeat it 40 times)."""
     from netbox_chat.claims.marks import MARK
 
     out = Text()
     if not grounding.all:
         return Text("the answer states no NetBox facts", style="dim")
+    numbered: dict[int, int] = {}  # a source's index -> its number here
     seen: set[tuple[str, str]] = set()
     for claim in grounding.all:
         if (claim.text, claim.kind) in seen:
@@ -334,9 +337,12 @@ def claims_view(grounding: Grounding, sources: Sequence[tuple[str, dict[str, Any
         out.append(visible_line(claim.text))
         how = "derived from" if claim.status == "derived" else "in"
         where = "the objects the answer lists"
-        if claim.source is not None and claim.source < len(sources):
+        if claim.source is not None and claim.source in numbered:
+            where = f"call {numbered[claim.source]}"
+        elif claim.source is not None and claim.source < len(sources):
             name, args = sources[claim.source]
-            where = f"{visible_line(name)}({format_args(args, 80)})"
+            numbered[claim.source] = len(numbered) + 1
+            where = f"call {len(numbered)}: {visible_line(name)}({format_args(args, 80)})"
         elif claim.status == "grounded":
             where = "NetBox's replies"
         out.append(f" ({claim.kind}): {how} {where}", style="dim")
