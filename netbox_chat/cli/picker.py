@@ -25,10 +25,12 @@ from prompt_toolkit.layout.processors import BeforeInput
 from netbox_chat.store.choose import Store
 from netbox_chat.store.summary import SessionSummary
 from netbox_chat.ui.console import shorten
-from netbox_chat.words import count
+from netbox_chat.words import count, number
 
 ROWS = 10
 """Sessions the list shows at most (fewer in a short terminal)."""
+
+DIM = "fg:ansibrightblack"
 
 
 class Picker:
@@ -72,7 +74,7 @@ class Picker:
         first = max(0, self.selected - room + 1)
         lines: StyleAndTextTuples = []
         if not self.shown:
-            return [("class:dim", "  no session matches")]
+            return [(DIM, "  no session matches")]
         for at, (summary, matched) in enumerate(self.shown[first : first + room], start=first):
             mine = at == self.selected
             when = summary.last_active[:16].replace("T", " ")
@@ -82,10 +84,10 @@ class Picker:
             lines.append(("bold" if mine else "", title))
             if matched:
                 lines.append(("", "\n"))
-                lines.append(("class:dim", "      " + shorten(matched, max(10, width - 7))))
+                lines.append((DIM, "      " + shorten(matched, max(10, width - 7))))
             lines.append(("", "\n"))
         if len(self.shown) > first + room:
-            lines.append(("class:dim", f"  … {count(len(self.shown) - first - room, 'more')}"))
+            lines.append((DIM, f"  … {number(len(self.shown) - first - room)} more"))
         return lines
 
 
@@ -125,7 +127,7 @@ def pick_session(store: Store) -> str | None:
     layout = Layout(
         HSplit(
             [
-                Window(FormattedTextControl([("class:dim", header)]), height=1),
+                Window(FormattedTextControl([(DIM, header)]), height=1),
                 Window(
                     BufferControl(picker.buffer, input_processors=[BeforeInput("filter> ")]),
                     height=1,
