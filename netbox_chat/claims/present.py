@@ -6,6 +6,7 @@ the screen, their count on the line, each listed in /show)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -37,6 +38,29 @@ def marked(answer: str, grounding: Grounding, mark: str = MARK, offset: int = 0)
         last = end
     pieces.append(answer[:last])
     return "".join(reversed(pieces))
+
+
+STORED_MAX = 100
+"""Claims of a stored grounding marked at most (the store is anyone's data)."""
+
+
+def marked_again(answer: str, grounding: Mapping[str, Any]) -> str:
+    """`answer` with `MARK` after each place it writes a claim that
+    `grounding` (as the ledger keeps it: the claims' texts, not where they
+    stand) names as not in NetBox's replies: how a recap or `/history` shows
+    a recorded answer as it was marked when it streamed. A claim written in
+    other words than its text (`VLAN 100` for a VLAN named 100) is named by
+    the line after it only. An answer made without NetBox is not marked
+    (`Marker`): the line after it says so, once."""
+    if grounding["without_netbox"]:
+        return answer
+    texts = {str(c["text"]) for c in grounding["ungrounded"][:STORED_MAX] if c["text"]}
+    if not texts:
+        return answer
+    pattern = re.compile(
+        "|".join(rf"(?<!\w){re.escape(t)}(?!\w)" for t in sorted(texts, key=len, reverse=True))
+    )
+    return pattern.sub(lambda found: found.group() + MARK, answer)
 
 
 class Marker:

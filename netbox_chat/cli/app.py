@@ -55,7 +55,7 @@ from netbox_chat.config import (
     without_userinfo,
 )
 from netbox_chat.errors import ExitStatus, UserFacingError, user_facing
-from netbox_chat.store.choose import OpenSession, Store, open_store
+from netbox_chat.store.choose import OpenSession, Store, find_session, open_store
 from netbox_chat.store.errors import AmbiguousSession
 from netbox_chat.store.sessions import SessionStore, SessionSummary, epoch
 from netbox_chat.visible import visible, visible_line
@@ -497,6 +497,12 @@ def _chat(
     store = open_store(settings)
     fresh = settings  # for a session made by /new: not the resumed one's
     if resume:
+        if thread is None and sys.stdin.isatty() and sys.stdout.isatty():
+            from netbox_chat.cli.picker import pick_session
+
+            thread = pick_session(store)  # piped, the most recent, as before
+            if thread is None:
+                return  # left the list: nothing opened
         settings, session = open_to_continue(store, thread, chat, note_model=True)
     else:
         require_netbox(settings)
@@ -517,13 +523,35 @@ def _chat(
 def open_to_continue(
     store: Store, thread: str | None, chat: ChatOptions, *, note_model: bool = False
 ) -> tuple[Settings, OpenSession]:
-    """The session `thread` names (None: the most recently active), opened,
-    and the settings to go on with it (`settings_for_session`); refused
+    """The session `thread` names (its id, a prefix or its title; None: the
+    most recently active), opened, and the settings to go on with it
+    (`settings_for_session`, then the session's own `/think`); refused
     before it is opened when NetBox is not configured."""
-    session_id = store.resolve(thread) if thread is not None else store.most_recent()
+    session_id = find_session(store, thread) if thread is not None else store.most_recent()
     settings = settings_for_session(store, session_id, chat, note_model=note_model)
     require_netbox(settings)
-    return settings, store.open(session_id)
+    session = store.open(session_id)
+    return with_session_think(settings, chat, session.meta().get("think")), session
+
+
+def with_session_think(settings: Settings, chat: ChatOptions, stored: str | None) -> Settings:
+    """The `/think` a session last chose (its meta), taken as the session's
+    model is (config.py's session layer): under `--think` and
+    NETBOX_CHAT_THINK, over the config file, and not with a typed
+    `--profile`. Anyone with access to the store writes that row: only one
+    of `/think`'s words is taken."""
+    from dataclasses import replace
+
+    from netbox_chat.models.thinking import check_setting
+
+    try:
+        think = check_setting(stored, "think")
+    except ValueError:
+        return settings
+    origin = settings.origins.get("think", "")
+    if think is None or chat.profile is not None or origin.startswith(("flag", "env")):
+        return settings
+    return replace(settings, think=think, origins={**settings.origins, "think": "session"})
 
 
 def new_session(store: Store, settings: Settings) -> OpenSession:
@@ -657,7 +685,8 @@ def resume(
     thread: Annotated[
         str | None,
         typer.Argument(
-            help="Session id or unique prefix (default: the most recent session).",
+            help="Session id, unique prefix or title (default: a list to pick from on a "
+            "terminal, else the most recent session).",
             autocompletion=complete_session_id,
         ),
     ] = None,
@@ -672,8 +701,11 @@ def resume(
 ) -> None:
     """Reopen a session and continue it, with its memory.
 
-    Prints what was restored (turns, messages, the last exchange). A turn that
-    a crash left half-done is rolled back first. With --at N the conversation
+    Named by its id, an id prefix or its title (`/rename`); with none, on a
+    terminal, a list of the sessions, the most recent first, to filter by
+    typing and open with Enter (piped: the most recent). Prints what was
+    restored (turns, messages, the last exchange). A turn that a crash left
+    half-done is rolled back first. With --at N the conversation
     goes back to just after turn N (linearly: later turns are set aside, never
     replayed). It goes on with the model its latest turn asked unless a flag
     or the environment names another; the NetBox is your own, and another

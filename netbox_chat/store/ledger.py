@@ -215,7 +215,11 @@ class SessionStart(TypedDict):
 
 
 # What `copy` carries over of a session's meta (the rest belongs to the store).
-COPIED_META = ("created_at", "title", "model", "netbox_url", "profile")
+COPIED_META = ("created_at", "title", "model", "netbox_url", "profile", "think")
+
+TITLE_MAX = 200
+"""The longest title: the first question's first line is cut there, a
+`/rename` refused past it."""
 
 
 def turn_to_row(turn: Turn) -> tuple[Any, ...]:
@@ -365,6 +369,14 @@ class Ledger:
     def meta(self) -> dict[str, str]:
         return dict(self._run("SELECT key, value FROM session_meta {where}").fetchall())
 
+    def remember(self, **choices: str) -> None:
+        """Keep the user's choices for this session (its title from
+        `/rename`, the `/think` setting) in its meta, beside the model and
+        NetBox it was started with, where `ls`, `resume` and `copy` read
+        them. Whoever writes the store can write these rows too: a reader
+        checks what it takes (`stored_title`, the `/think` words)."""
+        self._set_meta(**choices)
+
     # the turn ledger
 
     def begin_turn(
@@ -408,7 +420,7 @@ class Ledger:
             ).fetchone()
             self._run(
                 "UPDATE session_meta SET value = :title WHERE {and_}key = 'title' AND value = ''",
-                title=question.strip().splitlines()[0][:200] if question.strip() else "",
+                title=question.strip().splitlines()[0][:TITLE_MAX] if question.strip() else "",
             )
         return int(row[0])
 

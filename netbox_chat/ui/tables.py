@@ -346,13 +346,20 @@ def claims_view(grounding: Grounding, sources: Sequence[tuple[str, dict[str, Any
 
 
 def history_table(turns: Iterable[Turn]) -> Columns:
-    """Numbered turns; cancelled, failed and rewound ones dimmed and labelled."""
+    """Numbered turns; cancelled, failed and rewound ones dimmed and labelled;
+    an answer with its † marks and the line naming what they mark, as it was
+    shown when it streamed."""
+    from netbox_chat.ui import turnview  # the chat's, which `ls` does not import
+
     rows = []
     for turn in turns:
         if turn.status == "done":
             rows.append([Text(f"{turn.number}"), Text(shorten(turn.question, 90))])
             if turn.answer:
-                rows.append([Text(), Text(shorten(turn.answer, 90), style="dim")])
+                answer = turnview.marked_answer(turn)
+                rows.append([Text(), Text(shorten(answer, 90), style="dim")])
+            if (grounded := turnview.stored_grounding_line(turn.grounding)) is not None:
+                rows.append([Text(), grounded])
         else:
             rows.append(
                 [

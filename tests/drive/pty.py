@@ -33,7 +33,7 @@ def on_a_terminal(
     `columns`, as a user's terminal runs it. Every pty of the tests starts
     here (tests/test_layout.py checks)."""
     command, *rest = [*program, *args]
-    return pexpect.spawn(
+    child = pexpect.spawn(
         command,
         rest,
         env=env,
@@ -42,6 +42,10 @@ def on_a_terminal(
         timeout=timeout,
         dimensions=(lines, columns),
     )
+    # `sendline` presses Enter as a terminal does: CR. LF is Ctrl-J, which
+    # the REPL takes as a newline in the question.
+    child.linesep = "\r"
+    return child
 
 
 def in_a_shell(env: dict[str, str], line: str, **options: Any) -> pexpect.spawn:
