@@ -124,6 +124,7 @@ def build_runtime(
             settings.netbox_url,
             settings.netbox_token,
             timeout=settings.netbox_timeout,
+            max_bytes=settings.netbox_max_bytes,
         )
         tools = build_netbox_tools(netbox, window_tokens=window)
     thinking = plan_thinking(settings.think, model_info)
