@@ -27,7 +27,7 @@ from netbox_chat.models.coldstart import cold_start_line, last_cold_start, recor
 from netbox_chat.models.dialects import ServerFacts, json_object
 from netbox_chat.models.model_info import ModelInfo, parse_show
 from netbox_chat.models.window import session_window, turn_floor
-from netbox_chat.owned import NotOwned, check_folder
+from netbox_chat.owned import NotOwned, check_folder, check_parents
 from netbox_chat.store.errors import StoreError
 from netbox_chat.store.sessions import refuse_network_filesystem
 from netbox_chat.visible import visible_line
@@ -253,7 +253,7 @@ def check_openai(
             Check("model", False, f"{model} is not served (it serves: {listed})", "--model ID")
         )
         return checks
-    broken = check_chat_client(settings, facts, timeout)
+    broken = check_chat_client(settings, facts, TRIAL_TIMEOUT)
     if broken is not None:
         checks.append(broken)
         return checks
@@ -457,6 +457,10 @@ def check_sessions_folder(root: Path, why: str = "") -> Check:
     where the folder was chosen (a flag, the environment, the default)."""
     name = "sessions folder"
     fix = "fix its permissions or free space, or set NETBOX_CHAT_SESSIONS / --sessions-dir"
+    try:
+        check_parents(root, "sessions folder")
+    except NotOwned as exc:
+        return Check(name, False, str(exc), "use a folder of your own, 0700")
     if not root.exists():
         parent = next((p for p in root.absolute().parents if p.exists()), None)
         if parent is None or not parent.is_dir():
