@@ -1,7 +1,7 @@
 """The chat model for any OpenAI-compatible server: langchain-openai's base
 class, with what it leaves out for servers that are not OpenAI's.
 
-`BaseChatOpenAI` (langchain-openai 1.7.4) drops `reasoning` and
+`BaseChatOpenAI` (langchain-openai 1.7.4 and 1.8.1) drops `reasoning` and
 `reasoning_content` from responses and never sends them back, asks for usage
 while streaming only without a base_url, gives async streams a 120 s
 per-chunk watchdog, and recognises none of these servers' "too long" answers
