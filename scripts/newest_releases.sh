@@ -11,10 +11,11 @@ venv=${NEWEST_VENV:-.venv-newest}
 newest=(openai httpx2 httpcore2 langchain-openai)
 
 rm -rf "$venv"
-python3 -m venv "$venv" && "$venv/bin/pip" install -q -e '.[test]' || { echo "installing netbox-chat failed"; exit 1; }
-# pip warns that these break the pins: that is the point.
-"$venv/bin/pip" install -q -U "${newest[@]}" 2>&1 | grep -v "requires .*, but you have\|dependency resolver" \
-  || true
+log=$(mktemp)
+# pip's output is shown only when it fails; it warns that the upgrade breaks the pins: that is the point.
+{ python3 -m venv "$venv" && "$venv/bin/pip" install -q -e '.[test]' && "$venv/bin/pip" install -q -U "${newest[@]}"; } \
+  >"$log" 2>&1 || { tail -20 "$log"; echo "installing netbox-chat or the newest ${newest[*]} failed"; exit 1; }
+rm -f "$log"
 "$venv/bin/python" -m compileall -q netbox_chat >/dev/null || true
 
 versions() { "$venv/bin/python" - "$@" <<'PY'
