@@ -2,9 +2,11 @@
 OpenAI-compatible one), the model, NetBox, the sessions folder?
 
 Each check is one line, passed or failed, and a failed one names the fix. The
-checks are quick on purpose (short timeouts, no retries, no LangChain import)
-and never touch a session: the folder check creates and deletes a hidden temp
-file, nothing else.
+checks are quick on purpose (short timeouts, no retries, no LangChain import
+but for an OpenAI-compatible server's chat client, which doctor builds as a
+turn does so that it cannot pass while turns fail) and never touch a
+session: the folder check creates and deletes a hidden temp file, nothing
+else.
 """
 
 from __future__ import annotations
