@@ -41,6 +41,11 @@ DEFAULT_DEADLINE = 1800.0
 (a cold 82-108 s load and a 167 s prefill were recorded, and a turn makes
 several requests), so it ends only a wait that would otherwise never end."""
 DEFAULT_NETBOX_TIMEOUT = 15.0
+DEFAULT_NETBOX_MAX_BYTES = 32 << 20
+"""The most of one NetBox reply's body that is read (decoded bytes): twice
+NetBox 4.7's OpenAPI schema (14.6 MB, the biggest reply netbox-chat asks
+for), and ten times a full 1,000-row page (NetBox's MAX_PAGE_SIZE) of
+devices. A reply past it is cut off unread, not held (netbox/client.py)."""
 DEFAULT_COMPACT_AT = 0.8
 PROVIDERS = ("ollama", "openai")
 """`ollama` talks Ollama's own API; `openai` any OpenAI-compatible server
@@ -114,6 +119,7 @@ class Settings:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     deadline: float = DEFAULT_DEADLINE  # ask, each eval question, doctor: in all (s)
     netbox_timeout: float = DEFAULT_NETBOX_TIMEOUT
+    netbox_max_bytes: int = DEFAULT_NETBOX_MAX_BYTES
     think: str | None = None
     grounding: str = "mark"  # ungrounded claims: "mark" them, or "retry" the answer once
     num_predict: int | None = None  # the longest reply, thinking included (tokens)
@@ -389,6 +395,14 @@ SETTINGS: tuple[Setting, ...] = (
         _positive,
         DEFAULT_NETBOX_TIMEOUT,
         "NetBox request timeout (s)",
+    ),
+    Setting(
+        "netbox_max_bytes",
+        "NETBOX_MAX_BYTES",
+        None,
+        lambda v, w: int(_positive(v, w)),
+        DEFAULT_NETBOX_MAX_BYTES,
+        "the most of one NetBox reply read (bytes); a bigger reply fails that request",
     ),
     Setting(
         "think",

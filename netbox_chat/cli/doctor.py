@@ -2,9 +2,11 @@
 OpenAI-compatible one), the model, NetBox, the sessions folder?
 
 Each check is one line, passed or failed, and a failed one names the fix. The
-checks are quick on purpose (short timeouts, no retries, no LangChain import)
-and never touch a session: the folder check creates and deletes a hidden temp
-file, nothing else.
+checks are quick on purpose (short timeouts, no retries, no LangChain import
+but for an OpenAI-compatible server's chat client, which doctor builds as a
+turn does so that it cannot pass while turns fail) and never touch a
+session: the folder check creates and deletes a hidden temp file, nothing
+else.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ import httpx
 from netbox_chat.config import Settings, netbox_setup, source_of, without_userinfo
 from netbox_chat.errors import UserFacingError
 from netbox_chat.models.coldstart import cold_start_line, last_cold_start, record_path
-from netbox_chat.models.dialects import json_object
+from netbox_chat.models.dialects import ServerFacts, json_object
 from netbox_chat.models.model_info import ModelInfo, parse_show
 from netbox_chat.models.window import session_window, turn_floor
-from netbox_chat.owned import NotOwned, check_folder
+from netbox_chat.owned import NotOwned, check_folder, check_parents
 from netbox_chat.store.errors import StoreError
 from netbox_chat.store.sessions import refuse_network_filesystem
 from netbox_chat.visible import visible_line
@@ -264,6 +266,10 @@ def check_openai(
             Check("model", False, f"{model} is not served (it serves: {listed})", "--model ID")
         )
         return checks
+    broken = check_chat_client(settings, facts, TRIAL_TIMEOUT)
+    if broken is not None:
+        checks.append(broken)
+        return checks
     try:
         tried = trial(
             settings.base_url,
@@ -303,6 +309,31 @@ def check_openai(
             checks.append(Check("model", True, f"{model} ({tools}; {reasoning})"))
     checks.append(check_served_window(settings, facts.window, speaks.name))
     return checks
+
+
+def check_chat_client(settings: Settings, facts: ServerFacts, timeout: float) -> Check | None:
+    """Build the chat model a turn builds (models.provider_for) and send one
+    small request through its client: None when that works, else the failed
+    model check. Doctor's own trial is plain httpx; without this, a client the
+    installed openai release refuses passed every check while each turn
+    failed ("Invalid timeout", issue 41)."""
+    from netbox_chat.models import Served, provider_for
+    from netbox_chat.models.openai import list_models_through
+
+    try:
+        chat = provider_for(settings).chat_model(
+            settings, Served(None, settings.num_ctx, facts), reasoning=None
+        )
+        asyncio.run(asyncio.wait_for(list_models_through(chat), timeout))
+    except Exception as exc:  # whatever a turn would meet first, in one line
+        said = visible_line(f"{type(exc).__name__}: {exc}")[:300]
+        return Check(
+            "model",
+            False,
+            f"{settings.model}: the chat client turns use fails ({said})",
+            "install the openai, httpx2 and langchain-openai releases netbox-chat pins",
+        )
+    return None
 
 
 def check_served_window(settings: Settings, served: int | None, server: str) -> Check:
@@ -452,6 +483,10 @@ def check_sessions_folder(root: Path, why: str = "") -> Check:
     where the folder was chosen (a flag, the environment, the default)."""
     name = "sessions folder"
     fix = "fix its permissions or free space, or set NETBOX_CHAT_SESSIONS / --sessions-dir"
+    try:
+        check_parents(root, "sessions folder")
+    except NotOwned as exc:
+        return Check(name, False, str(exc), "use a folder of your own, 0700")
     if not root.exists():
         parent = next((p for p in root.absolute().parents if p.exists()), None)
         if parent is None or not parent.is_dir():

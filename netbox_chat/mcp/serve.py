@@ -143,9 +143,7 @@ async def _serve(settings: Settings, reach: Reach, token: str | None) -> None:
     from netbox_chat.netbox.tools import build_netbox_tools
 
     assert settings.netbox_url is not None  # the command refuses to start without one
-    client = NetBoxClient(
-        settings.netbox_url, settings.netbox_token, timeout=settings.netbox_timeout
-    )
+    client = NetBoxClient.of(settings)  # bounded as the chat's, its fixes naming their source
     try:
         server = build_server(
             build_netbox_tools(client), version=version("netbox-chat"), sessions=reach.http

@@ -1,7 +1,7 @@
 """The chat model for any OpenAI-compatible server: langchain-openai's base
 class, with what it leaves out for servers that are not OpenAI's.
 
-`BaseChatOpenAI` (langchain-openai 1.7.4) drops `reasoning` and
+`BaseChatOpenAI` (langchain-openai 1.7.4 and 1.8.1) drops `reasoning` and
 `reasoning_content` from responses and never sends them back, asks for usage
 while streaming only without a base_url, gives async streams a 120 s
 per-chunk watchdog, and recognises none of these servers' "too long" answers
@@ -286,6 +286,27 @@ def _message(exc: openai.APIError) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def sdk_timeout(read_timeout: float) -> tuple[float, float, float, float]:
+    """The request time-outs, (connect, read, write, pool), as a plain tuple:
+    the one form every HTTP stack the openai SDK has used takes. openai 3.60+
+    builds httpx2 objects from what it is given (and langchain-openai its own
+    default sync client from it), and httpx2 2.17 refuses an `httpx.Timeout`
+    ("Invalid timeout"); our async client is an `httpx.AsyncClient`, which the
+    SDK accepts as its legacy client (openai/_httpx2.py)."""
+    return (10.0, read_timeout, read_timeout, read_timeout)
+
+
+async def list_models_through(chat: ChatOpenAICompatible) -> None:
+    """One small request (GET /models, no generation) through the SDK client
+    and HTTP stack a turn's requests go through: `doctor` sends it, so a
+    client the installed releases cannot build or send with fails there as
+    every turn would, not as "unexpected error" at the first question."""
+    try:
+        await chat.root_async_client.models.list()
+    finally:
+        await chat.root_async_client.close()
+
+
 def build_chat_model(
     *,
     base_url: str,
@@ -333,7 +354,7 @@ def build_chat_model(
         stream_chunk_timeout=None,
         max_retries=0,
         use_responses_api=False,
-        timeout=httpx.Timeout(read_timeout, connect=10.0),
+        timeout=sdk_timeout(read_timeout),
         http_async_client=httpx.AsyncClient(
             # A reply read slower than it streams is read in fewer pieces (coalesce.py).
             transport=CoalescingTransport(
@@ -346,7 +367,7 @@ def build_chat_model(
                 merge_sse_events,
                 paths=(chat_path,),
             ),
-            timeout=httpx.Timeout(read_timeout, connect=10.0),
+            timeout=sdk_timeout(read_timeout),
         ),
     )
     chat.set_thinking(reasoning)

@@ -3,6 +3,12 @@
 - One ``httpx.AsyncClient`` per client, so connections are pooled.
 - Retries (``retries`` extra attempts, short exponential backoff) only on connection
   errors and 502/503/504; a read timeout is not retried (a slow NetBox stays slow).
+- Every reply is bounded: its body is streamed and read to at most ``max_bytes``
+  (decoded), nothing past it is held, and the whole call (connect, every attempt,
+  the last byte) has a deadline of ``DEADLINE_READS`` times ``timeout``; httpx's
+  own ``timeout`` bounds only each read, so a body that never ends would
+  otherwise be read for ever. Past either, the call fails in one line
+  (``NetBoxTooLarge``, ``NetBoxTimeout``) and the tool says so to the model.
 - Everything runs on the event loop: cancelling the task (Ctrl-C) aborts the request.
 - Every failure is a ``NetBoxError`` subclass whose ``str()`` is one readable line and
   never contains the token (nor does any repr or log line of this module).
@@ -19,13 +25,23 @@ from typing import Any
 
 import httpx
 
-from netbox_chat.config import TOKEN_ENV, Settings, mask_token, source_of, without_userinfo
+from netbox_chat.config import (
+    DEFAULT_NETBOX_MAX_BYTES,
+    TOKEN_ENV,
+    Settings,
+    mask_token,
+    source_of,
+    without_userinfo,
+)
 from netbox_chat.words import count
 
 log = logging.getLogger(__name__)
 
 USER_AGENT = "netbox-chat"
 RETRY_STATUS = frozenset({502, 503, 504})
+DEADLINE_READS = 4
+"""A whole call may take this many read time-outs in all (60 s by default):
+room for a slow page, never for a reply that does not end."""
 
 
 class NetBoxError(Exception):
@@ -72,6 +88,10 @@ class NetBoxServerError(NetBoxError):
 
 class NetBoxBadResponse(NetBoxError):
     """A response that is not the JSON NetBox should send."""
+
+
+class NetBoxTooLarge(NetBoxError):
+    """A reply whose body passed ``max_bytes``: cut off, not read further."""
 
 
 # NetBox 4.7's own 403 details (netbox/api/authentication.py, and DRF's
@@ -145,6 +165,7 @@ class NetBoxClient:
         backoff: float = 0.25,
         url_from: str = "NETBOX_URL",
         token_from: str = TOKEN_ENV,
+        max_bytes: int = DEFAULT_NETBOX_MAX_BYTES,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
         # Where the URL and the token came from, named in the fixes: a
@@ -157,6 +178,7 @@ class NetBoxClient:
         self.timeout = timeout
         self.retries = max(0, retries)
         self.backoff = backoff
+        self.max_bytes = max_bytes
         self._outage: NetBoxError | None = None
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if self._token:
@@ -177,6 +199,7 @@ class NetBoxClient:
         if settings.netbox_url is None:
             raise ValueError("no NetBox URL")  # the callers refuse first, with the fix
         options.setdefault("timeout", settings.netbox_timeout)
+        options.setdefault("max_bytes", settings.netbox_max_bytes)
         return cls(
             settings.netbox_url,
             settings.netbox_token,
@@ -251,11 +274,31 @@ class NetBoxClient:
         kw: dict[str, Any] = {}
         if timeout is not None:
             kw["timeout"] = httpx.Timeout(timeout, connect=min(timeout, 5.0))
+        deadline = DEADLINE_READS * (timeout or self.timeout)
+        try:
+            async with asyncio.timeout(deadline):
+                return await self._attempts(rel, params, kw)
+        except TimeoutError:
+            raise self._error(
+                NetBoxTimeout,
+                f"NetBox's reply to {rel} took over {deadline:g}s in all "
+                f"({DEADLINE_READS} x NETBOX_TIMEOUT), so it was cut off. "
+                "Try a smaller request or try again later.",
+            ) from None
+
+    async def _attempts(
+        self, rel: str, params: Sequence[tuple[str, str]] | None, kw: dict[str, Any]
+    ) -> Any:
         attempt = 0
         while True:
             try:
                 log.debug("GET %s params=%s", rel, list(params or ()))
-                resp = await self._http.get(rel, params=list(params or ()), **kw)
+                request = self._http.build_request("GET", rel, params=list(params or ()), **kw)
+                resp = await self._http.send(request, stream=True)
+                try:
+                    body = await self._read_body(resp, rel)
+                finally:
+                    await resp.aclose()
             except (httpx.ConnectError, httpx.ConnectTimeout) as e:
                 if attempt < self.retries:
                     await asyncio.sleep(self.backoff * (2**attempt))
@@ -283,21 +326,42 @@ class NetBoxClient:
                 await asyncio.sleep(self.backoff * (2**attempt))
                 attempt += 1
                 continue
-            return self._handle(resp, rel)
+            return self._handle(resp, body, rel)
 
-    def _handle(self, resp: httpx.Response, rel: str) -> Any:
+    async def _read_body(self, resp: httpx.Response, rel: str) -> bytes:
+        """The body, decoded, read only up to ``max_bytes``: a longer one (as
+        its Content-Length says, or as it streams) is refused without reading
+        or keeping the rest."""
+        declared = resp.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            raise self._too_large(rel)
+        body = bytearray()
+        async for chunk in resp.aiter_bytes():
+            if len(body) + len(chunk) > self.max_bytes:
+                raise self._too_large(rel)
+            body += chunk
+        return bytes(body)
+
+    def _too_large(self, rel: str) -> NetBoxError:
+        return self._error(
+            NetBoxTooLarge,
+            f"NetBox's reply to {rel} is over {self.max_bytes:,} bytes (NETBOX_MAX_BYTES), "
+            "so it was cut off unread. Ask for fewer rows or fields.",
+        )
+
+    def _handle(self, resp: httpx.Response, raw: bytes, rel: str) -> Any:
         code = resp.status_code
         ctype = resp.headers.get("content-type", "")
         is_json = "json" in ctype
         body: Any = None
         if is_json:
             try:
-                body = resp.json()
+                body = json.loads(raw)
             except (ValueError, UnicodeDecodeError):
                 if code == 200:
                     raise self._error(
                         NetBoxBadResponse,
-                        f"NetBox sent malformed JSON for {rel} ({len(resp.content)} bytes).",
+                        f"NetBox sent malformed JSON for {rel} ({len(raw)} bytes).",
                         status=code,
                     ) from None
                 is_json = False
@@ -340,7 +404,7 @@ class NetBoxClient:
         if code == 400:
             raise self._error(
                 NetBoxBadRequest,
-                f"NetBox rejected the request (400): {_field_errors(body, resp)}",
+                f"NetBox rejected the request (400): {_field_errors(body, raw)}",
                 status=code,
                 detail=body,
             )
@@ -419,7 +483,7 @@ async def access_problem(settings: Settings, *, timeout: float = PREFLIGHT_TIMEO
     return None
 
 
-def _field_errors(body: Any, resp: httpx.Response) -> str:
+def _field_errors(body: Any, raw: bytes) -> str:
     if isinstance(body, dict):
         parts = []
         for k, v in body.items():
@@ -430,6 +494,6 @@ def _field_errors(body: Any, resp: httpx.Response) -> str:
     if isinstance(body, list):
         return " ".join(str(x) for x in body)[:600]
     try:
-        return json.dumps(resp.text[:300])
+        return json.dumps(raw[:300].decode("utf-8", errors="replace"))
     except ValueError:  # pragma: no cover
         return "(unreadable body)"

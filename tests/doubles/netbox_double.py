@@ -442,6 +442,10 @@ class NetBoxDouble:
         self.forbidden: set[str] = set()
         # API paths (`dcim/interfaces`) that time out or answer 5xx (Fault)
         self.faults: dict[str, Fault] = {}
+        # API paths whose reply never ends: a list page whose rows stream for
+        # ever, one 100 kB piece every `seconds` (0: as fast as the socket
+        # takes them), as a broken proxy or a hostile NETBOX_URL could send
+        self.endless: dict[str, float] = {}
         self._stop = threading.Event()
         self._lifetime = lifetime
         self._timer: threading.Timer | None = None
@@ -502,6 +506,8 @@ class NetBoxDouble:
                 if not self._wait(double.delays.get(path, 0.0)):
                     double.disconnects.append(self.path)
                     return None
+                if path in double.endless:
+                    return self._endless(double.endless[path])
                 if path == "status":
                     return self._json(200, double.status)
                 listing, _, oid = path.rpartition("/")
@@ -564,6 +570,18 @@ class NetBoxDouble:
                     finally:
                         self.connection.settimeout(None)
                 return True
+
+            def _endless(self, pause: float) -> None:
+                row = json.dumps({"id": 1, "name": "x" * 1000, "slug": "x"}).encode() + b","
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                try:
+                    self.wfile.write(b'{"count":1,"next":null,"previous":null,"results":[')
+                    while not double._stop.is_set() and self._wait(pause):
+                        self.wfile.write(row * 100)
+                except OSError:
+                    return
 
             def _json(self, status: int, body: Any) -> None:
                 data = json.dumps(body).encode()
