@@ -35,11 +35,41 @@ from tests.doubles.ollama_server import ScriptedOllama
 TOKEN = TEST_TOKEN
 
 
+LATENCY = 0.05
+"""Seconds the double waits before each reply in the build bench: a NetBox across
+a network (the public demo answered in 50-400 ms)."""
+
+
+def bench_build() -> None:
+    """Building the questions before the first one is asked (issue 39): each type
+    read once, READERS templates at once, against one at a time as before; and
+    --limit 10. On the double with LATENCY per request."""
+    from netbox_chat.eval import questions
+
+    with NetBoxDouble(token=TOKEN) as netbox:
+        netbox.delays.update({path: LATENCY for path in netbox.data})
+        for label, readers, limit in (
+            ("one at a time", 1, None),
+            (f"{questions.READERS} at once", questions.READERS, None),
+            (f"{questions.READERS} at once, --limit 10", questions.READERS, 10),
+        ):
+            questions.READERS = readers
+            with TruthClient(netbox.url, TOKEN) as client:
+                started = time.perf_counter()
+                built = build_questions(client, seed=0, per_template=3, limit=limit)
+                seconds = time.perf_counter() - started
+            print(
+                f"build, {label:<28} {seconds:5.2f} s, {built.requests} requests, "
+                f"{len(built.questions)} questions ({LATENCY * 1000:.0f} ms a request)"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-template", type=int, default=1)
     args = parser.parse_args()
     header("bench 10: netbox-chat eval, harness time per question apart from the model's")
+    bench_build()
     with NetBoxDouble(token=TOKEN) as netbox, ScriptedOllama(models=MODELS) as ollama:
         with TruthClient(netbox.url, TOKEN) as client:
             started = time.perf_counter()

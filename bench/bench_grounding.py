@@ -1,25 +1,37 @@
-"""Benchmark 12: the grounding check's cost at a turn's end (issue 33).
+"""Benchmark 12: the grounding check's cost (issues 33 and 38).
 
-A turn whose tool results total 50 kB of compact NetBox JSON (device,
-interface and IP address pages shaped as the agent's tools return them) and an
-answer of about 2 kB in every shape (prose, a list, a table). Measured: the
-check as the turn end runs it (decoding the results' text and checking the
-answer), median and worst of 50 runs after a warm-up. Today's code has no
-check, so its cost is the whole difference a turn sees.
+Two measures, each for this tree and, beside it in one run, for another
+revision (`--against REV`, default `main`; its `netbox_chat/` from `git
+archive`, everything else this tree's):
 
-Target: at most 20 ms.
+- **a turn's end**: tool results totalling 50 kB of compact NetBox JSON
+  (device and interface pages shaped as the agent's tools return them) and an
+  answer of about 2 kB in every shape; decoding the results and checking the
+  answer, median of 20 runs. Target: at most 20 ms.
+- **long answers**, 50 kB and 500 kB in four shapes (n02's interface list, a
+  table, prose, one long line), checked against a small reply: median of 3
+  runs (one at 500 kB), each in a child process given up after `--give-up`
+  seconds (the code before issue 38 took minutes). Targets: 20 ms per 50 kB,
+  200 ms per 500 kB.
 
-    .venv/bin/python bench/bench_grounding.py
+Times are CPU seconds of the process (`time.process_time`): the machine is
+shared, and a loaded one stretches wall-clock time, not the work done.
+
+    .venv/bin/python bench/bench_grounding.py [--against main] [--give-up 60]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import multiprocessing
 import statistics
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-import _common as C  # noqa: F401  (puts the repository on sys.path)
+import _common as C  # puts the repository on sys.path, and figures_of_revision
 
 from netbox_chat.claims import check
 
@@ -91,25 +103,109 @@ ANSWER = "\n".join(
 )
 
 
-def main() -> None:
+SMALL_REPLY = [
+    {"count": 3, "results": [{"id": i, "name": f"sw0{i}", "status": "active"} for i in (1, 2, 3)]}
+]
+SHAPES: dict[str, Callable[[int], str]] = {
+    "interface list": lambda i: f"- Gi1/0/{i}: 1000 Mbps, vlan {i}",
+    "table": lambda i: f"| dmi01-akron-sw{i:02d} | active | DM-Akron | 10.112.{i % 250}.1/24 |",
+    "prose": lambda i: f"dmi01-akron-sw0{i % 3 + 1} is active at DM-Akron with {i} interfaces. ",
+    "one long line": lambda i: f"dmi01-akron-sw{i:02d} (active, 10.0.{i % 250}.1), ",
+}
+JOIN = {"interface list": "\n", "table": "\n", "prose": "", "one long line": ""}
+SIZES = {"50 kB": (50_000, 20.0), "500 kB": (500_000, 200.0)}
+
+
+def long_answer(shape: str, size: int) -> str:
+    lines = []
+    total, i = 0, 0
+    while total < size:
+        line = SHAPES[shape](i)
+        lines.append(line)
+        total += len(line) + 1
+        i += 1
+    text = JOIN[shape].join(lines)
+    if shape == "table":
+        text = "| Name | Status | Site | Primary IP |\n|---|---|---|---|\n" + text
+    return text
+
+
+def _timed(text: str, runs: int, out: Any) -> None:
+    times = []
+    for _ in range(runs):
+        started = time.process_time()
+        check(text, SMALL_REPLY)
+        times.append((time.process_time() - started) * 1000)
+    out.put(statistics.median(times))
+
+
+def long_figure(shape: str, size: int, give_up: float) -> float | None:
+    """Median CPU ms of the check of one long answer, or None when it took
+    longer than `give_up` seconds."""
+    out: Any = multiprocessing.Queue()
+    child = multiprocessing.Process(
+        target=_timed, args=(long_answer(shape, size), 3 if size < 100_000 else 1, out)
+    )
+    child.start()
+    child.join(give_up)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        return None
+    return float(out.get())
+
+
+def turn_end_figure() -> float:
     texts = results_of(RESULTS_BYTES)
-    size = sum(map(len, texts))
-
-    def once() -> Any:
-        return check(ANSWER, [json.loads(t) for t in texts])
-
-    grounding = once()
+    check(ANSWER, [json.loads(t) for t in texts])
     timings = []
-    for _ in range(50):
-        started = time.perf_counter()
-        once()
-        timings.append((time.perf_counter() - started) * 1000)
-    median, worst = statistics.median(timings), max(timings)
-    print(f"tool results: {size:,} characters in {len(texts)} results; answer {len(ANSWER):,}")
-    print(f"claims: {grounding.claims}, ungrounded: {[c.text for c in grounding.ungrounded]}")
-    print(f"check (decode + read + compare): median {median:.1f} ms, worst {worst:.1f} ms")
-    print(f"before this change: 0 ms (no check); target <= {TARGET_MS:.0f} ms: "
-          f"{'met' if median <= TARGET_MS else 'NOT met'}")  # fmt: skip
+    for _ in range(20):
+        started = time.process_time()
+        check(ANSWER, [json.loads(t) for t in texts])
+        timings.append((time.process_time() - started) * 1000)
+    return statistics.median(timings)
+
+
+def measure(give_up: float) -> dict[str, float | None]:
+    figures: dict[str, float | None] = {"turn end": turn_end_figure()}
+    for shape in SHAPES:
+        for label, (size, _) in SIZES.items():
+            figures[f"{shape}, {label}"] = long_figure(shape, size, give_up)
+    return figures
+
+
+def fmt(value: float | None, give_up: float) -> str:
+    return f"> {give_up:.0f} s" if value is None else f"{value:.0f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", default="main", help="revision to measure first ('' for none)")
+    parser.add_argument("--give-up", type=float, default=60.0, help="seconds per long answer")
+    parser.add_argument("--figures", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.figures:  # measuring another revision for figures_of_revision
+        Path(args.figures).write_text(json.dumps(measure(args.give_up)))
+        return
+    C.header("Benchmark 12: the grounding check (CPU time)")
+    before = None
+    if args.against:
+        before = C.figures_of_revision(
+            "bench_grounding.py", args.against, ["--give-up", str(args.give_up)]
+        )
+    after = measure(args.give_up)
+    targets = {"turn end": TARGET_MS} | {
+        f"{shape}, {label}": target for shape in SHAPES for label, (_, target) in SIZES.items()
+    }
+    print(f"| check of | {args.against or '-'} | this tree | target |")
+    print("|---|---|---|---|")
+    for name, target in targets.items():
+        old = fmt(before.get(name), args.give_up) if before else "-"
+        print(f"| {name} | {old} | {fmt(after[name], args.give_up)} | ≤ {target:.0f} ms |")
+    for name, target in targets.items():
+        value = after[name]
+        met = value is not None and value <= target
+        print(f"TARGET {name} within {target:.0f} ms: {'met' if met else 'NOT met'}")
 
 
 if __name__ == "__main__":

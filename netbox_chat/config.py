@@ -20,6 +20,7 @@ import re
 import shlex
 import stat
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,11 @@ DEFAULT_DEADLINE = 1800.0
 (a cold 82-108 s load and a 167 s prefill were recorded, and a turn makes
 several requests), so it ends only a wait that would otherwise never end."""
 DEFAULT_NETBOX_TIMEOUT = 15.0
+DEFAULT_NETBOX_MAX_BYTES = 32 << 20
+"""The most of one NetBox reply's body that is read (decoded bytes): twice
+NetBox 4.7's OpenAPI schema (14.6 MB, the biggest reply netbox-chat asks
+for), and ten times a full 1,000-row page (NetBox's MAX_PAGE_SIZE) of
+devices. A reply past it is cut off unread, not held (netbox/client.py)."""
 DEFAULT_COMPACT_AT = 0.8
 PROVIDERS = ("ollama", "openai")
 """`ollama` talks Ollama's own API; `openai` any OpenAI-compatible server
@@ -76,6 +82,7 @@ class TokenSource:
     # goes there or to a --netbox-url typed now, nowhere else (`refused`).
     netbox_url: str | None = None
     bound_to: str = ""  # how that URL is named in a refusal
+    place: str = ""  # the table that names it: "profile lab", "file"; "" for NETBOX_TOKEN
 
 
 def mask_token(text: str, token: str | None) -> str:
@@ -112,6 +119,7 @@ class Settings:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     deadline: float = DEFAULT_DEADLINE  # ask, each eval question, doctor: in all (s)
     netbox_timeout: float = DEFAULT_NETBOX_TIMEOUT
+    netbox_max_bytes: int = DEFAULT_NETBOX_MAX_BYTES
     think: str | None = None
     grounding: str = "mark"  # ungrounded claims: "mark" them, or "retry" the answer once
     num_predict: int | None = None  # the longest reply, thinking included (tokens)
@@ -387,6 +395,14 @@ SETTINGS: tuple[Setting, ...] = (
         _positive,
         DEFAULT_NETBOX_TIMEOUT,
         "NetBox request timeout (s)",
+    ),
+    Setting(
+        "netbox_max_bytes",
+        "NETBOX_MAX_BYTES",
+        None,
+        lambda v, w: int(_positive(v, w)),
+        DEFAULT_NETBOX_MAX_BYTES,
+        "the most of one NetBox reply read (bytes); a bigger reply fails that request",
     ),
     Setting(
         "think",
@@ -724,7 +740,11 @@ def _token_source(
         if "token_env" in table:
             name = _text(table["token_env"], f"token_env ({origin})")
             return TokenSource(
-                f"{origin}, token_env {name}", env=name, netbox_url=url, bound_to=bound_to
+                f"{origin}, token_env {name}",
+                env=name,
+                netbox_url=url,
+                bound_to=bound_to,
+                place=origin,
             )
         if "token_command" in table:
             command = _command(table["token_command"], f"token_command ({origin})")
@@ -735,6 +755,7 @@ def _token_source(
                 profile=named,
                 netbox_url=url,
                 bound_to=bound_to,
+                place=origin,
             )
     return None
 
@@ -839,6 +860,72 @@ def resolve_settings(
         origins=origins,
         warnings=warnings,
     )
+
+
+SETTINGS_IN_FORCE: ContextVar[Settings | None] = ContextVar("settings_in_force", default=None)
+"""The command's settings, for the errors worded far from them (a turn's
+"cannot reach Ollama"): set once where the CLI resolves them, read through
+`source_of`. As errors.PICK_MODEL, a context variable, so that a thread the
+chat starts with its context (the agent build) sees the same."""
+
+
+def source_of(settings: Settings | None, name: str) -> str:
+    """Where the value of setting `name` (or "token", the NetBox token) came
+    from, as a fix names the place to change it: the flag (`--netbox-url`),
+    the variable (`NETBOX_URL`), the key and its table in the config file
+    (`netbox_url in profile lab of ~/.config/netbox-chat/config.toml`). A value
+    nothing set is named by its variable, where it would be set. The one
+    place that words a setting's origin for a fix, in every command alike;
+    `settings` None: the command's (`SETTINGS_IN_FORCE`), if any."""
+    settings = SETTINGS_IN_FORCE.get() if settings is None else settings
+    if name == "token":
+        return _token_named(settings)
+    setting = _BY_NAME[name]
+    origin = settings.origins.get(name, "default") if settings is not None else "default"
+    kind, _, rest = origin.partition(" ")
+    if kind in ("flag", "env"):
+        return rest
+    if settings is not None and settings.config_file is not None:
+        if kind == "profile":
+            return f"{name} in profile {rest} of {shown_path(settings.config_file)}"
+        if kind == "file":
+            return f"{name} in {shown_path(settings.config_file)}"
+    return str(setting.env or setting.flag or name)
+
+
+def _token_named(settings: Settings | None) -> str:
+    source = None if settings is None else settings.token_source
+    if settings is None or source is None or not source.place or settings.config_file is None:
+        return TOKEN_ENV
+    table = "" if source.place == "file" else f"{source.place} of "
+    where = f"{table}{shown_path(settings.config_file)}"
+    if source.env is not None:
+        return f'{source.env} (token_env = "{source.env}" in {where})'
+    return f"the token_command in {where}"
+
+
+def netbox_setup() -> str:
+    """Where a NetBox is configured, as the first run is told: the quick
+    start's way (a profile in the config file, named where this user's is)
+    first, then the variables."""
+    path = config_path(os.environ)
+    shown = shown_path(path) if path is not None else "~/" + str(Path(".config") / CONFIG_NAME)
+    return (
+        f"put netbox_url and token_env in a profile of {shown} (the README's quick "
+        "start), or set NETBOX_URL and NETBOX_TOKEN"
+    )
+
+
+def not_configured() -> str:
+    """The line for a command that needs a NetBox none is configured for."""
+    return f"NetBox is not configured: {netbox_setup()} (or pass --netbox-url)"
+
+
+def shown_path(path: Path) -> str:
+    """`path` as the user would type it: under the home folder, with `~`."""
+    with contextlib.suppress(RuntimeError, ValueError):
+        return str(Path("~") / path.relative_to(Path.home()))
+    return str(path)
 
 
 def default_sessions_dir(env: Mapping[str, str], checkout: Path | None = None) -> tuple[Path, str]:

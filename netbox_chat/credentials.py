@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 
-from netbox_chat.config import TOKEN_ENV, ConfigError, Settings, mask_token
+from netbox_chat.config import TOKEN_ENV, ConfigError, Settings, mask_token, source_of
 from netbox_chat.visible import visible_line
 
 TOKEN_COMMAND_TIMEOUT = 30.0
@@ -21,12 +21,15 @@ TOKEN_COMMAND_TIMEOUT = 30.0
 _ran: dict[tuple[str, ...], str] = {}
 
 
-def run_token_command(command: tuple[str, ...], profile: str | None) -> str:
+def run_token_command(
+    command: tuple[str, ...], profile: str | None, *, named: str | None = None
+) -> str:
     """The first line of the command's output (like `pass show`, whose first
-    line is the secret), cached for the life of the process."""
+    line is the secret), cached for the life of the process. `named`: what the
+    errors call the command when it is not a profile's (the MCP bearer's)."""
     if command in _ran:
         return _ran[command]
-    named = (
+    named = named or (
         f"token_command of profile {profile}"
         if profile
         else "token_command (top level of the config file)"
@@ -85,18 +88,6 @@ def with_token(settings: Settings) -> Settings:
     return dataclasses.replace(settings, netbox_token=token)
 
 
-def token_origin(settings: Settings) -> str:
-    """Where this command's token comes from, or should: the variable or the
-    command a user must fix (not always NETBOX_TOKEN: a profile names its own)."""
-    source = settings.token_source
-    if source is None or source.env == TOKEN_ENV:
-        return TOKEN_ENV
-    place = source.origin.split(",")[0]
-    if source.env is not None:
-        return f"{source.env} (the token_env of {place})"
-    return f"the token_command of {place}"
-
-
 def missing_token(settings: Settings) -> str | None:
     """Why no token will be sent, in one line; None when one will be. A
     token_command that fails has already raised."""
@@ -104,5 +95,5 @@ def missing_token(settings: Settings) -> str | None:
         return None
     source = settings.token_source
     if source is not None and source.env is not None:
-        return f"no NetBox token: {token_origin(settings)} is not set"
+        return f"no NetBox token: {source_of(settings, 'token')} is not set"
     return f"no NetBox token: {TOKEN_ENV} is not set and no profile names a token"

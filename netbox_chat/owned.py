@@ -82,6 +82,50 @@ def check_folder(path: Path, what: str, *, follow: bool = True, tighten: bool = 
             ) from None
 
 
+def check_parents(path: Path, what: str) -> None:
+    """Refuse `path` when a folder above it (as named and with symlinks
+    resolved) lets another user move it or put another in its place, as the
+    config file's parents are checked (config._check_owner_and_modes): each
+    must be owned by the user or root and not writable by others, except a
+    sticky one (/tmp), where nobody else can rename what is ours; but never
+    as the store's own parent, where anyone may have made the name first and
+    the next user to look finds someone else's folder. Folders not made yet
+    are skipped: netbox-chat makes them 0700."""
+    uid = os.getuid()
+    for start in dict.fromkeys((path.absolute(), path.resolve())):
+        for place in start.parents:
+            try:
+                info = place.stat()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise NotOwned(
+                    f"cannot check the folder {place} above {what} {path}: {exc.strerror}"
+                ) from None
+            mode = stat.S_IMODE(info.st_mode)
+            shared = mode & 0o022
+            why = ""
+            if info.st_uid not in (uid, 0):
+                why = (
+                    f"it is owned by another user ({user_name(info.st_uid)}), who could "
+                    f"move {path} away or put another folder in its place; use a folder "
+                    f"of your own, or chown {user_name(uid)} {place} if it is yours"
+                )
+            elif shared and not mode & stat.S_ISVTX:
+                why = (
+                    f"others can write to it (permissions {mode:04o}) and could move "
+                    f"{path} away or put another in its place; chmod go-w {place}"
+                )
+            elif shared and place == start.parent:
+                why = (
+                    f"it is a shared folder (permissions {mode:04o}, like /tmp) where "
+                    f"anyone could have made {path.name} first; make a folder of your "
+                    f"own there (mkdir -m 700 {place}/NAME) and keep {what} inside it"
+                )
+            if why:
+                raise NotOwned(f"refusing {what} {path}: its folder {place}: {why}")
+
+
 def make_folder(path: Path, what: str) -> None:
     """`path` as a 0700 folder of the user's: made if missing (its missing
     parents too, 0700 as well), checked by `check_folder` if it exists."""

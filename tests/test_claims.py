@@ -29,14 +29,14 @@ MADE_UP = [
     ("VLAN 5 carries the data traffic.", "name"),  # the id taken for the VID
     ("Its interface is TenGigabitEthernet1/1/1.", "name"),
     ("The device type of dmi01-akron-sw01 is Catalyst 9500-48Y4C.", "name"),
-    # a count taken from the page, or just made up
-    ("There are 17 devices at DM-Akron.", "number"),
-    ("DM-Akron has 12 devices.", "number"),
-    ("I found 7 virtual machines in akron-vmw.", "number"),
-    ("There are **41** sites.", "number"),
-    ("dmi01-akron-sw01 has 48 interfaces.", "number"),
-    ("Total: 9 devices.", "number"),
-    ("Eleven devices are offline.", "number"),
+    # a count taken from the page, or just made up (a count of a set: its `count` decides)
+    ("There are 17 devices at DM-Akron.", "count"),
+    ("DM-Akron has 12 devices.", "count"),
+    ("I found 7 virtual machines in akron-vmw.", "count"),
+    ("There are **41** sites.", "count"),
+    ("dmi01-akron-sw01 has 48 interfaces.", "count"),
+    ("Total: 9 devices.", "count"),
+    ("Eleven devices are offline.", "count"),
     ("akron-db01 has 16 vCPUs.", "number"),
     ("akron-web01 has 16384 MB of memory.", "number"),
     ("Prefix 10.112.0.0/24 is 7.7 % utilised.", "number"),
@@ -174,7 +174,7 @@ def _flagged(answer: str, evidence: list[object]) -> bool:
 def test_made_up_answers_of_every_kind_are_flagged() -> None:
     assert len(MADE_UP) >= 40
     kinds = {kind for _, kind in MADE_UP}
-    assert kinds == {"name", "number", "address", "value"}
+    assert kinds == {"name", "number", "count", "address", "value"}
     missed = []
     for answer, kind in MADE_UP:
         found = {c.kind for c in check(answer, EVIDENCE).ungrounded}
@@ -212,6 +212,7 @@ def test_the_verdict_carries_what_the_operator_sees() -> None:
             {"text": "17 devices", "kind": "number"},
         ],
         "without_netbox": False,
+        "unchecked": [],
     }
     assert Claim("x", "name").as_json() == {"text": "x", "kind": "name"}
 
@@ -226,9 +227,11 @@ def test_each_grounded_claim_names_the_result_it_rests_on() -> None:
     assert grounding.quiet
 
 
-def test_a_count_equal_to_a_results_count_or_the_listed_objects_is_derived() -> None:
+def test_a_count_equal_to_a_results_count_or_the_listed_objects_is_verified() -> None:
     by_count = check("akron-vmw runs 3 virtual machines.", [VMS])
-    assert [c.status for c in by_count.all if c.kind == "number"] == ["derived"]
+    assert [(c.status, c.reason) for c in by_count.all if c.kind == "count"] == [
+        ("verified", "NetBox counts 3")
+    ]
     listed = check("Two of them: akron-web01 and akron-db01.", [VMS, {"count": 40}])
     assert listed.quiet
 
@@ -304,7 +307,7 @@ def test_a_number_carries_what_it_counts() -> None:
 
 
 def test_the_operator_sees_marks_and_one_line_naming_them() -> None:
-    from netbox_chat.claims.marks import marked, summary_line
+    from netbox_chat.claims.present import marked, summary_line
 
     answer = "Devices: dmi01-akron-sw01, dmi01-akron-sw03 and 17 devices in all."
     grounding = check(answer, [DEVICES])

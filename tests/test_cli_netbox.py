@@ -73,6 +73,47 @@ def test_a_netbox_that_does_not_answer_in_time_is_an_outage_and_exits_5(
     assert out["netbox_error"].startswith("NetBox did not answer within 1s")
 
 
+def told_the_model(ollama: ScriptedOllama) -> list[str]:
+    """The tool results the model was given, in the order it got them."""
+    return [
+        str(message.get("content"))
+        for message in ollama.requests[-1]["messages"]
+        if message.get("role") == "tool"
+    ]
+
+
+def test_a_netbox_reply_past_the_byte_limit_is_cut_off_and_the_turn_goes_on(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """A reply that never ends grew `ask` to 1.5 GB (n03): it is read only
+    to NETBOX_MAX_BYTES, the model is told in one line, and answers."""
+    netbox.endless["dcim/sites"] = 0.0
+    ollama.script([SITES], [Text("NetBox's answer was too big to read.")])
+    result = invoke(["ask", "how many sites?"], env={**chat_env, "NETBOX_MAX_BYTES": "1000000"})
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "NetBox's answer was too big to read."
+    (said,) = told_the_model(ollama)
+    assert "NetBox's reply to /api/dcim/sites/ is over 1,000,000 bytes (NETBOX_MAX_BYTES)" in said
+
+
+def test_a_netbox_reply_that_trickles_for_ever_meets_the_whole_reply_deadline(
+    chat_env: dict[str, str], ollama: ScriptedOllama, netbox: NetBoxDouble
+) -> None:
+    """Each piece comes within NETBOX_TIMEOUT, so only a deadline for the
+    whole reply ends it: 4 x NETBOX_TIMEOUT, said as an outage (exit 5)."""
+    netbox.endless["dcim/sites"] = 0.2
+    ollama.script([SITES], [Text("I could not read the sites.")])
+    result = invoke(["ask", "how many sites?"], env={**chat_env, "NETBOX_TIMEOUT": "0.5"})
+    assert result.exit_code == 5, result.output
+    assert result.stderr.splitlines() == [
+        "netbox-chat: answered without NetBox: NetBox's reply to /api/dcim/sites/ took over "
+        "2s in all (4 x NETBOX_TIMEOUT), so it was cut off. Try a smaller request or try "
+        "again later."
+    ]
+    (said,) = told_the_model(ollama)
+    assert "took over 2s in all" in said
+
+
 def test_a_refused_token_is_worded_by_its_cause_and_exits_5(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
@@ -83,7 +124,7 @@ def test_a_refused_token_is_worded_by_its_cause_and_exits_5(
     error = json.loads(result.stdout)["netbox_error"]
     assert error == (
         "NetBox refused the request (403: Invalid v2 token). "
-        "The token is wrong, expired or disabled."
+        "The token from NETBOX_TOKEN is wrong, expired or disabled."
     )
     assert "notthesecret" not in result.output
 
@@ -116,8 +157,8 @@ def test_a_profile_token_env_that_is_not_set_is_refused_before_asking(
     result = invoke(["ask", "how many sites?", "--profile", "lab"], env=env)
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
-        "netbox-chat: no NetBox token: LAB_TOKEN (the token_env of profile lab) is not set; "
-        "`netbox-chat config` shows where settings come from"
+        f'netbox-chat: no NetBox token: LAB_TOKEN (token_env = "LAB_TOKEN" in profile lab of '
+        f"{config}) is not set; `netbox-chat config` shows where settings come from"
     ]
     assert ollama.requests == [] and netbox.requests == []
 
@@ -125,8 +166,8 @@ def test_a_profile_token_env_that_is_not_set_is_refused_before_asking(
     (token,) = [line for line in doctor.stdout.splitlines() if line.startswith("✗ token")]
     assert "Authentication credentials were not provided." in token
     assert token.endswith(
-        "→ set LAB_TOKEN (the token_env of profile lab) to an API token "
-        "(NetBox → your profile → API tokens)"
+        f'→ set LAB_TOKEN (token_env = "LAB_TOKEN" in profile lab of {config}) to an API '
+        "token (NetBox → your profile → API tokens)"
     )
 
 
@@ -146,7 +187,8 @@ def test_the_repl_refuses_a_profile_token_env_that_is_not_set_before_any_prompt(
     assert status == 1
     said = " ".join(screen.split())  # wrapped to the terminal
     assert said.startswith(
-        "netbox-chat: no NetBox token: LAB_TOKEN (the token_env of profile lab) is not set;"
+        f'netbox-chat: no NetBox token: LAB_TOKEN (token_env = "LAB_TOKEN" in profile lab of '
+        f"{config}) is not set;"
     )
     assert ollama.requests == [] and netbox.requests == []
     assert not Path(env["NETBOX_CHAT_SESSIONS"]).exists() or not any(

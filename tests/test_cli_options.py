@@ -100,3 +100,34 @@ def test_a_typed_chat_option_means_the_same_to_every_command(
     from_env = origins({**chat_env, "NETBOX_CHAT_SESSIONS": str(elsewhere)})
     assert from_env["model"] == ["qwen3:8b", "env", "NETBOX_CHAT_MODEL"]
     assert from_env["sessions_dir"] == [str(elsewhere), "env", "NETBOX_CHAT_SESSIONS"]
+
+
+def test_help_shows_the_value_in_force_and_where_it_came_from(tmp_path: Path) -> None:
+    """`--ollama-url`'s help said `default http://127.0.0.1:11434` while the
+    config file set another server: every command's --help shows the value
+    in force and its source, as the command would resolve it."""
+    config = tmp_path / "config" / "netbox-chat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[profiles.lab]\nollama_url = "http://10.0.0.5:11434"\nmodel = "qwen3:14b"\n')
+    config.chmod(0o600)
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "COLUMNS": "300", "HOME": str(tmp_path)}
+    none = {"OLLAMA_HOST": "", "NETBOX_CHAT_MODEL": "", "NETBOX_CHAT_PROFILE": ""}
+
+    def help_line(args: list[str], flag: str, **more: str) -> str:
+        shown = invoke([*args, "--help"], env={**env, **none, **more})
+        assert shown.exit_code == 0, shown.output
+        (found,) = [row for row in shown.stdout.splitlines() if f" {flag} " in row]
+        return " ".join(found.strip("│ ").split())
+
+    for args in (["ask"], ["doctor"], [], ["resume"], ["config"]):
+        from_profile = help_line([*args, "--profile", "lab"], "--ollama-url")
+        assert "(now http://10.0.0.5:11434, from ollama_url in profile lab of " in from_profile
+        assert "~/config/netbox-chat/config.toml)." in from_profile
+        assert "127.0.0.1" not in from_profile
+    chosen_by_env = help_line(["ask"], "--model", NETBOX_CHAT_PROFILE="lab")
+    assert "(now qwen3:14b, from model in profile lab of ~/config/" in chosen_by_env
+    assert "(default http://127.0.0.1:11434)" in help_line(["ask"], "--ollama-url")
+    assert "(now http://h:1, from OLLAMA_HOST)" in help_line(
+        ["ask", "-p", "lab"], "--ollama-url", OLLAMA_HOST="h:1"
+    )
+    assert "(default 1800)" in help_line(["doctor"], "--deadline")

@@ -578,7 +578,9 @@ def test_the_docs_message_for_a_token_env_that_is_not_set(
 ) -> None:
     """Refused before any question is asked, exit 1, naming the variable."""
     (inline,) = re.findall(r"``(netbox-chat: no NetBox token: LAB_TOKEN[^`]*`[^`]*`[^`]*)``", DOCS)
-    folder = Path(chat_env["XDG_CONFIG_HOME"]) / "netbox-chat"
+    home = Path(chat_env["XDG_CONFIG_HOME"]).parent  # the file where the docs say: under ~
+    chat_env = {**chat_env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    folder = home / ".config" / "netbox-chat"
     folder.mkdir(parents=True)
     (folder / "config.toml").write_text(
         f'[profiles.lab]\nnetbox_url = "{chat_env["NETBOX_URL"]}"\ntoken_env = "LAB_TOKEN"\n'

@@ -300,8 +300,8 @@ def test_a_question_past_the_deadline_fails_alone_and_the_run_goes_on(
     assert by_question_id["akron-devices"]["score"]["correct"] is False
     assert by_question_id["akron-devices"]["score"]["why"] == (
         "the turn failed: the turn did not finish within its deadline of 3 s "
-        "(NETBOX_CHAT_DEADLINE): the model server kept the answer waiting; check the "
-        "server, or raise --deadline / NETBOX_CHAT_DEADLINE"
+        "(--deadline): the model server kept the answer waiting; check the "
+        "server, or raise it"
     )
     assert sum(r["score"]["correct"] for r in report["results"]) == len(report["results"]) - 1
 

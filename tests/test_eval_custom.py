@@ -249,6 +249,13 @@ def test_right_answers_by_id_slug_display_or_none_score_right_and_wrong_ones_wro
             'scope = { path = "https://evil/x" }',
             "question 1: scope: ",
         ),
+        # past a limit (n04: tomllib recurses once a level, into a RecursionError)
+        ('kind = "count"\nexpected = ' + "[" * 5000 + "]" * 5000, "nested deeper than 8 levels"),
+        (
+            'kind = "count"\nexpected = ' + "{ a = " * 9 + "1" + " }" * 9,
+            "nested deeper than 8 levels",
+        ),
+        ('kind = "count"\nexpected = 1\n# ' + "x" * 1_000_001, "larger than 1,000,000 bytes"),
     ],
 )
 def test_a_bad_object_or_scope_is_one_line_naming_file_question_and_field_exit_1(
@@ -352,3 +359,25 @@ def test_a_file_written_before_these_fields_lists_as_it_did(
     }
     assert not any("aliases" in q for q in questions.values())
     assert questions["b"]["universe"] == ["dmi01-akron-sw01", "dmi01-akron-sw02"]
+
+
+def test_an_endless_questions_file_is_read_no_further_than_the_limit(
+    eval_env: dict[str, str],
+) -> None:
+    args = ["eval", "--list", "--per-template", "0", "--questions", "/dev/zero"]
+    result = invoke(args, env=eval_env)
+    assert result.exit_code == 1, result.output
+    assert (
+        result.stderr.strip() == "netbox-chat: /dev/zero: larger than 1,000,000 bytes (the limit)"
+    )
+
+
+def test_brackets_in_strings_comments_and_headers_do_not_count_as_depth(
+    eval_env: dict[str, str], tmp_path: Path
+) -> None:
+    path = write(
+        tmp_path,
+        '[[question]]\ntext = "Which [[[[[[[[[[ ]]]]]]]]]] devices?"  # [[[[[[[[[[\n'
+        'kind = "list"\nexpected = [\n  "a",\n  { display = "b [[[[[[[[[[", id = 2 },\n]\n',
+    )
+    assert listed(eval_env, path)["custom:1"]["expected"] == ["a", "b [[[[[[[[[["]

@@ -34,27 +34,78 @@ def test_a_model_ollama_lacks_is_refused_in_one_line(
     assert said == ["Ollama answered 404: model 'nosuch:1b' not found; still qwen3:8b"]
 
 
-def test_a_chat_option_before_a_command_is_refused_not_dropped(
+def test_a_chat_option_before_a_command_means_what_it_means_after_it(
+    chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path, tmp_path: Path
+) -> None:
+    """`netbox-chat --profile lab ask "…"` was refused (exit 2) while
+    `netbox-chat --profile lab` started a chat; before that, `--model
+    qwen2.5:7b ask "…"` asked qwen3:8b, the option dropped. The chat's
+    options before a command now go to the command, as `git -C DIR status`
+    reads them."""
+    config = tmp_path / "config" / "netbox-chat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    netbox_url, token = chat_env["NETBOX_URL"], chat_env["NETBOX_TOKEN"]
+    config.write_text(
+        f'[profiles.lab]\nnetbox_url = "{netbox_url}"\ntoken_env = "LAB_TOKEN"\n'
+        'model = "qwen2.5:7b"\n'
+    )
+    config.chmod(0o600)
+    env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
+    env.update(LAB_TOKEN=token, NETBOX_CHAT_MODEL="")
+    ollama.script([Text("Three sites.")])
+    asked = invoke(["--profile", "lab", "ask", "which sites?", "--json"], env=env)
+    assert asked.exit_code == 0, asked.output
+    assert [request["model"] for request in ollama.requests] == ["qwen2.5:7b"]  # the profile's
+    session = json.loads(asked.stdout)["session"]
+
+    elsewhere = tmp_path / "elsewhere"
+    ollama.script([Text("Three sites.")])
+    typed = invoke(
+        ["--sessions-dir", str(elsewhere), "-m", "gpt-oss:20b", "ask", "sites?"], env=chat_env
+    )
+    assert typed.exit_code == 0, typed.output
+    assert ollama.requests[-1]["model"] == "gpt-oss:20b"
+    listed = invoke(["--sessions-dir", str(elsewhere), "ls", "--json"], env=chat_env)
+    assert [s["model"] for s in json.loads(listed.stdout)] == ["gpt-oss:20b"]
+    there = json.loads(listed.stdout)[0]["id"]
+    # resume found it there, and went as far as wanting a terminal for the chat
+    resumed = invoke(["--sessions-dir", str(elsewhere), "resume", there], env=chat_env)
+    assert resumed.exit_code == 2 and "the chat needs a terminal" in resumed.stderr
+    shown = invoke(["-p", "lab", "config"], env=env)
+    assert "from --profile" in shown.stdout
+    exported = invoke(["-p", "lab", "export", session], env=env)
+    assert exported.exit_code == 0 and "which sites?" in exported.stdout
+
+
+def test_an_option_before_a_command_that_does_not_take_it_is_refused_with_the_reason(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
-    """`netbox-chat --model qwen2.5:7b ask "…"` asked qwen3:8b, and
-    `netbox-chat --sessions-dir DIR ls` listed the default folder: the chat's
-    options before a command were dropped without a word."""
-    runner = CliRunner()
-    asked = runner.invoke(app, ["--model", "qwen2.5:7b", "ask", "which sites?"], env=chat_env)
-    assert asked.exit_code == 2
-    assert asked.stderr == (
-        "netbox-chat: --model before a command would be ignored: put it after the command "
-        "(`netbox-chat ask --model …`; `netbox-chat ask --help` lists what it takes)\n"
+    """Refused as it is after the command (exit 2), never dropped; typed on
+    both sides with two values, refused too."""
+    before = invoke(["--netbox-url", "http://nb.example", "ls"], env=chat_env)
+    after = invoke(["ls", "--netbox-url", "http://nb.example"], env=chat_env)
+    assert before.exit_code == after.exit_code == 2
+    assert before.stderr == (
+        "netbox-chat: `netbox-chat ls` takes no --netbox-url; `netbox-chat ls --help` lists "
+        "what it takes\n"
+    )
+    own = invoke(["-m", "qwen3:14b", "eval", "--list"], env=chat_env)
+    assert own.exit_code == 2
+    assert own.stderr.startswith(
+        "netbox-chat: --model before `eval` is the chat's; eval's own goes after it "
+        "(`netbox-chat eval --model …`)"
+    )
+    twice = invoke(["-m", "qwen3:14b", "ask", "sites?", "-m", "qwen2.5:7b"], env=chat_env)
+    assert twice.exit_code == 2
+    assert twice.stderr == (
+        "netbox-chat: --model typed twice, qwen3:14b before the command and qwen2.5:7b after "
+        "it: give it once\n"
     )
     assert ollama.requests == [] and not sessions_dir.exists()
-    listed = runner.invoke(app, ["--sessions-dir", str(sessions_dir), "ls"], env=chat_env)
-    assert listed.exit_code == 2 and "--sessions-dir before a command" in listed.stderr
-    # after the command, as `--help` shows them, they work
+    # typed alike on both sides, it is one choice
     ollama.script([Text("Three sites.")])
-    asked = runner.invoke(app, ["ask", "which sites?", "--model", "qwen2.5:7b"], env=chat_env)
-    assert asked.exit_code == 0 and asked.stdout == "Three sites.\n"
-    assert [request["model"] for request in ollama.requests] == ["qwen2.5:7b"]
+    same = invoke(["-m", "qwen2.5:7b", "ask", "sites?", "-m", "qwen2.5:7b"], env=chat_env)
+    assert same.exit_code == 0 and ollama.requests[-1]["model"] == "qwen2.5:7b"
 
 
 def test_forget_unanswered_says_what_it_did_in_plain_words(

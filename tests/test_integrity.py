@@ -563,6 +563,7 @@ def test_the_repl_after_a_turn_the_full_disk_left_unrecorded_keeps_later_answers
 
         filler.unlink()
         ollama.script([Text("Two devices are offline.")])
+        child.sendcontrol("u")  # the failed question came back to the line
         child.sendline("which devices are offline?")
         child.expect("Two devices are offline.")
         child.expect(PROMPT)

@@ -21,6 +21,7 @@ LAYERS = (
     "netbox",
     "claims",
     "agent",
+    "mcp",
     "ui",
     "eval",
     "cli",

@@ -309,9 +309,8 @@ def test_ask_past_its_deadline_fails_with_the_setting_and_keeps_nothing(
     assert 4 <= time.monotonic() - started < 15
     assert result["status"] == "failed" and result["kept"] is False
     assert result["error"] == (
-        "the turn did not finish within its deadline of 4 s (NETBOX_CHAT_DEADLINE): the "
-        "model server kept the answer waiting; check the server, or raise --deadline / "
-        "NETBOX_CHAT_DEADLINE"
+        "the turn did not finish within its deadline of 4 s (--deadline): the "
+        "model server kept the answer waiting; check the server, or raise it"
     )
     ollama.wait_for_disconnects(1)
     # The same from the environment, without --json: one red line, exit 1.

@@ -5,10 +5,12 @@ where another process must have written)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sqlite3
 import stat
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import Any
 import pytest
 
 from netbox_chat.store.lsindex import INDEX_NAME, SummaryIndex
-from netbox_chat.store.sessions import SCHEMA_VERSION, SessionStore
+from netbox_chat.store.sessions import SCHEMA_VERSION, SUFFIX, SessionStore
 from tests.doubles.stores import make_session
 from tests.drive.process import cli
 from tests.drive.runner import invoke
@@ -212,13 +214,59 @@ def test_forget_leaves_nothing_of_the_session_in_the_index(
     assert len(listing(env)) == 2
 
 
+def test_forget_waits_for_the_index_and_deletes_nothing_while_another_holds_it(
+    folder: tuple[SessionStore, dict[str, str]],
+) -> None:
+    """n05: a forget while another process held the index lock for over
+    0.5 s (an `ls --json` of a big folder) left the question in the index.
+    It waits for the lock; held too long, it deletes nothing and says so."""
+    store, env = folder
+    by_title = {s["title"]: s["id"] for s in listing(env)}
+    index = store.root / INDEX_NAME
+    lock = os.open(store.root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # what a concurrent `ls --json` holds while it saves
+        held = cli(env, "forget", by_title["which sites?"], "--yes")
+        assert held.returncode == 3
+        assert held.stderr.strip() == (
+            "netbox-chat: nothing forgotten: another netbox-chat process (an `ls` over a big "
+            "folder?) held the sessions folder's index for 10s; try again"
+        )
+        assert store.path_for(by_title["which sites?"]).exists()
+
+        threading.Timer(1.0, fcntl.flock, (lock, fcntl.LOCK_UN)).start()
+        waited = cli(env, "forget", by_title["which sites?"], "--yes")
+    finally:
+        os.close(lock)
+    assert waited.returncode == 0, waited.stderr
+    assert not store.path_for(by_title["which sites?"]).exists()
+    assert "which sites?" not in index.read_text()
+
+
+def test_an_ls_that_read_a_session_before_it_was_forgotten_does_not_write_it_back(
+    folder: tuple[SessionStore, dict[str, str]],
+) -> None:
+    store, _env = folder
+    ids = store.session_ids()
+    reader = SummaryIndex(store.root, SCHEMA_VERSION, suffix=SUFFIX)
+    titles = {store.summarize(sid, reader).title: sid for sid in ids}
+    store.forget(titles["which sites?"])  # between the reader's reads and its save
+    reader.save(ids)
+    entries = json.loads((store.root / INDEX_NAME).read_text())["entries"]
+    assert set(entries) == set(ids) - {titles["which sites?"]}
+    assert "which sites?" not in (store.root / INDEX_NAME).read_text()
+
+
 def test_two_writers_of_the_index_lose_no_entry(
     folder: tuple[SessionStore, dict[str, str]],
 ) -> None:
     """Each process merges what another wrote since it read the index."""
     store, _env = folder
     ids = store.session_ids()
-    one, two = SummaryIndex(store.root, SCHEMA_VERSION), SummaryIndex(store.root, SCHEMA_VERSION)
+    one, two = (
+        SummaryIndex(store.root, SCHEMA_VERSION, suffix=SUFFIX),
+        SummaryIndex(store.root, SCHEMA_VERSION, suffix=SUFFIX),
+    )
     store.summarize(ids[0], one)
     store.summarize(ids[1], two)
     one.save(ids)
@@ -232,6 +280,6 @@ def test_a_fresh_file_is_read_again_until_it_is_old_enough(tmp_path: Path) -> No
     same timestamp tick could leave it the same size and times."""
     store = SessionStore(tmp_path / "sessions")
     sid = make_session(store)
-    index = SummaryIndex(store.root, SCHEMA_VERSION)
+    index = SummaryIndex(store.root, SCHEMA_VERSION, suffix=SUFFIX)
     store.summarize(sid, index)
     assert index.fresh == {}

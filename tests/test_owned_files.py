@@ -119,6 +119,61 @@ def test_a_sessions_folder_of_another_user_or_open_to_others_is_refused(
     assert [mode(p) for p in mine.glob("*.sqlite")] == [0o600]
 
 
+def test_a_sessions_folder_inside_a_folder_others_control_is_refused(
+    shared: Path, chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """n06: the folders above the store are checked like the config file's.
+    Another user who made `netbox-chat/` first in a shared data folder could
+    move the victim's sessions away; a store right inside a sticky shared
+    folder (/tmp) could have been made by anyone first."""
+    top = shared / "data"
+    top.mkdir()
+    top.chmod(0o1777)  # a /tmp-like folder: XDG_DATA_HOME pointing somewhere odd
+    theirs = top / "netbox-chat"
+    theirs.mkdir()
+    theirs.chmod(0o777)
+    os.chown(theirs, OTHER, OTHER)
+    home = shared / "home"
+    home.mkdir(mode=0o700)
+    os.chown(home, VICTIM, VICTIM)
+    env = {
+        **chat_env,
+        **{f"XDG_{kind}_HOME": str(home / kind) for kind in ("STATE", "CACHE", "CONFIG", "DATA")},
+        "HOME": str(home),
+    }
+
+    def ask_in(sessions: Path) -> subprocess.CompletedProcess[str]:
+        ollama.script([Text("Three sites.")])
+        return cli({**env, "NETBOX_CHAT_SESSIONS": str(sessions)}, "ask", "sites?", uid=VICTIM)
+
+    inside = ask_in(theirs / "sessions")
+    assert inside.returncode == 3 and inside.stderr.count("\n") == 1, inside.stderr
+    assert (
+        f"refusing sessions folder {theirs}/sessions: its folder {theirs}: it is owned by "
+        "another user (nobody)" in inside.stderr
+    )
+    assert os.listdir(theirs) == []  # nothing made there
+    doctor = cli({**env, "NETBOX_CHAT_SESSIONS": str(theirs / "sessions")}, "doctor", uid=VICTIM)
+    assert f"✗ sessions folder: refusing sessions folder {theirs}/sessions" in doctor.stdout
+
+    direct = ask_in(top / "sessions")
+    assert direct.returncode == 3
+    assert "is a shared folder (permissions 1777, like /tmp)" in direct.stderr
+    assert f"mkdir -m 700 {top}/NAME" in direct.stderr
+
+    mine = top / "victim"
+    mine.mkdir(mode=0o700)
+    os.chown(mine, VICTIM, VICTIM)
+    kept = ask_in(mine / "sessions")  # the user's own folder inside the sticky one
+    assert kept.returncode == 0, kept.stderr
+    assert len(list((mine / "sessions").glob("*.sqlite"))) == 1
+
+    mine.chmod(0o777)  # now others could move the sessions folder out of it
+    listed = cli({**env, "NETBOX_CHAT_SESSIONS": str(mine / "sessions")}, "ls", uid=VICTIM)
+    assert listed.returncode == 3
+    assert f"its folder {mine}: others can write to it (permissions 0777)" in listed.stderr
+
+
 @pytest.fixture
 def eval_env(chat_env: dict[str, str], ollama: ScriptedOllama, tmp_path: Path) -> dict[str, str]:
     (tmp_path / "q.toml").write_text(QUESTION)

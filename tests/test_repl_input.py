@@ -34,6 +34,7 @@ def test_text_that_looks_like_markup_is_printed_as_typed_and_the_repl_goes_on(
     child.sendline("and in [/x]?")
     child.expect_exact("Ollama answered 500: runner [/x] failed")
     child.expect(PROMPT)
+    child.sendcontrol("u")  # the failed question came back to the line
     child.sendline("/history")
     child.expect_exact("what is in [/dev] and [bold]?")
     child.expect(PROMPT)

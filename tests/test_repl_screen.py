@@ -164,6 +164,28 @@ def test_a_cancelled_answer_stays_struck_through_with_one_line_under_it(
     assert not any("cancelling" in line for line in shown)
 
 
+def test_a_discarded_answers_finished_paragraphs_are_struck_through_too(
+    chat_env: dict[str, str], ollama: ScriptedOllama
+) -> None:
+    """Issue 40, item 8: the first paragraph, printed whole before the
+    cancel, stayed as if it were a valid answer; only the one being written
+    was struck through."""
+    ollama.script(
+        [Text("First paragraph done.\n\nSecond one still being written when", chunk_delay=0.3)]
+    )
+    child, terminal = chat(chat_env)
+    child.sendline("two paragraphs")
+    child.expect("being")
+    child.send("\x1b")  # Esc: as Ctrl-C
+    child.expect("will not see it")
+    child.expect(PROMPT)
+    leave(child)
+    assert terminal.struck("First paragraph done.")
+    assert terminal.struck("Second one still being")
+    shown = terminal.lines()
+    assert shown.count("First paragraph done.") == 1  # struck in its place, not printed again
+
+
 def test_the_chat_without_a_terminal_refuses_with_a_hint_and_writes_no_control_codes(
     chat_env: dict[str, str], sessions_dir: Path
 ) -> None:

@@ -543,7 +543,7 @@ ROWS = [
         failing_turn([Text("Two devices "), Stall()], NETBOX_CHAT_TIMEOUT="0.5"),
         ExitStatus.USER_ERROR,
         "Ollama did not answer in time: it stopped answering, or stalled mid-answer, "
-        "for NETBOX_CHAT_TIMEOUT seconds; check the Ollama server, or raise NETBOX_CHAT_TIMEOUT",
+        "for NETBOX_CHAT_TIMEOUT seconds; check the Ollama server, or raise it",
         unchanged=False,
         model_called=True,
         check=check_intact,

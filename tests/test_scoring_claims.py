@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from netbox_chat.eval.scoring import Aliases, judge_verdict, score
+from netbox_chat.claims.grounding import DEVICE_STATUSES
+from netbox_chat.eval.questions import TEMPLATES, read_catalog
+from netbox_chat.eval.report import constant_floor
+from netbox_chat.eval.scoring import Aliases, judge_verdict, score, score_question
+from netbox_chat.eval.truth import TruthClient
+from tests.conftest import TEST_TOKEN
+from tests.doubles.eval_models import GIVE_UPS, built
+from tests.doubles.netbox_double import NetBoxDouble
 
 DEVICES = ["dmi01-akron-sw01", "dmi01-akron-sw02", "dmi01-akron-sw010", "dmi01-akron-rtr01"]
 TENANTS = ["Dunder-Mifflin, Inc.", "D. S. Weaver Labs", "Initech", "Globex"]
@@ -148,6 +155,100 @@ def test_the_crafted_set_is_scored_without_one_mistake() -> None:
         f"{wrongly_wrong} right answers marked wrong, {len(mistakes) - wrongly_wrong} wrong "
         f"answers marked right, of {len(CASES)}: {mistakes}"
     )
+
+
+# The shapes of issue 39: a value bound to another object, an echo, a count
+# with its total or breakdown, an absence in other words, a name NetBox does not
+# hold. (kind, question, answer, expected, universe, noun, aliases, right)
+Q_PLATFORM = "Which platform does device dmi01-albany-rtr01 run?"
+PLATFORMS = ["Cisco IOS", "Juniper Junos", "Cisco NX-OS"]
+Q_STATE = "What is the status of device dmi01-albany-rtr01?"
+Q_MDF = "Are all devices at site MDF active? Name any that are not."
+Q_VMS = "Does every virtual machine in cluster DO-LON1 have a tenant? Name any that do not."
+Q_RD = "What is the route distinguisher of VRF Blue?"
+RDS = ["65000:1", "65000:2", "65000:500"]
+Q_IOS = "Which devices run platform Cisco IOS?"
+NCSU = ["ncsu117-distswitch1", "ncsu117-access1"]
+Q_CABLES = "How many cables are there at site MDF?"
+SHAPES: list[tuple[str, str, str, Any, list[str], str, Aliases | None, bool]] = [
+    ("value", Q_PLATFORM, "PP:B117 runs Cisco IOS.", "Cisco IOS", PLATFORMS, "platform", None, False),
+    ("value", Q_PLATFORM, "dmi01-albany-rtr01 runs Cisco IOS.", "Cisco IOS", PLATFORMS, "platform",
+     None, True),
+    ("value", Q_PLATFORM, "It runs **Cisco IOS**.", "Cisco IOS", PLATFORMS, "platform", None, True),
+    ("value", Q_PLATFORM, "The platform of dmi01-albany-rtr01 (site Albany) is Cisco IOS.",
+     "Cisco IOS", PLATFORMS, "platform", None, True),
+    ("value", Q_STATE, "PP:B117 is active.", "active", list(DEVICE_STATUSES), "status", None, False),
+    ("value", Q_STATE, "The status of PP:B117 is active.", "active", list(DEVICE_STATUSES),
+     "status", None, False),
+    ("value", Q_STATE, "dmi01-albany-rtr01 is active.", "active", list(DEVICE_STATUSES), "status",
+     None, True),
+    ("value", Q_STATE, "Status: active", "active", list(DEVICE_STATUSES), "status", None, True),
+    ("value", "Which site is rack DM-Akron-R1 in?", "DM-Akron", "DM-Akron", SITES, "site", None,
+     True),  # a name the question holds is no echo
+    ("value", "What is on the other end of the cable plugged into interface eth0 of device sw01?",
+     "It goes to ge-0/0/0, which is on dmi01-akron-rtr01.", "dmi01-akron-rtr01",
+     ["dmi01-akron-rtr01", "sw01"], "device", None, True),  # a port on the way, not a subject
+    ("value", "Which device or virtual machine has IP address 10.0.0.9/24?",
+     "Interface ens3 belongs to vm-web01.", "vm-web01", ["vm-web01", "sw01"], "device", None, True),
+    ("boolean", Q_MDF, Q_MDF, {"yes": True, "exceptions": []}, ["dmi01-utica-rtr01"], "devices",
+     None, False),  # the question, echoed
+    ("count", Q_NO_TENANT, "14 devices (of 72 in total) have no tenant.", 14, [], "devices", None,
+     True),
+    ("count", "How many interfaces does device dmi01-x have?",
+     "52 in all: 49 copper ports, 2 StackWise ports and 1 LAG.", 52, [], "interfaces", None, True),
+    ("count", Q_CABLES, "There are 4 VLANs but not a single cable at site MDF.", 0, [], "cables",
+     None, True),
+    ("count", Q_CABLES, "4 VLANs but not a single cable.", 0, [], "cables", None, True),
+    ("count", Q_CABLES, "4 VLANs but not a single cable.", 4, [], "cables", None, False),
+    ("boolean", Q_VMS, "Every VM in DO-LON1 lacks a tenant: vm61, vm62.",
+     {"yes": False, "exceptions": ["vm61", "vm62"]}, ["vm61", "vm62", "vm70"], "virtual machines",
+     None, True),
+    ("boolean", "Are all devices at site Utica active? Name any that are not.",
+     "Yes, although dmi01-utica-rtr01 is offline.", {"yes": True, "exceptions": []},
+     ["dmi01-utica-rtr01", "dmi01-utica-sw01"], "devices", None, False),
+    ("absence", "Which tenants own virtual machines in cluster C1?",
+     "The virtual machines in cluster C1 are all untenanted.", None, TENANTS, "tenants", None, True),
+    ("value", "Which VRF is prefix 10.0.0.0/24 in?", "It is in the charlie VRF.", "Charlie",
+     ["Charlie", "Blue"], "VRF", None, True),
+    ("value", "Which site is rack R1 in?", "Rack R1 is in ncsu-065.", "MDF", ["MDF", "Other"],
+     "site", {"MDF": ["ncsu-065"]}, True),
+    ("list", Q_IOS, "ncsu117-distswitch1 and ncsu117-distswitch2.", NCSU[:1], NCSU, "devices",
+     None, False),  # a switch NetBox does not have
+    ("list", Q_IOS, "- ncsu117-distswitch1\n- ncsu117-distswitch2", NCSU[:1], NCSU, "devices",
+     None, False),
+    ("list", Q_IOS, "They are ncsu117-distswitch1 (at site MDF, rack R2) and nothing else.",
+     NCSU[:1], NCSU, "devices", None, True),
+    ("value", Q_RD, "It is one of: 65000:1, 65000:2, 65000:500", "65000:1", RDS, "route distinguisher", None, False),
+    ("value", Q_RD, "either 65000:500 or 65000:1", "65000:1", RDS, "route distinguisher", None, False),
+    ("value", Q_RD, "65000:500 and 65000:1", "65000:1", RDS, "route distinguisher", None, False),
+    ("value", Q_RD, "The RD of VRF Blue is 65000:1.", "65000:1", RDS, "route distinguisher", None,
+     True),
+]  # fmt: skip
+
+
+def test_issue_39_shapes_right_ones_score_full_and_wrong_ones_nothing() -> None:
+    mistakes = []
+    for kind, question, answer, expected, universe, noun, aliases, right in SHAPES:
+        verdict = score(kind, answer, expected, universe, question, noun=noun, aliases=aliases)
+        if verdict.correct is not right:
+            mistakes.append((answer, right, verdict.why))
+    assert not mistakes
+
+
+def test_a_give_up_in_any_wording_earns_nothing_on_the_built_set_and_is_declined(
+    netbox: NetBoxDouble,
+) -> None:
+    """The give-up floor, measured over 14 wordings on the questions the double
+    builds: a give-up deserves nothing, so each scores 0 and is declined on
+    every question (an explanation too, where it is declined and unscored)."""
+    questions = built(netbox, seed=0, per_template=3)
+    assert len(GIVE_UPS) >= 10
+    for answer in GIVE_UPS:
+        verdicts = [score_question(q, answer) for q in questions]
+        assert not any(v.correct for v in verdicts), answer
+        assert all(v.declined for v in verdicts), answer
+    floor = constant_floor(questions)["answers"]
+    assert floor["I don't know."]["right"] == 0
 
 
 # Other names of an object (a questions file's tables: issue 34 item 1): an
@@ -332,6 +433,8 @@ def test_an_id_is_read_only_where_it_is_written_as_one() -> None:
         "I was unable to find that information.",
         "Could you tell me which site you mean?",
         "",
+        *GIVE_UPS,
+        "Which tenant has VLAN 999?",  # the question, echoed
     ],
 )
 @pytest.mark.parametrize(
@@ -348,8 +451,10 @@ def test_an_id_is_read_only_where_it_is_written_as_one() -> None:
 def test_a_non_answer_is_wrong_in_every_kind_and_counted_apart(
     answer: str, kind: str, expected: Any
 ) -> None:
+    """Wrong and declined; to an explanation, which only a judge scores, declined
+    and unscored (the judge is not asked: a non-answer describes nothing)."""
     verdict = score(kind, answer, expected, ["Initech"], "Which tenant has VLAN 999?")
-    assert (verdict.correct, verdict.declined) == (False, True)
+    assert (verdict.correct, verdict.declined) == (None if kind == "explanation" else False, True)
 
 
 def test_a_hedge_followed_by_an_answer_is_an_answer() -> None:
@@ -393,3 +498,26 @@ def test_constant_answers_earn_credit_only_where_they_are_the_truth() -> None:
 def test_every_judge_reply_is_read_and_no_verdict_counts_wrong(reply: str, correct: bool) -> None:
     verdict = judge_verdict(reply)
     assert verdict.correct is correct
+
+
+def test_every_list_and_value_template_carries_its_wrong_names(netbox: NetBoxDouble) -> None:
+    """Every draft of every list and value template has a universe of wrong names
+    or values: without one, "it is one of: a, b, c" would score right. The
+    double is given a serial, a tag and a custom field so that every template
+    draws."""
+    core = {"id": 1, "name": "core", "slug": "core"}
+    netbox.data["extras/tags"] = [core]
+    netbox.data["dcim/devices"] = [
+        {**d, "serial": f"FOC{d['id']}", "tags": [core]} for d in netbox.data["dcim/devices"]
+    ]
+    netbox.data["dcim/sites"] = [
+        {**s, "custom_fields": {"owner": f"netops-{s['id']}"}} for s in netbox.data["dcim/sites"]
+    ]
+    with TruthClient(netbox.url, TEST_TOKEN) as client:
+        catalog = read_catalog(client)
+    listed = [t for t in TEMPLATES if t.kind in ("list", "value")]
+    assert {t.id for t in listed} >= {"vrf-rd", "vlan-vid", "ip-interface"}
+    for template in listed:
+        drafts = template.drafts(catalog)
+        assert drafts, f"{template.id} draws nothing on the double"
+        assert all(d.universe for d in drafts), f"{template.id} has an empty universe"

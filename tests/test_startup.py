@@ -28,7 +28,7 @@ from tests.drive.process import cli, python
 from tests.drive.pty import PROMPT, leave, on_a_terminal
 
 # Modules `ls` has no use for: the event loop, Markdown and its parser,
-# rich's Table layout engine, the prompt, the agent.
+# rich's Table layout engine, the prompt, the agent, the MCP server's SDK.
 NOT_FOR_LS = (
     "asyncio",
     "rich.markdown",
@@ -39,6 +39,9 @@ NOT_FOR_LS = (
     "langchain_core",
     "langgraph",
     "deepagents",
+    "mcp",
+    "netbox_chat.mcp",
+    "uvicorn",
 )
 
 
@@ -62,7 +65,7 @@ def test_ls_loads_nothing_it_does_not_show(sessions_dir: Path, command: list[str
 # Modules the first prompt has no use for: the agent, its model client and
 # their validation (built on a thread once the prompt is up), Markdown (a
 # resumed answer is rendered above the prompt once it is up), the database
-# store, a tool result's table (/show).
+# store, a tool result's table (/show), the MCP server's SDK (`netbox-chat mcp` only).
 NOT_BEFORE_THE_PROMPT = (
     "langchain_core",
     "langgraph",
@@ -75,6 +78,8 @@ NOT_BEFORE_THE_PROMPT = (
     "netbox_chat.agent.turns",
     "netbox_chat.store.postgres",
     "netbox_chat.agent.evidence",
+    "mcp",
+    "netbox_chat.mcp",
 )
 
 # The `netbox-chat` entry point, with prompt-toolkit's prompt_async noting

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from netbox_chat.claims import Call
 from netbox_chat.store.ledger import Turn
 
 if TYPE_CHECKING:
@@ -48,6 +49,12 @@ class ToolResult:
             return json.loads(self.text)
         except ValueError:
             return self.text
+
+
+def calls_of(results: Sequence[ToolResult]) -> list[Call]:
+    """The calls as the grounding check reads them: each tool's name and
+    arguments (the set a list is of) beside its decoded reply."""
+    return [Call(r.name, r.args, r.data()) for r in results]
 
 
 @dataclass(frozen=True)

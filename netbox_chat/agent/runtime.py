@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from netbox_chat import process
 from netbox_chat.checkpoints.saver import open_saver
-from netbox_chat.config import ModelServer, Settings
+from netbox_chat.config import ModelServer, Settings, not_configured
 from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.thinking import ThinkPlan, plan_thinking
 from netbox_chat.models.window import too_small_for
@@ -119,12 +119,8 @@ def build_runtime(
     netbox = None
     if tools is None:
         if settings.netbox_url is None:
-            raise UserFacingError("NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN")
-        netbox = NetBoxClient(
-            settings.netbox_url,
-            settings.netbox_token,
-            timeout=settings.netbox_timeout,
-        )
+            raise UserFacingError(not_configured())
+        netbox = NetBoxClient.of(settings)
         tools = build_netbox_tools(netbox, window_tokens=window)
     thinking = plan_thinking(settings.think, model_info)
     saver = open_saver(session)

@@ -19,7 +19,6 @@ or the one-shot `ask` renders them.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import sqlite3
 import time
@@ -44,10 +43,11 @@ from langgraph.pregel._algo import prepare_next_tasks
 from langgraph.pregel._checkpoint import channels_from_checkpoint
 from langgraph.types import Overwrite, StateSnapshot
 
+from netbox_chat.agent.evidence import ToolResult, calls_of, tool_results
 from netbox_chat.agent.replies import JSON_STARTS, READ_AS_CALL
 from netbox_chat.checkpoints.sqlite import CURRENT_RUN, Run, SyncSaverBridge, WritesStillRunning
-from netbox_chat.claims import Grounding, check
-from netbox_chat.config import ModelServer
+from netbox_chat.claims import Call, Grounding, check
+from netbox_chat.config import ModelServer, source_of
 from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.liveness import Waiting, broke_off
 from netbox_chat.models.thinking import ThinkSplitter, inlines_thinking, split_thinking
@@ -383,7 +383,7 @@ class Conversation:
         self.grounding = grounding
         # The tool results the answer under way may rest on (the conversation's
         # earlier ones and this turn's so far): the screen marks claims with it.
-        self.evidence: list[Any] = []
+        self.evidence: list[Call] = []
         self.config: RunnableConfig = {"configurable": {"thread_id": session.id}}
         # Turns whose rollback or record could not be written yet, by number.
         self._unrecorded: dict[int, TurnOutcome] = {}
@@ -761,7 +761,7 @@ class Conversation:
                 message.tool_call_id, (time.monotonic(), message.name or "?", {})
             )
             text = text_of(message)
-            self.evidence.append(_payload(text))
+            self.evidence.append(Call(name, args, ToolResult(name, args, text, False).data()))
             record = ToolCallRecord(
                 name=name,
                 args=args,
@@ -944,8 +944,8 @@ def past_deadline(seconds: float | None) -> str:
     """The line for a turn that was still waiting on the model at its deadline."""
     return (
         f"the turn did not finish within its deadline of {seconds or 0:,.0f} s "
-        "(NETBOX_CHAT_DEADLINE): the model server kept the answer waiting; check the "
-        "server, or raise --deadline / NETBOX_CHAT_DEADLINE"
+        f"({source_of(None, 'deadline')}): the model server kept the answer waiting; check "
+        "the server, or raise it"
     )
 
 
@@ -973,12 +973,15 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
         return broke_off("Ollama", text, "the Ollama server log")
     if isinstance(exc, httpx.ConnectError | ConnectionError):
-        return f"cannot reach Ollama ({text}): is `ollama serve` running and OLLAMA_HOST right?"
+        return (
+            f"cannot reach Ollama ({text}): is `ollama serve` running and "
+            f"{source_of(None, 'ollama_url')} right?"
+        )
     if isinstance(exc, httpx.TimeoutException):
         return (
             "Ollama did not answer in time: it stopped answering, or stalled mid-answer, "
-            "for NETBOX_CHAT_TIMEOUT seconds; check the Ollama server, or raise "
-            "NETBOX_CHAT_TIMEOUT"
+            f"for {source_of(None, 'request_timeout')} seconds; check the Ollama server, or "
+            f"raise it"
         )
     if status == 404 and "not found" in text:
         found = re.search(r"model ['\"]?([^'\"]+)['\"]? not found", text)
@@ -1002,19 +1005,11 @@ def describe_error(exc: BaseException) -> str:
     return f"{name}: {text}"
 
 
-def tool_evidence(messages: Sequence[BaseMessage]) -> list[Any]:
-    """The tool results the conversation holds (this turn's and the earlier
-    ones still in it), as JSON data where they are JSON, else their text:
-    what the answer may rest on."""
-    return [_payload(text_of(m)) for m in messages if isinstance(m, ToolMessage)]
-
-
-def _payload(text: str) -> Any:
-    """A tool result as JSON data when it is JSON (NetBox's answers are), else its text."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+def tool_evidence(messages: Sequence[BaseMessage]) -> list[Call]:
+    """The tool calls the conversation holds (this turn's and the earlier
+    ones still in it), each with its name, arguments and decoded reply: what
+    the answer may rest on."""
+    return calls_of(tool_results(messages))
 
 
 def retry_prompt(grounding: Grounding) -> str:

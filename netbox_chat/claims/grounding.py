@@ -13,6 +13,8 @@ an index, a pass over the answer reads it.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import itertools
 import re
 from collections import Counter
@@ -20,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from netbox_chat.claims.index import Index
+from netbox_chat.claims.read import read
 from netbox_chat.claims.reader import (
     ID_REF,
     OBJECT_NOUNS,
@@ -35,10 +39,13 @@ from netbox_chat.claims.reader import (
     none_spans,
     noun_after,
     numbers,
+    numbers_outside,
     plain,
     shape,
     tokens,
 )
+from netbox_chat.claims.verify import IDENTITY_FIELDS as _IDENTITY
+from netbox_chat.claims.verify import Verdict, verify
 
 KINDS = ("name", "number", "address", "value")
 
@@ -62,9 +69,6 @@ STATUSES = (
     | frozenset(IP_STATUSES) - {"dhcp", "slaac"}
     | frozenset(["available", "provisioning", "deprovisioning", "connected", "decommissioned"])
 )
-_IDENTITY = ("name", "display", "slug", "cid", "address", "prefix", "model", "label", "vid")
-_MAX_WORDS = 8
-_NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 _EXISTENCE_CONTEXT = re.compile(
     r"\b(?:no|not|n't|never|none|couldn't|cannot|unable|nothing|doesn't|does not)\b", re.IGNORECASE
 )
@@ -72,10 +76,12 @@ _EXISTENCE_CONTEXT = re.compile(
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of the answer: `text` as written, its `kind` (name, number,
-    address, value) and, once checked, its `status` (grounded, derived,
-    ungrounded), the index of the evidence `source` it rests on, and where it
-    stands in the answer (`start`, `end`) so the screen can mark it."""
+    """One claim of the answer as the screen and the JSON show it: `text` as
+    written, its `kind`, its `status` (verified, ungrounded: not in NetBox or
+    contradicted by the record, unchecked: not tied to a record), the index
+    of the call `source` it rests on, where it stands in the answer (`start`,
+    `end`) so the screen can mark it, the object it is about when known
+    (`subject`) and one short line on why (`reason`, for /show)."""
 
     text: str
     kind: str
@@ -83,6 +89,8 @@ class Claim:
     source: int | None = None
     start: int = 0
     end: int = 0
+    subject: str | None = None
+    reason: str = ""
 
     def as_json(self) -> dict[str, str]:
         return {"text": self.text, "kind": self.kind}
@@ -90,16 +98,20 @@ class Claim:
 
 @dataclass(frozen=True)
 class Grounding:
-    """The check's verdict on one answer."""
+    """The check's verdict on one answer. `failed` is the one line saying the
+    check itself failed (its claims are then all unchecked)."""
 
     claims: int
     ungrounded: list[Claim]
+    unchecked: list[Claim]
     without_netbox: bool
     all: list[Claim] = field(default_factory=list)
+    failed: str | None = None
 
     @property
     def quiet(self) -> bool:
-        """Nothing to show the operator: every claim rests on NetBox."""
+        """Nothing the model must correct: no claim NetBox contradicts or
+        lacks, and NetBox was asked (unchecked claims are not retried)."""
         return not self.ungrounded and not self.without_netbox
 
     def as_json(self) -> dict[str, Any]:
@@ -107,171 +119,8 @@ class Grounding:
             "claims": self.claims,
             "ungrounded": [c.as_json() for c in self.ungrounded],
             "without_netbox": self.without_netbox,
+            "unchecked": [c.as_json() for c in self.unchecked],
         }
-
-
-# ------------------------------------------------------------------ evidence
-
-
-@dataclass
-class _Record:
-    names: set[str]
-    attrs: dict[str, set[str]]
-    group: int
-    source: int
-
-
-@dataclass
-class Evidence:
-    """What the tool results hold, indexed for the answer's lookups."""
-
-    names: dict[str, int] = field(default_factory=dict)  # whole string values -> source
-    words: dict[str, int] = field(default_factory=dict)  # tokens inside string values
-    refs: set[str] = field(default_factory=set)  # names of objects (identity or reference)
-    records: dict[str, list[_Record]] = field(default_factory=dict)
-    attr_fields: dict[str, set[str]] = field(default_factory=dict)  # value -> fields holding it
-    counts: dict[int, int] = field(default_factory=dict)
-    numbers: dict[float, int] = field(default_factory=dict)
-    ids: dict[int, int] = field(default_factory=dict)
-    vids: dict[int, int] = field(default_factory=dict)
-    addresses: dict[str, int] = field(default_factory=dict)
-    statuses: set[str] = field(default_factory=set)
-    max_words: int = 1
-    payloads: int = 0
-    _groups: int = 0
-    _seen: set[str] = field(default_factory=set)
-    prefixes: set[str] = field(default_factory=set)  # starts of names of several words
-
-    @classmethod
-    def of(cls, payloads: Sequence[Any]) -> Evidence:
-        evidence = cls(payloads=len(payloads))
-        for source, payload in enumerate(payloads):
-            evidence._walk(payload, "", source, None)
-        return evidence
-
-    def _string(self, text: str, where: str, source: int) -> None:
-        if where == "status":
-            self.statuses.add(key(text))
-        if text in self._seen:  # a site or a role repeats on every row of a page
-            return
-        self._seen.add(text)
-        whole = key(text)
-        if not whole:
-            return
-        self.names.setdefault(whole, source)
-        at = whole.find("-")
-        while at > 0:  # "jbb", "jbb-branch": a longer name may follow
-            self.prefixes.add(whole[:at])
-            at = whole.find("-", at + 1)
-        parts = text.split()
-        if len(parts) <= _MAX_WORDS:
-            self.max_words = max(self.max_words, len(parts))
-        address = False
-        for match in TOKEN.finditer(text):
-            token = match.group()
-            self.words.setdefault(key(token), source)
-            if (token[0].isdigit() or ":" in token) and is_address(token):
-                address = True
-                self.addresses.setdefault(token.lower(), source)
-                self.addresses.setdefault(token.split("/")[0].lower(), source)
-        if not address:
-            for m in _NUMBER_IN_TEXT.finditer(text):
-                self.numbers.setdefault(float(m.group()), source)
-
-    def _walk(self, value: Any, where: str, source: int, record: _Record | None) -> None:
-        if isinstance(value, str):
-            self._string(value, where, source)
-            if record is not None and where:
-                record.attrs.setdefault(where, set()).add(key(value))
-                self.attr_fields.setdefault(key(value), set()).add(where)
-            return
-        if value is None:
-            if record is not None and where:
-                record.attrs.setdefault(where, set())  # the field is there, empty
-            return
-        if isinstance(value, bool):
-            return
-        if isinstance(value, (int, float)):
-            if where != "id":  # an id is a name, not a value
-                self.numbers.setdefault(float(value), source)
-            if isinstance(value, int):
-                if where == "count" or where.endswith("_count") or where in ("returned", "size"):
-                    self.counts.setdefault(value, source)
-                if where == "id":
-                    self.ids.setdefault(value, source)
-                if where == "vid":
-                    self.vids.setdefault(value, source)
-            if record is not None and where:
-                record.attrs.setdefault(where, set()).add(key(str(value)))
-            return
-        if isinstance(value, list):
-            rows = [v for v in value if isinstance(v, dict)]
-            if rows:
-                self.counts.setdefault(len(value), source)
-                self._groups += 1
-                group = self._groups
-                for row in rows:
-                    self._row(row, group, source)
-                self._group_counts(rows, source)
-            for item in value:
-                if not isinstance(item, dict):
-                    self._walk(item, where, source, record)
-            return
-        if isinstance(value, dict):
-            if record is not None and where:
-                # a reference inside a record ({id, display, slug}): a value of it
-                for field_name in ("display", "name", "slug", "value", "label", "address"):
-                    text = value.get(field_name)
-                    if isinstance(text, str):
-                        record.attrs.setdefault(where, set()).add(key(text))
-                        self.attr_fields.setdefault(key(text), set()).add(where)
-                        if field_name != "value":
-                            self.refs.add(key(text))
-            count, returned = value.get("count"), value.get("returned")
-            if isinstance(count, int) and isinstance(returned, int):
-                self.counts.setdefault(count - returned, source)  # "49 more"
-            if "results" in value or (record is None and "id" not in value):
-                for k, v in value.items():
-                    self._walk(v, k, source, None)
-                if isinstance(value.get("results"), list) and not value["results"]:
-                    self.counts.setdefault(0, source)
-                return
-            if record is None:
-                self._row(value, 0, source)
-                return
-            for k, v in value.items():  # a reference's fields are its field's values
-                if k == "id" and isinstance(v, int):
-                    self.ids.setdefault(v, source)
-                elif k not in ("display", "name", "slug", "value", "label", "address"):
-                    self._walk(v, where if isinstance(v, (str, int, float)) else k, source, record)
-                elif isinstance(v, str):
-                    self._string(v, k, source)
-
-    def _row(self, row: dict[str, Any], group: int, source: int) -> None:
-        names = {key(str(row[k])) for k in _IDENTITY if isinstance(row.get(k), (str, int))}
-        names.discard("")
-        record = _Record(names, {}, group, source)
-        for name in names:
-            self.records.setdefault(name, []).append(record)
-            self.refs.add(name)
-        for k, v in row.items():
-            self._walk(v, k, source, record)
-
-    def _group_counts(self, rows: list[dict[str, Any]], source: int) -> None:
-        """How many rows share each value of each field: "3 of them are offline"
-        is derived from a page whose rows say so."""
-        fields = {k for row in rows for k in row}
-        for name in fields:
-            tally: Counter[str] = Counter()
-            for row in rows:
-                value = row.get(name)
-                if isinstance(value, dict):
-                    value = value.get("display") or value.get("name") or value.get("id")
-                tally[key(str(value)) if value not in (None, "", [], {}) else ""] += 1
-            for n in tally.values():
-                self.counts.setdefault(n, source)
-            if "" not in tally:
-                self.counts.setdefault(0, source)
 
 
 # ------------------------------------------------------------------ the check
@@ -284,7 +133,6 @@ class _Reading:
 
     text: str
     claims: list[Claim] = field(default_factory=list)
-    taken: list[tuple[int, int]] = field(default_factory=list)
     mask: bytearray = field(default_factory=bytearray)
 
     def __post_init__(self) -> None:
@@ -294,7 +142,6 @@ class _Reading:
         return 1 not in self.mask[start:end]
 
     def take(self, start: int, end: int) -> None:
-        self.taken.append((start, end))
         self.mask[start:end] = b"\x01" * (end - start)
 
     def add(self, claim: Claim) -> None:
@@ -302,13 +149,44 @@ class _Reading:
         self.take(claim.start, claim.end)
 
 
-def check(answer: str, evidence: Sequence[Any] | Evidence, *, given: str = "") -> Grounding:
-    """The claims of `answer` against `evidence` (the tool results the model had,
-    as JSON-decoded payloads; text payloads are read as text; or their index,
-    `Evidence.of`, when one answer is checked piece by piece as it streams).
-    `given` is what the operator wrote this turn: a name or number the
-    operator gave is not a claim about NetBox."""
-    index = evidence if isinstance(evidence, Evidence) else Evidence.of(evidence)
+def check(answer: str, calls: Sequence[Any] | Index, *, given: str = "") -> Grounding:
+    """The claims of `answer` against `calls` (the turn's tool calls as `Call`s,
+    or bare JSON-decoded payloads; or their index, `Index.of`, when one
+    answer is checked piece by piece as it streams). `given` is what the
+    operator wrote this turn: a name or number the operator gave is not a
+    claim about NetBox (unless nothing was looked up at all).
+
+    Never raises: the check is advice about an answer already given, so any
+    error inside it becomes a verdict whose claims are all unchecked and
+    whose `failed` line says so (the turn stays answered and kept)."""
+    try:
+        return _check(answer, calls, given)
+    except Exception as exc:  # whatever broke, the answer stands
+        return _failed(answer, exc)
+
+
+def _failed(answer: str, exc: Exception) -> Grounding:
+    """The verdict when the check itself failed: what looks like a name or an
+    address in the answer is listed unchecked (bounded, and itself guarded)."""
+    line = f"the grounding check failed ({type(exc).__name__}: {str(exc)[:120]})"
+    claims: list[Claim] = []
+    try:
+        for m in TOKEN.finditer(answer[:200_000]):
+            if len(claims) >= 200:
+                break
+            if identifier_like(m.group()) or is_address(m.group()):
+                claims.append(Claim(m.group(), "name", "unchecked", None, m.start(), m.end()))
+    except Exception:  # the line alone then
+        claims = []
+    unique = list({c.text: c for c in claims}.values())
+    return Grounding(len(unique), [], unique, False, claims, line)
+
+
+def _check(answer: str, calls: Sequence[Any] | Index, given: str) -> Grounding:
+    index = calls if isinstance(calls, Index) else Index.of(calls)
+    question = given
+    if not index.payloads:
+        given = ""  # with no tool call, the question's names are stated facts too
     text = plain(answer)
     reading = _Reading(text)
     blocks = shape(text)
@@ -318,39 +196,73 @@ def check(answer: str, evidence: Sequence[Any] | Evidence, *, given: str = "") -
     absent = none_spans(text)
     toks = tokens(text)
 
-    _addresses(reading, toks, index, given_keys)
+    objects = _addresses(reading, toks, index, given_keys)
     matched = _evidence_names(reading, toks, index)
     _ids(reading, index, given_keys)
-    _unknown_names(reading, toks, index, given_keys, segments, absent)
+    _unknown_names(reading, toks, index, given_keys, _Absence(absent, segments))
     _numbers(reading, blocks, matched, index, given_numbers, absent)
-    _values(reading, segments, matched, index)
+    _values(reading, segments, matched + objects, index)
 
-    claims = sorted(reading.claims, key=lambda c: c.start)
+    claims = _with_facts(reading.claims, verify(read(answer, question), index, question))
     without = index.payloads == 0 and bool(claims)
     if without:
         claims = [Claim(c.text, c.kind, "ungrounded", None, c.start, c.end) for c in claims]
-    ungrounded: list[Claim] = []
-    seen: set[str] = set()
-    for claim in claims:
-        if claim.status == "ungrounded" and claim.text not in seen:
-            seen.add(claim.text)
-            ungrounded.append(claim)
     distinct = {(c.text.lower(), c.kind) for c in claims}
-    return Grounding(len(distinct), ungrounded, without, claims)
+    return Grounding(
+        len(distinct), _first(claims, "ungrounded"), _first(claims, "unchecked"), without, claims
+    )
 
 
-def _addresses(reading: _Reading, toks: list[Token], index: Evidence, given: set[str]) -> None:
+def _with_facts(claims: list[Claim], verdicts: Sequence[Verdict]) -> list[Claim]:
+    """The claims the token passes found, with each verified fact's verdict: a
+    count's replaces the number claim it was read from (the set's `count`
+    decides it, not any number of the replies; a number inside a name, or
+    the operator's own, is no count); the other facts' are added."""
+    counted = {v.fact.start: v for v in verdicts if v.fact.kind == "count"}
+    out = []
+    for claim in claims:
+        verdict = counted.get(claim.start) if claim.kind == "number" else None
+        if verdict is not None:
+            claim = Claim(claim.text, "count", verdict.status, verdict.source, claim.start,
+                          claim.end, reason=verdict.reason)  # fmt: skip
+        out.append(claim)
+    for verdict in verdicts:
+        fact = verdict.fact
+        if fact.kind != "count":
+            kind = "value" if fact.kind in ("has", "field") else fact.kind  # a field's value
+            out.append(Claim(fact.text, kind, verdict.status, verdict.source, fact.start,
+                             fact.end, fact.subject, verdict.reason))  # fmt: skip
+    return sorted(out, key=lambda c: c.start)
+
+
+def _first(claims: Sequence[Claim], status: str) -> list[Claim]:
+    """The claims of one verdict, each text once (a name repeated is one claim)."""
+    seen: set[str] = set()
+    out = []
+    for claim in claims:
+        if claim.status == status and claim.text not in seen:
+            seen.add(claim.text)
+            out.append(claim)
+    return out
+
+
+def _addresses(reading: _Reading, toks: list[Token], index: Index, given: set[str]) -> list[_Match]:
+    """Addresses and prefixes (the index holds each with and without its
+    length); those that name a record are returned, so a status said of
+    them is checked like any object's."""
+    records = []
     for token in toks:
         if not is_address(token.text):
             continue
         full = token.text.lower()
         source = index.addresses.get(full, index.addresses.get(full.split("/")[0]))
-        if source is None and "/" not in full:
-            source = next((s for a, s in index.addresses.items() if a.split("/")[0] == full), None)
         if source is None and token.key in given:
             continue
-        status = "grounded" if source is not None else "ungrounded"
+        status = "verified" if source is not None else "ungrounded"
         reading.add(Claim(token.text, "address", status, source, token.start, token.end))
+        if source is not None and token.key in index.records:
+            records.append(_Match(token.key, token.start, token.end, source))
+    return records
 
 
 @dataclass(frozen=True)
@@ -361,14 +273,21 @@ class _Match:
     source: int
 
 
-def _evidence_names(reading: _Reading, toks: list[Token], index: Evidence) -> list[_Match]:
+def _evidence_names(reading: _Reading, toks: list[Token], index: Index) -> list[_Match]:
     """Names of the evidence written in the answer, the longest first: "JBB
     Branch 104" as one name, "Dunder-Mifflin, Inc." across its comma, a slug
     or another case as the name it spells."""
     matches: list[_Match] = []
     i = 0
     while i < len(toks):
-        if not reading.free(toks[i].start, toks[i].end):
+        first = toks[i]
+        if not reading.free(first.start, first.end) or (
+            # the common case, a word of no name: nothing longer can start here
+            first.key not in index.names
+            and first.key not in index.prefixes
+            and "/" not in first.text
+            and (first.key not in index.words or not identifier_like(first.text))
+        ):
             i += 1
             continue
         found = None
@@ -404,7 +323,7 @@ def _evidence_names(reading: _Reading, toks: list[Token], index: Evidence) -> li
 
 
 def _name_claim(
-    reading: _Reading, text: str, name: str, start: int, index: Evidence, source: int | None = None
+    reading: _Reading, text: str, name: str, start: int, index: Index, source: int | None = None
 ) -> None:
     """A name found in the evidence is a claim when it names an object (not a
     word that happens to be in a description); either way its span is taken."""
@@ -412,12 +331,12 @@ def _name_claim(
     if name in index.refs or any(identifier_like(t.text) for t in tokens(text)):
         if source is None:
             source = index.names.get(name)
-        reading.add(Claim(text, "name", "grounded", source, start, end))
+        reading.add(Claim(text, "name", "verified", source, start, end))
     else:
         reading.take(start, end)
 
 
-def _ids(reading: _Reading, index: Evidence, given: set[str]) -> None:
+def _ids(reading: _Reading, index: Index, given: set[str]) -> None:
     for m in ID_REF.finditer(reading.text):
         if not reading.free(m.start(), m.end()):
             continue
@@ -425,26 +344,41 @@ def _ids(reading: _Reading, index: Evidence, given: set[str]) -> None:
         source = index.ids.get(value)
         if source is None and m.group(1) in given:
             continue
-        status = "grounded" if source is not None else "ungrounded"
+        status = "verified" if source is not None else "ungrounded"
         reading.add(Claim(m.group().strip(), "name", status, source, m.start(), m.end()))
 
 
-def _in_absence(start: int, absent: list[tuple[int, int]], segments: Sequence[Segment]) -> bool:
-    """The offset stands in a sentence that says something does not exist
-    ("there is no device named foo99"): a name there is not claimed to exist."""
-    for segment in segments:
-        if segment.start <= start < segment.end:
-            return any(segment.start <= a < segment.end for a, _ in absent)
-    return False
+class _Absence:
+    """Which segments say something does not exist ("there is no device named
+    foo99"): a name there is not claimed to exist. Looked up by bisection,
+    so each name costs a logarithm, not a pass over the answer."""
+
+    def __init__(self, absent: Sequence[tuple[int, int]], segments: Sequence[Segment]) -> None:
+        self.starts = [s.start for s in segments]
+        self.segments = segments
+        self.saying = bytearray(len(segments))
+        for a, _ in absent:
+            at = self._segment(a)
+            if at is not None:
+                self.saying[at] = 1
+
+    def _segment(self, offset: int) -> int | None:
+        at = bisect.bisect_right(self.starts, offset) - 1
+        if at >= 0 and offset < self.segments[at].end:
+            return at
+        return None
+
+    def __call__(self, start: int) -> bool:
+        at = self._segment(start)
+        return at is not None and bool(self.saying[at])
 
 
 def _unknown_names(
     reading: _Reading,
     toks: list[Token],
-    index: Evidence,
+    index: Index,
     given: set[str],
-    segments: Sequence[Segment],
-    absent: list[tuple[int, int]],
+    in_absence: _Absence,
 ) -> None:
     """Names the evidence does not hold: tokens only a name looks like, and
     words introduced by an object noun ("tenant Initech", "VLAN 999")."""
@@ -454,21 +388,21 @@ def _unknown_names(
         name = item.name
         if item.noun == "vlan" and name.isdigit():
             source = index.vids.get(int(name))
-            if source is None and (name in given or _in_absence(item.start, absent, segments)):
+            if source is None and (name in given or in_absence(item.start)):
                 continue
-            status = "grounded" if source is not None else "ungrounded"
+            status = "verified" if source is not None else "ungrounded"
             reading.add(Claim(f"VLAN {name}", "name", status, source, item.start, item.end))
             continue
         if name.isdigit():
             continue  # "site 5": an id or a number, read as one below
-        if key(name) in given or _in_absence(item.start, absent, segments):
+        if key(name) in given or in_absence(item.start):
             reading.take(item.start, item.end)
             continue
         reading.add(Claim(name, "name", "ungrounded", None, item.start, item.end))
     for token in toks:
         if not reading.free(token.start, token.end) or not identifier_like(token.text):
             continue
-        if token.key in given or _in_absence(token.start, absent, segments):
+        if token.key in given or in_absence(token.start):
             continue
         reading.add(Claim(token.text, "name", "ungrounded", None, token.start, token.end))
 
@@ -477,7 +411,7 @@ def _numbers(
     reading: _Reading,
     blocks: Any,
     matched: list[_Match],
-    index: Evidence,
+    index: Index,
     given: set[float],
     absent: list[tuple[int, int]],
 ) -> None:
@@ -493,44 +427,42 @@ def _numbers(
             per_group[group] += 1
     listed |= set(per_group.values())
     listed.discard(0)
-    skip = [*reading.taken, *blocks.numbering]
-    for number in numbers(reading.text, skip=skip):
+    columns = _Columns(reading.text, blocks)
+    for number in numbers_outside(reading.text, tuple(blocks.numbering)):
+        if not reading.free(number.start, number.end):
+            continue  # inside a name or an address
         if number.value in given:
             continue
         value = number.integer
         source = None
         status = "ungrounded"
-        counts = (
-            number.noun
-            or number.subcount
-            or number.total
-            or _counted_column(reading.text, number.start, blocks)
-        )
-        if value is not None and value in index.counts:
-            status, source = "derived", index.counts[value]
+        counts = number.noun or number.subcount or number.total or columns.counted(number.start)
+        if value is not None and columns.header(number.start).strip().lower() == "id":
+            # an ID column names objects by their id
+            source = index.ids.get(value)
+            status = "verified" if source is not None else "ungrounded"
+        elif value is not None and value in index.counts:
+            status, source = "verified", index.counts[value]
         elif (value is not None and value in listed) or (value == 0 and index.payloads):
-            status = "derived"
+            status = "verified"
         elif not counts and number.value in index.numbers:
-            status, source = "grounded", index.numbers[number.value]
+            status, source = "verified", index.numbers[number.value]
         elif not counts and (scaled := _in_other_unit(reading.text, number, index)) is not None:
-            status, source = "derived", scaled
-        noun = _noun_text(reading.text, number) if number.noun else ""
-        end = number.end
-        if noun:
-            end = reading.text.index(noun, number.end) + len(noun)
+            status, source = "verified", scaled
+        noun, end = _noun_text(reading.text, number) if number.noun else ("", number.end)
         text = f"{number.text} {noun}".strip()
         reading.add(Claim(text, "number", status, source, number.start, end))
     for start, end in absent:
         if reading.free(start, end):
             phrase = reading.text[start:end].strip()
-            status = "derived" if index.payloads else "ungrounded"
+            status = "verified" if index.payloads else "ungrounded"
             reading.claims.append(Claim(phrase, "number", status, None, start, end))
 
 
 _SIZE_UNIT = re.compile(r"\s*(?:[KMGT]i?B|[kmgt]b)\b")
 
 
-def _in_other_unit(text: str, number: Any, index: Evidence) -> int | None:
+def _in_other_unit(text: str, number: Any, index: Index) -> int | None:
     """A size given in another unit than NetBox's ("32 GB" of a VM NetBox
     lists with 32768 MB): the source of the value it converts from."""
     if not _SIZE_UNIT.match(text, number.end):
@@ -542,24 +474,42 @@ def _in_other_unit(text: str, number: Any, index: Evidence) -> int | None:
     return None
 
 
-def _counted_column(text: str, at: int, blocks: Any) -> bool:
-    """The number stands in a table column headed by an object noun
-    ("| Site | Devices |"): a count, not a value."""
-    for row in (*blocks.rows, *blocks.totals):
-        if row.start <= at < row.end:
-            column = text[row.start : at].lstrip().lstrip("|").count("|")
-            if column < len(row.cells):
-                header = row.cells[column][0]
-                return bool(noun_after(" " + header, 0, OBJECT_NOUNS))
-    return False
+class _Columns:
+    """The header of the table column a number stands in, found by bisection
+    over the rows (a pass over every row per number costs a table's square)."""
+
+    def __init__(self, text: str, blocks: Any) -> None:
+        self.text = text
+        self.rows = sorted((*blocks.rows, *blocks.totals), key=lambda r: r.start)
+        self.starts = [r.start for r in self.rows]
+
+    def header(self, at: int) -> str:
+        i = bisect.bisect_right(self.starts, at) - 1
+        if i < 0 or at >= self.rows[i].end:
+            return ""
+        row = self.rows[i]
+        column = self.text[row.start : at].lstrip().lstrip("|").count("|")
+        return row.cells[column][0] if column < len(row.cells) else ""
+
+    def counted(self, at: int) -> bool:
+        """Headed by an object noun ("| Site | Devices |"): a count, not a value."""
+        header = self.header(at)
+        return bool(header) and bool(noun_after(" " + header, 0, OBJECT_NOUNS))
 
 
-def _noun_text(text: str, number: Any) -> str:
-    """The words from a number to its noun, as written ("17 active devices")."""
-    tail = text[number.end : number.end + 60]
-    m = re.match(r"\s*((?:[\w\-]+\s+){0,3}?" + re.escape(number.noun.split()[-1]) + r"\w*)",
-                 tail, re.IGNORECASE)  # fmt: skip
-    return m.group(1) if m else number.noun
+@functools.lru_cache(maxsize=64)
+def _noun_words(stem: str) -> re.Pattern[str]:
+    return re.compile(r"\s*((?:[\w\-]+\s+){0,3}?" + re.escape(stem) + r"\w*)", re.IGNORECASE)
+
+
+def _noun_text(text: str, number: Any) -> tuple[str, int]:
+    """The words from a number to its noun, as written ("17 active devices"),
+    and where they end (the number's own end when the noun is not spelt as
+    the reader's singular: "40 entries")."""
+    m = _noun_words(number.noun.split()[-1].rstrip("y")).match(text, number.end, number.end + 60)
+    if not m:
+        return "", number.end
+    return m.group(1), m.end(1)
 
 
 _VALUE_CLAUSE = re.compile(
@@ -579,11 +529,12 @@ def _clauses(text: str, segment: Segment) -> list[tuple[int, int]]:
 
 
 def _values(
-    reading: _Reading, segments: Sequence[Segment], matched: list[_Match], index: Evidence
+    reading: _Reading, segments: Sequence[Segment], matched: list[_Match], index: Index
 ) -> None:
-    """Values attached to a named object: a status word or another object's
-    name (a site, a tenant, a role) beside it must be what its record says,
-    unless another object in the same clause (or table row) holds it."""
+    """Values said of a named object: a status word or another object's name
+    (a site, a tenant, a role) said of it must be what *its own* record
+    says (never excused by another object in the same clause holding it).
+    Each clause's names and words are found by bisection: linear overall."""
     text = reading.text
     statuses = STATUSES | index.statuses
     words = [
@@ -591,54 +542,102 @@ def _values(
         for m in re.finditer(r"\b[A-Za-z]+\b", text)
         if m.group().lower() in statuses
     ]
+    names = sorted(matched, key=lambda m: m.start)
+    name_starts = [m.start for m in names]
+    word_starts = [w.start for w in words]
     for segment in segments:
-        clauses = (
-            [(segment.start, segment.end)] if segment.kind == "row" else _clauses(text, segment)
-        )
-        for low, high in clauses:
-            inside = [m for m in matched if low <= m.start < high]
+        row = segment.kind == "row"
+        for low, high in [(segment.start, segment.end)] if row else _clauses(text, segment):
+            inside = names[
+                bisect.bisect_left(name_starts, low) : bisect.bisect_left(name_starts, high)
+            ]
             records = [m for m in inside if m.key in index.records]
-            if records:
-                values = [m for m in inside if m.key not in statuses] + [
-                    w for w in words if low <= w.start < high
-                ]
-                _check_values(reading, index, records, values, low)
+            if not records:
+                continue
+            said = [m for m in inside if m.key not in statuses]
+            said += words[
+                bisect.bisect_left(word_starts, low) : bisect.bisect_left(word_starts, high)
+            ]
+            for value in sorted(said, key=lambda m: m.start):
+                subjects = [records[0]] if row else _subjects(text, records, value)
+                _check_value(reading, index, subjects, value, low)
 
 
-def _check_values(
-    reading: _Reading, index: Evidence, records: list[_Match], values: list[_Match], low: int
+_COORDINATION = re.compile(r"\s*(?:,|and|or|&|,\s*and|,\s*or)\s*", re.IGNORECASE)
+
+
+def _subjects(text: str, records: list[_Match], value: _Match) -> list[_Match]:
+    """The object(s) a value is said of: the named object nearest before it
+    with those named together with it ("sw01, sw02 and rtr01 are active");
+    for a status word with none before, the first after it ("Active: sw01").
+    An object named as the exception ("all but sw02 are active") is none."""
+    before = [m for m in records if m.end <= value.start and m.key != value.key]
+    if not before:
+        after = [m for m in records if m.start >= value.end and m.key != value.key]
+        return after[:1] if value.source < 0 else []
+    if _EXCEPT.search(text, max(0, before[-1].start - 12), before[-1].start):
+        return []
+    if value.source >= 0 and value.start - before[-1].end > _VALUE_GAP:
+        return []  # a name far after the object is said of something else
+    group = [before[-1]]
+    for m in reversed(before[:-1]):
+        if not _COORDINATION.fullmatch(text[m.end : group[-1].start]):
+            break
+        group.append(m)
+    return group
+
+
+_EXCEPT = re.compile(r"\b(?:but|except|besides|other\s+than|apart\s+from)\s*$", re.IGNORECASE)
+_VALUE_GAP = 32  # characters between an object and a name said of it ("sw01 is at DM-Akron")
+
+
+def _check_value(
+    reading: _Reading, index: Index, subjects: list[_Match], value: _Match, low: int
 ) -> None:
+    """One value against each subject's own record(s): held -> verified (a
+    status word is then a claim of its own); another value in that field ->
+    ungrounded; a status said of a subject whose record has no status ->
+    unchecked. A negated value ("is not offline") is contradicted only when
+    the record holds it."""
     text = reading.text
-    subject = index.records[records[0].key]
-    near = [r for m in records for r in index.records[m.key]]
-    for value in values:
-        if value.key in subject[0].names or negated(text, value.start, low):
+    status_word = value.source < 0
+    if status_word and not _attached(text, value.start):
+        return
+    fields = {"status"} if status_word else index.attr_fields.get(value.key, set()) - _IDENTITY
+    if not fields:
+        return
+    denied = negated(text, value.start, low)
+    for subject in subjects:
+        records = index.records[subject.key]
+        if value.key in records[0].names or _related(index, value.key, records):
             continue
-        others = [r for r in near if value.key not in r.names]
-        if any(value.key in held for r in others for held in r.attrs.values()):
-            if value.source < 0:
-                reading.claims.append(
-                    Claim(
-                        text[value.start : value.end],
-                        "value",
-                        "grounded",
-                        others[0].source,
-                        value.start,
-                        value.end,
-                    )
-                )
+        holding = [r for r in records if any(value.key in r.attrs.get(f, ()) for f in fields)]
+        having = [r for r in records if any(f in r.attrs for f in fields)]
+        written = text[value.start : value.end]
+        if denied:
+            if holding:
+                _value_claim(reading, written, value, "ungrounded", subject, holding[0].source)
             continue
-        if value.key in index.records and any(
-            r.group == o.group or any(name in held for held in r.attrs.values() for name in o.names)
-            for r in index.records[value.key]
-            for o in others
-        ):
-            continue  # a sibling in the same list, or an object that holds the subject
-        fields = {"status"} if value.source < 0 else index.attr_fields.get(value.key, set())
-        if value.source < 0 and not _attached(text, value.start):
-            continue
-        if any(f in r.attrs and value.key not in r.attrs[f] for r in subject for f in fields):
-            _value_claim(reading, text[value.start : value.end], value.start, value.end)
+        if holding:
+            if status_word:
+                _value_claim(reading, written, value, "verified", subject, holding[0].source)
+        elif having:
+            _value_claim(reading, written, value, "ungrounded", subject, having[0].source)
+        elif status_word:
+            _value_claim(reading, written, value, "unchecked", subject, None)
+
+
+def _related(index: Index, value: str, records: list[Any]) -> bool:
+    """The value names a sibling of the subject (a row of the same list) or
+    an object that holds the subject (an interface of the device)."""
+    return any(
+        r.group == o.group or any(name in held for held in r.attrs.values() for name in o.names)
+        for r in index.records.get(value, [])[:_RELATED]
+        for o in records[:_RELATED]
+    )
+
+
+_RELATED = 20  # records of one name compared: a name on every row is no sibling test
 
 
 def _attached(text: str, start: int) -> bool:
@@ -648,8 +647,23 @@ def _attached(text: str, start: int) -> bool:
     return not re.match(r"[a-z]+\s+(?:devices|vms|virtual|prefixes|ip|sites|circuits|vlans)", after)
 
 
-def _value_claim(reading: _Reading, text: str, start: int, end: int) -> None:
-    reading.claims.append(Claim(text, "value", "ungrounded", None, start, end))
+def _value_claim(
+    reading: _Reading,
+    text: str,
+    value: _Match,
+    status: str,
+    subject: _Match,
+    source: int | None,
+) -> None:
+    name = reading.text[subject.start : subject.end]
+    reason = {
+        "verified": f"the record of {name} says so",
+        "ungrounded": f"the record of {name} says otherwise",
+        "unchecked": f"the replies hold no such field of {name}",
+    }[status]
+    reading.claims.append(
+        Claim(text, "value", status, source, value.start, value.end, name, reason)
+    )
 
 
 def claims_of(answer: str, given: str = "") -> int:
@@ -658,4 +672,4 @@ def claims_of(answer: str, given: str = "") -> int:
     return check(answer, [{}], given=given).claims
 
 
-__all__ = ["KINDS", "Claim", "Evidence", "Grounding", "check"]
+__all__ = ["KINDS", "Claim", "Grounding", "check"]

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
+from typing import NamedTuple
 
 # --------------------------------------------------------------------- tokens
 
@@ -47,19 +48,18 @@ _NOT_A_NAME = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
+    """A token of the answer and its `key` (a tuple: built once per token, as
+    every stage reads it)."""
+
     text: str
     start: int
     end: int
-
-    @cached_property
-    def key(self) -> str:
-        return key(self.text)
+    key: str
 
 
 def tokens(text: str) -> list[Token]:
-    return [Token(m.group(), m.start(), m.end()) for m in TOKEN.finditer(text)]
+    return [Token(m.group(), m.start(), m.end(), key(m.group())) for m in TOKEN.finditer(text)]
 
 
 # What may stand between the words of one name: "JBB Branch 104",
@@ -293,34 +293,68 @@ _TIME_UNITS = re.compile(
     r"|calls?|tool calls?|steps?|turns?|lines?|columns?|percent)\b",
     re.IGNORECASE,
 )
-_NOT_A_COUNT_BEFORE = re.compile(
-    r"\b(?:turn|step|page|option|line|row|column|item|part|question|phase|version|netbox|"
-    r"python|top|first|last|next|previous|offset|limit|rfc|port|number|no\.|#|level|tier|"
-    r"layer|slot|unit|u|position|bay|floor|room|building|week|day|month|year|january|"
-    r"february|march|april|may|june|july|august|september|october|november|december)\s*$",
-    re.IGNORECASE,
-)
-_CONTEXT_BEFORE = re.compile(
-    r"(?:\bout\s+of|\bof\s+(?:the|all|its|their|these|those)(?:\s+\w+)?|\bamong(?:\s+the)?|"
-    r"\bfrom(?:\s+the)?|\bacross(?:\s+the)?|\d\s+of)\s*$",
-    re.IGNORECASE,
-)
 _TOTAL_NEAR = re.compile(r"\btotal\b", re.IGNORECASE)
+_TOTAL_AFTER = re.compile(r"\s*(?:in\s+)?total")
+_YEAR = re.compile(r"(?:19|20)\d\d")
 _SUBCOUNT_AFTER = re.compile(
     r"^\s*(?:of\s+(?:them|these|those|which|the\s+\w+)|(?:have|has|are|is|lack|were|was|do|"
     r"does|remain|match|use|carry|show|sit|run)\b)",
     re.IGNORECASE,
 )
-_IDENTIFIER_BEFORE = re.compile(
-    r"\b(?:id|ids|vid|vlan|vlan\s+id|site|rack|tenant|cluster|region|location|prefix|"
-    r"device|circuit|interface|asn|as|ticket|issue|pr)\s*[:=#]?\s*$",
-    re.IGNORECASE,
-)
+# The last word before a number that makes it no count ("turn 2", "page 3",
+# "the last 24 hours"): only spaces may stand between ("page: 3" counts).
+_NOT_A_COUNT_BEFORE = frozenset([
+    "turn", "step", "page", "option", "line", "row", "column", "item", "part", "question",
+    "phase", "version", "netbox", "python", "top", "first", "last", "next", "previous", "offset",
+    "limit", "rfc", "port", "number", "no.", "level", "tier", "layer", "slot", "unit", "u",
+    "position", "bay", "floor", "room", "building", "week", "day", "month", "year", "january",
+    "february", "march", "april", "may", "june", "july", "august", "september", "october",
+    "november", "december",
+])  # fmt: skip
+# The last word before a number that makes it an identifier ("VLAN 100", "id: 7").
+_IDENTIFIER_BEFORE = frozenset([
+    "id", "ids", "vid", "vlan", "site", "rack", "tenant", "cluster", "region", "location",
+    "prefix", "device", "circuit", "interface", "asn", "as", "ticket", "issue", "pr",
+])  # fmt: skip
+_DETERMINERS = frozenset(["the", "all", "its", "their", "these", "those"])
+_FROM = frozenset(["among", "from", "across"])
+_WORD_BEFORE = re.compile(r"[^\s(\[{\"'*]+")
 
 
-@dataclass(frozen=True)
-class Number:
-    """A number the answer states, with what it is bound to."""
+def _last_words(before: str) -> list[str]:
+    """The last three words before a number, in lower case. Words, not a
+    pattern searched backwards: a search ending at the number costs a pass
+    per number over what stands before it."""
+    return [w.lower() for w in _WORD_BEFORE.findall(before[-40:])[-3:]]
+
+
+def _identifier(before: str) -> bool:
+    """An identifier's noun before the number: "VLAN 100", "id: 7", "vlan id 5"."""
+    words = _WORD_BEFORE.findall(before[-24:].rstrip().rstrip(":=#").lower())
+    return bool(words) and words[-1] in _IDENTIFIER_BEFORE
+
+
+def _context(words: list[str]) -> bool:
+    """A whole the answer counts within: "out of 72", "of the 72", "of all
+    devices 72", "among the 5", "3 of 24"."""
+    w = ["", "", "", *words][-3:]
+    return (
+        (w[2] == "of" and (w[1] == "out" or w[1][-1:].isdigit()))
+        or (w[2] in _DETERMINERS and w[1] == "of")
+        or (w[1] in _DETERMINERS and w[0] == "of" and w[2].isalnum())
+        or w[2] in _FROM
+        or (w[2] == "the" and w[1] in _FROM)
+    )
+
+
+# The longest number read (15 digits, with thousands commas): a longer one is
+# a serial or a stuck model's digits, never a count, and past what a float holds.
+_LONGEST = 20
+
+
+class Number(NamedTuple):
+    """A number the answer states, with what it is bound to (a tuple: an
+    answer can hold thousands, and a frozen dataclass is slow to build)."""
 
     value: float
     start: int
@@ -341,19 +375,33 @@ class Number:
 def noun_after(text: str, end: int, nouns: Sequence[str]) -> str:
     """The object noun within three words after `end` ("14 active devices")."""
     tail = text[end : end + 80].lower()
-    m = re.match(r"^\s*((?:[a-z][\w\-]*\s+){0,3}?)([a-z][a-z ]*)", tail)
-    if not m:
+    if not _LETTER_FIRST.match(tail):
         return ""
-    words = re.findall(r"[a-z][\w\-]*", tail)[:5]
+    forms = _forms(tuple(nouns))
+    words = _WORD.findall(tail)[:5]
     for count in range(len(words)):
         for length in (2, 1):
-            phrase = " ".join(words[count : count + length])
-            for noun in nouns:
-                if phrase in (noun, noun + "s", noun + "es", noun[:-1] + "ies", noun[:-1] + "ves"):
-                    return noun
+            noun = forms.get(" ".join(words[count : count + length]))
+            if noun is not None:
+                return noun
         if count >= 3 or words[count] in _BREAK_WORDS:
             break
     return ""
+
+
+_LETTER_FIRST = re.compile(r"\s*[a-z]")
+_WORD = re.compile(r"[a-z][\w\-]*")
+
+
+@lru_cache(maxsize=16)
+def _forms(nouns: tuple[str, ...]) -> dict[str, str]:
+    """Each noun's spellings (singular and plurals), mapped to the noun; the
+    first noun listed wins a spelling two share."""
+    forms: dict[str, str] = {}
+    for noun in nouns:
+        for form in (noun, noun + "s", noun + "es", noun[:-1] + "ies", noun[:-1] + "ves"):
+            forms.setdefault(form, noun)
+    return forms
 
 
 _BREAK_WORDS = frozenset(
@@ -386,13 +434,20 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
     """Every number `text` states, digits and words, in order, with its binding.
     Spans in `skip` (names, addresses, list numbering) hold no numbers."""
     found: list[Number] = []
+    taken = bytearray(len(text) + 1)  # the skipped spans, one flag per character
+    for a, b in skip:
+        a, b = max(a, 0), min(b, len(text))
+        if a < b:
+            taken[a:b] = b"\x01" * (b - a)
 
     def skipped(s: int, e: int) -> bool:
-        return any(s < b and a < e for a, b in skip)
+        return 1 in taken[s:e]
 
     candidates: list[tuple[int, int, float, str, bool, bool]] = []
     for m in _DIGITS.finditer(text):
         raw = m.group(1)
+        if len(raw) > _LONGEST:
+            continue  # a serial or a stuck model's digits: no count, and past a float
         candidates.append(
             (m.start(1), m.end(), float(raw.replace(",", "")), m.group(), bool(m.group(2)), False)
         )
@@ -409,20 +464,21 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             continue
         before = text[max(0, start - 40) : start]
         after = text[end : end + 40]
-        if not percent and (_TIME_UNITS.match(after) or _NOT_A_COUNT_BEFORE.search(before)):
+        words = _last_words(before) if before[-1:].isspace() or not before else []
+        if not percent and (
+            _TIME_UNITS.match(after) or (words and words[-1] in _NOT_A_COUNT_BEFORE)
+        ):
             continue
-        if not word and re.fullmatch(r"(?:19|20)\d\d", raw) and not noun_after(text, end, nouns):
-            continue  # a year
-        if _IDENTIFIER_BEFORE.search(before) and not word:
+        if not word and _identifier(before):
             continue
         noun = noun_after(text, end, nouns)
+        if not word and not noun and _YEAR.fullmatch(raw):
+            continue  # a year
         if word:
             # "one" and friends are ordinary words unless they count something
             # or end the answer's sentence ("Thirty.", "I found three."); "the
             # one" and "no one" never count.
-            ordinary = raw.lower() == "one" and re.search(
-                r"\b(?:the|that|this|which|only|any|each|every|no|some|another)\s*$", before, re.I
-            )
+            ordinary = raw.lower() == "one" and _ORDINARY_ONE.search(before)
             if ordinary or not (noun or _SUBCOUNT_AFTER.match(after) or _ends_answer(after)):
                 continue
             if raw.lower() == "one" and noun == "one":
@@ -434,10 +490,8 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                 end=end,
                 text=raw.strip(),
                 noun=noun,
-                context=bool(_CONTEXT_BEFORE.search(before)),
-                total=bool(
-                    _TOTAL_NEAR.search(before[-16:]) or re.match(r"^\s*(?:in\s+)?total", after)
-                ),
+                context=_context(words),
+                total=bool(_TOTAL_NEAR.search(before[-16:]) or _TOTAL_AFTER.match(after)),
                 subcount=bool(_SUBCOUNT_AFTER.match(after)),
                 percent=percent,
                 word=word,
@@ -446,8 +500,25 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
     return found
 
 
+_ORDINARY_ONE = re.compile(
+    r"\b(?:the|that|this|which|only|any|each|every|no|some|another)\s*$", re.IGNORECASE
+)
+
+
+@lru_cache(maxsize=2)
+def numbers_outside(text: str, skip: tuple[tuple[int, int], ...]) -> tuple[Number, ...]:
+    """`numbers(text, skip=skip)` kept for the text just read: the grounding
+    check's number pass and its fact reader read the same answer's numbers
+    (the fact reader's, outside list numbering; the number pass then drops
+    those inside a name), and reading them is the check's dearest step."""
+    return tuple(numbers(text, skip=skip))
+
+
 def _ends_answer(after: str) -> bool:
-    return bool(re.match(r"^\s*(?:[.!:]|$|\n|\(|,)", after))
+    return bool(_ANSWER_END.match(after))
+
+
+_ANSWER_END = re.compile(r"\s*(?:[.!:]|$|\n|\(|,)")
 
 
 # ------------------------------------------------------------ negation, none
@@ -460,9 +531,15 @@ _CLAUSE_BREAK = re.compile(
 )
 
 
+_CLAUSE_REACH = 200
+
+
 def clause_start(text: str, at: int, floor: int = 0) -> int:
     """Where the clause holding offset `at` begins (after the last comma,
-    semicolon, colon, dash or "but" before it)."""
+    semicolon, colon, dash or "but" before it), looking back at most
+    `_CLAUSE_REACH` characters: a clause's last words are what binds, and a
+    look back over a whole line per word would cost its square."""
+    floor = max(floor, at - _CLAUSE_REACH)
     last = floor
     for m in _CLAUSE_BREAK.finditer(text, floor, at):
         last = m.end()
@@ -636,6 +713,8 @@ def introduced(text: str) -> list[Introduced]:
         first = words[0].strip(",")
         if first.lower() in _NOT_NAMES:
             continue
+        if first.isdigit():
+            words = [first]  # a number is one word: "VLAN 100 2. VLAN 200" names VLAN 100
         slug = "-" in first.strip("-") and first.replace("-", "").isalnum()
         if not (
             first[0].isupper()

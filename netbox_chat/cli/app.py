@@ -14,8 +14,10 @@ imported only for the type checker are written as strings.
 """
 
 import contextlib
+import enum
 import functools
 import gc
+import itertools
 import json
 import os
 import sys
@@ -26,23 +28,34 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer._click.shell_completion import CompletionItem, add_completion_class
 from typer._completion_classes import FishComplete, ZshComplete
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from netbox_chat import process, typeahead, words
 from netbox_chat.cli.completion import SessionIdWord, fish_choice, session_id_choices, zsh_answer
-from netbox_chat.cli.options import CHAT, SERVER, STORE, WHERE, ChatOptions, chat_options
+from netbox_chat.cli.options import (
+    BEFORE,
+    CHAT,
+    OPTIONS,
+    SERVER,
+    WHERE,
+    ChatOptions,
+    chat_options,
+    help_in_force,
+)
 from netbox_chat.config import (
     DATABASE_SCHEMES,
+    SETTINGS_IN_FORCE,
     ConfigError,
     ModelServer,
     Settings,
+    not_configured,
     profiles_on,
     resolve_settings,
     resume_command,
     without_userinfo,
 )
 from netbox_chat.errors import ExitStatus, UserFacingError, user_facing
-from netbox_chat.store.choose import OpenSession, Store, open_store
+from netbox_chat.store.choose import OpenSession, Store, find_session, open_store
 from netbox_chat.store.errors import AmbiguousSession
 from netbox_chat.store.sessions import SessionStore, SessionSummary, epoch
 from netbox_chat.visible import visible, visible_line
@@ -118,6 +131,9 @@ class PlainHelpFish(FishComplete):
         return fish_choice(item.value, item.help)
 
 
+HELP_WORDS = frozenset(("-h", "--help"))
+PROFILE_WORDS = frozenset(OPTIONS["profile"].metadata["flags"])
+
 CONTINUE = ("-c", "--continue")
 """Before any command: continue the last session (`Commands.parse_args`)."""
 
@@ -143,6 +159,8 @@ class Commands(TyperGroup):
         `netbox-chat -c "…"` continues the last session, as `llm -c` and
         `claude -c` do: it is `ask --continue "…"` (any word, with `-c` saying
         it is a question); `-c` alone reopens that session's chat (`resume`)."""
+        if HELP_WORDS & set(args):
+            self.show_values_in_force(args)
         at = self.first_word(args)
         word = args[at] if at < len(args) else ""
         options = args[:at]
@@ -155,6 +173,27 @@ class Commands(TyperGroup):
         elif word not in self.commands and len(word.split()) > 1:
             args = ["ask", word, *options, *args[at + 1 :]]
         return list(super().parse_args(ctx, args))
+
+    def show_values_in_force(self, args: list[str]) -> None:
+        """--help of any command shows each option's value in force and
+        where it came from (options.help_in_force), not a built-in default
+        the environment or the config file replaces. Worked out only when
+        help is asked for: it reads the config file."""
+        from rich.markup import escape  # Typer renders help as Rich markup
+
+        profile = next(
+            (value for flag, value in itertools.pairwise(args) if flag in PROFILE_WORDS),
+            None,
+        )
+        texts: dict[str, str] = {}
+        for command in [self, *self.commands.values()]:
+            for param in command.params:
+                if not isinstance(param, TyperOption) or param.name not in OPTIONS:
+                    continue
+                if OPTIONS[param.name].metadata["shows_value"]:
+                    if param.name not in texts:
+                        texts[param.name] = escape(help_in_force(param.name, profile))
+                    param.help = texts[param.name]
 
     def first_word(self, args: list[str]) -> int:
         """Where the first argument that is neither an option of ours nor its
@@ -174,12 +213,14 @@ class Commands(TyperGroup):
         return at
 
     def shell_complete(self, ctx: Any, incomplete: str) -> list[CompletionItem]:
-        """No command is offered after the chat's own options: the CLI would
-        refuse it there (`refuse_chat_options`)."""
+        """After the chat's own options, only the commands that take them
+        are offered: the CLI refuses the others there (`options_before`)."""
         offered = super().shell_complete(ctx, incomplete)
-        if chat_options_typed(ctx):
-            return [item for item in offered if item.value not in self.commands]
-        return offered
+        return [
+            item
+            for item in offered
+            if item.value not in self.commands or not not_taken_by(ctx, self.commands[item.value])
+        ]
 
     def invoke(self, ctx: Any) -> Any:
         consoles.cache_clear()  # made under this command's streams and environment
@@ -223,15 +264,28 @@ app = typer.Typer(
 def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]] | list[str]:
     """Session ids for Typer's completion, when the entry point (main.py) did not
     answer first (PowerShell, or a line it does not read): the same choices,
-    and none after the chat's own options typed before the command, which the
-    CLI refuses."""
-    if ctx.parent is not None and chat_options_typed(ctx.parent):
+    from the folder the options name before the command or after it, and
+    none after an option typed before the command that it does not take,
+    which the CLI refuses (`options_before`)."""
+    from typer._click.core import ParameterSource  # typer 0.28 vendors click
+
+    if ctx.parent is not None and not_taken_by(ctx.parent, ctx.command):
         return []
+
+    def named(name: str) -> Any:
+        """Typed after the command, else before it; else None (the
+        environment and the config file are read as the command reads them)."""
+        for typed in (ctx, ctx.parent):
+            source = None if typed is None else typed.get_parameter_source(name)
+            if typed is not None and source is ParameterSource.COMMANDLINE:
+                return typed.params.get(name)
+        return None
+
     word = SessionIdWord(
         incomplete,
-        sessions_dir=ctx.params.get("sessions_dir"),
-        store=ctx.params.get("store"),
-        profile=ctx.params.get("profile"),
+        sessions_dir=named("sessions_dir"),
+        store=named("store"),
+        profile=named("profile"),
     )
     choices = session_id_choices(word)
     if any(title is None for _, title in choices):
@@ -290,6 +344,30 @@ def say(
     (out() if stdout else err()).print(Text(visible(message), style=style), soft_wrap=soft_wrap)
 
 
+def hanging(line: str, console: "Console") -> str:
+    """`line` as a terminal shows it: wrapped at spaces only, each following
+    line indented under the first one's text, so a check's detail never
+    reads as a line of its own, nor breaks inside a word or a path. Left
+    whole in a pipe or a log, for grep."""
+    import textwrap
+
+    if not console.is_terminal:
+        return line
+    try:  # the terminal's own width: an exported COLUMNS may be stale
+        width = os.get_terminal_size(console.file.fileno()).columns
+    except (OSError, ValueError):
+        width = console.width
+    return "\n".join(
+        textwrap.wrap(
+            line,
+            max(width, 20),
+            subsequent_indent="  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    )
+
+
 # Warnings already printed: each once per process, however often the config
 # file is read (a resumed session resolves the settings twice).
 _warned: set[str] = set()
@@ -321,6 +399,7 @@ def settings_from(
         raise settings_error(exc) from None
     for warning in settings.warnings:
         warn_once(warning)
+    SETTINGS_IN_FORCE.set(settings)  # what an error worded far from here names (source_of)
     return settings
 
 
@@ -336,31 +415,50 @@ def warn_password_in_argv(url: str) -> None:
         )
 
 
-def chat_options_typed(ctx: Any) -> list[str]:
-    """The chat's own options typed on the command line (the app's context)."""
+def chat_options_typed(ctx: Any) -> list[Any]:
+    """The chat's own options typed on the command line (the app's context),
+    as its parameters."""
     from typer._click.core import ParameterSource  # typer 0.28 vendors click
 
     return [
-        param.opts[0]
+        param
         for param in ctx.command.params
         if param.name and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
     ]
 
 
-def refuse_chat_options(ctx: typer.Context, command: str) -> None:
+def not_taken_by(ctx: Any, command: Any) -> list[Any]:
+    """Those of the chat's options typed before `command` (the app's context)
+    that the command does not take."""
+    taken = {param.name for param in command.params}
+    return [param for param in chat_options_typed(ctx) if param.name not in taken]
+
+
+def options_before(ctx: typer.Context, name: str, chat: ChatOptions) -> None:
     """The chat's own options typed before a command (`netbox-chat --profile
-    prod ask "…"`, as `git -C dir status` goes) were dropped without a word:
-    the command ran on the default profile, folder or model, and asked
-    another NetBox than the one named. Refused (exit 2), saying where they go.
-    Completion follows the same rule (`Commands.shell_complete`,
-    `complete_session_id`, `completion.refused_by_the_cli`)."""
-    if given := chat_options_typed(ctx):
+    lab ask "…"`, as `git -C dir status` goes) mean what they mean after it:
+    handed to the command (options.with_options_before). One the command
+    does not take is refused (exit 2), as it is after the command, saying
+    so, never dropped: a dropped --profile asked another NetBox than the one
+    named. Completion follows the same rule (`Commands.shell_complete`,
+    `complete_session_id`, `completion.read_by_typer`)."""
+    command = ctx.command.get_command(ctx, name)  # type: ignore[attr-defined]
+    if refused := not_taken_by(ctx, command):
+        flags = ", ".join(param.opts[0] for param in refused)
+        own = {opt for param in command.params for opt in param.opts} & {
+            opt for param in refused for opt in param.opts
+        }
+        why = (
+            f"{flags} before `{name}` is the chat's; {name}'s own goes after it "
+            f"(`netbox-chat {name} {sorted(own)[0]} …`)"
+            if own
+            else f"`netbox-chat {name}` takes no {flags}"
+        )
         raise UserFacingError(
-            f"{', '.join(given)} before a command would be ignored: put it after the "
-            f"command (`netbox-chat {command} {given[0]} …`; `netbox-chat {command} "
-            "--help` lists what it takes)",
+            f"{why}; `netbox-chat {name} --help` lists what it takes",
             exit_status=ExitStatus.USAGE,
         )
+    ctx.meta[BEFORE] = chat
 
 
 def require_netbox(settings: Settings) -> None:
@@ -373,10 +471,7 @@ def require_netbox(settings: Settings) -> None:
     from netbox_chat.credentials import missing_token
 
     if settings.netbox_url is None:
-        raise UserFacingError(
-            "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN "
-            "(or pass --netbox-url); `netbox-chat doctor` checks the setup"
-        )
+        raise UserFacingError(f"{not_configured()}; `netbox-chat doctor` checks the setup")
     missing = missing_token(settings)
     if missing is None:
         return
@@ -402,6 +497,12 @@ def _chat(
     store = open_store(settings)
     fresh = settings  # for a session made by /new: not the resumed one's
     if resume:
+        if thread is None and sys.stdin.isatty() and sys.stdout.isatty():
+            from netbox_chat.cli.picker import pick_session
+
+            thread = pick_session(store)  # piped, the most recent, as before
+            if thread is None:
+                return  # left the list: nothing opened
         settings, session = open_to_continue(store, thread, chat, note_model=True)
     else:
         require_netbox(settings)
@@ -422,13 +523,35 @@ def _chat(
 def open_to_continue(
     store: Store, thread: str | None, chat: ChatOptions, *, note_model: bool = False
 ) -> tuple[Settings, OpenSession]:
-    """The session `thread` names (None: the most recently active), opened,
-    and the settings to go on with it (`settings_for_session`); refused
+    """The session `thread` names (its id, a prefix or its title; None: the
+    most recently active), opened, and the settings to go on with it
+    (`settings_for_session`, then the session's own `/think`); refused
     before it is opened when NetBox is not configured."""
-    session_id = store.resolve(thread) if thread is not None else store.most_recent()
+    session_id = find_session(store, thread) if thread is not None else store.most_recent()
     settings = settings_for_session(store, session_id, chat, note_model=note_model)
     require_netbox(settings)
-    return settings, store.open(session_id)
+    session = store.open(session_id)
+    return with_session_think(settings, chat, session.meta().get("think")), session
+
+
+def with_session_think(settings: Settings, chat: ChatOptions, stored: str | None) -> Settings:
+    """The `/think` a session last chose (its meta), taken as the session's
+    model is (config.py's session layer): under `--think` and
+    NETBOX_CHAT_THINK, over the config file, and not with a typed
+    `--profile`. Anyone with access to the store writes that row: only one
+    of `/think`'s words is taken."""
+    from dataclasses import replace
+
+    from netbox_chat.models.thinking import check_setting
+
+    try:
+        think = check_setting(stored, "think")
+    except ValueError:
+        return settings
+    origin = settings.origins.get("think", "")
+    if think is None or chat.profile is not None or origin.startswith(("flag", "env")):
+        return settings
+    return replace(settings, think=think, origins={**settings.origins, "think": "session"})
 
 
 def new_session(store: Store, settings: Settings) -> OpenSession:
@@ -551,7 +674,7 @@ def main_callback(
     if ctx.invoked_subcommand not in CHATS:  # a chat's start-up ends at its prompt (repl.py)
         process.started()
     if ctx.invoked_subcommand is not None:
-        refuse_chat_options(ctx, ctx.invoked_subcommand)
+        options_before(ctx, ctx.invoked_subcommand, chat)
     if ctx.invoked_subcommand is None:
         _chat(settings_from(chat, need_token=True), chat, None, resume=False)
 
@@ -562,7 +685,8 @@ def resume(
     thread: Annotated[
         str | None,
         typer.Argument(
-            help="Session id or unique prefix (default: the most recent session).",
+            help="Session id, unique prefix or title (default: a list to pick from on a "
+            "terminal, else the most recent session).",
             autocompletion=complete_session_id,
         ),
     ] = None,
@@ -577,8 +701,11 @@ def resume(
 ) -> None:
     """Reopen a session and continue it, with its memory.
 
-    Prints what was restored (turns, messages, the last exchange). A turn that
-    a crash left half-done is rolled back first. With --at N the conversation
+    Named by its id, an id prefix or its title (`/rename`); with none, on a
+    terminal, a list of the sessions, the most recent first, to filter by
+    typing and open with Enter (piped: the most recent). Prints what was
+    restored (turns, messages, the last exchange). A turn that a crash left
+    half-done is rolled back first. With --at N the conversation
     goes back to just after turn N (linearly: later turns are set aside, never
     replayed). It goes on with the model its latest turn asked unless a flag
     or the environment names another; the NetBox is your own, and another
@@ -1065,7 +1192,7 @@ async def _ask_once(
                 view: TurnView | None = None
                 sink: EventSink = ignore_events
                 if isinstance(watcher, turnview.TurnView):
-                    from netbox_chat.claims.marks import Marker
+                    from netbox_chat.claims.present import Marker
 
                     view, sink = watcher, watcher.on_event
                     evidence = runtime.conversation
@@ -1099,7 +1226,7 @@ async def _ask_once(
 
 
 @app.command("export")
-@chat_options(*STORE)
+@chat_options(*WHERE)
 def export_command(
     thread: ThreadArg,
     fmt: Annotated[
@@ -1149,7 +1276,7 @@ def export_command(
 
 
 @app.command()
-@chat_options(*STORE)
+@chat_options(*WHERE)
 def copy(
     thread: ThreadArg,
     to: Annotated[
@@ -1225,10 +1352,54 @@ def doctor(
     settings = settings_from(chat, need_token=True)
     checks = run_checks(settings)
     for check in checks:
-        style = "green" if check.ok else "dim" if check.skipped else "red"
-        say(check.line(), style, stdout=True)
+        style = "" if check.info else "green" if check.ok else "dim" if check.skipped else "red"
+        say(hanging(check.line(), out()), style, stdout=True, soft_wrap=True)
     if not all(check.ok for check in checks):
         raise typer.Exit(int(ExitStatus.USER_ERROR))
+
+
+@app.command("mcp")
+@chat_options("netbox_url", "profile")
+def mcp_command(
+    http: Annotated[bool, typer.Option("--http", help="Serve Streamable HTTP, not stdio.")] = False,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to listen on with --http; beyond loopback it needs "
+            "NETBOX_CHAT_MCP_TOKEN (or NETBOX_CHAT_MCP_TOKEN_COMMAND).",
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, help="Port to listen on with --http.")
+    ] = 8765,
+    *,
+    chat: ChatOptions,
+) -> None:
+    """Serve the chat's read-only NetBox tools and check_answer to an MCP client
+    (Claude Code, Codex, Cursor, goose, Claude Desktop): over stdio, or
+    Streamable HTTP with --http. Needs the mcp extra (docs/mcp.md)."""
+    try:
+        from netbox_chat.mcp.serve import Reach, bearer_token, serve
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] != "mcp":
+            raise
+        raise UserFacingError(
+            "the MCP server needs the mcp extra: pip install 'netbox-chat[mcp]'"
+        ) from None
+    settings = settings_from(chat, need_token=True)
+    require_netbox(settings)
+    try:
+        token = bearer_token() if http else None
+    except ValueError as exc:
+        raise settings_error(exc) from None
+    serve(settings, Reach(http=http, host=host, port=port), token)
+
+
+class Shown(enum.StrEnum):
+    """What `eval --show` adds to the report (the wrong answers are always listed)."""
+
+    RIGHT = "right"
 
 
 @app.command("eval")
@@ -1257,6 +1428,17 @@ def eval_command(
             help="Questions drawn per template (0: only --questions).",
         ),
     ] = 3,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            min=1,
+            max=10_000,
+            help="Ask N of the built questions, spread over the templates (the same N for "
+            "the same seed): a first run in minutes.",
+            show_default=False,
+        ),
+    ] = None,
     repeat: Annotated[int, typer.Option("--repeat", min=1, max=100, help="Ask each N times.")] = 1,
     parallel: Annotated[
         int,
@@ -1284,6 +1466,15 @@ def eval_command(
         bool, typer.Option("--list", help="Print the questions and their truth; ask no model.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON, not Markdown.")] = False,
+    show: Annotated[
+        Shown | None,
+        typer.Option(
+            "--show",
+            help="right: list the credited answers too, each with the words that earned it "
+            "(the JSON always has them).",
+            show_default=False,
+        ),
+    ] = None,
     resume_run: Annotated[
         str | None, typer.Option("--resume", help="Finish a stopped run (its id).")
     ] = None,
@@ -1308,6 +1499,7 @@ def eval_command(
         models=tuple(dict.fromkeys(models or [settings.model])),
         seed=seed,
         per_template=per_template,
+        limit=limit,
         repeat=repeat,
         parallel=parallel,
         conversation=conversation,
@@ -1315,6 +1507,7 @@ def eval_command(
         questions_file=questions_file,
         list_only=list_only,
         as_json=as_json,
+        show_right=show is Shown.RIGHT,
         resume=resume_run,
         runs_dir=runs_dir,
     )

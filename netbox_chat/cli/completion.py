@@ -9,9 +9,10 @@ the one word whose completion reads the sessions folder, so the entry point
 Typer's completion scripts read (for zsh, the `zsh_answer` that the app's
 Typer class gives too: Typer's own let zsh run a title), from this module's
 light imports (the config and the ledger reader).
-A line the CLI would refuse for the chat's options typed before a command
-is answered here too, with nothing. Anything else, or anything it cannot
-read with certainty, goes to Typer.
+The chat's options that say where the sessions are count before the
+command as after it, as the CLI reads them. Anything else (another of the
+chat's options before a command, which the CLI gives the command or refuses
+by the command), or anything it cannot read with certainty, goes to Typer.
 
 The chat's options are read from their one declaration (options.py);
 `SESSION_ID_COMMANDS` and the commands' own options repeat what the Typer
@@ -99,6 +100,7 @@ FLAG_OPTIONS = frozenset(
 
 # The options on the line that decide which folder the ids come from.
 _LOCATION_OPTIONS = {word: name for name, word, _ in _CHAT_WORDS if name in WHERE}
+_CHAT_NAMES = {word: name for name, word, _ in _CHAT_WORDS}
 
 
 @dataclass(frozen=True)
@@ -147,25 +149,26 @@ def session_id_word(words: Sequence[str], incomplete: str) -> SessionIdWord | No
     return SessionIdWord(incomplete, **location) if wanted else None
 
 
-def refused_by_the_cli(words: Sequence[str], incomplete: str) -> bool:
-    """Whether the line puts the chat's own options before a command, which
-    the CLI refuses (exit 2, `app.refuse_chat_options`): nothing offered there
-    could run, so nothing is offered (not even the commands), and an option's
-    value there never chooses where ids come from. A question (a first word
-    with a space) takes the options along as `ask`'s, as `app.Commands` reads
-    the line, so that line goes on being read."""
+def read_by_typer(words: Sequence[str]) -> bool:
+    """Whether the line puts before a command one of the chat's options that
+    says more than where the sessions are: the CLI hands it to the command if
+    the command takes it and refuses it (exit 2) if not (`app.options_before`),
+    which Typer's own completion knows per command; this reader steps aside.
+    The options that say where the sessions are (`WHERE`) are taken by every
+    command with a session id, and read here, before the command or after it.
+    Before a question (a first word with a space) the options are `ask`'s, as
+    `app.Commands` reads the line, and this reader goes on."""
     at = 0
+    names: list[str] = []
     while at < len(words) and words[at].startswith("-") and words[at] != "--":
         name, equals, _ = words[at].partition("=")
         glued = not name.startswith("--") and len(name) > 2  # -mqwen3:8b
+        names.append(name[:2] if glued else name)
         alone = name not in VALUE_OPTIONS or bool(equals) or glued
         at += 1 if alone else 2
-    if at == 0 or at > len(words):
-        return False  # no option before, or the word typed is an option's value
-    first = words[at] if at < len(words) else incomplete
-    if at == len(words) and first.startswith("-"):
-        return False  # another of the chat's options: Typer offers them
-    return len(first.split()) <= 1
+    if at == 0 or at >= len(words) or len(words[at].split()) > 1:
+        return False  # no option before, no command yet, or a question
+    return any(name in _CHAT_NAMES and _CHAT_NAMES[name] not in WHERE for name in names)
 
 
 def session_id_choices(
@@ -281,9 +284,8 @@ class Answer:
 
 
 def answer_session_id(environ: Mapping[str, str]) -> Answer | None:
-    """The shell's answer when the word being completed is a session id, or
-    when the CLI would refuse the line (an empty one), in the format Typer's
-    completion scripts read; None to let Typer answer."""
+    """The shell's answer when the word being completed is a session id, in
+    the format Typer's completion scripts read; None to let Typer answer."""
     shell = environ.get(COMPLETE_VAR, "")
     if shell == "complete_bash":
         try:
@@ -296,12 +298,12 @@ def answer_session_id(environ: Mapping[str, str]) -> Answer | None:
         before, incomplete = _typed_words(environ.get("_TYPER_COMPLETE_ARGS", ""))
     else:
         return None
-    choices: list[tuple[str, str | None]] = []
-    if not refused_by_the_cli(before, incomplete):
-        word = session_id_word(before, incomplete)
-        if word is None:
-            return None
-        choices = session_id_choices(word, with_titles=shell != "complete_bash")
+    if read_by_typer(before):
+        return None
+    word = session_id_word(before, incomplete)
+    if word is None:
+        return None
+    choices = session_id_choices(word, with_titles=shell != "complete_bash")
     if shell == "complete_bash":
         return Answer("\n".join(sid for sid, _ in choices))
     if shell == "complete_zsh":

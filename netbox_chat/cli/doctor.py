@@ -2,9 +2,11 @@
 OpenAI-compatible one), the model, NetBox, the sessions folder?
 
 Each check is one line, passed or failed, and a failed one names the fix. The
-checks are quick on purpose (short timeouts, no retries, no LangChain import)
-and never touch a session: the folder check creates and deletes a hidden temp
-file, nothing else.
+checks are quick on purpose (short timeouts, no retries, no LangChain import
+but for an OpenAI-compatible server's chat client, which doctor builds as a
+turn does so that it cannot pass while turns fail) and never touch a
+session: the folder check creates and deletes a hidden temp file, nothing
+else.
 """
 
 from __future__ import annotations
@@ -20,14 +22,13 @@ from pathlib import Path
 
 import httpx
 
-from netbox_chat.config import Settings, without_userinfo
-from netbox_chat.credentials import token_origin
+from netbox_chat.config import Settings, netbox_setup, source_of, without_userinfo
 from netbox_chat.errors import UserFacingError
 from netbox_chat.models.coldstart import cold_start_line, last_cold_start, record_path
-from netbox_chat.models.dialects import json_object
+from netbox_chat.models.dialects import ServerFacts, json_object
 from netbox_chat.models.model_info import ModelInfo, parse_show
 from netbox_chat.models.window import session_window, turn_floor
-from netbox_chat.owned import NotOwned, check_folder
+from netbox_chat.owned import NotOwned, check_folder, check_parents
 from netbox_chat.store.errors import StoreError
 from netbox_chat.store.sessions import refuse_network_filesystem
 from netbox_chat.visible import visible_line
@@ -45,10 +46,15 @@ class Check:
     skipped: bool = False
     """Not run, because a check it depends on failed: shown as skipped, not
     as a second failure with nothing to fix of its own."""
+    info: bool = False
+    """Nothing to pass or fail (whether the model is in memory, what a cold
+    start costs): shown with `·`, not a ✓ that would claim a check passed."""
 
     def line(self) -> str:
         if self.skipped:
             return f"- {self.name}: {self.detail}"
+        if self.info:
+            return f"· {self.name}: {self.detail}"
         mark = "✓" if self.ok else "✗"
         text = f"{mark} {self.name}: {self.detail}"
         return text if self.ok or not self.fix else f"{text} → {self.fix}"
@@ -94,7 +100,7 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
                 "Ollama",
                 False,
                 f"cannot reach {without_userinfo(url, '***@')} ({reason})",
-                "start it with `ollama serve`, or point OLLAMA_HOST / --ollama-url at it",
+                f"start it with `ollama serve`, or point {source_of(settings, 'ollama_url')} at it",
             ),
             skipped("model", f"{model}: Ollama unreachable"),
         ]
@@ -121,7 +127,7 @@ def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]
     checks.append(check_window(settings, info))
     checks.append(check_loaded(url, model, timeout))
     last = last_cold_start(record_path(os.environ), model)
-    checks.append(Check("cold start", True, cold_start_line(last, model)))
+    checks.append(Check("cold start", True, cold_start_line(last, model), info=True))
     return checks
 
 
@@ -141,11 +147,18 @@ def check_loaded(url: str, model: str, timeout: float) -> Check:
     except httpx.HTTPError:
         listed = None
     if not isinstance(listed, list):
-        return Check("loaded", True, f"unknown (this Ollama does not answer /api/ps); {COLD_START}")
+        return Check(
+            "loaded",
+            True,
+            f"unknown (this Ollama does not answer /api/ps); {COLD_START}",
+            info=True,
+        )
     names = {str(m.get(k)) for m in listed if isinstance(m, dict) for k in ("name", "model")}
     if model in names:
-        return Check("loaded", True, f"{model} is in memory: no load before the first answer")
-    return Check("loaded", True, f"{model} is not in memory: {COLD_START}")
+        return Check(
+            "loaded", True, f"{model} is in memory: no load before the first answer", info=True
+        )
+    return Check("loaded", True, f"{model} is not in memory: {COLD_START}", info=True)
 
 
 def _model_check(info: ModelInfo) -> Check:
@@ -253,6 +266,10 @@ def check_openai(
             Check("model", False, f"{model} is not served (it serves: {listed})", "--model ID")
         )
         return checks
+    broken = check_chat_client(settings, facts, TRIAL_TIMEOUT)
+    if broken is not None:
+        checks.append(broken)
+        return checks
     try:
         tried = trial(
             settings.base_url,
@@ -292,6 +309,31 @@ def check_openai(
             checks.append(Check("model", True, f"{model} ({tools}; {reasoning})"))
     checks.append(check_served_window(settings, facts.window, speaks.name))
     return checks
+
+
+def check_chat_client(settings: Settings, facts: ServerFacts, timeout: float) -> Check | None:
+    """Build the chat model a turn builds (models.provider_for) and send one
+    small request through its client: None when that works, else the failed
+    model check. Doctor's own trial is plain httpx; without this, a client the
+    installed openai release refuses passed every check while each turn
+    failed ("Invalid timeout", issue 41)."""
+    from netbox_chat.models import Served, provider_for
+    from netbox_chat.models.openai import list_models_through
+
+    try:
+        chat = provider_for(settings).chat_model(
+            settings, Served(None, settings.num_ctx, facts), reasoning=None
+        )
+        asyncio.run(asyncio.wait_for(list_models_through(chat), timeout))
+    except Exception as exc:  # whatever a turn would meet first, in one line
+        said = visible_line(f"{type(exc).__name__}: {exc}")[:300]
+        return Check(
+            "model",
+            False,
+            f"{settings.model}: the chat client turns use fails ({said})",
+            "install the openai, httpx2 and langchain-openai releases netbox-chat pins",
+        )
+    return None
 
 
 def check_served_window(settings: Settings, served: int | None, server: str) -> Check:
@@ -341,17 +383,22 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
 
     if settings.netbox_url is None:
         return [
-            Check("NetBox", False, "not configured", "set NETBOX_URL (or pass --netbox-url)"),
+            Check("NetBox", False, "not configured", netbox_setup()),
             skipped("token", "no NetBox URL"),
             skipped("NetBox version", "no NetBox URL"),
         ]
-    client = NetBoxClient(settings.netbox_url, settings.netbox_token, timeout=timeout, retries=0)
+    client = NetBoxClient.of(settings, timeout=timeout, retries=0)
     where = client.scrub(settings.netbox_url)
     try:
         status = await client.status()
     except (NetBoxConnectionError, NetBoxTimeout) as exc:
         return [
-            Check("NetBox", False, str(exc), "check NETBOX_URL and that NetBox is running"),
+            Check(
+                "NetBox",
+                False,
+                str(exc),
+                f"check {source_of(settings, 'netbox_url')} and that NetBox is running",
+            ),
             skipped("token", "NetBox unreachable"),
             skipped("NetBox version", "NetBox unreachable"),
         ]
@@ -363,7 +410,12 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
         ]
     except NetBoxError as exc:
         return [
-            Check("NetBox", False, str(exc), "is NETBOX_URL the NetBox base URL?"),
+            Check(
+                "NetBox",
+                False,
+                str(exc),
+                f"is {source_of(settings, 'netbox_url')} the NetBox base URL?",
+            ),
             skipped("token"),
             skipped("NetBox version"),
         ]
@@ -375,7 +427,7 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
             Check(
                 "token",
                 False,
-                f"{token_origin(settings)} is not set (this NetBox answers without one, "
+                f"{source_of(settings, 'token')} is not set (this NetBox answers without one, "
                 "most do not)",
                 token_fix(settings, "missing"),
             )
@@ -389,7 +441,7 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
                 "NetBox version",
                 False,
                 "/api/status/ did not say (is this NetBox?)",
-                "point NETBOX_URL at a NetBox 4.x",
+                f"point {source_of(settings, 'netbox_url')} at a NetBox 4.x",
             )
         )
     elif not str(version).startswith("4."):
@@ -409,15 +461,18 @@ async def check_netbox(settings: Settings, *, timeout: float = TIMEOUT) -> list[
 def token_fix(settings: Settings, cause: str) -> str:
     """The fix for a refused token, by NetBox's reason, naming where this
     token comes from (a profile's own variable or command, not always
-    NETBOX_TOKEN)."""
-    origin = token_origin(settings)
+    NETBOX_TOKEN): the check's detail has said why (the client's words)."""
+    origin = source_of(settings, "token")
+    command = origin.startswith("the token_command")
     if cause == "missing":
-        if origin.startswith("the token_command"):
+        if command:
             return f"make {origin} print an API token"
         return f"set {origin} to an API token (NetBox → your profile → API tokens)"
     if cause == "permission":
-        return f"the token from {origin} is valid: give its user permission to read, or use another"
-    return f"the token from {origin} is wrong, expired or disabled: create a new one"
+        return "give the token's user permission to read, or use another token"
+    if command:
+        return f"create a new token and make {origin} print it"
+    return f"create a new token and put it in {origin}"
 
 
 # --- the sessions folder -----------------------------------------------------------------
@@ -428,6 +483,10 @@ def check_sessions_folder(root: Path, why: str = "") -> Check:
     where the folder was chosen (a flag, the environment, the default)."""
     name = "sessions folder"
     fix = "fix its permissions or free space, or set NETBOX_CHAT_SESSIONS / --sessions-dir"
+    try:
+        check_parents(root, "sessions folder")
+    except NotOwned as exc:
+        return Check(name, False, str(exc), "use a folder of your own, 0700")
     if not root.exists():
         parent = next((p for p in root.absolute().parents if p.exists()), None)
         if parent is None or not parent.is_dir():

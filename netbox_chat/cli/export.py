@@ -25,7 +25,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from netbox_chat.agent.evidence import ToolResult, table_of, tool_results, turn_messages
-from netbox_chat.claims.marks import summary_of
+from netbox_chat.claims.present import summary_of
 from netbox_chat.config import mask_token
 from netbox_chat.models.thinking import thought_for
 from netbox_chat.store.database import Connection, read_only_connection

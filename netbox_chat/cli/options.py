@@ -22,16 +22,20 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from netbox_chat.config import PROFILE_ENV
+from netbox_chat.errors import ExitStatus, UserFacingError
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
 
-def option(*flags: str, help: str, envvar: str | None = None) -> Any:
+def option(*flags: str, help: str, envvar: str | None = None, shows_value: bool = False) -> Any:
     """One chat option's declaration: the field is None unless typed. With
     `envvar`, --help names the variable and shows no default, because a value
-    left unset is resolved later (the config file's profile, then the default
-    each help text names)."""
-    return field(default=None, metadata={"flags": flags, "help": help, "envvar": envvar})
+    left unset is resolved later (the environment, the config file's profile,
+    then the default). `shows_value`: --help ends the text with the value in
+    force and where it came from (`help_in_force`), never a default the
+    config file replaces."""
+    metadata = {"flags": flags, "help": help, "envvar": envvar, "shows_value": shows_value}
+    return field(default=None, metadata=metadata)
 
 
 @dataclass(frozen=True)
@@ -45,35 +49,37 @@ class ChatOptions:
     sessions_dir: Path | None = option(
         "--sessions-dir",
         envvar="NETBOX_CHAT_SESSIONS",
-        help="Folder of session files (default: the sessions/ folder of the checkout "
+        help="Folder of session files (unless set: the sessions/ folder of the checkout "
         "installed with pip install -e, else $XDG_DATA_HOME/netbox-chat/sessions).",
+        shows_value=True,
     )
     ollama_url: str | None = option(
-        "--ollama-url", envvar="OLLAMA_HOST", help="Ollama server (default http://127.0.0.1:11434)."
+        "--ollama-url", envvar="OLLAMA_HOST", help="Ollama server.", shows_value=True
     )
     provider: str | None = option(
         "--provider",
         envvar="NETBOX_CHAT_PROVIDER",
-        help="Model server: ollama (default), or openai for any OpenAI-compatible server.",
+        help="Model server: ollama, or openai for any OpenAI-compatible server.",
+        shows_value=True,
     )
     base_url: str | None = option(
         "--base-url",
         envvar="NETBOX_CHAT_BASE_URL",
         help="The OpenAI-compatible server, ending in /v1 (with --provider openai).",
+        shows_value=True,
     )
     model: str | None = option(
         "--model",
         "-m",
         envvar="NETBOX_CHAT_MODEL",
-        help=(
-            "The model (Ollama's name, or the server's /v1/models id); it must call "
-            "tools (default qwen3:8b)."
-        ),
+        help="The model (Ollama's name, or the server's /v1/models id); it must call tools.",
+        shows_value=True,
     )
     netbox_url: str | None = option(
         "--netbox-url",
         envvar="NETBOX_URL",
         help="NetBox base URL; the token comes from NETBOX_TOKEN or the profile, never a flag.",
+        shows_value=True,
     )
     # No envvar: NETBOX_CHAT_THINK takes more words than a flag's on and off.
     think: bool | None = option(
@@ -87,9 +93,10 @@ class ChatOptions:
         "--grounding",
         envvar="NETBOX_CHAT_GROUNDING",
         help=(
-            "Claims of an answer that NetBox's replies do not hold: mark them (default), or "
+            "Claims of an answer that NetBox's replies do not hold: mark them, or "
             "retry: ask the model once, within the turn, to correct or drop them."
         ),
+        shows_value=True,
     )
     profile: str | None = option(
         "--profile",
@@ -110,8 +117,9 @@ class ChatOptions:
         envvar="NETBOX_CHAT_DEADLINE",
         help=(
             "Seconds the command may take in all (ask; each eval question; doctor), "
-            "whatever the model server keeps sending (default 1800)."
+            "whatever the model server keeps sending."
         ),
+        shows_value=True,
     )
 
     def where(self) -> "ChatOptions":
@@ -149,6 +157,32 @@ def option_words() -> Iterator[tuple[str, str, bool]]:
         for declared in each.metadata["flags"]:
             for word in declared.split("/"):
                 yield name, word, each.type == bool | None
+
+
+def help_in_force(name: str, profile: str | None = None) -> str:
+    """The option's help as --help shows it: for an option that `shows_value`,
+    ended with the value in force and where it came from (`(now
+    http://10.0.0.5:11434, from ollama_url in profile lab of
+    ~/.config/netbox-chat/config.toml)`, `(default qwen3:8b)`), resolved as the
+    command would with `profile`; a configuration that cannot be read sends
+    the reader to `netbox-chat config`, which says why."""
+    from netbox_chat.config import resolve_settings, source_of, without_userinfo
+
+    meta = OPTIONS[name].metadata
+    text = str(meta["help"])
+    if not meta["shows_value"]:
+        return text
+    try:
+        settings = resolve_settings(profile=profile)
+    except ValueError:
+        return f"{text.rstrip('.')} (the value in force: see `netbox-chat config`)."
+    value = getattr(settings, name)
+    if value is None:
+        return f"{text.rstrip('.')} (not set)."
+    shown = f"{value:g}" if isinstance(value, float) else without_userinfo(str(value), "***@")
+    if settings.origins.get(name, "default").startswith("default"):
+        return f"{text.rstrip('.')} (default {shown})."
+    return f"{text.rstrip('.')} (now {shown}, from {source_of(settings, name)})."
 
 
 @functools.cache
@@ -198,7 +232,7 @@ def chat_options(*names: str) -> Callable[[Command], Command]:
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
             typed = typed_on_command_line({name: kwargs.pop(name) for name in chosen})
-            return command(*args, chat=ChatOptions(**typed), **kwargs)
+            return command(*args, chat=ChatOptions(**with_options_before(typed)), **kwargs)
 
         parameters = [*own, *added]
         run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
@@ -207,6 +241,40 @@ def chat_options(*names: str) -> Callable[[Command], Command]:
         return run  # type: ignore[return-value]
 
     return decorate
+
+
+BEFORE = "netbox_chat.options_before"
+"""Where the app's callback leaves the chat's options typed before the
+command (`netbox-chat --profile lab ask …`), in its context's meta, for the
+command to take as its own (`with_options_before`)."""
+
+
+def with_options_before(typed: dict[str, Any]) -> dict[str, Any]:
+    """`typed` (a command's chat options) with those typed before the command
+    added: they mean the same there as after it, as `git -C DIR status` and
+    `llm -m MODEL` read them. The app's callback has refused any the command
+    does not take. The same option typed on both sides must say the same."""
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    parent = None if ctx is None else ctx.parent
+    before: ChatOptions | None = None if parent is None else parent.meta.get(BEFORE)
+    if before is None:
+        return typed
+    merged = dict(typed)
+    for name in typed:
+        value = getattr(before, name)
+        if value is None:
+            continue
+        if typed[name] is not None and typed[name] != value:
+            flag = OPTIONS[name].metadata["flags"][0].split("/")[0]
+            raise UserFacingError(
+                f"{flag} typed twice, {value} before the command and {typed[name]} after "
+                "it: give it once",
+                exit_status=ExitStatus.USAGE,
+            )
+        merged[name] = value
+    return merged
 
 
 def typed_on_command_line(values: dict[str, Any]) -> dict[str, Any]:

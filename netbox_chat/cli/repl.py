@@ -40,17 +40,19 @@ from rich.text import Text
 from netbox_chat import process
 from netbox_chat.agent.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
 from netbox_chat.claims import check
-from netbox_chat.claims.marks import Marker
+from netbox_chat.claims.present import Marker
+from netbox_chat.cli import clipboard, keys
+from netbox_chat.cli.preflight import NetBoxCheck
 from netbox_chat.config import ModelServer, Settings, resume_command, state_dir
 from netbox_chat.errors import PICK_MODEL, ExitStatus, UserFacingError
 from netbox_chat.models.thinking import check_setting, setting_label
 from netbox_chat.owned import NotOwned, make_folder, open_append
 from netbox_chat.store.choose import OpenSession
-from netbox_chat.store.ledger import Turn
+from netbox_chat.store.ledger import TITLE_MAX, Turn
 from netbox_chat.typeahead import LFLAG_OFF
 from netbox_chat.ui import tables, turnview
 from netbox_chat.visible import visible_line
-from netbox_chat.words import count
+from netbox_chat.words import count, number
 
 MODEL_LIST_TIMEOUT = 5.0
 """Seconds to wait for the server's list of models (a local lookup)."""
@@ -62,19 +64,22 @@ HELP = """\
   /rewind [N]       go back to just after turn N (default: drop the last turn)
   /compact          summarize the conversation to make the next requests smaller
   /tokens           tokens in/out per turn
-  /think [on|off]   let the model think (or not) for the rest of the session, or
+  /think \\[on|off]   let the model think (or not) for the rest of the session, or
                     without a word, show the setting;
                     low|medium|high for models that take levels (gpt-oss)
   /thinking [N]     the full thinking of the last turn (or of turn N)
   /show [N]         the tool calls of the last turn (or of turn N), with what they returned
   /model [NAME]     the server's models (Tab completes one), or ask NAME from the
                     next question on
-  /new              leave this session (saved) for a fresh one
+  /copy [N]         copy the last answer (or turn N's) as Markdown to the clipboard
+  /rename TITLE     name this session (`netbox-chat resume TITLE` reopens it)
+  /new, /clear      leave this session (saved) for a fresh one
   /help             this text
   exit, /exit, Ctrl-D  leave (the session is saved; `netbox-chat resume` reopens it)
 
-Ctrl-C during an answer cancels the turn and rolls it back: the model never sees it,
-and your question comes back to the input line to edit and resend. Tab completes a
+Keys: Enter sends; Alt-Enter or Ctrl-J starts a new line. Esc or Ctrl-C during an
+answer cancels the turn and rolls it back: the model never sees it, and your
+question comes back to the input line to edit and resend. Tab completes a
 /command; ↑ and Ctrl-R search what you typed, in this session and earlier ones.
 """
 
@@ -152,7 +157,10 @@ SLASH_COMMANDS = (
     "/thinking",
     "/show",
     "/model",
+    "/copy",
+    "/rename",
     "/new",
+    "/clear",
     "/exit",
     "/quit",
 )
@@ -254,6 +262,7 @@ class Repl:
     switched_to: str | None = None  # the model `/model NAME` last switched to
     known_models: tuple[str, ...] | None = None  # the server's, once asked
     garbage_due: bool = False  # a line's work ran since the survivors were last frozen
+    netbox_check: NetBoxCheck | None = None  # NetBox and the token, asked once the prompt is up
 
     def server_models(self) -> tuple[str, ...]:
         """The models the server has, asked once; none when it cannot be
@@ -290,6 +299,8 @@ class Repl:
             asyncio.get_running_loop().call_soon(draw)  # not inside the renderer
             return
         self.background.start()
+        if self.netbox_check is not None:
+            self.netbox_check.start()
         if self.garbage_due:
             # What the line's work left, collected and frozen now that the
             # prompt is up, so no full collection walks it in the next turn
@@ -303,7 +314,10 @@ class Repl:
             enable_history_search=True,
             completer=ThreadedCompleter(SlashCompleter(self.server_models)),
             complete_while_typing=False,
+            key_bindings=keys.prompt_keys(),
         )
+        # A lone Esc is taken as Esc this soon, not after prompt_toolkit's half second.
+        prompt.app.ttimeoutlen = keys.ESCAPE_WAIT
         # After every render, which makes the first one start the agent build.
         prompt.app.after_render += self._prompt_drawn
         terminal = _terminal(sys.stdin)
@@ -319,7 +333,8 @@ class Repl:
             # the cancelled question would swallow them (a Ctrl-D deletes
             # nothing, text is appended to it). ↑ still brings it back.
             try:
-                default = "" if _typed_ahead(terminal) else self.pending_input
+                waiting = _typed_ahead(terminal) or keys.typed_ahead(prompt.input)
+                default = "" if waiting else self.pending_input
                 self.pending_input = ""
                 with patch_stdout(raw=True):
                     text = await prompt.prompt_async(HTML("<b>netbox</b>&gt; "), default=default)
@@ -339,10 +354,13 @@ class Repl:
             # Armed from right after the prompt returns until right before the
             # next one: a Ctrl-C anywhere in between cancels this line's work
             # (a turn, /compact, waiting for the agent) and nothing else.
-            keys_wait = contextlib.nullcontext() if terminal is None else KeysWait(terminal)
+            keys_wait: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+            turn_keys: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
             if terminal is not None:
+                keys_wait = KeysWait(terminal)
+                turn_keys = keys.TurnKeys(terminal, prompt.input)  # Esc cancels as Ctrl-C does
                 _bracketed_paste(on=True)  # the prompt turned it off as it returned
-            with keys_wait, CancelOnSignals(on_first=self._cancelling) as signals:
+            with keys_wait, CancelOnSignals(on_first=self._cancelling) as signals, turn_keys:
                 try:
                     if (ending := await signals.run(self.handle(line))) is not None:
                         self.ending = ending
@@ -371,6 +389,8 @@ class Repl:
 
     async def ask(self, question: str) -> None:
         runtime = await self.runtime()
+        if self.netbox_check is not None:
+            await self.netbox_check.wait()  # its line, if any, before the first answer
         runtime.check_room(question)
         if runtime.thinking.note and not self.thinking_noted:
             # Known once the agent is built (from /api/show), said before the first answer.
@@ -394,15 +414,15 @@ class Repl:
         turnview.print_outcome(self.console, outcome, time.monotonic() - started)
         if (outage := runtime.take_outage()) is not None:
             self.console.print(turnview.outage_line(outage))
-        if outcome.status == "cancelled":
-            self.pending_input = question  # to edit and resend
+        if outcome.status != "done":
+            self.pending_input = question  # cancelled or failed: to edit and resend
 
     async def slash_command(self, line: str) -> str | None:
         command, _, argument = line.partition(" ")
         argument = argument.strip()
         if command in ("/exit", "/quit"):
             return "exit"
-        if command == "/new":
+        if command in ("/new", "/clear"):
             return "new"
         if command == "/help":
             self.console.print(Text.from_markup(HELP))
@@ -422,6 +442,10 @@ class Repl:
             await self.show(argument)
         elif command == "/model":
             await self.switch_model(argument)
+        elif command == "/rename":
+            self.rename(argument)
+        elif command == "/copy":
+            self.copy(argument)
         else:
             self.console.print(
                 Text.assemble((f"unknown command {command}", "red"), "; /help lists them")
@@ -451,6 +475,10 @@ class Repl:
             self.console.print(Text(str(exc), style="red"))
             return
         plan = runtime.set_thinking(setting)
+        # Kept with the session (resume goes on with it) and for /model's next agent.
+        if setting is not None:
+            self.session.remember(think=setting)
+        self.settings = replace(self.settings, think=setting)
         self.thinking_noted = True
         if plan.note:
             self.console.print(Text(plan.note, style="yellow"))
@@ -514,7 +542,7 @@ class Repl:
     async def show(self, argument: str) -> None:
         """`/show [N]`: the tool calls of the last answered turn (or turn N),
         with what each returned, from the conversation at the turn's end."""
-        from netbox_chat.agent.evidence import tool_results, turn_messages
+        from netbox_chat.agent.evidence import calls_of, tool_results, turn_messages
 
         turn = chosen_turn([t for t in self.session.turns() if t.status == "done"], argument)
         if turn is None:
@@ -540,9 +568,46 @@ class Repl:
         # Each claim of the answer and the result it rests on: every result
         # the conversation held at the turn's end (earlier turns' too).
         held = tool_results(messages[: turn.message_count])
-        grounding = check(turn.answer or "", [r.data() for r in held], given=turn.question)
+        grounding = check(turn.answer or "", calls_of(held), given=turn.question)
         self.console.print(Text(f"turn {turn.number}: the answer's claims", style="dim"))
         self.console.print(tables.claims_view(grounding, [(r.name, r.args) for r in held]))
+
+    def rename(self, argument: str) -> None:
+        """`/rename TITLE`: the session's title, which `ls` shows and
+        `resume TITLE` and the picker find it by."""
+        title = " ".join(argument.split())
+        if not title or not title.isprintable() or len(title) > TITLE_MAX:
+            self.console.print(
+                Text(f"/rename takes a title of one line, up to {TITLE_MAX} characters", "red")
+            )
+            return
+        self.session.remember(title=title)
+        self.console.print(
+            Text(visible_line(f"session {self.session.id} is now “{title}”"), style="green")
+        )
+
+    def copy(self, argument: str) -> None:
+        """`/copy [N]`: the last answer's Markdown (or turn N's) to the
+        terminal's clipboard, by OSC 52 (clipboard.py)."""
+        turn = chosen_turn([t for t in self.session.turns() if t.answer], argument)
+        if turn is None:
+            where = f"turn {argument} has no answer" if argument else "no answer yet"
+            self.console.print(Text(f"/copy: {where}", style="dim"))
+            return
+        copied = clipboard.copy(turn.answer or "", sys.stdout)
+        line = Text(
+            f"copied turn {turn.number}'s answer ({count(copied.chars, 'character')} of Markdown)",
+            style="green",
+        )
+        if copied.cut:
+            line.append(
+                f"; only its first {number(copied.chars)} characters: a terminal takes "
+                f"about {clipboard.LIMIT // 1000} kB (`netbox-chat export` has it all)",
+                style="yellow",
+            )
+        self.console.print(line)
+        if copied.doubt:
+            self.console.print(Text(copied.doubt, style="yellow"))
 
     def show_thinking(self, argument: str) -> None:
         turn = chosen_turn([t for t in self.session.turns() if t.thinking], argument)
@@ -621,7 +686,8 @@ async def run_chat(
         console.print(line)
 
     background = BackgroundRuntime(session, settings, say_problem)
-    repl = Repl(session, settings, console, background)
+    checked = NetBoxCheck(settings, say_problem)
+    repl = Repl(session, settings, console, background, netbox_check=checked)
     picking = PICK_MODEL.set("/model NAME")  # no option can be given here
     try:
         if session.running_turns():

@@ -16,9 +16,16 @@ from typing import Any
 
 from rich.console import Console
 
-from netbox_chat.config import Settings, without_userinfo
+from netbox_chat.config import Settings, not_configured, source_of, without_userinfo
 from netbox_chat.errors import ExitStatus, UserFacingError
-from netbox_chat.eval.questions import Question, build_questions
+from netbox_chat.eval.questions import (
+    BuildReport,
+    Question,
+    build_lines,
+    build_questions,
+    changed_types,
+    data_now,
+)
 from netbox_chat.eval.report import markdown, one_line, summarize
 from netbox_chat.eval.runfolder import Plan, RunFolder
 from netbox_chat.eval.truth import TruthClient
@@ -30,6 +37,7 @@ class EvalOptions:
     models: tuple[str, ...]
     seed: int = 0
     per_template: int = 3
+    limit: int | None = None
     repeat: int = 1
     parallel: int = 1
     conversation: bool = False
@@ -37,43 +45,66 @@ class EvalOptions:
     questions_file: Path | None = None
     list_only: bool = False
     as_json: bool = False
+    show_right: bool = False
     resume: str | None = None
     runs_dir: Path = Path("eval-runs")
 
 
 def truth_client(settings: Settings) -> TruthClient:
     if settings.netbox_url is None:
-        raise UserFacingError(
-            "NetBox is not configured: set NETBOX_URL and NETBOX_TOKEN (or pass --netbox-url)"
-        )
-    return TruthClient(settings.netbox_url, settings.netbox_token, timeout=settings.netbox_timeout)
+        raise UserFacingError(not_configured())
+    return TruthClient(
+        settings.netbox_url,
+        settings.netbox_token,
+        timeout=settings.netbox_timeout,
+        url_from=source_of(settings, "netbox_url"),
+        token_from=source_of(settings, "token"),
+    )
 
 
-def make_questions(settings: Settings, options: EvalOptions, err: Console) -> list[Question]:
-    """The built questions plus the user's file, truth computed now."""
+def make_questions(
+    settings: Settings, options: EvalOptions, err: Console
+) -> tuple[list[Question], BuildReport]:
+    """The built questions plus the user's file, truth computed now, and what
+    the build could not do (said on stderr here, kept in the plan)."""
     from netbox_chat.eval.custom import load_questions
 
     with truth_client(settings) as client:
         started = time.monotonic()
-        built = build_questions(client, seed=options.seed, per_template=options.per_template)
+        built = build_questions(
+            client, seed=options.seed, per_template=options.per_template, limit=options.limit
+        )
         questions = built.questions
         if options.questions_file is not None:
             questions = questions + load_questions(options.questions_file, client)
         err.print(
-            f"netbox-chat: {len(questions)} questions from "
-            f"{without_userinfo(settings.netbox_url or '', '***@')} "
-            f"({client.calls} NetBox requests, {time.monotonic() - started:.1f} s)"
-            + (f"; no data for: {', '.join(built.skipped)}" if built.skipped else ""),
+            visible_line(
+                f"netbox-chat: {len(questions)} questions from "
+                f"{without_userinfo(settings.netbox_url or '', '***@')} "
+                f"({client.calls} NetBox requests, {time.monotonic() - started:.1f} s)"
+                + "".join(f"; {line}" for line in build_lines(built.skipped, built.absent, {}))
+            ),
             style="dim",
             markup=False,
             highlight=False,
         )
-    return questions
+        for line in build_lines((), {}, built.left_out):
+            err.print(visible_line(f"netbox-chat: {line}"), style="yellow", markup=False)
+    return questions, built
 
 
-def list_questions(questions: list[Question], options: EvalOptions, out: Console) -> None:
+def list_questions(
+    questions: list[Question], built: BuildReport, options: EvalOptions, out: Console
+) -> None:
     if options.as_json:
-        listing = {"seed": options.seed, "questions": [q.as_json() for q in questions]}
+        listing = {
+            "seed": options.seed,
+            "left_out": built.left_out,
+            "no_data": built.skipped,
+            "absent": built.absent,
+            "data": built.data,
+            "questions": [q.as_json() for q in questions],
+        }
         print(visible_json(json.dumps(listing, indent=2, ensure_ascii=False)))
         return
     for q in questions:
@@ -97,17 +128,23 @@ def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Consol
         folder = RunFolder.open(options.runs_dir, options.resume)
         plan = folder.plan()
         settings = _same_netbox(settings, plan, err)
+        _same_data(settings, plan, err)
         check_models(settings, [*plan.models, *([plan.judge] if plan.judge else [])])
         _forget_unanswered(folder)
     else:
         if not options.list_only:
             check_models(settings, [*options.models, *([options.judge] if options.judge else [])])
-        questions = make_questions(settings, options, err)
+        questions, built = make_questions(settings, options, err)
         if options.list_only:
-            list_questions(questions, options, out)
+            list_questions(questions, built, options, out)
             return ExitStatus.OK
         if not questions:
-            raise UserFacingError("this NetBox has no data any question could be built from")
+            why = next(iter(built.left_out.values()), "")
+            raise UserFacingError(
+                f"no question could be built: {why}"
+                if why
+                else "this NetBox has no data any question could be built from"
+            )
         plan = Plan(
             models=options.models,
             questions=tuple(questions),
@@ -116,14 +153,17 @@ def run_eval(settings: Settings, options: EvalOptions, out: Console, err: Consol
             conversation=options.conversation,
             judge=options.judge,
             netbox_url=settings.netbox_url,
+            left_out=built.left_out,
+            absent=built.absent,
+            data=built.data,
         )
         folder = RunFolder.create(options.runs_dir, plan)
     err.print(f"netbox-chat: run {folder.id} in {folder.root}", style="dim", markup=False)
     interrupted = _run(folder, plan, settings, err, options.parallel)
     summary = summarize(plan, folder.results(), run=folder.id)
     folder.write("report.json", json.dumps(summary, indent=1, ensure_ascii=False, default=str))
-    text = markdown(summary)
-    folder.write("report.md", text)
+    folder.write("report.md", markdown(summary, show_right=True))  # the whole record
+    text = markdown(summary, show_right=options.show_right)
     if options.as_json:
         print(visible_json(json.dumps(summary, indent=2, ensure_ascii=False, default=str)))
     elif out.is_terminal:
@@ -163,6 +203,32 @@ def _same_netbox(settings: Settings, plan: Plan, err: Console) -> Settings:
             f"{now}: its truth would not fit"
         )
     return settings
+
+
+def _same_data(settings: Settings, plan: Plan, err: Console) -> None:
+    """A resumed run keeps the truth it was built with; when NetBox's data has
+    changed since, the rest of the answers are scored against data that is no
+    longer there, and the user is told so (one line; a check that cannot read
+    says that instead and the run goes on)."""
+    if not plan.data:
+        return
+    try:
+        with truth_client(settings) as client:
+            now = data_now(client)
+    except UserFacingError as exc:
+        err.print(visible_line(f"netbox-chat: cannot tell whether NetBox's data changed: {exc}"))
+        return
+    changed = changed_types(plan.data, now)
+    if changed:
+        err.print(
+            visible_line(
+                f"netbox-chat: NetBox's data changed since this run was built "
+                f"({', '.join(changed)}): the run keeps the truth it was built with"
+            ),
+            style="yellow",
+            markup=False,
+            highlight=False,
+        )
 
 
 def _forget_unanswered(folder: RunFolder) -> None:

@@ -31,9 +31,15 @@ from netbox_chat.claims.reader import key
 from netbox_chat.errors import UserFacingError
 from netbox_chat.eval.questions import KINDS, MAX_LIST, TIERS, Question
 from netbox_chat.eval.truth import Query, QueryError, TruthClient
+from netbox_chat.visible import visible_line
 
 MAX_QUESTIONS = 1000
 MAX_TEXT = 2000
+MAX_BYTES = 1_000_000
+"""A questions file larger than this is refused unread past it (`/dev/zero` ends)."""
+MAX_DEPTH = 8
+"""Tables and arrays nested deeper than this are no questions file (a question is
+at most four deep: question, expected, a table of names, a value)."""
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,79}$")
 _KEYS = {"id", "text", "kind", "tier", "domain", "query", "expected", "universe", "scope"}
 _NAMES = ("name", "display", "slug", "id")
@@ -187,12 +193,13 @@ def load_questions(path: Path, client: TruthClient | None) -> list[Question]:
     client, as for `--list` of a file with typed answers only, a query is an error)."""
     import tomllib
 
+    text = _read(path)
+    if _depth(text) > MAX_DEPTH:
+        raise QuestionsFileError(f"{path}: nested deeper than {MAX_DEPTH} levels (the limit)")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise QuestionsFileError(f"cannot read {path}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise QuestionsFileError(f"{path} is not TOML: {exc}") from None
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise QuestionsFileError(visible_line(f"{path} is not TOML: {exc}")) from None
     items = data.get("question")
     if set(data) - {"question"} or not isinstance(items, list) or not items:
         raise QuestionsFileError(f"{path}: expected one or more [[question]] tables, nothing else")
@@ -206,6 +213,61 @@ def load_questions(path: Path, client: TruthClient | None) -> list[Question]:
             raise _fail(path, n, f"id {questions[-1].id} is used twice")
         seen.add(questions[-1].id)
     return questions
+
+
+def _read(path: Path) -> str:
+    """The file's text, read no further than MAX_BYTES (a device or a pipe has no
+    size to ask first), refused past it."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise QuestionsFileError(f"cannot read {path}: {exc.strerror}") from None
+    if len(data) > MAX_BYTES:
+        raise QuestionsFileError(f"{path}: larger than {MAX_BYTES:,} bytes (the limit)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise QuestionsFileError(f"{path} is not TOML: {exc}") from None
+
+
+def _depth(text: str) -> int:
+    """How deep TOML arrays and inline tables nest, read before the parser
+    recurses into them (strings, comments and table headers skipped): tomllib
+    recurses once a level, and a file nested thousands deep would end in a
+    RecursionError. One pass over the text."""
+    deepest = depth = 0
+    quote = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not quote and stripped.startswith("[") and stripped.endswith("]") and "=" not in line:
+            continue  # a table header: [[question]]
+        i = 0
+        while i < len(line):
+            c = line[i]
+            if quote:
+                if c == "\\" and quote in ('"', '"""'):
+                    i += 2
+                    continue
+                if line.startswith(quote, i):
+                    i += len(quote)
+                    quote = ""
+                    continue
+            elif c == "#":
+                break
+            elif c in "\"'":
+                quote = c * 3 if line.startswith(c * 3, i) else c
+                i += len(quote)
+                continue
+            elif c in "[{":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif c in "]}" and depth:
+                depth -= 1
+            i += 1
+        if quote in ('"', "'"):
+            quote = ""  # a one-line string ends with its line
+    return deepest
 
 
 def _question(path: Path, n: int, item: Any, client: TruthClient | None) -> Question:

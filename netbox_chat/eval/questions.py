@@ -1,13 +1,14 @@
 """The question set: templates over the user's own data, drawn by seed, with
 the truth computed by the harness's own queries (truth.py).
 
-A template names its tier, answer type and domain and turns the catalog (the
-first page of each object type this NetBox holds) into drafts: a question's
-words, the query that answers it, and the names that would be wrong to give.
-Each template draws with its own seeded generator, so the same seed on the
-same data gives the same questions, and adding a template changes no other
-template's draw. A template whose objects this NetBox does not have yields
-nothing and is skipped.
+A template names its tier, answer type and domain and turns the catalog
+(every object of each type the templates draw from, read whole) into drafts:
+a question's words, the query that answers it, and the names that would be
+wrong to give. Each template draws with its own seeded generator, so the same
+seed on the same data gives the same questions, and adding a template changes
+no other template's draw. A template whose objects this NetBox does not have
+yields nothing and is skipped; one whose read failed is left out whole and
+said so (a slow NetBox is not an empty one).
 """
 
 from __future__ import annotations
@@ -15,12 +16,20 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from netbox_chat.claims.grounding import DEVICE_STATUSES, IP_STATUSES
 from netbox_chat.claims.reader import singular
-from netbox_chat.eval.truth import Query, QueryError, TruthClient, dig, label
+from netbox_chat.eval.truth import (
+    NoData,
+    Query,
+    QueryError,
+    TruthClient,
+    dig,
+    label,
+)
 
 TIERS = ("simple", "medium", "advanced")
 KINDS = ("count", "list", "value", "boolean", "absence", "explanation")
@@ -165,19 +174,126 @@ CATALOG = (
 
 Catalog = Mapping[str, Sequence[Mapping[str, Any]]]
 
+READERS = 4
+"""Object types read at once: NetBox serves a few requests in parallel (its
+gunicorn workers), and more would only queue there."""
 
-def read_catalog(client: TruthClient) -> dict[str, list[dict[str, Any]]]:
-    """The first page of each object type the templates draw from (ordered by id, so
-    the draw depends on the data, not on NetBox's default ordering)."""
-    catalog: dict[str, list[dict[str, Any]]] = {}
-    for path in CATALOG:
+CHANGED = {"core/object-changes": "time"}
+"""The field that says when an object last changed, where it is not `last_updated`."""
+
+
+class Unread(Exception):
+    """A template asked for an object type whose read failed: the template is left out."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(why)
+        self.path, self.why = path, why
+
+
+@dataclass
+class CatalogRead(Mapping[str, Sequence[Mapping[str, Any]]]):
+    """Every object of each type the templates draw from, read whole or not at
+    all: a type whose read failed raises `Unread` when a template asks for it
+    (so no truth and no universe is built from part of it); a type NetBox
+    refused (403) or lacks (404) is empty, and `absent` says why."""
+
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    absent: dict[str, str] = field(default_factory=dict)
+
+    def __getitem__(self, path: str) -> Sequence[Mapping[str, Any]]:
+        if path in self.failed:
+            raise Unread(path, self.failed[path])
+        return self.rows.get(path, [])
+
+    def __iter__(self) -> Any:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What the questions came from: per type, how many objects and when the
+        last of them changed (a failed read says so), for --resume to compare."""
+        found: dict[str, Any] = {}
+        for path in CATALOG:
+            if path in self.failed:
+                found[path] = {"failed": self.failed[path]}
+                continue
+            rows = self.rows.get(path, [])
+            stamps = [
+                str(r[CHANGED.get(path, "last_updated")] or "") for r in rows if _stamped(r, path)
+            ]
+            found[path] = {"count": len(rows), "last_change": max(stamps, default=None)}
+        return found
+
+
+def _stamped(row: Mapping[str, Any], path: str) -> bool:
+    return bool(row.get(CHANGED.get(path, "last_updated")))
+
+
+def read_catalog(client: TruthClient) -> CatalogRead:
+    """Every object of each type the templates draw from, ordered by id (so the
+    draw depends on the data, not on NetBox's default ordering), the types read
+    `READERS` at once, each once."""
+    read = CatalogRead()
+
+    def one(path: str) -> None:
         try:
-            page = client.get(path, [("limit", "1000"), ("ordering", "id")])
-        except QueryError:
-            page = {}  # a type this NetBox or this token cannot list: its templates skip
-        rows = page.get("results") if isinstance(page, dict) else None
-        catalog[path] = [row for row in rows or [] if isinstance(row, dict) and "id" in row]
-    return catalog
+            rows = client.rows(path, [("ordering", "id")])
+        except NoData as exc:
+            read.absent[path] = str(exc)
+            rows = []
+        except QueryError as exc:  # time-outs, 5xx, a reply that is no listing
+            read.failed[path] = str(exc)
+            return
+        read.rows[path] = [row for row in rows if "id" in row]
+
+    with ThreadPoolExecutor(READERS) as pool:
+        list(pool.map(one, CATALOG))
+    read.rows = {path: read.rows[path] for path in CATALOG if path in read.rows}
+    return read
+
+
+def data_now(client: TruthClient) -> dict[str, Any]:
+    """The fingerprint of NetBox's data as it is now, one small request per type
+    (its count and its most recently changed object), to compare with a run's."""
+    found: dict[str, Any] = {}
+
+    def one(path: str) -> None:
+        stamp = CHANGED.get(path, "last_updated")
+        try:
+            page = client.get(path, [("limit", "1"), ("ordering", f"-{stamp}")])
+        except NoData:
+            found[path] = {"count": 0, "last_change": None}
+            return
+        except QueryError as exc:
+            found[path] = {"failed": str(exc)}
+            return
+        results = page.get("results") if isinstance(page, dict) else None
+        first = results[0] if isinstance(results, list) and results else {}
+        last = first.get(stamp) if isinstance(first, dict) else None
+        count = page.get("count") if isinstance(page, dict) else None
+        found[path] = {"count": count, "last_change": str(last) if last else None}
+
+    with ThreadPoolExecutor(READERS) as pool:
+        list(pool.map(one, CATALOG))
+    return {path: found[path] for path in CATALOG}
+
+
+def changed_types(then: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """The types whose count or last change differ between two fingerprints
+    (a type either side could not read is left out: unknown is not changed)."""
+    changed = []
+    for path, before in then.items():
+        after = now.get(path)
+        if not isinstance(before, dict) or not isinstance(after, dict):
+            continue
+        if "failed" in before or "failed" in after:
+            continue
+        if before != after:
+            changed.append(path)
+    return changed
 
 
 def names(rows: Iterable[Mapping[str, Any]], key: str = "name") -> tuple[str, ...]:
@@ -326,6 +442,7 @@ def _vlan_vid(cat: Catalog) -> list[Draft]:
         unique(cat["ipam/vlans"]),
         "What is the VLAN ID (VID) of VLAN {name}?",
         field_of("ipam/vlans", "vid"),
+        tuple(sorted({str(v["vid"]) for v in cat["ipam/vlans"] if v.get("vid") is not None})),
     )
 
 
@@ -379,6 +496,7 @@ def _vrf_rd(cat: Catalog) -> list[Draft]:
         [v for v in unique(cat["ipam/vrfs"]) if v.get("rd")],
         "What is the route distinguisher of VRF {name}?",
         field_of("ipam/vrfs", "rd"),
+        names(cat["ipam/vrfs"], "rd"),
     )
 
 
@@ -690,7 +808,10 @@ def _ip_interface(cat: Catalog) -> list[Draft]:
     """The interface an address is on; the wrong names are the other interfaces
     that hold an address."""
     interfaces = tuple(
-        sorted({str(n) for a in cat["ipam/ip-addresses"] if (n := dig(a, "assigned_object.name"))})
+        sorted(
+            {str(n) for a in cat["ipam/ip-addresses"] if (n := dig(a, "assigned_object.name"))}
+            | set(names(cat["dcim/interfaces"]))
+        )
     )
     return each(
         [a for a in unique(cat["ipam/ip-addresses"], "address") if _held(a)],
@@ -1147,11 +1268,34 @@ def is_none(question: Question) -> bool:
 @dataclass
 class BuildReport:
     """What the builder did: the questions, the templates it skipped for lack of
-    data, and what the truth cost (requests to NetBox)."""
+    data (`absent`: the types NetBox refused or lacks, and why), the templates
+    left out because a read failed (and why: their questions are not this
+    seed's full set), the data's fingerprint, and what the truth cost."""
 
     questions: list[Question] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)
+    absent: dict[str, str] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
     requests: int = 0
+
+
+def build_lines(
+    skipped: Sequence[str], absent: Mapping[str, str], left_out: Mapping[str, str]
+) -> list[str]:
+    """What a build could not do, one line each, as stderr, the report's header
+    and `--list` say it: templates with no data (and the types NetBox refused
+    or lacks, by name), and templates left out because a read failed, by reason."""
+    lines = []
+    if skipped:
+        refused = "; ".join(f"{path}: {why}" for path, why in absent.items())
+        lines.append(f"no data for: {', '.join(skipped)}" + (f" ({refused})" if refused else ""))
+    reasons: dict[str, list[str]] = {}
+    for template, why in left_out.items():
+        reasons.setdefault(why, []).append(template)
+    for why, templates in reasons.items():
+        lines.append(f"left out, a read failed: {', '.join(templates)} ({why})")
+    return lines
 
 
 def build_questions(
@@ -1160,40 +1304,119 @@ def build_questions(
     seed: int,
     per_template: int = 3,
     catalog: Catalog | None = None,
+    limit: int | None = None,
 ) -> BuildReport:
-    """Draw up to `per_template` instances of every template this NetBox has data for."""
+    """Draw up to `per_template` instances of every template this NetBox has data for
+    (with `limit`, N of them spread over the templates: one from each of N
+    templates taken in a seeded order, then a second from each, ...; only the
+    templates needed are built). A template whose reads fail is left out whole
+    (never built from what did come back), so the same seed on the same data
+    draws the same questions, or says which templates it could not. Templates
+    are built `READERS` at once; each object type is read once."""
     calls_before = client.calls
     report = BuildReport()
-    if per_template == 0:
+    if per_template == 0 or limit == 0:
+        report.data = data_now(client)  # a file's own questions come from this data too
         return report
     cat = read_catalog(client) if catalog is None else catalog
+    if isinstance(cat, CatalogRead):
+        report.absent, report.data = dict(cat.absent), cat.fingerprint()
     ids = unnamed_ids(cat)
-    for template in TEMPLATES:
-        drafts = template.drafts(cat)
-        rng = random.Random(f"{seed}:{template.id}")
-        rng.shuffle(drafts)
-        made: list[Question] = []
-        spare: list[Question] = []
-        # Each try costs NetBox requests: give up on a template after a few misses.
-        for draft in drafts[: per_template * 4]:
-            if len(made) >= per_template:
-                break
-            question = _instantiate(client, template, draft, ids)
-            if question is None:
-                continue
-            if template.kind == "absence" or not is_none(question):
-                made.append(question)
-            elif per_template > 1 and not any(is_none(q) for q in made):
-                made.append(question)  # one empty list or zero count: the trap stays
-            else:
-                spare.append(question)
-        if len(made) < per_template and spare and not any(is_none(q) for q in made):
-            made.append(spare[0])
-        report.questions.extend(made)
-        if not made:
-            report.skipped.append(template.id)
+    order = list(TEMPLATES)
+    if limit is not None:
+        random.Random(f"{seed}:limit").shuffle(order)
+    drawn: dict[str, list[Question]] = {}
+    with ThreadPoolExecutor(READERS) as pool:
+        for start in range(0, len(order), READERS):
+            batch = order[start : start + READERS]
+            for template, outcome in zip(
+                batch,
+                pool.map(lambda t: _outcome(client, t, cat, ids, seed, per_template), batch),
+                strict=True,
+            ):
+                if isinstance(outcome, str):
+                    report.left_out[template.id] = outcome
+                    continue
+                made, absent = outcome
+                report.absent.update(absent)
+                drawn[template.id] = made
+                if not made:
+                    report.skipped.append(template.id)
+            if limit is not None and sum(1 for made in drawn.values() if made) >= limit:
+                break  # enough templates for one question from each of `limit`
+    chosen = _spread(order, drawn, limit)
+    index = {t.id: n for n, t in enumerate(TEMPLATES)}
+    report.questions = sorted(chosen, key=lambda q: index[q.template])
+    report.left_out = {t.id: report.left_out[t.id] for t in TEMPLATES if t.id in report.left_out}
+    report.skipped = [t.id for t in TEMPLATES if t.id in report.skipped]
     report.requests = client.calls - calls_before
     return report
+
+
+def _spread(
+    order: Sequence[Template], drawn: Mapping[str, list[Question]], limit: int | None
+) -> list[Question]:
+    """All the drawn questions, or `limit` of them: the first of each template in
+    `order`, then the second of each, and so on."""
+    if limit is None:
+        return [q for t in order for q in drawn.get(t.id, [])]
+    chosen: list[Question] = []
+    for rank in range(max((len(made) for made in drawn.values()), default=0)):
+        for template in order:
+            made = drawn.get(template.id, [])
+            if rank < len(made) and len(chosen) < limit:
+                chosen.append(made[rank])
+    return chosen
+
+
+def _outcome(
+    client: TruthClient,
+    template: Template,
+    cat: Catalog,
+    ids: Mapping[str, str],
+    seed: int,
+    per_template: int,
+) -> tuple[list[Question], dict[str, str]] | str:
+    """A template's questions, drawn with its own seeded generator, and the
+    types NetBox refused it (no data); or why it is left out (a read failed)."""
+    try:
+        return _draw(client, template, template.drafts(cat), ids, seed, per_template), {}
+    except Unread as exc:
+        return exc.why
+    except NoData as exc:
+        return [], {exc.path: str(exc)}
+    except QueryError as exc:  # a truth read that failed after every try
+        return str(exc)
+
+
+def _draw(
+    client: TruthClient,
+    template: Template,
+    drafts: list[Draft],
+    ids: Mapping[str, str],
+    seed: int,
+    per_template: int,
+) -> list[Question]:
+    rng = random.Random(f"{seed}:{template.id}")
+    rng.shuffle(drafts)
+    made: list[Question] = []
+    spare: list[Question] = []
+    # Each try costs NetBox requests: give up on a template after a few misses.
+    for draft in drafts[: per_template * 4]:
+        if len(made) >= per_template:
+            break
+        question = _instantiate(client, template, draft, ids)
+        if question is None:
+            continue
+        if template.kind == "absence" or not is_none(question):
+            made.append(question)
+        elif per_template > 1 and not any(is_none(q) for q in made):
+            made.append(question)  # one empty list or zero count: the trap stays
+        else:
+            spare.append(question)
+    if len(made) < per_template and spare and not any(is_none(q) for q in made):
+        made.append(spare[0])
+    return made
 
 
 def _instantiate(

@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from netbox_chat.eval.questions import BUDGETS, KINDS, TIERS, Question
+from netbox_chat.eval.questions import BUDGETS, KINDS, TIERS, Question, build_lines
 from netbox_chat.eval.runfolder import Plan
 from netbox_chat.eval.scoring import score_question
 from netbox_chat.words import count, number
@@ -28,6 +28,9 @@ scores on a question set is the floor a real score has to rise above."""
 
 SHORT = 160
 """Characters of a question, a truth or an answer quoted in the list of wrong answers."""
+
+WHY = 80
+"""Characters of a `why` cell: one line in a report as wide as a terminal."""
 
 
 def group_of(result: dict[str, Any]) -> str:
@@ -177,11 +180,37 @@ def rate_interval(results: Sequence[dict[str, Any]], seed: int = 0) -> dict[str,
     return {"low": round(low, 4), "high": round(high, 4), "templates": len(set(group.values()))}
 
 
+GROUNDED = (
+    "*grounded*: of the answers that state something to check (claims), the share whose "
+    "every claim a NetBox reply of the same turn holds; a non-answer, or an answer "
+    "stating nothing to check, is outside it."
+)
+KEYS = (
+    "*95 % interval*: where *correct* could have come out on another draw of questions "
+    "(a bootstrap over templates). *pass^k*: the share of questions right in every one of "
+    "the k `--repeat` runs (`-`: one repeat). *declined*: non-answers (give-ups, questions "
+    "back), wrong where scored. " + GROUNDED
+)
+"""The one-line key under the models' table."""
+
+
 def grounded_share(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The share of answers with no claim NetBox's replies do not hold (issue
-    33): right and grounded are different things, a guess can be right."""
-    checked = [r["grounding"] for r in results if isinstance(r.get("grounding"), dict)]
-    grounded = sum(1 for g in checked if not g.get("ungrounded") and not g.get("without_netbox"))
+    """Of the answers that state something to check, the share whose every
+    claim a NetBox reply holds (issue 33): right and grounded are different
+    things, a guess can be right. A non-answer states nothing: it is outside
+    the share (it would be 100 % grounded, having no claim to fail)."""
+    checked = [
+        r["grounding"]
+        for r in results
+        if isinstance(r.get("grounding"), dict)
+        and not r["score"].get("declined")
+        and int(r["grounding"].get("claims") or 0) > 0
+    ]
+    grounded = sum(
+        1
+        for g in checked
+        if not g.get("ungrounded") and not g.get("without_netbox") and not g.get("unchecked")
+    )
     return {
         "grounded": grounded,
         "checked": len(checked),
@@ -210,10 +239,17 @@ def pass_k(results: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def constant_floor(questions: Sequence[Question]) -> dict[str, Any]:
-    """What each constant answer scores on these questions (explanations left out:
-    only a judge scores them)."""
-    scored = [q for q in questions if q.kind != "explanation"]
+def scored_questions(questions: Sequence[Question], judge: bool) -> list[Question]:
+    """The questions a run scores: all of them with a judge, else all but the
+    explanations. The score, the floor and every rate count these."""
+    return [q for q in questions if judge or q.kind != "explanation"]
+
+
+def constant_floor(questions: Sequence[Question], judge: bool = False) -> dict[str, Any]:
+    """What each constant answer scores on the questions the run scores (with a
+    judge, an explanation too: no constant describes a device, so it earns
+    nothing there), over the same denominator as the score."""
+    scored = scored_questions(questions, judge)
     rates: dict[str, Any] = {}
     for answer in CONSTANT_ANSWERS:
         right = sum(1 for q in scored if score_question(q, answer).correct)
@@ -261,12 +297,29 @@ def summarize(plan: Plan, results: Sequence[dict[str, Any]], *, run: str) -> dic
         "finished": len(ordered),
         "complete": len(ordered) >= expected,
         "expected_results": expected,
-        "floor": constant_floor(plan.questions),
+        "left_out": dict(plan.left_out),
+        "absent": dict(plan.absent),
+        "unscored": unscored_note(plan),
+        "floor": constant_floor(plan.questions, plan.judge is not None),
         "models": models,
         "comparisons": pairs,
         "wrong": wrong_answers(plan, ordered),
+        "right": credited_answers(plan, ordered),
         "results": ordered,
     }
+
+
+def unscored_note(plan: Plan) -> str:
+    """Which questions no figure counts, and why ("" when every one is scored)."""
+    if plan.judge is not None:
+        return ""
+    n = sum(1 for q in plan.questions if q.kind == "explanation")
+    if not n:
+        return ""
+    return (
+        f"{count(n, 'explanation question')} {'is' if n == 1 else 'are'} not scored "
+        f"without --judge: no figure counts {'it' if n == 1 else 'them'}"
+    )
 
 
 def shorten(text: str, limit: int = SHORT) -> str:
@@ -295,27 +348,53 @@ def _truth(question: Question | None) -> str:
 
 def wrong_answers(plan: Plan, results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each answer scored wrong: the question, the truth, what was said
-    (shortened) and why; a declined answer says so."""
+    (shortened) and why (one line); a declined answer says so."""
+    return [
+        {
+            **listed,
+            "said": shorten(str(r.get("answer") or "")),
+            "why": shorten(
+                ("declined: " if r["score"].get("declined") else "") + r["score"]["why"], WHY
+            ),
+        }
+        for r, listed in _scored(plan, results, False)
+    ]
+
+
+def credited_answers(plan: Plan, results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each answer scored right, with the words of it that earned the credit,
+    so that credit that looks undeserved can be found and read."""
+    return [
+        {**listed, "credit": shorten(str(r["score"].get("credit") or r["score"]["why"]))}
+        for r, listed in _scored(plan, results, True)
+    ]
+
+
+def _scored(
+    plan: Plan, results: Sequence[dict[str, Any]], correct: bool
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The results scored `correct`, each with what a list of them shows: the
+    model, the question, its truth and the session to read."""
     by_id = {q.id: q for q in plan.questions}
-    wrong = []
+    found = []
     for r in results:
-        if r["score"]["correct"] is not False:
+        if r["score"]["correct"] is not correct:
             continue
         question = by_id.get(r["question"])
-        wrong.append(
-            {
-                "model": r["model"],
-                "repeat": r["repeat"],
-                "question": r["question"],
-                "text": shorten(question.text if question else r["question"]),
-                "truth": shorten(_truth(question)),
-                "said": shorten(str(r.get("answer") or "")),
-                "why": ("declined: " if r["score"].get("declined") else "")
-                + shorten(r["score"]["why"]),
-                "session": r.get("session"),
-            }
+        found.append(
+            (
+                r,
+                {
+                    "model": r["model"],
+                    "repeat": r["repeat"],
+                    "question": r["question"],
+                    "text": shorten(question.text if question else r["question"]),
+                    "truth": shorten(_truth(question)),
+                    "session": r.get("session"),
+                },
+            )
         )
-    return wrong
+    return found
 
 
 def one_line(summary: dict[str, Any]) -> str:
@@ -329,6 +408,9 @@ def one_line(summary: dict[str, Any]) -> str:
     if highest is not None and floor["answers"][highest]["rate"] is not None:
         rate = floor["answers"][highest]["rate"]
         parts.append(f"a constant {highest!r} would score {100 * rate:.0f} %")
+    left_out = summary.get("left_out") or {}
+    if left_out:
+        parts.append(f"{count(len(left_out), 'template')} left out, a read failed")
     return f"run {summary['run']}: " + "; ".join(parts)
 
 
@@ -360,8 +442,8 @@ def _pass_k(figures: dict[str, Any] | None) -> str:
     return f"{100 * figures['rate']:.0f} % ({figures['right_every_time']}/{figures['questions']})"
 
 
-def markdown(summary: dict[str, Any]) -> str:
-    """The report a person reads."""
+def markdown(summary: dict[str, Any], *, show_right: bool = False) -> str:
+    """The report a person reads; `show_right` adds the credited answers."""
     lines = [
         f"# netbox-chat eval, run {summary['run']}",
         "",
@@ -371,6 +453,7 @@ def markdown(summary: dict[str, Any]) -> str:
         + ("all in one session" if summary["conversation"] else "each in a new session")
         + f"; {summary['finished']} of {summary['expected_results']} answers finished"
         + ("." if summary["complete"] else " (stopped: --resume to finish)."),
+        *_build_header(summary),
         "",
         "| model | correct | 95 % interval | declined | pass^k | grounded | failed turns |",
         "|---|---|---|---|---|---|---|",
@@ -382,10 +465,12 @@ def markdown(summary: dict[str, Any]) -> str:
         )
     lines += [
         "",
+        KEYS,
+        "",
         f"The interval resamples the {count(summary['templates'], 'template')}, not the "
         "questions: a figure could move that far on another draw; two models closer than "
         "the pairwise interval cannot be told apart. The floor below is what one answer "
-        "given to every question would score.",
+        "given to every question would score, over the same questions as *correct*.",
         "",
         "## Cost",
         "",
@@ -450,7 +535,32 @@ def markdown(summary: dict[str, Any]) -> str:
             f"| {_cell(w['why'])} | {w['session']} |"
             for w in summary["wrong"]
         ]
+    if show_right and summary["right"]:
+        lines += [
+            "",
+            "## Credited answers",
+            "",
+            "| model | question | truth | credited for | session |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {c['model']} | {_cell(c['text'])} | {_cell(c['truth'])} | {_cell(c['credit'])} "
+            f"| {c['session']} |"
+            for c in summary["right"]
+        ]
     return "\n".join(lines) + "\n"
+
+
+def _build_header(summary: dict[str, Any]) -> list[str]:
+    """What the build left out and why, under the header's first line: a run
+    missing templates is not the seed's whole set, and must say so."""
+    lines = build_lines((), {}, summary.get("left_out") or {})
+    absent = summary.get("absent") or {}
+    if absent:
+        lines.append("no data: " + "; ".join(f"{path}: {why}" for path, why in absent.items()))
+    if summary.get("unscored"):
+        lines.append(summary["unscored"])
+    return ["", *(line[0].upper() + line[1:] + "." for line in lines)] if lines else []
 
 
 def _cell(text: str) -> str:

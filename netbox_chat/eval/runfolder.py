@@ -19,8 +19,8 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,12 @@ class Plan:
     conversation: bool = False
     judge: str | None = None
     netbox_url: str | None = None
+    left_out: Mapping[str, str] = field(default_factory=dict)
+    """Templates left out because a read failed, and why (the report's header says so)."""
+    absent: Mapping[str, str] = field(default_factory=dict)
+    """Object types NetBox refused (403) or lacks (404): no data, said by name."""
+    data: Mapping[str, Any] = field(default_factory=dict)
+    """The fingerprint of the data the questions came from (questions.CatalogRead)."""
 
     def items(self) -> list[tuple[str, int, Question]]:
         """(model, repeat, question) in the order they are asked."""
@@ -76,6 +82,9 @@ class Plan:
             "judge": self.judge,
             "netbox_url": None if self.netbox_url is None else without_userinfo(self.netbox_url),
             "questions": [q.as_json() for q in self.questions],
+            "left_out": dict(self.left_out),
+            "absent": dict(self.absent),
+            "data": dict(self.data),
         }
 
 
@@ -108,6 +117,9 @@ def plan_from_json(data: Any) -> Plan:
             conversation=_flag(data["conversation"], "conversation"),
             judge=_optional_name(data.get("judge"), "judge"),
             netbox_url=None if netbox_url is None else without_userinfo(netbox_url),
+            left_out=_reasons(data.get("left_out"), "left_out"),
+            absent=_reasons(data.get("absent"), "absent"),
+            data=_fingerprint(data.get("data")),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         what = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
@@ -117,6 +129,29 @@ def plan_from_json(data: Any) -> Plan:
 def _name(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value or visible_line(value) != value:
         raise ValueError(f"{what} is not a name: {value!r}")
+    return value
+
+
+def _reasons(value: Any, what: str) -> dict[str, str]:
+    """Names and one line of why each (absent in a run made before they were kept)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError(f"{what} is not names with a reason each")
+    return {_name(k, what): visible_line(v) for k, v in value.items()}
+
+
+def _fingerprint(value: Any) -> dict[str, Any]:
+    """Per object type, its count and last change (or why its read failed)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, dict) and set(v) <= {"count", "last_change", "failed"}
+        for k, v in value.items()
+    ):
+        raise ValueError("data is not a count and a last change per object type")
     return value
 
 

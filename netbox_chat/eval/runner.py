@@ -256,7 +256,12 @@ class Runner:
         else:
             verdict = score_question(question, outcome.answer)
             if verdict.correct is None and self.plan.judge and question.reference:
-                verdict = await self._judge(question, outcome.answer)
+                # with a judge an explanation is scored: a non-answer is wrong, unasked
+                verdict = (
+                    dataclasses.replace(verdict, correct=False)
+                    if verdict.declined
+                    else await self._judge(question, outcome.answer)
+                )
         result = result_record(model, rep, question, turn, clock, seconds, verdict)
         if outcome.grounding is not None:  # checked at the turn's end, as `ask` shows it
             result["grounding"] = outcome.grounding.as_json()

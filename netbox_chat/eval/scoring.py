@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from netbox_chat.claims.grounding import claims_of
@@ -27,10 +27,13 @@ from netbox_chat.claims.reader import (
     Number,
     clause_start,
     declined,
+    identifier_like,
     introduced,
+    is_address,
     joins,
     key,
     negated,
+    none_spans,
     numbers,
     plain,
     question_noun,
@@ -52,6 +55,10 @@ class Score:
     precision: float | None = None
     recall: float | None = None
     declined: bool = False
+    credit: str = ""
+    """For a right answer, the words of it that earned the credit (the sentence
+    stating the count, the value, the names, the verdict), so that a reader can
+    find credit that looks undeserved (`--show right`)."""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,7 +139,13 @@ def mentions(text: str, names: Sequence[str], aliases: Aliases | None = None) ->
         name, last = hit
         start, end = toks[i].start, toks[last].end
         i = last + 1
-        if _ordinary(name) and text[start:end] != name and not _set_apart(text, start, end):
+        written = text[start:end]
+        if (
+            _ordinary(name)
+            and key(written) == key(name)  # a slug ("ncsu-065" for MDF) is no ordinary word
+            and written != name
+            and not _set_apart(text, start, end)
+        ):
             continue
         found.append(Mention(name, start, end, _denied(text, start)))
     taken = [(m.start, m.end) for m in found]
@@ -308,6 +321,28 @@ def _clause_after(text: str, number: Number) -> str:
     return re.split(r"[,;.\n()]|\bbut\b|\bof\s+the\b", tail, maxsplit=1)[0].lower()
 
 
+_TOTAL_AFTER = re.compile(r"\s*(?:in\s+all|altogether|overall|in\s+total)\b", re.I)
+
+
+def _aside(text: str, number: Number) -> bool:
+    """The number stands in parentheses: a note on the answer, not the answer."""
+    return text.rfind("(", 0, number.start) > text.rfind(")", 0, number.start)
+
+
+def _none_of(text: str, noun: str) -> bool:
+    """The answer says there is none of the asked noun ("not a single cable",
+    "no cables", "zero interfaces"): a count of 0 stated of the asked set."""
+    last = re.escape(noun.split()[-1])
+    words = r"(?:[\w\-]+\s+){0,2}"
+    return bool(
+        re.search(
+            rf"\b(?:not\s+(?:a\s+single|one|any)|no|zero|none\s+of\s+the)\s+{words}{last}(?:e?s)?\b",
+            text,
+            re.I,
+        )
+    )
+
+
 def count_given(
     answer: str, question: str = "", noun: str = "", skip_names: Sequence[str] = ()
 ) -> list[int] | None:
@@ -332,11 +367,16 @@ def count_given(
     in_items = [n for n in found if any(i.start <= n.start < i.end for i in blocks.items)]
     found = [n for n in found if n not in in_rows]
     prose = [n for n in found if n not in in_items] or found
-    totals = [n for n in prose if n.total]
+    # "14 devices (of 72 in total)": a total in parentheses is context; "52 in all:" a total
+    totals = [
+        n for n in prose if (n.total or _TOTAL_AFTER.match(text, n.end)) and not _aside(text, n)
+    ]
     if totals:
         return sorted({int(n.value) for n in totals})
     wanted = _qualifiers(question, noun)
     bound = [n for n in prose if noun and n.noun == noun]
+    if not bound and noun and _none_of(text, noun):
+        return [0]  # "4 VLANs but not a single cable"
     subs = [n for n in prose if n.subcount and not n.noun]
     candidates = bound + subs
     if wanted and candidates:
@@ -397,6 +437,9 @@ def score_list(
     missing = sorted(t for t in truth if t not in right and key(t) not in {key(r) for r in right})
     precision = len(right) / len(given) if given else 0.0
     recall = (len(truth) - len(missing)) / len(truth)
+    wrong += invented(
+        answer, [*every, *(a for n in every for a in (aliases or {}).get(n, ()))], question
+    )
     if wrong:
         return Score(False, f"names {', '.join(wrong)}, not in the truth", precision, recall)
     if missing:
@@ -410,12 +453,15 @@ def score_value(
     universe: Sequence[str],
     question: str = "",
     aliases: Aliases | None = None,
+    noun: str = "",
 ) -> Score:
-    """Right when the value is asserted (not negated) and no other value it
-    could have been is."""
+    """Right when the value is asserted (not negated) of the asked object and no
+    other value it could have been is ("PP:B117 runs Cisco IOS." does not say
+    which platform dmi01-albany-rtr01 runs)."""
     every = [expected, *universe]
     asked = _given(question, every, aliases) if question else set()
     found = [m for m in mentions(answer, every, aliases) if m.name not in asked]
+    found += _in_lower_case(answer, expected, noun, found)
     said = {m.name for m in found if not m.negated}
     others = sorted(s for s in said if key(s) != key(expected))
     if others:
@@ -424,7 +470,131 @@ def score_value(
         if any(key(m.name) == key(expected) for m in found):
             return Score(False, f"denies {expected}")
         return Score(False, f"does not say {expected}")
+    right = [m for m in found if not m.negated]
+    subjects = [value_subject(answer, m.start, m.end, question, every, aliases) for m in right]
+    if all(subjects):
+        return Score(False, f"says {expected} of {subjects[0]}, not of what was asked")
     return Score(True, f"says {expected}")
+
+
+def _in_lower_case(
+    answer: str, expected: str, noun: str, found: Sequence[Mention]
+) -> list[Mention]:
+    """A value that is an ordinary word written in another case beside the
+    asked noun ("the charlie VRF" for Charlie): the noun says it is the name."""
+    if not noun or not _ordinary(expected) or any(key(m.name) == key(expected) for m in found):
+        return []
+    last = re.escape(noun.split()[-1])
+    name = re.escape(expected)
+    pattern = rf"\b{last}\s+({name})\b|\b({name})\s+{last}\b"
+    return [
+        Mention(
+            expected, m.start(m.lastindex or 1), m.end(m.lastindex or 1), _denied(answer, m.start())
+        )
+        for m in re.finditer(pattern, answer, re.I)
+    ]
+
+
+# ------------------------------------------------------------ the subject
+
+_LINK = re.compile(
+    r"\b(?:is|are|was|runs?|uses?|has|have|sits?|lives?|belongs?|lands?|terminates?"
+    r"|connects?|goes|comes?)\b|'s\b|:",
+    re.I,
+)
+
+
+def value_subject(
+    answer: str,
+    start: int,
+    end: int,
+    question: str,
+    values: Sequence[str] = (),
+    aliases: Aliases | None = None,
+) -> str | None:
+    """The object other than the asked one that the value at answer[start:end]
+    is stated of, or None when it is stated of the asked one (or of nothing
+    named: "It is active.", "Status: active"). Read as a person reads "PP:B117
+    runs Cisco IOS.": a name written before the value in its sentence, joined
+    to it by a verb ("is", "runs", "'s", a colon), that is neither the
+    question's object nor a value; a sentence that names the question's
+    object binds the value to it. (The one place the claims reader's
+    `read(answer, question)` facts, with their `.subject`, will answer this.)"""
+    low = max(answer.rfind(c, 0, start) for c in ".!?\n") + 1
+    high = min((i for i in (answer.find(c, end) for c in ".!?\n") if i >= 0), default=len(answer))
+    sentence = answer[low:high]
+    named = {t.key for t in tokens(question) if _names_something(t.text)}
+    if any(t.key in named for t in tokens(sentence)):
+        return None
+    value_keys = {key(v) for v in values} | {
+        key(a) for v in values for a in (aliases or {}).get(v, ())
+    }
+    for t in tokens(answer[low:start]):
+        if not _names_something(t.text) or t.key in value_keys or t.key in named:
+            continue
+        between = answer[low + t.end : start]
+        if _LINK.search(between) and len(between.split()) <= 5 and not _PATH.search(between):
+            return t.text
+    return None
+
+
+_PATH = re.compile(r"\b(?:to|on|onto|which|that|via|through|behind|towards?|where|with)\b", re.I)
+"""Words that lead from a name on to another object ("ge-0/0/0, which is on
+dmi01-akron-rtr01", "ens3 belongs to vm-web01"): the value is not said of it."""
+
+
+def _names_something(word: str) -> bool:
+    return identifier_like(word) or is_address(word)
+
+
+_PIECE = re.compile(r"[^,;\n]+")
+_JOINER = re.compile(r"\s+(?:and|or|as\s+well\s+as|plus)\s+", re.I)
+
+
+def invented(answer: str, known: Sequence[str], question: str = "") -> list[str]:
+    """Names given as members of a list that NetBox does not hold: a list
+    item, or one piece of a run of names beside a known one ("sw01, sw02
+    and ncsu117-distswitch2"), that is a single name-like word (letters and
+    digits, dmi01-x-sw9) and no known name or other name, nor a word of the
+    question. A wrong extra whatever the universe: the universe holds only
+    objects that exist."""
+    text = plain(answer)
+    for known_at in mentions(text, known):  # a known name with a comma in it is one name
+        text = (
+            text[: known_at.start]
+            + "\u2063" * (known_at.end - known_at.start)
+            + text[known_at.end :]
+        )
+    keys = {key(k) for k in known} | {t.key for t in tokens(question)}
+    found: list[str] = []
+
+    def check(piece: str) -> None:
+        word = piece.strip().strip("`*_'\"").rstrip(".:!?").strip("`*_'\"")
+        if (
+            word
+            and len(tokens(word)) == 1
+            and tokens(word)[0].text == word
+            and identifier_like(word)
+            and key(word) not in keys
+            and word not in found
+        ):
+            found.append(word)
+
+    blocks = shape(text)
+    for item in blocks.items:
+        body = _BULLET_HEAD.sub("", text[item.start : item.end])
+        check(re.split(r"\s[-\u2013\u2014(:]|\s\(|\s+\(|[,;(]", body, maxsplit=1)[0])
+    for sentence in re.findall(r"[^.!?\n]+", text):
+        if "\u2063" not in sentence:  # no known name: not a run of names
+            continue
+        tail = sentence.split(":", 1)[-1]
+        for piece in _PIECE.findall(tail):
+            for part in _JOINER.split(piece):
+                check(re.sub(r"^\s*(?:they\s+are|these\s+are|and|or)\s+", "", part, flags=re.I))
+    return found
+
+
+_BULLET_HEAD = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 
 
 # ----------------------------------------------------------------- yes or no
@@ -460,8 +630,23 @@ def verdict(answer: str) -> bool | None:
         return True
     all_at = _ALL.search(text)
     if all_at and not NEGATOR.search(text[clause_start(text, all_at.start()) : all_at.start()]):
-        return True
+        # "every VM in C lacks a tenant": all of them, without what was asked
+        return not _PRIVATIVE.search(_clause(text, all_at.start(), all_at.end()))
     return None
+
+
+_PRIVATIVE = re.compile(
+    r"\b(?:lacks?|lacking|without|missing|(?:has|have)\s+no|(?:is|are)\s+not|isn't|aren't"
+    r"|un[a-z]+ed|(?:is|are)\s+empty)\b",
+    re.I,
+)
+"""Words that deny the asked property of the whole set ("all untenanted")."""
+
+
+def _clause(text: str, start: int, end: int) -> str:
+    """The clause around text[start:end], up to the next comma, colon or full stop."""
+    high = re.search(r"[,;:.\n]|$", text[end:])
+    return text[clause_start(text, start) : end + (high.start() if high else 0)]
 
 
 def score_boolean(
@@ -516,9 +701,16 @@ def score_boolean(
         extra = sorted({m.name for m in named if key(m.name) not in keys and _excepted(text, m)})
     else:
         extra = sorted(n for n in as_exception if key(n) not in keys)
+        known = [*exceptions, *universe, *(a for n in universe for a in (aliases or {}).get(n, ()))]
+        extra += invented(answer, known, question)
     if extra:
         return Score(False, f"names {', '.join(extra)} as exceptions, which are not")
     return Score(True, "right verdict" + (", exceptions named" if exceptions else ""))
+
+
+_SET_APART_BY = re.compile(
+    r"\b(?:but|although|though|however|except|apart\s+from|other\s+than)\W*$", re.I
+)
 
 
 def _excepted(text: str, mention: Mention) -> bool:
@@ -530,7 +722,7 @@ def _excepted(text: str, mention: Mention) -> bool:
     return (
         mention.negated
         or bool(NEGATOR.search(clause.replace(text[mention.start : mention.end], "")))
-        or bool(re.search(r"\bbut\W*$", text[max(0, low - 8) : low]))
+        or bool(_SET_APART_BY.search(text[max(0, low - 16) : low]))
     )
 
 
@@ -539,6 +731,14 @@ def _asked(question: str) -> set[str]:
 
 
 # ------------------------------------------------------------------ absence
+
+
+_ALL_WITHOUT = re.compile(
+    r"\b(?:are|is)\s+all\s+(?:un[a-z]+ed|empty)\b|\b(?:all|every)\b[^.;\n]{0,60}?"
+    r"\b(?:are|is)\s+(?:un[a-z]+ed|empty)\b",
+    re.I,
+)
+"""An absence stated without a negation word: "the VMs in C1 are all untenanted"."""
 
 
 def score_absence(
@@ -563,11 +763,80 @@ def score_absence(
         and not negated(text, i.start)
         and i.name not in named
     ]
-    if not says_none(text):
+    if not (says_none(text) or _ALL_WITHOUT.search(text)):
         return Score(False, "answers as if there were one")
     if named:
         return Score(False, f"names {', '.join(named)} as the answer")
     return Score(True, "says there is none")
+
+
+# ---------------------------------------------------------------- non-answers
+
+_GIVE_UP = re.compile(
+    r"\b(?:could\s*not|couldn't|can\s*not|cannot|can't|(?:was|were)\s+unable\s+to|unable\s+to"
+    r"|(?:was|were|am|is|are)\s*(?:not|n't)\s+able\s+to|failed\s+to)\s+(?:\w+\s+)?"
+    r"(?:find|locate|retrieve|get|obtain|look|access|see|determine|answer|identify|confirm)\b"
+    r"|\b(?:tools?|api|netbox|search(?:es)?|quer(?:y|ies)|lookups?|calls?)\b[^.!?\n]{0,40}?"
+    r"\b(?:did|does|do)\s*(?:not|n't)\s+(?:return|show|give|provide|include|contain|have|list)\b"
+    r"|\b(?:returned|found|got|yielded|gave|produced)\s+(?:me\s+)?nothing\b"
+    r"|\bnothing\s+(?:useful\s+|relevant\s+)?(?:was\s+|came\s+)?(?:returned|found|back)\b"
+    r"|\bno\s+(?:results?|matches|data|information|records?|entries|output)\b"
+    r"|\bcame\s+back\s+empty\b|\bnot\s+available\s+to\s+me\b"
+    r"|\b(?:do\s*not|don't|does\s*not|doesn't)\s+have\s+(?:access|that|this|the|enough|any)\b",
+    re.I,
+)
+"""What a give-up says, in many words: the search failed, not that the asked
+set is empty ("I could not find that", "the tools did not return it")."""
+
+
+def gives_up(
+    answer: str, question: str, noun: str, names: Sequence[str] = (), aliases: Aliases | None = None
+) -> bool:
+    """A non-answer in any wording: every sentence either says the search
+    failed without saying it of the asked set (no noun of the question: "I
+    could not find that in NetBox" is a give-up, "I could not find any
+    circuits from Lumen for Initech" an answer), or says nothing (no number,
+    no name, no yes or no). "None" and "0" are credited only when stated of
+    the asked set."""
+    text = plain(answer)
+    nouns = {singular(w) for w in (noun or question_noun(question)).split()[-1:]} | {"such"}
+    nouns |= {  # the question's own object nouns, names and numbers ("any VLAN 999")
+        singular(t.text.lower())
+        for t in tokens(question)
+        if singular(t.text.lower()) in OBJECT_NOUNS or _names_something(t.text) or t.text.isdigit()
+    }
+    gave_up = False
+    for m in re.finditer(r"[^.!?\n]+", text):
+        sentence = m.group()
+        said = {singular(t.text.lower()) for t in tokens(sentence)}
+        if _GIVE_UP.search(sentence) and not nouns & said:
+            gave_up = True
+        elif _says_something(sentence, names, aliases):
+            return False
+    return gave_up
+
+
+def _says_something(sentence: str, names: Sequence[str], aliases: Aliases | None) -> bool:
+    return bool(
+        numbers(sentence)
+        or _given(sentence, names, aliases)
+        or verdict(sentence) is not None
+        or says_none(sentence)
+        or any(identifier_like(t.text) or is_address(t.text) for t in tokens(sentence))
+    )
+
+
+def asks_back(answer: str, question: str) -> bool:
+    """A question back: the answer repeats the question (or four words or more
+    of it, an echo: a name the question holds is an answer, "DM-Akron" to
+    "Which site is rack DM-Akron-R1 in?"), or every sentence of it is a question."""
+    body = key(plain(answer))
+    if len(tokens(answer)) >= 4 and f"-{body}-" in f"-{key(question)}-":
+        return True
+    sentences = [
+        s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", plain(answer).strip()) if s.strip()
+    ]
+    return bool(sentences) and all(s.endswith("?") for s in sentences)
 
 
 # -------------------------------------------------------------------- entry
@@ -585,25 +854,59 @@ def score(
     """The score of `answer` to a question of answer type `kind`; `aliases`
     gives the other names (slug, display form, `#<id>`) of the names in
     `expected` and `universe`."""
+    unscored = kind == "explanation"  # a judge scores these; a non-answer is declined either way
     if not answer.strip():
-        return Score(False, "no answer", declined=True)
+        return Score(None if unscored else False, "no answer", declined=True)
     names = [*universe, *(expected if isinstance(expected, list) else [])]
     if isinstance(expected, str):
         names.append(expected)
     substance = claims_of(answer, given=question) + len(_given(answer, names, aliases))
-    if declined(answer, substance):
-        return Score(False, "declined to answer", declined=True)
+    if declined(answer, substance) or gives_up(answer, question, noun, names, aliases):
+        return Score(None if unscored else False, "declined to answer", declined=True)
+    if asks_back(answer, question):
+        return Score(None if unscored else False, "asks the question back", declined=True)
     if kind == "count":
-        return score_count(answer, int(expected), question, noun)
-    if kind == "list":
-        return score_list(answer, list(expected or []), universe, question, aliases)
-    if kind == "value":
-        return score_value(answer, str(expected), universe, question, aliases)
-    if kind == "boolean":
-        return score_boolean(answer, dict(expected), universe, question, aliases)
-    if kind == "absence":
-        return score_absence(answer, universe, question, aliases)
-    return Score(None, "explanations are scored only by a judge (--judge MODEL)")
+        verdict = score_count(answer, int(expected), question, noun)
+    elif kind == "list":
+        verdict = score_list(answer, list(expected or []), universe, question, aliases)
+    elif kind == "value":
+        verdict = score_value(answer, str(expected), universe, question, aliases, noun)
+    elif kind == "boolean":
+        verdict = score_boolean(answer, dict(expected), universe, question, aliases)
+    elif kind == "absence":
+        verdict = score_absence(answer, universe, question, aliases)
+    else:
+        return Score(None, "explanations are scored only by a judge (--judge MODEL)")
+    if verdict.correct:
+        return replace(verdict, credit=earned(answer, kind, expected, aliases))
+    return verdict
+
+
+def earned(answer: str, kind: str, expected: Any, aliases: Aliases | None = None) -> str:
+    """The sentences of a right answer that hold what earned it: the truth's
+    names, the count, the "none", the verdict (the first sentence)."""
+    text = plain(answer)
+    truth = expected if isinstance(expected, list) else []
+    if isinstance(expected, dict):
+        truth = list(expected.get("exceptions") or [])
+    if isinstance(expected, str):
+        truth = [expected]
+    spans = [(m.start, m.end) for m in mentions(text, truth, aliases) if not m.negated]
+    if kind == "count":
+        spans += [(n.start, n.end) for n in numbers(text) if n.value == expected]
+    if kind in ("count", "absence") and not spans:
+        spans += none_spans(text)
+    if kind == "boolean" or not spans:
+        spans.insert(0, (0, 0))
+    found: list[str] = []
+    for start, _ in spans:
+        low = max(text.rfind(c, 0, start) for c in ".!?\n") + 1
+        high = min((i for i in (text.find(c, start) for c in ".!?\n") if i >= 0), default=len(text))
+        sentence = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(text[low : high + 1].split()))
+        if sentence and sentence not in found:
+            found.append(sentence)
+    line = " … ".join(found)
+    return line if len(line) <= 160 else line[:159].rstrip() + "…"
 
 
 def score_question(question: Question, answer: str) -> Score:
@@ -661,5 +964,7 @@ def judge_verdict(reply: str) -> Score:
         return Score(False, "judge gave no verdict (counted wrong)")
     word = " ".join(pick.lower().split())
     if word in ("correct", "right", "true"):
-        return Score(True, "judge: correct")
+        return Score(
+            True, "judge: correct", credit="the judge found nothing that contradicts the reference"
+        )
     return Score(False, "judge: wrong")

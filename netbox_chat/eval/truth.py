@@ -10,6 +10,8 @@ validated as untrusted input: a path of the NetBox API, never a URL.
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,13 +19,21 @@ from typing import Any
 import httpx
 
 from netbox_chat.errors import UserFacingError
-from netbox_chat.netbox.client import auth_header
+from netbox_chat.netbox.client import auth_cause, auth_header
 
 PAGE = 1000
 """Rows per request: NetBox's default MAX_PAGE_SIZE, so a listing takes the fewest calls."""
 
 MAX_ROWS = 100_000
 """A listing longer than this is not an answer anyone can check by reading it."""
+
+SMALLEST_PAGE = 50
+"""A page that times out is asked again four times smaller, down to this."""
+
+ATTEMPTS = 3
+"""Tries of one request that times out or gets a 5xx, waiting `backoff` seconds,
+then twice that, between them: a NetBox under load recovers, a read that still
+fails is a failure, never "no data"."""
 
 _PATH = re.compile(r"^[a-z][a-z0-9-]*(/[a-z][a-z0-9-]*)+(/[0-9]+)?$")
 _PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -34,6 +44,30 @@ _CONTROL = frozenset({"limit", "offset", "format", "export", "brief", "fields", 
 
 class QueryError(UserFacingError):
     """A query that cannot be run as written (a user's file, or NetBox said no)."""
+
+
+class NetBoxUnreadable(UserFacingError):
+    """NetBox cannot be read at all (unreachable, or it refused the token): no
+    question's truth can be computed, so the run stops with the fix rather
+    than skip every template as having no data."""
+
+
+class NoData(QueryError):
+    """NetBox said this is not there for us: 403 (the token may not view it) or
+    404 (this NetBox has no such endpoint or object). The one "no data"."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class ReadFailed(QueryError):
+    """NetBox did not give the rows: time-outs, 5xx or no connection, after every
+    try. Never "no data": what needs this read is left out, and said so."""
+
+
+class TimedOut(ReadFailed):
+    """A request that took longer than the client's time-out (a smaller page may not)."""
 
 
 @dataclass(frozen=True)
@@ -210,7 +244,8 @@ class TruthClient:
 
     Paging is done by offset on the configured URL, never by following the
     `next` link a server sends, so a query cannot be led to another host.
-    `calls` and `seconds` say what the harness itself cost (bench/)."""
+    `calls` says what the harness itself cost (bench/). One client may be read
+    from several threads at once (httpx.Client is thread-safe)."""
 
     def __init__(
         self,
@@ -218,8 +253,14 @@ class TruthClient:
         token: str | None,
         *,
         timeout: float = 30.0,
+        backoff: float = 0.5,
         transport: httpx.BaseTransport | None = None,
+        url_from: str = "NETBOX_URL",
+        token_from: str = "NETBOX_TOKEN",
     ) -> None:
+        # Where the URL and the token came from (config.source_of), named in
+        # the fix when NetBox cannot be reached or refuses the token.
+        self.url_from, self.token_from = url_from, token_from
         headers = {"Accept": "application/json"}
         if token:
             headers["Authorization"] = auth_header(token)
@@ -227,7 +268,10 @@ class TruthClient:
         self._http = httpx.Client(
             headers=headers, timeout=timeout, transport=transport, follow_redirects=False
         )
+        self.timeout = timeout
+        self.backoff = backoff
         self.calls = 0
+        self._lock = threading.Lock()  # reads run in parallel (questions.read_catalog)
 
     def close(self) -> None:
         self._http.close()
@@ -238,29 +282,90 @@ class TruthClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def get(self, path: str, params: Sequence[tuple[str, str]] = ()) -> Any:
-        self.calls += 1
+    def get(
+        self, path: str, params: Sequence[tuple[str, str]] = (), *, patient: bool = True
+    ) -> Any:
+        """One GET, tried again after a time-out or a 5xx (`patient=False`: a
+        time-out is raised at once, for a caller that will ask for less)."""
+        failure: ReadFailed | None = None
+        for attempt in range(ATTEMPTS):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            failure = self._try(path, params)
+            if not isinstance(failure, ReadFailed):
+                return failure
+            if isinstance(failure, TimedOut) and not patient:
+                break
+        assert failure is not None
+        raise failure
+
+    def _try(self, path: str, params: Sequence[tuple[str, str]]) -> Any:
+        """The decoded reply, or the ReadFailed to try again after."""
+        with self._lock:
+            self.calls += 1
+        where = f"GET /api/{path.strip('/')}/"
         try:
             response = self._http.get(self.base + path.strip("/") + "/", params=list(params))
+        except httpx.ConnectError as exc:  # refused: nothing listens there (a slow one times out)
+            raise NetBoxUnreadable(
+                f"NetBox did not answer {where}: {exc}: is it running, "
+                f"and is {self.url_from} right?"
+            ) from None
+        except httpx.TimeoutException:
+            return TimedOut(f"{where} timed out ({ATTEMPTS} tries of {self.timeout:g} s)")
         except httpx.HTTPError as exc:
-            raise QueryError(f"NetBox did not answer GET /api/{path}/: {exc}") from None
-        if response.status_code != 200:
-            raise QueryError(f"NetBox answered GET /api/{path}/ with HTTP {response.status_code}")
+            return ReadFailed(f"NetBox did not answer {where}: {exc}")
+        status = response.status_code
+        if status in (401, 403) and self._refused(response):
+            raise NetBoxUnreadable(
+                f"NetBox refused {where} (HTTP {status}): check the token from {self.token_from}"
+            )
+        if status in (403, 404):
+            why = "the token may not view it" if status == 403 else "this NetBox has none"
+            raise NoData(f"NetBox answered {where} with HTTP {status} ({why})", path.strip("/"))
+        if status >= 500 or status == 429:
+            return ReadFailed(f"NetBox answered {where} with HTTP {status} ({ATTEMPTS} tries)")
+        if status != 200:
+            raise QueryError(f"NetBox answered {where} with HTTP {status}")
         try:
             return response.json()
         except ValueError:
-            raise QueryError(f"NetBox sent no JSON for GET /api/{path}/") from None
+            raise QueryError(f"NetBox sent no JSON for {where}") from None
+
+    def _refused(self, response: httpx.Response) -> bool:
+        """Whether a 401/403 refuses the token itself (or its absence), not
+        only this one listing to a token without permission for it."""
+        try:
+            detail = response.json().get("detail")
+        except (ValueError, AttributeError):
+            detail = None
+        sent = "Authorization" in self._http.headers
+        return auth_cause(response.status_code, detail, sent_token=sent) != "permission"
 
     def rows(self, path: str, params: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
-        """Every row of a listing, page by page."""
+        """Every row of a listing, page by page; a page that times out is asked
+        again smaller. All of them or an error: never a part taken for the whole."""
         rows: list[dict[str, Any]] = []
+        size = PAGE
         while True:
-            page = self.get(path, [*params, ("limit", str(PAGE)), ("offset", str(len(rows)))])
+            try:
+                page = self.get(
+                    path,
+                    [*params, ("limit", str(size)), ("offset", str(len(rows)))],
+                    patient=size <= SMALLEST_PAGE,
+                )
+            except TimedOut:
+                if size <= SMALLEST_PAGE:
+                    raise
+                size = max(SMALLEST_PAGE, size // 4)
+                continue
             if not isinstance(page, dict) or not isinstance(page.get("results"), list):
                 raise QueryError(f"GET /api/{path}/ is not a NetBox listing")
             batch = [row for row in page["results"] if isinstance(row, dict)]
             rows.extend(batch)
-            if not batch or len(rows) >= int(page.get("count") or 0) or len(rows) > MAX_ROWS:
+            if len(rows) > MAX_ROWS:
+                raise QueryError(f"GET /api/{path}/ lists more than {MAX_ROWS:,} rows")
+            if not batch or len(rows) >= int(page.get("count") or 0):
                 return rows
 
     def count(self, path: str, params: Sequence[tuple[str, str]] = ()) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from netbox_chat.config import Settings, without_userinfo
+from netbox_chat.config import Settings, source_of, without_userinfo
 from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.window import session_window
 
@@ -53,7 +53,11 @@ class OllamaProvider:
         except ModelInfoError as exc:
             # The session keeps the configured window, and the REPL says what
             # is wrong with Ollama or the model before the first question.
-            return Served(None, session_window(settings.num_ctx, None), problem=str(exc))
+            problem = str(exc)
+            if exc.status is None:  # not reached: the fix is the server or its URL
+                where = source_of(settings, "ollama_url")
+                problem += f": is `ollama serve` running and {where} right?"
+            return Served(None, session_window(settings.num_ctx, None), problem=problem)
         return Served(info, session_window(settings.num_ctx, info.context_length))
 
     def models(self, settings: Settings, *, timeout: float) -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """The chat model for any OpenAI-compatible server: langchain-openai's base
 class, with what it leaves out for servers that are not OpenAI's.
 
-`BaseChatOpenAI` (langchain-openai 1.7.4) drops `reasoning` and
+`BaseChatOpenAI` (langchain-openai 1.7.4 and 1.8.1) drops `reasoning` and
 `reasoning_content` from responses and never sends them back, asks for usage
 while streaming only without a base_url, gives async streams a 120 s
 per-chunk watchdog, and recognises none of these servers' "too long" answers
@@ -32,7 +32,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai.chat_models.base import BaseChatOpenAI
 from pydantic import PrivateAttr, SecretStr
 
-from netbox_chat.config import without_userinfo
+from netbox_chat.config import source_of, without_userinfo
 from netbox_chat.errors import UserFacingError, pick_model
 from netbox_chat.models.coalesce import CoalescingTransport, merge_sse_events
 from netbox_chat.models.coldstart import recorder
@@ -181,7 +181,8 @@ class ChatOpenAICompatible(BaseChatOpenAI):
         if isinstance(exc, openai.APIConnectionError):
             shown = without_userinfo(self.openai_api_base or "", "***@")  # never in the ledger
             return UserFacingError(
-                f"cannot reach {shown} ({text}): is the server running and base_url right?"
+                f"cannot reach {shown} ({text}): is the server running and "
+                f"{source_of(None, 'base_url')} right?"
             )
         status = getattr(exc, "status_code", None)
         if status == 400 and _TOOLS_OFF.search(text):
@@ -205,8 +206,8 @@ class ChatOpenAICompatible(BaseChatOpenAI):
         answered neither the request nor its probe, or stopped mid-answer."""
         return UserFacingError(
             f"{self.speaks.name} did not answer in time: it stopped answering, or stalled "
-            "mid-answer, for NETBOX_CHAT_TIMEOUT seconds; check the server, or raise "
-            "NETBOX_CHAT_TIMEOUT"
+            f"mid-answer, for {source_of(None, 'request_timeout')} seconds; check the server, "
+            "or raise it"
         )
 
 
@@ -285,6 +286,27 @@ def _message(exc: openai.APIError) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def sdk_timeout(read_timeout: float) -> tuple[float, float, float, float]:
+    """The request time-outs, (connect, read, write, pool), as a plain tuple:
+    the one form every HTTP stack the openai SDK has used takes. openai 3.60+
+    builds httpx2 objects from what it is given (and langchain-openai its own
+    default sync client from it), and httpx2 2.17 refuses an `httpx.Timeout`
+    ("Invalid timeout"); our async client is an `httpx.AsyncClient`, which the
+    SDK accepts as its legacy client (openai/_httpx2.py)."""
+    return (10.0, read_timeout, read_timeout, read_timeout)
+
+
+async def list_models_through(chat: ChatOpenAICompatible) -> None:
+    """One small request (GET /models, no generation) through the SDK client
+    and HTTP stack a turn's requests go through: `doctor` sends it, so a
+    client the installed releases cannot build or send with fails there as
+    every turn would, not as "unexpected error" at the first question."""
+    try:
+        await chat.root_async_client.models.list()
+    finally:
+        await chat.root_async_client.close()
+
+
 def build_chat_model(
     *,
     base_url: str,
@@ -332,7 +354,7 @@ def build_chat_model(
         stream_chunk_timeout=None,
         max_retries=0,
         use_responses_api=False,
-        timeout=httpx.Timeout(read_timeout, connect=10.0),
+        timeout=sdk_timeout(read_timeout),
         http_async_client=httpx.AsyncClient(
             # A reply read slower than it streams is read in fewer pieces (coalesce.py).
             transport=CoalescingTransport(
@@ -345,7 +367,7 @@ def build_chat_model(
                 merge_sse_events,
                 paths=(chat_path,),
             ),
-            timeout=httpx.Timeout(read_timeout, connect=10.0),
+            timeout=sdk_timeout(read_timeout),
         ),
     )
     chat.set_thinking(reasoning)

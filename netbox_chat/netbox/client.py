@@ -3,6 +3,12 @@
 - One ``httpx.AsyncClient`` per client, so connections are pooled.
 - Retries (``retries`` extra attempts, short exponential backoff) only on connection
   errors and 502/503/504; a read timeout is not retried (a slow NetBox stays slow).
+- Every reply is bounded: its body is streamed and read to at most ``max_bytes``
+  (decoded), nothing past it is held, and the whole call (connect, every attempt,
+  the last byte) has a deadline of ``DEADLINE_READS`` times ``timeout``; httpx's
+  own ``timeout`` bounds only each read, so a body that never ends would
+  otherwise be read for ever. Past either, the call fails in one line
+  (``NetBoxTooLarge``, ``NetBoxTimeout``) and the tool says so to the model.
 - Everything runs on the event loop: cancelling the task (Ctrl-C) aborts the request.
 - Every failure is a ``NetBoxError`` subclass whose ``str()`` is one readable line and
   never contains the token (nor does any repr or log line of this module).
@@ -19,12 +25,23 @@ from typing import Any
 
 import httpx
 
-from netbox_chat.config import mask_token, without_userinfo
+from netbox_chat.config import (
+    DEFAULT_NETBOX_MAX_BYTES,
+    TOKEN_ENV,
+    Settings,
+    mask_token,
+    source_of,
+    without_userinfo,
+)
+from netbox_chat.words import count
 
 log = logging.getLogger(__name__)
 
 USER_AGENT = "netbox-chat"
 RETRY_STATUS = frozenset({502, 503, 504})
+DEADLINE_READS = 4
+"""A whole call may take this many read time-outs in all (60 s by default):
+room for a slow page, never for a reply that does not end."""
 
 
 class NetBoxError(Exception):
@@ -73,6 +90,10 @@ class NetBoxBadResponse(NetBoxError):
     """A response that is not the JSON NetBox should send."""
 
 
+class NetBoxTooLarge(NetBoxError):
+    """A reply whose body passed ``max_bytes``: cut off, not read further."""
+
+
 # NetBox 4.7's own 403 details (netbox/api/authentication.py, and DRF's
 # NotAuthenticated and PermissionDenied defaults): no token sent, a token it
 # refused (its detail names why: invalid, expired, disabled, source IP, user
@@ -80,10 +101,14 @@ class NetBoxBadResponse(NetBoxError):
 NO_CREDENTIALS = "Authentication credentials were not provided."
 NO_PERMISSION = "You do not have permission to perform this action."
 AUTH_CAUSES = {
-    "missing": "No token was sent: set NETBOX_TOKEN (or a profile's token_env or token_command).",
-    "refused": "The token is wrong, expired or disabled.",
-    "permission": "The token is valid but lacks permission for this.",
+    "missing": "No token was sent: set {token}.",
+    "refused": "The token from {token} is wrong, expired or disabled.",
+    "permission": "The token from {token} is valid but lacks permission for this.",
 }
+"""Why NetBox said no, by cause, naming where the token comes from (`token`:
+config.source_of's words for it)."""
+ANY_TOKEN = f"{TOKEN_ENV} (or a profile's token_env or token_command)"
+"""Where a token would come from when nothing names one."""
 
 
 def auth_cause(code: int, detail: Any, *, sent_token: bool) -> str:
@@ -138,14 +163,22 @@ class NetBoxClient:
         retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
         backoff: float = 0.25,
+        url_from: str = "NETBOX_URL",
+        token_from: str = TOKEN_ENV,
+        max_bytes: int = DEFAULT_NETBOX_MAX_BYTES,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
+        # Where the URL and the token came from, named in the fixes: a
+        # profile's netbox_url and token_env, not always the variables.
+        self.url_from = url_from
+        self.token_from = token_from
         self._shown_url = without_userinfo(self.base_url)
         self._token = bare_token(token) if token else None
         self._token = self._token or None
         self.timeout = timeout
         self.retries = max(0, retries)
         self.backoff = backoff
+        self.max_bytes = max_bytes
         self._outage: NetBoxError | None = None
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if self._token:
@@ -156,6 +189,23 @@ class NetBoxClient:
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
             transport=transport,
             follow_redirects=True,
+        )
+
+    @classmethod
+    def of(cls, settings: Settings, **options: Any) -> NetBoxClient:
+        """The client of `settings`' NetBox, its errors naming where the URL
+        and the token came from; `options` as the constructor's (timeout,
+        retries)."""
+        if settings.netbox_url is None:
+            raise ValueError("no NetBox URL")  # the callers refuse first, with the fix
+        options.setdefault("timeout", settings.netbox_timeout)
+        options.setdefault("max_bytes", settings.netbox_max_bytes)
+        return cls(
+            settings.netbox_url,
+            settings.netbox_token,
+            url_from=source_of(settings, "netbox_url"),
+            token_from=source_of(settings, "token"),
+            **options,
         )
 
     def scrub(self, text: str) -> str:
@@ -224,11 +274,31 @@ class NetBoxClient:
         kw: dict[str, Any] = {}
         if timeout is not None:
             kw["timeout"] = httpx.Timeout(timeout, connect=min(timeout, 5.0))
+        deadline = DEADLINE_READS * (timeout or self.timeout)
+        try:
+            async with asyncio.timeout(deadline):
+                return await self._attempts(rel, params, kw)
+        except TimeoutError:
+            raise self._error(
+                NetBoxTimeout,
+                f"NetBox's reply to {rel} took over {deadline:g}s in all "
+                f"({DEADLINE_READS} x NETBOX_TIMEOUT), so it was cut off. "
+                "Try a smaller request or try again later.",
+            ) from None
+
+    async def _attempts(
+        self, rel: str, params: Sequence[tuple[str, str]] | None, kw: dict[str, Any]
+    ) -> Any:
         attempt = 0
         while True:
             try:
                 log.debug("GET %s params=%s", rel, list(params or ()))
-                resp = await self._http.get(rel, params=list(params or ()), **kw)
+                request = self._http.build_request("GET", rel, params=list(params or ()), **kw)
+                resp = await self._http.send(request, stream=True)
+                try:
+                    body = await self._read_body(resp, rel)
+                finally:
+                    await resp.aclose()
             except (httpx.ConnectError, httpx.ConnectTimeout) as e:
                 if attempt < self.retries:
                     await asyncio.sleep(self.backoff * (2**attempt))
@@ -238,7 +308,8 @@ class NetBoxClient:
                 raise self._error(
                     NetBoxConnectionError,
                     f"Cannot reach NetBox at {self._shown_url} (connection {what} after "
-                    f"{attempt + 1} attempts). Is it running, and is NETBOX_URL right?",
+                    f"{count(attempt + 1, 'attempt')}). Is it running, and is "
+                    f"{self.url_from} right?",
                 ) from e
             except httpx.TimeoutException as e:
                 raise self._error(
@@ -255,21 +326,42 @@ class NetBoxClient:
                 await asyncio.sleep(self.backoff * (2**attempt))
                 attempt += 1
                 continue
-            return self._handle(resp, rel)
+            return self._handle(resp, body, rel)
 
-    def _handle(self, resp: httpx.Response, rel: str) -> Any:
+    async def _read_body(self, resp: httpx.Response, rel: str) -> bytes:
+        """The body, decoded, read only up to ``max_bytes``: a longer one (as
+        its Content-Length says, or as it streams) is refused without reading
+        or keeping the rest."""
+        declared = resp.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            raise self._too_large(rel)
+        body = bytearray()
+        async for chunk in resp.aiter_bytes():
+            if len(body) + len(chunk) > self.max_bytes:
+                raise self._too_large(rel)
+            body += chunk
+        return bytes(body)
+
+    def _too_large(self, rel: str) -> NetBoxError:
+        return self._error(
+            NetBoxTooLarge,
+            f"NetBox's reply to {rel} is over {self.max_bytes:,} bytes (NETBOX_MAX_BYTES), "
+            "so it was cut off unread. Ask for fewer rows or fields.",
+        )
+
+    def _handle(self, resp: httpx.Response, raw: bytes, rel: str) -> Any:
         code = resp.status_code
         ctype = resp.headers.get("content-type", "")
         is_json = "json" in ctype
         body: Any = None
         if is_json:
             try:
-                body = resp.json()
+                body = json.loads(raw)
             except (ValueError, UnicodeDecodeError):
                 if code == 200:
                     raise self._error(
                         NetBoxBadResponse,
-                        f"NetBox sent malformed JSON for {rel} ({len(resp.content)} bytes).",
+                        f"NetBox sent malformed JSON for {rel} ({len(raw)} bytes).",
                         status=code,
                     ) from None
                 is_json = False
@@ -278,14 +370,15 @@ class NetBoxClient:
                 raise self._error(
                     NetBoxBadResponse,
                     f"NetBox answered {rel} with {ctype or 'no content type'}, not JSON. "
-                    f"Is NETBOX_URL ({self._shown_url}) the NetBox base URL?",
+                    f"Is {self.url_from} ({self._shown_url}) the NetBox base URL?",
                     status=code,
                 )
             return body
         detail = body.get("detail") if isinstance(body, dict) else None
         if code in (401, 403):
             cause = auth_cause(code, detail, sent_token=self._token is not None)
-            because = AUTH_CAUSES[cause]
+            named = self.token_from if self._token or self.token_from != TOKEN_ENV else ANY_TOKEN
+            because = AUTH_CAUSES[cause].format(token=named)
             err = self._error(
                 NetBoxAuthError,
                 f"NetBox refused the request ({code}: {detail or 'forbidden'}). {because}",
@@ -311,7 +404,7 @@ class NetBoxClient:
         if code == 400:
             raise self._error(
                 NetBoxBadRequest,
-                f"NetBox rejected the request (400): {_field_errors(body, resp)}",
+                f"NetBox rejected the request (400): {_field_errors(body, raw)}",
                 status=code,
                 detail=body,
             )
@@ -369,7 +462,28 @@ class NetBoxClient:
         return data
 
 
-def _field_errors(body: Any, resp: httpx.Response) -> str:
+PREFLIGHT_TIMEOUT = 10.0
+"""The longest the chat's check of NetBox at start may take (seconds)."""
+
+
+async def access_problem(settings: Settings, *, timeout: float = PREFLIGHT_TIMEOUT) -> str | None:
+    """Why the chat's NetBox cannot be read, in the client's one line with
+    its fix naming where the URL or the token came from (unreachable, no
+    answer in time, the token refused, not a NetBox at that URL); None when
+    `/api/status/` answers with the token. One request, no retry: the chat
+    asks it in the background as it starts, so that a wrong token or a
+    NetBox that is down is said before the first answer, not after it."""
+    client = NetBoxClient.of(settings, timeout=min(timeout, settings.netbox_timeout), retries=0)
+    try:
+        await client.status()
+    except NetBoxError as exc:
+        return str(exc)
+    finally:
+        await client.aclose()
+    return None
+
+
+def _field_errors(body: Any, raw: bytes) -> str:
     if isinstance(body, dict):
         parts = []
         for k, v in body.items():
@@ -380,6 +494,6 @@ def _field_errors(body: Any, resp: httpx.Response) -> str:
     if isinstance(body, list):
         return " ".join(str(x) for x in body)[:600]
     try:
-        return json.dumps(resp.text[:300])
+        return json.dumps(raw[:300].decode("utf-8", errors="replace"))
     except ValueError:  # pragma: no cover
         return "(unreadable body)"

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeAlias
 
 from netbox_chat.config import Settings
+from netbox_chat.store.errors import NoSuchSession
+from netbox_chat.store.ids import InvalidSessionId
 from netbox_chat.store.sessions import SessionFile, SessionStore
 
 if TYPE_CHECKING:
@@ -28,3 +30,19 @@ def open_store(settings: Settings) -> Store:
 
         return PgSessionStore(settings.store)
     return SessionStore(settings.sessions_dir)
+
+
+def find_session(store: Store, text: str) -> str:
+    """The session `text` names: its id or a unique prefix of it, else its
+    title (`/rename`, or the first question's line), compared without case
+    and runs of spaces; of several with that title, the most recently
+    active. When none has it, the id's own one-line error (no such
+    session, not an id, an ambiguous prefix)."""
+    try:
+        return store.resolve(text)
+    except (InvalidSessionId, NoSuchSession):
+        wanted = " ".join(text.split()).casefold()
+        for summary in store.list_sessions():  # the most recently active first
+            if wanted and " ".join(summary.title.split()).casefold() == wanted:
+                return summary.id
+        raise

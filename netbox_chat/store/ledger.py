@@ -143,33 +143,42 @@ def turn_from_row(row: tuple[Any, ...]) -> Turn:
 _SERVER_FIELDS = ("provider", "server_scheme", "server_host", "server_port", "profile")
 
 
-GROUNDING_KINDS = ("name", "number", "address", "value")
+# The kinds of claim the grounding check reports (netbox_chat.claims).
+GROUNDING_KINDS = (
+    "name", "number", "address", "value", "count", "members", "quantifier", "yesno",
+)  # fmt: skip
+_GROUNDING_KEYS = {"claims", "ungrounded", "without_netbox"}
 
 
 def stored_grounding(value: object) -> dict[str, Any] | None:
     """A turn's grounding read back from a store, or None when it is not one:
     anyone with access to the store writes these rows, so only the exact
-    shape `ask --json` gives is taken (its texts are shown escaped)."""
+    shape `ask --json` gives is taken (its texts are shown escaped). Rows
+    from before the check told unchecked claims apart have no "unchecked"."""
     if not isinstance(value, str):
         return None
     try:
         data = json.loads(value)
     except ValueError:
         return None
-    if not isinstance(data, dict) or set(data) != {"claims", "ungrounded", "without_netbox"}:
+    if not isinstance(data, dict) or set(data) - {"unchecked"} != _GROUNDING_KEYS:
         return None
-    claims, ungrounded, without = data["claims"], data["ungrounded"], data["without_netbox"]
+    claims, without = data["claims"], data["without_netbox"]
     if type(claims) is not int or claims < 0 or type(without) is not bool:
         return None
-    if not isinstance(ungrounded, list) or not all(
+    if not all(_claim_list(data.get(k, [])) for k in ("ungrounded", "unchecked")):
+        return None
+    return {**data, "unchecked": data.get("unchecked", [])}
+
+
+def _claim_list(claims: object) -> bool:
+    return isinstance(claims, list) and all(
         isinstance(c, dict)
         and set(c) == {"text", "kind"}
         and isinstance(c["text"], str)
         and c["kind"] in GROUNDING_KINDS
-        for c in ungrounded
-    ):
-        return None
-    return data
+        for c in claims
+    )
 
 
 MODEL_NAME_MAX = 200
@@ -206,7 +215,11 @@ class SessionStart(TypedDict):
 
 
 # What `copy` carries over of a session's meta (the rest belongs to the store).
-COPIED_META = ("created_at", "title", "model", "netbox_url", "profile")
+COPIED_META = ("created_at", "title", "model", "netbox_url", "profile", "think")
+
+TITLE_MAX = 200
+"""The longest title: the first question's first line is cut there, a
+`/rename` refused past it."""
 
 
 def turn_to_row(turn: Turn) -> tuple[Any, ...]:
@@ -356,6 +369,14 @@ class Ledger:
     def meta(self) -> dict[str, str]:
         return dict(self._run("SELECT key, value FROM session_meta {where}").fetchall())
 
+    def remember(self, **choices: str) -> None:
+        """Keep the user's choices for this session (its title from
+        `/rename`, the `/think` setting) in its meta, beside the model and
+        NetBox it was started with, where `ls`, `resume` and `copy` read
+        them. Whoever writes the store can write these rows too: a reader
+        checks what it takes (`stored_title`, the `/think` words)."""
+        self._set_meta(**choices)
+
     # the turn ledger
 
     def begin_turn(
@@ -399,7 +420,7 @@ class Ledger:
             ).fetchone()
             self._run(
                 "UPDATE session_meta SET value = :title WHERE {and_}key = 'title' AND value = ''",
-                title=question.strip().splitlines()[0][:200] if question.strip() else "",
+                title=question.strip().splitlines()[0][:TITLE_MAX] if question.strip() else "",
             )
         return int(row[0])
 

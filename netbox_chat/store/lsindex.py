@@ -28,7 +28,7 @@ import math
 import os
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,15 @@ FORMAT = 1
 RACY_SECONDS = 2.0
 MAX_BYTES = 64 << 20  # ~130,000 sessions' entries; a bigger file is not ours
 LOCK_WAIT = 0.5  # seconds a writer waits for another to finish before giving up
+FORGET_WAIT = 10.0
+"""Seconds `forget` waits for the index lock (another process's `ls --json`
+over a big folder) before it gives up and deletes nothing: a session's file
+and its entry go together, or neither goes."""
+
+
+class IndexBusy(OSError):
+    """Another process held the index lock past the wait."""
+
 
 Key = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns of the session file
 Row = list[Any]
@@ -91,8 +100,11 @@ class SummaryIndex:
     """The index of one sessions folder, as this process read it, and the
     entries it read again from their files (`put`), to be saved (`save`)."""
 
-    def __init__(self, root: Path, schema: int, started: float | None = None) -> None:
+    def __init__(
+        self, root: Path, schema: int, started: float | None = None, *, suffix: str
+    ) -> None:
         self.root = root
+        self.suffix = suffix  # of a session's file: `<id><suffix>`
         self.path = root / INDEX_NAME
         self.schema = schema
         # No later than the first stat of a session file whose row is `put`.
@@ -119,37 +131,52 @@ class SummaryIndex:
     def save(self, present: Iterable[str]) -> None:
         """Write the index if it changed: the entries read again, and those of
         sessions gone dropped, merged with what another process may have
-        written since this one read it. Failing to write only costs speed."""
+        written since this one read it. An entry read again is kept only if
+        its file is still there under the lock: a `forget` in between took
+        its file and entry away together (`drop`). Failing to write only
+        costs speed."""
         present = set(present)
         gone = self.entries.keys() - present
         if not self.fresh and not gone:
             return
         try:
-            folder = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            with locked(self.root, LOCK_WAIT):
+                # Another process's entries stay, but for sessions this one saw gone.
+                merged = {sid: e for sid, e in self._read().items() if sid not in gone}
+                merged.update(
+                    {
+                        sid: [list(key), row]
+                        for sid, (key, row) in self.fresh.items()
+                        if os.path.exists(self.root / f"{sid}{self.suffix}")
+                    }
+                )
+                with contextlib.suppress(NotOwned, ValueError, TypeError):
+                    self._write(merged)
         except OSError:
             return
-        try:
-            if not _lock(folder):
-                return
-            # Another process's entries stay, but for sessions this one saw gone.
-            merged = {sid: e for sid, e in self._read().items() if sid not in gone}
-            merged.update({sid: [list(key), row] for sid, (key, row) in self.fresh.items()})
-            document = {
-                "format": FORMAT,
-                "schema": self.schema,
-                "folder": list(self._folder()),
-                "entries": merged,
-            }
-            with contextlib.suppress(NotOwned, ValueError, TypeError):
-                replace_file(self.path, json.dumps(document, separators=(",", ":")))
-        finally:
-            os.close(folder)  # and with it the lock
 
     def drop(self, session_id: str) -> None:
         """Take a forgotten session's entry out (its title is the user's
-        question: forgetting a session leaves nothing of it behind)."""
-        if session_id in self.entries:
-            self.save(self.entries.keys() - {session_id})
+        question: forgetting a session leaves nothing of it behind). The
+        caller holds the lock (`locked`). An index that cannot be rewritten is
+        deleted (it is only a cache); OSError when neither can be done."""
+        entries = self._read()
+        if session_id not in entries:
+            return
+        del entries[session_id]
+        try:
+            self._write(entries)
+        except (NotOwned, ValueError, TypeError):
+            os.unlink(self.path)
+
+    def _write(self, entries: dict[str, Any]) -> None:
+        document = {
+            "format": FORMAT,
+            "schema": self.schema,
+            "folder": list(self._folder()),
+            "entries": entries,
+        }
+        replace_file(self.path, json.dumps(document, separators=(",", ":")))
 
     def _folder(self) -> tuple[int, int]:
         info = os.stat(self.root)
@@ -198,10 +225,23 @@ def _refuse(constant: str) -> None:
     raise ValueError(f"{constant} is not in an index netbox-chat writes")
 
 
-def _lock(fd: int) -> bool:
-    """The folder's index lock, waiting at most `LOCK_WAIT` for another
+@contextlib.contextmanager
+def locked(root: Path, wait: float) -> Iterator[None]:
+    """The folder's index lock (a `flock` on the folder), held for the block;
+    IndexBusy when another process holds it past `wait` seconds."""
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if not _lock(folder, wait):
+            raise IndexBusy(f"another process held the index lock of {root} for {wait:g}s")
+        yield
+    finally:
+        os.close(folder)  # and with it the lock
+
+
+def _lock(fd: int, wait: float) -> bool:
+    """The folder's index lock, waiting at most `wait` seconds for another
     process's write to finish."""
-    deadline = time.monotonic() + LOCK_WAIT
+    deadline = time.monotonic() + wait
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -16,7 +16,7 @@ import re
 import sqlite3
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Unpack
@@ -25,7 +25,7 @@ from netbox_chat.config import (
     SESSIONS_MARK,
     ModelServer,
 )
-from netbox_chat.owned import NotOwned, check_folder, make_folder
+from netbox_chat.owned import NotOwned, check_folder, check_parents, make_folder
 from netbox_chat.store import migrations
 from netbox_chat.store.database import Connection, read_only_connection
 from netbox_chat.store.errors import (
@@ -50,7 +50,16 @@ from netbox_chat.store.ledger import (
     turn_from_row,
 )
 from netbox_chat.store.locks import SessionLock, lock_holder
-from netbox_chat.store.lsindex import Row, SummaryIndex, file_key, plain_row
+from netbox_chat.store.lsindex import (
+    FORGET_WAIT,
+    LOCK_WAIT,
+    IndexBusy,
+    Row,
+    SummaryIndex,
+    file_key,
+    locked,
+    plain_row,
+)
 from netbox_chat.store.migrations import schema_version
 from netbox_chat.store.summary import SessionSummary, matching_line, summary_fields
 
@@ -286,6 +295,7 @@ class SessionStore:
         (`SESSIONS_MARK`), which chooses nothing: `ls` names such a folder
         when it is not the store in use, so that no session is lost."""
         try:
+            check_parents(self.root, "sessions folder")
             make_folder(self.root, "sessions folder")
         except NotOwned as exc:
             raise StoreError(str(exc)) from None
@@ -311,6 +321,7 @@ class SessionStore:
         if not self.root.is_dir():
             return {}
         try:
+            check_parents(self.root, "sessions folder")
             check_folder(self.root, "sessions folder", tighten=False)  # reading writes nothing
         except NotOwned as exc:
             raise StoreError(str(exc)) from None
@@ -388,7 +399,7 @@ class SessionStore:
             return [self.summarize(sid) for sid in chosen]
         began = time.time()  # before any stat: what the index's entries are as old as
         scanned = self._scan()
-        index = SummaryIndex(self.root, SCHEMA_VERSION, began)
+        index = SummaryIndex(self.root, SCHEMA_VERSION, began, suffix=SUFFIX)
         summaries = [
             self.summarize(sid, index, scanned.get(sid))
             for sid in (self._by_recency(scanned) if ids is None else ids)
@@ -442,10 +453,37 @@ class SessionStore:
         lock = SessionLock(self.path_for(session_id), session_id)
         lock.acquire()
         try:
-            self._remove_files(session_id)
+            with self._index_held(session_id):
+                self._remove_files(session_id)
         finally:
             lock.release()
         self.sweep_leftovers()
+
+    @contextlib.contextmanager
+    def _index_held(self, session_id: str) -> Iterator[None]:
+        """The summary index's lock around a session's deletion, its entry
+        dropped with the file: `forget` leaves nothing of it, not even its
+        title (the question) in `.ls-index.json`. Another process that holds
+        the lock past `FORGET_WAIT` gets nothing deleted, and the user is
+        told to try again; an index that can be neither rewritten nor deleted
+        is named, with how to clear it."""
+        index = SummaryIndex(self.root, SCHEMA_VERSION, suffix=SUFFIX)
+        try:
+            with locked(self.root, FORGET_WAIT):
+                yield
+                try:
+                    index.drop(session_id)
+                except OSError as exc:
+                    raise StoreError(
+                        f"session {session_id} is deleted, but the sessions folder's index "
+                        f"{index.path} still holds its title and cannot be rewritten "
+                        f"({exc.strerror}): delete it (rm {index.path}; it is only a cache)"
+                    ) from None
+        except IndexBusy:
+            raise StoreError(
+                f"nothing forgotten: another netbox-chat process (an `ls` over a big folder?) "
+                f"held the sessions folder's index for {FORGET_WAIT:g}s; try again"
+            ) from None
 
     def _remove_files(self, session_id: str) -> None:
         """Delete a session's file and companions; the caller holds its lock."""
@@ -459,7 +497,6 @@ class SessionStore:
             os.unlink(tomb)
         except OSError as exc:
             raise StoreError(f"cannot delete session {session_id}: {exc.strerror}") from exc
-        SummaryIndex(self.root, SCHEMA_VERSION).drop(session_id)
 
     def unanswered(self) -> list[str]:
         """Sessions no turn ever finished in and no process has open: what a
@@ -643,6 +680,9 @@ class SessionFile(Ledger):
             self.store._remove_files(self.id)
         finally:
             self.lock.release()
+        # An entry is rare here (a question failing for 2 s before an `ls --json`).
+        with contextlib.suppress(OSError), locked(self.store.root, LOCK_WAIT):
+            SummaryIndex(self.store.root, SCHEMA_VERSION, suffix=SUFFIX).drop(self.id)
         return True
 
     def close(self) -> None:

@@ -310,14 +310,18 @@ def _result_view(result: str, args: dict[str, Any], answer: str) -> RenderableTy
 
 
 def claims_view(grounding: Grounding, sources: Sequence[tuple[str, dict[str, Any]]]) -> Text:
-    """`/show`'s claims: each claim of the answer, what kind it is, and the
-    tool result it rests on (`sources[i]`: the call of the conversation's
-    i-th result), or that NetBox's replies do not hold it."""
-    from netbox_chat.claims.marks import MARK
+    """`/show`'s claims: each claim of the answer with its verdict. A verified
+    one names the record it rests on and the call that returned it (by its
+    number and tool, `sources[i]` being the conversation's i-th call: the
+    calls are printed above, not repeated here); an ungrounded one is marked;
+    an unchecked one says it was not tied to a record, never with a ✓."""
+    from netbox_chat.claims.present import MARK
 
-    out = Text()
+    if grounding.failed:
+        return Text(f"{grounding.failed}: the answer's claims are unchecked", style="yellow")
     if not grounding.all:
         return Text("the answer states no NetBox facts", style="dim")
+    out = Text()
     seen: set[tuple[str, str]] = set()
     for claim in grounding.all:
         if (claim.text, claim.kind) in seen:
@@ -325,32 +329,37 @@ def claims_view(grounding: Grounding, sources: Sequence[tuple[str, dict[str, Any
         seen.add((claim.text, claim.kind))
         if out:
             out.append("\n")
-        if claim.status == "ungrounded":
-            out.append(f"  {MARK} ", style="yellow")
-            out.append(visible_line(claim.text), style="yellow")
-            out.append(f" ({claim.kind}): not in NetBox's replies", style="dim")
-            continue
-        out.append("  ✓ ", style="green")
-        out.append(visible_line(claim.text))
-        how = "derived from" if claim.status == "derived" else "in"
-        where = "the objects the answer lists"
-        if claim.source is not None and claim.source < len(sources):
-            name, args = sources[claim.source]
-            where = f"{visible_line(name)}({format_args(args, 80)})"
-        elif claim.status == "grounded":
-            where = "NetBox's replies"
-        out.append(f" ({claim.kind}): {how} {where}", style="dim")
+        sign, style, why = {
+            "ungrounded": (MARK, "yellow", "not in NetBox's replies"),
+            "unchecked": ("?", "dim", "unchecked: not tied to a NetBox record"),
+        }.get(claim.status, ("✓", "green", "verified"))
+        out.append(f"  {sign} ", style=style)
+        out.append(visible_line(claim.text), style="" if sign == "✓" else style)
+        where = f"{why} ({claim.reason})" if claim.reason else why
+        if claim.status == "verified" and claim.source is not None:
+            call = f"call {claim.source + 1}"
+            if claim.source < len(sources):
+                call += f" ({sources[claim.source][0]})"
+            where = f"{claim.reason}, {call}" if claim.reason else f"in {call}"
+        out.append(f" ({claim.kind}): {visible_line(where)}", style="dim")
     return out
 
 
 def history_table(turns: Iterable[Turn]) -> Columns:
-    """Numbered turns; cancelled, failed and rewound ones dimmed and labelled."""
+    """Numbered turns; cancelled, failed and rewound ones dimmed and labelled;
+    an answer with its † marks and the line naming what they mark, as it was
+    shown when it streamed."""
+    from netbox_chat.ui import turnview  # the chat's, which `ls` does not import
+
     rows = []
     for turn in turns:
         if turn.status == "done":
             rows.append([Text(f"{turn.number}"), Text(shorten(turn.question, 90))])
             if turn.answer:
-                rows.append([Text(), Text(shorten(turn.answer, 90), style="dim")])
+                answer = turnview.marked_answer(turn)
+                rows.append([Text(), Text(shorten(answer, 90), style="dim")])
+            if (grounded := turnview.stored_grounding_line(turn.grounding)) is not None:
+                rows.append([Text(), grounded])
         else:
             rows.append(
                 [

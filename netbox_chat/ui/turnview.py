@@ -135,6 +135,21 @@ class AnswerBlock:
             yield Segment.line()
 
 
+class _Restrike:
+    """`lines` printed just above, drawn again in their place, struck through."""
+
+    def __init__(self, lines: list[list[Segment]]) -> None:
+        self.lines = lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.control import Control
+
+        yield Control.move(0, -len(self.lines))
+        for line in self.lines:
+            yield from Segment.apply_style(line, post_style=DISCARDED)
+            yield Segment.line()
+
+
 def answer_block(
     console: Console, text: str, *, gap: bool = False, style: Style | None = None
 ) -> AnswerBlock:
@@ -424,8 +439,11 @@ class TurnView:
         self.table: TableLayout | None = None  # the columns of the table being streamed
         self.discarded = False
         self.finished = False
+        # The lines of the answer's finished blocks printed since any other
+        # line: right above the live area, struck through if it is discarded.
+        self.answer_lines: list[list[Segment]] = []
         # Marks the claims of each answer block NetBox's replies do not hold
-        # (claims.marks.Marker), set by the REPL and `ask` in a terminal.
+        # (claims.present.Marker), set by the REPL and `ask` in a terminal.
         self.marker: Callable[[str], str] | None = None
 
     def __enter__(self) -> TurnView:
@@ -462,6 +480,8 @@ class TurnView:
         discarded one is not worth laying out in full: its last lines do."""
         blocks, self.blocks = self.blocks, MarkdownBlocks()
         text = blocks.tail
+        if self.discarded:
+            self._strike_printed()
         if blocks.table_started:
             self._print_piece(Finished(text, blocks.table, last=True))
         elif text.strip():
@@ -503,7 +523,7 @@ class TurnView:
         if piece.last:
             self.table = None
         if block.lines:
-            self._print_above(block)
+            self._print_above(block, answer=not self.discarded)
             self.printed = self.shown = True
 
     def _print_block(self, text: str) -> None:
@@ -513,10 +533,25 @@ class TurnView:
             self.console, text, gap=self.printed, style=DISCARDED if self.discarded else None
         )
         if block.lines:
-            self._print_above(block)
+            self._print_above(block, answer=not self.discarded)
             self.printed = self.shown = True
 
-    def _print_above(self, renderable: RenderableType) -> None:
+    def _strike_printed(self) -> None:
+        """Draw the discarded answer's finished blocks again over themselves,
+        struck through: they were printed as a valid answer before the cancel
+        or the error came. The lines scrolled above the screen's top cannot
+        be reached; the ones below it can."""
+        lines, self.answer_lines = self.answer_lines, []
+        if self.live is None or not lines:
+            return
+        # The live area's height as last drawn (rich's private `_shape`, in 14 and 15).
+        shape = getattr(self.live._live_render, "_shape", None)
+        below = shape[1] if shape else preview_lines(self.console) + THINKING_LINES + 1
+        room = self.console.size.height - below - 1
+        if room > 0:
+            self._print_above(_Restrike(lines[-room:]))
+
+    def _print_above(self, renderable: RenderableType, *, answer: bool = False) -> None:
         if self.live is not None:
             # Rich takes the live area's lock only to note how tall the area
             # last drawn is, then lays out and writes without it; a refresh
@@ -528,6 +563,10 @@ class TurnView:
                 self.live.console.print(renderable)
         else:
             self.console.print(renderable)
+        if answer and isinstance(renderable, AnswerBlock):
+            self.answer_lines.extend(renderable.lines)
+        elif not isinstance(renderable, _Restrike):
+            self.answer_lines = []  # a line between: what was above is out of reach
 
     def _waiting(self) -> str:
         if not self.running_tools:
@@ -591,8 +630,6 @@ class TurnView:
                     style="yellow",
                 )
             )
-            if self.marker is not None and hasattr(self.marker, "restart"):
-                self.marker.restart()
             self.status.activity = "thinking"
         elif isinstance(event, RollingBack):
             self.status.activity = "cancelling, rolling back"
@@ -620,17 +657,39 @@ class TurnView:
 
 def grounding_line(outcome: TurnOutcome) -> Text | None:
     """The line after an answer naming the claims NetBox's replies do not
-    hold (each marked in the answer), or saying it was answered without
-    NetBox; None when every claim rests on NetBox."""
-    from netbox_chat.claims.marks import MARK, summary_line
+    hold (each marked in the answer), how many could not be checked, or
+    saying it was answered without NetBox or that the check failed; None
+    when every claim was verified."""
+    from netbox_chat.claims.present import summary_line
 
     if outcome.status != "done" or outcome.grounding is None:
         return None
-    line = summary_line(outcome.grounding)
+    return _grounding_text(summary_line(outcome.grounding), bool(outcome.grounding.ungrounded))
+
+
+def stored_grounding_line(grounding: dict[str, Any] | None) -> Text | None:
+    """`grounding_line` of a grounding as the ledger keeps it (a recap, `/history`)."""
+    from netbox_chat.claims.present import summary_of
+
+    if grounding is None:
+        return None
+    return _grounding_text(summary_of(grounding), bool(grounding["ungrounded"]))
+
+
+def _grounding_text(line: str, marked: bool) -> Text | None:
+    from netbox_chat.claims.present import MARK
+
     if not line:
         return None
-    mark = "" if outcome.grounding.without_netbox else f"{MARK} "
-    return Text(f"{mark}{visible_line(line)}", style="yellow")
+    return Text(f"{MARK + ' ' if marked else ''}{visible_line(line)}", style="yellow")
+
+
+def marked_answer(turn: Turn) -> str:
+    """A recorded answer with its † marks, as it streamed (`present.marked_again`)."""
+    from netbox_chat.claims.present import marked_again
+
+    answer = turn.answer or ""
+    return answer if turn.grounding is None else marked_again(answer, turn.grounding)
 
 
 def print_outcome(console: Console, outcome: TurnOutcome, seconds: float) -> None:
@@ -766,7 +825,7 @@ def print_recap(
 
     def rest() -> None:
         shown: list[RenderableType] = []
-        answer = recap.last.answer if recap.last is not None else ""
+        answer = marked_answer(recap.last) if recap.last is not None else ""
         if answer:
             lines = answer.rstrip("\n").split("\n")
             shown.append(answer_block(console, "\n".join(lines[:RECAP_LINES])))
@@ -775,6 +834,8 @@ def print_recap(
                 shown.append(
                     Text(f"… {more}: `netbox-chat export {session_id}` to see all", style="dim")
                 )
+        if recap.last is not None and (grounded := stored_grounding_line(recap.last.grounding)):
+            shown.append(grounded)
         for turn in recap.unfinished:
             question = visible_line(shorten(turn.question, 80))
             shown.append(Text(f"turn {turn.number} was {turn.status}: {question}", style="dim"))

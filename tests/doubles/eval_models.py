@@ -61,7 +61,10 @@ def right_answer(q: Question, n: int) -> str:
             return "Yes, every one of them."
         return "No. Not all: " + " and ".join(e["exceptions"]) + "."
     if q.kind == "absence":
-        return ["There are none.", "No such object exists in NetBox.", "I found nothing."][n % 3]
+        # said of the asked set: "I found nothing." alone is a give-up
+        return ["There are none.", "No such object exists in NetBox.", "I found no such one."][
+            n % 3
+        ]
     return str(e)  # an explanation: the reference itself
 
 
@@ -92,3 +95,37 @@ def wrong_answer(q: Question, n: int) -> tuple[str, str]:
 
 
 NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five"]
+
+
+GIVE_UPS = (
+    "I could not find that in NetBox with the tools I have.",
+    "The tools did not return it.",
+    "I couldn't find this information in NetBox.",
+    "I was unable to find that.",
+    "I don't have access to that data.",
+    "Sorry, I can't answer that.",
+    "The NetBox tools returned nothing useful for this question.",
+    "I'm not able to retrieve that from NetBox.",
+    "No results came back from NetBox for that query.",
+    "I found nothing.",
+    "Nothing was returned by the API.",
+    "That information is not available to me.",
+    "I wasn't able to look that up.",
+    "Unfortunately the search came back empty.",
+)
+"""A give-up in many words, as models were seen to give one (issue 39): each is a
+non-answer to every question, however its truth reads."""
+
+
+def record(model: str, q: Question, answer: str, grounding: dict[str, Any] | None = None) -> dict:
+    """A result line as a run writes it (runner.result_record), for the report's
+    own tests: the answer scored by the real scorer, no turn run."""
+    from netbox_chat.eval.scoring import score_question
+
+    return {
+        "model": model, "repeat": 0, "question": q.id, "tier": q.tier, "kind": q.kind,
+        "domain": q.domain, "template": q.group, "session": f"s-{model}-{q.id}", "status": "done",
+        "answer": answer, "tool_calls": [], "tokens": {"in": 1, "out": 1},
+        "score": score_question(q, answer).as_json(), "seconds": 0.1,
+        **({"grounding": grounding} if grounding is not None else {}),
+    }  # fmt: skip

@@ -12,6 +12,7 @@ import ipaddress
 import json
 import threading
 import time
+from dataclasses import dataclass, field
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -384,6 +385,15 @@ def _refused(
     return None
 
 
+def _order(value: Any) -> tuple[int, float, str]:
+    """A sort key for one field of any type: missing first, numbers by value."""
+    if value is None:
+        return (0, 0.0, "")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (1, float(value), "")
+    return (2, 0.0, str(value))
+
+
 def _is_date(value: str) -> bool:
     try:
         datetime.fromisoformat(value)
@@ -392,8 +402,30 @@ def _is_date(value: str) -> bool:
     return True
 
 
+@dataclass
+class Fault:
+    """How an endpoint of a NetBox under load fails: a 5xx `status`, or with
+    none a request that hangs until the client gives up (its time-out); only
+    for pages of more than `above` rows (a smaller page is served), and only
+    the first `times` such requests (None: every one)."""
+
+    status: int | None = None
+    times: int | None = None
+    above: int = 0
+    struck: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def strikes(self, limit: int) -> bool:
+        with self._lock:
+            if limit <= self.above or (self.times is not None and self.struck >= self.times):
+                return False
+            self.struck += 1
+            return True
+
+
 class NetBoxDouble:
-    """`with NetBoxDouble(token=...) as nb:` → `nb.url`, `nb.requests`, `nb.delays`."""
+    """`with NetBoxDouble(token=...) as nb:` → `nb.url`, `nb.requests`, `nb.delays`,
+    `nb.faults`."""
 
     def __init__(self, token: str, *, lifetime: float = 600.0) -> None:
         self.token = token
@@ -408,6 +440,12 @@ class NetBoxDouble:
         # 403 "You do not have permission to perform this action." (rest_framework/
         # exceptions.py), as NetBox answers a valid token lacking the view permission
         self.forbidden: set[str] = set()
+        # API paths (`dcim/interfaces`) that time out or answer 5xx (Fault)
+        self.faults: dict[str, Fault] = {}
+        # API paths whose reply never ends: a list page whose rows stream for
+        # ever, one 100 kB piece every `seconds` (0: as fast as the socket
+        # takes them), as a broken proxy or a hostile NETBOX_URL could send
+        self.endless: dict[str, float] = {}
         self._stop = threading.Event()
         self._lifetime = lifetime
         self._timer: threading.Timer | None = None
@@ -457,9 +495,19 @@ class NetBoxDouble:
                 if path in double.forbidden:
                     detail = "You do not have permission to perform this action."
                     return self._json(403, {"detail": detail})
+                fault = double.faults.get(path)
+                limit = dict(parse_qsl(parts.query)).get("limit", "50")
+                if fault is not None and fault.strikes(int(limit) if limit.isdigit() else 50):
+                    if fault.status is not None:
+                        return self._json(fault.status, {"detail": "Server Error"})
+                    self._wait(600.0)  # until the client hangs up
+                    double.disconnects.append(self.path)
+                    return None
                 if not self._wait(double.delays.get(path, 0.0)):
                     double.disconnects.append(self.path)
                     return None
+                if path in double.endless:
+                    return self._endless(double.endless[path])
                 if path == "status":
                     return self._json(200, double.status)
                 listing, _, oid = path.rpartition("/")
@@ -473,7 +521,8 @@ class NetBoxDouble:
                     params.setdefault(key, []).append(value)
                 limit = int(params.pop("limit", ["50"])[0])
                 offset = int(params.pop("offset", ["0"])[0])
-                for control in ("brief", "fields", "ordering"):
+                ordering = params.pop("ordering", [""])[0]
+                for control in ("brief", "fields"):
                     params.pop(control, None)
                 q = params.pop("q", [""])[0]
                 for key, values in params.items():
@@ -488,6 +537,9 @@ class NetBoxDouble:
                         _matches(obj, FILTER_FIELDS.get((path, k), k), v) for k, v in params.items()
                     )
                 ]
+                if ordering:  # NetBox's ?ordering=field, -field for descending
+                    name = ordering.lstrip("-")
+                    rows.sort(key=lambda o: _order(o.get(name)), reverse=ordering.startswith("-"))
                 page = rows[offset : offset + limit]
                 more = offset + limit < len(rows)
                 return self._json(
@@ -518,6 +570,18 @@ class NetBoxDouble:
                     finally:
                         self.connection.settimeout(None)
                 return True
+
+            def _endless(self, pause: float) -> None:
+                row = json.dumps({"id": 1, "name": "x" * 1000, "slug": "x"}).encode() + b","
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                try:
+                    self.wfile.write(b'{"count":1,"next":null,"previous":null,"results":[')
+                    while not double._stop.is_set() and self._wait(pause):
+                        self.wfile.write(row * 100)
+                except OSError:
+                    return
 
             def _json(self, status: int, body: Any) -> None:
                 data = json.dumps(body).encode()

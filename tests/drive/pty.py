@@ -33,7 +33,7 @@ def on_a_terminal(
     `columns`, as a user's terminal runs it. Every pty of the tests starts
     here (tests/test_layout.py checks)."""
     command, *rest = [*program, *args]
-    return pexpect.spawn(
+    child = pexpect.spawn(
         command,
         rest,
         env=env,
@@ -42,6 +42,10 @@ def on_a_terminal(
         timeout=timeout,
         dimensions=(lines, columns),
     )
+    # `sendline` presses Enter as a terminal does: CR. LF is Ctrl-J, which
+    # the REPL takes as a newline in the question.
+    child.linesep = "\r"
+    return child
 
 
 def in_a_shell(env: dict[str, str], line: str, **options: Any) -> pexpect.spawn:
@@ -57,10 +61,12 @@ def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
     return child
 
 
-def run_in_pty(env: dict[str, str], *args: str, timeout: float = 60) -> tuple[int, str]:
-    """A command that ends by itself, run in a terminal: its exit status and
-    what it drew, without the escape codes."""
-    child = on_a_terminal(env, *args, timeout=timeout)
+def run_in_pty(
+    env: dict[str, str], *args: str, timeout: float = 60, columns: int = 160
+) -> tuple[int, str]:
+    """A command that ends by itself, run in a terminal of `columns`: its exit
+    status and what it drew, without the escape codes."""
+    child = on_a_terminal(env, *args, timeout=timeout, columns=columns)
     child.expect(pexpect.EOF)
     child.close()
     return int(child.exitstatus or 0), plain(child.before or "")

@@ -1,0 +1,406 @@
+"""Read (stage 1 of the pipeline): an answer as typed facts, each with its
+span. Pure string work on the answer and the question: no NetBox.
+
+- *count*: a number of a set ("DM-Akron has 4 racks", "2 of them are
+  offline"), with the status that narrows it and whether the answer says it
+  counts a page ("the 5 most recent");
+- *members*: the objects a list names, when it is said to be the set ("the
+  routers are A and B", a list after "Devices at DM-Akron:");
+- *quantifier*: a value said of every object of a set or of none ("no
+  device is offline", "all are active");
+- *yesno*: the Yes or No that answers a yes/no question;
+- *value*: a status said of a named object ("sw02 is offline").
+
+Names and numbers as tokens (reader.py) are read by the grounding check as
+well; facts are what it verifies against the records beyond them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from netbox_chat.claims.reader import (
+    OBJECT_NOUNS,
+    TOKEN,
+    Shape,
+    identifier_like,
+    negated,
+    noun_after,
+    numbers_outside,
+    plain,
+    question_noun,
+    shape,
+)
+
+# NetBox's status choices a sentence says of an object or a set (grounding.STATUSES's words).
+STATUS_WORDS = frozenset(
+    ["active", "offline", "planned", "staged", "failed", "inventory", "decommissioning",
+     "reserved", "deprecated", "available", "provisioning", "deprovisioning", "connected",
+     "decommissioned"]
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact of an answer. `kind` says which of the fields below it uses."""
+
+    kind: str  # "count" | "members" | "quantifier" | "yesno" | "value"
+    text: str
+    start: int
+    end: int
+    subject: str | None = None  # value: the object named
+    value: str | None = None  # value, quantifier: the status said
+    number: int | None = None  # count
+    noun: str = ""  # count, members, quantifier: the object noun of the set ("device")
+    qualifier: str = ""  # count, members: a status narrowing the set ("4 active devices")
+    page: bool = False  # count: the answer says it counts a page, not the set
+    narrowed: bool = False  # count, members: a verb narrows the set ("3 have no tenant")
+    scope: str = ""  # the sentence the fact stands in: the objects it is said within
+    members: tuple[str, ...] = ()
+    answer: bool | None = None  # yesno
+    every: bool | None = None  # quantifier: True for all/every, False for no/none
+    field: str = ""  # has: the field said set or empty ("has no cable", "is enabled")
+    on: str = ""  # has: the object the subject belongs to ("eth1 on dmi01-akron-sw01")
+
+
+_PAGE_BEFORE = re.compile(
+    r"\b(?:first|last|top|latest|newest|oldest|showing|shows?|returned|listed|fetched)\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
+_PAGE_AFTER = re.compile(
+    r"\s+(?:\w+\s+){0,2}?(?:most\s+recent|latest|newest|oldest|shown|listed|returned|here|below|"
+    r"on\s+(?:this|the\s+first)\s+page)\b|\s+of\s+\d",
+    re.IGNORECASE,
+)
+_STATUS_AFTER = re.compile(
+    r"\s*(?:[a-z]+\s+){0,3}?(?:of\s+them\s+|of\s+these\s+)?(?:are|is|were|was)\s+(\w+)"
+)
+_YES_NO = re.compile(r"\s*(yes|no)\b", re.IGNORECASE)
+_YES_NO_QUESTION = re.compile(
+    r"\s*(?:is|are|does|do|did|has|have|was|were|can|could|will)\b", re.IGNORECASE
+)
+_STATUS = "|".join(sorted(STATUS_WORDS))
+_QUANTIFIED = re.compile(
+    rf"\b(?P<q>all|every|each|none|no)\b(?P<mid>[^.;:\n]{{0,48}}?)\b(?:is|are)\s+"
+    rf"(?P<neg>not\s+)?(?P<v>{_STATUS})\b"
+    rf"|\b(?P<q2>no)\s+(?P<v2>{_STATUS})\s+(?P<mid2>[a-z]+)",
+    re.IGNORECASE,
+)
+_EXCEPTION = re.compile(r"\b(?:but|except|besides|other\s+than|apart\s+from)\b", re.I)
+_SUBSET = re.compile(
+    r"\b(?:some|e\.g|including|such\s+as|among|example|examples|few|several|like|first|top|"
+    r"last|latest|sample|other|others|also)\b",
+    re.IGNORECASE,
+)
+_WHOLE = re.compile(r"(?:\b(?:are|is)\b|:)\s*$", re.IGNORECASE)
+_INLINE_LIST = re.compile(r"\b(?:are|is)\s*:?\s+(?P<list>[^.;\n]+)|:\s*(?P<list2>[^.;\n]+)")
+
+
+def read(answer: str, question: str = "") -> list[Fact]:
+    """The facts `answer` states, in order, in answer to `question`."""
+    text = plain(answer)
+    blocks = shape(text)
+    facts = _counts(text, blocks) + _quantifiers(text) + _members(text, blocks, question)
+    facts += _values(text) + _fields(text) + _field_values(text) + _cells(text, blocks)
+    if question and _YES_NO_QUESTION.match(question) and (m := _YES_NO.match(text)):
+        yes = m.group(1).lower() == "yes"
+        facts.append(Fact("yesno", m.group(1), m.start(1), m.end(1), answer=yes))
+    return sorted(facts, key=lambda f: f.start)
+
+
+def _counts(text: str, blocks: Shape) -> list[Fact]:
+    facts = []
+    for n in numbers_outside(text, tuple(blocks.numbering)):
+        if n.integer is None or n.context or n.percent or not (n.noun or n.subcount):
+            continue
+        after = text[n.end : n.end + 60]
+        qualifier = ""
+        words = after.lower().split()[:3]
+        if words and words[0] in STATUS_WORDS:  # "4 active devices"
+            qualifier = words[0]
+        elif (m := _STATUS_AFTER.match(after)) and m.group(1).lower() in STATUS_WORDS:
+            qualifier = m.group(1).lower()  # "2 of them are offline"
+        if n.subcount and not (n.noun or qualifier):
+            continue  # "3 have no tenant": a count of rows, read by the number check
+        page = bool(_PAGE_BEFORE.search(text[max(0, n.start - 30) : n.start])) or bool(
+            _PAGE_AFTER.match(after)
+        )
+        facts.append(
+            Fact("count", n.text, n.start, n.end, number=n.integer, noun=n.noun,
+                 qualifier=qualifier, page=page,
+                 narrowed=not (qualifier or page) and (n.subcount or _narrowing(text, n)),
+                 scope=_sentence(text, n.start))
+        )  # fmt: skip
+    return facts
+
+
+def _quantifiers(text: str) -> list[Fact]:
+    facts = []
+    for m in _QUANTIFIED.finditer(text):
+        if _EXCEPTION.search(m.group()):
+            continue  # "all devices but sw02 are active": the named one is read on its own
+        if m.group("q"):
+            q, value, mid = m.group("q").lower(), m.group("v").lower(), m.group("mid")
+            every = q in ("all", "every", "each")
+            if m.group("neg"):
+                every = not every if every else every
+                if q in ("none", "no"):
+                    continue  # "none is not active": read no further
+                every = False
+        else:
+            q, value, mid, every = "no", m.group("v2").lower(), m.group("mid2"), False
+        noun = noun_after(" " + mid, 0, OBJECT_NOUNS) if mid else ""
+        facts.append(
+            Fact("quantifier", m.group(), m.start(), m.end(), value=value, noun=noun, every=every,
+                 scope=_sentence(text, m.start()))
+        )  # fmt: skip
+    return facts
+
+
+def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
+    """Lists said to be a set: list items under a lead line ending in a colon
+    (or any list answering "Which VLANs ...?"), and "the routers are A and B"
+    in a sentence. A list called a sample ("some of them", "e.g.", "the first
+    5") is no claim about the set."""
+    facts = []
+    asked = _ASKS_LIST.match(question) and not _SUBSET.search(question)
+    items = blocks.items
+    groups: list[list[tuple[int, int]]] = []
+    for item in items:
+        if groups and text[groups[-1][-1][1] : item.start].count("\n") <= 1:
+            groups[-1].append((item.start, item.end))
+        else:
+            groups.append([(item.start, item.end)])
+    for group in groups:
+        line_start = text.rfind("\n", 0, max(0, group[0][0] - 1))
+        lead_end = max(0, line_start)
+        lead = text[text.rfind("\n", 0, max(0, lead_end - 1)) + 1 : lead_end].strip()
+        if not (lead.endswith(":") or (asked and not lead)) or _SUBSET.search(lead):
+            continue
+        names = tuple(n for s, e in group if (n := _first_name(text[s:e], bool(asked))))
+        noun = _lead_noun(lead) or (question_noun(question) if asked else "")
+        whole = _whole(lead, noun) or bool(asked and noun in _TYPE_NOUNS)
+        if len(names) >= 2 and len(names) == len(group):
+            facts.append(
+                Fact("members", lead or question, group[0][0], group[-1][1], members=names,
+                     qualifier=_status_in(lead), noun=noun, narrowed=not whole,
+                     scope=lead)
+            )  # fmt: skip
+    for segment in blocks.segments:
+        if segment.kind != "sentence":
+            continue
+        sentence = text[segment.start : segment.end]
+        m = _INLINE_LIST.search(sentence)
+        if not m:
+            continue
+        listed = m.group("list") or m.group("list2") or ""
+        lead = sentence[: m.start()]
+        if _SUBSET.search(lead) or negated(sentence, m.start()):
+            continue
+        parts = [p.strip().strip("*`").strip() for p in _LIST_SEPARATOR.split(listed)]
+        names = tuple(p for p in parts if p and identifier_like(p.split()[0]))
+        said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
+        noun = _lead_noun(said)
+        if len(names) >= 2 and len(names) == len(parts):
+            start = segment.start + m.start()
+            facts.append(
+                Fact("members", sentence.strip(), start, segment.end, members=names,
+                     qualifier=_status_in(lead), noun=noun, narrowed=not _whole(said, noun),
+                     scope=lead)
+            )  # fmt: skip
+    return facts
+
+
+_NARROWING = frozenset(
+    ["have", "has", "belong", "belongs", "lack", "lacks", "use", "uses", "run", "runs", "carry",
+     "are", "is", "were", "was", "do", "does", "sit", "show", "match", "remain", "need", "with",
+     "without", "that", "which", "whose", "where", "in", "on", "behind", "connected", "assigned",
+     "named", "called"]
+)  # fmt: skip
+
+
+def _narrowing(text: str, number: Any) -> bool:
+    """Words after the counted noun narrow the set ("2 devices have no
+    tenant", "4 devices with no rack"): the set's count is not its number."""
+    tail = text[number.end : number.end + 80].lower()
+    words = re.findall(r"[a-z][\w\-]*|[.,;:!?]", tail)
+    stem = number.noun.split()[-1][:4]
+    for i, word in enumerate(words[:5]):
+        if word.startswith(stem):
+            return i + 1 < len(words) and words[i + 1] in _NARROWING
+    return False
+
+
+def _sentence(text: str, at: int) -> str:
+    """The part of the sentence (or line) around offset `at` that says which
+    set a fact is about: from its start to the first comma, colon or
+    semicolon after `at` ("DM-Akron has 17 devices, among them A and B":
+    the names listed after the comma are members, not the set's scope)."""
+    low = max(
+        text.rfind(". ", max(0, at - 300), at) + 1, text.rfind("\n", max(0, at - 300), at) + 1
+    )
+    ends = [e for c in (". ", "\n", ",", ":", ";") if (e := text.find(c, at, at + 300)) >= 0]
+    return text[low : min(ends) if ends else at + 300]
+
+
+def _whole(lead: str, noun: str) -> bool:
+    """The lead says the list is the set itself ("The devices at DM-Akron
+    are", "All VLANs:"), of a noun that is an object type (not "routers", a
+    role): a member more or less is then a wrong list."""
+    return bool(_WHOLE_SET.search(lead)) and noun in _TYPE_NOUNS
+
+
+_WHOLE_SET = re.compile(r"\b(?:are|all|every|only)\b", re.IGNORECASE)
+_TYPE_NOUNS = frozenset(
+    ["device", "site", "rack", "tenant", "vlan", "vrf", "prefix", "cluster", "circuit",
+     "provider", "platform", "region", "location", "interface", "virtual machine", "vm",
+     "ip address", "cable", "contact", "tag", "manufacturer", "power feed", "power panel",
+     "device type", "aggregate", "asn", "module"]
+)  # fmt: skip
+
+
+_LIST_SEPARATOR = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+")
+
+
+def _first_name(item: str, asked: bool = False) -> str:
+    """The object a list item names: its first token, when only a name looks
+    so (any first word, when the question asked for a list: "- mgmt (100)")."""
+    m = TOKEN.search(item)
+    return m.group() if m and (asked or identifier_like(m.group())) else ""
+
+
+_ASKS_LIST = re.compile(r"\s*(?:which|list|what)\b", re.IGNORECASE)
+
+
+def _lead_noun(lead: str) -> str:
+    """The object noun a list's lead names ("The devices at DM-Akron are")."""
+    for m in re.finditer(r"[A-Za-z]+", lead):
+        noun = noun_after(" " + lead[m.start() :], 0, OBJECT_NOUNS)
+        if noun:
+            return noun
+    return ""
+
+
+def _status_in(text: str) -> str:
+    return next((w for w in re.findall(r"[a-z]+", text.lower()) if w in STATUS_WORDS), "")
+
+
+_VALUE = re.compile(
+    rf"(?P<s>{TOKEN.pattern})\s+(?:is|are|was|were)\s+(?:currently\s+|still\s+|now\s+)?"
+    rf"(?P<neg>not\s+)?(?P<v>{_STATUS})\b",
+    re.IGNORECASE,
+)
+
+
+def _values(text: str) -> list[Fact]:
+    """A status said of a named object ("dmi01-akron-sw02 is offline")."""
+    return [
+        Fact(
+            "value", m.group(), m.start(), m.end(), subject=m.group("s"), value=m.group("v").lower()
+        )
+        for m in _matches(_VALUE, text, ("is", "are", "was", "were"))
+        if identifier_like(m.group("s")) and not m.group("neg")
+    ]
+
+
+# What "has a X" / "is X" says of an object's field, and the fields that hold it.
+FIELD_WORDS = {
+    "cable": ("cable",), "cabled": ("cable",), "connected": ("cable",), "tenant": ("tenant",),
+    "primary ip": ("primary_ip", "primary_ip4", "primary_ip6"), "rack": ("rack",),
+    "platform": ("platform",), "route distinguisher": ("rd",), "rd": ("rd",),
+    "description": ("description",), "serial": ("serial",), "enabled": ("enabled",),
+    "disabled": ("enabled",), "in a rack": ("rack",), "assigned": ("assigned_object",),
+}  # fmt: skip
+_HAS = re.compile(
+    rf"(?P<s>{TOKEN.pattern})(?:\s+on\s+(?P<on>{TOKEN.pattern}))?\s+"
+    r"(?:(?:has|have)\s+(?P<a>no|a|an|one)\s+(?P<f>cable|tenant|primary\s+ip|rack|platform|"
+    r"route\s+distinguisher|rd|description|serial)"
+    r"|(?:is|are)\s+(?P<neg>not\s+)?(?P<g>cabled|enabled|disabled|connected|in\s+a\s+rack))\b",
+    re.IGNORECASE,
+)
+
+
+def _fields(text: str) -> list[Fact]:
+    """A field said set or empty: "Gi0/0/0 has no cable", "sw02 has a primary
+    IP", "eth0 on sw01 is enabled", "sw02 is not in a rack". `answer` holds
+    whether the field is said to be set (enabled: true)."""
+    facts = []
+    for m in _matches(_HAS, text, ("has", "have", "is", "are")):
+        if m.group("f"):
+            word, present = re.sub(r"\s+", " ", m.group("f").lower()), m.group("a").lower() != "no"
+        else:
+            word = re.sub(r"\s+", " ", m.group("g").lower())
+            present = (word != "disabled") != bool(m.group("neg"))
+        facts.append(
+            Fact("has", m.group(), m.start(), m.end(), subject=m.group("s"), field=word,
+                 answer=present, on=m.group("on") or "")
+        )  # fmt: skip
+    return facts
+
+
+_FIELD_VALUE = re.compile(
+    rf"(?P<s>{TOKEN.pattern})(?:'s|\u2019s)\s+(?P<f>[a-z][a-z ]{{0,28}}?)\s+(?:is|was)\s+"
+    rf"(?:set\s+to\s+)?(?P<v>{TOKEN.pattern})"
+    rf"|(?P<s2>{TOKEN.pattern})\s+has\s+(?:the|a|an)\s+(?P<f2>[a-z][a-z ]{{0,28}}?)\s+(?:of\s+)?"
+    rf"(?P<v2>{TOKEN.pattern})",
+    re.IGNORECASE,
+)
+
+
+def _field_values(text: str) -> list[Fact]:
+    """A field's value said of an object: "sw01's primary IP is 10.1.0.1/24",
+    "VRF Red has the route distinguisher 65000:1", "DM-Butte has the ID 16"."""
+    facts = []
+    for m in _matches(_FIELD_VALUE, text, ("'s", "\u2019s", "has")):
+        subject = m.group("s") or m.group("s2")
+        field = re.sub(r"\s+", " ", (m.group("f") or m.group("f2")).lower())
+        value = m.group("v") or m.group("v2")
+        facts.append(
+            Fact("field", m.group(), m.start(), m.end(), subject=subject, value=value,
+                 field=field)
+        )  # fmt: skip
+    return facts
+
+
+def _cells(text: str, blocks: Shape) -> list[Fact]:
+    """A table row's cells as fields of the object its first cell names: the
+    "Tenant" cell of a row is that object's tenant."""
+    facts = []
+    for row in blocks.rows:
+        if len(row.cells) < 2:
+            continue
+        at = row.start
+        spans = []
+        for _, cell in row.cells:
+            found = text.find(cell, at, row.end) if cell else -1
+            spans.append((found, found + len(cell)) if found >= 0 else None)
+            if found >= 0:
+                at = found + len(cell)
+        subject = row.cells[0][1].strip()
+        if not subject or spans[0] is None:
+            continue
+        for (header, cell), span in list(zip(row.cells, spans, strict=True))[1:]:
+            value = cell.strip()
+            if span is None or not header.strip() or not TOKEN.search(value):
+                continue
+            facts.append(
+                Fact("field", value, span[0], span[1], subject=subject, value=value,
+                     field=re.sub(r"\s+", " ", header.strip().lower()))
+            )  # fmt: skip
+    return facts
+
+
+def _matches(pattern: re.Pattern[str], text: str, words: tuple[str, ...]) -> list[re.Match[str]]:
+    """`pattern`'s matches in the lines of `text` holding one of `words`: a
+    pattern that starts with a name is tried at every character, so lines
+    without its verb (a list of interfaces and speeds) are not searched."""
+    found: list[re.Match[str]] = []
+    at = 0
+    for line in text.split("\n"):
+        low = line.lower()
+        if any(w in low for w in words):
+            found.extend(pattern.finditer(text, at, at + len(line)))
+        at += len(line) + 1
+    return found

@@ -1,0 +1,340 @@
+"""Verify (stage 3 of the pipeline): each fact against the records the
+turn's calls returned, to a verdict and the call it rests on.
+
+- a count against its set's `count` (NetBox's total, not the rows a page
+  returned), a page's rows only where the answer says it counts a page; a
+  count narrowed by a status against the rows holding it, when the reply
+  holds the whole set (or the call filtered on that status);
+- members against the whole set, only when the reply holds all of it;
+- a quantifier against every record of the set;
+- a Yes or No against what the question asks of the named object's record.
+
+Whatever cannot be tied to a set or a record is *unchecked*, never verified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from netbox_chat.claims.index import Index, Set
+from netbox_chat.claims.read import FIELD_WORDS, STATUS_WORDS, Fact
+from netbox_chat.claims.reader import identifier_like, joins, key, tokens
+
+# The object type (its model, after the app label) each object noun counts.
+_TYPES = {
+    "virtual machine": "virtualmachine", "vm": "virtualmachine", "device": "device",
+    "site": "site", "rack": "rack", "tenant": "tenant", "vlan": "vlan", "vrf": "vrf",
+    "prefix": "prefix", "cluster": "cluster", "circuit": "circuit", "provider": "provider",
+    "platform": "platform", "role": "role", "region": "region", "location": "location",
+    "interface": "interface", "power panel": "powerpanel", "power feed": "powerfeed",
+    "manufacturer": "manufacturer", "device type": "devicetype", "user": "user",
+    "aggregate": "aggregate", "ip address": "ipaddress", "address": "ipaddress",
+    "ip": "ipaddress", "cable": "cable", "contact": "contact", "tag": "tag",
+    "change": "objectchange", "switch": "device", "router": "device", "server": "device",
+    "firewall": "device", "host": "device", "port": "interface", "module": "module",
+    "range": "iprange", "asn": "asn", "termination": "circuittermination",
+}  # fmt: skip
+_IDENTITY = ("name", "display", "address", "prefix", "cid", "model", "slug")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A fact's verdict: "verified", "ungrounded" or "unchecked", the index of
+    the call it rests on, and one short line saying why."""
+
+    fact: Fact
+    status: str
+    source: int | None
+    reason: str
+
+
+def verify(facts: Sequence[Fact], index: Index, question: str = "") -> list[Verdict]:
+    """The verdict on each fact that is about a set or answers a question; a
+    fact with no set to check it against, and a value of a named object, are
+    left out (the name, number and value passes of grounding.py read them)."""
+    out = []
+    for fact in facts:
+        check = _VERIFY.get(fact.kind)
+        verdict = None if check is None else check(fact, index, question)
+        if verdict is not None:
+            out.append(verdict)
+    return out
+
+
+def _sets(index: Index, noun: str) -> list[Set]:
+    """The sets a noun counts, latest call first: by object type, or every
+    set when the noun names none ("results", "them")."""
+    model = _TYPES.get(noun, "")
+    if model:
+        found = [s for s in index.sets if s.object_type.rpartition(".")[2] == model]
+        if model == "role":
+            found += [s for s in index.sets if s.object_type.endswith("role") and s not in found]
+        return found[::-1]
+    return index.sets[::-1] if not noun or noun in ("result", "object", "one", "entry") else []
+
+
+def _named(fact: Fact, found: Set, index: Index) -> set[str]:
+    """The objects the fact's sentence names besides the set's own rows: a
+    site, a tenant, a device whose interfaces are counted, or a name no
+    reply holds."""
+    toks = tokens(fact.scope)
+    named = set()
+    for i in range(len(toks)):
+        if identifier_like(toks[i].text) and toks[i].key not in index.names:
+            named.add(toks[i].key)
+        for joined, _ in joins(fact.scope, toks, i, 4):
+            if (
+                _lettered(joined)
+                and joined not in STATUS_WORDS
+                and (
+                    joined in index.records
+                    or index.attr_fields.get(joined, set()) - IDENTITY_FIELDS
+                )
+            ):
+                named.add(joined)
+    own = {name for row in found.rows for name in _identity(row)}
+    return named - own
+
+
+def _in_scope(fact: Fact, found: Set, index: Index) -> bool:
+    """The set is the one the fact's sentence speaks of: every object the
+    sentence names is one the call filtered on or one every row holds ("No
+    devices are offline at DM-Columbus" is not about DM-Akron's devices)."""
+    filtered = {key(str(v)) for v in found.filters.values()}
+    return all(
+        name in filtered or (found.rows and all(name in _values(row) for row in found.rows))
+        for name in _named(fact, found, index)
+    )
+
+
+# Fields that name the record itself: a value said of an object is never one.
+IDENTITY_FIELDS = frozenset(["name", "display", "slug", "label", "model", "cid", "address"])
+
+
+def _lettered(name: str) -> bool:
+    return any(c.isalpha() for c in name)
+
+
+def _values(row: Mapping[str, Any]) -> set[str]:
+    out = set()
+    for value in row.values():
+        if isinstance(value, Mapping):
+            value = value.get("display") or value.get("name") or value.get("slug")
+        if isinstance(value, str):
+            out.add(key(value))
+    return out
+
+
+def _holds(row: Mapping[str, Any], field: str, value: str) -> bool:
+    held = row.get(field)
+    if isinstance(held, Mapping):
+        held = held.get("value") or held.get("slug") or held.get("name") or held.get("display")
+    return isinstance(held, str) and key(held) == key(value)
+
+
+def _filtered_on(found: Set, value: str) -> bool:
+    """The call fetched only rows holding `value` (filters={"status": "active"})."""
+    return any(
+        key(str(v)) == key(value) or (isinstance(v, list) and [key(str(x)) for x in v] == [value])
+        for v in found.filters.values()
+    )
+
+
+def _count(fact: Fact, index: Index, question: str) -> Verdict | None:
+    if fact.narrowed or fact.number is None:
+        return None  # "3 have no tenant": the number check reads it
+    sets = [s for s in _sets(index, fact.noun) if _in_scope(fact, s, index)]
+    if not sets:
+        if not _sets(index, fact.noun):
+            return None
+        if fact.number in index.counts:  # a number of the replies, but of another set
+            return Verdict(fact, "unchecked", None, "no reply holds the set it counts")
+        return Verdict(fact, "ungrounded", None, "no reply holds the set it counts, nor the number")
+    n = fact.number
+    if fact.qualifier:
+        for found in sets:
+            if _filtered_on(found, fact.qualifier):
+                if found.count == n:
+                    return Verdict(fact, "verified", found.source, "the set's count")
+                continue
+            if found.complete:
+                held = sum(1 for row in found.rows if _holds(row, "status", fact.qualifier))
+                if held == n:
+                    return Verdict(fact, "verified", found.source, f"{held} rows {fact.qualifier}")
+        complete = [s for s in sets if s.complete or _filtered_on(s, fact.qualifier)]
+        if not complete:
+            return Verdict(fact, "unchecked", None, "the replies hold only a page of the set")
+        return Verdict(fact, "ungrounded", complete[0].source, "the rows say another number")
+    for found in sets:
+        if found.count == n:
+            return Verdict(fact, "verified", found.source, f"NetBox counts {found.count}")
+        if fact.page and len(found.rows) == n:
+            return Verdict(fact, "verified", found.source, "the rows of the page shown")
+    paged = next((s for s in sets if not s.complete and len(s.rows) == n), None)
+    if paged is not None:
+        return Verdict(
+            fact, "ungrounded", paged.source, f"a page's {n} rows; NetBox counts {paged.count}"
+        )
+    if fact.noun in ("", "result", "object", "one", "entry"):
+        return None  # a count of something no set is: the number check reads it
+    return Verdict(fact, "ungrounded", sets[0].source, f"NetBox counts {sets[0].count}")
+
+
+def _identity(row: Mapping[str, Any]) -> set[str]:
+    return {key(str(row[k])) for k in _IDENTITY if isinstance(row.get(k), (str, int))} - {""}
+
+
+def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
+    listed = {key(m) for m in fact.members}
+    best: tuple[int, Set] | None = None
+    for found in index.sets[::-1]:
+        hits = sum(1 for row in found.rows if _identity(row) & listed)
+        if hits and (best is None or hits > best[0]):
+            best = (hits, found)
+    if best is None:
+        return None  # none of them is a row: the name check marks them
+    found = best[1]
+    if fact.narrowed and not fact.qualifier:
+        return None  # "two devices belong to X: A and B": the names are checked one by one
+    if not found.complete:
+        return Verdict(fact, "unchecked", found.source, "the replies hold only a page of the set")
+    filtered = {key(str(v)) for v in found.filters.values()}
+    scope = _named(fact, found, index) - filtered  # "DM-Akron's racks are", of all racks
+    wanted = [
+        row
+        for row in found.rows
+        if (
+            not fact.qualifier
+            or _filtered_on(found, fact.qualifier)
+            or _holds(row, "status", fact.qualifier)
+        )
+        and scope <= _values(row)
+    ]
+    named = [row for row in found.rows if _identity(row) & listed]
+    extra = [r for r in named if not any(r is w for w in wanted)]
+    own = {name for row in found.rows for name in _identity(row)}
+    if any(m not in own and m in index.records for m in listed):
+        # a member the set does not hold, though another reply names it
+        return Verdict(fact, "ungrounded", found.source, "a member is not in the set")
+    if not extra and (fact.narrowed or len(named) == len(wanted)):
+        return Verdict(fact, "verified", found.source, f"the set has {len(wanted)}")
+    return Verdict(
+        fact, "ungrounded", found.source, f"NetBox's set has {len(wanted)}, the list {len(listed)}"
+    )
+
+
+def _quantifier(fact: Fact, index: Index, question: str) -> Verdict | None:
+    if fact.value is None:
+        return None
+    sets = [s for s in _sets(index, fact.noun) if any("status" in r for r in s.rows)]
+    if not sets:
+        return None
+    for found in sets:
+        if not fact.every and found.complete and _filtered_on(found, fact.value):
+            # "no device at DM-Columbus is offline", from the list of offline devices
+            named = _named(fact, found, index)
+            if named:
+                there = [r for r in found.rows if named <= _values(r)]
+                status = "ungrounded" if there else "verified"
+                return Verdict(fact, status, found.source, f"the {fact.value} set's rows")
+    sets = [s for s in sets if _in_scope(fact, s, index)]
+    if not sets:
+        return Verdict(fact, "unchecked", None, "no reply holds the set it is said of")
+    found = sets[0]
+    if not found.complete:
+        return Verdict(fact, "unchecked", found.source, "the replies hold only a page of the set")
+    held = [_holds(row, "status", fact.value) for row in found.rows]
+    true = all(held) if fact.every else not any(held)
+    if true:
+        return Verdict(fact, "verified", found.source, "every record of the set")
+    return Verdict(fact, "ungrounded", found.source, "a record of the set says otherwise")
+
+
+def _yesno(fact: Fact, index: Index, question: str) -> Verdict | None:
+    """Yes or No against the question's own statement: the one object it
+    names and the status it asks about ("Is dmi01-akron-sw02 offline?")."""
+    words = [t.key for t in tokens(question)]
+    statuses = [w for w in words if w in STATUS_WORDS]
+    named = [w for w in words if w in index.records]
+    if len(statuses) != 1 or len(set(named)) != 1:
+        return None  # the sentence after the Yes or No says what it means: read there
+    records = [r for r in index.records[named[0]] if "status" in r.attrs]
+    if not records:
+        return Verdict(fact, "unchecked", None, "the record holds no status")
+    truth = any(statuses[0] in r.attrs["status"] for r in records)
+    negative = any(w in ("not", "n-t") for w in words) or "n't" in question.lower()
+    if negative:
+        truth = not truth
+    status = "verified" if truth == fact.answer else "ungrounded"
+    return Verdict(fact, status, records[0].source, f"the record of {named[0]} says so")
+
+
+def _has(fact: Fact, index: Index, question: str) -> Verdict | None:
+    """A field said set or empty, against the subject's own record(s) (those
+    of the object it is said to be on, when named): no record holding the
+    field -> no verdict (the reply did not fetch it)."""
+
+    rows = index.rows.get(key(fact.subject or ""), [])
+    if fact.on:
+        on = key(fact.on)
+        rows = [(s, r) for s, r in rows if on in _values(r)] or rows
+    fields = FIELD_WORDS.get(fact.field, ())
+    seen = [(s, r, f) for s, r in rows for f in fields if f in r]
+    if not seen:
+        return None
+    said = bool(fact.answer)
+    held = [s for s, r, f in seen if _set(r[f]) == said]
+    if held:
+        return Verdict(fact, "verified", held[0], f"the record of {fact.subject} says so")
+    return Verdict(fact, "ungrounded", seen[0][0], f"the record of {fact.subject} says otherwise")
+
+
+# Field words an answer uses for a NetBox field of another name.
+_FIELD_NAMES = {
+    "primary ip": ("primary_ip", "primary_ip4", "primary_ip6"), "ip": ("primary_ip",),
+    "facility code": ("facility",), "route distinguisher": ("rd",), "rd": ("rd",),
+    "serial number": ("serial",), "type": ("type", "device_type"), "model": ("device_type",),
+    "role": ("role",), "vid": ("vid",), "id": ("id",), "asset tag": ("asset_tag",),
+}  # fmt: skip
+
+
+def _field(fact: Fact, index: Index, question: str) -> Verdict | None:
+    """A field's value said of an object, against that object's own record:
+    no verdict unless the record has the field."""
+    names = _FIELD_NAMES.get(fact.field, (fact.field.replace(" ", "_"),))
+    rows = index.rows.get(key(fact.subject or ""), [])
+    seen = [(s, r[f]) for s, r in rows for f in names if f in r and r[f] not in (None, "")]
+    if not seen or not fact.value:
+        return None
+    said = key(fact.value)
+    for source, held in seen:
+        forms = [held.get(k) for k in _SHOWN] if isinstance(held, Mapping) else [held]
+        for form in forms:
+            if not isinstance(form, (str, int)) or isinstance(form, bool):
+                continue
+            text = key(str(form))
+            if text == said or text.startswith(said + "-") or said.startswith(text + "-"):
+                return Verdict(fact, "verified", source, f"the record of {fact.subject} says so")
+    return Verdict(fact, "ungrounded", seen[0][0], f"the record of {fact.subject} says otherwise")
+
+
+_SHOWN = ("address", "display", "name", "slug", "label", "value")
+
+
+def _set(value: Any) -> bool:
+    """A field is set: a flag that is true, or any value that is not empty."""
+    if isinstance(value, bool):
+        return value
+    return value not in (None, "", [], {})
+
+
+_VERIFY = {
+    "count": _count,
+    "members": _members,
+    "quantifier": _quantifier,
+    "yesno": _yesno,
+    "has": _has,
+    "field": _field,
+}  # a value of a named object: the grounding check's value pass reads it beside its name

@@ -1,0 +1,1 @@
+"""`netbox-chat mcp`: the agent's NetBox tools and the answer check, served to any MCP client."""
