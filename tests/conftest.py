@@ -3,13 +3,16 @@ folder, and the environment the real CLI reads."""
 
 from __future__ import annotations
 
+import compileall
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.doubles import ROOT
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import ScriptedOllama
 from tests.doubles.openai_server import DIALECTS, ScriptedOpenAI, server_env
@@ -41,6 +44,36 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         unknown = set(kinds) - set(MODEL_SERVERS)
         assert not unknown, f"model_servers: unknown {sorted(unknown)}, not in {MODEL_SERVERS}"
         metafunc.parametrize("ollama", kinds, indirect=True, ids=[f"on-{k}" for k in kinds])
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The package compiled once, before the workers start: the editable
+    install leaves it uncompiled, and where PYTHONDONTWRITEBYTECODE is set no
+    process writes its bytecode, so each of the hundreds of CLI processes the
+    tests start would compile the modules it imports again (0.1 s of CPU
+    each). compileall writes it whatever that variable says."""
+    if not hasattr(session.config, "workerinput"):  # xdist's controller, or no xdist
+        compileall.compile_dir(ROOT / "netbox_chat", quiet=2)
+
+
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist's controller: the terminal size its environment gives, if any."""
+    node.workerinput["terminal_size"] = {k: os.environ[k] for k in TERMINAL_SIZE if k in os.environ}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """An xdist worker starts with COLUMNS=80 and LINES=24 in its environment,
+    which every CLI process a test starts on a pty would take over the pty's
+    own size: the worker gets the controller's instead (usually none)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        for key in TERMINAL_SIZE:
+            os.environ.pop(key, None)
+        os.environ.update(workerinput["terminal_size"])
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ without the lock, the way another process or machine would see it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import uuid
 from collections.abc import Iterator
@@ -36,10 +37,30 @@ def database_url() -> str:
     """The test database, or skip (fail under NETBOX_CHAT_REQUIRE_PG=1)."""
     url = os.environ.get(PG_ENV)
     if url:
-        return url
+        return worker_database(url, os.environ.get("PYTEST_XDIST_WORKER", ""))
     if os.environ.get(REQUIRE_PG_ENV) == "1":
         pytest.fail(f"{REQUIRE_PG_ENV}=1 but {PG_ENV} is not set (run scripts/postgres_up.sh)")
     pytest.skip(f"no PostgreSQL for this test: set {PG_ENV} (scripts/postgres_up.sh)")
+
+
+@functools.cache
+def worker_database(url: str, worker: str) -> str:
+    """The test database of this xdist worker (`gw0`, ...) on the test
+    server, made on first use and kept: each test empties the database it
+    uses, and the workers run tests at once. Without xdist, the one named."""
+    import psycopg
+
+    from netbox_chat.store import postgres as pgstore
+
+    if not worker:
+        return url
+    name = f"{urlsplit(url).path.strip('/')}_{worker}"
+    with contextlib.closing(pgstore.connect(url)) as admin:
+        made = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if made is None:
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+                admin.execute(f"CREATE DATABASE {name}")  # another run's same worker
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
 @contextlib.contextmanager
