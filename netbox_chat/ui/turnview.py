@@ -664,7 +664,10 @@ def grounding_line(outcome: TurnOutcome) -> Text | None:
 
     if outcome.status != "done" or outcome.grounding is None:
         return None
-    return _grounding_text(summary_line(outcome.grounding), bool(outcome.grounding.ungrounded))
+    grounding = outcome.grounding
+    return _grounding_text(
+        summary_line(grounding), bool(grounding.ungrounded) and not grounding.without_netbox
+    )
 
 
 def stored_grounding_line(grounding: dict[str, Any] | None) -> Text | None:
@@ -673,10 +676,13 @@ def stored_grounding_line(grounding: dict[str, Any] | None) -> Text | None:
 
     if grounding is None:
         return None
-    return _grounding_text(summary_of(grounding), bool(grounding["ungrounded"]))
+    marked = bool(grounding["ungrounded"]) and not grounding["without_netbox"]
+    return _grounding_text(summary_of(grounding), marked)
 
 
 def _grounding_text(line: str, marked: bool) -> Text | None:
+    """The line, with a † when the answer carries marks (an answer made
+    without NetBox carries none: the line says so, once)."""
     from netbox_chat.claims.present import MARK
 
     if not line:
