@@ -539,7 +539,7 @@ def _values(
     statuses = STATUSES | index.statuses
     words = [
         _Match(m.group().lower(), m.start(), m.end(), -1)
-        for m in re.finditer(r"\b[A-Za-z]+\b", text)
+        for m in _LETTERS.finditer(text)
         if m.group().lower() in statuses
     ]
     names = sorted(matched, key=lambda m: m.start)
@@ -563,6 +563,7 @@ def _values(
                 _check_value(reading, index, subjects, value, low)
 
 
+_LETTERS = re.compile(r"\b[A-Za-z]+\b")
 _COORDINATION = re.compile(r"\s*(?:,|and|or|&|,\s*and|,\s*or)\s*", re.IGNORECASE)
 
 
@@ -644,7 +645,10 @@ def _attached(text: str, start: int) -> bool:
     """A status word describes the object it follows, not the plural noun it
     qualifies ("3 active devices" says nothing of a device named before it)."""
     after = text[start : start + 24].lower()
-    return not re.match(r"[a-z]+\s+(?:devices|vms|virtual|prefixes|ip|sites|circuits|vlans)", after)
+    return not _PLURAL_NOUN.match(after)
+
+
+_PLURAL_NOUN = re.compile(r"[a-z]+\s+(?:devices|vms|virtual|prefixes|ip|sites|circuits|vlans)")
 
 
 def _value_claim(

@@ -225,12 +225,15 @@ def _narrowing(text: str, number: Any) -> bool:
     """Words after the counted noun narrow the set ("2 devices have no
     tenant", "4 devices with no rack"): the set's count is not its number."""
     tail = text[number.end : number.end + 80].lower()
-    words = re.findall(r"[a-z][\w\-]*|[.,;:!?]", tail)
+    words = _WORD_OR_STOP.findall(tail)
     stem = number.noun.split()[-1][:4]
     for i, word in enumerate(words[:5]):
         if word.startswith(stem):
             return i + 1 < len(words) and words[i + 1] in _NARROWING
     return False
+
+
+_WORD_OR_STOP = re.compile(r"[a-z][\w\-]*|[.,;:!?]")
 
 
 def _sentence(text: str, at: int) -> str:
@@ -276,7 +279,7 @@ _ASKS_LIST = re.compile(r"\s*(?:which|list|what)\b", re.IGNORECASE)
 
 def _lead_noun(lead: str) -> str:
     """The object noun a list's lead names ("The devices at DM-Akron are")."""
-    for m in re.finditer(r"[A-Za-z]+", lead):
+    for m in _LETTER_RUN.finditer(lead):
         noun = noun_after(" " + lead[m.start() :], 0, OBJECT_NOUNS)
         if noun:
             return noun
@@ -284,11 +287,21 @@ def _lead_noun(lead: str) -> str:
 
 
 def _status_in(text: str) -> str:
-    return next((w for w in re.findall(r"[a-z]+", text.lower()) if w in STATUS_WORDS), "")
+    return next((w for w in _LOWER_RUN.findall(text.lower()) if w in STATUS_WORDS), "")
 
+
+_LETTER_RUN = re.compile(r"[A-Za-z]+")
+_LOWER_RUN = re.compile(r"[a-z]+")
+
+
+# A subject is tried only where a word starts (no letter or digit before): a
+# name followed by a verb ends where its run of name characters ends, so any
+# later start in the same word gives the same match or none, and trying each
+# costs the square of the word per word (seconds for one long line of prose).
+_WORD_START = r"(?<![^\W_])"
 
 _VALUE = re.compile(
-    rf"(?P<s>{TOKEN.pattern})\s+(?:is|are|was|were)\s+(?:currently\s+|still\s+|now\s+)?"
+    rf"{_WORD_START}(?P<s>{TOKEN.pattern})\s+(?:is|are|was|were)\s+(?:currently\s+|still\s+|now\s+)?"
     rf"(?P<neg>not\s+)?(?P<v>{_STATUS})\b",
     re.IGNORECASE,
 )
@@ -314,7 +327,7 @@ FIELD_WORDS = {
     "disabled": ("enabled",), "in a rack": ("rack",), "assigned": ("assigned_object",),
 }  # fmt: skip
 _HAS = re.compile(
-    rf"(?P<s>{TOKEN.pattern})(?:\s+on\s+(?P<on>{TOKEN.pattern}))?\s+"
+    rf"{_WORD_START}(?P<s>{TOKEN.pattern})(?:\s+on\s+(?P<on>{TOKEN.pattern}))?\s+"
     r"(?:(?:has|have)\s+(?P<a>no|a|an|one)\s+(?P<f>cable|tenant|primary\s+ip|rack|platform|"
     r"route\s+distinguisher|rd|description|serial)"
     r"|(?:is|are)\s+(?P<neg>not\s+)?(?P<g>cabled|enabled|disabled|connected|in\s+a\s+rack))\b",
@@ -341,9 +354,11 @@ def _fields(text: str) -> list[Fact]:
 
 
 _FIELD_VALUE = re.compile(
-    rf"(?P<s>{TOKEN.pattern})(?:'s|\u2019s)\s+(?P<f>[a-z][a-z ]{{0,28}}?)\s+(?:is|was)\s+"
+    rf"{_WORD_START}(?P<s>{TOKEN.pattern})(?:'s|\u2019s)\s+(?P<f>[a-z][a-z ]{{0,28}}?)\s+"
+    rf"(?:is|was)\s+"
     rf"(?:set\s+to\s+)?(?P<v>{TOKEN.pattern})"
-    rf"|(?P<s2>{TOKEN.pattern})\s+has\s+(?:the|a|an)\s+(?P<f2>[a-z][a-z ]{{0,28}}?)\s+(?:of\s+)?"
+    rf"|{_WORD_START}(?P<s2>{TOKEN.pattern})\s+has\s+(?:the|a|an)\s+"
+    rf"(?P<f2>[a-z][a-z ]{{0,28}}?)\s+(?:of\s+)?"
     rf"(?P<v2>{TOKEN.pattern})",
     re.IGNORECASE,
 )

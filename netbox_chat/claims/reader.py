@@ -377,7 +377,9 @@ def noun_after(text: str, end: int, nouns: Sequence[str]) -> str:
     tail = text[end : end + 80].lower()
     if not _LETTER_FIRST.match(tail):
         return ""
-    forms = _forms(tuple(nouns))
+    # the object nouns' spellings are built once: a tuple of 48 nouns hashed
+    # per number to find its cache entry costs more than the lookup itself
+    forms = _OBJECT_FORMS if nouns is OBJECT_NOUNS else _forms(tuple(nouns))
     words = _WORD.findall(tail)[:5]
     for count in range(len(words)):
         for length in (2, 1):
@@ -404,6 +406,7 @@ def _forms(nouns: tuple[str, ...]) -> dict[str, str]:
     return forms
 
 
+_OBJECT_FORMS = _forms(OBJECT_NOUNS)
 _BREAK_WORDS = frozenset(
     [
         "of",
