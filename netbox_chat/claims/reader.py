@@ -269,8 +269,23 @@ _UNITS = [
 ]
 _TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 NUMBER_WORDS = {w: n for n, w in enumerate(_UNITS)} | {w: 20 + 10 * n for n, w in enumerate(_TENS)}
+
+
+# A pattern of many words tried at every character costs a step per word per
+# character; a look-ahead for the letters they begin with rejects most
+# characters in one (the matches are the same: each word starts with one).
+def _first_letters(words: Iterable[str]) -> str:
+    return "(?=[" + re.escape("".join(sorted({w[0] for w in words}))) + "])"
+
+
 _WORD_NUMBER = re.compile(
-    r"\b(?:(" + "|".join(_TENS) + r")(?:[-\s](" + "|".join(_UNITS[1:10]) + r"))?"
+    r"\b"
+    + _first_letters(_UNITS + _TENS)
+    + r"(?:("
+    + "|".join(_TENS)
+    + r")(?:[-\s]("
+    + "|".join(_UNITS[1:10])
+    + r"))?"
     r"|(" + "|".join(_UNITS) + r"))\b",
     re.IGNORECASE,
 )
@@ -558,7 +573,10 @@ def negated(text: str, start: int, floor: int = 0) -> bool:
 
 
 _EXISTENCE_NEGATED = re.compile(
-    r"\bthere\s+(?:is|are|were|was)\s+(?:no|none|not\s+any|nothing)\b"
+    _first_letters(
+        ["there", "no", "does", "is", "are", "was", "has", "could", "unable", "found", "zero", "0"]
+    )
+    + r"(?:\bthere\s+(?:is|are|were|was)\s+(?:no|none|not\s+any|nothing)\b"
     r"|\bno\b(?!\s+(?:doubt|problem|worries|issue|way|longer|idea|more|question|need|sure)\b)"
     r"(?=\s+(?:[a-z][\w\-]*\s+){0,3}?\w)"
     r"|\b(?:none|nothing|nobody|neither)\b"
@@ -574,7 +592,7 @@ _EXISTENCE_NEGATED = re.compile(
     r"|\b(?:could|can|did|was|were)\s*(?:not|n't)\s+(?:be\s+)?(?:find|found|locate|located)\s+"
     r"(?:any|a|an|such|the|it|them|this|that|vlan|device|tenant|site|\w+-?\w*\d)"
     r"|\bunable\s+to\s+(?:find|locate)\s+(?:any|a|an|such)\b|\bfound\s+no\b|\bno\s+such\b"
-    r"|\bzero\s+\w+|\b0\s+(?:results|matches|objects|devices|entries|records)\b",
+    r"|\bzero\s+\w+|\b0\s+(?:results|matches|objects|devices|entries|records)\b)",
     re.IGNORECASE,
 )
 
@@ -636,7 +654,8 @@ _NOUN_NAMES = "|".join(
     )
 )
 _INTRODUCED = re.compile(
-    rf"\b(?i:({_NOUN_NAMES})(?:e?s)?\s+(?:named\s+|called\s+|id\s+)?)[\"'`*]*"
+    rf"\b(?i:{_first_letters(n for n in OBJECT_NOUNS if n not in ('one', 'item'))}"
+    rf"({_NOUN_NAMES})(?:e?s)?\s+(?:named\s+|called\s+|id\s+)?)[\"'`*]*"
     r"([^\W_](?:[\w.\-/:@]*[^\W_])?(?:,?\s+(?:[A-Z0-9][\w.\-/:@]*[^\W_]|[A-Z0-9]))*(?:,?\s+Inc)?)"
 )
 _NOT_NAMES = frozenset(
