@@ -184,7 +184,10 @@ class Shape:
     numbering: list[tuple[int, int]] = field(default_factory=list)  # "1." of a numbered list
 
 
+@lru_cache(maxsize=2)
 def shape(text: str) -> Shape:
+    """The answer's blocks, kept for the text just read (the token passes and
+    the fact reader read the same answer's shape; read it, never change it)."""
     out = Shape()
     lines = text.split("\n")
     offsets = []
