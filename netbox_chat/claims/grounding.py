@@ -512,9 +512,9 @@ def _noun_text(text: str, number: Any) -> tuple[str, int]:
     return m.group(1), m.end(1)
 
 
-_VALUE_CLAUSE = re.compile(
-    r"[;\n]|\.\s|\b(?:but|while|whereas|although|however|the\s+others?|the\s+rest|others|"
-    r"all\s+other)\b",
+_VALUE_CLAUSE = re.compile(  # the look-ahead: the first characters, checked at once
+    r"(?=[;\n.bwahto])(?:[;\n]|\.\s|\b(?:but|while|whereas|although|however|the\s+others?|"
+    r"the\s+rest|others|all\s+other)\b)",
     re.IGNORECASE,
 )
 

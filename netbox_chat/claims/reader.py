@@ -66,7 +66,7 @@ def tokens(text: str) -> list[Token]:
 # "Dunder-Mifflin, Inc.", "D. S. Weaver Labs", "Dell R640 (17)".
 _NAME_GAP = re.compile(r"[\s,.&'()]{0,3}")
 
-ID_REF = re.compile(r"(?:\b(?:id|ID|Id)\s*[:=#]?\s*|(?<![\w&])#)(\d+)\b")
+ID_REF = re.compile(r"(?=[iI#])(?:\b(?:id|ID|Id)\s*[:=#]?\s*|(?<![\w&])#)(\d+)\b")
 """An object named by its NetBox id: "id 17", "ID: 17", "#17" (group 1 is the id)."""
 
 
