@@ -156,7 +156,9 @@ def _sentences(text: str, start: int, end: int) -> Iterable[tuple[int, int]]:
     at = start
     for m in _SENTENCE_END.finditer(text, start, end):
         before = text[at : m.start()].rstrip()
-        if m.group() == "." and _ABBREVIATION.search(before):
+        # its matches end the text and are at most 6 long: searched from 8
+        # before the end (a search over the sentence per dot costs a line's square)
+        if m.group() == "." and _ABBREVIATION.search(before, max(0, len(before) - 8)):
             continue
         yield at, m.end()
         at = m.end()
