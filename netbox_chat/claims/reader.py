@@ -716,14 +716,17 @@ _NOT_NAMES = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Introduced:
-    """A name the answer introduces with its object noun ("tenant Initech")."""
+class Introduced(NamedTuple):
+    """A name the answer introduces with its object noun ("tenant Initech"; a
+    tuple, like `Number`: a list can introduce thousands)."""
 
     noun: str
     name: str
     start: int
     end: int
+
+
+_SPACES = re.compile(r"\s+")
 
 
 def introduced(text: str) -> list[Introduced]:
@@ -753,9 +756,7 @@ def introduced(text: str) -> list[Introduced]:
             continue
         name = " ".join(words).rstrip(",")
         start = m.start(2)
-        out.append(
-            Introduced(re.sub(r"\s+", " ", m.group(1).lower()), name, start, start + len(name))
-        )
+        out.append(Introduced(_SPACES.sub(" ", m.group(1).lower()), name, start, start + len(name)))
     return out
 
 
