@@ -131,11 +131,10 @@ def plain(text: str) -> str:
     return _MARKUP.sub(lambda m: " " * len(m.group()), text)
 
 
-@dataclass(frozen=True)
-class Segment:
+class Segment(NamedTuple):
     """A stretch of the answer a claim belongs to: a table row, a list item or
     a sentence. `kind` says which; `cells` holds a table row's cells with
-    their headers."""
+    their headers. (A tuple, like `Number`: an answer holds thousands.)"""
 
     start: int
     end: int
