@@ -202,9 +202,9 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
             continue
         parts = [p.strip().strip("*`").strip() for p in _LIST_SEPARATOR.split(listed)]
         names = tuple(p for p in parts if p and identifier_like(p.split()[0]))
-        said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
-        noun = _lead_noun(said)
-        if len(names) >= 2 and len(names) == len(parts):
+        if len(names) >= 2 and len(names) == len(parts):  # only then its noun is read
+            said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
+            noun = _lead_noun(said)
             start = segment.start + m.start()
             facts.append(
                 Fact("members", sentence.strip(), start, segment.end, members=names,
