@@ -84,7 +84,7 @@ _YES_NO_QUESTION = re.compile(
 )
 _STATUS = "|".join(sorted(STATUS_WORDS))
 _QUANTIFIED = re.compile(  # the look-ahead: the first letters, checked at once
-    rf"(?=[aen])(?:\b(?P<q>all|every|each|none|no)\b(?P<mid>[^.;:\n]{{0,48}}?)\b(?:is|are)\s+"
+    rf"\b(?=[aen])(?:\b(?P<q>all|every|each|none|no)\b(?P<mid>[^.;:\n]{{0,48}}?)\b(?:is|are)\s+"
     rf"(?P<neg>not\s+)?(?P<v>{_STATUS})\b"
     rf"|\b(?P<q2>no)\s+(?P<v2>{_STATUS})\s+(?P<mid2>[a-z]+))",
     re.IGNORECASE,

@@ -577,7 +577,8 @@ def negated(text: str, start: int, floor: int = 0) -> bool:
 
 
 _EXISTENCE_NEGATED = re.compile(
-    _first_letters(
+    r"\b"
+    + _first_letters(
         ["there", "no", "does", "is", "are", "was", "has", "could", "unable", "found", "zero", "0"]
     )
     + r"(?:\bthere\s+(?:is|are|were|was)\s+(?:no|none|not\s+any|nothing)\b"
