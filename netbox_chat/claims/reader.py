@@ -462,9 +462,6 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
         if a < b:
             taken[a:b] = b"\x01" * (b - a)
 
-    def skipped(s: int, e: int) -> bool:
-        return 1 in taken[s:e]
-
     candidates: list[tuple[int, int, float, str, bool, bool]] = []
     for m in _DIGITS.finditer(text):
         raw = m.group(1)
@@ -482,7 +479,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             )
         candidates.append((m.start(), m.end(), float(value), m.group(), False, True))
     for start, end, found_value, raw, percent, word in sorted(candidates):
-        if skipped(start, end):
+        if skip and 1 in taken[start:end]:
             continue
         before = text[max(0, start - 40) : start]
         after = text[end : end + 40]
@@ -505,18 +502,18 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                 continue
             if raw.lower() == "one" and noun == "one":
                 continue
-        found.append(
+        found.append(  # by position: by keyword costs twice the build
             Number(
-                value=found_value,
-                start=start,
-                end=end,
-                text=raw.strip(),
-                noun=noun,
-                context=_context(words),
-                total=bool(_TOTAL_NEAR.search(before[-16:]) or _TOTAL_AFTER.match(after)),
-                subcount=bool(_SUBCOUNT_AFTER.match(after)),
-                percent=percent,
-                word=word,
+                found_value,
+                start,
+                end,
+                raw.strip(),
+                noun,
+                _context(words),  # context
+                bool(_TOTAL_NEAR.search(before[-16:]) or _TOTAL_AFTER.match(after)),  # total
+                bool(_SUBCOUNT_AFTER.match(after)),  # subcount
+                percent,
+                word,
             )
         )
     return found
