@@ -139,7 +139,7 @@ class _Reading:
         self.mask = bytearray(len(self.text) + 1)
 
     def free(self, start: int, end: int) -> bool:
-        return 1 not in self.mask[start:end]
+        return self.mask.find(1, start, end) < 0  # no copy of the span
 
     def take(self, start: int, end: int) -> None:
         self.mask[start:end] = b"\x01" * (end - start)
@@ -281,13 +281,13 @@ def _evidence_names(reading: _Reading, toks: list[Token], index: Index) -> list[
     i = 0
     while i < len(toks):
         first = toks[i]
-        if not reading.free(first.start, first.end) or (
+        if (
             # the common case, a word of no name: nothing longer can start here
             first.key not in index.names
             and first.key not in index.prefixes
             and "/" not in first.text
             and (first.key not in index.words or not identifier_like(first.text))
-        ):
+        ) or not reading.free(first.start, first.end):
             i += 1
             continue
         found = None
@@ -400,8 +400,8 @@ def _unknown_names(
             continue
         reading.add(Claim(name, "name", "ungrounded", None, item.start, item.end))
     for token in toks:
-        if not reading.free(token.start, token.end) or not identifier_like(token.text):
-            continue
+        if not identifier_like(token.text) or not reading.free(token.start, token.end):
+            continue  # the cached test first: most words are no name
         if token.key in given or in_absence(token.start):
             continue
         reading.add(Claim(token.text, "name", "ungrounded", None, token.start, token.end))

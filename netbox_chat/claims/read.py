@@ -66,8 +66,9 @@ class Fact:
     on: str = ""  # has: the object the subject belongs to ("eth1 on dmi01-akron-sw01")
 
 
-_PAGE_BEFORE = re.compile(
-    r"\b(?:first|last|top|latest|newest|oldest|showing|shows?|returned|listed|fetched)\s+(?:the\s+)?$",
+_PAGE_BEFORE = re.compile(  # the look-ahead: the words' first letters, checked at once
+    r"\b(?=[flntors])(?:first|last|top|latest|newest|oldest|showing|shows?|returned|listed|"
+    r"fetched)\s+(?:the\s+)?$",
     re.IGNORECASE,
 )
 _PAGE_AFTER = re.compile(
