@@ -357,6 +357,7 @@ class _Absence:
         self.starts = [s.start for s in segments]
         self.segments = segments
         self.saying = bytearray(len(segments))
+        self.any = bool(absent)
         for a, _ in absent:
             at = self._segment(a)
             if at is not None:
@@ -369,6 +370,8 @@ class _Absence:
         return None
 
     def __call__(self, start: int) -> bool:
+        if not self.any:
+            return False  # the common answer: nothing said absent, no lookup per name
         at = self._segment(start)
         return at is not None and bool(self.saying[at])
 
