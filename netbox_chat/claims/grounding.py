@@ -139,7 +139,7 @@ class _Reading:
         self.mask = bytearray(len(self.text) + 1)
 
     def free(self, start: int, end: int) -> bool:
-        return 1 not in self.mask[start:end]
+        return self.mask.find(1, start, end) < 0  # no copy of the span
 
     def take(self, start: int, end: int) -> None:
         self.mask[start:end] = b"\x01" * (end - start)
@@ -281,13 +281,13 @@ def _evidence_names(reading: _Reading, toks: list[Token], index: Index) -> list[
     i = 0
     while i < len(toks):
         first = toks[i]
-        if not reading.free(first.start, first.end) or (
+        if (
             # the common case, a word of no name: nothing longer can start here
             first.key not in index.names
             and first.key not in index.prefixes
             and "/" not in first.text
             and (first.key not in index.words or not identifier_like(first.text))
-        ):
+        ) or not reading.free(first.start, first.end):
             i += 1
             continue
         found = None
@@ -357,6 +357,7 @@ class _Absence:
         self.starts = [s.start for s in segments]
         self.segments = segments
         self.saying = bytearray(len(segments))
+        self.any = bool(absent)
         for a, _ in absent:
             at = self._segment(a)
             if at is not None:
@@ -369,6 +370,8 @@ class _Absence:
         return None
 
     def __call__(self, start: int) -> bool:
+        if not self.any:
+            return False  # the common answer: nothing said absent, no lookup per name
         at = self._segment(start)
         return at is not None and bool(self.saying[at])
 
@@ -400,8 +403,8 @@ def _unknown_names(
             continue
         reading.add(Claim(name, "name", "ungrounded", None, item.start, item.end))
     for token in toks:
-        if not reading.free(token.start, token.end) or not identifier_like(token.text):
-            continue
+        if not identifier_like(token.text) or not reading.free(token.start, token.end):
+            continue  # the cached test first: most words are no name
         if token.key in given or in_absence(token.start):
             continue
         reading.add(Claim(token.text, "name", "ungrounded", None, token.start, token.end))
@@ -512,9 +515,9 @@ def _noun_text(text: str, number: Any) -> tuple[str, int]:
     return m.group(1), m.end(1)
 
 
-_VALUE_CLAUSE = re.compile(
-    r"[;\n]|\.\s|\b(?:but|while|whereas|although|however|the\s+others?|the\s+rest|others|"
-    r"all\s+other)\b",
+_VALUE_CLAUSE = re.compile(  # the look-ahead: the first characters, checked at once
+    r"(?=[;\n.bwahto])(?:[;\n]|\.\s|\b(?:but|while|whereas|although|however|the\s+others?|"
+    r"the\s+rest|others|all\s+other)\b)",
     re.IGNORECASE,
 )
 
@@ -539,7 +542,7 @@ def _values(
     statuses = STATUSES | index.statuses
     words = [
         _Match(m.group().lower(), m.start(), m.end(), -1)
-        for m in re.finditer(r"\b[A-Za-z]+\b", text)
+        for m in _LETTERS.finditer(text)
         if m.group().lower() in statuses
     ]
     names = sorted(matched, key=lambda m: m.start)
@@ -563,6 +566,7 @@ def _values(
                 _check_value(reading, index, subjects, value, low)
 
 
+_LETTERS = re.compile(r"\b[A-Za-z]+\b")
 _COORDINATION = re.compile(r"\s*(?:,|and|or|&|,\s*and|,\s*or)\s*", re.IGNORECASE)
 
 
@@ -644,7 +648,10 @@ def _attached(text: str, start: int) -> bool:
     """A status word describes the object it follows, not the plural noun it
     qualifies ("3 active devices" says nothing of a device named before it)."""
     after = text[start : start + 24].lower()
-    return not re.match(r"[a-z]+\s+(?:devices|vms|virtual|prefixes|ip|sites|circuits|vlans)", after)
+    return not _PLURAL_NOUN.match(after)
+
+
+_PLURAL_NOUN = re.compile(r"[a-z]+\s+(?:devices|vms|virtual|prefixes|ip|sites|circuits|vlans)")
 
 
 def _value_claim(

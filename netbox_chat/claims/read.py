@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from netbox_chat.claims.reader import (
@@ -65,8 +66,9 @@ class Fact:
     on: str = ""  # has: the object the subject belongs to ("eth1 on dmi01-akron-sw01")
 
 
-_PAGE_BEFORE = re.compile(
-    r"\b(?:first|last|top|latest|newest|oldest|showing|shows?|returned|listed|fetched)\s+(?:the\s+)?$",
+_PAGE_BEFORE = re.compile(  # the look-ahead: the words' first letters, checked at once
+    r"\b(?=[flntors])(?:first|last|top|latest|newest|oldest|showing|shows?|returned|listed|"
+    r"fetched)\s+(?:the\s+)?$",
     re.IGNORECASE,
 )
 _PAGE_AFTER = re.compile(
@@ -82,10 +84,10 @@ _YES_NO_QUESTION = re.compile(
     r"\s*(?:is|are|does|do|did|has|have|was|were|can|could|will)\b", re.IGNORECASE
 )
 _STATUS = "|".join(sorted(STATUS_WORDS))
-_QUANTIFIED = re.compile(
-    rf"\b(?P<q>all|every|each|none|no)\b(?P<mid>[^.;:\n]{{0,48}}?)\b(?:is|are)\s+"
+_QUANTIFIED = re.compile(  # the look-ahead: the first letters, checked at once
+    rf"\b(?=[aen])(?:\b(?P<q>all|every|each|none|no)\b(?P<mid>[^.;:\n]{{0,48}}?)\b(?:is|are)\s+"
     rf"(?P<neg>not\s+)?(?P<v>{_STATUS})\b"
-    rf"|\b(?P<q2>no)\s+(?P<v2>{_STATUS})\s+(?P<mid2>[a-z]+)",
+    rf"|\b(?P<q2>no)\s+(?P<v2>{_STATUS})\s+(?P<mid2>[a-z]+))",
     re.IGNORECASE,
 )
 _EXCEPTION = re.compile(r"\b(?:but|except|besides|other\s+than|apart\s+from)\b", re.I)
@@ -201,9 +203,9 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
             continue
         parts = [p.strip().strip("*`").strip() for p in _LIST_SEPARATOR.split(listed)]
         names = tuple(p for p in parts if p and identifier_like(p.split()[0]))
-        said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
-        noun = _lead_noun(said)
-        if len(names) >= 2 and len(names) == len(parts):
+        if len(names) >= 2 and len(names) == len(parts):  # only then its noun is read
+            said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
+            noun = _lead_noun(said)
             start = segment.start + m.start()
             facts.append(
                 Fact("members", sentence.strip(), start, segment.end, members=names,
@@ -225,12 +227,15 @@ def _narrowing(text: str, number: Any) -> bool:
     """Words after the counted noun narrow the set ("2 devices have no
     tenant", "4 devices with no rack"): the set's count is not its number."""
     tail = text[number.end : number.end + 80].lower()
-    words = re.findall(r"[a-z][\w\-]*|[.,;:!?]", tail)
+    words = _WORD_OR_STOP.findall(tail)
     stem = number.noun.split()[-1][:4]
     for i, word in enumerate(words[:5]):
         if word.startswith(stem):
             return i + 1 < len(words) and words[i + 1] in _NARROWING
     return False
+
+
+_WORD_OR_STOP = re.compile(r"[a-z][\w\-]*|[.,;:!?]")
 
 
 def _sentence(text: str, at: int) -> str:
@@ -276,7 +281,7 @@ _ASKS_LIST = re.compile(r"\s*(?:which|list|what)\b", re.IGNORECASE)
 
 def _lead_noun(lead: str) -> str:
     """The object noun a list's lead names ("The devices at DM-Akron are")."""
-    for m in re.finditer(r"[A-Za-z]+", lead):
+    for m in _LETTER_RUN.finditer(lead):
         noun = noun_after(" " + lead[m.start() :], 0, OBJECT_NOUNS)
         if noun:
             return noun
@@ -284,11 +289,21 @@ def _lead_noun(lead: str) -> str:
 
 
 def _status_in(text: str) -> str:
-    return next((w for w in re.findall(r"[a-z]+", text.lower()) if w in STATUS_WORDS), "")
+    return next((w for w in _LOWER_RUN.findall(text.lower()) if w in STATUS_WORDS), "")
 
+
+_LETTER_RUN = re.compile(r"[A-Za-z]+")
+_LOWER_RUN = re.compile(r"[a-z]+")
+
+
+# A subject is tried only where a word starts (no letter or digit before): a
+# name followed by a verb ends where its run of name characters ends, so any
+# later start in the same word gives the same match or none, and trying each
+# costs the square of the word per word (seconds for one long line of prose).
+_WORD_START = r"(?<![^\W_])"
 
 _VALUE = re.compile(
-    rf"(?P<s>{TOKEN.pattern})\s+(?:is|are|was|were)\s+(?:currently\s+|still\s+|now\s+)?"
+    rf"{_WORD_START}(?P<s>{TOKEN.pattern})\s+(?:is|are|was|were)\s+(?:currently\s+|still\s+|now\s+)?"
     rf"(?P<neg>not\s+)?(?P<v>{_STATUS})\b",
     re.IGNORECASE,
 )
@@ -314,7 +329,7 @@ FIELD_WORDS = {
     "disabled": ("enabled",), "in a rack": ("rack",), "assigned": ("assigned_object",),
 }  # fmt: skip
 _HAS = re.compile(
-    rf"(?P<s>{TOKEN.pattern})(?:\s+on\s+(?P<on>{TOKEN.pattern}))?\s+"
+    rf"{_WORD_START}(?P<s>{TOKEN.pattern})(?:\s+on\s+(?P<on>{TOKEN.pattern}))?\s+"
     r"(?:(?:has|have)\s+(?P<a>no|a|an|one)\s+(?P<f>cable|tenant|primary\s+ip|rack|platform|"
     r"route\s+distinguisher|rd|description|serial)"
     r"|(?:is|are)\s+(?P<neg>not\s+)?(?P<g>cabled|enabled|disabled|connected|in\s+a\s+rack))\b",
@@ -341,9 +356,11 @@ def _fields(text: str) -> list[Fact]:
 
 
 _FIELD_VALUE = re.compile(
-    rf"(?P<s>{TOKEN.pattern})(?:'s|\u2019s)\s+(?P<f>[a-z][a-z ]{{0,28}}?)\s+(?:is|was)\s+"
+    rf"{_WORD_START}(?P<s>{TOKEN.pattern})(?:'s|\u2019s)\s+(?P<f>[a-z][a-z ]{{0,28}}?)\s+"
+    rf"(?:is|was)\s+"
     rf"(?:set\s+to\s+)?(?P<v>{TOKEN.pattern})"
-    rf"|(?P<s2>{TOKEN.pattern})\s+has\s+(?:the|a|an)\s+(?P<f2>[a-z][a-z ]{{0,28}}?)\s+(?:of\s+)?"
+    rf"|{_WORD_START}(?P<s2>{TOKEN.pattern})\s+has\s+(?:the|a|an)\s+"
+    rf"(?P<f2>[a-z][a-z ]{{0,28}}?)\s+(?:of\s+)?"
     rf"(?P<v2>{TOKEN.pattern})",
     re.IGNORECASE,
 )
@@ -397,10 +414,19 @@ def _matches(pattern: re.Pattern[str], text: str, words: tuple[str, ...]) -> lis
     pattern that starts with a name is tried at every character, so lines
     without its verb (a list of interfaces and speeds) are not searched."""
     found: list[re.Match[str]] = []
-    at = 0
-    for line in text.split("\n"):
-        low = line.lower()
-        if any(w in low for w in words):
-            found.extend(pattern.finditer(text, at, at + len(line)))
-        at += len(line) + 1
+    done = -1  # the end of the last line searched
+    for word in _any_of(words).finditer(text):
+        if word.start() < done:
+            continue  # in a line already searched
+        start = text.rfind("\n", 0, word.start()) + 1
+        done = text.find("\n", word.end())
+        done = len(text) if done < 0 else done
+        found.extend(pattern.finditer(text, start, done))
     return found
+
+
+@lru_cache(maxsize=8)
+def _any_of(words: tuple[str, ...]) -> re.Pattern[str]:
+    """Any of `words`, in any case: the lines to search are found in one pass
+    over the answer, not a Python step per line."""
+    return re.compile("|".join(map(re.escape, words)), re.IGNORECASE)

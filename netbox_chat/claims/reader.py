@@ -66,7 +66,7 @@ def tokens(text: str) -> list[Token]:
 # "Dunder-Mifflin, Inc.", "D. S. Weaver Labs", "Dell R640 (17)".
 _NAME_GAP = re.compile(r"[\s,.&'()]{0,3}")
 
-ID_REF = re.compile(r"(?:\b(?:id|ID|Id)\s*[:=#]?\s*|(?<![\w&])#)(\d+)\b")
+ID_REF = re.compile(r"(?=[iI#])(?:\b(?:id|ID|Id)\s*[:=#]?\s*|(?<![\w&])#)(\d+)\b")
 """An object named by its NetBox id: "id 17", "ID: 17", "#17" (group 1 is the id)."""
 
 
@@ -131,11 +131,10 @@ def plain(text: str) -> str:
     return _MARKUP.sub(lambda m: " " * len(m.group()), text)
 
 
-@dataclass(frozen=True)
-class Segment:
+class Segment(NamedTuple):
     """A stretch of the answer a claim belongs to: a table row, a list item or
     a sentence. `kind` says which; `cells` holds a table row's cells with
-    their headers."""
+    their headers. (A tuple, like `Number`: an answer holds thousands.)"""
 
     start: int
     end: int
@@ -156,7 +155,9 @@ def _sentences(text: str, start: int, end: int) -> Iterable[tuple[int, int]]:
     at = start
     for m in _SENTENCE_END.finditer(text, start, end):
         before = text[at : m.start()].rstrip()
-        if m.group() == "." and _ABBREVIATION.search(before):
+        # its matches end the text and are at most 6 long: searched from 8
+        # before the end (a search over the sentence per dot costs a line's square)
+        if m.group() == "." and _ABBREVIATION.search(before, max(0, len(before) - 8)):
             continue
         yield at, m.end()
         at = m.end()
@@ -184,7 +185,10 @@ class Shape:
     numbering: list[tuple[int, int]] = field(default_factory=list)  # "1." of a numbered list
 
 
+@lru_cache(maxsize=2)
 def shape(text: str) -> Shape:
+    """The answer's blocks, kept for the text just read (the token passes and
+    the fact reader read the same answer's shape; read it, never change it)."""
     out = Shape()
     lines = text.split("\n")
     offsets = []
@@ -269,8 +273,23 @@ _UNITS = [
 ]
 _TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 NUMBER_WORDS = {w: n for n, w in enumerate(_UNITS)} | {w: 20 + 10 * n for n, w in enumerate(_TENS)}
+
+
+# A pattern of many words tried at every character costs a step per word per
+# character; a look-ahead for the letters they begin with rejects most
+# characters in one (the matches are the same: each word starts with one).
+def _first_letters(words: Iterable[str]) -> str:
+    return "(?=[" + re.escape("".join(sorted({w[0] for w in words}))) + "])"
+
+
 _WORD_NUMBER = re.compile(
-    r"\b(?:(" + "|".join(_TENS) + r")(?:[-\s](" + "|".join(_UNITS[1:10]) + r"))?"
+    r"\b"
+    + _first_letters(_UNITS + _TENS)
+    + r"(?:("
+    + "|".join(_TENS)
+    + r")(?:[-\s]("
+    + "|".join(_UNITS[1:10])
+    + r"))?"
     r"|(" + "|".join(_UNITS) + r"))\b",
     re.IGNORECASE,
 )
@@ -377,7 +396,9 @@ def noun_after(text: str, end: int, nouns: Sequence[str]) -> str:
     tail = text[end : end + 80].lower()
     if not _LETTER_FIRST.match(tail):
         return ""
-    forms = _forms(tuple(nouns))
+    # the object nouns' spellings are built once: a tuple of 48 nouns hashed
+    # per number to find its cache entry costs more than the lookup itself
+    forms = _OBJECT_FORMS if nouns is OBJECT_NOUNS else _forms(tuple(nouns))
     words = _WORD.findall(tail)[:5]
     for count in range(len(words)):
         for length in (2, 1):
@@ -404,6 +425,7 @@ def _forms(nouns: tuple[str, ...]) -> dict[str, str]:
     return forms
 
 
+_OBJECT_FORMS = _forms(OBJECT_NOUNS)
 _BREAK_WORDS = frozenset(
     [
         "of",
@@ -440,9 +462,6 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
         if a < b:
             taken[a:b] = b"\x01" * (b - a)
 
-    def skipped(s: int, e: int) -> bool:
-        return 1 in taken[s:e]
-
     candidates: list[tuple[int, int, float, str, bool, bool]] = []
     for m in _DIGITS.finditer(text):
         raw = m.group(1)
@@ -460,7 +479,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             )
         candidates.append((m.start(), m.end(), float(value), m.group(), False, True))
     for start, end, found_value, raw, percent, word in sorted(candidates):
-        if skipped(start, end):
+        if skip and 1 in taken[start:end]:
             continue
         before = text[max(0, start - 40) : start]
         after = text[end : end + 40]
@@ -483,18 +502,18 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                 continue
             if raw.lower() == "one" and noun == "one":
                 continue
-        found.append(
+        found.append(  # by position: by keyword costs twice the build
             Number(
-                value=found_value,
-                start=start,
-                end=end,
-                text=raw.strip(),
-                noun=noun,
-                context=_context(words),
-                total=bool(_TOTAL_NEAR.search(before[-16:]) or _TOTAL_AFTER.match(after)),
-                subcount=bool(_SUBCOUNT_AFTER.match(after)),
-                percent=percent,
-                word=word,
+                found_value,
+                start,
+                end,
+                raw.strip(),
+                noun,
+                _context(words),  # context
+                bool(_TOTAL_NEAR.search(before[-16:]) or _TOTAL_AFTER.match(after)),  # total
+                bool(_SUBCOUNT_AFTER.match(after)),  # subcount
+                percent,
+                word,
             )
         )
     return found
@@ -555,7 +574,11 @@ def negated(text: str, start: int, floor: int = 0) -> bool:
 
 
 _EXISTENCE_NEGATED = re.compile(
-    r"\bthere\s+(?:is|are|were|was)\s+(?:no|none|not\s+any|nothing)\b"
+    r"\b"
+    + _first_letters(
+        ["there", "no", "does", "is", "are", "was", "has", "could", "unable", "found", "zero", "0"]
+    )
+    + r"(?:\bthere\s+(?:is|are|were|was)\s+(?:no|none|not\s+any|nothing)\b"
     r"|\bno\b(?!\s+(?:doubt|problem|worries|issue|way|longer|idea|more|question|need|sure)\b)"
     r"(?=\s+(?:[a-z][\w\-]*\s+){0,3}?\w)"
     r"|\b(?:none|nothing|nobody|neither)\b"
@@ -571,7 +594,7 @@ _EXISTENCE_NEGATED = re.compile(
     r"|\b(?:could|can|did|was|were)\s*(?:not|n't)\s+(?:be\s+)?(?:find|found|locate|located)\s+"
     r"(?:any|a|an|such|the|it|them|this|that|vlan|device|tenant|site|\w+-?\w*\d)"
     r"|\bunable\s+to\s+(?:find|locate)\s+(?:any|a|an|such)\b|\bfound\s+no\b|\bno\s+such\b"
-    r"|\bzero\s+\w+|\b0\s+(?:results|matches|objects|devices|entries|records)\b",
+    r"|\bzero\s+\w+|\b0\s+(?:results|matches|objects|devices|entries|records)\b)",
     re.IGNORECASE,
 )
 
@@ -633,7 +656,8 @@ _NOUN_NAMES = "|".join(
     )
 )
 _INTRODUCED = re.compile(
-    rf"\b(?i:({_NOUN_NAMES})(?:e?s)?\s+(?:named\s+|called\s+|id\s+)?)[\"'`*]*"
+    rf"\b(?i:{_first_letters(n for n in OBJECT_NOUNS if n not in ('one', 'item'))}"
+    rf"({_NOUN_NAMES})(?:e?s)?\s+(?:named\s+|called\s+|id\s+)?)[\"'`*]*"
     r"([^\W_](?:[\w.\-/:@]*[^\W_])?(?:,?\s+(?:[A-Z0-9][\w.\-/:@]*[^\W_]|[A-Z0-9]))*(?:,?\s+Inc)?)"
 )
 _NOT_NAMES = frozenset(
@@ -689,14 +713,17 @@ _NOT_NAMES = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Introduced:
-    """A name the answer introduces with its object noun ("tenant Initech")."""
+class Introduced(NamedTuple):
+    """A name the answer introduces with its object noun ("tenant Initech"; a
+    tuple, like `Number`: a list can introduce thousands)."""
 
     noun: str
     name: str
     start: int
     end: int
+
+
+_SPACES = re.compile(r"\s+")
 
 
 def introduced(text: str) -> list[Introduced]:
@@ -726,9 +753,7 @@ def introduced(text: str) -> list[Introduced]:
             continue
         name = " ".join(words).rstrip(",")
         start = m.start(2)
-        out.append(
-            Introduced(re.sub(r"\s+", " ", m.group(1).lower()), name, start, start + len(name))
-        )
+        out.append(Introduced(_SPACES.sub(" ", m.group(1).lower()), name, start, start + len(name)))
     return out
 
 
