@@ -132,6 +132,10 @@ def test_a_count_of_a_type_no_reply_holds_is_unchecked_not_verified_by_any_numbe
     # 5 is the devices' count, but no reply holds a set of VLANs
     assert _verdicts("DM-Akron has 5 VLANs.", [AKRON_CALL]) == [("count", "unchecked")]
     assert not check("DM-Akron has 5 VLANs.", [AKRON_CALL]).ungrounded
+    # a number no reply holds at all stays not in NetBox
+    assert [c.text for c in check("DM-Akron has 37 VLANs.", [AKRON_CALL]).ungrounded] == [
+        "37 VLANs"
+    ]
 
 
 def test_a_count_said_of_an_object_rests_on_its_own_count_field() -> None:
@@ -230,3 +234,28 @@ def test_a_creation_date_is_a_field_of_the_objects_own_record() -> None:
                 {"id": 4, "name": "DM-Butte", "created": "2026-01-06T09:30:00Z"})  # fmt: skip
     assert _verdicts("DM-Butte was created on 2026-01-06.", [site]) == [("field", "verified")]
     assert _verdicts("DM-Butte was created on 2026-01-04.", [site]) == [("field", "ungrounded")]
+
+
+def test_a_numbered_list_run_into_one_line_is_numbering_not_numbers() -> None:
+    vlans = Call(
+        "netbox_get_objects",
+        {"object_type": "ipam.vlan"},
+        {
+            "count": 2,
+            "results": [
+                {"id": 1, "vid": 100, "name": "USERS"},
+                {"id": 2, "vid": 200, "name": "VOICE"},
+            ],
+        },
+    )
+    grounding = check("1. VLAN 100 (USERS) 2. VLAN 200 (VOICE)", [vlans])
+    assert not grounding.ungrounded and "2" not in [c.text for c in grounding.all]
+    # and answering "Which VLANs ...?" it is the set: VLAN 300 is left out
+    three = Call("netbox_get_objects", {"object_type": "ipam.vlan"}, {"count": 3, "results": [
+        {"id": 1, "vid": 100, "name": "USERS"}, {"id": 2, "vid": 200, "name": "VOICE"},
+        {"id": 3, "vid": 300, "name": "MGMT"}]})  # fmt: skip
+    asked = "Which VLANs are there?"
+    assert ("members", "ungrounded") in _verdicts("1. VLAN 100 2. VLAN 200", [three], asked)
+    assert ("members", "verified") in _verdicts(
+        "1. VLAN 100 2. VLAN 200 3. VLAN 300", [three], asked
+    )

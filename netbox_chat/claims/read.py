@@ -173,13 +173,12 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
     5") is no claim about the set."""
     facts = []
     asked = _ASKS_LIST.match(question) and not _SUBSET.search(question)
-    items = blocks.items
     groups: list[list[tuple[int, int]]] = []
-    for item in items:
-        if groups and text[groups[-1][-1][1] : item.start].count("\n") <= 1:
-            groups[-1].append((item.start, item.end))
+    for start, end in _split_run_in(blocks):
+        if groups and text[groups[-1][-1][1] : start].count("\n") <= 1:
+            groups[-1].append((start, end))
         else:
-            groups.append([(item.start, item.end)])
+            groups.append([(start, end)])
     for group in groups:
         line_start = text.rfind("\n", 0, max(0, group[0][0] - 1))
         lead_end = max(0, line_start)
@@ -295,6 +294,24 @@ def _only(sentence: str, at: int) -> list[Fact]:
     return facts
 
 
+def _split_run_in(blocks: Shape) -> list[tuple[int, int]]:
+    """The list items, a numbered list run into one line ("1. VLAN 100 2.
+    VLAN 200") split at its numbers."""
+    inside = sorted(blocks.numbering)
+    out = []
+    at = 0
+    for item in blocks.items:
+        start = item.start
+        while at < len(inside) and inside[at][0] < item.start:
+            at += 1
+        while at < len(inside) and inside[at][1] <= item.end:
+            out.append((start, inside[at][0]))
+            start = inside[at][1] + 1
+            at += 1
+        out.append((start, item.end))
+    return out
+
+
 _NARROWING = frozenset(
     ["have", "has", "belong", "belongs", "lack", "lacks", "use", "uses", "run", "runs", "carry",
      "are", "is", "were", "was", "do", "does", "sit", "show", "match", "remain", "need", "with",
@@ -355,6 +372,8 @@ def _first_name(item: str, asked: bool = False) -> str:
     """The object a list item names: its first token, when only a name looks
     so (any first word, when the question asked for a list: "- mgmt (100)")."""
     m = TOKEN.search(item)
+    if m and m.group().lower() == "vlan" and (n := TOKEN.match(item, m.end() + 1)):
+        return n.group()  # "VLAN 100": the VLAN its id names
     return m.group() if m and (asked or identifier_like(m.group())) else ""
 
 

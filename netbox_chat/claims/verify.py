@@ -37,7 +37,7 @@ _TYPES = {
     "firewall": "device", "host": "device", "port": "interface", "module": "module",
     "range": "iprange", "asn": "asn", "termination": "circuittermination",
 }  # fmt: skip
-_IDENTITY = ("name", "display", "address", "prefix", "cid", "model", "slug")
+_IDENTITY = ("name", "display", "address", "prefix", "cid", "model", "slug", "vid")
 
 
 @dataclass(frozen=True)
@@ -195,8 +195,10 @@ def _count(fact: Fact, index: Index, question: str) -> Verdict | None:
     sets = [s for s in _sets(index, fact.noun) if _in_scope(fact, s, index, question)]
     if not sets:
         if not _sets(index, fact.noun):
-            if _TYPES.get(fact.noun) and index.payloads:
-                # a number of the replies may equal it, but none counts this set
+            in_replies = fact.number in index.counts or float(fact.number) in index.numbers
+            if _TYPES.get(fact.noun) and in_replies:
+                # a number of the replies equals it, but none counts this set
+                # (a number no reply holds is left to the number pass: not in NetBox)
                 return Verdict(fact, "unchecked", None, f"no reply holds a set of {fact.noun}s")
             return None
         if fact.number in index.counts:  # a number of the replies, but of another set
