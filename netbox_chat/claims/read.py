@@ -200,7 +200,11 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
         if segment.kind != "sentence":
             continue
         sentence = text[segment.start : segment.end]
-        facts += _only(sentence, segment.start) + _held(sentence, segment.start)
+        low = sentence.lower()
+        if "only" in low:  # the patterns start with a name: tried only where their word is
+            facts += _only(sentence, segment.start)
+        if "holds" in low or "contains" in low or "hosts" in low:
+            facts += _held(sentence, segment.start)
         m = _INLINE_LIST.search(sentence)
         if not m:
             continue
@@ -340,13 +344,22 @@ def _sentence(text: str, at: int) -> str:
     semicolon after `at` ("DM-Akron has 17 devices, among them A and B":
     the names listed after the comma are members, not the set's scope)."""
     stop = at
-    while (dot := text.rfind(". ", max(0, at - 300), stop)) >= 0 and text[
-        dot + 2 : dot + 3
-    ].islower():
+    while (dot := text.rfind(". ", max(0, at - 300), stop)) >= 0 and _abbreviation(text, dot):
         stop = dot  # "Dunder-Mifflin, Inc. has 6 devices": an abbreviation, not a sentence's end
     low = max(dot + 1, text.rfind("\n", max(0, at - 300), at) + 1)
     ends = [e for c in (". ", "\n", ",", ":", ";") if (e := text.find(c, at, at + 300)) >= 0]
     return text[low : min(ends) if ends else at + 300]
+
+
+_ABBREVIATION = re.compile(r"(?<![\w-])[A-Z][a-z]{1,3}$")
+
+
+def _abbreviation(text: str, dot: int) -> bool:
+    """The dot at `dot` ends a short capitalised word ("Inc", "Ltd", "Corp")
+    and a lowercase word follows: no sentence ends there."""
+    return text[dot + 2 : dot + 3].islower() and bool(
+        _ABBREVIATION.search(text, max(0, dot - 5), dot)
+    )
 
 
 def _whole(lead: str, noun: str) -> bool:

@@ -172,9 +172,15 @@ def _own_count(fact: Fact, index: Index) -> Verdict | None:
     if not model or fact.qualifier or fact.page:
         return None
     fields = (f"{model}_count", f"{fact.noun.replace(' ', '_')}_count")
-    toks = tokens(fact.scope)
+    if not index.count_fields.intersection(fields):
+        return None  # no record counts this type
+    cut = fact.scope.find(fact.text)
+    head = fact.scope[:cut] if cut >= 0 else fact.scope  # the object is named before it
+    toks = tokens(head)
     for i in range(len(toks)):
-        for joined, _ in joins(fact.scope, toks, i, 4):
+        if toks[i].key not in index.rows and toks[i].key not in index.prefixes:
+            continue  # no record's name starts here
+        for joined, _ in joins(head, toks, i, 4):
             for source, row in index.rows.get(joined, []):
                 held = next((row[f] for f in fields if type(row.get(f)) is int), None)
                 if held is None:
