@@ -140,9 +140,6 @@ def test_the_docs_show_the_shares_measured_on_the_double(replies: dict[str, Any]
     assert shown in page, f"docs/grounding.md should show the table measured today:\n{shown}"
 
 
-# Today's check (main) fails these thresholds: docs/grounding.md shows by how much.
-# xfail on the corpus branch only; the integrator removes it when wip/facts lands.
-@pytest.mark.xfail(strict=False, reason="issue 38: the rebuilt check (wip/facts) meets them")
 def test_the_check_meets_the_issue_thresholds_on_the_double(replies: dict[str, Any]) -> None:
     _done_when(measure(CASES, replies, CALLS))
 
@@ -155,6 +152,7 @@ def test_live_wrong_answers_use_only_what_the_real_netbox_replied(live: dict[str
 
 @pytest.mark.live
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(strict=False, reason="issue 38: the rebuilt check (wip/facts) meets them")
+# The live corpus is short of 95 % / 80 % (docs/grounding.md shows by how much).
+@pytest.mark.xfail(strict=False, reason="issue 38: the live corpus is not met yet (86 %, 78 %)")
 def test_the_check_meets_the_issue_thresholds_on_the_real_netbox(live: dict[str, Any]) -> None:
     _done_when(measure(LIVE_CASES, live, LIVE_CALLS))

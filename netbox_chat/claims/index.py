@@ -131,6 +131,7 @@ class Index:
     _groups: int = 0
     _seen: set[str] = field(default_factory=set)
     prefixes: set[str] = field(default_factory=set)  # starts of names of several words
+    count_fields: set[str] = field(default_factory=set)  # "device_count": a record counts its own
 
     @classmethod
     def of(cls, calls: Sequence[Any]) -> Index:
@@ -199,6 +200,8 @@ class Index:
             if isinstance(value, int):
                 if where == "count" or where.endswith("_count") or where in ("returned", "size"):
                     self.counts.setdefault(value, source)
+                    if where.endswith("_count"):
+                        self.count_fields.add(where)
                 if where == "id":
                     self.ids.setdefault(value, source)
                 if where == "vid":

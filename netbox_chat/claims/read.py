@@ -27,6 +27,7 @@ from netbox_chat.claims.reader import (
     TOKEN,
     Shape,
     identifier_like,
+    is_address,
     negated,
     noun_after,
     numbers_outside,
@@ -86,7 +87,7 @@ _YES_NO_QUESTION = re.compile(
 _STATUS = "|".join(sorted(STATUS_WORDS))
 _QUANTIFIED = re.compile(  # the look-ahead: the first letters, checked at once
     rf"\b(?=[aen])(?:\b(?P<q>all|every|each|none|no)\b(?P<mid>[^.;:\n]{{0,48}}?)\b(?:is|are)\s+"
-    rf"(?P<neg>not\s+)?(?P<v>{_STATUS})\b"
+    rf"(?P<neg>not\s+)?(?P<v>{_STATUS}|enabled|disabled)\b"
     rf"|\b(?P<q2>no)\s+(?P<v2>{_STATUS})\s+(?P<mid2>[a-z]+))",
     re.IGNORECASE,
 )
@@ -106,6 +107,12 @@ def read(answer: str, question: str = "") -> list[Fact]:
     blocks = shape(text)
     facts = _counts(text, blocks) + _quantifiers(text) + _members(text, blocks, question)
     facts += _values(text) + _fields(text) + _field_values(text) + _cells(text, blocks)
+    facts += _actors(text)
+    said_of_sets = [(f.start, f.end) for f in facts if f.kind == "quantifier"]
+    facts = [  # "No device at DM-Columbus is offline" says nothing of DM-Columbus
+        f for f in facts
+        if not (f.kind == "value" and any(s <= f.start < e for s, e in said_of_sets))
+    ]  # fmt: skip
     if question and _YES_NO_QUESTION.match(question) and (m := _YES_NO.match(text)):
         yes = m.group(1).lower() == "yes"
         facts.append(Fact("yesno", m.group(1), m.start(1), m.end(1), answer=yes))
@@ -168,13 +175,12 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
     5") is no claim about the set."""
     facts = []
     asked = _ASKS_LIST.match(question) and not _SUBSET.search(question)
-    items = blocks.items
     groups: list[list[tuple[int, int]]] = []
-    for item in items:
-        if groups and text[groups[-1][-1][1] : item.start].count("\n") <= 1:
-            groups[-1].append((item.start, item.end))
+    for start, end in _split_run_in(blocks):
+        if groups and text[groups[-1][-1][1] : start].count("\n") <= 1:
+            groups[-1].append((start, end))
         else:
-            groups.append([(item.start, item.end)])
+            groups.append([(start, end)])
     for group in groups:
         line_start = text.rfind("\n", 0, max(0, group[0][0] - 1))
         lead_end = max(0, line_start)
@@ -190,10 +196,17 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
                      qualifier=_status_in(lead), noun=noun, narrowed=not whole,
                      scope=lead)
             )  # fmt: skip
+    if asked:
+        facts += _table_members(text, blocks, question)
     for segment in blocks.segments:
         if segment.kind != "sentence":
             continue
         sentence = text[segment.start : segment.end]
+        low = sentence.lower()
+        if "only" in low:  # the patterns start with a name: tried only where their word is
+            facts += _only(sentence, segment.start)
+        if "holds" in low or "contains" in low or "hosts" in low:
+            facts += _held(sentence, segment.start)
         m = _INLINE_LIST.search(sentence)
         if not m:
             continue
@@ -202,17 +215,107 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
         if _SUBSET.search(lead) or negated(sentence, m.start()):
             continue
         parts = [p.strip().strip("*`").strip() for p in _LIST_SEPARATOR.split(listed)]
-        names = tuple(p for p in parts if p and identifier_like(p.split()[0]))
-        if len(names) >= 2 and len(names) == len(parts):  # only then its noun is read
-            said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
-            noun = _lead_noun(said)
+        said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
+        noun = _lead_noun(said)
+        whole = _whole(said, noun)  # "The platforms are IOS-XE and Junos": any names
+        names = tuple(
+            p for p in parts if p and (identifier_like(p.split()[0]) or (whole and p[0].isupper()))
+        )
+        if len(names) >= 2 and len(names) == len(parts):
             start = segment.start + m.start()
             facts.append(
                 Fact("members", sentence.strip(), start, segment.end, members=names,
-                     qualifier=_status_in(lead), noun=noun, narrowed=not _whole(said, noun),
-                     scope=lead)
+                     qualifier=_status_in(lead), noun=noun, narrowed=not whole, scope=lead)
             )  # fmt: skip
     return facts
+
+
+def _table_members(text: str, blocks: Shape, question: str) -> list[Fact]:
+    """A table answering "Which sites ...?" / "List all sites." whose first
+    column is headed by that object type: its first cells are the set."""
+    facts = []
+    groups: list[list[Any]] = []
+    for row in blocks.rows:
+        if groups and text[groups[-1][-1].end : row.start].count("\n") <= 1:
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    for group in groups:
+        header = group[0].cells[0][0] if group[0].cells else ""
+        noun = noun_after(" " + header, 0, OBJECT_NOUNS)
+        names = tuple(n for row in group if row.cells and (n := row.cells[0][1].strip()))
+        if noun in _TYPE_NOUNS and noun == question_noun(question) and len(names) >= 2:
+            facts.append(
+                Fact("members", question, group[0].start, group[-1].end, members=names, noun=noun,
+                     scope=question)
+            )  # fmt: skip
+    return facts
+
+
+_HELD = re.compile(
+    rf"(?P<s>{TOKEN.pattern})\s+(?:holds|contains|hosts)\s+(?P<list>[^;:\n]+?)(?=\.?\s*$|\.\s|[;:\n])",
+    re.IGNORECASE,
+)
+
+
+def _held(sentence: str, at: int) -> list[Fact]:
+    """What an object is said to hold, listed: "VRF Blue holds 10.0.0.0/24,
+    10.1.0.0/24 and 192.168.0.0/24" says those are all it holds."""
+    facts = []
+    for m in _HELD.finditer(sentence):
+        parts = [p.strip().strip("*`").strip() for p in _LIST_SEPARATOR.split(m.group("list"))]
+        if len(parts) >= 2 and all(p and _nameish(p.split()[0]) for p in parts):
+            facts.append(
+                Fact("members", m.group(), at + m.start(), at + m.end(), members=tuple(parts),
+                     scope=sentence[: m.end("s")])
+            )  # fmt: skip
+    return facts
+
+
+def _nameish(token: str) -> bool:
+    return identifier_like(token) or is_address(token)
+
+
+_ONLY = re.compile(
+    rf"\bthe\s+only\s+(?P<lead>[^.;:\n]{{1,60}}?)\s+(?:is|was)\s+(?P<m>{TOKEN.pattern}(?:,\s+Inc)?)"
+    rf"|(?P<s>{TOKEN.pattern})\s+[a-z]+s\s+only\s+(?P<m2>{TOKEN.pattern})",
+    re.IGNORECASE,
+)
+
+
+def _only(sentence: str, at: int) -> list[Fact]:
+    """A list of one: "The only tenant is Dunder-Mifflin", "PP-A feeds only
+    PF-A1" say the set has that one member (no fact when it is negated)."""
+    facts = []
+    for m in _ONLY.finditer(sentence):
+        if negated(sentence, m.start()):
+            continue
+        member = m.group("m") or m.group("m2")
+        lead = m.group("lead") or m.group("s")
+        noun = _lead_noun(m.group("lead") or "")
+        facts.append(
+            Fact("members", m.group(), at + m.start(), at + m.end(), members=(member,), noun=noun,
+                 scope=lead)
+        )  # fmt: skip
+    return facts
+
+
+def _split_run_in(blocks: Shape) -> list[tuple[int, int]]:
+    """The list items, a numbered list run into one line ("1. VLAN 100 2.
+    VLAN 200") split at its numbers."""
+    inside = sorted(blocks.numbering)
+    out = []
+    at = 0
+    for item in blocks.items:
+        start = item.start
+        while at < len(inside) and inside[at][0] < item.start:
+            at += 1
+        while at < len(inside) and inside[at][1] <= item.end:
+            out.append((start, inside[at][0]))
+            start = inside[at][1] + 1
+            at += 1
+        out.append((start, item.end))
+    return out
 
 
 _NARROWING = frozenset(
@@ -231,6 +334,8 @@ def _narrowing(text: str, number: Any) -> bool:
     stem = number.noun.split()[-1][:4]
     for i, word in enumerate(words[:5]):
         if word.startswith(stem):
+            if words[i + 1 : i + 3] in (["in", "netbox"], ["in", "total"]):
+                return False  # "3 devices in NetBox": the whole set, no narrower
             return i + 1 < len(words) and words[i + 1] in _NARROWING
     return False
 
@@ -243,11 +348,23 @@ def _sentence(text: str, at: int) -> str:
     set a fact is about: from its start to the first comma, colon or
     semicolon after `at` ("DM-Akron has 17 devices, among them A and B":
     the names listed after the comma are members, not the set's scope)."""
-    low = max(
-        text.rfind(". ", max(0, at - 300), at) + 1, text.rfind("\n", max(0, at - 300), at) + 1
-    )
+    stop = at
+    while (dot := text.rfind(". ", max(0, at - 300), stop)) >= 0 and _abbreviation(text, dot):
+        stop = dot  # "Dunder-Mifflin, Inc. has 6 devices": an abbreviation, not a sentence's end
+    low = max(dot + 1, text.rfind("\n", max(0, at - 300), at) + 1)
     ends = [e for c in (". ", "\n", ",", ":", ";") if (e := text.find(c, at, at + 300)) >= 0]
     return text[low : min(ends) if ends else at + 300]
+
+
+_ABBREVIATION = re.compile(r"(?<![\w-])[A-Z][a-z]{1,3}$")
+
+
+def _abbreviation(text: str, dot: int) -> bool:
+    """The dot at `dot` ends a short capitalised word ("Inc", "Ltd", "Corp")
+    and a lowercase word follows: no sentence ends there."""
+    return text[dot + 2 : dot + 3].islower() and bool(
+        _ABBREVIATION.search(text, max(0, dot - 5), dot)
+    )
 
 
 def _whole(lead: str, noun: str) -> bool:
@@ -273,6 +390,8 @@ def _first_name(item: str, asked: bool = False) -> str:
     """The object a list item names: its first token, when only a name looks
     so (any first word, when the question asked for a list: "- mgmt (100)")."""
     m = TOKEN.search(item)
+    if m and m.group().lower() == "vlan" and (n := TOKEN.match(item, m.end() + 1)):
+        return n.group()  # "VLAN 100": the VLAN its id names
     return m.group() if m and (asked or identifier_like(m.group())) else ""
 
 
@@ -355,13 +474,19 @@ def _fields(text: str) -> list[Fact]:
     return facts
 
 
+# the value after "has the route distinguisher": a token with a digit, a colon, a slash
+# or a capital, so the field's own next word ("distinguisher") is never read as it
+_A_VALUE = r"(?=\S*(?:[\d:/]|(?-i:[A-Z])))"
 _FIELD_VALUE = re.compile(
     rf"{_WORD_START}(?P<s>{TOKEN.pattern})(?:'s|\u2019s)\s+(?P<f>[a-z][a-z ]{{0,28}}?)\s+"
-    rf"(?:is|was)\s+"
+    rf"(?:is|was|lands\s+on|terminates\s+(?:at|on)|ends\s+(?:at|on))\s+"
     rf"(?:set\s+to\s+)?(?P<v>{TOKEN.pattern})"
     rf"|{_WORD_START}(?P<s2>{TOKEN.pattern})\s+has\s+(?:the|a|an)\s+"
     rf"(?P<f2>[a-z][a-z ]{{0,28}}?)\s+(?:of\s+)?"
-    rf"(?P<v2>{TOKEN.pattern})",
+    rf"(?P<v2>{_A_VALUE}(?:{TOKEN.pattern}))"
+    rf"|{_WORD_START}(?P<s3>{TOKEN.pattern})\s+(?:is|was)\s+(?P<f3>named|called)\s+(?P<v3>{TOKEN.pattern})"
+    rf"|{_WORD_START}(?P<s4>{TOKEN.pattern})\s+was\s+(?P<f4>created|last\s+updated)\s+on\s+"
+    rf"(?P<v4>\d{{4}}-\d\d-\d\d)",
     re.IGNORECASE,
 )
 
@@ -370,15 +495,31 @@ def _field_values(text: str) -> list[Fact]:
     """A field's value said of an object: "sw01's primary IP is 10.1.0.1/24",
     "VRF Red has the route distinguisher 65000:1", "DM-Butte has the ID 16"."""
     facts = []
-    for m in _matches(_FIELD_VALUE, text, ("'s", "\u2019s", "has")):
-        subject = m.group("s") or m.group("s2")
-        field = re.sub(r"\s+", " ", (m.group("f") or m.group("f2")).lower())
-        value = m.group("v") or m.group("v2")
+    for m in _matches(_FIELD_VALUE, text, ("'s", "\u2019s", "has", "named", "called", " on ")):
+        subject = m.group("s") or m.group("s2") or m.group("s3") or m.group("s4")
+        field = m.group("f") or m.group("f2") or m.group("f4") or "name"
+        field = re.sub(r"\s+", " ", field.lower())
+        value = m.group("v") or m.group("v2") or m.group("v3") or m.group("v4")
         facts.append(
             Fact("field", m.group(), m.start(), m.end(), subject=subject, value=value,
                  field=field)
         )  # fmt: skip
     return facts
+
+
+_BY = re.compile(
+    r"\b(?:created|changed|modified|updated|deleted|made)\s+by\s+"
+    r"(?P<v>[A-Za-z][\w.-]*(?:\s+[A-Z][\w.-]*)?)"
+)
+
+
+def _actors(text: str) -> list[Fact]:
+    """Who made a change: "DM-Butte was created by dschrute". The change log
+    names its users; a user no reply names is an invention."""
+    return [
+        Fact("actor", m.group("v"), m.start("v"), m.end("v"), value=m.group("v"))
+        for m in _matches(_BY, text, (" by ",))
+    ]
 
 
 def _cells(text: str, blocks: Shape) -> list[Fact]:

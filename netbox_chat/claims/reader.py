@@ -121,6 +121,21 @@ def identifier_like(text: str) -> bool:
 # ------------------------------------------------------------------ markdown
 
 _BULLET = re.compile(r"^(\s*)(?:[-*+•]|(\d{1,3})[.)])\s+")
+_RUN_IN = re.compile(r"(?<=\s)(\d{1,3})\.\s")
+
+
+def _run_in(line: str, start: int, at: int) -> list[tuple[int, int]]:
+    """The numbers 2., 3., ... of a numbered list written on one line, in
+    their order (a "5." out of order is a number, not the list's)."""
+    spans = []
+    want = 2
+    for m in _RUN_IN.finditer(line, at):
+        if int(m.group(1)) == want:
+            spans.append((start + m.start(1), start + m.end(1)))
+            want += 1
+    return spans
+
+
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _MARKUP = re.compile(r"[*`#>~]|(?<!\w)_|_(?!\w)|\[|\]\([^)]*\)|\]")
 
@@ -230,6 +245,8 @@ def shape(text: str) -> Shape:
             out.segments.append(item)
             if bullet.group(2):
                 out.numbering.append((start + bullet.start(2), start + bullet.end(2)))
+                if bullet.group(2) == "1":  # "1. VLAN 100 2. VLAN 200": a list run into one line
+                    out.numbering.extend(_run_in(line, start, bullet.end()))
             body = plain(line[bullet.end() :]).strip().lower()
             if body.startswith(("total", "in total")):
                 out.totals.append(item)

@@ -14,6 +14,7 @@ Whatever cannot be tied to a set or a record is *unchecked*, never verified.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,7 @@ _TYPES = {
     "firewall": "device", "host": "device", "port": "interface", "module": "module",
     "range": "iprange", "asn": "asn", "termination": "circuittermination",
 }  # fmt: skip
-_IDENTITY = ("name", "display", "address", "prefix", "cid", "model", "slug")
+_IDENTITY = ("name", "display", "address", "prefix", "cid", "model", "slug", "vid")
 
 
 @dataclass(frozen=True)
@@ -98,15 +99,37 @@ def _named(fact: Fact, found: Set, index: Index) -> set[str]:
     return named - own
 
 
-def _in_scope(fact: Fact, found: Set, index: Index) -> bool:
+def _in_scope(fact: Fact, found: Set, index: Index, question: str = "") -> bool:
     """The set is the one the fact's sentence speaks of: every object the
     sentence names is one the call filtered on or one every row holds ("No
-    devices are offline at DM-Columbus" is not about DM-Akron's devices)."""
+    devices are offline at DM-Columbus" is not about DM-Akron's devices),
+    and every filter the call fetched it with is said in the sentence or
+    the question ("There are 3 devices in NetBox" is not about the 3 devices
+    of a call filtered on DM-Akron)."""
+    if not _filters_said(fact, found, question):
+        return False
     filtered = {key(str(v)) for v in found.filters.values()}
     return all(
         name in filtered or (found.rows and all(name in _values(row) for row in found.rows))
         for name in _named(fact, found, index)
     )
+
+
+def _filters_said(fact: Fact, found: Set, question: str) -> bool:
+    """Each filter of the set's call is said: its value (a slug, a status, a
+    role) is written in the fact's sentence or the question, or is the
+    status the fact narrows by. A filter by id is taken as said: the answer
+    names the object, not its id."""
+    said = key(f"{fact.scope} {fact.text} {question}")
+    for value in found.filters.values():
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, (int, float)) or str(v).isdigit():
+                continue
+            if key(str(v)) == fact.qualifier or key(str(v)) in said:
+                continue
+            return False
+    return True
 
 
 # Fields that name the record itself: a value said of an object is never one.
@@ -142,12 +165,47 @@ def _filtered_on(found: Set, value: str) -> bool:
     )
 
 
+def _own_count(fact: Fact, index: Index) -> Verdict | None:
+    """A count said of a named object that its own record counts: "Initech
+    has 2 devices" against Initech's `device_count`, never another row's."""
+    model = _TYPES.get(fact.noun, "")
+    if not model or fact.qualifier or fact.page:
+        return None
+    fields = (f"{model}_count", f"{fact.noun.replace(' ', '_')}_count")
+    if not index.count_fields.intersection(fields):
+        return None  # no record counts this type
+    cut = fact.scope.find(fact.text)
+    head = fact.scope[:cut] if cut >= 0 else fact.scope  # the object is named before it
+    toks = tokens(head)
+    for i in range(len(toks)):
+        if toks[i].key not in index.rows and toks[i].key not in index.prefixes:
+            continue  # no record's name starts here
+        for joined, _ in joins(head, toks, i, 4):
+            for source, row in index.rows.get(joined, []):
+                held = next((row[f] for f in fields if type(row.get(f)) is int), None)
+                if held is None:
+                    continue
+                status = "verified" if held == fact.number else "ungrounded"
+                return Verdict(fact, status, source, f"the record of {joined} counts {held}")
+    return None
+
+
 def _count(fact: Fact, index: Index, question: str) -> Verdict | None:
-    if fact.narrowed or fact.number is None:
+    if fact.number is None:
+        return None
+    own = _own_count(fact, index)
+    if own is not None:
+        return own
+    if fact.narrowed:
         return None  # "3 have no tenant": the number check reads it
-    sets = [s for s in _sets(index, fact.noun) if _in_scope(fact, s, index)]
+    sets = [s for s in _sets(index, fact.noun) if _in_scope(fact, s, index, question)]
     if not sets:
         if not _sets(index, fact.noun):
+            in_replies = fact.number in index.counts or float(fact.number) in index.numbers
+            if _TYPES.get(fact.noun) and in_replies:
+                # a number of the replies equals it, but none counts this set
+                # (a number no reply holds is left to the number pass: not in NetBox)
+                return Verdict(fact, "unchecked", None, f"no reply holds a set of {fact.noun}s")
             return None
         if fact.number in index.counts:  # a number of the replies, but of another set
             return Verdict(fact, "unchecked", None, "no reply holds the set it counts")
@@ -225,10 +283,22 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
     )
 
 
+def _said_of(row: Mapping[str, Any], value: str) -> bool:
+    """The row holds the value a quantifier says: a status, or a flag
+    ("enabled", "disabled": the row's `enabled`)."""
+    if value in _FLAGS:
+        return row.get("enabled") is (value == "enabled")
+    return _holds(row, "status", value)
+
+
+_FLAGS = ("enabled", "disabled")
+
+
 def _quantifier(fact: Fact, index: Index, question: str) -> Verdict | None:
     if fact.value is None:
         return None
-    sets = [s for s in _sets(index, fact.noun) if any("status" in r for r in s.rows)]
+    field = "enabled" if fact.value in _FLAGS else "status"
+    sets = [s for s in _sets(index, fact.noun) if any(field in r for r in s.rows)]
     if not sets:
         return None
     for found in sets:
@@ -239,13 +309,20 @@ def _quantifier(fact: Fact, index: Index, question: str) -> Verdict | None:
                 there = [r for r in found.rows if named <= _values(r)]
                 status = "ungrounded" if there else "verified"
                 return Verdict(fact, status, found.source, f"the {fact.value} set's rows")
-    sets = [s for s in sets if _in_scope(fact, s, index)]
-    if not sets:
+    scoped = [s for s in sets if _in_scope(fact, s, index, question)]
+    if not scoped:
+        # a part of the set (a call filtered on what the sentence does not say)
+        # cannot prove "no device is offline", but one row of it can refute it
+        for found in sets:
+            named = _named(fact, found, index) - {key(str(v)) for v in found.filters.values()}
+            for row in found.rows:
+                if named <= _values(row) and _said_of(row, fact.value) != fact.every:
+                    return Verdict(fact, "ungrounded", found.source, "a record says otherwise")
         return Verdict(fact, "unchecked", None, "no reply holds the set it is said of")
-    found = sets[0]
+    found = scoped[0]
     if not found.complete:
         return Verdict(fact, "unchecked", found.source, "the replies hold only a page of the set")
-    held = [_holds(row, "status", fact.value) for row in found.rows]
+    held = [_said_of(row, fact.value) for row in found.rows]
     true = all(held) if fact.every else not any(held)
     if true:
         return Verdict(fact, "verified", found.source, "every record of the set")
@@ -305,8 +382,16 @@ def _field(fact: Fact, index: Index, question: str) -> Verdict | None:
     no verdict unless the record has the field."""
     names = _FIELD_NAMES.get(fact.field, (fact.field.replace(" ", "_"),))
     rows = index.rows.get(key(fact.subject or ""), [])
+    if not fact.value:
+        return None
+    prose = fact.text != fact.value  # a sentence, not a table's cell
+    if not rows and prose and index.payloads:
+        return Verdict(fact, "unchecked", None, f"no reply holds the record of {fact.subject}")
     seen = [(s, r[f]) for s, r in rows for f in names if f in r and r[f] not in (None, "")]
-    if not seen or not fact.value:
+    empty = [s for s, r in rows for f in names if f in r and r[f] in (None, "")]
+    if not seen:
+        if empty and prose:
+            return Verdict(fact, "ungrounded", empty[0], f"the record of {fact.subject} has none")
         return None
     said = key(fact.value)
     for source, held in seen:
@@ -315,11 +400,18 @@ def _field(fact: Fact, index: Index, question: str) -> Verdict | None:
             if not isinstance(form, (str, int)) or isinstance(form, bool):
                 continue
             text = key(str(form))
-            if text == said or text.startswith(said + "-") or said.startswith(text + "-"):
+            day = str(form)[:10] if _TIMESTAMP.match(str(form)) else None  # a date of it
+            if (
+                text == said
+                or text.startswith(said + "-")
+                or said.startswith(text + "-")
+                or (day == fact.value)
+            ):
                 return Verdict(fact, "verified", source, f"the record of {fact.subject} says so")
     return Verdict(fact, "ungrounded", seen[0][0], f"the record of {fact.subject} says otherwise")
 
 
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT")
 _SHOWN = ("address", "display", "name", "slug", "label", "value")
 
 
@@ -330,7 +422,35 @@ def _set(value: Any) -> bool:
     return value not in (None, "", [], {})
 
 
+def _value(fact: Fact, index: Index, question: str) -> Verdict | None:
+    """A status said of an object the question named but no reply holds
+    ("What is DM-Cleveland's status?" -> "DM-Cleveland is decommissioning"
+    when the sites fetched hold none) is not in NetBox: the name pass
+    excuses the operator's names, so the value is what gets marked. Of an
+    object a reply holds, the value pass of grounding.py reads it beside
+    its name; a name neither holds is marked by the name pass."""
+    name = key(fact.subject or "")
+    if not index.payloads or not name or name in index.names or name in index.words:
+        return None
+    if name not in {t.key for t in tokens(question)}:
+        return None
+    return Verdict(fact, "ungrounded", None, f"no reply holds {fact.subject}")
+
+
+def _actor(fact: Fact, index: Index, question: str) -> Verdict | None:
+    """Who made a change: a user some reply names (the change log's
+    `user_name`), or none."""
+    if not index.payloads:
+        return None
+    source = index.names.get(key(fact.value or ""))
+    if source is not None:
+        return Verdict(fact, "verified", source, "a reply names this user")
+    return Verdict(fact, "ungrounded", None, "no reply names this user")
+
+
 _VERIFY = {
+    "value": _value,
+    "actor": _actor,
     "count": _count,
     "members": _members,
     "quantifier": _quantifier,
