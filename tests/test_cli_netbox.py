@@ -185,10 +185,12 @@ def test_the_repl_refuses_a_profile_token_env_that_is_not_set_before_any_prompt(
     env = {k: v for k, v in chat_env.items() if k not in ("NETBOX_URL", "NETBOX_TOKEN")}
     status, screen = run_in_pty(env, "--profile", "lab")
     assert status == 1
-    said = " ".join(screen.split())  # wrapped to the terminal
+    said = "".join(screen.split())  # wrapped to the terminal, a long path inside a word
     assert said.startswith(
-        f'netbox-chat: no NetBox token: LAB_TOKEN (token_env = "LAB_TOKEN" in profile lab of '
-        f"{config}) is not set;"
+        "".join(
+            f'netbox-chat: no NetBox token: LAB_TOKEN (token_env = "LAB_TOKEN" in profile lab of '
+            f"{config}) is not set;".split()
+        )
     )
     assert ollama.requests == [] and netbox.requests == []
     assert not Path(env["NETBOX_CHAT_SESSIONS"]).exists() or not any(

@@ -233,7 +233,7 @@ def test_a_cold_start_is_measured_in_a_turn_and_doctor_states_it(
     seconds = json.loads(record.read_text())["qwen3:8b"]["seconds"]
     assert 3.0 <= seconds < 6.0  # the load, to within a poll: not the whole silence
     assert line(doctor(chat_env)[1], "cold start") == (
-        f"✓ cold start: {seconds:.0f} s for qwen3:8b, measured {date.today().isoformat()}"
+        f"· cold start: {seconds:.0f} s for qwen3:8b, measured {date.today().isoformat()}"
     )
 
 

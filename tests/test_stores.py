@@ -277,7 +277,7 @@ def test_the_repl_chats_cancels_and_resumes_the_latest_on_either_store(
     leave(child)
 
     ollama.script([Text("Still three.")])
-    child, recap = resume(store_env)  # no id: the most recent session
+    child, recap = resume(store_env, "--latest")  # the most recent session
     assert "how many sites?" in recap and "Three sites." in recap
     child.sendline("and now?")
     child.expect("Still three.")

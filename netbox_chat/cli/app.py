@@ -158,7 +158,8 @@ class Commands(TyperGroup):
 
         `netbox-chat -c "…"` continues the last session, as `llm -c` and
         `claude -c` do: it is `ask --continue "…"` (any word, with `-c` saying
-        it is a question); `-c` alone reopens that session's chat (`resume`)."""
+        it is a question); `-c` alone reopens that session's chat (`resume
+        --latest`: never the list to pick from)."""
         if HELP_WORDS & set(args):
             self.show_values_in_force(args)
         at = self.first_word(args)
@@ -167,7 +168,7 @@ class Commands(TyperGroup):
         if word not in self.commands and any(opt in CONTINUE for opt in options):
             options = [opt for opt in options if opt not in CONTINUE]
             if at == len(args):
-                args = ["resume", *options]
+                args = ["resume", "--latest", *options]
             else:
                 args = ["ask", "--continue", word, *options, *args[at + 1 :]]
         elif word not in self.commands and len(word.split()) > 1:
@@ -488,7 +489,10 @@ def _chat(
     *,
     resume: bool,
     rewind_to: int | None = None,
+    pick: bool = True,
 ) -> None:
+    """A chat: a new session, or (`resume`) `thread`, or with none the one
+    picked from a list on a terminal (`pick`), else the most recent."""
     import asyncio
     from dataclasses import replace
 
@@ -497,7 +501,7 @@ def _chat(
     store = open_store(settings)
     fresh = settings  # for a session made by /new: not the resumed one's
     if resume:
-        if thread is None and sys.stdin.isatty() and sys.stdout.isatty():
+        if pick and thread is None and sys.stdin.isatty() and sys.stdout.isatty():
             from netbox_chat.cli.picker import pick_session
 
             thread = pick_session(store)  # piped, the most recent, as before
@@ -696,6 +700,10 @@ def resume(
             "--at", min=0, help="Rewind to just after turn N before the prompt (see /history)."
         ),
     ] = None,
+    latest: Annotated[
+        bool,
+        typer.Option("--latest", help="The most recent session, without the list (as -c)."),
+    ] = False,
     *,
     chat: ChatOptions,
 ) -> None:
@@ -711,7 +719,9 @@ def resume(
     or the environment names another; the NetBox is your own, and another
     than the session's needs --netbox-url or --profile.
     """
-    _chat(settings_from(chat.where()), chat, thread, resume=True, rewind_to=at)
+    if latest and thread is not None:
+        raise typer.BadParameter("give a session or --latest, not both")
+    _chat(settings_from(chat.where()), chat, thread, resume=True, rewind_to=at, pick=not latest)
 
 
 @app.command("ls")

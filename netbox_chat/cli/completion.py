@@ -69,6 +69,11 @@ VALUE_OPTIONS = frozenset(
         "--judge",
         "--resume",
         "--runs-dir",
+        "--show",
+        "--limit",
+        # mcp's
+        "--host",
+        "--port",
         *SESSION_ID_OPTIONS,
     }
 )
@@ -85,6 +90,8 @@ FLAG_OPTIONS = frozenset(
         "--all",
         "-a",
         "--init-store",
+        "--latest",
+        "--http",
         "--continue",
         "-c",
         "--ephemeral",
