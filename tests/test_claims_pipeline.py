@@ -259,3 +259,15 @@ def test_a_numbered_list_run_into_one_line_is_numbering_not_numbers() -> None:
     assert ("members", "verified") in _verdicts(
         "1. VLAN 100 2. VLAN 200 3. VLAN 300", [three], asked
     )
+
+
+def test_a_tools_refusal_grounds_no_number() -> None:
+    """NetBox could not be reached: the tool's error names its attempts, and a
+    count the model gave anyway rests on nothing NetBox returned."""
+    refused = Call(
+        "netbox_get_objects",
+        {"object_type": "dcim.site"},
+        "Error: Cannot reach NetBox at http://127.0.0.1:9 (connection refused after 3 attempts).",
+    )
+    grounding = check("There are 3 sites.", [refused], given="how many sites?")
+    assert [c.text for c in grounding.ungrounded] == ["3 sites"]

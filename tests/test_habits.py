@@ -593,7 +593,7 @@ def test_ctrl_c_in_a_new_sessions_first_turn_keeps_nothing(
 ) -> None:
     ollama.script([Delay(30)])
     proc = spawn(chat_env, "ask", "slow first question")
-    ollama.wait_for_requests(1, timeout=30)
+    ollama.wait_for_requests(1, timeout=90)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -633,7 +633,7 @@ def test_a_chat_left_before_any_answer_keeps_nothing(
     ollama.script([Delay(30)])
     child = spawn_repl(chat_env)
     child.sendline("a question that never gets its answer")
-    ollama.wait_for_requests(1, timeout=30)
+    ollama.wait_for_requests(1, timeout=90)
     child.sendintr()
     child.expect("cancelled")
     child.expect(PROMPT)

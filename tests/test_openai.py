@@ -222,7 +222,7 @@ def test_ctrl_c_rolls_back_and_closes_the_stream_when_the_server_notices(
     )
     process = start(openai_env, "ask", "which sites?", "--json")
     try:
-        openai_server.wait_for_requests(1, timeout=30)
+        openai_server.wait_for_requests(1, timeout=90)
         time.sleep(0.8)
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=30)

@@ -170,7 +170,9 @@ class Index:
                 address = True
                 self.addresses.setdefault(token.lower(), source)
                 self.addresses.setdefault(token.split("/")[0].lower(), source)
-        if not address:
+        # A tool's refusal ("Error: ... after 3 attempts") may name objects (its
+        # suggestions), but its numbers are the tool's, never NetBox's facts.
+        if not address and not (where == "" and text.startswith("Error")):
             for m in _NUMBER_IN_TEXT.finditer(text):
                 self.numbers.setdefault(float(m.group()), source)
 
