@@ -67,6 +67,8 @@ def shared() -> Iterator[Path]:
     """A folder both users can reach (pytest's tmp_path is root's own, 0700)."""
     if os.getuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("plays two users with setpriv: run as root")
+    if any(not mode(p) & 0o001 for p in (ROOT, *ROOT.parents)):
+        pytest.skip(f"the second user cannot reach this checkout ({ROOT} or a folder above it)")
     folder = Path(tempfile.mkdtemp(prefix="nbc-owned-"))
     folder.chmod(0o755)
     yield folder
