@@ -9,7 +9,16 @@ from pathlib import Path
 
 from tests.doubles.inspect_session import read_from_fresh_process as inspect
 from tests.doubles.ollama_server import HTTPError, ScriptedOllama, Text
-from tests.drive.pty import PROMPT, answered, leave, only_session, plain, sent_again, spawn
+from tests.drive.pty import (
+    PROMPT,
+    answered,
+    leave,
+    only_session,
+    plain,
+    sent_again,
+    spawn,
+    streaming,
+)
 
 
 def test_esc_during_an_answer_cancels_rolls_back_and_gives_the_question_back(
@@ -17,10 +26,7 @@ def test_esc_during_an_answer_cancels_rolls_back_and_gives_the_question_back(
 ) -> None:
     child = spawn(chat_env)
     answered(child, ollama, "how many sites?", "Three sites.")
-    words = " ".join(f"word{i}" for i in range(60))
-    ollama.script([Text(f"Streaming {words} end.", chunk_delay=0.1)])
-    child.sendline("the question to cancel")
-    child.expect("word3")  # the answer is streaming
+    streaming(child, ollama, "the question to cancel")
     child.send("\x1b")
     child.expect("partial answer discarded")
     child.expect("turn 2 cancelled")

@@ -71,6 +71,16 @@ def answered(child: pexpect.spawn, ollama: ScriptedOllama, question: str, answer
     child.expect(PROMPT)
 
 
+def streaming(child: pexpect.spawn, ollama: ScriptedOllama, question: str) -> None:
+    """`question` sent and its answer streaming slowly ("Streaming word0
+    word1 … word59 end.", a word each 0.1 s), drawn as far as "word3": a
+    turn to cancel, or to type during."""
+    words = " ".join(f"word{i}" for i in range(60))
+    ollama.script([Text(f"Streaming {words} end.", chunk_delay=0.1)])
+    child.sendline(question)
+    child.expect("word3")
+
+
 def sent_again(
     child: pexpect.spawn, ollama: ScriptedOllama, given_back: str, answer: str, keys: str = "\r"
 ) -> None:
