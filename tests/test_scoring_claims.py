@@ -183,6 +183,10 @@ SHAPES: list[tuple[str, str, str, Any, list[str], str, Aliases | None, bool]] = 
     ("value", Q_STATE, "dmi01-albany-rtr01 is active.", "active", list(DEVICE_STATUSES), "status",
      None, True),
     ("value", Q_STATE, "Status: active", "active", list(DEVICE_STATUSES), "status", None, True),
+    ("value", Q_STATE, "| Device | Status |\n|---|---|\n| PP:B117 | active |", "active",
+     list(DEVICE_STATUSES), "status", None, False),  # a row's cells are its first cell's
+    ("value", Q_STATE, "| Device | Status |\n|---|---|\n| dmi01-albany-rtr01 | active |", "active",
+     list(DEVICE_STATUSES), "status", None, True),
     ("value", "Which site is rack DM-Akron-R1 in?", "DM-Akron", "DM-Akron", SITES, "site", None,
      True),  # a name the question holds is no echo
     ("value", "What is on the other end of the cable plugged into interface eth0 of device sw01?",
