@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from netbox_chat.claims.grounding import claims_of
-from netbox_chat.claims.read import subject_of
+from netbox_chat.claims.read import STATUS_WORDS, read, subject_of
 from netbox_chat.claims.reader import (
     ID_REF,
     NEGATOR,
@@ -591,6 +591,30 @@ def verdict(answer: str) -> bool | None:
     return None
 
 
+def _quantified(answer: str, question: str) -> bool | None:
+    """The yes or no a status said of the whole set gives to a question that
+    asks one status of every object, read by the claims reader (claims.read's
+    quantifier facts): to "Are all devices at MDF active?", "None of the
+    devices are active" and "All devices are offline" say no, "No device is
+    offline" says yes. None when the answer says no such thing, or a Yes or
+    No leads it (verdict reads it then)."""
+    asked = {t.text.lower() for t in tokens(question)} & STATUS_WORDS
+    if len(asked) != 1:
+        return None
+    facts = read(answer, question)
+    leads = [f.start for f in facts if f.kind == "yesno"]
+    for fact in facts:
+        if fact.kind != "quantifier" or fact.value not in STATUS_WORDS:
+            continue
+        # "No, r640-17 is offline.": the No answers, it quantifies nothing (read
+        # takes it for "no ... is offline"; its first word has a mark); and a
+        # Yes or No that leads the answer is its verdict ("No: all are active")
+        if not fact.text.split()[0].isalpha() or (leads and leads[0] != fact.start):
+            return None
+        return fact.every == (fact.value in asked)
+    return None
+
+
 _PRIVATIVE = re.compile(
     r"\b(?:lacks?|lacking|without|missing|(?:has|have)\s+no|(?:is|are)\s+not|isn't|aren't"
     r"|un[a-z]+ed|(?:is|are)\s+empty)\b",
@@ -625,7 +649,9 @@ def score_boolean(
         if not absent.correct:
             return absent
         return Score(True, "says there is none (nothing is in the question's scope)")
-    said = verdict(text)
+    said = _quantified(answer, question)
+    if said is None:
+        said = verdict(text)
     if said is None:
         return Score(False, "neither yes nor no")
     if said != bool(expected["yes"]):
