@@ -28,12 +28,14 @@ from netbox_chat.claims.reader import (
     Shape,
     identifier_like,
     is_address,
+    key,
     negated,
     noun_after,
     numbers_outside,
     plain,
     question_noun,
     shape,
+    tokens,
 )
 
 # NetBox's status choices a sentence says of an object or a set (grounding.STATUSES's words).
@@ -571,3 +573,52 @@ def _any_of(words: tuple[str, ...]) -> re.Pattern[str]:
     """Any of `words`, in any case: the lines to search are found in one pass
     over the answer, not a Python step per line."""
     return re.compile("|".join(map(re.escape, words)), re.IGNORECASE)
+
+
+# ------------------------------------------------ the subject of a value (eval)
+
+_LINK = re.compile(
+    r"\b(?:is|are|was|runs?|uses?|has|have|sits?|lives?|belongs?|lands?|terminates?"
+    r"|connects?|goes|comes?)\b|'s\b|:",
+    re.IGNORECASE,
+)
+_PATH = re.compile(
+    r"\b(?:to|on|onto|which|that|via|through|behind|towards?|where|with)\b", re.IGNORECASE
+)
+"""Words that lead from a name on to another object ("ge-0/0/0, which is on
+dmi01-akron-rtr01", "ens3 belongs to vm-web01"): the value is not said of it."""
+
+
+def subject_of(
+    answer: str, start: int, end: int, question: str = "", skip: frozenset[str] = frozenset()
+) -> str | None:
+    """The named object, other than the question's, that the value at
+    answer[start:end] is stated of; None when it is stated of the question's
+    object or of nothing named ("It is active.", "Status: active"). `skip`
+    holds the keys (reader.key) of names that are values, never subjects.
+
+    eval binds a value answer to its subject with it. Read as a person reads
+    "PP:B117 runs Cisco IOS.": a sentence that names the question's object
+    binds the value to it; else the fact of `read` that holds the value names
+    its subject ("PP:B117 is active"); else a name written before the value
+    in its sentence, joined to it by a verb ("is", "runs", "'s", a colon)
+    that read verifies nothing of. read's own facts are not changed by it."""
+    low = max(answer.rfind(c, 0, start) for c in ".!?\n") + 1
+    high = min((i for i in (answer.find(c, end) for c in ".!?\n") if i >= 0), default=len(answer))
+    named = {t.key for t in tokens(question) if _names(t.text)}
+    if any(t.key in named for t in tokens(answer[low:high])):
+        return None
+    for fact in read(answer, question):
+        if fact.subject and fact.start <= start and end <= fact.end:
+            return None if key(fact.subject) in named | skip else fact.subject
+    for t in tokens(answer[low:start]):
+        if not _names(t.text) or t.key in skip or t.key in named:
+            continue
+        between = answer[low + t.end : start]
+        if _LINK.search(between) and len(between.split()) <= 5 and not _PATH.search(between):
+            return t.text
+    return None
+
+
+def _names(word: str) -> bool:
+    return identifier_like(word) or is_address(word)
