@@ -531,6 +531,12 @@ MEASURES = {
     "vcpus": "vcpus", "vcpu": "vcpus", "volts": "voltage", "v": "voltage",
     "amps": "amperage", "amperes": "amperage", "interface": "id", "port": "id",
 }  # fmt: skip
+# a unit after a number, or "interface 14": the lines a measure can be said in
+_UNIT = re.compile(  # the look-aheads: the first letters, checked at once
+    r"\d\s*(?=[urva])(?:u|ru|rack\s+units?|vcpus?|volts|v|amps|amperes)\b"
+    r"|\b(?=[ip])(?:interface|port)\s+(?:number\s+|#)?\d",
+    re.IGNORECASE,
+)
 _NUM = r"(?P<n>\d{1,9}(?:\.\d{1,3})?)"
 _MEASURE = re.compile(
     rf"{_WORD_START}(?P<s>{TOKEN.pattern})\s+(?:is|are|has|have|stands|measures)\s+"
@@ -547,7 +553,7 @@ def _measures(text: str) -> list[Fact]:
     fact's span is the number's (and its unit's), so its verdict replaces the
     bare number's: 7 being some other field somewhere does not ground it."""
     facts = []
-    for m in _matches(_MEASURE, text, ("is", "are", "has", "have", "stands", "measures")):
+    for m in _in_lines(_MEASURE, text, _UNIT):
         if not identifier_like(m.group("s")):
             continue
         word = m.group("u") or m.group("id")
@@ -593,9 +599,14 @@ def _matches(pattern: re.Pattern[str], text: str, words: tuple[str, ...]) -> lis
     """`pattern`'s matches in the lines of `text` holding one of `words`: a
     pattern that starts with a name is tried at every character, so lines
     without its verb (a list of interfaces and speeds) are not searched."""
+    return _in_lines(pattern, text, _any_of(words))
+
+
+def _in_lines(pattern: re.Pattern[str], text: str, trigger: re.Pattern[str]) -> list[re.Match[str]]:
+    """`pattern`'s matches in the lines of `text` where `trigger` matches."""
     found: list[re.Match[str]] = []
     done = -1  # the end of the last line searched
-    for word in _any_of(words).finditer(text):
+    for word in trigger.finditer(text):
         if word.start() < done:
             continue  # in a line already searched
         start = text.rfind("\n", 0, word.start()) + 1
