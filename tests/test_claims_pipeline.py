@@ -97,6 +97,8 @@ def test_a_number_said_as_a_field_rests_on_that_field_of_its_own_record() -> Non
     (claim,) = [c for c in check("akron-web01 has 8 vCPUs.", [VMS]).all if c.text == "8 vCPUs"]
     assert (claim.kind, claim.status) == ("number", "ungrounded")  # the bare number's verdict
     assert "says 4" in claim.reason
+    # "has port 24" names another interface, not the switch's id
+    assert not [f for f in read("dmi01-akron-sw01 has port 24.") if f.kind == "measure"]
 
 
 def test_a_list_narrowed_by_a_word_is_compared_with_the_set_narrowed_so() -> None:
@@ -116,6 +118,9 @@ def test_a_yes_or_no_about_any_object_of_a_set_is_checked_against_its_records() 
     assert _verdicts("No.", [AKRON_CALL], asked) == [("yesno", "ungrounded")]
     # no record says which devices are routers (roles "Access Switch", "Core Router")
     asked = "Is there a router at DM-Akron?"
+    assert _verdicts("No.", [AKRON_CALL], asked) == [("yesno", "unchecked")]
+    # a tenant no reply names: the rows cannot say whether one belongs to it
+    asked = "Does any device at DM-Akron belong to Initech?"
     assert _verdicts("No.", [AKRON_CALL], asked) == [("yesno", "unchecked")]
 
 

@@ -539,10 +539,11 @@ _UNIT = re.compile(  # the look-aheads: the first letters, checked at once
 )
 _NUM = r"(?P<n>\d{1,9}(?:\.\d{1,3})?)"
 _MEASURE = re.compile(
-    rf"{_WORD_START}(?P<s>{TOKEN.pattern})\s+(?:is|are|has|have|stands|measures)\s+"
-    rf"(?:(?:a|an)\s+)?(?:{_NUM}\s*(?P<u>u|ru|rack\s+units?|vcpus?|volts|v|amps|amperes)\b"
+    rf"{_WORD_START}(?P<s>{TOKEN.pattern})\s+(?:(?:is|are|has|have|stands|measures)\s+"
+    rf"(?:(?:a|an)\s+)?{_NUM}\s*(?P<u>u|ru|rack\s+units?|vcpus?|volts|v|amps|amperes)\b"
     r"(?:\s+(?:tall|high))?"
-    rf"|(?P<id>interface|port)\s+(?:number\s+|#)?{_NUM.replace('n>', 'i>')}\b(?!\s*/))",
+    # "X is interface 14" names X's id ("X has port 24" names another interface)
+    r"|(?:is|was)\s+(?P<id>interface|port)\s+(?:number\s+|#)?(?P<i>\d{1,9})\b(?!\s*/|\.\d))",
     re.IGNORECASE,
 )
 

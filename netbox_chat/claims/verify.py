@@ -21,7 +21,15 @@ from typing import Any
 
 from netbox_chat.claims.index import Index, Set
 from netbox_chat.claims.read import FIELD_WORDS, STATUS_WORDS, Fact
-from netbox_chat.claims.reader import OBJECT_NOUNS, identifier_like, joins, key, noun_after, tokens
+from netbox_chat.claims.reader import (
+    OBJECT_NOUNS,
+    Token,
+    identifier_like,
+    joins,
+    key,
+    noun_after,
+    tokens,
+)
 
 # The object type (its model, after the app label) each object noun counts.
 _TYPES = {
@@ -407,9 +415,7 @@ def _any(fact: Fact, index: Index, question: str, noun: str) -> Verdict:
             return Verdict(fact, "unchecked", None, f"no reply says which devices are {noun}s")
         wanted.add(noun)  # "a router": a device whose role is Router
     flags = words & set(_FLAGS)  # "Is any interface of sw01 disabled?"
-    unknown = [
-        t.text for t in tokens(question) if identifier_like(t.text) and t.key not in index.names
-    ]
+    unknown = [t.text for t in tokens(question) if _unknown(t, index)]
     if unknown or len(flags) > 1 or not (wanted or flags):
         return Verdict(fact, "unchecked", None, "the question asks what no reply can tell")
     if len(wanted) == 1 and not flags:
@@ -425,9 +431,25 @@ def _any(fact: Fact, index: Index, question: str, noun: str) -> Verdict:
             continue
         if any(rest <= _values(row) and all(_said_of(row, f) for f in flags) for row in found.rows):
             return _yes_if(fact, True, found.source, "a record of the set holds it")
-        if found.complete and _filters_said(fact, found, question):
+        # none holds it: "no" only of values a row shows as _values reads them (an
+        # object's name, a status, the role), never a nested field's (an address)
+        sure = all(w in index.rows or w in STATUS_WORDS or w == noun for w in rest)
+        if sure and found.complete and _filters_said(fact, found, question):
             return _yes_if(fact, False, found.source, "no record of the set holds it")
     return Verdict(fact, "unchecked", None, "no reply holds the whole set it asks about")
+
+
+def _unknown(token: Token, index: Index) -> bool:
+    """A name in the question no reply holds ("Initech", "sw99"): what the
+    question asks cannot be looked for in the rows."""
+    capital = token.start > 0 and token.text[:1].isupper()
+    if not (capital or identifier_like(token.text)) or token.key in index.names:
+        return False
+    return token.key not in index.words and token.key.removesuffix("s") not in _NOT_NAMES
+
+
+# capitalised words of a question that name no object: object types, and these
+_NOT_NAMES = frozenset(_TYPES) | {"ip", "netbox", "id", "i"}
 
 
 def _question_names(question: str, index: Index) -> set[str]:
