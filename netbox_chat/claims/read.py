@@ -50,7 +50,7 @@ STATUS_WORDS = frozenset(
 class Fact:
     """One fact of an answer. `kind` says which of the fields below it uses."""
 
-    kind: str  # "count" | "members" | "quantifier" | "yesno" | "value"
+    kind: str  # "count" | "members" | "quantifier" | "yesno" | "value" | "measure" | ...
     text: str
     start: int
     end: int
@@ -65,7 +65,7 @@ class Fact:
     members: tuple[str, ...] = ()
     answer: bool | None = None  # yesno
     every: bool | None = None  # quantifier: True for all/every, False for no/none
-    field: str = ""  # has: the field said set or empty ("has no cable", "is enabled")
+    field: str = ""  # has, field, measure: the field said ("has no cable", "7 U tall": u_height)
     on: str = ""  # has: the object the subject belongs to ("eth1 on dmi01-akron-sw01")
 
 
@@ -100,7 +100,9 @@ _SUBSET = re.compile(
     re.IGNORECASE,
 )
 _WHOLE = re.compile(r"(?:\b(?:are|is)\b|:)\s*$", re.IGNORECASE)
-_INLINE_LIST = re.compile(r"\b(?:are|is)\s*:?\s+(?P<list>[^.;\n]+)|:\s*(?P<list2>[^.;\n]+)")
+# a list runs to the sentence's end: a dot inside an address or a name ("10.10.0.0/16") is no end
+_ITEMS = r"(?:[^.;\n]|\.(?=\w))+"
+_INLINE_LIST = re.compile(rf"\b(?:are|is)\s*:?\s+(?P<list>{_ITEMS})|:\s*(?P<list2>{_ITEMS})")
 
 
 def read(answer: str, question: str = "") -> list[Fact]:
@@ -109,7 +111,7 @@ def read(answer: str, question: str = "") -> list[Fact]:
     blocks = shape(text)
     facts = _counts(text, blocks) + _quantifiers(text) + _members(text, blocks, question)
     facts += _values(text) + _fields(text) + _field_values(text) + _cells(text, blocks)
-    facts += _actors(text)
+    facts += _actors(text) + _measures(text)
     said_of_sets = [(f.start, f.end) for f in facts if f.kind == "quantifier"]
     facts = [  # "No device at DM-Columbus is offline" says nothing of DM-Columbus
         f for f in facts
@@ -221,7 +223,7 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
         noun = _lead_noun(said)
         whole = _whole(said, noun)  # "The platforms are IOS-XE and Junos": any names
         names = tuple(
-            p for p in parts if p and (identifier_like(p.split()[0]) or (whole and p[0].isupper()))
+            p for p in parts if p and (_nameish(p.split()[0]) or (whole and p[0].isupper()))
         )
         if len(names) >= 2 and len(names) == len(parts):
             start = segment.start + m.start()
@@ -524,6 +526,50 @@ def _actors(text: str) -> list[Fact]:
     ]
 
 
+# A number said with a unit or a noun that names the field it is: "7 U tall" is
+# a device type's (or a rack's) height, "8 vCPUs" a VM's, "interface 14" its id.
+MEASURES = {
+    "u": "u_height", "ru": "u_height", "rack units": "u_height", "rack unit": "u_height",
+    "vcpus": "vcpus", "vcpu": "vcpus", "volts": "voltage", "v": "voltage",
+    "amps": "amperage", "amperes": "amperage", "interface": "id", "port": "id",
+}  # fmt: skip
+# a unit after a number, or "interface 14": the lines a measure can be said in
+_UNIT = re.compile(  # the look-aheads: the first letters, checked at once
+    r"\d\s*(?=[urva])(?:u|ru|rack\s+units?|vcpus?|volts|v|amps|amperes)\b"
+    r"|\b(?=[ip])(?:interface|port)\s+(?:number\s+|#)?\d",
+    re.IGNORECASE,
+)
+_NUM = r"(?P<n>\d{1,9}(?:\.\d{1,3})?)"
+_MEASURE = re.compile(
+    rf"{_WORD_START}(?P<s>{TOKEN.pattern})\s+(?:(?:is|are|has|have|stands|measures)\s+"
+    rf"(?:(?:a|an)\s+)?{_NUM}\s*(?P<u>u|ru|rack\s+units?|vcpus?|volts|v|amps|amperes)\b"
+    r"(?:\s+(?:tall|high))?"
+    # "X is interface 14" names X's id ("X has port 24" names another interface)
+    r"|(?:is|was)\s+(?P<id>interface|port)\s+(?:number\s+|#)?(?P<i>\d{1,9})\b(?!\s*/|\.\d))",
+    re.IGNORECASE,
+)
+
+
+def _measures(text: str) -> list[Fact]:
+    """A number said to be a field of a named object: "A C9300-48P is 7 U tall"
+    is that type's `u_height`, "Gi0/0/13 is interface 14" its id. The
+    fact's span is the number's (and its unit's), so its verdict replaces the
+    bare number's: 7 being some other field somewhere does not ground it."""
+    facts = []
+    for m in _in_lines(_MEASURE, text, _UNIT):
+        if not identifier_like(m.group("s")):
+            continue
+        word = m.group("u") or m.group("id")
+        number = "n" if m.group("n") else "i"
+        unit = re.sub(r"\s+", " ", word.lower())
+        facts.append(
+            Fact("measure", text[m.start(number) : m.end()], m.start(number), m.end(),
+                 subject=m.group("s"),
+                 value=m.group(number), field=MEASURES[unit])
+        )  # fmt: skip
+    return facts
+
+
 def _cells(text: str, blocks: Shape) -> list[Fact]:
     """A table row's cells as fields of the object its first cell names: the
     "Tenant" cell of a row is that object's tenant."""
@@ -556,9 +602,14 @@ def _matches(pattern: re.Pattern[str], text: str, words: tuple[str, ...]) -> lis
     """`pattern`'s matches in the lines of `text` holding one of `words`: a
     pattern that starts with a name is tried at every character, so lines
     without its verb (a list of interfaces and speeds) are not searched."""
+    return _in_lines(pattern, text, _any_of(words))
+
+
+def _in_lines(pattern: re.Pattern[str], text: str, trigger: re.Pattern[str]) -> list[re.Match[str]]:
+    """`pattern`'s matches in the lines of `text` where `trigger` matches."""
     found: list[re.Match[str]] = []
     done = -1  # the end of the last line searched
-    for word in _any_of(words).finditer(text):
+    for word in trigger.finditer(text):
         if word.start() < done:
             continue  # in a line already searched
         start = text.rfind("\n", 0, word.start()) + 1
