@@ -32,6 +32,9 @@ def test_read_gives_typed_facts_with_their_spans() -> None:
     assert members.members == ("sw01-a", "sw02-b") and not members.narrowed
     (every,) = [f for f in read("No device is offline.") if f.kind == "quantifier"]
     assert (every.every, every.value, every.noun) == (False, "offline", "device")
+    # "No," answers the question: what follows is said of the named object, not of a set
+    said = read("No, dmi01-akron-sw02 is offline.", "Is dmi01-akron-sw02 active?")
+    assert [(f.kind, f.subject) for f in said] == [("yesno", None), ("value", "dmi01-akron-sw02")]
     (yes,) = [f for f in read("Yes, it is.", "Is sw02 offline?") if f.kind == "yesno"]
     assert yes.answer is True
     (value,) = [f for f in read("dmi01-akron-sw02 is offline.") if f.kind == "value"]

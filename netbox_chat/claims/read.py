@@ -87,8 +87,9 @@ _YES_NO_QUESTION = re.compile(
     r"\s*(?:is|are|does|do|did|has|have|was|were|can|could|will)\b", re.IGNORECASE
 )
 _STATUS = "|".join(sorted(STATUS_WORDS))
-_QUANTIFIED = re.compile(  # the look-ahead: the first letters, checked at once
-    rf"\b(?=[aen])(?:\b(?P<q>all|every|each|none|no)\b(?P<mid>[^.;:\n]{{0,48}}?)\b(?:is|are)\s+"
+_QUANTIFIED = re.compile(  # the look-ahead: the first letters, checked at once;
+    # "No," is the answer to a yes/no question, not a quantifier ("No, r640-17 is offline")
+    rf"\b(?=[aen])(?:\b(?P<q>all|every|each|none|no(?!\s*[,;!]))\b(?P<mid>[^.;:\n]{{0,48}}?)\b(?:is|are)\s+"
     rf"(?P<neg>not\s+)?(?P<v>{_STATUS}|enabled|disabled)\b"
     rf"|\b(?P<q2>no)\s+(?P<v2>{_STATUS})\s+(?P<mid2>[a-z]+))",
     re.IGNORECASE,
