@@ -606,10 +606,8 @@ def _quantified(answer: str, question: str) -> bool | None:
     for fact in facts:
         if fact.kind != "quantifier" or fact.value not in STATUS_WORDS:
             continue
-        # "No, r640-17 is offline.": the No answers, it quantifies nothing (read
-        # takes it for "no ... is offline"; its first word has a mark); and a
-        # Yes or No that leads the answer is its verdict ("No: all are active")
-        if not fact.text.split()[0].isalpha() or (leads and leads[0] != fact.start):
+        # a Yes or No that leads the answer is its verdict ("No: all are active")
+        if leads and leads[0] != fact.start:
             return None
         return fact.every == (fact.value in asked)
     return None
