@@ -369,6 +369,7 @@ def run_ask(env: dict[str, str], question: str, *args: str) -> subprocess.Comple
     return cli(env, "ask", question, "--json", *args, timeout=60)
 
 
+@pytest.mark.long
 def test_kill_9_during_an_automatic_compaction_leaves_the_pre_turn_state(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:

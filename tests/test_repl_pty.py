@@ -197,6 +197,7 @@ def test_pasting_several_lines_sends_them_as_one_question(
 # Crash recovery on Ollama's API and on one OpenAI-compatible dialect (llama-server):
 # the rollback is the store's, the resumed request the server's own.
 @pytest.mark.model_servers("ollama", "llama.cpp")
+@pytest.mark.long
 def test_resume_rolls_back_a_crashed_turn_before_the_prompt(
     store: StoreUnderTest, store_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
