@@ -710,6 +710,7 @@ def test_the_question_being_asked_is_never_summarized(
     assert json.loads(then.stdout)["answer"] == "Answer to: and the routers?"
 
 
+@pytest.mark.long
 def test_sigint_after_a_summary_that_kept_the_question_rolls_the_turn_back(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: Any, sessions_dir: Path
 ) -> None:
