@@ -56,6 +56,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         compileall.compile_dir(ROOT / "netbox_chat", quiet=2)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `long` (a loop of CLI processes, a terminal driven
+    through several turns: tens of seconds each) run first, in their order:
+    xdist hands out tests in collection order (one or two at a time,
+    pyproject.toml's --maxschedchunk), and one such test started last is
+    the suite's tail, with the other workers idle. Every worker sorts the
+    same way, as xdist requires."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 TERMINAL_SIZE = ("COLUMNS", "LINES")
 
 

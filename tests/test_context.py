@@ -369,6 +369,7 @@ def run_ask(env: dict[str, str], question: str, *args: str) -> subprocess.Comple
     return cli(env, "ask", question, "--json", *args, timeout=60)
 
 
+@pytest.mark.long
 def test_kill_9_during_an_automatic_compaction_leaves_the_pre_turn_state(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
@@ -709,6 +710,7 @@ def test_the_question_being_asked_is_never_summarized(
     assert json.loads(then.stdout)["answer"] == "Answer to: and the routers?"
 
 
+@pytest.mark.long
 def test_sigint_after_a_summary_that_kept_the_question_rolls_the_turn_back(
     chat_env: dict[str, str], ollama: ScriptedOllama, netbox: Any, sessions_dir: Path
 ) -> None:

@@ -24,9 +24,9 @@ from tests.drive.process import SITES, ask, cli, first_turn, wait_for_running
 pytestmark = pytest.mark.model_servers("ollama", "llama.cpp")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+# One session takes both signals in turn: each must leave it as it was.
+@pytest.mark.long
 def test_ask_stopped_by_a_signal_rolls_back_and_exits_130(
-    sig: signal.Signals,
     store: StoreUnderTest,
     store_env: dict[str, str],
     ollama: ScriptedOllama,
@@ -35,22 +35,26 @@ def test_ask_stopped_by_a_signal_rolls_back_and_exits_130(
     session_id = first_turn(store_env, ollama)
     before = inspect(store.value, session_id)["messages"]
     netbox.delays["dcim/sites"] = 10.0
-    ollama.script([SITES])
-    proc = ask(store_env, "list the sites slowly", "--session", session_id)
-    ollama.wait_for_requests(2, timeout=60)  # a bound: a process start on loaded cores
-    deadline = time.monotonic() + 10
-    while not netbox.requests or "dcim/sites" not in netbox.requests[-1]:
-        assert time.monotonic() < deadline, "the tool never called NetBox"
-        time.sleep(0.02)
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 130, err
-    assert "cancelled" in err
-    state = inspect(store.value, session_id)
-    assert state["messages"] == before
-    assert state["next"] == [] and state["pending_writes"] == 0
-    assert [t["status"] for t in state["turns"]] == ["done", "cancelled"]
-    assert any("dcim/sites" in p for p in netbox.disconnects)  # the request was aborted
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asked, seen, aborted = len(ollama.requests), len(netbox.requests), len(netbox.disconnects)
+        ollama.script([SITES])
+        proc = ask(store_env, "list the sites slowly", "--session", session_id)
+        ollama.wait_for_requests(asked + 1, timeout=60)  # a bound: a process start
+        deadline = time.monotonic() + 10
+        while not any("dcim/sites" in path for path in netbox.requests[seen:]):
+            assert time.monotonic() < deadline, f"{sig.name}: the tool never called NetBox"
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 130, f"{sig.name}: {err}"
+        assert "cancelled" in err, f"{sig.name}: {err}"
+        state = inspect(store.value, session_id)
+        assert state["messages"] == before, sig.name
+        assert state["next"] == [] and state["pending_writes"] == 0, sig.name
+        assert [t["status"] for t in state["turns"]][-1] == "cancelled", sig.name
+        aborted_now = netbox.disconnects[aborted:]
+        assert any("dcim/sites" in p for p in aborted_now), f"{sig.name}: the request ran on"
+    assert [t["status"] for t in state["turns"]] == ["done", "cancelled", "cancelled"]
 
 
 # Thirty processes: on Ollama's API only (the rollback a crash leaves owing is the
@@ -60,6 +64,7 @@ def test_ask_stopped_by_a_signal_rolls_back_and_exits_130(
 # side, the default tier on six workers) they took more than 360 s; a guard
 # against a hang, not a target.
 @pytest.mark.timeout(600)
+@pytest.mark.long
 def test_kill_9_at_random_moments_never_breaks_a_session(
     store: StoreUnderTest,
     store_env: dict[str, str],

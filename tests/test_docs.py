@@ -668,6 +668,7 @@ def test_the_docs_note_for_a_turn_whose_process_was_killed(
     assert again.stderr.splitlines() == [note]
 
 
+@pytest.mark.long
 def test_the_docs_eval_report(
     chat_env: dict[str, str], netbox: NetBoxDouble, ollama: ScriptedOllama, tmp_path: Path
 ) -> None:

@@ -89,6 +89,7 @@ def test_list_json_prints_questions_with_truth_and_source_and_calls_no_model(
     assert json.loads(other.stdout)["questions"] != listed
 
 
+@pytest.mark.long
 def test_oracle_scores_100_and_flawed_scores_0_each_for_its_known_failure(
     eval_env: dict[str, str], netbox: NetBoxDouble, models: ScriptedOllama, tmp_path: Path
 ) -> None:
@@ -586,6 +587,7 @@ def test_repeat_reports_pass_k_beside_the_mean_and_the_report_lists_wrong_answer
     assert listed_wrong["truth"] == "3" and listed_wrong["said"] == "There are 4 sites."
 
 
+@pytest.mark.long
 def test_the_report_shows_what_a_constant_answer_would_score_and_results_by_template(
     eval_env: dict[str, str], netbox: NetBoxDouble, models: ScriptedOllama
 ) -> None:

@@ -113,6 +113,7 @@ def says_four(model: str, question: str, after_tool: bool) -> Reply:
     return [Text("There are 4.")]
 
 
+@pytest.mark.long
 def test_the_report_header_says_what_was_left_out_and_resume_says_when_data_changed(
     eval_env: dict[str, str], netbox: NetBoxDouble, models: ScriptedOllama, tmp_path: Path
 ) -> None:

@@ -44,6 +44,7 @@ def own_env(chat_env: dict[str, str], own_store: StoreUnderTest) -> dict[str, st
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.long
 def test_32_asks_at_once_each_in_its_own_session_keep_every_turn(
     own_store: StoreUnderTest, own_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:

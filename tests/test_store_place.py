@@ -45,6 +45,7 @@ def git(*args: str, cwd: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.long
 def test_one_store_per_installation_and_a_cloned_repositorys_sessions_choose_nothing(
     env: dict[str, str], ollama: ScriptedOllama, tmp_path: Path
 ) -> None:

@@ -407,6 +407,7 @@ def release_session(code: Path, env: dict[str, str], ollama: ScriptedOllama, cwd
 
 @pytest.mark.timeout(600)  # four turns and a REPL of that release, on a loaded machine
 @pytest.mark.parametrize("commit", list(RELEASES))
+@pytest.mark.long
 def test_a_session_written_by_an_earlier_release_opens_and_goes_on(
     commit: str,
     store: StoreUnderTest,

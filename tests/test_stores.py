@@ -90,6 +90,7 @@ def test_ctrl_c_in_ask_restores_the_thread_row_for_row(
     assert [t["status"] for t in state["turns"]] == ["done", "cancelled"]
 
 
+@pytest.mark.long
 def test_kill_9_mid_turn_is_rolled_back_by_the_next_process(
     store: StoreUnderTest,
     store_env: dict[str, str],
@@ -217,6 +218,7 @@ asyncio.run(main(*sys.argv[1:3]))
 """
 
 
+@pytest.mark.long
 def test_rewind_and_compaction_hold_from_a_fresh_process(store: StoreUnderTest) -> None:
     def run(action: str) -> dict[str, Any]:
         out = cli(
