@@ -215,6 +215,8 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
         if _SUBSET.search(lead) or negated(sentence, m.start()):
             continue
         parts = [p.strip().strip("*`").strip() for p in _LIST_SEPARATOR.split(listed)]
+        if len(parts) < 2:
+            continue  # one thing said: no list (its noun is not looked for)
         said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
         noun = _lead_noun(said)
         whole = _whole(said, noun)  # "The platforms are IOS-XE and Junos": any names
@@ -412,6 +414,7 @@ def _status_in(text: str) -> str:
 
 
 _LETTER_RUN = re.compile(r"[A-Za-z]+")
+_SPACES = re.compile(r"\s+")
 _LOWER_RUN = re.compile(r"[a-z]+")
 
 
@@ -526,6 +529,7 @@ def _cells(text: str, blocks: Shape) -> list[Fact]:
     """A table row's cells as fields of the object its first cell names: the
     "Tenant" cell of a row is that object's tenant."""
     facts = []
+    fields: dict[str, str] = {}  # each header's field name, made once per table, not per row
     for row in blocks.rows:
         if len(row.cells) < 2:
             continue
@@ -543,9 +547,11 @@ def _cells(text: str, blocks: Shape) -> list[Fact]:
             value = cell.strip()
             if span is None or not header.strip() or not TOKEN.search(value):
                 continue
+            if header not in fields:
+                fields[header] = _SPACES.sub(" ", header.strip().lower())
             facts.append(
                 Fact("field", value, span[0], span[1], subject=subject, value=value,
-                     field=re.sub(r"\s+", " ", header.strip().lower()))
+                     field=fields[header])
             )  # fmt: skip
     return facts
 

@@ -24,10 +24,18 @@ TOKEN = re.compile(r"[^\W_](?:[\w.\-/:@]*[^\W_])?")
 _ALNUM = re.compile(r"[^\W_]+")
 
 
-@lru_cache(maxsize=8192)
 def key(text: str) -> str:
     """The form two spellings of one name share: case, spaces, dashes,
-    underscores and punctuation do not matter ("DM Akron" = "dm-akron")."""
+    underscores and punctuation do not matter ("DM Akron" = "dm-akron").
+    A plain ASCII word (most of an answer's tokens) is its own lower case:
+    no pattern run and no cache entry for it."""
+    if text.isascii() and text.isalnum():
+        return text.lower()
+    return _key(text)
+
+
+@lru_cache(maxsize=8192)
+def _key(text: str) -> str:
     return "-".join(_ALNUM.findall(text.lower()))
 
 
@@ -59,7 +67,11 @@ class Token(NamedTuple):
 
 
 def tokens(text: str) -> list[Token]:
-    return [Token(m.group(), m.start(), m.end(), key(m.group())) for m in TOKEN.finditer(text)]
+    out = []
+    for m in TOKEN.finditer(text):
+        word = m.group()
+        out.append(Token(word, *m.span(), key(word)))
+    return out
 
 
 # What may stand between the words of one name: "JBB Branch 104",
@@ -93,6 +105,10 @@ def joins(
 
 
 def is_address(text: str) -> bool:
+    # an IPv4 address has three dots, an IPv6 one a colon: most tokens have
+    # neither, and are refused before the pattern runs
+    if ":" not in text and text.count(".") < 3:
+        return False
     return bool(ADDRESS.match(text)) and (":" in text or _valid_v4(text))
 
 
@@ -200,6 +216,9 @@ class Shape:
     numbering: list[tuple[int, int]] = field(default_factory=list)  # "1." of a numbered list
 
 
+_TOTAL_WORDS = ("total", "sum", "all")
+
+
 @lru_cache(maxsize=2)
 def shape(text: str) -> Shape:
     """The answer's blocks, kept for the text just read (the token passes and
@@ -232,8 +251,12 @@ def shape(text: str) -> Shape:
                     tuple(zip(header + [""] * len(cells), cells, strict=False)),
                 )
                 out.segments.append(row)
-                first = plain(next((c for c in cells if c), "")).strip().lower()
-                (out.totals if first.startswith(("total", "sum", "all")) else out.rows).append(row)
+                first = next((c for c in cells if c), "")
+                # a total's word is in its cell as written (plain only blanks marks)
+                total = any(w in first.lower() for w in _TOTAL_WORDS) and (
+                    plain(first).strip().lower().startswith(_TOTAL_WORDS)
+                )
+                (out.totals if total else out.rows).append(row)
                 index += 1
             continue
         bullet = _BULLET.match(line)
@@ -500,12 +523,13 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             continue
         before = text[max(0, start - 40) : start]
         after = text[end : end + 40]
-        words = _last_words(before) if before[-1:].isspace() or not before else []
-        if not percent and (
-            _TIME_UNITS.match(after) or (words and words[-1] in _NOT_A_COUNT_BEFORE)
-        ):
-            continue
+        # the tests that drop a number, the cheapest first ("VLAN 100": no count)
         if not word and _identifier(before):
+            continue
+        if not percent and _TIME_UNITS.match(after):
+            continue
+        words = _last_words(before) if before[-1:].isspace() or not before else []
+        if not percent and words and words[-1] in _NOT_A_COUNT_BEFORE:
             continue
         noun = noun_after(text, end, nouns)
         if not word and not noun and _YEAR.fullmatch(raw):
