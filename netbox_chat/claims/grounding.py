@@ -40,7 +40,7 @@ from netbox_chat.claims.reader import (
     noun_after,
     numbers,
     numbers_outside,
-    plain,
+    plain_answer,
     shape,
     tokens,
 )
@@ -146,7 +146,7 @@ class _Reading:
 
     def add(self, claim: Claim) -> None:
         self.claims.append(claim)
-        self.take(claim.start, claim.end)
+        self.mask[claim.start : claim.end] = b"\x01" * (claim.end - claim.start)
 
 
 def check(answer: str, calls: Sequence[Any] | Index, *, given: str = "") -> Grounding:
@@ -187,7 +187,7 @@ def _check(answer: str, calls: Sequence[Any] | Index, given: str) -> Grounding:
     question = given
     if not index.payloads:
         given = ""  # with no tool call, the question's names are stated facts too
-    text = plain(answer)
+    text = plain_answer(answer)
     reading = _Reading(text)
     blocks = shape(text)
     segments = blocks.segments or [Segment(0, len(text), "sentence")]

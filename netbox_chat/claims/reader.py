@@ -70,8 +70,14 @@ def tokens(text: str) -> list[Token]:
     out = []
     for m in TOKEN.finditer(text):
         word = m.group()
-        out.append(Token(word, *m.span(), key(word)))
+        out.append(_new(Token, (word, m.start(), m.end(), key(word))))
     return out
+
+
+# A tuple built as its class without the named-argument constructor: the
+# passes build one per token and per number (thousands an answer), and that
+# constructor costs a Python call each.
+_new = tuple.__new__
 
 
 # What may stand between the words of one name: "JBB Branch 104",
@@ -160,6 +166,13 @@ def plain(text: str) -> str:
     """`text` without Markdown marks, each replaced by a space so every
     offset still points at the same character."""
     return _MARKUP.sub(lambda m: " " * len(m.group()), text)
+
+
+@lru_cache(maxsize=2)
+def plain_answer(answer: str) -> str:
+    """`plain(answer)` kept for the answer just read: the grounding check's
+    passes and its fact reader read the same answer (read it, never change it)."""
+    return plain(answer)
 
 
 class Segment(NamedTuple):
@@ -346,9 +359,9 @@ OBJECT_NOUNS = (
     "entry", "record", "item", "switch", "router", "server", "firewall", "port", "host",
     "member", "module", "outlet", "range", "asn", "termination", "group", "one",
 )  # fmt: skip
-_TIME_UNITS = re.compile(
-    r"^\s*(?:%\s*)?(?:seconds?|secs?|s|ms|minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|months?"
-    r"|years?|yrs?|am|pm|o'clock|times|x|characters?|chars|tokens?"
+_TIME_UNITS = re.compile(  # the look-ahead: the units' first letters, checked at once
+    r"^\s*(?:%\s*)?(?=[acdhlmopstwxy])(?:seconds?|secs?|s|ms|minutes?|mins?|hours?|hrs?|h|days?"
+    r"|d|weeks?|months?|years?|yrs?|am|pm|o'clock|times|x|characters?|chars|tokens?"
     r"|calls?|tool calls?|steps?|turns?|lines?|columns?|percent)\b",
     re.IGNORECASE,
 )
@@ -519,7 +532,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             )
         candidates.append((m.start(), m.end(), float(value), m.group(), False, True))
     for start, end, found_value, raw, percent, word in sorted(candidates):
-        if skip and 1 in taken[start:end]:
+        if skip and taken.find(1, start, end) >= 0:
             continue
         before = text[max(0, start - 40) : start]
         after = text[end : end + 40]
@@ -543,18 +556,21 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                 continue
             if raw.lower() == "one" and noun == "one":
                 continue
-        found.append(  # by position: by keyword costs twice the build
-            Number(
-                found_value,
-                start,
-                end,
-                raw.strip(),
-                noun,
-                _context(words),  # context
-                bool(_TOTAL_NEAR.search(before[-16:]) or _TOTAL_AFTER.match(after)),  # total
-                bool(_SUBCOUNT_AFTER.match(after)),  # subcount
-                percent,
-                word,
+        found.append(  # by position, as a bare tuple: by keyword costs twice the build
+            _new(
+                Number,
+                (
+                    found_value,
+                    start,
+                    end,
+                    raw.strip(),
+                    noun,
+                    _context(words),  # context
+                    bool(_TOTAL_NEAR.search(before[-16:]) or _TOTAL_AFTER.match(after)),  # total
+                    bool(_SUBCOUNT_AFTER.match(after)),  # subcount
+                    percent,
+                    word,
+                ),
             )
         )
     return found
@@ -794,7 +810,8 @@ def introduced(text: str) -> list[Introduced]:
             continue
         name = " ".join(words).rstrip(",")
         start = m.start(2)
-        out.append(Introduced(_SPACES.sub(" ", m.group(1).lower()), name, start, start + len(name)))
+        noun = _SPACES.sub(" ", m.group(1).lower())
+        out.append(_new(Introduced, (noun, name, start, start + len(name))))
     return out
 
 
