@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from netbox_chat.claims.index import Index
 from netbox_chat.claims.read import read
@@ -265,8 +265,10 @@ def _addresses(reading: _Reading, toks: list[Token], index: Index, given: set[st
     return records
 
 
-@dataclass(frozen=True)
-class _Match:
+class _Match(NamedTuple):
+    """A name (or status word, `source` -1) of the answer tied to the call
+    that holds it (a tuple: an answer names thousands)."""
+
     key: str
     start: int
     end: int
@@ -549,6 +551,13 @@ def _values(
     word_starts = [w.start for w in words]
     for segment in segments:
         row = segment.kind == "row"
+        named = names[
+            bisect.bisect_left(name_starts, segment.start) : bisect.bisect_left(
+                name_starts, segment.end
+            )
+        ]
+        if not any(m.key in index.records for m in named):
+            continue  # no object of the replies named: no clause of it says a value
         for low, high in [(segment.start, segment.end)] if row else _clauses(text, segment):
             inside = names[
                 bisect.bisect_left(name_starts, low) : bisect.bisect_left(name_starts, high)

@@ -283,8 +283,10 @@ def shape(text: str) -> Shape:
                 out.numbering.append((start + bullet.start(2), start + bullet.end(2)))
                 if bullet.group(2) == "1":  # "1. VLAN 100 2. VLAN 200": a list run into one line
                     out.numbering.extend(_run_in(line, start, bullet.end()))
-            body = plain(line[bullet.end() :]).strip().lower()
-            if body.startswith(("total", "in total")):
+            body = line[bullet.end() :]
+            if "total" in body.lower() and (  # its word as written: plain only blanks marks
+                plain(body).strip().lower().startswith(("total", "in total"))
+            ):
                 out.totals.append(item)
             elif indent <= (top_indent or 0):
                 out.items.append(item)
