@@ -18,7 +18,7 @@ import functools
 import itertools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -569,8 +569,9 @@ def _values(
             said += words[
                 bisect.bisect_left(word_starts, low) : bisect.bisect_left(word_starts, high)
             ]
+            named = _Named(records)
             for value in sorted(said, key=lambda m: m.start):
-                subjects = [records[0]] if row else _subjects(text, records, value)
+                subjects = [records[0]] if row else _subjects(text, named, value)
                 _check_value(reading, index, subjects, value, low)
 
 
@@ -589,21 +590,63 @@ def _words_of(words: frozenset[str]) -> re.Pattern[str]:
 _COORDINATION = re.compile(r"\s*(?:,|and|or|&|,\s*and|,\s*or)\s*", re.IGNORECASE)
 
 
-def _subjects(text: str, records: list[_Match], value: _Match) -> list[_Match]:
+class _Named:
+    """The objects of the replies one clause names, in order, for the values
+    said in it: the ones before a value are walked back from it, found by
+    bisection, and a run naming the value's own object is stepped over at
+    once, so a clause naming thousands ("sw01, sw02 and ... are active" on
+    one line) costs each value a logarithm, not a pass over the clause."""
+
+    def __init__(self, records: list[_Match]) -> None:
+        self.records = records
+        self.starts = [m.start for m in records]
+        n = len(records)
+        # the nearest record before (after) each with another key, -1 (n) for none
+        self.other_before = list(range(-1, n - 1))
+        self.other_after = list(range(1, n + 1))
+        for j in range(1, n):
+            if records[j - 1].key == records[j].key:
+                self.other_before[j] = self.other_before[j - 1]
+        for j in range(n - 2, -1, -1):
+            if records[j + 1].key == records[j].key:
+                self.other_after[j] = self.other_after[j + 1]
+
+    def before(self, value: _Match) -> Iterator[_Match]:
+        """The records ending before `value`, of another key, nearest first."""
+        j = bisect.bisect_left(self.starts, value.start) - 1
+        while j >= 0:
+            m = self.records[j]
+            if m.key == value.key:
+                j = self.other_before[j]
+                continue
+            if m.end <= value.start:
+                yield m
+            j -= 1
+
+    def first_after(self, value: _Match) -> _Match | None:
+        """The first record starting after `value`, of another key."""
+        j = bisect.bisect_left(self.starts, value.end)
+        if j < len(self.records) and self.records[j].key == value.key:
+            j = self.other_after[j]
+        return self.records[j] if j < len(self.records) else None
+
+
+def _subjects(text: str, named: _Named, value: _Match) -> list[_Match]:
     """The object(s) a value is said of: the named object nearest before it
     with those named together with it ("sw01, sw02 and rtr01 are active");
     for a status word with none before, the first after it ("Active: sw01").
     An object named as the exception ("all but sw02 are active") is none."""
-    before = [m for m in records if m.end <= value.start and m.key != value.key]
-    if not before:
-        after = [m for m in records if m.start >= value.end and m.key != value.key]
-        return after[:1] if value.source < 0 else []
-    if _EXCEPT.search(text, max(0, before[-1].start - 12), before[-1].start):
+    before = named.before(value)
+    last = next(before, None)
+    if last is None:
+        after = named.first_after(value) if value.source < 0 else None
+        return [after] if after is not None else []
+    if _EXCEPT.search(text, max(0, last.start - 12), last.start):
         return []
-    if value.source >= 0 and value.start - before[-1].end > _VALUE_GAP:
+    if value.source >= 0 and value.start - last.end > _VALUE_GAP:
         return []  # a name far after the object is said of something else
-    group = [before[-1]]
-    for m in reversed(before[:-1]):
+    group = [last]
+    for m in before:
         if not _COORDINATION.fullmatch(text[m.end : group[-1].start]):
             break
         group.append(m)

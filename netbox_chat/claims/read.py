@@ -356,10 +356,13 @@ def _sentence(text: str, at: int) -> str:
     set a fact is about: from its start to the first comma, colon or
     semicolon after `at` ("DM-Akron has 17 devices, among them A and B":
     the names listed after the comma are members, not the set's scope)."""
+    floor = max(0, at - 300)
     stop = at
-    while (dot := text.rfind(". ", max(0, at - 300), stop)) >= 0 and _abbreviation(text, dot):
+    while (dot := text.rfind(". ", floor, stop)) >= 0 and _abbreviation(text, dot):
         stop = dot  # "Dunder-Mifflin, Inc. has 6 devices": an abbreviation, not a sentence's end
-    low = max(dot + 1, text.rfind("\n", max(0, at - 300), at) + 1)
+    # never further back than the 300 characters looked at: a long line with
+    # no sentence's end taken from its start made each fact cost the line
+    low = max(dot + 1, text.rfind("\n", floor, at) + 1, floor)
     ends = [e for c in (". ", "\n", ",", ":", ";") if (e := text.find(c, at, at + 300)) >= 0]
     return text[low : min(ends) if ends else at + 300]
 
