@@ -517,14 +517,14 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
         if a < b:
             taken[a:b] = b"\x01" * (b - a)
 
-    candidates: list[tuple[int, int, float, str, bool, bool]] = []
+    # (start, end, its digits ("" for a word), text, percent, a word's value): a value is
+    # made only for the numbers kept
+    candidates: list[tuple[int, int, str, str, bool, float]] = []
     for m in _DIGITS.finditer(text):
         raw = m.group(1)
         if len(raw) > _LONGEST:
             continue  # a serial or a stuck model's digits: no count, and past a float
-        candidates.append(
-            (m.start(1), m.end(), float(raw.replace(",", "")), m.group(), bool(m.group(2)), False)
-        )
+        candidates.append((m.start(1), m.end(), raw, m.group(), bool(m.group(2)), 0.0))
     for m in _WORD_NUMBER.finditer(text):
         if m.group(3):
             value = NUMBER_WORDS[m.group(3).lower()]
@@ -532,8 +532,10 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             value = NUMBER_WORDS[m.group(1).lower()] + (
                 NUMBER_WORDS[m.group(2).lower()] if m.group(2) else 0
             )
-        candidates.append((m.start(), m.end(), float(value), m.group(), False, True))
-    for start, end, found_value, raw, percent, word in sorted(candidates):
+        candidates.append((m.start(), m.end(), "", m.group(), False, float(value)))
+    # no digits and no number word start at one offset: the order is the offsets'
+    for start, end, digits, raw, percent, word_value in sorted(candidates):
+        word = not digits
         if skip and taken.find(1, start, end) >= 0:
             continue
         before = text[max(0, start - 40) : start]
@@ -562,7 +564,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             _new(
                 Number,
                 (
-                    found_value,
+                    float(digits.replace(",", "")) if digits else word_value,
                     start,
                     end,
                     raw.strip(),
@@ -799,20 +801,22 @@ def introduced(text: str) -> list[Introduced]:
         first = words[0].strip(",")
         if first.lower() in _NOT_NAMES:
             continue
-        if first.isdigit():
+        digits = first.isdigit()
+        if digits:
             words = [first]  # a number is one word: "VLAN 100 2. VLAN 200" names VLAN 100
-        slug = "-" in first.strip("-") and first.replace("-", "").isalnum()
         if not (
-            first[0].isupper()
+            digits
+            or first[0].isupper()
             or identifier_like(first)
-            or slug
-            or first.isdigit()
+            or ("-" in first.strip("-") and first.replace("-", "").isalnum())  # a slug
             or is_address(first)
         ):
             continue
         name = " ".join(words).rstrip(",")
         start = m.start(2)
-        noun = _SPACES.sub(" ", m.group(1).lower())
+        noun = m.group(1).lower()
+        if not noun.isalpha():  # "ip  address": its spaces made one
+            noun = _SPACES.sub(" ", noun)
         out.append(_new(Introduced, (noun, name, start, start + len(name))))
     return out
 
