@@ -132,7 +132,7 @@ def _counts(text: str, blocks: Shape) -> list[Fact]:
             continue
         after = text[n.end : n.end + 60]
         qualifier = ""
-        words = after.lower().split()[:3]
+        words = after.lower().split(maxsplit=3)[:3]
         if words and words[0] in STATUS_WORDS:  # "4 active devices"
             qualifier = words[0]
         elif (m := _STATUS_AFTER.match(after)) and m.group(1).lower() in STATUS_WORDS:

@@ -455,12 +455,13 @@ def noun_after(text: str, end: int, nouns: Sequence[str]) -> str:
     # per number to find its cache entry costs more than the lookup itself
     forms = _OBJECT_FORMS if nouns is OBJECT_NOUNS else _forms(tuple(nouns))
     words = _WORD.findall(tail)[:5]
-    for count in range(len(words)):
-        for length in (2, 1):
-            noun = forms.get(" ".join(words[count : count + length]))
-            if noun is not None:
-                return noun
-        if count >= 3 or words[count] in _BREAK_WORDS:
+    last = len(words) - 1
+    for count, word in enumerate(words):  # two words first ("power feeds"), then one
+        if count < last and (noun := forms.get(f"{word} {words[count + 1]}")) is not None:
+            return noun
+        if (noun := forms.get(word)) is not None:
+            return noun
+        if count >= 3 or word in _BREAK_WORDS:
             break
     return ""
 
