@@ -217,12 +217,12 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
         if not m:
             continue
         listed = m.group("list") or m.group("list2") or ""
+        parts = [p.strip().strip("*`").strip() for p in _LIST_SEPARATOR.split(listed)]
+        if len(parts) < 2:
+            continue  # one thing said: no list (its lead and noun are not read)
         lead = sentence[: m.start()]
         if _SUBSET.search(lead) or negated(sentence, m.start()):
             continue
-        parts = [p.strip().strip("*`").strip() for p in _LIST_SEPARATOR.split(listed)]
-        if len(parts) < 2:
-            continue  # one thing said: no list (its noun is not looked for)
         said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
         noun = _lead_noun(said)
         whole = _whole(said, noun)  # "The platforms are IOS-XE and Junos": any names
@@ -473,7 +473,9 @@ def _fields(text: str) -> list[Fact]:
     IP", "eth0 on sw01 is enabled", "sw02 is not in a rack". `answer` holds
     whether the field is said to be set (enabled: true)."""
     facts = []
-    for m in _matches(_HAS, text, ("has", "have", "is", "are")):
+    # the lines holding a word each match holds: "has"/"have", or the field's
+    # own word after "is"/"are" (any line has an "is"; few say "enabled")
+    for m in _matches(_HAS, text, ("has", "have", "abled", "connected", "rack")):
         if m.group("f"):
             word, present = re.sub(r"\s+", " ", m.group("f").lower()), m.group("a").lower() != "no"
         else:
