@@ -338,7 +338,7 @@ def _narrowing(text: str, number: Any) -> bool:
     """Words after the counted noun narrow the set ("2 devices have no
     tenant", "4 devices with no rack"): the set's count is not its number."""
     tail = text[number.end : number.end + 80].lower()
-    words = _WORD_OR_STOP.findall(tail)
+    words = [w for w in _SEVEN_WORDS.match(tail).groups() if w is not None]
     stem = number.noun.split()[-1][:4]
     for i, word in enumerate(words[:5]):
         if word.startswith(stem):
@@ -348,7 +348,10 @@ def _narrowing(text: str, number: Any) -> bool:
     return False
 
 
-_WORD_OR_STOP = re.compile(r"[a-z][\w\-]*|[.,;:!?]")
+_WORD_OR_STOP = r"[a-z][\w\-]*|[.,;:!?]"
+# The first seven words or stops (all `_narrowing` reads) in one match: finding
+# every one in its 80 characters cost it twice the time.
+_SEVEN_WORDS = re.compile(rf"(?:[^a-z.,;:!?]*({_WORD_OR_STOP}))?" * 7)
 
 
 def _sentence(text: str, at: int) -> str:
