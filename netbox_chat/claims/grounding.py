@@ -551,12 +551,12 @@ def _values(
     word_starts = [w.start for w in words]
     for segment in segments:
         row = segment.kind == "row"
-        named = names[
+        in_segment = names[
             bisect.bisect_left(name_starts, segment.start) : bisect.bisect_left(
                 name_starts, segment.end
             )
         ]
-        if not any(m.key in index.records for m in named):
+        if not any(m.key in index.records for m in in_segment):
             continue  # no object of the replies named: no clause of it says a value
         for low, high in [(segment.start, segment.end)] if row else _clauses(text, segment):
             inside = names[
@@ -569,9 +569,9 @@ def _values(
             said += words[
                 bisect.bisect_left(word_starts, low) : bisect.bisect_left(word_starts, high)
             ]
-            named = _Named(records)
+            named = None if row else _Named(records)  # a row's values are its first cell's
             for value in sorted(said, key=lambda m: m.start):
-                subjects = [records[0]] if row else _subjects(text, named, value)
+                subjects = [records[0]] if named is None else _subjects(text, named, value)
                 _check_value(reading, index, subjects, value, low)
 
 

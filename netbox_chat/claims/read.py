@@ -338,7 +338,8 @@ def _narrowing(text: str, number: Any) -> bool:
     """Words after the counted noun narrow the set ("2 devices have no
     tenant", "4 devices with no rack"): the set's count is not its number."""
     tail = text[number.end : number.end + 80].lower()
-    words = [w for w in _SEVEN_WORDS.match(tail).groups() if w is not None]
+    seven = _SEVEN_WORDS.match(tail)  # it matches any text (each word is optional)
+    words = [w for w in seven.groups() if w is not None] if seven else []
     stem = number.noun.split()[-1][:4]
     for i, word in enumerate(words[:5]):
         if word.startswith(stem):
