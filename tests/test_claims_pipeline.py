@@ -11,7 +11,7 @@ from netbox_chat.claims.index import Index
 from netbox_chat.claims.present import MARK, marked, summary_line
 from netbox_chat.claims.read import read
 from netbox_chat.claims.verify import verify
-from tests.doubles.claims_evidence import DEVICES, INTERFACES, SITES
+from tests.doubles.claims_evidence import AKRON, COLUMBUS, DEVICES, INTERFACES, PREFIXES, SITES, VMS
 
 AKRON_CALL = Call("netbox_get_objects", {"object_type": "dcim.device",
                                          "filters": {"site": "dm-akron"}}, DEVICES)  # fmt: skip
@@ -32,6 +32,9 @@ def test_read_gives_typed_facts_with_their_spans() -> None:
     assert members.members == ("sw01-a", "sw02-b") and not members.narrowed
     (every,) = [f for f in read("No device is offline.") if f.kind == "quantifier"]
     assert (every.every, every.value, every.noun) == (False, "offline", "device")
+    # "No," answers the question: what follows is said of the named object, not of a set
+    said = read("No, dmi01-akron-sw02 is offline.", "Is dmi01-akron-sw02 active?")
+    assert [(f.kind, f.subject) for f in said] == [("yesno", None), ("value", "dmi01-akron-sw02")]
     (yes,) = [f for f in read("Yes, it is.", "Is sw02 offline?") if f.kind == "yesno"]
     assert yes.answer is True
     (value,) = [f for f in read("dmi01-akron-sw02 is offline.") if f.kind == "value"]
@@ -76,7 +79,9 @@ def test_members_quantifiers_and_yes_no_are_checked_against_every_record() -> No
     assert ("members", "ungrounded") in _verdicts(whole, [AKRON_CALL])  # 5 in the set
     assert _verdicts("No device is offline.", [AKRON_CALL]) == [("quantifier", "ungrounded")]
     at_akron = "Is any device at DM-Akron failed?"
-    assert _verdicts("No device is failed.", [AKRON_CALL], at_akron) == [("quantifier", "verified")]
+    assert _verdicts("No device is failed.", [AKRON_CALL], at_akron) == [
+        ("quantifier", "verified"), ("yesno", "verified"),
+    ]  # fmt: skip
     # DM-Akron's devices are not every device: no verdict rests on them alone
     assert _verdicts("No device is failed.", [AKRON_CALL]) == [("quantifier", "unchecked")]
     # a page (3 sites of 24) cannot say what every record holds
@@ -84,6 +89,53 @@ def test_members_quantifiers_and_yes_no_are_checked_against_every_record() -> No
     asked = "Is dmi01-akron-sw02 offline?"
     assert ("yesno", "ungrounded") in _verdicts("No.", [AKRON_CALL], asked)
     assert ("yesno", "verified") in _verdicts("Yes.", [AKRON_CALL], asked)
+
+
+def test_a_number_said_as_a_field_rests_on_that_field_of_its_own_record() -> None:
+    """ "8 vCPUs" of akron-web01 is its `vcpus` (4), not akron-db01's 8 somewhere in
+    the reply; an object whose record lacks the field leaves it unchecked."""
+    assert _verdicts("akron-db01 has 8 vCPUs.", [VMS]) == [("measure", "verified")]
+    assert _verdicts("akron-web01 has 8 vCPUs.", [VMS]) == [("measure", "ungrounded")]
+    assert _verdicts("dmi01-akron-sw01 is 8 U tall.", [AKRON_CALL]) == [("measure", "unchecked")]
+    (claim,) = [c for c in check("akron-web01 has 8 vCPUs.", [VMS]).all if c.text == "8 vCPUs"]
+    assert (claim.kind, claim.status) == ("number", "ungrounded")  # the bare number's verdict
+    assert "says 4" in claim.reason
+    # "has port 24" names another interface, not the switch's id
+    assert not [f for f in read("dmi01-akron-sw01 has port 24.") if f.kind == "measure"]
+
+
+def test_a_list_narrowed_by_a_word_is_compared_with_the_set_narrowed_so() -> None:
+    both = "10.112.0.0/24 and 10.112.128.0/17"
+    assert _verdicts(f"The prefixes are {both}.", [PREFIXES]) == [("members", "verified")]
+    # one of them is a container: the container prefixes are one, not two
+    assert _verdicts(f"The container prefixes are {both}.", [PREFIXES]) == [
+        ("members", "ungrounded")
+    ]
+    # no reply says which prefixes are "core": the list cannot be checked
+    assert _verdicts(f"The core prefixes are {both}.", [PREFIXES]) == [("members", "unchecked")]
+
+
+def test_a_yes_or_no_about_any_object_of_a_set_is_checked_against_its_records() -> None:
+    asked = "Is any device at DM-Akron offline?"
+    assert _verdicts("Yes.", [AKRON_CALL], asked) == [("yesno", "verified")]
+    assert _verdicts("No.", [AKRON_CALL], asked) == [("yesno", "ungrounded")]
+    # no record says which devices are routers (roles "Access Switch", "Core Router")
+    asked = "Is there a router at DM-Akron?"
+    assert _verdicts("No.", [AKRON_CALL], asked) == [("yesno", "unchecked")]
+    # a tenant no reply names: the rows cannot say whether one belongs to it
+    asked = "Does any device at DM-Akron belong to Initech?"
+    assert _verdicts("No.", [AKRON_CALL], asked) == [("yesno", "unchecked")]
+
+
+def test_a_status_of_a_name_two_records_share_is_the_one_the_sentence_places() -> None:
+    mgmt = Call("netbox_get_objects", {"object_type": "ipam.vlan"}, {
+        "object_type": "ipam.vlan", "count": 2, "returned": 2, "results": [
+            {"id": 1, "vid": 300, "name": "MGMT", "status": "active", "site": AKRON},
+            {"id": 2, "vid": 300, "name": "MGMT", "status": "reserved", "site": COLUMBUS},
+        ]})  # fmt: skip
+    wrong = check("MGMT (300) at DM-Columbus is active.", [mgmt])
+    assert [c.text for c in wrong.ungrounded] == ["active"]
+    assert not check("MGMT (300) at DM-Columbus is reserved.", [mgmt]).ungrounded
 
 
 def test_the_three_verdicts_are_told_apart_on_the_screen() -> None:

@@ -9,32 +9,29 @@ from pathlib import Path
 
 from tests.doubles.inspect_session import read_from_fresh_process as inspect
 from tests.doubles.ollama_server import HTTPError, ScriptedOllama, Text
-from tests.drive.pty import PROMPT, leave, only_session, plain, spawn
+from tests.drive.pty import (
+    PROMPT,
+    answered,
+    leave,
+    only_session,
+    plain,
+    sent_again,
+    spawn,
+    streaming,
+)
 
 
 def test_esc_during_an_answer_cancels_rolls_back_and_gives_the_question_back(
     chat_env: dict[str, str], ollama: ScriptedOllama, sessions_dir: Path
 ) -> None:
     child = spawn(chat_env)
-    ollama.script([Text("Three sites.")])
-    child.sendline("how many sites?")
-    child.expect("Three sites.")
-    child.expect(PROMPT)
-    words = " ".join(f"word{i}" for i in range(60))
-    ollama.script([Text(f"Streaming {words} end.", chunk_delay=0.1)])
-    child.sendline("the question to cancel")
-    child.expect("word3")  # the answer is streaming
+    answered(child, ollama, "how many sites?", "Three sites.")
+    streaming(child, ollama, "the question to cancel")
     child.send("\x1b")
     child.expect("partial answer discarded")
     child.expect("turn 2 cancelled")
     child.expect("rolled back")
-    child.expect(PROMPT)
-    child.expect_exact("the question to cancel")  # back on the input line
-    ollama.script([Text("Two devices.")])
-    time.sleep(0.3)
-    child.send("\r")  # sent again as it came back
-    child.expect("Two devices.")
-    child.expect(PROMPT)
+    sent_again(child, ollama, "the question to cancel", "Two devices.")  # as it came back
     leave(child)
     assert ollama.requests[-1]["messages"][-1]["content"] == "the question to cancel"
     sent = " ".join(str(m["content"]) for m in ollama.requests[-1]["messages"])
@@ -58,13 +55,8 @@ def test_an_alt_key_typed_during_an_answer_does_not_cancel_it(
     child.expect("two")
     child.send("next one\x1b[D\x1bb")  # ←, then Alt-b: back a character, then a word
     child.expect("end.")
-    child.expect(PROMPT)
-    child.expect_exact("next one")
-    ollama.script([Text("Done.")])
-    time.sleep(0.3)
-    child.send("x\r")  # typed where Alt-b left the cursor: before "one"
-    child.expect("Done.")
-    child.expect(PROMPT)
+    # x typed where Alt-b left the cursor: before "one"
+    sent_again(child, ollama, "next one", "Done.", keys="x\r")
     leave(child)
     assert ollama.requests[-1]["messages"][-1]["content"] == "next xone"
     turns = inspect(sessions_dir, only_session(sessions_dir))["turns"]
@@ -124,13 +116,7 @@ def test_after_a_failed_turn_the_question_comes_back_to_the_input_line(
     ollama.script([HTTPError(500, "runner failed")])
     child.sendline("how many sites?")
     child.expect_exact("Ollama answered 500: runner failed")
-    child.expect(PROMPT)
-    child.expect_exact("how many sites?")  # back on the input line
-    ollama.script([Text("Three sites.")])
-    time.sleep(0.3)
-    child.send("\r")
-    child.expect("Three sites.")
-    child.expect(PROMPT)
+    sent_again(child, ollama, "how many sites?", "Three sites.")  # back on the input line
     leave(child)
     turns = inspect(sessions_dir, only_session(sessions_dir))["turns"]
     assert [(t["question"], t["status"]) for t in turns] == [

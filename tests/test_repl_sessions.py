@@ -18,7 +18,7 @@ from netbox_chat.cli import clipboard
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.doubles.stores import StoreUnderTest
 from tests.drive.process import cli
-from tests.drive.pty import PROMPT, leave, on_a_terminal, plain, resume, spawn
+from tests.drive.pty import PROMPT, answered, leave, on_a_terminal, plain, resume, spawn
 
 LOOK = ToolCall(
     "netbox_get_objects", {"object_type": "dcim.device", "filters": {"site": "dm-akron"}}
@@ -60,10 +60,7 @@ def test_think_off_lasts_across_exit_and_resume(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
     child = spawn(chat_env)
-    ollama.script([Text("Three sites.")])
-    child.sendline("how many sites?")
-    child.expect("Three sites.")
-    child.expect(PROMPT)
+    answered(child, ollama, "how many sites?", "Three sites.")
     child.sendline("/think off")
     child.expect("thinking off for the rest of this session")
     child.expect(PROMPT)
@@ -74,10 +71,7 @@ def test_think_off_lasts_across_exit_and_resume(
     child.sendline("/think")
     child.expect("thinking off")
     child.expect(PROMPT)
-    ollama.script([Text("Two racks.")])
-    child.sendline("and racks?")
-    child.expect("Two racks.")
-    child.expect(PROMPT)
+    answered(child, ollama, "and racks?", "Two racks.")
     leave(child)
     assert ollama.requests[0]["think"] is True  # the model's own default before
     assert ollama.requests[-1]["think"] is False  # after the resume, still off
@@ -118,10 +112,7 @@ def test_clear_leaves_the_session_for_a_fresh_one(
     chat_env: dict[str, str], ollama: ScriptedOllama
 ) -> None:
     child = spawn(chat_env)
-    ollama.script([Text("Three sites.")])
-    child.sendline("how many sites?")
-    child.expect("Three sites.")
-    child.expect(PROMPT)
+    answered(child, ollama, "how many sites?", "Three sites.")
     child.sendline("/clear")
     child.expect(r"exit or Ctrl-D to leave")  # the fresh session's banner
     shown = plain(child.before or "")
@@ -129,10 +120,7 @@ def test_clear_leaves_the_session_for_a_fresh_one(
     first = re.search(r"session (\w+) saved", shown)
     fresh = re.search(r"netbox-chat session (\w+)", shown)
     assert first and fresh and first.group(1) != fresh.group(1)
-    ollama.script([Text("Two racks.")])
-    child.sendline("how many racks?")
-    child.expect("Two racks.")
-    child.expect(PROMPT)
+    answered(child, ollama, "how many racks?", "Two racks.")
     leave(child)
     assert [m["content"] for m in ollama.requests[-1]["messages"] if m["role"] == "user"] == [
         "how many racks?"

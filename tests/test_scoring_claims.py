@@ -183,6 +183,10 @@ SHAPES: list[tuple[str, str, str, Any, list[str], str, Aliases | None, bool]] = 
     ("value", Q_STATE, "dmi01-albany-rtr01 is active.", "active", list(DEVICE_STATUSES), "status",
      None, True),
     ("value", Q_STATE, "Status: active", "active", list(DEVICE_STATUSES), "status", None, True),
+    ("value", Q_STATE, "| Device | Status |\n|---|---|\n| PP:B117 | active |", "active",
+     list(DEVICE_STATUSES), "status", None, False),  # a row's cells are its first cell's
+    ("value", Q_STATE, "| Device | Status |\n|---|---|\n| dmi01-albany-rtr01 | active |", "active",
+     list(DEVICE_STATUSES), "status", None, True),
     ("value", "Which site is rack DM-Akron-R1 in?", "DM-Akron", "DM-Akron", SITES, "site", None,
      True),  # a name the question holds is no echo
     ("value", "What is on the other end of the cable plugged into interface eth0 of device sw01?",
@@ -192,6 +196,12 @@ SHAPES: list[tuple[str, str, str, Any, list[str], str, Aliases | None, bool]] = 
      "Interface ens3 belongs to vm-web01.", "vm-web01", ["vm-web01", "sw01"], "device", None, True),
     ("boolean", Q_MDF, Q_MDF, {"yes": True, "exceptions": []}, ["dmi01-utica-rtr01"], "devices",
      None, False),  # the question, echoed
+    ("boolean", Q_MDF, "None of the devices at MDF are active.", {"yes": True, "exceptions": []},
+     ["dmi01-utica-rtr01"], "devices", None, False),  # the status said of the set: no
+    ("boolean", Q_MDF, "All devices at MDF are offline.", {"yes": True, "exceptions": []},
+     ["dmi01-utica-rtr01"], "devices", None, False),
+    ("boolean", Q_MDF, "No device at MDF is offline.", {"yes": True, "exceptions": []},
+     ["dmi01-utica-rtr01"], "devices", None, True),
     ("count", Q_NO_TENANT, "14 devices (of 72 in total) have no tenant.", 14, [], "devices", None,
      True),
     ("count", "How many interfaces does device dmi01-x have?",

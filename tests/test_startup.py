@@ -18,6 +18,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
+from netbox_chat.background import Once
 from netbox_chat.cli.repl import BackgroundRuntime, Repl
 from netbox_chat.config import resolve_settings
 from netbox_chat.store.sessions import SessionFile, SessionStore
@@ -254,3 +255,35 @@ async def test_ctrl_c_while_waiting_for_the_agent_does_not_cancel_its_build(
         runtime = await background.get()  # the same build, finished
         assert runtime is background.future.result()
         await background.aclose()
+
+
+async def test_background_work_runs_once_for_every_waiter_and_its_failure_reaches_each() -> None:
+    """background.Once, under the agent build and the NetBox check: two
+    waiters (the first question and crash recovery) share one run, and a
+    failure is every waiter's error, never a result."""
+    runs: list[int] = []
+    release = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def work() -> str:
+        runs.append(1)
+        asyncio.run_coroutine_threadsafe(release.wait(), loop).result(timeout=30)
+        return "built"
+
+    once = Once(work, name="test-work")
+    assert once.ready() is None and not once.started
+    first, second = asyncio.create_task(once.get()), asyncio.create_task(once.get())
+    await asyncio.sleep(0.05)
+    assert once.ready() is None  # still running
+    release.set()
+    assert await first == await second == "built"
+    assert runs == [1] and once.ready() == "built"
+
+    def fails() -> str:
+        raise RuntimeError("the server went away")
+
+    broken = Once(fails, name="test-fails")
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="the server went away"):
+            await broken.get()
+    assert broken.ready() is None

@@ -217,22 +217,39 @@ def _with_facts(claims: list[Claim], verdicts: Sequence[Verdict]) -> list[Claim]
     """The claims the token passes found, with each verified fact's verdict: a
     count's replaces the number claim it was read from (the set's `count`
     decides it, not any number of the replies; a number inside a name, or
-    the operator's own, is no count); the other facts' are added."""
-    counted = {v.fact.start: v for v in verdicts if v.fact.kind == "count"}
+    the operator's own, is no count), and so does a measure's ("7 U tall":
+    that field of that record decides it); the other facts' are added."""
+    counted = {v.fact.start: v for v in verdicts if v.fact.kind in _REPLACING}
+    replaced = set()
     out = []
     for claim in claims:
         verdict = counted.get(claim.start) if claim.kind == "number" else None
         if verdict is not None:
-            claim = Claim(claim.text, "count", verdict.status, verdict.source, claim.start,
-                          claim.end, reason=verdict.reason)  # fmt: skip
+            replaced.add(claim.start)
+            fact = verdict.fact
+            if (
+                fact.kind == "measure"
+                and verdict.status == "unchecked"
+                and claim.status == "ungrounded"
+            ):
+                # no record to tie it to, and no reply holds the number at all
+                verdict = Verdict(fact, "ungrounded", None, "no reply holds this number")
+            text, end = (claim.text, claim.end) if fact.kind == "count" else (fact.text, fact.end)
+            claim = Claim(text, _REPLACING[fact.kind], verdict.status, verdict.source,
+                          claim.start, end, fact.subject, verdict.reason)  # fmt: skip
         out.append(claim)
     for verdict in verdicts:
         fact = verdict.fact
-        if fact.kind != "count":
-            kind = "value" if fact.kind in ("has", "field") else fact.kind  # a field's value
-            out.append(Claim(fact.text, kind, verdict.status, verdict.source, fact.start,
-                             fact.end, fact.subject, verdict.reason))  # fmt: skip
+        if fact.kind == "count" or fact.start in replaced:
+            continue
+        kind = "value" if fact.kind in ("has", "field") else _REPLACING.get(fact.kind, fact.kind)
+        out.append(Claim(fact.text, kind, verdict.status, verdict.source, fact.start,
+                         fact.end, fact.subject, verdict.reason))  # fmt: skip
     return sorted(out, key=lambda c: c.start)
+
+
+# The facts whose verdict replaces the number claim read at their start, as this kind.
+_REPLACING = {"count": "count", "measure": "number"}
 
 
 def _first(claims: Sequence[Claim], status: str) -> list[Claim]:
@@ -559,9 +576,11 @@ def _values(
         if not any(m.key in index.records for m in in_segment):
             continue  # no object of the replies named: no clause of it says a value
         for low, high in [(segment.start, segment.end)] if row else _clauses(text, segment):
-            inside = names[
-                bisect.bisect_left(name_starts, low) : bisect.bisect_left(name_starts, high)
-            ]
+            first, last = (
+                bisect.bisect_left(name_starts, low),
+                bisect.bisect_left(name_starts, high),
+            )
+            inside, starts = names[first:last], name_starts[first:last]
             records = [m for m in inside if m.key in index.records]
             if not records:
                 continue
@@ -572,7 +591,7 @@ def _values(
             named = None if row else _Named(records)  # a row's values are its first cell's
             for value in sorted(said, key=lambda m: m.start):
                 subjects = [records[0]] if named is None else _subjects(text, named, value)
-                _check_value(reading, index, subjects, value, low)
+                _check_value(reading, index, subjects, value, low, inside, starts)
 
 
 @functools.lru_cache(maxsize=8)
@@ -658,13 +677,21 @@ _VALUE_GAP = 32  # characters between an object and a name said of it ("sw01 is 
 
 
 def _check_value(
-    reading: _Reading, index: Index, subjects: list[_Match], value: _Match, low: int
+    reading: _Reading,
+    index: Index,
+    subjects: list[_Match],
+    value: _Match,
+    low: int,
+    inside: Sequence[_Match],
+    starts: Sequence[int],
 ) -> None:
     """One value against each subject's own record(s): held -> verified (a
     status word is then a claim of its own); another value in that field ->
     ungrounded; a status said of a subject whose record has no status ->
     unchecked. A negated value ("is not offline") is contradicted only when
-    the record holds it."""
+    the record holds it. A status is checked against the record the names
+    between the subject and it place (`inside`: the clause's names, which
+    start at `starts`; found by bisection, as a clause can name thousands)."""
     text = reading.text
     status_word = value.source < 0
     if status_word and not _attached(text, value.start):
@@ -675,6 +702,11 @@ def _check_value(
     denied = negated(text, value.start, low)
     for subject in subjects:
         records = index.records[subject.key]
+        if status_word and len(records) > 1:  # "MGMT (300) at DM-Columbus is active":
+            # that MGMT's status (of a name one record has, there is no other)
+            at = bisect.bisect_left(starts, subject.end)
+            upto = min(bisect.bisect_left(starts, value.start), at + _RELATED)
+            records = _placed(records, [m.key for m in inside[at:upto]])
         if value.key in records[0].names or _related(index, value.key, records):
             continue
         holding = [r for r in records if any(value.key in r.attrs.get(f, ()) for f in fields)]
@@ -691,6 +723,20 @@ def _check_value(
             _value_claim(reading, written, value, "ungrounded", subject, having[0].source)
         elif status_word:
             _value_claim(reading, written, value, "unchecked", subject, None)
+
+
+def _placed(records: list[Any], places: Sequence[str]) -> list[Any]:
+    """Of the records one name has ("MGMT" at two sites), those the clause's
+    other names place it by ("MGMT (300) at DM-Columbus"): a value is
+    checked against that record only, never a namesake's elsewhere."""
+    if len(records) < 2 or not places:
+        return records
+    kept = records
+    for place in places[:_RELATED]:
+        holding = [r for r in kept if any(place in held for held in r.attrs.values())]
+        if holding and len(holding) < len(kept):
+            kept = holding
+    return kept
 
 
 def _related(index: Index, value: str, records: list[Any]) -> bool:

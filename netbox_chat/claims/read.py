@@ -28,12 +28,14 @@ from netbox_chat.claims.reader import (
     Shape,
     identifier_like,
     is_address,
+    key,
     negated,
     noun_after,
     numbers_outside,
     plain_answer,
     question_noun,
     shape,
+    tokens,
 )
 
 # A name a verb, "on" or "'s" follows, as one atomic group: a shorter name
@@ -54,7 +56,7 @@ STATUS_WORDS = frozenset(
 class Fact:
     """One fact of an answer. `kind` says which of the fields below it uses."""
 
-    kind: str  # "count" | "members" | "quantifier" | "yesno" | "value"
+    kind: str  # "count" | "members" | "quantifier" | "yesno" | "value" | "measure" | ...
     text: str
     start: int
     end: int
@@ -69,7 +71,7 @@ class Fact:
     members: tuple[str, ...] = ()
     answer: bool | None = None  # yesno
     every: bool | None = None  # quantifier: True for all/every, False for no/none
-    field: str = ""  # has: the field said set or empty ("has no cable", "is enabled")
+    field: str = ""  # has, field, measure: the field said ("has no cable", "7 U tall": u_height)
     on: str = ""  # has: the object the subject belongs to ("eth1 on dmi01-akron-sw01")
 
 
@@ -91,8 +93,9 @@ _YES_NO_QUESTION = re.compile(
     r"\s*(?:is|are|does|do|did|has|have|was|were|can|could|will)\b", re.IGNORECASE
 )
 _STATUS = "|".join(sorted(STATUS_WORDS))
-_QUANTIFIED = re.compile(  # the look-ahead: the first letters, checked at once
-    rf"\b(?=[aen])(?:\b(?P<q>all|every|each|none|no)\b(?P<mid>[^.;:\n]{{0,48}}?)\b(?:is|are)\s+"
+_QUANTIFIED = re.compile(  # the look-ahead: the first letters, checked at once;
+    # "No," is the answer to a yes/no question, not a quantifier ("No, r640-17 is offline")
+    rf"\b(?=[aen])(?:\b(?P<q>all|every|each|none|no(?!\s*[,;!]))\b(?P<mid>[^.;:\n]{{0,48}}?)\b(?:is|are)\s+"
     rf"(?P<neg>not\s+)?(?P<v>{_STATUS}|enabled|disabled)\b"
     rf"|\b(?P<q2>no)\s+(?P<v2>{_STATUS})\s+(?P<mid2>[a-z]+))",
     re.IGNORECASE,
@@ -104,7 +107,9 @@ _SUBSET = re.compile(
     re.IGNORECASE,
 )
 _WHOLE = re.compile(r"(?:\b(?:are|is)\b|:)\s*$", re.IGNORECASE)
-_INLINE_LIST = re.compile(r"\b(?:are|is)\s*:?\s+(?P<list>[^.;\n]+)|:\s*(?P<list2>[^.;\n]+)")
+# a list runs to the sentence's end: a dot inside an address or a name ("10.10.0.0/16") is no end
+_ITEMS = r"(?:[^.;\n]|\.(?=\w))+"
+_INLINE_LIST = re.compile(rf"\b(?:are|is)\s*:?\s+(?P<list>{_ITEMS})|:\s*(?P<list2>{_ITEMS})")
 
 
 def read(answer: str, question: str = "") -> list[Fact]:
@@ -113,7 +118,7 @@ def read(answer: str, question: str = "") -> list[Fact]:
     blocks = shape(text)
     facts = _counts(text, blocks) + _quantifiers(text) + _members(text, blocks, question)
     facts += _values(text) + _fields(text) + _field_values(text) + _cells(text, blocks)
-    facts += _actors(text)
+    facts += _actors(text) + _measures(text)
     said_of_sets = [(f.start, f.end) for f in facts if f.kind == "quantifier"]
     facts = [  # "No device at DM-Columbus is offline" says nothing of DM-Columbus
         f for f in facts
@@ -227,7 +232,7 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
         noun = _lead_noun(said)
         whole = _whole(said, noun)  # "The platforms are IOS-XE and Junos": any names
         names = tuple(
-            p for p in parts if p and (identifier_like(p.split()[0]) or (whole and p[0].isupper()))
+            p for p in parts if p and (_nameish(p.split()[0]) or (whole and p[0].isupper()))
         )
         if len(names) >= 2 and len(names) == len(parts):
             start = segment.start + m.start()
@@ -540,6 +545,50 @@ def _actors(text: str) -> list[Fact]:
     ]
 
 
+# A number said with a unit or a noun that names the field it is: "7 U tall" is
+# a device type's (or a rack's) height, "8 vCPUs" a VM's, "interface 14" its id.
+MEASURES = {
+    "u": "u_height", "ru": "u_height", "rack units": "u_height", "rack unit": "u_height",
+    "vcpus": "vcpus", "vcpu": "vcpus", "volts": "voltage", "v": "voltage",
+    "amps": "amperage", "amperes": "amperage", "interface": "id", "port": "id",
+}  # fmt: skip
+# a unit after a number, or "interface 14": the lines a measure can be said in
+_UNIT = re.compile(  # the look-aheads: the first letters, checked at once
+    r"\d\s*(?=[urva])(?:u|ru|rack\s+units?|vcpus?|volts|v|amps|amperes)\b"
+    r"|\b(?=[ip])(?:interface|port)\s+(?:number\s+|#)?\d",
+    re.IGNORECASE,
+)
+_NUM = r"(?P<n>\d{1,9}(?:\.\d{1,3})?)"
+_MEASURE = re.compile(
+    rf"{_WORD_START}(?P<s>{TOKEN.pattern})\s+(?:(?:is|are|has|have|stands|measures)\s+"
+    rf"(?:(?:a|an)\s+)?{_NUM}\s*(?P<u>u|ru|rack\s+units?|vcpus?|volts|v|amps|amperes)\b"
+    r"(?:\s+(?:tall|high))?"
+    # "X is interface 14" names X's id ("X has port 24" names another interface)
+    r"|(?:is|was)\s+(?P<id>interface|port)\s+(?:number\s+|#)?(?P<i>\d{1,9})\b(?!\s*/|\.\d))",
+    re.IGNORECASE,
+)
+
+
+def _measures(text: str) -> list[Fact]:
+    """A number said to be a field of a named object: "A C9300-48P is 7 U tall"
+    is that type's `u_height`, "Gi0/0/13 is interface 14" its id. The
+    fact's span is the number's (and its unit's), so its verdict replaces the
+    bare number's: 7 being some other field somewhere does not ground it."""
+    facts = []
+    for m in _in_lines(_MEASURE, text, _UNIT):
+        if not identifier_like(m.group("s")):
+            continue
+        word = m.group("u") or m.group("id")
+        number = "n" if m.group("n") else "i"
+        unit = re.sub(r"\s+", " ", word.lower())
+        facts.append(
+            Fact("measure", text[m.start(number) : m.end()], m.start(number), m.end(),
+                 subject=m.group("s"),
+                 value=m.group(number), field=MEASURES[unit])
+        )  # fmt: skip
+    return facts
+
+
 def _cells(text: str, blocks: Shape) -> list[Fact]:
     """A table row's cells as fields of the object its first cell names: the
     "Tenant" cell of a row is that object's tenant."""
@@ -575,9 +624,14 @@ def _matches(pattern: re.Pattern[str], text: str, words: tuple[str, ...]) -> lis
     """`pattern`'s matches in the lines of `text` holding one of `words`: a
     pattern that starts with a name is tried at every character, so lines
     without its verb (a list of interfaces and speeds) are not searched."""
+    return _in_lines(pattern, text, _any_of(words))
+
+
+def _in_lines(pattern: re.Pattern[str], text: str, trigger: re.Pattern[str]) -> list[re.Match[str]]:
+    """`pattern`'s matches in the lines of `text` where `trigger` matches."""
     found: list[re.Match[str]] = []
     done = -1  # the end of the last line searched
-    for word in _any_of(words).finditer(text):
+    for word in trigger.finditer(text):
         if word.start() < done:
             continue  # in a line already searched
         start = text.rfind("\n", 0, word.start()) + 1
@@ -592,3 +646,52 @@ def _any_of(words: tuple[str, ...]) -> re.Pattern[str]:
     """Any of `words`, in any case: the lines to search are found in one pass
     over the answer, not a Python step per line."""
     return re.compile("|".join(map(re.escape, words)), re.IGNORECASE)
+
+
+# ------------------------------------------------ the subject of a value (eval)
+
+_LINK = re.compile(
+    r"\b(?:is|are|was|runs?|uses?|has|have|sits?|lives?|belongs?|lands?|terminates?"
+    r"|connects?|goes|comes?)\b|'s\b|:",
+    re.IGNORECASE,
+)
+_PATH = re.compile(
+    r"\b(?:to|on|onto|which|that|via|through|behind|towards?|where|with)\b", re.IGNORECASE
+)
+"""Words that lead from a name on to another object ("ge-0/0/0, which is on
+dmi01-akron-rtr01", "ens3 belongs to vm-web01"): the value is not said of it."""
+
+
+def subject_of(
+    answer: str, start: int, end: int, question: str = "", skip: frozenset[str] = frozenset()
+) -> str | None:
+    """The named object, other than the question's, that the value at
+    answer[start:end] is stated of; None when it is stated of the question's
+    object or of nothing named ("It is active.", "Status: active"). `skip`
+    holds the keys (reader.key) of names that are values, never subjects.
+
+    eval binds a value answer to its subject with it. Read as a person reads
+    "PP:B117 runs Cisco IOS.": a sentence that names the question's object
+    binds the value to it; else the fact of `read` that holds the value names
+    its subject ("PP:B117 is active"); else a name written before the value
+    in its sentence, joined to it by a verb ("is", "runs", "'s", a colon)
+    that read verifies nothing of. read's own facts are not changed by it."""
+    low = max(answer.rfind(c, 0, start) for c in ".!?\n") + 1
+    high = min((i for i in (answer.find(c, end) for c in ".!?\n") if i >= 0), default=len(answer))
+    named = {t.key for t in tokens(question) if _names(t.text)}
+    if any(t.key in named for t in tokens(answer[low:high])):
+        return None
+    for fact in read(answer, question):
+        if fact.subject and fact.start <= start and end <= fact.end:
+            return None if key(fact.subject) in named | skip else fact.subject
+    for t in tokens(answer[low:start]):
+        if not _names(t.text) or t.key in skip or t.key in named:
+            continue
+        between = answer[low + t.end : start]
+        if _LINK.search(between) and len(between.split()) <= 5 and not _PATH.search(between):
+            return t.text
+    return None
+
+
+def _names(word: str) -> bool:
+    return identifier_like(word) or is_address(word)

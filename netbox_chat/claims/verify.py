@@ -21,7 +21,15 @@ from typing import Any
 
 from netbox_chat.claims.index import Index, Set
 from netbox_chat.claims.read import FIELD_WORDS, STATUS_WORDS, Fact
-from netbox_chat.claims.reader import identifier_like, joins, key, tokens
+from netbox_chat.claims.reader import (
+    OBJECT_NOUNS,
+    Token,
+    identifier_like,
+    joins,
+    key,
+    noun_after,
+    tokens,
+)
 
 # The object type (its model, after the app label) each object noun counts.
 _TYPES = {
@@ -143,8 +151,10 @@ def _lettered(name: str) -> bool:
 def _values(row: Mapping[str, Any]) -> set[str]:
     out = set()
     for value in row.values():
-        if isinstance(value, Mapping):
-            value = value.get("display") or value.get("name") or value.get("slug")
+        if isinstance(value, Mapping):  # a reference, or a choice ({"value": "active"})
+            value = (
+                value.get("display") or value.get("name") or value.get("slug") or value.get("value")
+            )
         if isinstance(value, str):
             out.add(key(value))
     return out
@@ -260,6 +270,16 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
         return Verdict(fact, "unchecked", found.source, "the replies hold only a page of the set")
     filtered = {key(str(v)) for v in found.filters.values()}
     scope = _named(fact, found, index) - filtered  # "DM-Akron's racks are", of all racks
+    word = _modifier(fact)
+    flagged = word in _FLAGS and any("enabled" in row for row in found.rows)
+    if (word and word not in scope | filtered and word != fact.qualifier and not flagged) or (
+        fact.qualifier
+        and not _filtered_on(found, fact.qualifier)
+        and not any("status" in row for row in found.rows)
+    ):
+        # "the core prefixes are": no reply says which rows are core
+        reason = f"the replies cannot narrow the set to {word or fact.qualifier}"
+        return Verdict(fact, "unchecked", found.source, reason)
     wanted = [
         row
         for row in found.rows
@@ -269,6 +289,7 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
             or _holds(row, "status", fact.qualifier)
         )
         and scope <= _values(row)
+        and (word not in _FLAGS or _said_of(row, word))
     ]
     named = [row for row in found.rows if _identity(row) & listed]
     extra = [r for r in named if not any(r is w for w in wanted)]
@@ -281,6 +302,27 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
     return Verdict(
         fact, "ungrounded", found.source, f"NetBox's set has {len(wanted)}, the list {len(listed)}"
     )
+
+
+def _modifier(fact: Fact) -> str:
+    """The word a list's lead narrows its noun by ("the container prefixes",
+    "the core routers"): a lowercase word just before the noun that is no
+    determiner ("the", "all", "only") nor a possessive."""
+    stem = fact.noun.split()[-1][:4] if fact.noun else ""
+    m = (
+        re.search(rf"(?<![\w'\u2019])([a-z][\w-]*)\s+{re.escape(stem)}", fact.scope)
+        if stem
+        else None
+    )
+    if m is None or m.group(1) in _DETERMINERS:
+        return ""
+    return m.group(1)
+
+
+_DETERMINERS = frozenset(
+    ["the", "all", "every", "only", "these", "those", "its", "their", "other", "of", "and", "our",
+     "your", "both", "any", "each", "remaining", "listed", "following", "named", "total"]
+)  # fmt: skip
 
 
 def _said_of(row: Mapping[str, Any], value: str) -> bool:
@@ -332,6 +374,8 @@ def _quantifier(fact: Fact, index: Index, question: str) -> Verdict | None:
 def _yesno(fact: Fact, index: Index, question: str) -> Verdict | None:
     """Yes or No against the question's own statement: the one object it
     names and the status it asks about ("Is dmi01-akron-sw02 offline?")."""
+    if (m := _ANY.match(question)) and (noun := noun_after(" " + m.group("rest"), 0, OBJECT_NOUNS)):
+        return _any(fact, index, question, noun)
     words = [t.key for t in tokens(question)]
     statuses = [w for w in words if w in STATUS_WORDS]
     named = [w for w in words if w in index.records]
@@ -346,6 +390,86 @@ def _yesno(fact: Fact, index: Index, question: str) -> Verdict | None:
         truth = not truth
     status = "verified" if truth == fact.answer else "ungrounded"
     return Verdict(fact, status, records[0].source, f"the record of {named[0]} says so")
+
+
+# "Does any device run NX-OS?", "Is there a router at DM-Columbus?": a yes/no about a set
+_ANY = re.compile(
+    r"\s*(?:does|do|is|are|has|have)\s+(?:there\s+)?(?:any|a|an|some)\s+(?P<rest>.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _any(fact: Fact, index: Index, question: str, noun: str) -> Verdict:
+    """A Yes or No to "is there any X that ...": the objects the question
+    names (a platform, a site; the noun itself when it is a role, "router")
+    are what a record of the set must hold. Verified against a named
+    object's own count of the set ("NX-OS": device_count 0), or against
+    the set's rows: one row holding them says yes, the whole set (fetched
+    as the question says) holding none says no; else unchecked."""
+    model = _TYPES.get(noun, "")
+    words = {t.key for t in tokens(question)}
+    # the names a reply holds, and a status asked of the set even when no row has it
+    wanted = (_question_names(question, index) | (words & STATUS_WORDS)) - {noun}
+    if model == "device" and noun != "device":
+        if noun not in index.attr_fields:
+            return Verdict(fact, "unchecked", None, f"no reply says which devices are {noun}s")
+        wanted.add(noun)  # "a router": a device whose role is Router
+    flags = words & set(_FLAGS)  # "Is any interface of sw01 disabled?"
+    unknown = [t.text for t in tokens(question) if _unknown(t, index)]
+    if unknown or len(flags) > 1 or not (wanted or flags):
+        return Verdict(fact, "unchecked", None, "the question asks what no reply can tell")
+    if len(wanted) == 1 and not flags:
+        (only,) = wanted
+        for source, row in index.rows.get(only, []):
+            held = row.get(f"{model}_count")
+            if type(held) is int:
+                return _yes_if(fact, held > 0, source, f"the record of {only} counts {held}")
+    for found in _sets(index, noun):
+        filtered = {key(str(v)) for v in found.filters.values()}
+        rest = wanted - filtered
+        if flags and not all("enabled" in row for row in found.rows):
+            continue
+        if any(rest <= _values(row) and all(_said_of(row, f) for f in flags) for row in found.rows):
+            return _yes_if(fact, True, found.source, "a record of the set holds it")
+        # none holds it: "no" only of values a row shows as _values reads them (an
+        # object's name, a status, the role), never a nested field's (an address)
+        sure = all(w in index.rows or w in STATUS_WORDS or w == noun for w in rest)
+        if sure and found.complete and _filters_said(fact, found, question):
+            return _yes_if(fact, False, found.source, "no record of the set holds it")
+    return Verdict(fact, "unchecked", None, "no reply holds the whole set it asks about")
+
+
+def _unknown(token: Token, index: Index) -> bool:
+    """A name in the question no reply holds ("Initech", "sw99"): what the
+    question asks cannot be looked for in the rows."""
+    capital = token.start > 0 and token.text[:1].isupper()
+    if not (capital or identifier_like(token.text)) or token.key in index.names:
+        return False
+    return token.key not in index.words and token.key.removesuffix("s") not in _NOT_NAMES
+
+
+# capitalised words of a question that name no object: object types, and these
+_NOT_NAMES = frozenset(_TYPES) | {"ip", "netbox", "id", "i"}
+
+
+def _question_names(question: str, index: Index) -> set[str]:
+    """The objects and values a question names that some reply holds as a
+    record or in a record's field ("NX-OS", "DM-Columbus", "offline"), by
+    their keys."""
+    toks = tokens(question)
+    named = set()
+    for i in range(len(toks)):
+        for joined, _ in joins(question, toks, i, 4):
+            if _lettered(joined) and (
+                joined in index.rows or index.attr_fields.get(joined, set()) - IDENTITY_FIELDS
+            ):
+                named.add(joined)
+    return named
+
+
+def _yes_if(fact: Fact, truth: bool, source: int | None, reason: str) -> Verdict:
+    status = "verified" if truth == fact.answer else "ungrounded"
+    return Verdict(fact, status, source, reason)
 
 
 def _has(fact: Fact, index: Index, question: str) -> Verdict | None:
@@ -411,6 +535,29 @@ def _field(fact: Fact, index: Index, question: str) -> Verdict | None:
     return Verdict(fact, "ungrounded", seen[0][0], f"the record of {fact.subject} says otherwise")
 
 
+def _measure(fact: Fact, index: Index, question: str) -> Verdict | None:
+    """A number said to be a field of an object ("A C9300-48P is 7 U tall")
+    against that field of the object's own record: another record's field
+    or any other number in the replies never grounds it; no record of the
+    object holding the field leaves it unchecked."""
+    rows = index.rows.get(key(fact.subject or ""), [])
+    said = float(fact.value or "nan")
+    seen = [
+        (source, row[fact.field])
+        for source, row in rows
+        if type(row.get(fact.field)) in (int, float)
+    ]
+    if not seen:
+        reason = f"no reply holds the {fact.field} of {fact.subject}"
+        return Verdict(fact, "unchecked", None, reason)
+    for source, held in seen:
+        if held == said:
+            return Verdict(fact, "verified", source, f"the record of {fact.subject} says so")
+    return Verdict(
+        fact, "ungrounded", seen[0][0], f"the record of {fact.subject} says {seen[0][1]:g}"
+    )
+
+
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT")
 _SHOWN = ("address", "display", "name", "slug", "label", "value")
 
@@ -457,4 +604,5 @@ _VERIFY = {
     "yesno": _yesno,
     "has": _has,
     "field": _field,
+    "measure": _measure,
 }  # a value of a named object: the grounding check's value pass reads it beside its name

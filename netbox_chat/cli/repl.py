@@ -10,16 +10,12 @@ and renders what it reports.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
-import contextvars
-import functools
 import io
 import os
 import select
 import sys
 import termios
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -39,6 +35,7 @@ from rich.text import Text
 
 from netbox_chat import process
 from netbox_chat.agent.runtime import CancelOnSignals, Runtime, build_runtime, run_to_its_end
+from netbox_chat.background import Once
 from netbox_chat.claims import check
 from netbox_chat.claims.present import Marker
 from netbox_chat.cli import clipboard, keys
@@ -190,15 +187,16 @@ class SlashCompleter(Completer):
                     yield Completion(name, start_position=-len(part), display=visible_line(name))
 
 
-class BackgroundRuntime:
+class BackgroundRuntime(Once[Runtime]):
     """The session's runtime, built once on a daemon thread started on demand.
 
     The REPL starts it once the first prompt has been drawn: deepagents'
     imports hold the GIL in long stretches, and a build started earlier made
     the prompt of a resumed session 60 ms later. Whoever needs the runtime
     before that (crash recovery, `resume --at`) starts it and waits. Being a
-    daemon thread, it does not keep a Ctrl-D at the prompt waiting for the
-    imports to finish either.
+    daemon thread (background.Once), it does not keep a Ctrl-D at the prompt
+    waiting for the imports to finish either; it runs in the chat's context,
+    so its errors word the fix as the chat takes it (PICK_MODEL).
     """
 
     def __init__(
@@ -207,42 +205,27 @@ class BackgroundRuntime:
         settings: Settings,
         on_problem: Callable[[Text], None] = lambda line: None,
     ) -> None:
+        super().__init__(self._build, name="agent-build")
         self.session = session
         self.settings = settings
         self.on_problem = on_problem
-        self.future: concurrent.futures.Future[Runtime] = concurrent.futures.Future()
-        self.started = False
 
-    def start(self) -> None:
-        """Start the build unless it has started already."""
-        if self.started:
-            return
-        self.started = True
-        # Running from now on: a waiter cancelled by Ctrl-C cannot cancel the
-        # build under the next one.
-        self.future.set_running_or_notify_cancel()
-        # In the chat's context: its errors word the fix as the chat takes it (PICK_MODEL).
-        build = functools.partial(contextvars.copy_context().run, self._build)
-        threading.Thread(target=build, name="agent-build", daemon=True).start()
-
-    def _build(self) -> None:
+    def _build(self) -> Runtime:
+        """The runtime; its problem, or why it could not be built, said first
+        (whoever waits for it sees the line above)."""
         try:
             runtime = build_runtime(self.session, self.settings)
         except BaseException as exc:
-            self.future.set_exception(exc)
             self.on_problem(turnview.error_line(exc, prefix="the agent could not be built: "))
-        else:
-            self.future.set_result(runtime)
-            if runtime.problem:
-                self.on_problem(Text(visible_line(runtime.problem), style="bold red"))
-
-    async def get(self) -> Runtime:
-        self.start()
-        return await asyncio.wrap_future(self.future)
+            raise
+        if runtime.problem:
+            self.on_problem(Text(visible_line(runtime.problem), style="bold red"))
+        return runtime
 
     async def aclose(self) -> None:
-        if self.future.done() and self.future.exception() is None:
-            await self.future.result().aclose()
+        runtime = self.ready()
+        if runtime is not None:
+            await runtime.aclose()
 
 
 @dataclass
@@ -390,7 +373,7 @@ class Repl:
     async def ask(self, question: str) -> None:
         runtime = await self.runtime()
         if self.netbox_check is not None:
-            await self.netbox_check.wait()  # its line, if any, before the first answer
+            await self.netbox_check.get()  # its line, if any, before the first answer
         runtime.check_room(question)
         if runtime.thinking.note and not self.thinking_noted:
             # Known once the agent is built (from /api/show), said before the first answer.

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from netbox_chat.claims.grounding import claims_of
+from netbox_chat.claims.read import STATUS_WORDS, read, subject_of
 from netbox_chat.claims.reader import (
     ID_REF,
     NEGATOR,
@@ -470,8 +471,11 @@ def score_value(
         if any(key(m.name) == key(expected) for m in found):
             return Score(False, f"denies {expected}")
         return Score(False, f"does not say {expected}")
+    values = frozenset(key(v) for v in every) | {
+        key(a) for v in every for a in (aliases or {}).get(v, ())
+    }
     right = [m for m in found if not m.negated]
-    subjects = [value_subject(answer, m.start, m.end, question, every, aliases) for m in right]
+    subjects = [subject_of(answer, m.start, m.end, question, values) for m in right]
     if all(subjects):
         return Score(False, f"says {expected} of {subjects[0]}, not of what was asked")
     return Score(True, f"says {expected}")
@@ -493,54 +497,6 @@ def _in_lower_case(
         )
         for m in re.finditer(pattern, answer, re.I)
     ]
-
-
-# ------------------------------------------------------------ the subject
-
-_LINK = re.compile(
-    r"\b(?:is|are|was|runs?|uses?|has|have|sits?|lives?|belongs?|lands?|terminates?"
-    r"|connects?|goes|comes?)\b|'s\b|:",
-    re.I,
-)
-
-
-def value_subject(
-    answer: str,
-    start: int,
-    end: int,
-    question: str,
-    values: Sequence[str] = (),
-    aliases: Aliases | None = None,
-) -> str | None:
-    """The object other than the asked one that the value at answer[start:end]
-    is stated of, or None when it is stated of the asked one (or of nothing
-    named: "It is active.", "Status: active"). Read as a person reads "PP:B117
-    runs Cisco IOS.": a name written before the value in its sentence, joined
-    to it by a verb ("is", "runs", "'s", a colon), that is neither the
-    question's object nor a value; a sentence that names the question's
-    object binds the value to it. (The one place the claims reader's
-    `read(answer, question)` facts, with their `.subject`, will answer this.)"""
-    low = max(answer.rfind(c, 0, start) for c in ".!?\n") + 1
-    high = min((i for i in (answer.find(c, end) for c in ".!?\n") if i >= 0), default=len(answer))
-    sentence = answer[low:high]
-    named = {t.key for t in tokens(question) if _names_something(t.text)}
-    if any(t.key in named for t in tokens(sentence)):
-        return None
-    value_keys = {key(v) for v in values} | {
-        key(a) for v in values for a in (aliases or {}).get(v, ())
-    }
-    for t in tokens(answer[low:start]):
-        if not _names_something(t.text) or t.key in value_keys or t.key in named:
-            continue
-        between = answer[low + t.end : start]
-        if _LINK.search(between) and len(between.split()) <= 5 and not _PATH.search(between):
-            return t.text
-    return None
-
-
-_PATH = re.compile(r"\b(?:to|on|onto|which|that|via|through|behind|towards?|where|with)\b", re.I)
-"""Words that lead from a name on to another object ("ge-0/0/0, which is on
-dmi01-akron-rtr01", "ens3 belongs to vm-web01"): the value is not said of it."""
 
 
 def _names_something(word: str) -> bool:
@@ -635,6 +591,28 @@ def verdict(answer: str) -> bool | None:
     return None
 
 
+def _quantified(answer: str, question: str) -> bool | None:
+    """The yes or no a status said of the whole set gives to a question that
+    asks one status of every object, read by the claims reader (claims.read's
+    quantifier facts): to "Are all devices at MDF active?", "None of the
+    devices are active" and "All devices are offline" say no, "No device is
+    offline" says yes. None when the answer says no such thing, or a Yes or
+    No leads it (verdict reads it then)."""
+    asked = {t.text.lower() for t in tokens(question)} & STATUS_WORDS
+    if len(asked) != 1:
+        return None
+    facts = read(answer, question)
+    leads = [f.start for f in facts if f.kind == "yesno"]
+    for fact in facts:
+        if fact.kind != "quantifier" or fact.value not in STATUS_WORDS:
+            continue
+        # a Yes or No that leads the answer is its verdict ("No: all are active")
+        if leads and leads[0] != fact.start:
+            return None
+        return fact.every == (fact.value in asked)
+    return None
+
+
 _PRIVATIVE = re.compile(
     r"\b(?:lacks?|lacking|without|missing|(?:has|have)\s+no|(?:is|are)\s+not|isn't|aren't"
     r"|un[a-z]+ed|(?:is|are)\s+empty)\b",
@@ -669,7 +647,9 @@ def score_boolean(
         if not absent.correct:
             return absent
         return Score(True, "says there is none (nothing is in the question's scope)")
-    said = verdict(text)
+    said = _quantified(answer, question)
+    if said is None:
+        said = verdict(text)
     if said is None:
         return Score(False, "neither yes nor no")
     if said != bool(expected["yes"]):

@@ -391,6 +391,11 @@ RIGHT_CASES = [
     ("What is eth0 on dmi01-akron-sw01 connected to?", "if_sw01",
      "eth0 is cabled (cable #1) to ge-0/0/0."),
     ("How many tenants are there?", "tenants", "Two."),
+    # a yes/no about any object of a set; a list narrowed by a status word
+    ("Does any device run Junos?", "platforms devices", "Yes, dmi01-akron-rtr01 runs Junos."),
+    ("Is there a router at DM-Dayton?", "devices", "Yes, core-sw is a router at DM-Dayton."),
+    ("Which prefixes are active?", "prefixes",
+     "The active prefixes are 10.0.0.0/24 and 10.1.0.0/24."),
 ]  # fmt: skip
 
 WRONG_CASES = {
@@ -538,6 +543,8 @@ WRONG_CASES = {
         ("Which VLANs does eth0 on dmi01-akron-sw01 carry?", "if_sw01",
          "eth0 carries VLAN 100 (mgmt) only."),
         ("Who made changes?", "changes", "admin and jhalpert made the changes."),
+        ("Which prefixes are reserved?", "prefixes",
+         "The reserved prefixes are 10.1.0.0/24 and 192.168.0.0/24."),
     ],
     "flipped": [
         (_Q_GI, "gi000", "Yes, Gi0/0/0 has a cable."),
@@ -565,6 +572,8 @@ WRONG_CASES = {
          "Yes, eth0 on dmi01-columbus-sw01 is enabled."),
         ("Does dmi01-akron-rtr01 have a tenant?", "rtr01", "No, dmi01-akron-rtr01 has no tenant."),
         ("Is dmi01-akron-sw02 in a rack?", "sw02", "No, dmi01-akron-sw02 is not in a rack."),
+        ("Does any device run Junos?", "platforms devices", "No device runs Junos."),
+        ("Is there a router at DM-Akron?", "akron", "No, DM-Akron has no router."),
     ],
 }  # fmt: skip
 
@@ -672,6 +681,14 @@ LIVE_RIGHT = [
     ("How many ISR4331 are there?", "types", "Three devices are ISR4331 routers."),
     ("Is dmi01-akron-sw01's uplink enabled?", "if_sw01",
      "Yes, GigabitEthernet1/0/1 (uplink) is enabled."),
+    # a number said as a field, a list narrowed by a status word, a yes/no about any
+    # object of a set, a status of a name two sites share
+    ("How tall is a C9300-48P?", "types", "A C9300-48P is 1 U tall."),
+    ("Which prefixes are containers?", "prefixes",
+     "The container prefixes are 10.10.0.0/16 and 10.20.0.0/16."),
+    ("Does any device run Junos?", "platforms", "Yes, Junos runs on one device."),
+    ("What is the status of USERS at DM-Dayton?", "vlans",
+     "USERS (100) at DM-Dayton is deprecated."),
 ]  # fmt: skip
 
 LIVE_WRONG = {
@@ -692,6 +709,8 @@ LIVE_WRONG = {
         ("Is LUM-1002 in service?", "circuits", "LUM-1002 is active."),
         ("What is 10.10.100.251/24's status?", "ips", "10.10.100.251/24 is reserved."),
         (_Q_AKRON, "akron", "dmi01-akron-rtr01 is offline."),
+        ("What is the status of USERS at DM-Dayton?", "vlans",
+         "USERS (100) at DM-Dayton is active."),
     ],
     "other_meaning": [
         ("How tall is a C9300-48P?", "types", "A C9300-48P is 7 U tall."),
@@ -701,6 +720,7 @@ LIVE_WRONG = {
         ("How many devices run IOS-XE?", "platforms", "IOS-XE runs on 1 device."),
         ("How many interfaces does dmi01-akron-rtr01 have?", "if_rtr01",
          "dmi01-akron-rtr01 has 12 interfaces."),
+        ("How tall is an ISR4331?", "types", "The ISR4331 is 3 U tall."),
     ],
     "other_set": [
         ("How many devices are there?", "devices", "There are 10 devices."),
@@ -723,6 +743,9 @@ LIVE_WRONG = {
         ("Which Akron devices are offline?", "offline",
          "The offline devices at DM-Akron are dmi01-akron-sw02, dmi01-akron-sw03 and "
          "dmi01-columbus-sw02."),
+        ("Which prefixes are active?", "prefixes",
+         "The active prefixes are 10.10.100.0/24, 10.10.200.0/24, 10.20.100.0/24 and "
+         "10.10.30.0/24."),
     ],
     "flipped": [
         (_Q_SW01_GI2, "if_sw01", "Yes, GigabitEthernet1/0/2 on dmi01-akron-sw01 is cabled."),
@@ -733,6 +756,7 @@ LIVE_WRONG = {
         ("Is anything at DM-Columbus offline?", "offline", "No device at DM-Columbus is offline."),
         ("Is GigabitEthernet1/0/2 on dmi01-akron-rtr01 enabled?", "if_rtr01",
          "Yes, GigabitEthernet1/0/2 on dmi01-akron-rtr01 is enabled."),
+        ("Does any device run IOS-XE?", "platforms", "No device runs IOS-XE."),
     ],
 }  # fmt: skip
 

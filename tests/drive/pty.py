@@ -11,6 +11,7 @@ from typing import Any
 import pexpect
 
 from tests.doubles import ROOT
+from tests.doubles.ollama_server import ScriptedOllama, Text
 from tests.drive.process import MODULE
 
 PROMPT = re.compile(r"netbox\S*>")
@@ -59,6 +60,41 @@ def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
     child = on_a_terminal(env, *args, timeout=30)
     child.expect(PROMPT)
     return child
+
+
+def answered(child: pexpect.spawn, ollama: ScriptedOllama, question: str, answer: str) -> None:
+    """`question` asked at the prompt, the model scripted to answer `answer`:
+    back at the prompt once the answer is drawn (`answer` is a pattern)."""
+    ollama.script([Text(answer)])
+    child.sendline(question)
+    child.expect(answer)
+    child.expect(PROMPT)
+
+
+def streaming(child: pexpect.spawn, ollama: ScriptedOllama, question: str) -> None:
+    """`question` sent and its answer streaming slowly ("Streaming word0
+    word1 … word59 end.", a word each 0.1 s), drawn as far as "word3": a
+    turn to cancel, or to type during."""
+    words = " ".join(f"word{i}" for i in range(60))
+    ollama.script([Text(f"Streaming {words} end.", chunk_delay=0.1)])
+    child.sendline(question)
+    child.expect("word3")
+
+
+def sent_again(
+    child: pexpect.spawn, ollama: ScriptedOllama, given_back: str, answer: str, keys: str = "\r"
+) -> None:
+    """After a turn that did not end (cancelled, failed) or keys typed during
+    it: the prompt comes back with `given_back` on the input line, then
+    `keys` (Enter: the line as it came back) send it and the model's
+    `answer` is drawn, back at the prompt."""
+    child.expect(PROMPT)
+    child.expect_exact(given_back)
+    ollama.script([Text(answer)])
+    time.sleep(0.3)  # let the prompt finish redrawing before typing at it
+    child.send(keys)
+    child.expect(answer)
+    child.expect(PROMPT)
 
 
 def run_in_pty(
