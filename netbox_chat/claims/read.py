@@ -18,9 +18,8 @@ well; facts are what it verifies against the records beyond them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
@@ -52,9 +51,10 @@ STATUS_WORDS = frozenset(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Fact:
-    """One fact of an answer. `kind` says which of the fields below it uses."""
+class Fact(NamedTuple):
+    """One fact of an answer. `kind` says which of the fields below it uses.
+    (A tuple, like the reader's `Number`: a list or a table states thousands,
+    and a frozen dataclass of these fields costs several times the build.)"""
 
     kind: str  # "count" | "members" | "quantifier" | "yesno" | "value" | "measure" | ...
     text: str
