@@ -297,16 +297,21 @@ def _evidence_names(reading: _Reading, toks: list[Token], index: Index) -> list[
     Branch 104" as one name, "Dunder-Mifflin, Inc." across its comma, a slug
     or another case as the name it spells."""
     matches: list[_Match] = []
+    names, prefixes, words = index.names, index.prefixes, index.words
     i = 0
     while i < len(toks):
         first = toks[i]
+        if not reading.free(first.start, first.end):
+            i += 1
+            continue
         if (
             # the common case, a word of no name: nothing longer can start here
-            first.key not in index.names
-            and first.key not in index.prefixes
-            and "/" not in first.text
-            and (first.key not in index.words or not identifier_like(first.text))
-        ) or not reading.free(first.start, first.end):
+            first.key not in names
+            and first.key not in prefixes
+            and (first.key not in words or not identifier_like(first.text))
+        ):
+            if "/" in first.text:
+                _slashed(reading, first, index, matches)  # "sw01/sw02": two names
             i += 1
             continue
         found = None
@@ -324,13 +329,7 @@ def _evidence_names(reading: _Reading, toks: list[Token], index: Index) -> list[
                 found = (joined, end, n, source)
                 break
         if found is None:
-            parts = toks[i].text.split("/")
-            if len(parts) > 1 and all(key(p) in index.names for p in parts):
-                at = toks[i].start
-                for part in parts:
-                    matches.append(_Match(key(part), at, at + len(part), index.names[key(part)]))
-                    _name_claim(reading, part, key(part), at, index)
-                    at += len(part) + 1
+            _slashed(reading, toks[i], index, matches)
             i += 1
             continue
         joined, end, n, source = found
@@ -339,6 +338,17 @@ def _evidence_names(reading: _Reading, toks: list[Token], index: Index) -> list[
         _name_claim(reading, reading.text[start:end], joined, start, index, source)
         i += n + 1
     return matches
+
+
+def _slashed(reading: _Reading, token: Token, index: Index, matches: list[_Match]) -> None:
+    """A token that is names of the evidence joined by slashes ("sw01/sw02")."""
+    parts = token.text.split("/")
+    if len(parts) > 1 and all(key(p) in index.names for p in parts):
+        at = token.start
+        for part in parts:
+            matches.append(_Match(key(part), at, at + len(part), index.names[key(part)]))
+            _name_claim(reading, part, key(part), at, index)
+            at += len(part) + 1
 
 
 def _name_claim(
