@@ -8,8 +8,10 @@ archive`, everything else this tree's):
   (device and interface pages shaped as the agent's tools return them) and an
   answer of about 2 kB in every shape; decoding the results and checking the
   answer, median of 20 runs. Target: at most 20 ms.
-- **long answers**, 50 kB and 500 kB in four shapes (n02's interface list, a
-  table, prose, one long line), checked against a small reply: median of 3
+- **long answers**, 50 kB and 500 kB in five shapes (n02's interface list, a
+  table, prose, one long line, and one line naming the reply's objects
+  together, "sw01, sw02 and sw03 are active": one clause holding thousands of
+  names and values), checked against a small reply: median of 3
   runs (one at 500 kB; each run a string of its own, so no reading the check
   keeps for the text just read is reused), each in a child process given up after `--give-up`
   seconds (the code before issue 38 took minutes). Targets: 20 ms per 50 kB,
@@ -112,8 +114,13 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "table": lambda i: f"| dmi01-akron-sw{i:02d} | active | DM-Akron | 10.112.{i % 250}.1/24 |",
     "prose": lambda i: f"dmi01-akron-sw0{i % 3 + 1} is active at DM-Akron with {i} interfaces. ",
     "one long line": lambda i: f"dmi01-akron-sw{i:02d} (active, 10.0.{i % 250}.1), ",
+    "names together": lambda i: (
+        f"sw0{i % 3 + 1}, sw0{(i + 1) % 3 + 1} and sw0{(i + 2) % 3 + 1} are active "
+    ),
 }
-JOIN = {"interface list": "\n", "table": "\n", "prose": "", "one long line": ""}
+JOIN = {
+    "interface list": "\n", "table": "\n", "prose": "", "one long line": "", "names together": ""
+}  # fmt: skip
 SIZES = {"50 kB": (50_000, 20.0), "500 kB": (500_000, 200.0)}
 
 

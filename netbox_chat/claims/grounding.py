@@ -18,9 +18,9 @@ import functools
 import itertools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from netbox_chat.claims.index import Index
 from netbox_chat.claims.read import read
@@ -40,7 +40,7 @@ from netbox_chat.claims.reader import (
     noun_after,
     numbers,
     numbers_outside,
-    plain,
+    plain_answer,
     shape,
     tokens,
 )
@@ -146,7 +146,7 @@ class _Reading:
 
     def add(self, claim: Claim) -> None:
         self.claims.append(claim)
-        self.take(claim.start, claim.end)
+        self.mask[claim.start : claim.end] = b"\x01" * (claim.end - claim.start)
 
 
 def check(answer: str, calls: Sequence[Any] | Index, *, given: str = "") -> Grounding:
@@ -187,7 +187,7 @@ def _check(answer: str, calls: Sequence[Any] | Index, given: str) -> Grounding:
     question = given
     if not index.payloads:
         given = ""  # with no tool call, the question's names are stated facts too
-    text = plain(answer)
+    text = plain_answer(answer)
     reading = _Reading(text)
     blocks = shape(text)
     segments = blocks.segments or [Segment(0, len(text), "sentence")]
@@ -282,8 +282,10 @@ def _addresses(reading: _Reading, toks: list[Token], index: Index, given: set[st
     return records
 
 
-@dataclass(frozen=True)
-class _Match:
+class _Match(NamedTuple):
+    """A name (or status word, `source` -1) of the answer tied to the call
+    that holds it (a tuple: an answer names thousands)."""
+
     key: str
     start: int
     end: int
@@ -295,16 +297,21 @@ def _evidence_names(reading: _Reading, toks: list[Token], index: Index) -> list[
     Branch 104" as one name, "Dunder-Mifflin, Inc." across its comma, a slug
     or another case as the name it spells."""
     matches: list[_Match] = []
+    names, prefixes, words = index.names, index.prefixes, index.words
     i = 0
     while i < len(toks):
         first = toks[i]
+        if not reading.free(first.start, first.end):
+            i += 1
+            continue
         if (
             # the common case, a word of no name: nothing longer can start here
-            first.key not in index.names
-            and first.key not in index.prefixes
-            and "/" not in first.text
-            and (first.key not in index.words or not identifier_like(first.text))
-        ) or not reading.free(first.start, first.end):
+            first.key not in names
+            and first.key not in prefixes
+            and (first.key not in words or not identifier_like(first.text))
+        ):
+            if "/" in first.text:
+                _slashed(reading, first, index, matches)  # "sw01/sw02": two names
             i += 1
             continue
         found = None
@@ -322,13 +329,7 @@ def _evidence_names(reading: _Reading, toks: list[Token], index: Index) -> list[
                 found = (joined, end, n, source)
                 break
         if found is None:
-            parts = toks[i].text.split("/")
-            if len(parts) > 1 and all(key(p) in index.names for p in parts):
-                at = toks[i].start
-                for part in parts:
-                    matches.append(_Match(key(part), at, at + len(part), index.names[key(part)]))
-                    _name_claim(reading, part, key(part), at, index)
-                    at += len(part) + 1
+            _slashed(reading, toks[i], index, matches)
             i += 1
             continue
         joined, end, n, source = found
@@ -339,13 +340,24 @@ def _evidence_names(reading: _Reading, toks: list[Token], index: Index) -> list[
     return matches
 
 
+def _slashed(reading: _Reading, token: Token, index: Index, matches: list[_Match]) -> None:
+    """A token that is names of the evidence joined by slashes ("sw01/sw02")."""
+    parts = token.text.split("/")
+    if len(parts) > 1 and all(key(p) in index.names for p in parts):
+        at = token.start
+        for part in parts:
+            matches.append(_Match(key(part), at, at + len(part), index.names[key(part)]))
+            _name_claim(reading, part, key(part), at, index)
+            at += len(part) + 1
+
+
 def _name_claim(
     reading: _Reading, text: str, name: str, start: int, index: Index, source: int | None = None
 ) -> None:
     """A name found in the evidence is a claim when it names an object (not a
     word that happens to be in a description); either way its span is taken."""
     end = start + len(text)
-    if name in index.refs or any(identifier_like(t.text) for t in tokens(text)):
+    if name in index.refs or any(map(identifier_like, TOKEN.findall(text))):
         if source is None:
             source = index.names.get(name)
         reading.add(Claim(text, "name", "verified", source, start, end))
@@ -559,18 +571,26 @@ def _values(
     statuses = STATUSES | index.statuses
     words = [
         _Match(m.group().lower(), m.start(), m.end(), -1)
-        for m in _LETTERS.finditer(text)
-        if m.group().lower() in statuses
+        for m in _words_of(frozenset(statuses)).finditer(text)
     ]
     names = sorted(matched, key=lambda m: m.start)
     name_starts = [m.start for m in names]
     word_starts = [w.start for w in words]
     for segment in segments:
         row = segment.kind == "row"
+        in_segment = names[
+            bisect.bisect_left(name_starts, segment.start) : bisect.bisect_left(
+                name_starts, segment.end
+            )
+        ]
+        if not any(m.key in index.records for m in in_segment):
+            continue  # no object of the replies named: no clause of it says a value
         for low, high in [(segment.start, segment.end)] if row else _clauses(text, segment):
-            inside = names[
-                bisect.bisect_left(name_starts, low) : bisect.bisect_left(name_starts, high)
-            ]
+            first, last = (
+                bisect.bisect_left(name_starts, low),
+                bisect.bisect_left(name_starts, high),
+            )
+            inside, starts = names[first:last], name_starts[first:last]
             records = [m for m in inside if m.key in index.records]
             if not records:
                 continue
@@ -578,30 +598,84 @@ def _values(
             said += words[
                 bisect.bisect_left(word_starts, low) : bisect.bisect_left(word_starts, high)
             ]
+            named = None if row else _Named(records)  # a row's values are its first cell's
             for value in sorted(said, key=lambda m: m.start):
-                subjects = [records[0]] if row else _subjects(text, records, value)
-                _check_value(reading, index, subjects, value, low, inside)
+                subjects = [records[0]] if named is None else _subjects(text, named, value)
+                _check_value(reading, index, subjects, value, low, inside, starts)
 
 
-_LETTERS = re.compile(r"\b[A-Za-z]+\b")
+@functools.lru_cache(maxsize=8)
+def _words_of(words: frozenset[str]) -> re.Pattern[str]:
+    """The runs of ASCII letters that are one of `words` in any case, found
+    in one pass (a Python step per word of the answer costs five times it):
+    `\\b[A-Za-z]+\\b` whose lower case is in `words`. A word that is no
+    lower-case run of ASCII letters could never be found so: left out."""
+    runs = sorted(w for w in words if w.isascii() and w.isalpha() and w.islower())
+    if not runs:
+        return re.compile(r"(?!)")
+    return re.compile(r"\b(?a:(?i:" + "|".join(map(re.escape, runs)) + r"))\b")
+
+
 _COORDINATION = re.compile(r"\s*(?:,|and|or|&|,\s*and|,\s*or)\s*", re.IGNORECASE)
 
 
-def _subjects(text: str, records: list[_Match], value: _Match) -> list[_Match]:
+class _Named:
+    """The objects of the replies one clause names, in order, for the values
+    said in it: the ones before a value are walked back from it, found by
+    bisection, and a run naming the value's own object is stepped over at
+    once, so a clause naming thousands ("sw01, sw02 and ... are active" on
+    one line) costs each value a logarithm, not a pass over the clause."""
+
+    def __init__(self, records: list[_Match]) -> None:
+        self.records = records
+        self.starts = [m.start for m in records]
+        n = len(records)
+        # the nearest record before (after) each with another key, -1 (n) for none
+        self.other_before = list(range(-1, n - 1))
+        self.other_after = list(range(1, n + 1))
+        for j in range(1, n):
+            if records[j - 1].key == records[j].key:
+                self.other_before[j] = self.other_before[j - 1]
+        for j in range(n - 2, -1, -1):
+            if records[j + 1].key == records[j].key:
+                self.other_after[j] = self.other_after[j + 1]
+
+    def before(self, value: _Match) -> Iterator[_Match]:
+        """The records ending before `value`, of another key, nearest first."""
+        j = bisect.bisect_left(self.starts, value.start) - 1
+        while j >= 0:
+            m = self.records[j]
+            if m.key == value.key:
+                j = self.other_before[j]
+                continue
+            if m.end <= value.start:
+                yield m
+            j -= 1
+
+    def first_after(self, value: _Match) -> _Match | None:
+        """The first record starting after `value`, of another key."""
+        j = bisect.bisect_left(self.starts, value.end)
+        if j < len(self.records) and self.records[j].key == value.key:
+            j = self.other_after[j]
+        return self.records[j] if j < len(self.records) else None
+
+
+def _subjects(text: str, named: _Named, value: _Match) -> list[_Match]:
     """The object(s) a value is said of: the named object nearest before it
     with those named together with it ("sw01, sw02 and rtr01 are active");
     for a status word with none before, the first after it ("Active: sw01").
     An object named as the exception ("all but sw02 are active") is none."""
-    before = [m for m in records if m.end <= value.start and m.key != value.key]
-    if not before:
-        after = [m for m in records if m.start >= value.end and m.key != value.key]
-        return after[:1] if value.source < 0 else []
-    if _EXCEPT.search(text, max(0, before[-1].start - 12), before[-1].start):
+    before = named.before(value)
+    last = next(before, None)
+    if last is None:
+        after = named.first_after(value) if value.source < 0 else None
+        return [after] if after is not None else []
+    if _EXCEPT.search(text, max(0, last.start - 12), last.start):
         return []
-    if value.source >= 0 and value.start - before[-1].end > _VALUE_GAP:
+    if value.source >= 0 and value.start - last.end > _VALUE_GAP:
         return []  # a name far after the object is said of something else
-    group = [before[-1]]
-    for m in reversed(before[:-1]):
+    group = [last]
+    for m in before:
         if not _COORDINATION.fullmatch(text[m.end : group[-1].start]):
             break
         group.append(m)
@@ -618,14 +692,16 @@ def _check_value(
     subjects: list[_Match],
     value: _Match,
     low: int,
-    inside: Sequence[_Match] = (),
+    inside: Sequence[_Match],
+    starts: Sequence[int],
 ) -> None:
     """One value against each subject's own record(s): held -> verified (a
     status word is then a claim of its own); another value in that field ->
     ungrounded; a status said of a subject whose record has no status ->
     unchecked. A negated value ("is not offline") is contradicted only when
     the record holds it. A status is checked against the record the names
-    between the subject and it place (`inside`: the clause's names)."""
+    between the subject and it place (`inside`: the clause's names, which
+    start at `starts`; found by bisection, as a clause can name thousands)."""
     text = reading.text
     status_word = value.source < 0
     if status_word and not _attached(text, value.start):
@@ -636,9 +712,11 @@ def _check_value(
     denied = negated(text, value.start, low)
     for subject in subjects:
         records = index.records[subject.key]
-        if status_word:  # "MGMT (300) at DM-Columbus is active": that MGMT's status
-            places = [m.key for m in inside if subject.end <= m.start < value.start]
-            records = _placed(records, places)
+        if status_word and len(records) > 1:  # "MGMT (300) at DM-Columbus is active":
+            # that MGMT's status (of a name one record has, there is no other)
+            at = bisect.bisect_left(starts, subject.end)
+            upto = min(bisect.bisect_left(starts, value.start), at + _RELATED)
+            records = _placed(records, [m.key for m in inside[at:upto]])
         if value.key in records[0].names or _related(index, value.key, records):
             continue
         holding = [r for r in records if any(value.key in r.attrs.get(f, ()) for f in fields)]

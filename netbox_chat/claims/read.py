@@ -18,9 +18,8 @@ well; facts are what it verifies against the records beyond them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
@@ -32,11 +31,17 @@ from netbox_chat.claims.reader import (
     negated,
     noun_after,
     numbers_outside,
-    plain,
+    plain_answer,
     question_noun,
     shape,
     tokens,
 )
+
+# A name a verb, "on" or "'s" follows, as one atomic group: a shorter name
+# than the longest one the token pattern reads ends before a character of the
+# name itself (no space, no quote), so nothing could follow it; trying each
+# shorter one at every word cost the patterns below half their time.
+_NAME = rf"(?>{TOKEN.pattern})"
 
 # NetBox's status choices a sentence says of an object or a set (grounding.STATUSES's words).
 STATUS_WORDS = frozenset(
@@ -46,9 +51,10 @@ STATUS_WORDS = frozenset(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Fact:
-    """One fact of an answer. `kind` says which of the fields below it uses."""
+class Fact(NamedTuple):
+    """One fact of an answer. `kind` says which of the fields below it uses.
+    (A tuple, like the reader's `Number`: a list or a table states thousands,
+    and a frozen dataclass of these fields costs several times the build.)"""
 
     kind: str  # "count" | "members" | "quantifier" | "yesno" | "value" | "measure" | ...
     text: str
@@ -108,7 +114,7 @@ _INLINE_LIST = re.compile(rf"\b(?:are|is)\s*:?\s+(?P<list>{_ITEMS})|:\s*(?P<list
 
 def read(answer: str, question: str = "") -> list[Fact]:
     """The facts `answer` states, in order, in answer to `question`."""
-    text = plain(answer)
+    text = plain_answer(answer)
     blocks = shape(text)
     facts = _counts(text, blocks) + _quantifiers(text) + _members(text, blocks, question)
     facts += _values(text) + _fields(text) + _field_values(text) + _cells(text, blocks)
@@ -131,7 +137,7 @@ def _counts(text: str, blocks: Shape) -> list[Fact]:
             continue
         after = text[n.end : n.end + 60]
         qualifier = ""
-        words = after.lower().split()[:3]
+        words = after.lower().split(maxsplit=3)[:3]
         if words and words[0] in STATUS_WORDS:  # "4 active devices"
             qualifier = words[0]
         elif (m := _STATUS_AFTER.match(after)) and m.group(1).lower() in STATUS_WORDS:
@@ -216,10 +222,12 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
         if not m:
             continue
         listed = m.group("list") or m.group("list2") or ""
+        parts = [p.strip().strip("*`").strip() for p in _LIST_SEPARATOR.split(listed)]
+        if len(parts) < 2:
+            continue  # one thing said: no list (its lead and noun are not read)
         lead = sentence[: m.start()]
         if _SUBSET.search(lead) or negated(sentence, m.start()):
             continue
-        parts = [p.strip().strip("*`").strip() for p in _LIST_SEPARATOR.split(listed)]
         said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
         noun = _lead_noun(said)
         whole = _whole(said, noun)  # "The platforms are IOS-XE and Junos": any names
@@ -258,7 +266,7 @@ def _table_members(text: str, blocks: Shape, question: str) -> list[Fact]:
 
 
 _HELD = re.compile(
-    rf"(?P<s>{TOKEN.pattern})\s+(?:holds|contains|hosts)\s+(?P<list>[^;:\n]+?)(?=\.?\s*$|\.\s|[;:\n])",
+    rf"(?P<s>{_NAME})\s+(?:holds|contains|hosts)\s+(?P<list>[^;:\n]+?)(?=\.?\s*$|\.\s|[;:\n])",
     re.IGNORECASE,
 )
 
@@ -283,7 +291,7 @@ def _nameish(token: str) -> bool:
 
 _ONLY = re.compile(
     rf"\bthe\s+only\s+(?P<lead>[^.;:\n]{{1,60}}?)\s+(?:is|was)\s+(?P<m>{TOKEN.pattern}(?:,\s+Inc)?)"
-    rf"|(?P<s>{TOKEN.pattern})\s+[a-z]+s\s+only\s+(?P<m2>{TOKEN.pattern})",
+    rf"|(?P<s>{_NAME})\s+[a-z]+s\s+only\s+(?P<m2>{TOKEN.pattern})",
     re.IGNORECASE,
 )
 
@@ -335,7 +343,8 @@ def _narrowing(text: str, number: Any) -> bool:
     """Words after the counted noun narrow the set ("2 devices have no
     tenant", "4 devices with no rack"): the set's count is not its number."""
     tail = text[number.end : number.end + 80].lower()
-    words = _WORD_OR_STOP.findall(tail)
+    seven = _SEVEN_WORDS.match(tail)  # it matches any text (each word is optional)
+    words = [w for w in seven.groups() if w is not None] if seven else []
     stem = number.noun.split()[-1][:4]
     for i, word in enumerate(words[:5]):
         if word.startswith(stem):
@@ -345,7 +354,10 @@ def _narrowing(text: str, number: Any) -> bool:
     return False
 
 
-_WORD_OR_STOP = re.compile(r"[a-z][\w\-]*|[.,;:!?]")
+_WORD_OR_STOP = r"[a-z][\w\-]*|[.,;:!?]"
+# The first seven words or stops (all `_narrowing` reads) in one match: finding
+# every one in its 80 characters cost it twice the time.
+_SEVEN_WORDS = re.compile(rf"(?:[^a-z.,;:!?]*({_WORD_OR_STOP}))?" * 7)
 
 
 def _sentence(text: str, at: int) -> str:
@@ -353,10 +365,13 @@ def _sentence(text: str, at: int) -> str:
     set a fact is about: from its start to the first comma, colon or
     semicolon after `at` ("DM-Akron has 17 devices, among them A and B":
     the names listed after the comma are members, not the set's scope)."""
+    floor = max(0, at - 300)
     stop = at
-    while (dot := text.rfind(". ", max(0, at - 300), stop)) >= 0 and _abbreviation(text, dot):
+    while (dot := text.rfind(". ", floor, stop)) >= 0 and _abbreviation(text, dot):
         stop = dot  # "Dunder-Mifflin, Inc. has 6 devices": an abbreviation, not a sentence's end
-    low = max(dot + 1, text.rfind("\n", max(0, at - 300), at) + 1)
+    # never further back than the 300 characters looked at: a long line with
+    # no sentence's end taken from its start made each fact cost the line
+    low = max(dot + 1, text.rfind("\n", floor, at) + 1, floor)
     ends = [e for c in (". ", "\n", ",", ":", ";") if (e := text.find(c, at, at + 300)) >= 0]
     return text[low : min(ends) if ends else at + 300]
 
@@ -417,6 +432,7 @@ def _status_in(text: str) -> str:
 
 
 _LETTER_RUN = re.compile(r"[A-Za-z]+")
+_SPACES = re.compile(r"\s+")
 _LOWER_RUN = re.compile(r"[a-z]+")
 
 
@@ -427,7 +443,7 @@ _LOWER_RUN = re.compile(r"[a-z]+")
 _WORD_START = r"(?<![^\W_])"
 
 _VALUE = re.compile(
-    rf"{_WORD_START}(?P<s>{TOKEN.pattern})\s+(?:is|are|was|were)\s+(?:currently\s+|still\s+|now\s+)?"
+    rf"{_WORD_START}(?P<s>{_NAME})\s+(?:is|are|was|were)\s+(?:currently\s+|still\s+|now\s+)?"
     rf"(?P<neg>not\s+)?(?P<v>{_STATUS})\b",
     re.IGNORECASE,
 )
@@ -453,7 +469,7 @@ FIELD_WORDS = {
     "disabled": ("enabled",), "in a rack": ("rack",), "assigned": ("assigned_object",),
 }  # fmt: skip
 _HAS = re.compile(
-    rf"{_WORD_START}(?P<s>{TOKEN.pattern})(?:\s+on\s+(?P<on>{TOKEN.pattern}))?\s+"
+    rf"{_WORD_START}(?P<s>{_NAME})(?:\s+on\s+(?P<on>{_NAME}))?\s+"
     r"(?:(?:has|have)\s+(?P<a>no|a|an|one)\s+(?P<f>cable|tenant|primary\s+ip|rack|platform|"
     r"route\s+distinguisher|rd|description|serial)"
     r"|(?:is|are)\s+(?P<neg>not\s+)?(?P<g>cabled|enabled|disabled|connected|in\s+a\s+rack))\b",
@@ -466,7 +482,9 @@ def _fields(text: str) -> list[Fact]:
     IP", "eth0 on sw01 is enabled", "sw02 is not in a rack". `answer` holds
     whether the field is said to be set (enabled: true)."""
     facts = []
-    for m in _matches(_HAS, text, ("has", "have", "is", "are")):
+    # the lines holding a word each match holds: "has"/"have", or the field's
+    # own word after "is"/"are" (any line has an "is"; few say "enabled")
+    for m in _matches(_HAS, text, ("has", "have", "abled", "connected", "rack")):
         if m.group("f"):
             word, present = re.sub(r"\s+", " ", m.group("f").lower()), m.group("a").lower() != "no"
         else:
@@ -483,14 +501,14 @@ def _fields(text: str) -> list[Fact]:
 # or a capital, so the field's own next word ("distinguisher") is never read as it
 _A_VALUE = r"(?=\S*(?:[\d:/]|(?-i:[A-Z])))"
 _FIELD_VALUE = re.compile(
-    rf"{_WORD_START}(?P<s>{TOKEN.pattern})(?:'s|\u2019s)\s+(?P<f>[a-z][a-z ]{{0,28}}?)\s+"
+    rf"{_WORD_START}(?P<s>{_NAME})(?:'s|\u2019s)\s+(?P<f>[a-z][a-z ]{{0,28}}?)\s+"
     rf"(?:is|was|lands\s+on|terminates\s+(?:at|on)|ends\s+(?:at|on))\s+"
     rf"(?:set\s+to\s+)?(?P<v>{TOKEN.pattern})"
-    rf"|{_WORD_START}(?P<s2>{TOKEN.pattern})\s+has\s+(?:the|a|an)\s+"
+    rf"|{_WORD_START}(?P<s2>{_NAME})\s+has\s+(?:the|a|an)\s+"
     rf"(?P<f2>[a-z][a-z ]{{0,28}}?)\s+(?:of\s+)?"
     rf"(?P<v2>{_A_VALUE}(?:{TOKEN.pattern}))"
-    rf"|{_WORD_START}(?P<s3>{TOKEN.pattern})\s+(?:is|was)\s+(?P<f3>named|called)\s+(?P<v3>{TOKEN.pattern})"
-    rf"|{_WORD_START}(?P<s4>{TOKEN.pattern})\s+was\s+(?P<f4>created|last\s+updated)\s+on\s+"
+    rf"|{_WORD_START}(?P<s3>{_NAME})\s+(?:is|was)\s+(?P<f3>named|called)\s+(?P<v3>{TOKEN.pattern})"
+    rf"|{_WORD_START}(?P<s4>{_NAME})\s+was\s+(?P<f4>created|last\s+updated)\s+on\s+"
     rf"(?P<v4>\d{{4}}-\d\d-\d\d)",
     re.IGNORECASE,
 )
@@ -575,6 +593,7 @@ def _cells(text: str, blocks: Shape) -> list[Fact]:
     """A table row's cells as fields of the object its first cell names: the
     "Tenant" cell of a row is that object's tenant."""
     facts = []
+    fields: dict[str, str] = {}  # each header's field name, made once per table, not per row
     for row in blocks.rows:
         if len(row.cells) < 2:
             continue
@@ -592,9 +611,11 @@ def _cells(text: str, blocks: Shape) -> list[Fact]:
             value = cell.strip()
             if span is None or not header.strip() or not TOKEN.search(value):
                 continue
+            if header not in fields:
+                fields[header] = _SPACES.sub(" ", header.strip().lower())
             facts.append(
                 Fact("field", value, span[0], span[1], subject=subject, value=value,
-                     field=re.sub(r"\s+", " ", header.strip().lower()))
+                     field=fields[header])
             )  # fmt: skip
     return facts
 

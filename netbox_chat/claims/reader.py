@@ -24,10 +24,18 @@ TOKEN = re.compile(r"[^\W_](?:[\w.\-/:@]*[^\W_])?")
 _ALNUM = re.compile(r"[^\W_]+")
 
 
-@lru_cache(maxsize=8192)
 def key(text: str) -> str:
     """The form two spellings of one name share: case, spaces, dashes,
-    underscores and punctuation do not matter ("DM Akron" = "dm-akron")."""
+    underscores and punctuation do not matter ("DM Akron" = "dm-akron").
+    A plain ASCII word (most of an answer's tokens) is its own lower case:
+    no pattern run and no cache entry for it."""
+    if text.isascii() and text.isalnum():
+        return text.lower()
+    return _key(text)
+
+
+@lru_cache(maxsize=8192)
+def _key(text: str) -> str:
     return "-".join(_ALNUM.findall(text.lower()))
 
 
@@ -59,7 +67,17 @@ class Token(NamedTuple):
 
 
 def tokens(text: str) -> list[Token]:
-    return [Token(m.group(), m.start(), m.end(), key(m.group())) for m in TOKEN.finditer(text)]
+    out = []
+    for m in TOKEN.finditer(text):
+        word = m.group()
+        out.append(_new(Token, (word, m.start(), m.end(), key(word))))
+    return out
+
+
+# A tuple built as its class without the named-argument constructor: the
+# passes build one per token and per number (thousands an answer), and that
+# constructor costs a Python call each.
+_new = tuple.__new__
 
 
 # What may stand between the words of one name: "JBB Branch 104",
@@ -93,6 +111,10 @@ def joins(
 
 
 def is_address(text: str) -> bool:
+    # an IPv4 address has three dots, an IPv6 one a colon: most tokens have
+    # neither, and are refused before the pattern runs
+    if ":" not in text and text.count(".") < 3:
+        return False
     return bool(ADDRESS.match(text)) and (":" in text or _valid_v4(text))
 
 
@@ -144,6 +166,13 @@ def plain(text: str) -> str:
     """`text` without Markdown marks, each replaced by a space so every
     offset still points at the same character."""
     return _MARKUP.sub(lambda m: " " * len(m.group()), text)
+
+
+@lru_cache(maxsize=2)
+def plain_answer(answer: str) -> str:
+    """`plain(answer)` kept for the answer just read: the grounding check's
+    passes and its fact reader read the same answer (read it, never change it)."""
+    return plain(answer)
 
 
 class Segment(NamedTuple):
@@ -200,6 +229,9 @@ class Shape:
     numbering: list[tuple[int, int]] = field(default_factory=list)  # "1." of a numbered list
 
 
+_TOTAL_WORDS = ("total", "sum", "all")
+
+
 @lru_cache(maxsize=2)
 def shape(text: str) -> Shape:
     """The answer's blocks, kept for the text just read (the token passes and
@@ -232,8 +264,12 @@ def shape(text: str) -> Shape:
                     tuple(zip(header + [""] * len(cells), cells, strict=False)),
                 )
                 out.segments.append(row)
-                first = plain(next((c for c in cells if c), "")).strip().lower()
-                (out.totals if first.startswith(("total", "sum", "all")) else out.rows).append(row)
+                first = next((c for c in cells if c), "")
+                # a total's word is in its cell as written (plain only blanks marks)
+                total = any(w in first.lower() for w in _TOTAL_WORDS) and (
+                    plain(first).strip().lower().startswith(_TOTAL_WORDS)
+                )
+                (out.totals if total else out.rows).append(row)
                 index += 1
             continue
         bullet = _BULLET.match(line)
@@ -247,8 +283,10 @@ def shape(text: str) -> Shape:
                 out.numbering.append((start + bullet.start(2), start + bullet.end(2)))
                 if bullet.group(2) == "1":  # "1. VLAN 100 2. VLAN 200": a list run into one line
                     out.numbering.extend(_run_in(line, start, bullet.end()))
-            body = plain(line[bullet.end() :]).strip().lower()
-            if body.startswith(("total", "in total")):
+            body = line[bullet.end() :]
+            if "total" in body.lower() and (  # its word as written: plain only blanks marks
+                plain(body).strip().lower().startswith(("total", "in total"))
+            ):
                 out.totals.append(item)
             elif indent <= (top_indent or 0):
                 out.items.append(item)
@@ -323,9 +361,9 @@ OBJECT_NOUNS = (
     "entry", "record", "item", "switch", "router", "server", "firewall", "port", "host",
     "member", "module", "outlet", "range", "asn", "termination", "group", "one",
 )  # fmt: skip
-_TIME_UNITS = re.compile(
-    r"^\s*(?:%\s*)?(?:seconds?|secs?|s|ms|minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|months?"
-    r"|years?|yrs?|am|pm|o'clock|times|x|characters?|chars|tokens?"
+_TIME_UNITS = re.compile(  # the look-ahead: the units' first letters, checked at once
+    r"^\s*(?:%\s*)?(?=[acdhlmopstwxy])(?:seconds?|secs?|s|ms|minutes?|mins?|hours?|hrs?|h|days?"
+    r"|d|weeks?|months?|years?|yrs?|am|pm|o'clock|times|x|characters?|chars|tokens?"
     r"|calls?|tool calls?|steps?|turns?|lines?|columns?|percent)\b",
     re.IGNORECASE,
 )
@@ -417,12 +455,13 @@ def noun_after(text: str, end: int, nouns: Sequence[str]) -> str:
     # per number to find its cache entry costs more than the lookup itself
     forms = _OBJECT_FORMS if nouns is OBJECT_NOUNS else _forms(tuple(nouns))
     words = _WORD.findall(tail)[:5]
-    for count in range(len(words)):
-        for length in (2, 1):
-            noun = forms.get(" ".join(words[count : count + length]))
-            if noun is not None:
-                return noun
-        if count >= 3 or words[count] in _BREAK_WORDS:
+    last = len(words) - 1
+    for count, word in enumerate(words):  # two words first ("power feeds"), then one
+        if count < last and (noun := forms.get(f"{word} {words[count + 1]}")) is not None:
+            return noun
+        if (noun := forms.get(word)) is not None:
+            return noun
+        if count >= 3 or word in _BREAK_WORDS:
             break
     return ""
 
@@ -479,14 +518,14 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
         if a < b:
             taken[a:b] = b"\x01" * (b - a)
 
-    candidates: list[tuple[int, int, float, str, bool, bool]] = []
+    # (start, end, its digits ("" for a word), text, percent, a word's value): a value is
+    # made only for the numbers kept
+    candidates: list[tuple[int, int, str, str, bool, float]] = []
     for m in _DIGITS.finditer(text):
         raw = m.group(1)
         if len(raw) > _LONGEST:
             continue  # a serial or a stuck model's digits: no count, and past a float
-        candidates.append(
-            (m.start(1), m.end(), float(raw.replace(",", "")), m.group(), bool(m.group(2)), False)
-        )
+        candidates.append((m.start(1), m.end(), raw, m.group(), bool(m.group(2)), 0.0))
     for m in _WORD_NUMBER.finditer(text):
         if m.group(3):
             value = NUMBER_WORDS[m.group(3).lower()]
@@ -494,18 +533,21 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             value = NUMBER_WORDS[m.group(1).lower()] + (
                 NUMBER_WORDS[m.group(2).lower()] if m.group(2) else 0
             )
-        candidates.append((m.start(), m.end(), float(value), m.group(), False, True))
-    for start, end, found_value, raw, percent, word in sorted(candidates):
-        if skip and 1 in taken[start:end]:
+        candidates.append((m.start(), m.end(), "", m.group(), False, float(value)))
+    # no digits and no number word start at one offset: the order is the offsets'
+    for start, end, digits, raw, percent, word_value in sorted(candidates):
+        word = not digits
+        if skip and taken.find(1, start, end) >= 0:
             continue
         before = text[max(0, start - 40) : start]
         after = text[end : end + 40]
-        words = _last_words(before) if before[-1:].isspace() or not before else []
-        if not percent and (
-            _TIME_UNITS.match(after) or (words and words[-1] in _NOT_A_COUNT_BEFORE)
-        ):
-            continue
+        # the tests that drop a number, the cheapest first ("VLAN 100": no count)
         if not word and _identifier(before):
+            continue
+        if not percent and _TIME_UNITS.match(after):
+            continue
+        words = _last_words(before) if before[-1:].isspace() or not before else []
+        if not percent and words and words[-1] in _NOT_A_COUNT_BEFORE:
             continue
         noun = noun_after(text, end, nouns)
         if not word and not noun and _YEAR.fullmatch(raw):
@@ -519,18 +561,21 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                 continue
             if raw.lower() == "one" and noun == "one":
                 continue
-        found.append(  # by position: by keyword costs twice the build
-            Number(
-                found_value,
-                start,
-                end,
-                raw.strip(),
-                noun,
-                _context(words),  # context
-                bool(_TOTAL_NEAR.search(before[-16:]) or _TOTAL_AFTER.match(after)),  # total
-                bool(_SUBCOUNT_AFTER.match(after)),  # subcount
-                percent,
-                word,
+        found.append(  # by position, as a bare tuple: by keyword costs twice the build
+            _new(
+                Number,
+                (
+                    float(digits.replace(",", "")) if digits else word_value,
+                    start,
+                    end,
+                    raw.strip(),
+                    noun,
+                    _context(words),  # context
+                    bool(_TOTAL_NEAR.search(before[-16:]) or _TOTAL_AFTER.match(after)),  # total
+                    bool(_SUBCOUNT_AFTER.match(after)),  # subcount
+                    percent,
+                    word,
+                ),
             )
         )
     return found
@@ -757,20 +802,23 @@ def introduced(text: str) -> list[Introduced]:
         first = words[0].strip(",")
         if first.lower() in _NOT_NAMES:
             continue
-        if first.isdigit():
+        digits = first.isdigit()
+        if digits:
             words = [first]  # a number is one word: "VLAN 100 2. VLAN 200" names VLAN 100
-        slug = "-" in first.strip("-") and first.replace("-", "").isalnum()
         if not (
-            first[0].isupper()
+            digits
+            or first[0].isupper()
             or identifier_like(first)
-            or slug
-            or first.isdigit()
+            or ("-" in first.strip("-") and first.replace("-", "").isalnum())  # a slug
             or is_address(first)
         ):
             continue
         name = " ".join(words).rstrip(",")
         start = m.start(2)
-        out.append(Introduced(_SPACES.sub(" ", m.group(1).lower()), name, start, start + len(name)))
+        noun = m.group(1).lower()
+        if not noun.isalpha():  # "ip  address": its spaces made one
+            noun = _SPACES.sub(" ", noun)
+        out.append(_new(Introduced, (noun, name, start, start + len(name))))
     return out
 
 

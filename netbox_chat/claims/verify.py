@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from netbox_chat.claims.index import Index, Set
 from netbox_chat.claims.read import FIELD_WORDS, STATUS_WORDS, Fact
@@ -48,10 +47,10 @@ _TYPES = {
 _IDENTITY = ("name", "display", "address", "prefix", "cid", "model", "slug", "vid")
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """A fact's verdict: "verified", "ungrounded" or "unchecked", the index of
-    the call it rests on, and one short line saying why."""
+    the call it rests on, and one short line saying why (a tuple, like the
+    `Fact` it judges: one a fact, thousands an answer)."""
 
     fact: Fact
     status: str
