@@ -8,9 +8,6 @@ import json
 import time
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from netbox_chat.cli.app import app
 from tests.doubles.ollama_server import HTTPError, ScriptedOllama, Text
 from tests.drive.process import run
 from tests.drive.pty import PROMPT, leave, resume
@@ -123,20 +120,18 @@ def test_a_question_after_the_chat_options_is_asked_with_them(
     """`netbox-chat -m qwen2.5:7b "which sites?"` (as `llm -m … "q"`) was
     `No such command 'which sites?'`: only a question first was asked."""
     ollama.script([Text("Three sites.")])
-    runner = CliRunner()
     # --no-think is a flag: it must not take the question as its value
-    asked = runner.invoke(app, ["-m", "qwen2.5:7b", "--no-think", "which sites?"], env=chat_env)
+    asked = invoke(["-m", "qwen2.5:7b", "--no-think", "which sites?"], env=chat_env)
     assert asked.exit_code == 0, asked.output
     assert asked.stdout == "Three sites.\n"
     assert [request["model"] for request in ollama.requests] == ["qwen2.5:7b"]
     ollama.script([Text("Two racks.")])
-    joined = runner.invoke(
-        app,
+    joined = invoke(
         ["-mqwen2.5:7b", "--netbox-url=" + chat_env["NETBOX_URL"], "how many racks?"],
         env=chat_env,
     )
     assert joined.exit_code == 0 and joined.stdout == "Two racks.\n", joined.output
-    typo = runner.invoke(app, ["-m", "qwen2.5:7b", "lss"], env=chat_env)
+    typo = invoke(["-m", "qwen2.5:7b", "lss"], env=chat_env)
     assert typo.exit_code == 2 and "No such command 'lss'" in typo.output
     assert len(ollama.requests) == 2
 
