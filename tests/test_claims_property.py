@@ -8,6 +8,7 @@ answer already given: an exception inside it would cost the user the turn
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -18,9 +19,10 @@ from netbox_chat.claims import Call, check
 from netbox_chat.claims.present import MARK, marked, summary_line
 from tests.doubles.claims_evidence import DEVICES, SITES, VLANS
 
-CASES = int(
-    __import__("os").environ.get("CASES", 10_000)
-)  # issue 38: at least ten thousand generated cases in CI
+CASES = int(os.environ.get("NETBOX_CHAT_PROPERTY_CASES", 1_000))
+"""Generated cases: a thousand in the README's test command (about 4 s), ten
+thousand in CI (.ci/run sets the variable: issue 38 asks for at least that
+many there; they take 40 s of CPU, 5 % of the whole suite's)."""
 
 # Pieces answers are made of: the forms the reader binds on, and the ones
 # that broke it (a noun spelt unlike its singular, a 309-digit number).
