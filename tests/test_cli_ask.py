@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.doubles.network import closed_port_number as closed_port
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.drive.process import cli, run, words
-from tests.drive.pty import in_a_shell, leave, plain, run_in_pty, spawn
+from tests.drive.pty import ended, in_a_shell, leave, plain, run_in_pty, spawn
 from tests.drive.runner import invoke
 
 
@@ -103,9 +103,8 @@ def test_ask_piped_from_a_terminal_prints_the_answer_alone_and_errors_after_it(
     ask = words("ask", "how many sites?")
     child = in_a_shell(chat_env, f"{ask} | cat", columns=80, lines=24, timeout=30)
     child.expect(pexpect.EOF, timeout=60)
-    child.close()
     screen = (child.before or "").replace("\r\n", "\n")
-    assert child.exitstatus == 0, screen
+    assert ended(child) == 0, screen
     assert screen == "There are three sites.\n"  # no hint, no figures: stdout is not a terminal
 
     down = {**chat_env, "NETBOX_URL": f"http://127.0.0.1:{closed_port()}", "NETBOX_TIMEOUT": "1"}

@@ -13,7 +13,7 @@ import pexpect
 
 from tests.doubles.inspect_session import read_from_fresh_process as inspect
 from tests.doubles.ollama_server import HTTPError, Reply, ScriptedOllama, Stall, Text
-from tests.drive.pty import PROMPT, leave, only_session, plain, spawn
+from tests.drive.pty import PROMPT, ended, leave, only_session, plain, spawn
 
 
 def test_text_that_looks_like_markup_is_printed_as_typed_and_the_repl_goes_on(
@@ -90,8 +90,7 @@ def test_ctrl_d_typed_right_after_ctrl_c_leaves_the_repl(
     child.expect("rolled back")
     child.expect("saved; `netbox-chat resume")
     child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    assert ended(child) == 0
     assert len(ollama.requests) == 2  # the cancelled question was not sent again
     turns = inspect(sessions_dir, only_session(sessions_dir))["turns"]
     assert [t["status"] for t in turns] == ["done", "cancelled"]

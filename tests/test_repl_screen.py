@@ -16,7 +16,7 @@ from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.drive.process import cli, words
 from tests.drive.process import first_turn as first_session
-from tests.drive.pty import PROMPT, in_a_shell, leave
+from tests.drive.pty import PROMPT, ended, in_a_shell, leave
 from tests.drive.screen import answered, chat, on_screen, until_shown
 
 
@@ -208,8 +208,7 @@ def test_history_from_an_earlier_session_tab_completion_and_the_ways_to_leave(
     child.sendline("exit")  # typed alone, it leaves; it is not a question
     child.expect("saved; `netbox-chat resume")
     child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0 and len(ollama.requests) == 1
+    assert ended(child) == 0 and len(ollama.requests) == 1
     history = tmp_path / "state" / "netbox-chat" / "history"
     assert history.stat().st_mode & 0o777 == 0o600
     assert history.parent.stat().st_mode & 0o777 == 0o700

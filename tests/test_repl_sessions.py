@@ -18,7 +18,7 @@ from netbox_chat.cli import clipboard
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.doubles.stores import StoreUnderTest
 from tests.drive.process import cli
-from tests.drive.pty import PROMPT, answered, leave, on_a_terminal, plain, resume, spawn
+from tests.drive.pty import PROMPT, answered, ended, leave, on_a_terminal, plain, resume, spawn
 
 LOOK = ToolCall(
     "netbox_get_objects", {"object_type": "dcim.device", "filters": {"site": "dm-akron"}}
@@ -208,8 +208,7 @@ def test_resume_without_an_id_picks_from_a_list_and_filters_by_title_or_text(
     time.sleep(0.3)
     child.send("\x1b")
     child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0 and "resumed" not in (child.before or "")
+    assert ended(child) == 0 and "resumed" not in (child.before or "")
     # piped, it is the most recent, as before (and the chat needs a terminal)
     piped = cli(store_env, "resume")
     assert piped.returncode == 2 and "the chat needs a terminal" in piped.stderr

@@ -104,8 +104,7 @@ def run_in_pty(
     status and what it drew, without the escape codes."""
     child = on_a_terminal(env, *args, timeout=timeout, columns=columns)
     child.expect(pexpect.EOF)
-    child.close()
-    return int(child.exitstatus or 0), plain(child.before or "")
+    return ended(child), plain(child.before or "")
 
 
 def resume(env: dict[str, str], *args: str) -> tuple[pexpect.spawn, str]:
@@ -125,9 +124,17 @@ def leave(child: pexpect.spawn) -> str:
     child.sendcontrol("u")
     child.sendcontrol("d")
     child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    assert ended(child) == 0
     return plain(child.before or "")
+
+
+def ended(child: pexpect.spawn) -> int:
+    """The exit status of a command whose output has ended (EOF), once it has
+    exited: pexpect's close() hangs it up when it is still alive 0.1 s after
+    the terminal closed, which a loaded machine's exit can take."""
+    status = child.wait()
+    child.close()
+    return int(status if status is not None else -1)
 
 
 def plain(text: str) -> str:
