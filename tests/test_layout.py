@@ -14,7 +14,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).parent.parent / "netbox_chat"
 
 LAYERS = (
-    "base",  # the flat modules: errors, words, visible, config, credentials, process, typeahead
+    "base",  # the flat modules: errors, words, visible, config, credentials, process, typeahead, tls
     "store",
     "checkpoints",
     "models",

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 
+from netbox_chat import tls
 from netbox_chat.config import Settings, netbox_setup, source_of, without_userinfo
 from netbox_chat.errors import UserFacingError
 from netbox_chat.models.coldstart import cold_start_line, last_cold_start, record_path
@@ -89,7 +90,7 @@ def run_checks(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
 def check_ollama(settings: Settings, *, timeout: float = TIMEOUT) -> list[Check]:
     url, model = settings.ollama_url, settings.model
     try:
-        with httpx.Client(base_url=url, timeout=timeout) as http:
+        with httpx.Client(base_url=url, timeout=timeout, verify=tls.context()) as http:
             version = http.get("/api/version")
             version.raise_for_status()
             shown = http.post("/api/show", json={"model": model})
@@ -141,7 +142,7 @@ def check_loaded(url: str, model: str, timeout: float) -> Check:
     """Whether the model is in memory (`/api/ps`): if not, the first question pays
     the load, which netbox-chat waits for (liveness.py) but the user should expect."""
     try:
-        with httpx.Client(base_url=url, timeout=timeout) as http:
+        with httpx.Client(base_url=url, timeout=timeout, verify=tls.context()) as http:
             answer = http.get("/api/ps")
         listed = json_object(answer).get("models") if answer.status_code == 200 else None
     except httpx.HTTPError:

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from netbox_chat import tls
 from netbox_chat.errors import UserFacingError
 from netbox_chat.netbox.client import auth_cause, auth_header
 
@@ -266,7 +267,11 @@ class TruthClient:
             headers["Authorization"] = auth_header(token)
         self.base = url.rstrip("/") + "/api/"
         self._http = httpx.Client(
-            headers=headers, timeout=timeout, transport=transport, follow_redirects=False
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
+            follow_redirects=False,
+            verify=tls.context(),
         )
         self.timeout = timeout
         self.backoff = backoff

@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from netbox_chat import tls
 from netbox_chat.config import without_userinfo
 from netbox_chat.models.liveness import (
     LOADING,
@@ -174,11 +175,16 @@ def auth_headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
+def _client(api_key: str | None, timeout: float) -> httpx.Client:
+    """A client for the server's own endpoints, with its key."""
+    return httpx.Client(timeout=timeout, headers=auth_headers(api_key), verify=tls.context())
+
+
 def probe(base_url: str, model: str, api_key: str | None, *, timeout: float) -> ServerFacts:
     """Ask the server at `base_url` which it is and what window `model` has."""
     root = base_url.removesuffix("/v1")
     shown = without_userinfo(base_url, "***@")  # a proxy's password is sent, never shown
-    with httpx.Client(timeout=timeout, headers=auth_headers(api_key)) as http:
+    with _client(api_key, timeout) as http:
         try:
             listed = http.get(f"{base_url}/models")
         except httpx.HTTPError as exc:
@@ -243,7 +249,7 @@ def served_models(base_url: str, api_key: str | None, *, timeout: float) -> tupl
     each cut to 200 characters); ServerError with a one-line reason."""
     shown = without_userinfo(base_url, "***@")
     try:
-        with httpx.Client(timeout=timeout, headers=auth_headers(api_key)) as http:
+        with _client(api_key, timeout) as http:
             listed = http.get(f"{base_url}/models")
     except httpx.HTTPError as exc:
         raise ServerError(f"cannot reach {shown} ({_reason(exc)})") from exc
@@ -367,7 +373,7 @@ def trial(
         "stream": True,
     }
     with (
-        httpx.Client(timeout=timeout, headers=auth_headers(api_key)) as http,
+        _client(api_key, timeout) as http,
         http.stream("POST", f"{base_url}/chat/completions", json=body) as response,
     ):
         if response.status_code != 200:

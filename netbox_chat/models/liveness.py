@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from netbox_chat import tls
+
 POLL_SECONDS = 2.0
 """How often a silent server is probed."""
 PROBE_TIMEOUT = 5.0
@@ -90,7 +92,9 @@ def answer_probe(
     async def probe(request: httpx.Request) -> str | None:
         model, body = model_of(request)
         try:
-            async with httpx.AsyncClient(timeout=limit, headers=headers) as client:
+            async with httpx.AsyncClient(
+                timeout=limit, headers=headers, verify=tls.context()
+            ) as client:
                 answer = await client.get(url)
             return read(answer, model, body)
         except (httpx.HTTPError, ValueError, AttributeError, TypeError):
@@ -157,7 +161,7 @@ class PatientTransport(httpx.AsyncBaseTransport):
         self.probe = probe
         self.timeout = timeout
         self.paths = paths
-        self.inner = inner or httpx.AsyncHTTPTransport()
+        self.inner = inner or httpx.AsyncHTTPTransport(verify=tls.context())
         self.report = report
         self.poll = poll
         self.loaded = loaded

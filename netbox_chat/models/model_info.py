@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from netbox_chat import tls
 from netbox_chat.config import without_userinfo
 from netbox_chat.words import number
 
@@ -105,7 +106,7 @@ def parse_show(name: str, payload: Mapping[str, Any]) -> ModelInfo:
 def fetch_model_info(ollama_url: str, model: str, *, timeout: float) -> ModelInfo:
     """Ask Ollama about `model`; raises ModelInfoError with a one-line reason."""
     try:
-        with httpx.Client(base_url=ollama_url, timeout=timeout) as http:
+        with httpx.Client(base_url=ollama_url, timeout=timeout, verify=tls.context()) as http:
             response = http.post("/api/show", json={"model": model})
     except httpx.HTTPError as exc:
         raise ModelInfoError(
@@ -130,7 +131,7 @@ def fetch_model_names(ollama_url: str, *, timeout: float) -> tuple[str, ...]:
     shows them), sorted; raises ModelInfoError with a one-line reason. Names
     are the server's text: at most 200 of them, each cut to 200 characters."""
     try:
-        with httpx.Client(base_url=ollama_url, timeout=timeout) as http:
+        with httpx.Client(base_url=ollama_url, timeout=timeout, verify=tls.context()) as http:
             response = http.get("/api/tags")
     except httpx.HTTPError as exc:
         raise ModelInfoError(f"cannot reach Ollama at {ollama_url} ({exc})") from exc

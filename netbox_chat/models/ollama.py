@@ -7,6 +7,7 @@ import os
 
 from langchain_ollama import ChatOllama
 
+from netbox_chat import tls
 from netbox_chat.config import Settings
 from netbox_chat.models.coalesce import CoalescingTransport
 from netbox_chat.models.coldstart import recorder
@@ -31,7 +32,7 @@ def build_model(
         # turn forever. The timeout covers connect and each read of the stream,
         # but a silent server that still answers /api/ps is waited for
         # (liveness.py): loading a model or reading a long prompt takes minutes.
-        client_kwargs={"timeout": settings.request_timeout},
+        client_kwargs={"timeout": settings.request_timeout, "verify": tls.context()},
         # A reply read slower than it streams is read in fewer pieces (coalesce.py).
         async_client_kwargs={
             "transport": CoalescingTransport(

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from netbox_chat import tls
 from netbox_chat.config import (
     DEFAULT_NETBOX_MAX_BYTES,
     TOKEN_ENV,
@@ -189,6 +190,7 @@ class NetBoxClient:
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
             transport=transport,
             follow_redirects=True,
+            verify=tls.context(),
         )
 
     @classmethod
