@@ -196,6 +196,22 @@ def test_an_open_racing_a_forget_is_refused_not_left_writing_a_deleted_id(
         pg.open(session_id)
 
 
+def test_a_closed_session_is_free_at_once(pg: StoreUnderTest) -> None:
+    """`forget` then `resume`, or a REPL's exit then `-c`, in the same instant:
+    the server frees a closed connection's lock only once it notices the client
+    has gone, so close must unlock first, or the next open is refused as
+    "open in another netbox-chat (unknown)"."""
+    holder = pg.create()
+    for _ in range(40):
+        # The next process is connected and ready when the holder closes.
+        waiting = PgSession(pg.store(), holder.id)
+        waiting._connect()
+        holder.close()
+        waiting._lock()
+        holder = waiting
+    holder.close()
+
+
 # Two ids whose hashtext() is the same (-1873989405): the old 32-bit lock key.
 TWINS = ("ktxqyq8r", "vjzdjb1b")
 

@@ -751,8 +751,17 @@ class PgSession(Ledger):
         return True
 
     def close(self) -> None:
-        """Closing the connection releases the advisory lock."""
+        """Release the advisory lock, then close the connection.
+
+        The server frees a closed connection's locks only once its process
+        notices the client has gone, which under load is after the next
+        netbox-chat asked for the lock (`forget` then `resume`, an exit then
+        `-c`): that open was refused as held by "unknown". Unlocking first
+        frees the session before close returns; a broken connection's lock
+        is freed by the server as before."""
         if self.conn is not None:
+            with contextlib.suppress(Exception):
+                self.conn.execute("SELECT pg_advisory_unlock_all()")
             with contextlib.suppress(Exception):
                 self.conn.close()
             self.conn = None
