@@ -26,7 +26,7 @@ import pytest
 from netbox_chat.store.choose import Store
 from netbox_chat.store.errors import NoSuchSession
 from netbox_chat.store.migrations import RECORD_PREFIX, schema_version
-from netbox_chat.store.postgres import PgSession
+from netbox_chat.store.postgres import HeldElsewhere, PgSession
 from tests.doubles.netbox_double import NetBoxDouble
 from tests.doubles.old_releases import (
     BEFORE_SMALL_TABLES,
@@ -210,6 +210,41 @@ def test_a_closed_session_is_free_at_once(pg: StoreUnderTest) -> None:
         waiting._lock()
         holder = waiting
     holder.close()
+
+
+def test_a_lock_left_by_an_ended_netbox_chat_is_waited_out_not_refused(
+    pg: StoreUnderTest,
+) -> None:
+    """A netbox-chat killed while a session was open leaves the lock to the
+    server, which frees it once it notices: the next open waits that moment
+    out. One of this machine's still running is refused at once, by pid."""
+    import subprocess
+    import threading
+
+    import psycopg
+
+    from netbox_chat.store.postgres import LOCK_KEY, application_name
+
+    with pg.create() as session:
+        session_id = session.id
+    ended = subprocess.Popen(["true"])
+    ended.wait()  # its pid no longer runs
+    lock = "SELECT pg_advisory_lock(" + LOCK_KEY.format(sid="%(sid)s") + ")"
+    for holder_pid, running in ((ended.pid, False), (os.getpid(), True)):
+        conn = psycopg.connect(
+            pg.value, autocommit=True, application_name=application_name(holder_pid)
+        )
+        conn.execute(lock, {"sid": session_id})
+        freed = threading.Timer(0.3, conn.close)  # the server notices, a moment later
+        freed.start()
+        try:
+            if running:
+                with pytest.raises(HeldElsewhere, match=f"pid {holder_pid} on "):
+                    pg.open(session_id)
+            else:
+                pg.open(session_id).close()
+        finally:
+            freed.join()
 
 
 # Two ids whose hashtext() is the same (-1873989405): the old 32-bit lock key.

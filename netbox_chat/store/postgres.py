@@ -23,6 +23,7 @@ import contextlib
 import os
 import re
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,12 +230,13 @@ def check_url(url: str) -> None:
     raise StoreError(f"the session store URL {shown_url(url)} is malformed: {masked(problem, url)}")
 
 
-def application_name() -> str:
-    """What the server shows for our connection, and what a second writer is
-    told: `netbox-chat <pid>@<host>` (the server keeps 63 bytes)."""
+def application_name(pid: int | None = None) -> str:
+    """What the server shows for our connection (or process `pid`'s on this
+    machine), and what a second writer is told: `netbox-chat <pid>@<host>`
+    (the server keeps 63 bytes)."""
     import socket
 
-    return f"netbox-chat {os.getpid()}@{socket.gethostname()}"[:63]
+    return f"netbox-chat {os.getpid() if pid is None else pid}@{socket.gethostname()}"[:63]
 
 
 _HOLDER = re.compile(r"netbox-chat (\d+)@(.*)")
@@ -354,6 +356,10 @@ def migrate(conn: PgConnection) -> int:
     return found
 
 
+# A lock held by no listed process is one being freed: asked for again this often.
+LOCK_RETRIES = 20
+LOCK_RETRY_S = 0.05
+
 _HOLDER_SQL = (
     "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
     f"WHERE {_OUR_LOCKS} AND {_HELD_KEY} = " + LOCK_KEY.format(sid="%(sid)s")
@@ -363,6 +369,23 @@ _HOLDER_SQL = (
 def _holder(conn: psycopg.Connection[Any], session_id: str) -> str | None:
     row = conn.execute(_HOLDER_SQL, {"sid": session_id}).fetchone()
     return None if row is None else str(row[0] or "")
+
+
+def _being_freed(holder: str | None) -> bool:
+    """The lock's holder is gone: no process is listed for it, or it names a
+    netbox-chat of this machine that no longer runs."""
+    if holder is None:
+        return True
+    found = _HOLDER.fullmatch(holder)
+    if found is None or application_name(int(found.group(1))) != holder:
+        return False  # not a netbox-chat, or another machine's
+    try:
+        os.kill(int(found.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process: it runs
+        return False
+    return False
 
 
 class HeldElsewhere(SessionBusy):
@@ -696,9 +719,19 @@ class PgSession(Ledger):
             raise
 
     def _lock(self) -> None:
+        """Take the session's lock, or say who holds it. A netbox-chat that
+        ended without closing (killed, or its terminal gone) leaves its lock
+        to the server, which frees it only once it notices: a lock held by no
+        listed process, or by one of this machine's that no longer runs, is
+        asked for again, for at most a second, before it is refused."""
         locked = "SELECT pg_try_advisory_lock(" + LOCK_KEY.format(sid="%(sid)s") + ")"
-        if not scalar(self.db, locked, {"sid": self.id}):
-            raise HeldElsewhere(self.id, _holder(self.db, self.id) or "")
+        for attempt in range(LOCK_RETRIES + 1):
+            if scalar(self.db, locked, {"sid": self.id}):
+                return
+            holder = _holder(self.db, self.id)
+            if attempt == LOCK_RETRIES or not _being_freed(holder):
+                raise HeldElsewhere(self.id, holder or "")
+            time.sleep(LOCK_RETRY_S)
 
     def recorded_status(self, number: int) -> str | None:
         """What the database holds for turn `number` after a write of it failed
