@@ -74,14 +74,18 @@ _EXISTENCE_CONTEXT = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@dataclass
 class Claim:
     """One claim of the answer as the screen and the JSON show it: `text` as
     written, its `kind`, its `status` (verified, ungrounded: not in NetBox or
     contradicted by the record, unchecked: not tied to a record), the index
     of the call `source` it rests on, where it stands in the answer (`start`,
     `end`) so the screen can mark it, the object it is about when known
-    (`subject`) and one short line on why (`reason`, for /show)."""
+    (`subject`) and one short line on why (`reason`, for /show).
+
+    Not frozen: the check builds one per name, number and value (thousands
+    an answer), and a frozen dataclass's build, a guarded set per field,
+    costs four times a plain one's. Nothing changes a claim once built."""
 
     text: str
     kind: str
