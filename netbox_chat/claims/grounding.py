@@ -604,8 +604,11 @@ def _values(
             ]
             named = None if row else _Named(records)  # a row's values are its first cell's
             for value in sorted(said, key=lambda m: m.start):
+                fields = _fields(text, index, value)
+                if not fields:
+                    continue  # no field holds it: whose value it is need not be found
                 subjects = [records[0]] if named is None else _subjects(text, named, value)
-                _check_value(reading, index, subjects, value, low, inside, starts)
+                _check_value(reading, index, subjects, value, fields, low, inside, starts)
 
 
 @functools.lru_cache(maxsize=8)
@@ -690,29 +693,35 @@ _EXCEPT = re.compile(r"\b(?:but|except|besides|other\s+than|apart\s+from)\s*$", 
 _VALUE_GAP = 32  # characters between an object and a name said of it ("sw01 is at DM-Akron")
 
 
+def _fields(text: str, index: Index, value: _Match) -> set[str]:
+    """The fields a value can be of: a status word's is the status (none when
+    it qualifies a plural noun instead), a name's each field of the replies
+    holding it other than a record's own name (none: no value of anything)."""
+    if value.source < 0:
+        return {"status"} if _attached(text, value.start) else set()
+    return index.attr_fields.get(value.key, set()) - _IDENTITY
+
+
 def _check_value(
     reading: _Reading,
     index: Index,
     subjects: list[_Match],
     value: _Match,
+    fields: set[str],
     low: int,
     inside: Sequence[_Match],
     starts: Sequence[int],
 ) -> None:
-    """One value against each subject's own record(s): held -> verified (a
-    status word is then a claim of its own); another value in that field ->
-    ungrounded; a status said of a subject whose record has no status ->
-    unchecked. A negated value ("is not offline") is contradicted only when
-    the record holds it. A status is checked against the record the names
-    between the subject and it place (`inside`: the clause's names, which
-    start at `starts`; found by bisection, as a clause can name thousands)."""
+    """One value, of `fields`, against each subject's own record(s): held ->
+    verified (a status word is then a claim of its own); another value in
+    that field -> ungrounded; a status said of a subject whose record has no
+    status -> unchecked. A negated value ("is not offline") is contradicted
+    only when the record holds it. A status is checked against the record
+    the names between the subject and it place (`inside`: the clause's
+    names, which start at `starts`; found by bisection, as a clause can name
+    thousands)."""
     text = reading.text
     status_word = value.source < 0
-    if status_word and not _attached(text, value.start):
-        return
-    fields = {"status"} if status_word else index.attr_fields.get(value.key, set()) - _IDENTITY
-    if not fields:
-        return
     denied = negated(text, value.start, low)
     for subject in subjects:
         records = index.records[subject.key]
@@ -723,20 +732,30 @@ def _check_value(
             records = _placed(records, [m.key for m in inside[at:upto]])
         if value.key in records[0].names or _related(index, value.key, records):
             continue
-        holding = [r for r in records if any(value.key in r.attrs.get(f, ()) for f in fields)]
-        having = [r for r in records if any(f in r.attrs for f in fields)]
+        holder = _holder(records, fields, value.key)
         written = text[value.start : value.end]
         if denied:
-            if holding:
-                _value_claim(reading, written, value, "ungrounded", subject, holding[0].source)
+            if holder is not None:
+                _value_claim(reading, written, value, "ungrounded", subject, holder.source)
             continue
-        if holding:
+        if holder is not None:
             if status_word:
-                _value_claim(reading, written, value, "verified", subject, holding[0].source)
-        elif having:
-            _value_claim(reading, written, value, "ungrounded", subject, having[0].source)
+                _value_claim(reading, written, value, "verified", subject, holder.source)
+        elif (
+            having := next((r for r in records if not fields.isdisjoint(r.attrs)), None)
+        ) is not None:
+            _value_claim(reading, written, value, "ungrounded", subject, having.source)
         elif status_word:
             _value_claim(reading, written, value, "unchecked", subject, None)
+
+
+def _holder(records: list[Any], fields: set[str], value: str) -> Any | None:
+    """The first of `records` holding `value` in one of `fields`."""
+    for record in records:
+        for name in fields:
+            if value in record.attrs.get(name, ()):
+                return record
+    return None
 
 
 def _placed(records: list[Any], places: Sequence[str]) -> list[Any]:
@@ -756,9 +775,11 @@ def _placed(records: list[Any], places: Sequence[str]) -> list[Any]:
 def _related(index: Index, value: str, records: list[Any]) -> bool:
     """The value names a sibling of the subject (a row of the same list) or
     an object that holds the subject (an interface of the device)."""
+    if value not in index.records:
+        return False  # the common value, a status word: no object of that name
     return any(
         r.group == o.group or any(name in held for held in r.attrs.values() for name in o.names)
-        for r in index.records.get(value, [])[:_RELATED]
+        for r in index.records[value][:_RELATED]
         for o in records[:_RELATED]
     )
 
@@ -785,14 +806,17 @@ def _value_claim(
     source: int | None,
 ) -> None:
     name = reading.text[subject.start : subject.end]
-    reason = {
-        "verified": f"the record of {name} says so",
-        "ungrounded": f"the record of {name} says otherwise",
-        "unchecked": f"the replies hold no such field of {name}",
-    }[status]
+    reason = _REASONS[status].format(name)
     reading.claims.append(
         Claim(text, "value", status, source, value.start, value.end, name, reason)
     )
+
+
+_REASONS = {
+    "verified": "the record of {} says so",
+    "ungrounded": "the record of {} says otherwise",
+    "unchecked": "the replies hold no such field of {}",
+}
 
 
 def claims_of(answer: str, given: str = "") -> int:
