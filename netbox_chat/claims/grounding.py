@@ -286,6 +286,11 @@ def _addresses(reading: _Reading, toks: list[Token], index: Index, given: set[st
     return records
 
 
+# A tuple built as its class without the named-argument constructor (a Python
+# call each): the passes build one per name and status word, thousands an answer.
+_new = tuple.__new__
+
+
 class _Match(NamedTuple):
     """A name (or status word, `source` -1) of the answer tied to the call
     that holds it (a tuple: an answer names thousands)."""
@@ -299,49 +304,52 @@ class _Match(NamedTuple):
 def _evidence_names(reading: _Reading, toks: list[Token], index: Index) -> list[_Match]:
     """Names of the evidence written in the answer, the longest first: "JBB
     Branch 104" as one name, "Dunder-Mifflin, Inc." across its comma, a slug
-    or another case as the name it spells."""
+    or another case as the name it spells. Most tokens are words of no name:
+    one set test each (`Index.starting`) passes them by."""
     matches: list[_Match] = []
-    names, prefixes, words = index.names, index.prefixes, index.words
-    i = 0
-    while i < len(toks):
-        first = toks[i]
-        if not reading.free(first.start, first.end):
-            i += 1
+    names, prefixes, starting = index.names, index.prefixes, index.starting
+    after = 0  # the tokens before it were read as part of a name
+    for i, first in enumerate(toks):
+        if i < after:
             continue
-        if (
-            # the common case, a word of no name: nothing longer can start here
-            first.key not in names
-            and first.key not in prefixes
-            and (first.key not in words or not identifier_like(first.text))
+        if first.key not in starting or not (
+            first.key in names or first.key in prefixes or identifier_like(first.text)
         ):
-            if "/" in first.text:
+            # the common case, a word of no name: nothing longer can start here
+            if "/" in first.text and reading.free(first.start, first.end):
                 _slashed(reading, first, index, matches)  # "sw01/sw02": two names
-            i += 1
             continue
-        found = None
-        ends = [
-            (joined, toks[last].end, last - i)
-            for joined, last in joins(reading.text, toks, i, index.max_words, index.prefixes)
-        ]
-        for joined, end, n in reversed(ends):
-            if joined.replace("-", "").isdigit():
-                continue  # a number, read as one
-            source = index.names.get(joined)
-            if source is None and n == 0:
-                source = index.words.get(joined) if identifier_like(toks[i].text) else None
-            if source is not None:
-                found = (joined, end, n, source)
-                break
+        if not reading.free(first.start, first.end):
+            continue
+        found = _longest(reading.text, toks, i, index)
         if found is None:
-            _slashed(reading, toks[i], index, matches)
-            i += 1
+            _slashed(reading, first, index, matches)
             continue
-        joined, end, n, source = found
-        start = toks[i].start
-        matches.append(_Match(joined, start, end, source))
+        joined, last, source = found
+        start, end = first.start, toks[last].end
+        matches.append(_new(_Match, (joined, start, end, source)))
         _name_claim(reading, reading.text[start:end], joined, start, index, source)
-        i += n + 1
+        after = last + 1
     return matches
+
+
+def _longest(text: str, toks: list[Token], i: int, index: Index) -> tuple[str, int, int] | None:
+    """The longest name of the evidence starting at `toks[i]`: its key, the
+    index of its last token and the call holding it."""
+    first = toks[i]
+    if first.key in index.prefixes:
+        ends = joins(text, toks, i, index.max_words, index.prefixes)
+    else:
+        ends = [(first.key, i)]  # no longer name starts so: the token alone, as joins gives it
+    for joined, last in reversed(ends):
+        if joined.replace("-", "").isdigit():
+            continue  # a number, read as one
+        source = index.names.get(joined)
+        if source is None and last == i:
+            source = index.words.get(joined) if identifier_like(first.text) else None
+        if source is not None:
+            return joined, last, source
+    return None
 
 
 def _slashed(reading: _Reading, token: Token, index: Index, matches: list[_Match]) -> None:

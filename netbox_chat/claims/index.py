@@ -11,6 +11,7 @@ is read, nothing in them is executed, and every walk is bounded.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -132,6 +133,13 @@ class Index:
     _seen: set[str] = field(default_factory=set)
     prefixes: set[str] = field(default_factory=set)  # starts of names of several words
     count_fields: set[str] = field(default_factory=set)  # "device_count": a record counts its own
+
+    @functools.cached_property
+    def starting(self) -> frozenset[str]:
+        """Every key a name of the evidence can start with (a name, the start
+        of a longer one, a word of one): one set test passes by a token of
+        no name. Read once the index is built; nothing is added after."""
+        return frozenset(self.names.keys() | self.prefixes | self.words.keys())
 
     @classmethod
     def of(cls, calls: Sequence[Any]) -> Index:
