@@ -579,10 +579,12 @@ def _values(
     (a site, a tenant, a role) said of it must be what *its own* record
     says (never excused by another object in the same clause holding it).
     Each clause's names and words are found by bisection: linear overall."""
+    if not any(m.key in index.records for m in matched):
+        return  # no object of the replies named: no value is said of one
     text = reading.text
     statuses = STATUSES | index.statuses
     words = [
-        _Match(m.group().lower(), m.start(), m.end(), -1)
+        _new(_Match, (m.group().lower(), m.start(), m.end(), -1))
         for m in _words_of(frozenset(statuses)).finditer(text)
     ]
     names = sorted(matched, key=lambda m: m.start)
@@ -624,11 +626,16 @@ def _words_of(words: frozenset[str]) -> re.Pattern[str]:
     """The runs of ASCII letters that are one of `words` in any case, found
     in one pass (a Python step per word of the answer costs five times it):
     `\\b[A-Za-z]+\\b` whose lower case is in `words`. A word that is no
-    lower-case run of ASCII letters could never be found so: left out."""
+    lower-case run of ASCII letters could never be found so: left out. The
+    words' first letters, looked ahead for first, let the scan skip every
+    other character at once (half the time of trying each word at each
+    word's start)."""
     runs = sorted(w for w in words if w.isascii() and w.isalpha() and w.islower())
     if not runs:
         return re.compile(r"(?!)")
-    return re.compile(r"\b(?a:(?i:" + "|".join(map(re.escape, runs)) + r"))\b")
+    firsts = "".join(sorted({w[0] for w in runs} | {w[0].upper() for w in runs}))
+    alternatives = "|".join(map(re.escape, runs))
+    return re.compile(rf"(?=[{firsts}])\b(?a:(?i:{alternatives}))\b")
 
 
 _COORDINATION = re.compile(r"\s*(?:,|and|or|&|,\s*and|,\s*or)\s*", re.IGNORECASE)
