@@ -480,8 +480,9 @@ def _numbers(
         value = number.integer
         source = None
         status = "ungrounded"
-        counts = number.noun or number.subcount or number.total or columns.counted(number.start)
-        if value is not None and columns.header(number.start).strip().lower() == "id":
+        header = columns.header(number.start)
+        counts = number.noun or number.subcount or number.total or _counted(header)
+        if value is not None and header.strip().lower() == "id":
             # an ID column names objects by their id
             source = index.ids.get(value)
             status = "verified" if source is not None else "ungrounded"
@@ -535,10 +536,10 @@ class _Columns:
         column = self.text[row.start : at].lstrip().lstrip("|").count("|")
         return row.cells[column][0] if column < len(row.cells) else ""
 
-    def counted(self, at: int) -> bool:
-        """Headed by an object noun ("| Site | Devices |"): a count, not a value."""
-        header = self.header(at)
-        return bool(header) and bool(noun_after(" " + header, 0, OBJECT_NOUNS))
+
+def _counted(header: str) -> bool:
+    """A column headed by an object noun ("| Site | Devices |") holds counts, not values."""
+    return bool(header) and bool(noun_after(" " + header, 0, OBJECT_NOUNS))
 
 
 @functools.lru_cache(maxsize=64)
