@@ -58,6 +58,15 @@ def calls_of(items: Sequence[Any]) -> list[Call]:
     return [item if isinstance(item, Call) else Call("", {}, item) for item in items]
 
 
+# The fields a row of a set is named by when a fact lists or names it.
+_ROW_NAMES = ("name", "display", "address", "prefix", "cid", "model", "slug", "vid")
+
+
+def row_names(row: Mapping[str, Any]) -> set[str]:
+    """The keys of the names a row goes by."""
+    return {key(str(row[k])) for k in _ROW_NAMES if isinstance(row.get(k), (str, int))} - {""}
+
+
 @dataclass(frozen=True)
 class Set:
     """A list one call fetched: its object type ("dcim.device"), the filters
@@ -74,6 +83,12 @@ class Set:
     def complete(self) -> bool:
         """The reply holds every row of the set."""
         return self.count == len(self.rows)
+
+    @functools.cached_property
+    def names(self) -> frozenset[str]:
+        """The names of the set's rows, found once: each fact said of the set
+        (a table's every count) reads them."""
+        return frozenset(name for row in self.rows for name in row_names(row))
 
 
 def set_of(source: int, call: Call) -> Set | None:
