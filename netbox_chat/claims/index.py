@@ -67,6 +67,19 @@ def row_names(row: Mapping[str, Any]) -> set[str]:
     return {key(str(row[k])) for k in _ROW_NAMES if isinstance(row.get(k), (str, int))} - {""}
 
 
+def row_values(row: Mapping[str, Any]) -> set[str]:
+    """The keys of a row's text values (a reference or a choice by its name)."""
+    out = set()
+    for value in row.values():
+        if isinstance(value, Mapping):  # a reference, or a choice ({"value": "active"})
+            value = (
+                value.get("display") or value.get("name") or value.get("slug") or value.get("value")
+            )
+        if isinstance(value, str):
+            out.add(key(value))
+    return out
+
+
 @dataclass(frozen=True)
 class Set:
     """A list one call fetched: its object type ("dcim.device"), the filters
@@ -89,6 +102,11 @@ class Set:
         """The names of the set's rows, found once: each fact said of the set
         (a table's every count) reads them."""
         return frozenset(name for row in self.rows for name in row_names(row))
+
+    @functools.cached_property
+    def values(self) -> tuple[frozenset[str], ...]:
+        """Each row's values (`row_values`), found once for every fact said of the set."""
+        return tuple(frozenset(row_values(row)) for row in self.rows)
 
 
 def set_of(source: int, call: Call) -> Set | None:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from netbox_chat.claims.index import Index, Set, row_names
+from netbox_chat.claims.index import Index, Set, row_names, row_values
 from netbox_chat.claims.read import FIELD_WORDS, STATUS_WORDS, Fact
 from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
@@ -127,7 +127,7 @@ def _holds_named(found: Set, named: set[str]) -> bool:
     """Each of `named` is a value the set was filtered on or one every row holds."""
     filtered = {key(str(v)) for v in found.filters.values()}
     return all(
-        name in filtered or (found.rows and all(name in _values(row) for row in found.rows))
+        name in filtered or (found.rows and all(name in values for values in found.values))
         for name in named
     )
 
@@ -155,18 +155,6 @@ IDENTITY_FIELDS = frozenset(["name", "display", "slug", "label", "model", "cid",
 
 def _lettered(name: str) -> bool:
     return any(c.isalpha() for c in name)
-
-
-def _values(row: Mapping[str, Any]) -> set[str]:
-    out = set()
-    for value in row.values():
-        if isinstance(value, Mapping):  # a reference, or a choice ({"value": "active"})
-            value = (
-                value.get("display") or value.get("name") or value.get("slug") or value.get("value")
-            )
-        if isinstance(value, str):
-            out.add(key(value))
-    return out
 
 
 def _holds(row: Mapping[str, Any], field: str, value: str) -> bool:
@@ -293,7 +281,7 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
             or _filtered_on(found, fact.qualifier)
             or _holds(row, "status", fact.qualifier)
         )
-        and scope <= _values(row)
+        and scope <= row_values(row)
         and (word not in _FLAGS or _said_of(row, word))
     ]
     named = [row for row in found.rows if row_names(row) & listed]
@@ -353,7 +341,7 @@ def _quantifier(fact: Fact, index: Index, question: str) -> Verdict | None:
             # "no device at DM-Columbus is offline", from the list of offline devices
             named = _named(fact, found, index)
             if named:
-                there = [r for r in found.rows if named <= _values(r)]
+                there = [r for r in found.rows if named <= row_values(r)]
                 status = "ungrounded" if there else "verified"
                 return Verdict(fact, status, found.source, f"the {fact.value} set's rows")
     scoped = _in_scope(fact, sets, index, question)
@@ -363,7 +351,7 @@ def _quantifier(fact: Fact, index: Index, question: str) -> Verdict | None:
         for found in sets:
             named = _named(fact, found, index) - {key(str(v)) for v in found.filters.values()}
             for row in found.rows:
-                if named <= _values(row) and _said_of(row, fact.value) != fact.every:
+                if named <= row_values(row) and _said_of(row, fact.value) != fact.every:
                     return Verdict(fact, "ungrounded", found.source, "a record says otherwise")
         return Verdict(fact, "unchecked", None, "no reply holds the set it is said of")
     found = scoped[0]
@@ -434,9 +422,11 @@ def _any(fact: Fact, index: Index, question: str, noun: str) -> Verdict:
         rest = wanted - filtered
         if flags and not all("enabled" in row for row in found.rows):
             continue
-        if any(rest <= _values(row) and all(_said_of(row, f) for f in flags) for row in found.rows):
+        if any(
+            rest <= row_values(row) and all(_said_of(row, f) for f in flags) for row in found.rows
+        ):
             return _yes_if(fact, True, found.source, "a record of the set holds it")
-        # none holds it: "no" only of values a row shows as _values reads them (an
+        # none holds it: "no" only of values a row shows as row_values reads them (an
         # object's name, a status, the role), never a nested field's (an address)
         sure = all(w in index.rows or w in STATUS_WORDS or w == noun for w in rest)
         if sure and found.complete and _filters_said(fact, found, question):
@@ -485,7 +475,7 @@ def _has(fact: Fact, index: Index, question: str) -> Verdict | None:
     rows = index.rows.get(key(fact.subject or ""), [])
     if fact.on:
         on = key(fact.on)
-        rows = [(s, r) for s, r in rows if on in _values(r)] or rows
+        rows = [(s, r) for s, r in rows if on in row_values(r)] or rows
     fields = FIELD_WORDS.get(fact.field, ())
     seen = [(s, r, f) for s, r in rows for f in fields if f in r]
     if not seen:
