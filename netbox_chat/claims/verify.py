@@ -97,12 +97,12 @@ def _sentence_names(fact: Fact, index: Index) -> set[str]:
             named.add(toks[i].key)
         for joined, _ in joins(fact.scope, toks, i, 4):
             if (
-                _lettered(joined)
-                and joined not in STATUS_WORDS
-                and (
+                (  # the lookups first: most joins name nothing
                     joined in index.records
-                    or index.attr_fields.get(joined, set()) - IDENTITY_FIELDS
+                    or index.attr_fields.get(joined, _NO_FIELDS) - IDENTITY_FIELDS
                 )
+                and joined not in STATUS_WORDS
+                and _lettered(joined)
             ):
                 named.add(joined)
     return named
@@ -151,6 +151,9 @@ def _filters_said(fact: Fact, found: Set, question: str) -> bool:
 
 # Fields that name the record itself: a value said of an object is never one.
 IDENTITY_FIELDS = frozenset(["name", "display", "slug", "label", "model", "cid", "address"])
+
+
+_NO_FIELDS: frozenset[str] = frozenset()
 
 
 def _lettered(name: str) -> bool:
