@@ -736,9 +736,12 @@ def _check_value(
     the names between the subject and it place (`inside`: the clause's
     names, which start at `starts`; found by bisection, as a clause can name
     thousands)."""
+    if not subjects:
+        return  # said of no object: whether it is denied need not be read
     text = reading.text
     status_word = value.source < 0
     denied = negated(text, value.start, low)
+    written = text[value.start : value.end]
     for subject in subjects:
         records = index.records[subject.key]
         if status_word and len(records) > 1:  # "MGMT (300) at DM-Columbus is active":
@@ -749,7 +752,6 @@ def _check_value(
         if value.key in records[0].names or _related(index, value.key, records):
             continue
         holder = _holder(records, fields, value.key)
-        written = text[value.start : value.end]
         if denied:
             if holder is not None:
                 _value_claim(reading, written, value, "ungrounded", subject, holder.source)
