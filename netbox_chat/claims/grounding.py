@@ -74,14 +74,18 @@ _EXISTENCE_CONTEXT = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@dataclass
 class Claim:
     """One claim of the answer as the screen and the JSON show it: `text` as
     written, its `kind`, its `status` (verified, ungrounded: not in NetBox or
     contradicted by the record, unchecked: not tied to a record), the index
     of the call `source` it rests on, where it stands in the answer (`start`,
     `end`) so the screen can mark it, the object it is about when known
-    (`subject`) and one short line on why (`reason`, for /show)."""
+    (`subject`) and one short line on why (`reason`, for /show).
+
+    Not frozen: the check builds one per name, number and value (thousands
+    an answer), and a frozen dataclass's build, a guarded set per field,
+    costs four times a plain one's. Nothing changes a claim once built."""
 
     text: str
     kind: str
@@ -282,6 +286,11 @@ def _addresses(reading: _Reading, toks: list[Token], index: Index, given: set[st
     return records
 
 
+# A tuple built as its class without the named-argument constructor (a Python
+# call each): the passes build one per name and status word, thousands an answer.
+_new = tuple.__new__
+
+
 class _Match(NamedTuple):
     """A name (or status word, `source` -1) of the answer tied to the call
     that holds it (a tuple: an answer names thousands)."""
@@ -295,49 +304,52 @@ class _Match(NamedTuple):
 def _evidence_names(reading: _Reading, toks: list[Token], index: Index) -> list[_Match]:
     """Names of the evidence written in the answer, the longest first: "JBB
     Branch 104" as one name, "Dunder-Mifflin, Inc." across its comma, a slug
-    or another case as the name it spells."""
+    or another case as the name it spells. Most tokens are words of no name:
+    one set test each (`Index.starting`) passes them by."""
     matches: list[_Match] = []
-    names, prefixes, words = index.names, index.prefixes, index.words
-    i = 0
-    while i < len(toks):
-        first = toks[i]
-        if not reading.free(first.start, first.end):
-            i += 1
+    names, prefixes, starting = index.names, index.prefixes, index.starting
+    after = 0  # the tokens before it were read as part of a name
+    for i, first in enumerate(toks):
+        if i < after:
             continue
-        if (
-            # the common case, a word of no name: nothing longer can start here
-            first.key not in names
-            and first.key not in prefixes
-            and (first.key not in words or not identifier_like(first.text))
+        if first.key not in starting or not (
+            first.key in names or first.key in prefixes or identifier_like(first.text)
         ):
-            if "/" in first.text:
+            # the common case, a word of no name: nothing longer can start here
+            if "/" in first.text and reading.free(first.start, first.end):
                 _slashed(reading, first, index, matches)  # "sw01/sw02": two names
-            i += 1
             continue
-        found = None
-        ends = [
-            (joined, toks[last].end, last - i)
-            for joined, last in joins(reading.text, toks, i, index.max_words, index.prefixes)
-        ]
-        for joined, end, n in reversed(ends):
-            if joined.replace("-", "").isdigit():
-                continue  # a number, read as one
-            source = index.names.get(joined)
-            if source is None and n == 0:
-                source = index.words.get(joined) if identifier_like(toks[i].text) else None
-            if source is not None:
-                found = (joined, end, n, source)
-                break
+        if not reading.free(first.start, first.end):
+            continue
+        found = _longest(reading.text, toks, i, index)
         if found is None:
-            _slashed(reading, toks[i], index, matches)
-            i += 1
+            _slashed(reading, first, index, matches)
             continue
-        joined, end, n, source = found
-        start = toks[i].start
-        matches.append(_Match(joined, start, end, source))
+        joined, last, source = found
+        start, end = first.start, toks[last].end
+        matches.append(_new(_Match, (joined, start, end, source)))
         _name_claim(reading, reading.text[start:end], joined, start, index, source)
-        i += n + 1
+        after = last + 1
     return matches
+
+
+def _longest(text: str, toks: list[Token], i: int, index: Index) -> tuple[str, int, int] | None:
+    """The longest name of the evidence starting at `toks[i]`: its key, the
+    index of its last token and the call holding it."""
+    first = toks[i]
+    if first.key in index.prefixes:
+        ends = joins(text, toks, i, index.max_words, index.prefixes)
+    else:
+        ends = [(first.key, i)]  # no longer name starts so: the token alone, as joins gives it
+    for joined, last in reversed(ends):
+        if joined.replace("-", "").isdigit():
+            continue  # a number, read as one
+        source = index.names.get(joined)
+        if source is None and last == i:
+            source = index.words.get(joined) if identifier_like(first.text) else None
+        if source is not None:
+            return joined, last, source
+    return None
 
 
 def _slashed(reading: _Reading, token: Token, index: Index, matches: list[_Match]) -> None:
@@ -468,8 +480,9 @@ def _numbers(
         value = number.integer
         source = None
         status = "ungrounded"
-        counts = number.noun or number.subcount or number.total or columns.counted(number.start)
-        if value is not None and columns.header(number.start).strip().lower() == "id":
+        header = columns.header(number.start)
+        counts = number.noun or number.subcount or number.total or _counted(header)
+        if value is not None and header.strip().lower() == "id":
             # an ID column names objects by their id
             source = index.ids.get(value)
             status = "verified" if source is not None else "ungrounded"
@@ -523,10 +536,10 @@ class _Columns:
         column = self.text[row.start : at].lstrip().lstrip("|").count("|")
         return row.cells[column][0] if column < len(row.cells) else ""
 
-    def counted(self, at: int) -> bool:
-        """Headed by an object noun ("| Site | Devices |"): a count, not a value."""
-        header = self.header(at)
-        return bool(header) and bool(noun_after(" " + header, 0, OBJECT_NOUNS))
+
+def _counted(header: str) -> bool:
+    """A column headed by an object noun ("| Site | Devices |") holds counts, not values."""
+    return bool(header) and bool(noun_after(" " + header, 0, OBJECT_NOUNS))
 
 
 @functools.lru_cache(maxsize=64)
@@ -567,10 +580,12 @@ def _values(
     (a site, a tenant, a role) said of it must be what *its own* record
     says (never excused by another object in the same clause holding it).
     Each clause's names and words are found by bisection: linear overall."""
+    if not any(m.key in index.records for m in matched):
+        return  # no object of the replies named: no value is said of one
     text = reading.text
     statuses = STATUSES | index.statuses
     words = [
-        _Match(m.group().lower(), m.start(), m.end(), -1)
+        _new(_Match, (m.group().lower(), m.start(), m.end(), -1))
         for m in _words_of(frozenset(statuses)).finditer(text)
     ]
     names = sorted(matched, key=lambda m: m.start)
@@ -600,8 +615,11 @@ def _values(
             ]
             named = None if row else _Named(records)  # a row's values are its first cell's
             for value in sorted(said, key=lambda m: m.start):
+                fields = _fields(text, index, value)
+                if not fields:
+                    continue  # no field holds it: whose value it is need not be found
                 subjects = [records[0]] if named is None else _subjects(text, named, value)
-                _check_value(reading, index, subjects, value, low, inside, starts)
+                _check_value(reading, index, subjects, value, fields, low, inside, starts)
 
 
 @functools.lru_cache(maxsize=8)
@@ -609,11 +627,16 @@ def _words_of(words: frozenset[str]) -> re.Pattern[str]:
     """The runs of ASCII letters that are one of `words` in any case, found
     in one pass (a Python step per word of the answer costs five times it):
     `\\b[A-Za-z]+\\b` whose lower case is in `words`. A word that is no
-    lower-case run of ASCII letters could never be found so: left out."""
+    lower-case run of ASCII letters could never be found so: left out. The
+    words' first letters, looked ahead for first, let the scan skip every
+    other character at once (half the time of trying each word at each
+    word's start)."""
     runs = sorted(w for w in words if w.isascii() and w.isalpha() and w.islower())
     if not runs:
         return re.compile(r"(?!)")
-    return re.compile(r"\b(?a:(?i:" + "|".join(map(re.escape, runs)) + r"))\b")
+    firsts = "".join(sorted({w[0] for w in runs} | {w[0].upper() for w in runs}))
+    alternatives = "|".join(map(re.escape, runs))
+    return re.compile(rf"(?=[{firsts}])\b(?a:(?i:{alternatives}))\b")
 
 
 _COORDINATION = re.compile(r"\s*(?:,|and|or|&|,\s*and|,\s*or)\s*", re.IGNORECASE)
@@ -686,30 +709,39 @@ _EXCEPT = re.compile(r"\b(?:but|except|besides|other\s+than|apart\s+from)\s*$", 
 _VALUE_GAP = 32  # characters between an object and a name said of it ("sw01 is at DM-Akron")
 
 
+def _fields(text: str, index: Index, value: _Match) -> set[str]:
+    """The fields a value can be of: a status word's is the status (none when
+    it qualifies a plural noun instead), a name's each field of the replies
+    holding it other than a record's own name (none: no value of anything)."""
+    if value.source < 0:
+        return {"status"} if _attached(text, value.start) else set()
+    return index.attr_fields.get(value.key, set()) - _IDENTITY
+
+
 def _check_value(
     reading: _Reading,
     index: Index,
     subjects: list[_Match],
     value: _Match,
+    fields: set[str],
     low: int,
     inside: Sequence[_Match],
     starts: Sequence[int],
 ) -> None:
-    """One value against each subject's own record(s): held -> verified (a
-    status word is then a claim of its own); another value in that field ->
-    ungrounded; a status said of a subject whose record has no status ->
-    unchecked. A negated value ("is not offline") is contradicted only when
-    the record holds it. A status is checked against the record the names
-    between the subject and it place (`inside`: the clause's names, which
-    start at `starts`; found by bisection, as a clause can name thousands)."""
+    """One value, of `fields`, against each subject's own record(s): held ->
+    verified (a status word is then a claim of its own); another value in
+    that field -> ungrounded; a status said of a subject whose record has no
+    status -> unchecked. A negated value ("is not offline") is contradicted
+    only when the record holds it. A status is checked against the record
+    the names between the subject and it place (`inside`: the clause's
+    names, which start at `starts`; found by bisection, as a clause can name
+    thousands)."""
+    if not subjects:
+        return  # said of no object: whether it is denied need not be read
     text = reading.text
     status_word = value.source < 0
-    if status_word and not _attached(text, value.start):
-        return
-    fields = {"status"} if status_word else index.attr_fields.get(value.key, set()) - _IDENTITY
-    if not fields:
-        return
     denied = negated(text, value.start, low)
+    written = text[value.start : value.end]
     for subject in subjects:
         records = index.records[subject.key]
         if status_word and len(records) > 1:  # "MGMT (300) at DM-Columbus is active":
@@ -719,20 +751,29 @@ def _check_value(
             records = _placed(records, [m.key for m in inside[at:upto]])
         if value.key in records[0].names or _related(index, value.key, records):
             continue
-        holding = [r for r in records if any(value.key in r.attrs.get(f, ()) for f in fields)]
-        having = [r for r in records if any(f in r.attrs for f in fields)]
-        written = text[value.start : value.end]
+        holder = _holder(records, fields, value.key)
         if denied:
-            if holding:
-                _value_claim(reading, written, value, "ungrounded", subject, holding[0].source)
+            if holder is not None:
+                _value_claim(reading, written, value, "ungrounded", subject, holder.source)
             continue
-        if holding:
+        if holder is not None:
             if status_word:
-                _value_claim(reading, written, value, "verified", subject, holding[0].source)
-        elif having:
-            _value_claim(reading, written, value, "ungrounded", subject, having[0].source)
+                _value_claim(reading, written, value, "verified", subject, holder.source)
+        elif (
+            having := next((r for r in records if not fields.isdisjoint(r.attrs)), None)
+        ) is not None:
+            _value_claim(reading, written, value, "ungrounded", subject, having.source)
         elif status_word:
             _value_claim(reading, written, value, "unchecked", subject, None)
+
+
+def _holder(records: list[Any], fields: set[str], value: str) -> Any | None:
+    """The first of `records` holding `value` in one of `fields`."""
+    for record in records:
+        for name in fields:
+            if value in record.attrs.get(name, ()):
+                return record
+    return None
 
 
 def _placed(records: list[Any], places: Sequence[str]) -> list[Any]:
@@ -752,9 +793,11 @@ def _placed(records: list[Any], places: Sequence[str]) -> list[Any]:
 def _related(index: Index, value: str, records: list[Any]) -> bool:
     """The value names a sibling of the subject (a row of the same list) or
     an object that holds the subject (an interface of the device)."""
+    if value not in index.records:
+        return False  # the common value, a status word: no object of that name
     return any(
         r.group == o.group or any(name in held for held in r.attrs.values() for name in o.names)
-        for r in index.records.get(value, [])[:_RELATED]
+        for r in index.records[value][:_RELATED]
         for o in records[:_RELATED]
     )
 
@@ -781,14 +824,17 @@ def _value_claim(
     source: int | None,
 ) -> None:
     name = reading.text[subject.start : subject.end]
-    reason = {
-        "verified": f"the record of {name} says so",
-        "ungrounded": f"the record of {name} says otherwise",
-        "unchecked": f"the replies hold no such field of {name}",
-    }[status]
+    reason = _REASONS[status].format(name)
     reading.claims.append(
         Claim(text, "value", status, source, value.start, value.end, name, reason)
     )
+
+
+_REASONS = {
+    "verified": "the record of {} says so",
+    "ungrounded": "the record of {} says otherwise",
+    "unchecked": "the replies hold no such field of {}",
+}
 
 
 def claims_of(answer: str, given: str = "") -> int:

@@ -11,6 +11,7 @@ is read, nothing in them is executed, and every walk is bounded.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -57,6 +58,28 @@ def calls_of(items: Sequence[Any]) -> list[Call]:
     return [item if isinstance(item, Call) else Call("", {}, item) for item in items]
 
 
+# The fields a row of a set is named by when a fact lists or names it.
+_ROW_NAMES = ("name", "display", "address", "prefix", "cid", "model", "slug", "vid")
+
+
+def row_names(row: Mapping[str, Any]) -> set[str]:
+    """The keys of the names a row goes by."""
+    return {key(str(row[k])) for k in _ROW_NAMES if isinstance(row.get(k), (str, int))} - {""}
+
+
+def row_values(row: Mapping[str, Any]) -> set[str]:
+    """The keys of a row's text values (a reference or a choice by its name)."""
+    out = set()
+    for value in row.values():
+        if isinstance(value, Mapping):  # a reference, or a choice ({"value": "active"})
+            value = (
+                value.get("display") or value.get("name") or value.get("slug") or value.get("value")
+            )
+        if isinstance(value, str):
+            out.add(key(value))
+    return out
+
+
 @dataclass(frozen=True)
 class Set:
     """A list one call fetched: its object type ("dcim.device"), the filters
@@ -73,6 +96,17 @@ class Set:
     def complete(self) -> bool:
         """The reply holds every row of the set."""
         return self.count == len(self.rows)
+
+    @functools.cached_property
+    def names(self) -> frozenset[str]:
+        """The names of the set's rows, found once: each fact said of the set
+        (a table's every count) reads them."""
+        return frozenset(name for row in self.rows for name in row_names(row))
+
+    @functools.cached_property
+    def values(self) -> tuple[frozenset[str], ...]:
+        """Each row's values (`row_values`), found once for every fact said of the set."""
+        return tuple(frozenset(row_values(row)) for row in self.rows)
 
 
 def set_of(source: int, call: Call) -> Set | None:
@@ -132,6 +166,13 @@ class Index:
     _seen: set[str] = field(default_factory=set)
     prefixes: set[str] = field(default_factory=set)  # starts of names of several words
     count_fields: set[str] = field(default_factory=set)  # "device_count": a record counts its own
+
+    @functools.cached_property
+    def starting(self) -> frozenset[str]:
+        """Every key a name of the evidence can start with (a name, the start
+        of a longer one, a word of one): one set test passes by a token of
+        no name. Read once the index is built; nothing is added after."""
+        return frozenset(self.names.keys() | self.prefixes | self.words.keys())
 
     @classmethod
     def of(cls, calls: Sequence[Any]) -> Index:

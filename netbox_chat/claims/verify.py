@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from netbox_chat.claims.index import Index, Set
+from netbox_chat.claims.index import Index, Set, row_names, row_values
 from netbox_chat.claims.read import FIELD_WORDS, STATUS_WORDS, Fact
 from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
@@ -44,7 +44,6 @@ _TYPES = {
     "firewall": "device", "host": "device", "port": "interface", "module": "module",
     "range": "iprange", "asn": "asn", "termination": "circuittermination",
 }  # fmt: skip
-_IDENTITY = ("name", "display", "address", "prefix", "cid", "model", "slug", "vid")
 
 
 class Verdict(NamedTuple):
@@ -84,9 +83,13 @@ def _sets(index: Index, noun: str) -> list[Set]:
 
 
 def _named(fact: Fact, found: Set, index: Index) -> set[str]:
-    """The objects the fact's sentence names besides the set's own rows: a
-    site, a tenant, a device whose interfaces are counted, or a name no
-    reply holds."""
+    """The objects the fact's sentence names besides the set's own rows."""
+    return _sentence_names(fact, index) - found.names
+
+
+def _sentence_names(fact: Fact, index: Index) -> set[str]:
+    """The objects the fact's sentence names: a site, a tenant, a device
+    whose interfaces are counted, or a name no reply holds."""
     toks = tokens(fact.scope)
     named = set()
     for i in range(len(toks)):
@@ -94,31 +97,38 @@ def _named(fact: Fact, found: Set, index: Index) -> set[str]:
             named.add(toks[i].key)
         for joined, _ in joins(fact.scope, toks, i, 4):
             if (
-                _lettered(joined)
-                and joined not in STATUS_WORDS
-                and (
+                (  # the lookups first: most joins name nothing
                     joined in index.records
-                    or index.attr_fields.get(joined, set()) - IDENTITY_FIELDS
+                    or index.attr_fields.get(joined, _NO_FIELDS) - IDENTITY_FIELDS
                 )
+                and joined not in STATUS_WORDS
+                and _lettered(joined)
             ):
                 named.add(joined)
-    own = {name for row in found.rows for name in _identity(row)}
-    return named - own
+    return named
 
 
-def _in_scope(fact: Fact, found: Set, index: Index, question: str = "") -> bool:
-    """The set is the one the fact's sentence speaks of: every object the
-    sentence names is one the call filtered on or one every row holds ("No
-    devices are offline at DM-Columbus" is not about DM-Akron's devices),
-    and every filter the call fetched it with is said in the sentence or
-    the question ("There are 3 devices in NetBox" is not about the 3 devices
-    of a call filtered on DM-Akron)."""
-    if not _filters_said(fact, found, question):
-        return False
+def _in_scope(fact: Fact, sets: Sequence[Set], index: Index, question: str = "") -> list[Set]:
+    """The sets the fact's sentence speaks of: every object the sentence
+    names is one the call filtered on or one every row holds ("No devices
+    are offline at DM-Columbus" is not about DM-Akron's devices), and every
+    filter the call fetched it with is said in the sentence or the question
+    ("There are 3 devices in NetBox" is not about the 3 devices of a call
+    filtered on DM-Akron). The sentence is read once for all the sets (a
+    table's every count is tried against each page of its type)."""
+    said = [found for found in sets if _filters_said(fact, found, question)]
+    if not said:
+        return []
+    named = _sentence_names(fact, index)
+    return [found for found in said if _holds_named(found, named - found.names)]
+
+
+def _holds_named(found: Set, named: set[str]) -> bool:
+    """Each of `named` is a value the set was filtered on or one every row holds."""
     filtered = {key(str(v)) for v in found.filters.values()}
     return all(
-        name in filtered or (found.rows and all(name in _values(row) for row in found.rows))
-        for name in _named(fact, found, index)
+        name in filtered or (found.rows and all(name in values for values in found.values))
+        for name in named
     )
 
 
@@ -143,20 +153,11 @@ def _filters_said(fact: Fact, found: Set, question: str) -> bool:
 IDENTITY_FIELDS = frozenset(["name", "display", "slug", "label", "model", "cid", "address"])
 
 
+_NO_FIELDS: frozenset[str] = frozenset()
+
+
 def _lettered(name: str) -> bool:
     return any(c.isalpha() for c in name)
-
-
-def _values(row: Mapping[str, Any]) -> set[str]:
-    out = set()
-    for value in row.values():
-        if isinstance(value, Mapping):  # a reference, or a choice ({"value": "active"})
-            value = (
-                value.get("display") or value.get("name") or value.get("slug") or value.get("value")
-            )
-        if isinstance(value, str):
-            out.add(key(value))
-    return out
 
 
 def _holds(row: Mapping[str, Any], field: str, value: str) -> bool:
@@ -207,7 +208,7 @@ def _count(fact: Fact, index: Index, question: str) -> Verdict | None:
         return own
     if fact.narrowed:
         return None  # "3 have no tenant": the number check reads it
-    sets = [s for s in _sets(index, fact.noun) if _in_scope(fact, s, index, question)]
+    sets = _in_scope(fact, _sets(index, fact.noun), index, question)
     if not sets:
         if not _sets(index, fact.noun):
             in_replies = fact.number in index.counts or float(fact.number) in index.numbers
@@ -249,15 +250,11 @@ def _count(fact: Fact, index: Index, question: str) -> Verdict | None:
     return Verdict(fact, "ungrounded", sets[0].source, f"NetBox counts {sets[0].count}")
 
 
-def _identity(row: Mapping[str, Any]) -> set[str]:
-    return {key(str(row[k])) for k in _IDENTITY if isinstance(row.get(k), (str, int))} - {""}
-
-
 def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
     listed = {key(m) for m in fact.members}
     best: tuple[int, Set] | None = None
     for found in index.sets[::-1]:
-        hits = sum(1 for row in found.rows if _identity(row) & listed)
+        hits = sum(1 for row in found.rows if row_names(row) & listed)
         if hits and (best is None or hits > best[0]):
             best = (hits, found)
     if best is None:
@@ -287,12 +284,12 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
             or _filtered_on(found, fact.qualifier)
             or _holds(row, "status", fact.qualifier)
         )
-        and scope <= _values(row)
+        and scope <= row_values(row)
         and (word not in _FLAGS or _said_of(row, word))
     ]
-    named = [row for row in found.rows if _identity(row) & listed]
+    named = [row for row in found.rows if row_names(row) & listed]
     extra = [r for r in named if not any(r is w for w in wanted)]
-    own = {name for row in found.rows for name in _identity(row)}
+    own = found.names
     if any(m not in own and m in index.records for m in listed):
         # a member the set does not hold, though another reply names it
         return Verdict(fact, "ungrounded", found.source, "a member is not in the set")
@@ -347,17 +344,17 @@ def _quantifier(fact: Fact, index: Index, question: str) -> Verdict | None:
             # "no device at DM-Columbus is offline", from the list of offline devices
             named = _named(fact, found, index)
             if named:
-                there = [r for r in found.rows if named <= _values(r)]
+                there = [r for r in found.rows if named <= row_values(r)]
                 status = "ungrounded" if there else "verified"
                 return Verdict(fact, status, found.source, f"the {fact.value} set's rows")
-    scoped = [s for s in sets if _in_scope(fact, s, index, question)]
+    scoped = _in_scope(fact, sets, index, question)
     if not scoped:
         # a part of the set (a call filtered on what the sentence does not say)
         # cannot prove "no device is offline", but one row of it can refute it
         for found in sets:
             named = _named(fact, found, index) - {key(str(v)) for v in found.filters.values()}
             for row in found.rows:
-                if named <= _values(row) and _said_of(row, fact.value) != fact.every:
+                if named <= row_values(row) and _said_of(row, fact.value) != fact.every:
                     return Verdict(fact, "ungrounded", found.source, "a record says otherwise")
         return Verdict(fact, "unchecked", None, "no reply holds the set it is said of")
     found = scoped[0]
@@ -428,9 +425,11 @@ def _any(fact: Fact, index: Index, question: str, noun: str) -> Verdict:
         rest = wanted - filtered
         if flags and not all("enabled" in row for row in found.rows):
             continue
-        if any(rest <= _values(row) and all(_said_of(row, f) for f in flags) for row in found.rows):
+        if any(
+            rest <= row_values(row) and all(_said_of(row, f) for f in flags) for row in found.rows
+        ):
             return _yes_if(fact, True, found.source, "a record of the set holds it")
-        # none holds it: "no" only of values a row shows as _values reads them (an
+        # none holds it: "no" only of values a row shows as row_values reads them (an
         # object's name, a status, the role), never a nested field's (an address)
         sure = all(w in index.rows or w in STATUS_WORDS or w == noun for w in rest)
         if sure and found.complete and _filters_said(fact, found, question):
@@ -479,7 +478,7 @@ def _has(fact: Fact, index: Index, question: str) -> Verdict | None:
     rows = index.rows.get(key(fact.subject or ""), [])
     if fact.on:
         on = key(fact.on)
-        rows = [(s, r) for s, r in rows if on in _values(r)] or rows
+        rows = [(s, r) for s, r in rows if on in row_values(r)] or rows
     fields = FIELD_WORDS.get(fact.field, ())
     seen = [(s, r, f) for s, r in rows for f in fields if f in r]
     if not seen:
