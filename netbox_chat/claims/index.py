@@ -58,6 +58,9 @@ def calls_of(items: Sequence[Any]) -> list[Call]:
     return [item if isinstance(item, Call) else Call("", {}, item) for item in items]
 
 
+# Fields that name the record itself: a value said of an object is never one.
+IDENTITY_FIELDS = frozenset(["name", "display", "slug", "label", "model", "cid", "address"])
+
 # The fields a row of a set is named by when a fact lists or names it.
 _ROW_NAMES = ("name", "display", "address", "prefix", "cid", "model", "slug", "vid")
 
@@ -107,6 +110,17 @@ class Set:
     def values(self) -> tuple[frozenset[str], ...]:
         """Each row's values (`row_values`), found once for every fact said of the set."""
         return tuple(frozenset(row_values(row)) for row in self.rows)
+
+    @functools.cached_property
+    def filtered(self) -> frozenset[str]:
+        """The keys of the values the call filtered on ("dm-akron", "active")."""
+        return frozenset(key(str(v)) for v in self.filters.values())
+
+    @functools.cached_property
+    def common(self) -> frozenset[str]:
+        """The values every row holds (none of a set with no rows): found once,
+        not once per fact and name asked of the set."""
+        return frozenset.intersection(*self.values) if self.rows else frozenset()
 
 
 def set_of(source: int, call: Call) -> Set | None:
@@ -173,6 +187,37 @@ class Index:
         of a longer one, a word of one): one set test passes by a token of
         no name. Read once the index is built; nothing is added after."""
         return frozenset(self.names.keys() | self.prefixes | self.words.keys())
+
+    @functools.cached_property
+    def objects(self) -> frozenset[str]:
+        """The keys a sentence names an object or a value by: a record's name,
+        or a value some field other than an identity one holds (a site, a
+        role, a platform). Found once: every count's sentence is read for them."""
+        valued = (k for k, fields in self.attr_fields.items() if not fields <= IDENTITY_FIELDS)
+        return frozenset(self.records.keys()).union(valued)
+
+    @functools.cached_property
+    def object_starts(self) -> frozenset[str]:
+        """Each of `objects` and each start of one at a dash ("dunder",
+        "dunder-mifflin" of dunder-mifflin-inc): a token no key here is, no
+        name of `objects` starts at."""
+        starts = set(self.objects)
+        for name in self.objects:
+            at = name.find("-")
+            while at > 0:
+                starts.add(name[:at])
+                at = name.find("-", at + 1)
+        return frozenset(starts)
+
+    @functools.cached_property
+    def typed(self) -> dict[str, list[Set]]:
+        """The sets of each model (the object type after its app label,
+        "device"), in call order: a fact's noun finds its sets with one
+        lookup, however many calls the turn made."""
+        out: dict[str, list[Set]] = {}
+        for found in self.sets:
+            out.setdefault(found.object_type.rpartition(".")[2], []).append(found)
+        return out
 
     @classmethod
     def of(cls, calls: Sequence[Any]) -> Index:

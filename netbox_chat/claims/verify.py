@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from netbox_chat.claims.index import Index, Set, row_names, row_values
+from netbox_chat.claims.index import IDENTITY_FIELDS, Index, Set, row_names, row_values
 from netbox_chat.claims.read import FIELD_WORDS, STATUS_WORDS, Fact
 from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
@@ -75,7 +75,7 @@ def _sets(index: Index, noun: str) -> list[Set]:
     set when the noun names none ("results", "them")."""
     model = _TYPES.get(noun, "")
     if model:
-        found = [s for s in index.sets if s.object_type.rpartition(".")[2] == model]
+        found = list(index.typed.get(model, ()))
         if model == "role":
             found += [s for s in index.sets if s.object_type.endswith("role") and s not in found]
         return found[::-1]
@@ -89,21 +89,19 @@ def _named(fact: Fact, found: Set, index: Index) -> set[str]:
 
 def _sentence_names(fact: Fact, index: Index) -> set[str]:
     """The objects the fact's sentence names: a site, a tenant, a device
-    whose interfaces are counted, or a name no reply holds."""
+    whose interfaces are counted, or a name no reply holds. A token no
+    object's key starts with (`Index.object_starts`: most of a sentence's
+    words) is passed by without joining it to the next ones."""
     toks = tokens(fact.scope)
+    objects, starts = index.objects, index.object_starts
     named = set()
     for i in range(len(toks)):
         if identifier_like(toks[i].text) and toks[i].key not in index.names:
             named.add(toks[i].key)
-        for joined, _ in joins(fact.scope, toks, i, 4):
-            if (
-                (  # the lookups first: most joins name nothing
-                    joined in index.records
-                    or index.attr_fields.get(joined, _NO_FIELDS) - IDENTITY_FIELDS
-                )
-                and joined not in STATUS_WORDS
-                and _lettered(joined)
-            ):
+        if toks[i].key not in starts:
+            continue
+        for joined, _ in joins(fact.scope, toks, i, 4, starts):
+            if joined in objects and joined not in STATUS_WORDS and _lettered(joined):
                 named.add(joined)
     return named
 
@@ -125,11 +123,7 @@ def _in_scope(fact: Fact, sets: Sequence[Set], index: Index, question: str = "")
 
 def _holds_named(found: Set, named: set[str]) -> bool:
     """Each of `named` is a value the set was filtered on or one every row holds."""
-    filtered = {key(str(v)) for v in found.filters.values()}
-    return all(
-        name in filtered or (found.rows and all(name in values for values in found.values))
-        for name in named
-    )
+    return all(name in found.filtered or name in found.common for name in named)
 
 
 def _filters_said(fact: Fact, found: Set, question: str) -> bool:
@@ -137,6 +131,8 @@ def _filters_said(fact: Fact, found: Set, question: str) -> bool:
     role) is written in the fact's sentence or the question, or is the
     status the fact narrows by. A filter by id is taken as said: the answer
     names the object, not its id."""
+    if not found.filters:
+        return True  # most calls filter on nothing: the sentence need not be read
     said = key(f"{fact.scope} {fact.text} {question}")
     for value in found.filters.values():
         values = value if isinstance(value, list) else [value]
@@ -147,13 +143,6 @@ def _filters_said(fact: Fact, found: Set, question: str) -> bool:
                 continue
             return False
     return True
-
-
-# Fields that name the record itself: a value said of an object is never one.
-IDENTITY_FIELDS = frozenset(["name", "display", "slug", "label", "model", "cid", "address"])
-
-
-_NO_FIELDS: frozenset[str] = frozenset()
 
 
 def _lettered(name: str) -> bool:
@@ -264,7 +253,7 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
         return None  # "two devices belong to X: A and B": the names are checked one by one
     if not found.complete:
         return Verdict(fact, "unchecked", found.source, "the replies hold only a page of the set")
-    filtered = {key(str(v)) for v in found.filters.values()}
+    filtered = found.filtered
     scope = _named(fact, found, index) - filtered  # "DM-Akron's racks are", of all racks
     word = _modifier(fact)
     flagged = word in _FLAGS and any("enabled" in row for row in found.rows)
@@ -352,7 +341,7 @@ def _quantifier(fact: Fact, index: Index, question: str) -> Verdict | None:
         # a part of the set (a call filtered on what the sentence does not say)
         # cannot prove "no device is offline", but one row of it can refute it
         for found in sets:
-            named = _named(fact, found, index) - {key(str(v)) for v in found.filters.values()}
+            named = _named(fact, found, index) - found.filtered
             for row in found.rows:
                 if named <= row_values(row) and _said_of(row, fact.value) != fact.every:
                     return Verdict(fact, "ungrounded", found.source, "a record says otherwise")
@@ -421,7 +410,7 @@ def _any(fact: Fact, index: Index, question: str, noun: str) -> Verdict:
             if type(held) is int:
                 return _yes_if(fact, held > 0, source, f"the record of {only} counts {held}")
     for found in _sets(index, noun):
-        filtered = {key(str(v)) for v in found.filters.values()}
+        filtered = found.filtered
         rest = wanted - filtered
         if flags and not all("enabled" in row for row in found.rows):
             continue
