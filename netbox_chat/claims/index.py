@@ -219,6 +219,18 @@ class Index:
             out.setdefault(found.object_type.rpartition(".")[2], []).append(found)
         return out
 
+    @functools.cached_property
+    def sets_holding(self) -> dict[str, frozenset[int]]:
+        """For each key, the sets (by their call, `Set.source`: a call is one
+        set at most) a sentence naming it may speak of: a row of the set is
+        named so, its call filtered on it, or every row holds it. Found once:
+        each count's sentence then looks its names up, however many sets."""
+        out: dict[str, set[int]] = {}
+        for found in self.sets:
+            for name in found.names | found.filtered | found.common:
+                out.setdefault(name, set()).add(found.source)
+        return {name: frozenset(sources) for name, sources in out.items()}
+
     @classmethod
     def of(cls, calls: Sequence[Any]) -> Index:
         """The index of `calls` (`Call`s, or bare payloads)."""

@@ -113,17 +113,20 @@ def _in_scope(fact: Fact, sets: Sequence[Set], index: Index, question: str = "")
     filter the call fetched it with is said in the sentence or the question
     ("There are 3 devices in NetBox" is not about the 3 devices of a call
     filtered on DM-Akron). The sentence is read once for all the sets (a
-    table's every count is tried against each page of its type)."""
-    said = [found for found in sets if _filters_said(fact, found, question)]
-    if not said:
+    table's every count is tried against each page of its type), and the
+    sets holding each name it says are looked up (`Index.sets_holding`),
+    not each set tested for each name."""
+    if not sets:
         return []
     named = _sentence_names(fact, index)
-    return [found for found in said if _holds_named(found, named - found.names)]
+    if named:
+        holding = index.sets_holding
+        about = frozenset.intersection(*(holding.get(name, _NONE) for name in named))
+        sets = [found for found in sets if found.source in about]
+    return [found for found in sets if _filters_said(fact, found, question)]
 
 
-def _holds_named(found: Set, named: set[str]) -> bool:
-    """Each of `named` is a value the set was filtered on or one every row holds."""
-    return all(name in found.filtered or name in found.common for name in named)
+_NONE: frozenset[int] = frozenset()
 
 
 def _filters_said(fact: Fact, found: Set, question: str) -> bool:
