@@ -231,6 +231,19 @@ class Index:
                 out.setdefault(name, set()).add(found.source)
         return {name: frozenset(sources) for name, sources in out.items()}
 
+    @functools.cached_property
+    def set_rows(self) -> dict[str, list[tuple[int, int]]]:
+        """For each name a row of a set goes by (`row_names`), where the rows
+        so named stand: the set's place in `sets` and the row's in it. Found
+        once: a list's members find their rows by lookup, not by reading
+        every row of every set per list."""
+        out: dict[str, list[tuple[int, int]]] = {}
+        for at, found in enumerate(self.sets):
+            for row_at, row in enumerate(found.rows):
+                for name in row_names(row):
+                    out.setdefault(name, []).append((at, row_at))
+        return out
+
     @classmethod
     def of(cls, calls: Sequence[Any]) -> Index:
         """The index of `calls` (`Call`s, or bare payloads)."""

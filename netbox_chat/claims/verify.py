@@ -15,6 +15,7 @@ Whatever cannot be tied to a set or a record is *unchecked*, never verified.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -244,14 +245,13 @@ def _count(fact: Fact, index: Index, question: str) -> Verdict | None:
 
 def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
     listed = {key(m) for m in fact.members}
-    best: tuple[int, Set] | None = None
-    for found in index.sets[::-1]:
-        hits = sum(1 for row in found.rows if row_names(row) & listed)
-        if hits and (best is None or hits > best[0]):
-            best = (hits, found)
-    if best is None:
+    # the rows the list names, by set: the set naming most is the one it lists
+    # (of those naming as many, the latest call's)
+    rows = {at for name in listed for at in index.set_rows.get(name, ())}
+    hits = Counter(at for at, _ in rows)
+    if not hits:
         return None  # none of them is a row: the name check marks them
-    found = best[1]
+    found = index.sets[max(hits, key=lambda at: (hits[at], at))]
     if fact.narrowed and not fact.qualifier:
         return None  # "two devices belong to X: A and B": the names are checked one by one
     if not found.complete:
@@ -270,13 +270,13 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
         return Verdict(fact, "unchecked", found.source, reason)
     wanted = [
         row
-        for row in found.rows
+        for row, values in zip(found.rows, found.values, strict=True)
         if (
             not fact.qualifier
             or _filtered_on(found, fact.qualifier)
             or _holds(row, "status", fact.qualifier)
         )
-        and scope <= row_values(row)
+        and scope <= values
         and (word not in _FLAGS or _said_of(row, word))
     ]
     named = [row for row in found.rows if row_names(row) & listed]
