@@ -107,7 +107,13 @@ def _sentence_names(fact: Fact, index: Index) -> set[str]:
     return named
 
 
-def _in_scope(fact: Fact, sets: Sequence[Set], index: Index, question: str = "") -> list[Set]:
+def _in_scope(
+    fact: Fact,
+    sets: Sequence[Set],
+    index: Index,
+    question: str = "",
+    named: set[str] | None = None,
+) -> list[Set]:
     """The sets the fact's sentence speaks of: every object the sentence
     names is one the call filtered on or one every row holds ("No devices
     are offline at DM-Columbus" is not about DM-Akron's devices), and every
@@ -116,10 +122,12 @@ def _in_scope(fact: Fact, sets: Sequence[Set], index: Index, question: str = "")
     filtered on DM-Akron). The sentence is read once for all the sets (a
     table's every count is tried against each page of its type), and the
     sets holding each name it says are looked up (`Index.sets_holding`),
-    not each set tested for each name."""
+    not each set tested for each name. `named`: the sentence's names, when
+    the caller has read them."""
     if not sets:
         return []
-    named = _sentence_names(fact, index)
+    if named is None:
+        named = _sentence_names(fact, index)
     if named:
         holding = index.sets_holding
         about = frozenset.intersection(*(holding.get(name, _NONE) for name in named))
@@ -331,22 +339,23 @@ def _quantifier(fact: Fact, index: Index, question: str) -> Verdict | None:
     sets = [s for s in _sets(index, fact.noun) if any(field in r for r in s.rows)]
     if not sets:
         return None
+    sentence = _sentence_names(fact, index)  # read once for every set tried
     for found in sets:
         if not fact.every and found.complete and _filtered_on(found, fact.value):
             # "no device at DM-Columbus is offline", from the list of offline devices
-            named = _named(fact, found, index)
+            named = sentence - found.names
             if named:
-                there = [r for r in found.rows if named <= row_values(r)]
+                there = any(named <= values for values in found.values)
                 status = "ungrounded" if there else "verified"
                 return Verdict(fact, status, found.source, f"the {fact.value} set's rows")
-    scoped = _in_scope(fact, sets, index, question)
+    scoped = _in_scope(fact, sets, index, question, sentence)
     if not scoped:
         # a part of the set (a call filtered on what the sentence does not say)
         # cannot prove "no device is offline", but one row of it can refute it
         for found in sets:
-            named = _named(fact, found, index) - found.filtered
-            for row in found.rows:
-                if named <= row_values(row) and _said_of(row, fact.value) != fact.every:
+            named = sentence - found.names - found.filtered
+            for row, values in zip(found.rows, found.values, strict=True):
+                if named <= values and _said_of(row, fact.value) != fact.every:
                     return Verdict(fact, "ungrounded", found.source, "a record says otherwise")
         return Verdict(fact, "unchecked", None, "no reply holds the set it is said of")
     found = scoped[0]
@@ -418,7 +427,8 @@ def _any(fact: Fact, index: Index, question: str, noun: str) -> Verdict:
         if flags and not all("enabled" in row for row in found.rows):
             continue
         if any(
-            rest <= row_values(row) and all(_said_of(row, f) for f in flags) for row in found.rows
+            rest <= values and all(_said_of(row, f) for f in flags)
+            for row, values in zip(found.rows, found.values, strict=True)
         ):
             return _yes_if(fact, True, found.source, "a record of the set holds it")
         # none holds it: "no" only of values a row shows as row_values reads them (an
