@@ -117,10 +117,12 @@ class Set:
         return frozenset(key(str(v)) for v in self.filters.values())
 
     @functools.cached_property
-    def common(self) -> frozenset[str]:
-        """The values every row holds (none of a set with no rows): found once,
-        not once per fact and name asked of the set."""
-        return frozenset.intersection(*self.values) if self.rows else frozenset()
+    def covers(self) -> frozenset[str]:
+        """The keys a sentence may name and still speak of this set: its rows'
+        names, the values its call filtered on, the values every row holds.
+        Found once: each count's sentence is then one subset test a set."""
+        common = frozenset.intersection(*self.values) if self.rows else frozenset()
+        return self.names | self.filtered | common
 
 
 def set_of(source: int, call: Call) -> Set | None:
@@ -218,18 +220,6 @@ class Index:
         for found in self.sets:
             out.setdefault(found.object_type.rpartition(".")[2], []).append(found)
         return out
-
-    @functools.cached_property
-    def sets_holding(self) -> dict[str, frozenset[int]]:
-        """For each key, the sets (by their call, `Set.source`: a call is one
-        set at most) a sentence naming it may speak of: a row of the set is
-        named so, its call filtered on it, or every row holds it. Found once:
-        each count's sentence then looks its names up, however many sets."""
-        out: dict[str, set[int]] = {}
-        for found in self.sets:
-            for name in found.names | found.filtered | found.common:
-                out.setdefault(name, set()).add(found.source)
-        return {name: frozenset(sources) for name, sources in out.items()}
 
     @functools.cached_property
     def set_rows(self) -> dict[str, list[tuple[int, int]]]:

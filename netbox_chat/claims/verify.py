@@ -120,22 +120,16 @@ def _in_scope(
     filter the call fetched it with is said in the sentence or the question
     ("There are 3 devices in NetBox" is not about the 3 devices of a call
     filtered on DM-Akron). The sentence is read once for all the sets (a
-    table's every count is tried against each page of its type), and the
-    sets holding each name it says are looked up (`Index.sets_holding`),
-    not each set tested for each name. `named`: the sentence's names, when
-    the caller has read them."""
+    table's every count is tried against each page of its type), and each
+    set's names are one subset test (`Set.covers`). `named`: the sentence's
+    names, when the caller has read them."""
     if not sets:
         return []
     if named is None:
         named = _sentence_names(fact, index)
-    if named:
-        holding = index.sets_holding
-        about = frozenset.intersection(*(holding.get(name, _NONE) for name in named))
-        sets = [found for found in sets if found.source in about]
-    return [found for found in sets if _filters_said(fact, found, question)]
-
-
-_NONE: frozenset[int] = frozenset()
+    return [
+        found for found in sets if named <= found.covers and _filters_said(fact, found, question)
+    ]
 
 
 def _filters_said(fact: Fact, found: Set, question: str) -> bool:
