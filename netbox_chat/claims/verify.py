@@ -14,6 +14,7 @@ Whatever cannot be tied to a set or a record is *unchecked*, never verified.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -573,9 +574,17 @@ def _value(fact: Fact, index: Index, question: str) -> Verdict | None:
     name = key(fact.subject or "")
     if not index.payloads or not name or name in index.names or name in index.words:
         return None
-    if name not in {t.key for t in tokens(question)}:
+    if name not in _keys_of(question):
         return None
     return Verdict(fact, "ungrounded", None, f"no reply holds {fact.subject}")
+
+
+@functools.lru_cache(maxsize=4)
+def _keys_of(question: str) -> frozenset[str]:
+    """The keys of a question's words, read once for the question: each
+    value fact of an answer (thousands in a long one) asks whether the
+    question names its subject."""
+    return frozenset(t.key for t in tokens(question))
 
 
 def _actor(fact: Fact, index: Index, question: str) -> Verdict | None:
