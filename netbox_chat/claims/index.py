@@ -83,6 +83,15 @@ def row_values(row: Mapping[str, Any]) -> set[str]:
     return out
 
 
+def row_status(row: Mapping[str, Any]) -> str | None:
+    """The key of a row's status (a choice by its value, slug, name or
+    display), or None when the row holds no status as text."""
+    held = row.get("status")
+    if isinstance(held, Mapping):
+        held = held.get("value") or held.get("slug") or held.get("name") or held.get("display")
+    return key(held) if isinstance(held, str) else None
+
+
 @dataclass(frozen=True)
 class Set:
     """A list one call fetched: its object type ("dcim.device"), the filters
@@ -110,6 +119,13 @@ class Set:
     def values(self) -> tuple[frozenset[str], ...]:
         """Each row's values (`row_values`), found once for every fact said of the set."""
         return tuple(frozenset(row_values(row)) for row in self.rows)
+
+    @functools.cached_property
+    def statuses(self) -> Counter[str | None]:
+        """How many rows hold each status (`row_status`): found once, as
+        each count narrowed by a status ("4 active devices") is checked
+        against the rows of a set fetched whole."""
+        return Counter(map(row_status, self.rows))
 
     @functools.cached_property
     def filtered(self) -> frozenset[str]:

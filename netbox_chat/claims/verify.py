@@ -20,7 +20,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from netbox_chat.claims.index import IDENTITY_FIELDS, Index, Set, row_names, row_values
+from netbox_chat.claims.index import (
+    IDENTITY_FIELDS,
+    Index,
+    Set,
+    row_names,
+    row_status,
+    row_values,
+)
 from netbox_chat.claims.read import FIELD_WORDS, STATUS_WORDS, Fact
 from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
@@ -156,11 +163,9 @@ def _lettered(name: str) -> bool:
     return any(c.isalpha() for c in name)
 
 
-def _holds(row: Mapping[str, Any], field: str, value: str) -> bool:
-    held = row.get(field)
-    if isinstance(held, Mapping):
-        held = held.get("value") or held.get("slug") or held.get("name") or held.get("display")
-    return isinstance(held, str) and key(held) == key(value)
+def _holds(row: Mapping[str, Any], status: str) -> bool:
+    """The row's status is `status`."""
+    return row_status(row) == key(status)
 
 
 def _filtered_on(found: Set, value: str) -> bool:
@@ -224,7 +229,7 @@ def _count(fact: Fact, index: Index, question: str) -> Verdict | None:
                     return Verdict(fact, "verified", found.source, "the set's count")
                 continue
             if found.complete:
-                held = sum(1 for row in found.rows if _holds(row, "status", fact.qualifier))
+                held = found.statuses[key(fact.qualifier)]
                 if held == n:
                     return Verdict(fact, "verified", found.source, f"{held} rows {fact.qualifier}")
         complete = [s for s in sets if s.complete or _filtered_on(s, fact.qualifier)]
@@ -275,9 +280,7 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
         row
         for row, values in zip(found.rows, found.values, strict=True)
         if (
-            not fact.qualifier
-            or _filtered_on(found, fact.qualifier)
-            or _holds(row, "status", fact.qualifier)
+            not fact.qualifier or _filtered_on(found, fact.qualifier) or _holds(row, fact.qualifier)
         )
         and scope <= values
         and (word not in _FLAGS or _said_of(row, word))
@@ -321,7 +324,7 @@ def _said_of(row: Mapping[str, Any], value: str) -> bool:
     ("enabled", "disabled": the row's `enabled`)."""
     if value in _FLAGS:
         return row.get("enabled") is (value == "enabled")
-    return _holds(row, "status", value)
+    return _holds(row, value)
 
 
 _FLAGS = ("enabled", "disabled")
