@@ -128,6 +128,12 @@ class Set:
         return Counter(map(row_status, self.rows))
 
     @functools.cached_property
+    def flags(self) -> Counter[bool]:
+        """How many rows are enabled (True) and disabled (False) by their
+        `enabled` flag itself (a bool, never a value like one)."""
+        return Counter(row["enabled"] for row in self.rows if type(row.get("enabled")) is bool)
+
+    @functools.cached_property
     def filtered(self) -> frozenset[str]:
         """The keys of the values the call filtered on ("dm-akron", "active")."""
         return frozenset(key(str(v)) for v in self.filters.values())

@@ -327,6 +327,14 @@ def _said_of(row: Mapping[str, Any], value: str) -> bool:
     return _holds(row, value)
 
 
+def _said_count(found: Set, value: str) -> int:
+    """How many rows of the set hold what `_said_of` reads, from the set's
+    tallies (found once, not a pass over the rows per quantifier)."""
+    if value in _FLAGS:
+        return found.flags[value == "enabled"]
+    return found.statuses[key(value)]
+
+
 _FLAGS = ("enabled", "disabled")
 
 
@@ -359,8 +367,8 @@ def _quantifier(fact: Fact, index: Index, question: str) -> Verdict | None:
     found = scoped[0]
     if not found.complete:
         return Verdict(fact, "unchecked", found.source, "the replies hold only a page of the set")
-    held = [_said_of(row, fact.value) for row in found.rows]
-    true = all(held) if fact.every else not any(held)
+    said = _said_count(found, fact.value)
+    true = said == len(found.rows) if fact.every else said == 0
     if true:
         return Verdict(fact, "verified", found.source, "every record of the set")
     return Verdict(fact, "ungrounded", found.source, "a record of the set says otherwise")
