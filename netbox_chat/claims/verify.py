@@ -24,7 +24,6 @@ from netbox_chat.claims.index import (
     IDENTITY_FIELDS,
     Index,
     Set,
-    row_names,
     row_status,
     row_values,
 )
@@ -259,7 +258,8 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
     hits = Counter(at for at, _ in rows)
     if not hits:
         return None  # none of them is a row: the name check marks them
-    found = index.sets[max(hits, key=lambda at: (hits[at], at))]
+    place = max(hits, key=lambda at: (hits[at], at))
+    found = index.sets[place]
     if fact.narrowed and not fact.qualifier:
         return None  # "two devices belong to X: A and B": the names are checked one by one
     if not found.complete:
@@ -276,17 +276,18 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
         # "the core prefixes are": no reply says which rows are core
         reason = f"the replies cannot narrow the set to {word or fact.qualifier}"
         return Verdict(fact, "unchecked", found.source, reason)
+    every_status = not fact.qualifier or _filtered_on(found, fact.qualifier)
     wanted = [
         row
         for row, values in zip(found.rows, found.values, strict=True)
-        if (
-            not fact.qualifier or _filtered_on(found, fact.qualifier) or _holds(row, fact.qualifier)
-        )
+        if (every_status or _holds(row, fact.qualifier))
         and scope <= values
         and (word not in _FLAGS or _said_of(row, word))
     ]
-    named = [row for row in found.rows if row_names(row) & listed]
-    extra = [r for r in named if not any(r is w for w in wanted)]
+    # the set's rows the list names, found above; those the set's narrowing leaves out
+    named = [found.rows[row_at] for row_at in sorted(r for at, r in rows if at == place)]
+    kept = {id(row) for row in wanted}
+    extra = [row for row in named if id(row) not in kept]
     own = found.names
     if any(m not in own and m in index.records for m in listed):
         # a member the set does not hold, though another reply names it
