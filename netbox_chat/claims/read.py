@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
     TOKEN,
+    AnyCase,
     Shape,
     identifier_like,
     is_address,
@@ -553,10 +554,9 @@ MEASURES = {
     "amps": "amperage", "amperes": "amperage", "interface": "id", "port": "id",
 }  # fmt: skip
 # a unit after a number, or "interface 14": the lines a measure can be said in
-_UNIT = re.compile(  # the look-aheads: the first letters, checked at once
+_UNIT = AnyCase(  # the look-aheads: the first letters, checked at once
     r"\d\s*(?=[urva])(?:u|ru|rack\s+units?|vcpus?|volts|v|amps|amperes)\b"
-    r"|\b(?=[ip])(?:interface|port)\s+(?:number\s+|#)?\d",
-    re.IGNORECASE,
+    r"|\b(?=[ip])(?:interface|port)\s+(?:number\s+|#)?\d"
 )
 _NUM = r"(?P<n>\d{1,9}(?:\.\d{1,3})?)"
 _MEASURE = re.compile(
@@ -627,7 +627,7 @@ def _matches(pattern: re.Pattern[str], text: str, words: tuple[str, ...]) -> lis
     return _in_lines(pattern, text, _any_of(words))
 
 
-def _in_lines(pattern: re.Pattern[str], text: str, trigger: re.Pattern[str]) -> list[re.Match[str]]:
+def _in_lines(pattern: re.Pattern[str], text: str, trigger: AnyCase) -> list[re.Match[str]]:
     """`pattern`'s matches in the lines of `text` where `trigger` matches."""
     found: list[re.Match[str]] = []
     done = -1  # the end of the last line searched
@@ -642,10 +642,10 @@ def _in_lines(pattern: re.Pattern[str], text: str, trigger: re.Pattern[str]) -> 
 
 
 @lru_cache(maxsize=8)
-def _any_of(words: tuple[str, ...]) -> re.Pattern[str]:
-    """Any of `words`, in any case: the lines to search are found in one pass
-    over the answer, not a Python step per line."""
-    return re.compile("|".join(map(re.escape, words)), re.IGNORECASE)
+def _any_of(words: tuple[str, ...]) -> AnyCase:
+    """Any of `words` (in lower case), in any case: the lines to search are
+    found in one pass over the answer, not a Python step per line."""
+    return AnyCase("|".join(map(re.escape, words)))
 
 
 # ------------------------------------------------ the subject of a value (eval)

@@ -11,7 +11,7 @@ name (not the site "MDF"), "D. S. Weaver Labs" is not cut at its initials, and
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -22,6 +22,24 @@ from typing import NamedTuple
 # colons and underscores (dmi01-akron-sw01, Gi1/0/24, PP:MDF, 10.0.0.1/24).
 TOKEN = re.compile(r"[^\W_](?:[\w.\-/:@]*[^\W_])?")
 _ALNUM = re.compile(r"[^\W_]+")
+
+
+class AnyCase:
+    """A pattern of lower-case words, found in any case; read its matches'
+    offsets (their text is in lower case). re's case-insensitive search tries
+    such a pattern at every character (2 ms per 50 kB); in an ASCII text's
+    lower case (the same offsets, the same letters matched) a case-sensitive
+    one jumps to its first letters (0.4 ms). A text beyond ASCII, whose lower
+    case can differ in length, is searched case-insensitively."""
+
+    def __init__(self, source: str) -> None:
+        self.lower = re.compile(source)
+        self.any_case = re.compile(source, re.IGNORECASE)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        if text.isascii():
+            return self.lower.finditer(text.lower())
+        return self.any_case.finditer(text)
 
 
 def key(text: str) -> str:
@@ -635,7 +653,7 @@ def negated(text: str, start: int, floor: int = 0) -> bool:
     return bool(NEGATOR.search(" ".join(words[-4:])))
 
 
-_EXISTENCE_NEGATED = re.compile(
+_EXISTENCE_NEGATED = AnyCase(
     r"\b"
     + _first_letters(
         ["there", "no", "does", "is", "are", "was", "has", "could", "unable", "found", "zero", "0"]
@@ -656,8 +674,7 @@ _EXISTENCE_NEGATED = re.compile(
     r"|\b(?:could|can|did|was|were)\s*(?:not|n't)\s+(?:be\s+)?(?:find|found|locate|located)\s+"
     r"(?:any|a|an|such|the|it|them|this|that|vlan|device|tenant|site|\w+-?\w*\d)"
     r"|\bunable\s+to\s+(?:find|locate)\s+(?:any|a|an|such)\b|\bfound\s+no\b|\bno\s+such\b"
-    r"|\bzero\s+\w+|\b0\s+(?:results|matches|objects|devices|entries|records)\b)",
-    re.IGNORECASE,
+    r"|\bzero\s+\w+|\b0\s+(?:results|matches|objects|devices|entries|records)\b)"
 )
 
 
@@ -665,7 +682,7 @@ def says_none(text: str) -> bool:
     """The text says something does not exist ("there are none", "no tenant
     has VLAN 999", "VLAN 999 isn't assigned to any tenant") — not merely a
     negation word ("It was not hard to find", "no doubt")."""
-    return bool(_EXISTENCE_NEGATED.search(plain(text)))
+    return next(_EXISTENCE_NEGATED.finditer(plain(text)), None) is not None
 
 
 def none_spans(text: str) -> list[tuple[int, int]]:
