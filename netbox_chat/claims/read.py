@@ -138,9 +138,9 @@ def _counts(text: str, blocks: Shape) -> list[Fact]:
             continue
         after = text[n.end : n.end + 60]
         qualifier = ""
-        words = after.lower().split(maxsplit=3)[:3]
-        if words and words[0] in STATUS_WORDS:  # "4 active devices"
-            qualifier = words[0]
+        first = after.split(maxsplit=1)[:1]  # its first word
+        if first and (word := first[0].lower()) in STATUS_WORDS:  # "4 active devices"
+            qualifier = word
         elif (m := _STATUS_AFTER.match(after)) and m.group(1).lower() in STATUS_WORDS:
             qualifier = m.group(1).lower()  # "2 of them are offline"
         if n.subcount and not (n.noun or qualifier):
@@ -343,16 +343,22 @@ _NARROWING = frozenset(
 def _narrowing(text: str, number: Any) -> bool:
     """Words after the counted noun narrow the set ("2 devices have no
     tenant", "4 devices with no rack"): the set's count is not its number."""
-    tail = text[number.end : number.end + 80].lower()
-    seven = _SEVEN_WORDS.match(tail)  # it matches any text (each word is optional)
-    words = [w for w in seven.groups() if w is not None] if seven else []
+    seven = _SEVEN_WORDS.match(text[number.end : number.end + 80].lower())
+    # it matches any text (each word is optional): its words, then None for the words missing
+    words = seven.groups() if seven else (None,) * 7
     stem = number.noun.split()[-1][:4]
-    for i, word in enumerate(words[:5]):
+    for i in range(5):
+        word = words[i]
+        if word is None:
+            return False
         if word.startswith(stem):
-            if words[i + 1 : i + 3] in (["in", "netbox"], ["in", "total"]):
+            if words[i + 1 : i + 3] in _WHOLE_SET_AFTER:
                 return False  # "3 devices in NetBox": the whole set, no narrower
-            return i + 1 < len(words) and words[i + 1] in _NARROWING
+            return words[i + 1] in _NARROWING
     return False
+
+
+_WHOLE_SET_AFTER = (("in", "netbox"), ("in", "total"))
 
 
 _WORD_OR_STOP = r"[a-z][\w\-]*|[.,;:!?]"
@@ -373,8 +379,11 @@ def _sentence(text: str, at: int) -> str:
     # never further back than the 300 characters looked at: a long line with
     # no sentence's end taken from its start made each fact cost the line
     low = max(dot + 1, text.rfind("\n", floor, at) + 1, floor)
-    ends = [e for c in (". ", "\n", ",", ":", ";") if (e := text.find(c, at, at + 300)) >= 0]
-    return text[low : min(ends) if ends else at + 300]
+    end = _SCOPE_END.search(text, at, at + 300)  # the first of them: one search, not five
+    return text[low : end.start() if end else at + 300]
+
+
+_SCOPE_END = re.compile(r"\. |[\n,:;]")
 
 
 _ABBREVIATION = re.compile(r"(?<![\w-])[A-Z][a-z]{1,3}$")

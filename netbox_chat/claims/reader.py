@@ -379,20 +379,22 @@ OBJECT_NOUNS = (
     "entry", "record", "item", "switch", "router", "server", "firewall", "port", "host",
     "member", "module", "outlet", "range", "asn", "termination", "group", "one",
 )  # fmt: skip
-_TIME_UNITS = re.compile(  # the look-ahead: the units' first letters, checked at once
-    r"^\s*(?:%\s*)?(?=[acdhlmopstwxy])(?:seconds?|secs?|s|ms|minutes?|mins?|hours?|hrs?|h|days?"
-    r"|d|weeks?|months?|years?|yrs?|am|pm|o'clock|times|x|characters?|chars|tokens?"
-    r"|calls?|tool calls?|steps?|turns?|lines?|columns?|percent)\b",
+# What follows a number, in one match (three patterns matched one by one cost
+# a match each per number); at most one part matches, each starting with its
+# own words: a unit that makes it no count ("5 minutes", "3 tool calls"), "in
+# total" as written, or a verb or "of them" that counts a part ("14 have no
+# tenant", "3 of them"). The look-ahead: the units' first letters, checked at once.
+_FOLLOWS = re.compile(
+    r"\s*(?:(?P<unit>(?:%\s*)?(?=[acdhlmopstwxy])(?:seconds?|secs?|s|ms|minutes?|mins?|hours?"
+    r"|hrs?|h|days?|d|weeks?|months?|years?|yrs?|am|pm|o'clock|times|x|characters?|chars"
+    r"|tokens?|calls?|tool calls?|steps?|turns?|lines?|columns?|percent)\b)"
+    r"|(?P<total>(?-i:(?:in\s+)?total))"
+    r"|(?P<subcount>of\s+(?:them|these|those|which|the\s+\w+)|(?:have|has|are|is|lack|were|was"
+    r"|do|does|remain|match|use|carry|show|sit|run)\b))",
     re.IGNORECASE,
 )
 _TOTAL_NEAR = re.compile(r"\btotal\b", re.IGNORECASE)
-_TOTAL_AFTER = re.compile(r"\s*(?:in\s+)?total")
 _YEAR = re.compile(r"(?:19|20)\d\d")
-_SUBCOUNT_AFTER = re.compile(
-    r"^\s*(?:of\s+(?:them|these|those|which|the\s+\w+)|(?:have|has|are|is|lack|were|was|do|"
-    r"does|remain|match|use|carry|show|sit|run)\b)",
-    re.IGNORECASE,
-)
 # The last word before a number that makes it no count ("turn 2", "page 3",
 # "the last 24 hours"): only spaces may stand between ("page: 3" counts).
 _NOT_A_COUNT_BEFORE = frozenset([
@@ -417,7 +419,7 @@ def _last_words(before: str) -> list[str]:
     """The last three words before a number, in lower case. Words, not a
     pattern searched backwards: a search ending at the number costs a pass
     per number over what stands before it."""
-    return [w.lower() for w in _WORD_BEFORE.findall(before[-40:])[-3:]]
+    return _WORD_BEFORE.findall(before[-40:].lower())[-3:]  # a case changes no word's bounds
 
 
 def _identifier(before: str) -> bool:
@@ -562,7 +564,9 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
         # the tests that drop a number, the cheapest first ("VLAN 100": no count)
         if not word and _identifier(before):
             continue
-        if not percent and _TIME_UNITS.match(after):
+        follows = _FOLLOWS.match(after)
+        follower = follows.lastgroup if follows else None  # "unit", "total" or "subcount"
+        if not percent and follower == "unit":
             continue
         words = _last_words(before) if before[-1:].isspace() or not before else []
         if not percent and words and words[-1] in _NOT_A_COUNT_BEFORE:
@@ -575,7 +579,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             # or end the answer's sentence ("Thirty.", "I found three."); "the
             # one" and "no one" never count.
             ordinary = raw.lower() == "one" and _ORDINARY_ONE.search(before)
-            if ordinary or not (noun or _SUBCOUNT_AFTER.match(after) or _ends_answer(after)):
+            if ordinary or not (noun or follower == "subcount" or _ends_answer(after)):
                 continue
             if raw.lower() == "one" and noun == "one":
                 continue
@@ -589,8 +593,8 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                     raw.strip(),
                     noun,
                     _context(words),  # context
-                    bool(_TOTAL_NEAR.search(before[-16:]) or _TOTAL_AFTER.match(after)),  # total
-                    bool(_SUBCOUNT_AFTER.match(after)),  # subcount
+                    follower == "total" or bool(_TOTAL_NEAR.search(before[-16:])),  # total
+                    follower == "subcount",  # subcount
                     percent,
                     word,
                 ),
