@@ -731,15 +731,12 @@ def declined(text: str, claims: int | None = None) -> bool:
 
 # ------------------------------------------------------- names after a noun
 
+_INTRODUCING = [n for n in OBJECT_NOUNS if n not in ("one", "item")]
 _NOUN_NAMES = "|".join(
-    sorted(
-        (re.escape(n).replace(r"\ ", r"\s+") for n in OBJECT_NOUNS if n not in ("one", "item")),
-        key=len,
-        reverse=True,
-    )
+    sorted((re.escape(n).replace(r"\ ", r"\s+") for n in _INTRODUCING), key=len, reverse=True)
 )
 _INTRODUCED = re.compile(
-    rf"\b(?i:{_first_letters(n for n in OBJECT_NOUNS if n not in ('one', 'item'))}"
+    rf"\b(?i:{_first_letters(_INTRODUCING)}"
     rf"({_NOUN_NAMES})(?:e?s)?\s+(?:named\s+|called\s+|id\s+)?)[\"'`*]*"
     r"([^\W_](?:[\w.\-/:@]*[^\W_])?(?:,?\s+(?:[A-Z0-9][\w.\-/:@]*[^\W_]|[A-Z0-9]))*(?:,?\s+Inc)?)"
 )
@@ -814,7 +811,7 @@ def introduced(text: str) -> list[Introduced]:
     "device dmi01-akron-sw03", "VLAN 999". A lowercase ordinary word is not a
     name ("the site has"), nor is a word the noun usually takes ("site ID")."""
     out = []
-    for m in _INTRODUCED.finditer(text):
+    for m in _introductions(text):
         words = m.group(2).split()
         while words and words[-1].lower().strip(",") in _NOT_NAMES:
             words.pop()
@@ -841,6 +838,27 @@ def introduced(text: str) -> list[Introduced]:
             noun = _SPACES.sub(" ", noun)
         out.append(_new(Introduced, (noun, name, start, start + len(name))))
     return out
+
+
+# The nouns' first words (letters only): in an ASCII answer's lower case, a
+# case-sensitive search finds them by their first letters, where the noun
+# pattern, case-insensitive and opening with a word boundary, is tried at
+# every character (3-5 ms per 50 kB).
+_NOUN_FIRST_WORDS = re.compile("|".join(sorted({re.escape(n.split()[0]) for n in _INTRODUCING})))
+
+
+def _introductions(text: str) -> Iterator[re.Match[str]]:
+    """`_INTRODUCED.finditer(text)`, tried only where a noun's first word
+    starts: a match starts with one, and no word boundary falls inside a
+    run of letters, so none of its starts is passed over."""
+    if not text.isascii():  # its lower case can differ in length: searched as it is
+        yield from _INTRODUCED.finditer(text)
+        return
+    done = 0  # the end of the last match: matches never overlap
+    for word in _NOUN_FIRST_WORDS.finditer(text.lower()):
+        if word.start() >= done and (m := _INTRODUCED.match(text, word.start())):
+            done = m.end()
+            yield m
 
 
 def singular(noun: str) -> str:
