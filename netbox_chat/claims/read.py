@@ -32,6 +32,7 @@ from netbox_chat.claims.reader import (
     negated,
     noun_after,
     numbers_outside,
+    opened_by,
     plain_answer,
     question_noun,
     shape,
@@ -101,6 +102,7 @@ _QUANTIFIED = re.compile(  # the look-ahead: the first letters, checked at once;
     rf"|\b(?P<q2>no)\s+(?P<v2>{_STATUS})\s+(?P<mid2>[a-z]+))",
     re.IGNORECASE,
 )
+_QUANTIFIER_WORDS = re.compile("all|every|each|no")  # a quantifier's first word ("none": "no")
 _EXCEPTION = re.compile(r"\b(?:but|except|besides|other\s+than|apart\s+from)\b", re.I)
 _SUBSET = re.compile(
     r"\b(?:some|e\.g|including|such\s+as|among|example|examples|few|several|like|first|top|"
@@ -159,7 +161,7 @@ def _counts(text: str, blocks: Shape) -> list[Fact]:
 
 def _quantifiers(text: str) -> list[Fact]:
     facts = []
-    for m in _QUANTIFIED.finditer(text):
+    for m in opened_by(_QUANTIFIED, _QUANTIFIER_WORDS, text):
         if _EXCEPTION.search(m.group()):
             continue  # "all devices but sw02 are active": the named one is read on its own
         if m.group("q"):
