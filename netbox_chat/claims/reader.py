@@ -215,7 +215,8 @@ def plain_answer(answer: str) -> str:
 class Segment(NamedTuple):
     """A stretch of the answer a claim belongs to: a table row, a list item or
     a sentence. `kind` says which; `cells` holds a table row's cells with
-    their headers. (A tuple, like `Number`: an answer holds thousands.)"""
+    their headers. (A tuple, like `Number`: an answer holds thousands, built
+    by position as a bare tuple where a line's loop makes one.)"""
 
     start: int
     end: int
@@ -294,12 +295,8 @@ def shape(text: str) -> Shape:
             while index < len(lines) and "|" in lines[index]:
                 row_line, row_start = lines[index], offsets[index]
                 cells = _cells(row_line)
-                row = Segment(
-                    row_start,
-                    row_start + len(row_line),
-                    "row",
-                    tuple(zip(header + [""] * len(cells), cells, strict=False)),
-                )
+                cells_under = tuple(zip(header + [""] * len(cells), cells, strict=False))
+                row = _new(Segment, (row_start, row_start + len(row_line), "row", cells_under, 0))
                 out.segments.append(row)
                 first = next((c for c in cells if c), "")
                 # a total's word is in its cell as written (plain only blanks marks)
@@ -314,7 +311,7 @@ def shape(text: str) -> Shape:
             indent = len(bullet.group(1).expandtabs())
             if top_indent is None or indent < top_indent:
                 top_indent = indent
-            item = Segment(start + bullet.end(), end, "item", depth=indent)
+            item = _new(Segment, (start + bullet.end(), end, "item", (), indent))
             out.segments.append(item)
             if bullet.group(2):
                 out.numbering.append((start + bullet.start(2), start + bullet.end(2)))
@@ -331,7 +328,7 @@ def shape(text: str) -> Shape:
             continue
         if line.strip():
             for s, e in _sentences(text, start, end):
-                out.segments.append(Segment(s, e, "sentence"))
+                out.segments.append(_new(Segment, (s, e, "sentence", (), 0)))
         else:
             top_indent = None
         index += 1
