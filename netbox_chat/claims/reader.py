@@ -382,8 +382,13 @@ _WORD_NUMBER = re.compile(
     r"|(" + "|".join(_UNITS) + r"))\b",
     re.IGNORECASE,
 )
+_NUMBER_WORD = re.compile("|".join(NUMBER_WORDS))  # where a number word's match can open
+# Not after a name's or an address's character; the pattern opens with a
+# digit, so re jumps from digit to digit (that character is looked for behind
+# the first digit: a look-behind opening the pattern is tried at every character).
 _DIGITS = re.compile(
-    r"(?<![\w.\-/:#])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w\-/]|\.\d|:\d|,\d{3})(\s*%)?"
+    r"(\d(?<![\w.\-/:#]\d)(?:\d{0,2}(?:,\d{3})+|\d*(?:\.\d+)?))"
+    r"(?![\w\-/]|\.\d|:\d|,\d{3})(\s*%)?"
 )
 
 # Nouns a count is a count of (singular forms; plurals are read too).
@@ -562,7 +567,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
         if len(raw) > _LONGEST:
             continue  # a serial or a stuck model's digits: no count, and past a float
         candidates.append((m.start(1), m.end(), raw, m.group(), bool(m.group(2)), 0.0))
-    for m in _WORD_NUMBER.finditer(text):
+    for m in opened_by(_WORD_NUMBER, _NUMBER_WORD, text):
         if m.group(3):
             value = NUMBER_WORDS[m.group(3).lower()]
         else:
