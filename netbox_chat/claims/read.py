@@ -568,10 +568,15 @@ MEASURES = {
     "amps": "amperage", "amperes": "amperage", "interface": "id", "port": "id",
 }  # fmt: skip
 # a unit after a number, or "interface 14": the lines a measure can be said in
+_AFTER_NUMBER = r"\d\s*(?=[urva])(?:u|ru|rack\s+units?|vcpus?|volts|v|amps|amperes)\b"
 _UNIT = AnyCase(  # the look-aheads: the first letters, checked at once
-    r"\d\s*(?=[urva])(?:u|ru|rack\s+units?|vcpus?|volts|v|amps|amperes)\b"
-    r"|\b(?=[ip])(?:interface|port)\s+(?:number\s+|#)?\d"
+    rf"{_AFTER_NUMBER}|\b(?=[ip])(?:interface|port)\s+(?:number\s+|#)?\d"
 )
+# An answer that never says "interface" or "port" (most) has only the units to
+# look for: a pattern opening with a digit is found by jumping from digit to
+# digit, one that may open with a word boundary is tried at every character.
+_UNIT_ONLY = AnyCase(_AFTER_NUMBER)
+_ID_WORDS = AnyCase("interface|port")
 _NUM = r"(?P<n>\d{1,9}(?:\.\d{1,3})?)"
 _MEASURE = re.compile(
     rf"{_WORD_START}(?P<s>{TOKEN.pattern})\s+(?:(?:is|are|has|have|stands|measures)\s+"
@@ -589,7 +594,8 @@ def _measures(text: str) -> list[Fact]:
     fact's span is the number's (and its unit's), so its verdict replaces the
     bare number's: 7 being some other field somewhere does not ground it."""
     facts = []
-    for m in _in_lines(_MEASURE, text, _UNIT):
+    said = next(_ID_WORDS.finditer(text), None) is not None
+    for m in _in_lines(_MEASURE, text, _UNIT if said else _UNIT_ONLY):
         if not identifier_like(m.group("s")):
             continue
         word = m.group("u") or m.group("id")
