@@ -448,7 +448,10 @@ def _last_words(before: str) -> list[str]:
 
 def _identifier(before: str) -> bool:
     """An identifier's noun before the number: "VLAN 100", "id: 7", "vlan id 5"."""
-    words = _WORD_BEFORE.findall(before[-24:].rstrip().rstrip(":=#").lower())
+    tail = before[-24:].rstrip().rstrip(":=#")
+    if tail[-1:].isdigit():  # the last word ends in a digit ("Gi1/0/24: 1000"): no noun
+        return False
+    words = _WORD_BEFORE.findall(tail.lower())
     return bool(words) and words[-1] in _IDENTIFIER_BEFORE
 
 
@@ -498,20 +501,26 @@ def noun_after(text: str, end: int, nouns: Sequence[str]) -> str:
     # the object nouns' spellings are built once: a tuple of 48 nouns hashed
     # per number to find its cache entry costs more than the lookup itself
     forms = _OBJECT_FORMS if nouns is OBJECT_NOUNS else _forms(tuple(nouns))
-    words = _WORD.findall(tail)[:5]
-    last = len(words) - 1
-    for count, word in enumerate(words):  # two words first ("power feeds"), then one
-        if count < last and (noun := forms.get(f"{word} {words[count + 1]}")) is not None:
+    five = _FIVE_WORDS.match(tail)  # it matches any text (each word is optional)
+    words = five.groups() if five else (None,) * 5  # None for the words missing
+    for count in range(4):  # two words first ("power feeds"), then one
+        word = words[count]
+        if word is None:
+            break
+        following = words[count + 1]
+        if following is not None and (noun := forms.get(f"{word} {following}")) is not None:
             return noun
         if (noun := forms.get(word)) is not None:
             return noun
-        if count >= 3 or word in _BREAK_WORDS:
+        if word in _BREAK_WORDS:
             break
     return ""
 
 
 _LETTER_FIRST = re.compile(r"\s*[a-z]")
-_WORD = re.compile(r"[a-z][\w\-]*")
+# The first five words in one match: finding every word of the 80 characters
+# cost a quarter more.
+_FIVE_WORDS = re.compile(r"(?:[^a-z]*([a-z][\w\-]*))?" * 5)
 
 
 @lru_cache(maxsize=16)
