@@ -407,11 +407,12 @@ OBJECT_NOUNS = (
 # a match each per number); at most one part matches, each starting with its
 # own words: a unit that makes it no count ("5 minutes", "3 tool calls"), "in
 # total" as written, or a verb or "of them" that counts a part ("14 have no
-# tenant", "3 of them"). The look-ahead: the units' first letters, checked at once.
+# tenant", "3 of them"). The look-aheads: the words' first letters (all, then
+# the units'), checked at once.
 _FOLLOWS = re.compile(
-    r"\s*(?:(?P<unit>(?:%\s*)?(?=[acdhlmopstwxy])(?:seconds?|secs?|s|ms|minutes?|mins?|hours?"
-    r"|hrs?|h|days?|d|weeks?|months?|years?|yrs?|am|pm|o'clock|times|x|characters?|chars"
-    r"|tokens?|calls?|tool calls?|steps?|turns?|lines?|columns?|percent)\b)"
+    r"\s*(?=[%acdhilmoprstuwxy])(?:(?P<unit>(?:%\s*)?(?=[acdhlmopstwxy])(?:seconds?|secs?|s|ms"
+    r"|minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|months?|years?|yrs?|am|pm|o'clock|times|x"
+    r"|characters?|chars|tokens?|calls?|tool calls?|steps?|turns?|lines?|columns?|percent)\b)"
     r"|(?P<total>(?-i:(?:in\s+)?total))"
     r"|(?P<subcount>of\s+(?:them|these|those|which|the\s+\w+)|(?:have|has|are|is|lack|were|was"
     r"|do|does|remain|match|use|carry|show|sit|run)\b))",
