@@ -81,11 +81,14 @@ _PAGE_WORDS = "first|last|top|latest|newest|oldest|showing|shows?|returned|liste
 _PAGE_BEFORE = re.compile(  # the look-ahead: the words' first letters, checked at once
     rf"\b(?=[flntors])(?:{_PAGE_WORDS})\s+(?:the\s+)?$", re.IGNORECASE
 )
-_PAGE_WORD = AnyCase(_PAGE_WORDS)  # an answer without one has no count said of a page before it
 _PAGE_AFTER = re.compile(
     r"\s+(?:\w+\s+){0,2}?(?:most\s+recent|latest|newest|oldest|shown|listed|returned|here|below|"
     r"on\s+(?:this|the\s+first)\s+page)\b|\s+of\s+\d",
     re.IGNORECASE,
+)
+# A word either needs: an answer without one says no count is of a page.
+_PAGE_WORD = AnyCase(
+    f"{_PAGE_WORDS}|recent|latest|newest|oldest|shown|listed|returned|here|below|page|of"
 )
 _STATUS_AFTER = re.compile(
     r"\s*(?:[a-z]+\s+){0,3}?(?:of\s+them\s+|of\s+these\s+)?(?:are|is|were|was)\s+(\w+)"
@@ -137,7 +140,7 @@ def read(answer: str, question: str = "") -> list[Fact]:
 
 def _counts(text: str, blocks: Shape) -> list[Fact]:
     facts = []
-    paging = next(_PAGE_WORD.finditer(text), None) is not None  # "the first 5": looked for once
+    paging = next(_PAGE_WORD.finditer(text), None) is not None  # looked for once
     for n in numbers_outside(text, tuple(blocks.numbering)):
         if n.integer is None or n.context or n.percent or not (n.noun or n.subcount):
             continue
@@ -150,8 +153,8 @@ def _counts(text: str, blocks: Shape) -> list[Fact]:
             qualifier = m.group(1).lower()  # "2 of them are offline"
         if n.subcount and not (n.noun or qualifier):
             continue  # "3 have no tenant": a count of rows, read by the number check
-        page = bool(paging and _PAGE_BEFORE.search(text[max(0, n.start - 30) : n.start])) or bool(
-            _PAGE_AFTER.match(after)
+        page = paging and bool(
+            _PAGE_BEFORE.search(text[max(0, n.start - 30) : n.start]) or _PAGE_AFTER.match(after)
         )
         facts.append(
             Fact("count", n.text, n.start, n.end, number=n.integer, noun=n.noun,
