@@ -663,12 +663,13 @@ _ANSWER_END = re.compile(r"\s*(?:[.!:]|$|\n|\(|,)")
 NEGATOR = re.compile(
     r"\b(?:not|never|no|none|neither|nor|without|cannot|no\s+longer)\b|n't\b", re.IGNORECASE
 )
-_CLAUSE_BREAK = re.compile(
-    r"[,;:()\n]|\s[-\u2013\u2014]\s|\b(?:but|while|whereas|although|however)\b"
+_CLAUSE_BREAK = re.compile(  # the look-ahead: the breaks' first characters, checked at once
+    r"(?=[,;:()\sbwah])(?:[,;:()\n]|\s[-\u2013\u2014]\s|\b(?:but|while|whereas|although|however)\b)"
 )
 
 
 _CLAUSE_REACH = 200
+_BREAK_CHARACTERS = ",;:()\n"
 
 
 def clause_start(text: str, at: int, floor: int = 0) -> int:
@@ -677,8 +678,13 @@ def clause_start(text: str, at: int, floor: int = 0) -> int:
     `_CLAUSE_REACH` characters: a clause's last words are what binds, and a
     look back over a whole line per word would cost its square."""
     floor = max(floor, at - _CLAUSE_REACH)
-    last = floor
-    for m in _CLAUSE_BREAK.finditer(text, floor, at):
+    # The last break of one character, found from the end: the breaks are read
+    # from just after it (the one-character breaks of a list of names made the
+    # look back cost a match per name). A scan from further back ends a match
+    # there too: a dash between spaces is the only longer break holding one,
+    # a newline, as its last character.
+    last = max(floor, 1 + max([text.rfind(c, floor, at) for c in _BREAK_CHARACTERS]))
+    for m in _CLAUSE_BREAK.finditer(text, last, at):
         last = m.end()
     return last
 
