@@ -419,6 +419,7 @@ _FOLLOWS = re.compile(
     re.IGNORECASE,
 )
 _TOTAL_NEAR = re.compile(r"\btotal\b", re.IGNORECASE)
+_TOTAL_WORD = AnyCase("total")  # an answer without it says no "Total: 14"
 _YEAR = re.compile(r"(?:19|20)\d\d")
 # The last word before a number that makes it no count ("turn 2", "page 3",
 # "the last 24 hours"): only spaces may stand between ("page: 3" counts).
@@ -588,6 +589,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                 NUMBER_WORDS[m.group(2).lower()] if m.group(2) else 0
             )
         candidates.append((m.start(), m.end(), "", m.group(), False, float(value)))
+    totals = next(_TOTAL_WORD.finditer(text), None) is not None  # looked for once
     # no digits and no number word start at one offset: the order is the offsets'
     for start, end, digits, raw, percent, word_value in sorted(candidates):
         word = not digits
@@ -627,7 +629,8 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                     raw.strip(),
                     noun,
                     _context(words),  # context
-                    follower == "total" or bool(_TOTAL_NEAR.search(before[-16:])),  # total
+                    # total
+                    follower == "total" or (totals and bool(_TOTAL_NEAR.search(before[-16:]))),
                     follower == "subcount",  # subcount
                     percent,
                     word,
