@@ -61,6 +61,18 @@ def opened_by(
             yield m
 
 
+def any_word(words: Iterable[str]) -> re.Pattern[str]:
+    """Any of `words` (in lower case, for `opened_by`), grouped by first
+    letter: re then compares a character once per letter, not once per word
+    (a third of the search, for the object nouns)."""
+    rests: dict[str, set[str]] = {}
+    for word in words:
+        rests.setdefault(word[0], set()).add(re.escape(word[1:]))
+    return re.compile(
+        "|".join(f"{re.escape(first)}(?:{'|'.join(sorted(rest))})" for first, rest in rests.items())
+    )
+
+
 def key(text: str) -> str:
     """The form two spellings of one name share: case, spaces, dashes,
     underscores and punctuation do not matter ("DM Akron" = "dm-akron").
@@ -385,7 +397,7 @@ _WORD_NUMBER = re.compile(
     r"|(" + "|".join(_UNITS) + r"))\b",
     re.IGNORECASE,
 )
-_NUMBER_WORD = re.compile("|".join(NUMBER_WORDS))  # where a number word's match can open
+_NUMBER_WORD = any_word(NUMBER_WORDS)  # where a number word's match can open
 # Not after a name's or an address's character; the pattern opens with a
 # digit, so re jumps from digit to digit (that character is looked for behind
 # the first digit: a look-behind opening the pattern is tried at every character).
@@ -884,7 +896,7 @@ def introduced(text: str) -> list[Introduced]:
 
 
 # The nouns' first words: where an introduced name's match can start.
-_NOUN_FIRST_WORDS = re.compile("|".join(sorted({re.escape(n.split()[0]) for n in _INTRODUCING})))
+_NOUN_FIRST_WORDS = any_word(n.split()[0] for n in _INTRODUCING)
 
 
 def singular(noun: str) -> str:
