@@ -140,7 +140,7 @@ def read(answer: str, question: str = "") -> list[Fact]:
 
 def _counts(text: str, blocks: Shape) -> list[Fact]:
     facts = []
-    paging = next(_PAGE_WORD.finditer(text), None) is not None  # looked for once
+    paging: bool | None = None  # looked for once, at the first count
     for n in numbers_outside(text, tuple(blocks.numbering)):
         if n.integer is None or n.context or n.percent or not (n.noun or n.subcount):
             continue
@@ -153,6 +153,8 @@ def _counts(text: str, blocks: Shape) -> list[Fact]:
             qualifier = m.group(1).lower()  # "2 of them are offline"
         if n.subcount and not (n.noun or qualifier):
             continue  # "3 have no tenant": a count of rows, read by the number check
+        if paging is None:
+            paging = next(_PAGE_WORD.finditer(text), None) is not None
         page = paging and bool(
             _PAGE_BEFORE.search(text[max(0, n.start - 30) : n.start]) or _PAGE_AFTER.match(after)
         )

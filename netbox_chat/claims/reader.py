@@ -283,6 +283,7 @@ class Shape:
 
 
 _TOTAL_WORDS = ("total", "sum", "all")
+_TOTAL_WORD_IN = re.compile("|".join(_TOTAL_WORDS))  # one search of a cell for them all
 
 
 @lru_cache(maxsize=2)
@@ -313,9 +314,9 @@ def shape(text: str) -> Shape:
                 cells_under = tuple(zip(header + [""] * len(cells), cells, strict=False))
                 row = _new(Segment, (row_start, row_start + len(row_line), "row", cells_under, 0))
                 out.segments.append(row)
-                first = next((c for c in cells if c), "")
+                first = cells[0] or next((c for c in cells if c), "")
                 # a total's word is in its cell as written (plain only blanks marks)
-                total = any(w in first.lower() for w in _TOTAL_WORDS) and (
+                total = bool(_TOTAL_WORD_IN.search(first.lower())) and (
                     plain(first).strip().lower().startswith(_TOTAL_WORDS)
                 )
                 (out.totals if total else out.rows).append(row)
