@@ -229,9 +229,11 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
             facts += _only(sentence, segment.start)
         if "holds" in low or "contains" in low or "hosts" in low:
             facts += _held(sentence, segment.start)
-        # its words, as written, checked before it is searched (most sentences of a long
-        # list have none)
-        listing = "is" in sentence or "are" in sentence or ":" in sentence
+        # its words and a separator, as written, checked before it is searched (most
+        # sentences of a long answer have none)
+        listing = ("is" in sentence or "are" in sentence or ":" in sentence) and (
+            "," in sentence or "and" in sentence
+        )
         m = _INLINE_LIST.search(sentence) if listing else None
         if not m:
             continue
