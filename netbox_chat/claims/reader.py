@@ -45,12 +45,13 @@ class AnyCase:
 def opened_by(
     pattern: re.Pattern[str], openers: re.Pattern[str], text: str
 ) -> Iterator[re.Match[str]]:
-    """`pattern.finditer(text)` for a pattern whose every match opens, at a
-    word boundary and in any case, with one of the lower-case words of
-    letters `openers` matches. It is tried only where `openers` finds one in
-    an ASCII text's lower case (a case-sensitive search jumps to their first
-    letters), not at every character as re tries it (3-5 ms per 50 kB). No
-    start is passed over: no word boundary falls inside a run of letters."""
+    """`pattern.finditer(text)`, for a pattern whose every match opens at a
+    word boundary with one of the words `openers` finds (runs of letters, in
+    lower case; the pattern reads them in any case). In an ASCII text the
+    pattern is tried only where `openers` finds one in its lower case (a
+    case-sensitive search jumps to their first letters), not at every
+    character as re tries it (3-5 ms per 50 kB). No start is passed over: no
+    word boundary falls inside a run of letters."""
     if not text.isascii():  # its lower case can differ in length: searched as it is
         yield from pattern.finditer(text)
         return
