@@ -625,24 +625,24 @@ def _cells(text: str, blocks: Shape) -> list[Fact]:
     for row in blocks.rows:
         if len(row.cells) < 2:
             continue
-        at = row.start
-        spans = []
-        for _, cell in row.cells:
-            found = text.find(cell, at, row.end) if cell else -1
-            spans.append((found, found + len(cell)) if found >= 0 else None)
-            if found >= 0:
-                at = found + len(cell)
-        subject = row.cells[0][1].strip()
-        if not subject or spans[0] is None:
+        named = row.cells[0][1]
+        subject = named.strip()
+        at = text.find(named, row.start, row.end) if subject else -1
+        if at < 0:
             continue
-        for (header, cell), span in list(zip(row.cells, spans, strict=True))[1:]:
+        at += len(named)
+        for header, cell in row.cells[1:]:  # each found after the one before
+            found = text.find(cell, at, row.end) if cell else -1
+            if found < 0:
+                continue
+            at = found + len(cell)
             value = cell.strip()
-            if span is None or not header.strip() or not TOKEN.search(value):
+            if not header.strip() or not TOKEN.search(value):
                 continue
             if header not in fields:
                 fields[header] = _SPACES.sub(" ", header.strip().lower())
             facts.append(
-                Fact("field", value, span[0], span[1], subject=subject, value=value,
+                Fact("field", value, found, at, subject=subject, value=value,
                      field=fields[header])
             )  # fmt: skip
     return facts
