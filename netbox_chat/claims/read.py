@@ -142,7 +142,8 @@ def _counts(text: str, blocks: Shape) -> list[Fact]:
     facts = []
     paging: bool | None = None  # looked for once, at the first count
     for n in numbers_outside(text, tuple(blocks.numbering)):
-        if n.integer is None or n.context or n.percent or not (n.noun or n.subcount):
+        integer = n.integer
+        if integer is None or n.context or n.percent or not (n.noun or n.subcount):
             continue
         after = text[n.end : n.end + 60]
         qualifier = ""
@@ -159,7 +160,7 @@ def _counts(text: str, blocks: Shape) -> list[Fact]:
             _PAGE_BEFORE.search(text[max(0, n.start - 30) : n.start]) or _PAGE_AFTER.match(after)
         )
         facts.append(
-            Fact("count", n.text, n.start, n.end, number=n.integer, noun=n.noun,
+            Fact("count", n.text, n.start, n.end, number=integer, noun=n.noun,
                  qualifier=qualifier, page=page,
                  narrowed=not (qualifier or page) and (n.subcount or _narrowing(text, n)),
                  scope=_sentence(text, n.start))

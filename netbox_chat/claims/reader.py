@@ -450,6 +450,9 @@ _IDENTIFIER_BEFORE = frozenset([
     "id", "ids", "vid", "vlan", "site", "rack", "tenant", "cluster", "region", "location",
     "prefix", "device", "circuit", "interface", "asn", "as", "ticket", "issue", "pr",
 ])  # fmt: skip
+# What the text before a number can end with when its last word is one of
+# them: their last letters, or a character no word holds ("VLAN (100)").
+_MAY_END_IDENTIFIER = frozenset({w[-1] for w in _IDENTIFIER_BEFORE} | set("([{\"'*"))
 _DETERMINERS = frozenset(["the", "all", "its", "their", "these", "those"])
 _FROM = frozenset(["among", "from", "across"])
 _WORD_BEFORE = re.compile(r"[^\s(\[{\"'*]+")
@@ -465,8 +468,9 @@ def _last_words(before: str) -> list[str]:
 def _identifier(before: str) -> bool:
     """An identifier's noun before the number: "VLAN 100", "id: 7", "vlan id 5"."""
     tail = before[-24:].rstrip().rstrip(":=#")
-    if tail[-1:].isdigit():  # the last word ends in a digit ("Gi1/0/24: 1000"): no noun
-        return False
+    last = tail[-1:]
+    if not last or (last.lower() not in _MAY_END_IDENTIFIER and not last.isspace()):
+        return False  # the last word ends as no noun does ("with 5", "Gi1/0/24: 1000")
     words = _WORD_BEFORE.findall(tail.lower())
     return bool(words) and words[-1] in _IDENTIFIER_BEFORE
 
