@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
     TOKEN,
+    AnyCase,
     Shape,
     identifier_like,
     is_address,
@@ -31,6 +32,7 @@ from netbox_chat.claims.reader import (
     negated,
     noun_after,
     numbers_outside,
+    opened_by,
     plain_answer,
     question_noun,
     shape,
@@ -75,15 +77,18 @@ class Fact(NamedTuple):
     on: str = ""  # has: the object the subject belongs to ("eth1 on dmi01-akron-sw01")
 
 
+_PAGE_WORDS = "first|last|top|latest|newest|oldest|showing|shows?|returned|listed|fetched"
 _PAGE_BEFORE = re.compile(  # the look-ahead: the words' first letters, checked at once
-    r"\b(?=[flntors])(?:first|last|top|latest|newest|oldest|showing|shows?|returned|listed|"
-    r"fetched)\s+(?:the\s+)?$",
-    re.IGNORECASE,
+    rf"\b(?=[flntors])(?:{_PAGE_WORDS})\s+(?:the\s+)?$", re.IGNORECASE
 )
 _PAGE_AFTER = re.compile(
     r"\s+(?:\w+\s+){0,2}?(?:most\s+recent|latest|newest|oldest|shown|listed|returned|here|below|"
     r"on\s+(?:this|the\s+first)\s+page)\b|\s+of\s+\d",
     re.IGNORECASE,
+)
+# A word either needs: an answer without one says no count is of a page.
+_PAGE_WORD = AnyCase(
+    f"{_PAGE_WORDS}|recent|latest|newest|oldest|shown|listed|returned|here|below|page|of"
 )
 _STATUS_AFTER = re.compile(
     r"\s*(?:[a-z]+\s+){0,3}?(?:of\s+them\s+|of\s+these\s+)?(?:are|is|were|was)\s+(\w+)"
@@ -100,6 +105,7 @@ _QUANTIFIED = re.compile(  # the look-ahead: the first letters, checked at once;
     rf"|\b(?P<q2>no)\s+(?P<v2>{_STATUS})\s+(?P<mid2>[a-z]+))",
     re.IGNORECASE,
 )
+_QUANTIFIER_WORDS = re.compile("all|every|each|no")  # a quantifier's first word ("none": "no")
 _EXCEPTION = re.compile(r"\b(?:but|except|besides|other\s+than|apart\s+from)\b", re.I)
 _SUBSET = re.compile(
     r"\b(?:some|e\.g|including|such\s+as|among|example|examples|few|several|like|first|top|"
@@ -108,7 +114,9 @@ _SUBSET = re.compile(
 )
 _WHOLE = re.compile(r"(?:\b(?:are|is)\b|:)\s*$", re.IGNORECASE)
 # a list runs to the sentence's end: a dot inside an address or a name ("10.10.0.0/16") is no end
-_ITEMS = r"(?:[^.;\n]|\.(?=\w))+"
+# (runs of other characters taken at once: a step per character cost the
+# pattern half its time)
+_ITEMS = r"(?:[^.;\n]+|\.(?=\w))+"
 _INLINE_LIST = re.compile(rf"\b(?:are|is)\s*:?\s+(?P<list>{_ITEMS})|:\s*(?P<list2>{_ITEMS})")
 
 
@@ -132,23 +140,27 @@ def read(answer: str, question: str = "") -> list[Fact]:
 
 def _counts(text: str, blocks: Shape) -> list[Fact]:
     facts = []
+    paging: bool | None = None  # looked for once, at the first count
     for n in numbers_outside(text, tuple(blocks.numbering)):
-        if n.integer is None or n.context or n.percent or not (n.noun or n.subcount):
+        integer = n.integer
+        if integer is None or n.context or n.percent or not (n.noun or n.subcount):
             continue
         after = text[n.end : n.end + 60]
         qualifier = ""
-        words = after.lower().split(maxsplit=3)[:3]
-        if words and words[0] in STATUS_WORDS:  # "4 active devices"
-            qualifier = words[0]
+        first = after.split(maxsplit=1)[:1]  # its first word
+        if first and (word := first[0].lower()) in STATUS_WORDS:  # "4 active devices"
+            qualifier = word
         elif (m := _STATUS_AFTER.match(after)) and m.group(1).lower() in STATUS_WORDS:
             qualifier = m.group(1).lower()  # "2 of them are offline"
         if n.subcount and not (n.noun or qualifier):
             continue  # "3 have no tenant": a count of rows, read by the number check
-        page = bool(_PAGE_BEFORE.search(text[max(0, n.start - 30) : n.start])) or bool(
-            _PAGE_AFTER.match(after)
+        if paging is None:
+            paging = next(_PAGE_WORD.finditer(text), None) is not None
+        page = paging and bool(
+            _PAGE_BEFORE.search(text[max(0, n.start - 30) : n.start]) or _PAGE_AFTER.match(after)
         )
         facts.append(
-            Fact("count", n.text, n.start, n.end, number=n.integer, noun=n.noun,
+            Fact("count", n.text, n.start, n.end, number=integer, noun=n.noun,
                  qualifier=qualifier, page=page,
                  narrowed=not (qualifier or page) and (n.subcount or _narrowing(text, n)),
                  scope=_sentence(text, n.start))
@@ -158,7 +170,7 @@ def _counts(text: str, blocks: Shape) -> list[Fact]:
 
 def _quantifiers(text: str) -> list[Fact]:
     facts = []
-    for m in _QUANTIFIED.finditer(text):
+    for m in opened_by(_QUANTIFIED, _QUANTIFIER_WORDS, text):
         if _EXCEPTION.search(m.group()):
             continue  # "all devices but sw02 are active": the named one is read on its own
         if m.group("q"):
@@ -218,7 +230,12 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
             facts += _only(sentence, segment.start)
         if "holds" in low or "contains" in low or "hosts" in low:
             facts += _held(sentence, segment.start)
-        m = _INLINE_LIST.search(sentence)
+        # its words and a separator, as written, checked before it is searched (most
+        # sentences of a long answer have none)
+        listing = ("is" in sentence or "are" in sentence or ":" in sentence) and (
+            "," in sentence or "and" in sentence
+        )
+        m = _INLINE_LIST.search(sentence) if listing else None
         if not m:
             continue
         listed = m.group("list") or m.group("list2") or ""
@@ -231,13 +248,11 @@ def _members(text: str, blocks: Shape, question: str = "") -> list[Fact]:
         said = lead + (" are" if m.group("list") else "")  # "X are: A, B" or "X: A, B"
         noun = _lead_noun(said)
         whole = _whole(said, noun)  # "The platforms are IOS-XE and Junos": any names
-        names = tuple(
-            p for p in parts if p and (_nameish(p.split()[0]) or (whole and p[0].isupper()))
-        )
-        if len(names) >= 2 and len(names) == len(parts):
+        # every part a name, or no list (read up to the first that is not)
+        if all(p and (_nameish(p.split()[0]) or (whole and p[0].isupper())) for p in parts):
             start = segment.start + m.start()
             facts.append(
-                Fact("members", sentence.strip(), start, segment.end, members=names,
+                Fact("members", sentence.strip(), start, segment.end, members=tuple(parts),
                      qualifier=_status_in(lead), noun=noun, narrowed=not whole, scope=lead)
             )  # fmt: skip
     return facts
@@ -342,16 +357,22 @@ _NARROWING = frozenset(
 def _narrowing(text: str, number: Any) -> bool:
     """Words after the counted noun narrow the set ("2 devices have no
     tenant", "4 devices with no rack"): the set's count is not its number."""
-    tail = text[number.end : number.end + 80].lower()
-    seven = _SEVEN_WORDS.match(tail)  # it matches any text (each word is optional)
-    words = [w for w in seven.groups() if w is not None] if seven else []
+    seven = _SEVEN_WORDS.match(text[number.end : number.end + 80].lower())
+    # it matches any text (each word is optional): its words, then None for the words missing
+    words = seven.groups() if seven else (None,) * 7
     stem = number.noun.split()[-1][:4]
-    for i, word in enumerate(words[:5]):
+    for i in range(5):
+        word = words[i]
+        if word is None:
+            return False
         if word.startswith(stem):
-            if words[i + 1 : i + 3] in (["in", "netbox"], ["in", "total"]):
+            if words[i + 1 : i + 3] in _WHOLE_SET_AFTER:
                 return False  # "3 devices in NetBox": the whole set, no narrower
-            return i + 1 < len(words) and words[i + 1] in _NARROWING
+            return words[i + 1] in _NARROWING
     return False
+
+
+_WHOLE_SET_AFTER = (("in", "netbox"), ("in", "total"))
 
 
 _WORD_OR_STOP = r"[a-z][\w\-]*|[.,;:!?]"
@@ -372,8 +393,11 @@ def _sentence(text: str, at: int) -> str:
     # never further back than the 300 characters looked at: a long line with
     # no sentence's end taken from its start made each fact cost the line
     low = max(dot + 1, text.rfind("\n", floor, at) + 1, floor)
-    ends = [e for c in (". ", "\n", ",", ":", ";") if (e := text.find(c, at, at + 300)) >= 0]
-    return text[low : min(ends) if ends else at + 300]
+    end = _SCOPE_END.search(text, at, at + 300)  # the first of them: one search, not five
+    return text[low : end.start() if end else at + 300]
+
+
+_SCOPE_END = re.compile(r"\. |[\n,:;]")
 
 
 _ABBREVIATION = re.compile(r"(?<![\w-])[A-Z][a-z]{1,3}$")
@@ -553,11 +577,15 @@ MEASURES = {
     "amps": "amperage", "amperes": "amperage", "interface": "id", "port": "id",
 }  # fmt: skip
 # a unit after a number, or "interface 14": the lines a measure can be said in
-_UNIT = re.compile(  # the look-aheads: the first letters, checked at once
-    r"\d\s*(?=[urva])(?:u|ru|rack\s+units?|vcpus?|volts|v|amps|amperes)\b"
-    r"|\b(?=[ip])(?:interface|port)\s+(?:number\s+|#)?\d",
-    re.IGNORECASE,
+_AFTER_NUMBER = r"\d\s*(?=[urva])(?:u|ru|rack\s+units?|vcpus?|volts|v|amps|amperes)\b"
+_UNIT = AnyCase(  # the look-aheads: the first letters, checked at once
+    rf"{_AFTER_NUMBER}|\b(?=[ip])(?:interface|port)\s+(?:number\s+|#)?\d"
 )
+# An answer that never says "interface" or "port" (most) has only the units to
+# look for: a pattern opening with a digit is found by jumping from digit to
+# digit, one that may open with a word boundary is tried at every character.
+_UNIT_ONLY = AnyCase(_AFTER_NUMBER)
+_ID_WORDS = AnyCase("interface|port")
 _NUM = r"(?P<n>\d{1,9}(?:\.\d{1,3})?)"
 _MEASURE = re.compile(
     rf"{_WORD_START}(?P<s>{TOKEN.pattern})\s+(?:(?:is|are|has|have|stands|measures)\s+"
@@ -575,7 +603,8 @@ def _measures(text: str) -> list[Fact]:
     fact's span is the number's (and its unit's), so its verdict replaces the
     bare number's: 7 being some other field somewhere does not ground it."""
     facts = []
-    for m in _in_lines(_MEASURE, text, _UNIT):
+    said = next(_ID_WORDS.finditer(text), None) is not None
+    for m in _in_lines(_MEASURE, text, _UNIT if said else _UNIT_ONLY):
         if not identifier_like(m.group("s")):
             continue
         word = m.group("u") or m.group("id")
@@ -597,24 +626,24 @@ def _cells(text: str, blocks: Shape) -> list[Fact]:
     for row in blocks.rows:
         if len(row.cells) < 2:
             continue
-        at = row.start
-        spans = []
-        for _, cell in row.cells:
-            found = text.find(cell, at, row.end) if cell else -1
-            spans.append((found, found + len(cell)) if found >= 0 else None)
-            if found >= 0:
-                at = found + len(cell)
-        subject = row.cells[0][1].strip()
-        if not subject or spans[0] is None:
+        named = row.cells[0][1]
+        subject = named.strip()
+        at = text.find(named, row.start, row.end) if subject else -1
+        if at < 0:
             continue
-        for (header, cell), span in list(zip(row.cells, spans, strict=True))[1:]:
+        at += len(named)
+        for header, cell in row.cells[1:]:  # each found after the one before
+            found = text.find(cell, at, row.end) if cell else -1
+            if found < 0:
+                continue
+            at = found + len(cell)
             value = cell.strip()
-            if span is None or not header.strip() or not TOKEN.search(value):
+            if not header.strip() or not TOKEN.search(value):
                 continue
             if header not in fields:
                 fields[header] = _SPACES.sub(" ", header.strip().lower())
             facts.append(
-                Fact("field", value, span[0], span[1], subject=subject, value=value,
+                Fact("field", value, found, at, subject=subject, value=value,
                      field=fields[header])
             )  # fmt: skip
     return facts
@@ -627,7 +656,7 @@ def _matches(pattern: re.Pattern[str], text: str, words: tuple[str, ...]) -> lis
     return _in_lines(pattern, text, _any_of(words))
 
 
-def _in_lines(pattern: re.Pattern[str], text: str, trigger: re.Pattern[str]) -> list[re.Match[str]]:
+def _in_lines(pattern: re.Pattern[str], text: str, trigger: AnyCase) -> list[re.Match[str]]:
     """`pattern`'s matches in the lines of `text` where `trigger` matches."""
     found: list[re.Match[str]] = []
     done = -1  # the end of the last line searched
@@ -642,10 +671,10 @@ def _in_lines(pattern: re.Pattern[str], text: str, trigger: re.Pattern[str]) -> 
 
 
 @lru_cache(maxsize=8)
-def _any_of(words: tuple[str, ...]) -> re.Pattern[str]:
-    """Any of `words`, in any case: the lines to search are found in one pass
-    over the answer, not a Python step per line."""
-    return re.compile("|".join(map(re.escape, words)), re.IGNORECASE)
+def _any_of(words: tuple[str, ...]) -> AnyCase:
+    """Any of `words` (in lower case), in any case: the lines to search are
+    found in one pass over the answer, not a Python step per line."""
+    return AnyCase("|".join(map(re.escape, words)))
 
 
 # ------------------------------------------------ the subject of a value (eval)

@@ -11,7 +11,7 @@ name (not the site "MDF"), "D. S. Weaver Labs" is not cut at its initials, and
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -22,6 +22,56 @@ from typing import NamedTuple
 # colons and underscores (dmi01-akron-sw01, Gi1/0/24, PP:MDF, 10.0.0.1/24).
 TOKEN = re.compile(r"[^\W_](?:[\w.\-/:@]*[^\W_])?")
 _ALNUM = re.compile(r"[^\W_]+")
+
+
+class AnyCase:
+    """A pattern of lower-case words, found in any case; read its matches'
+    offsets (their text is in lower case). re's case-insensitive search tries
+    such a pattern at every character (2 ms per 50 kB); in an ASCII text's
+    lower case (the same offsets, the same letters matched) a case-sensitive
+    one jumps to its first letters (0.4 ms). A text beyond ASCII, whose lower
+    case can differ in length, is searched case-insensitively."""
+
+    def __init__(self, source: str) -> None:
+        self.lower = re.compile(source)
+        self.any_case = re.compile(source, re.IGNORECASE)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        if text.isascii():
+            return self.lower.finditer(text.lower())
+        return self.any_case.finditer(text)
+
+
+def opened_by(
+    pattern: re.Pattern[str], openers: re.Pattern[str], text: str
+) -> Iterator[re.Match[str]]:
+    """`pattern.finditer(text)`, for a pattern whose every match opens at a
+    word boundary with one of the words `openers` finds (runs of letters, in
+    lower case; the pattern reads them in any case). In an ASCII text the
+    pattern is tried only where `openers` finds one in its lower case (a
+    case-sensitive search jumps to their first letters), not at every
+    character as re tries it (3-5 ms per 50 kB). No start is passed over: no
+    word boundary falls inside a run of letters."""
+    if not text.isascii():  # its lower case can differ in length: searched as it is
+        yield from pattern.finditer(text)
+        return
+    done = 0  # the end of the last match: matches never overlap
+    for word in openers.finditer(text.lower()):
+        if word.start() >= done and (m := pattern.match(text, word.start())):
+            done = m.end()
+            yield m
+
+
+def any_word(words: Iterable[str]) -> re.Pattern[str]:
+    """Any of `words` (in lower case, for `opened_by`), grouped by first
+    letter: re then compares a character once per letter, not once per word
+    (a third of the search, for the object nouns)."""
+    rests: dict[str, set[str]] = {}
+    for word in words:
+        rests.setdefault(word[0], set()).add(re.escape(word[1:]))
+    return re.compile(
+        "|".join(f"{re.escape(first)}(?:{'|'.join(sorted(rest))})" for first, rest in rests.items())
+    )
 
 
 def key(text: str) -> str:
@@ -159,7 +209,10 @@ def _run_in(line: str, start: int, at: int) -> list[tuple[int, int]]:
 
 
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
-_MARKUP = re.compile(r"[*`#>~]|(?<!\w)_|_(?!\w)|\[|\]\([^)]*\)|\]")
+# Each alternative opens with its mark (an underscore after no word character
+# is looked for behind it), so re jumps from mark to mark; a look-behind or a
+# class opening one is tried at every character (1.6 ms per 50 kB, not 0.2).
+_MARKUP = re.compile(r"\*|`|#|>|~|_(?<!\w_)|_(?!\w)|\[|\]\([^)]*\)|\]")
 
 
 def plain(text: str) -> str:
@@ -178,7 +231,8 @@ def plain_answer(answer: str) -> str:
 class Segment(NamedTuple):
     """A stretch of the answer a claim belongs to: a table row, a list item or
     a sentence. `kind` says which; `cells` holds a table row's cells with
-    their headers. (A tuple, like `Number`: an answer holds thousands.)"""
+    their headers. (A tuple, like `Number`: an answer holds thousands, built
+    by position as a bare tuple where a line's loop makes one.)"""
 
     start: int
     end: int
@@ -230,6 +284,7 @@ class Shape:
 
 
 _TOTAL_WORDS = ("total", "sum", "all")
+_TOTAL_WORD_IN = re.compile("|".join(_TOTAL_WORDS))  # one search of a cell for them all
 
 
 @lru_cache(maxsize=2)
@@ -257,16 +312,12 @@ def shape(text: str) -> Shape:
             while index < len(lines) and "|" in lines[index]:
                 row_line, row_start = lines[index], offsets[index]
                 cells = _cells(row_line)
-                row = Segment(
-                    row_start,
-                    row_start + len(row_line),
-                    "row",
-                    tuple(zip(header + [""] * len(cells), cells, strict=False)),
-                )
+                cells_under = tuple(zip(header + [""] * len(cells), cells, strict=False))
+                row = _new(Segment, (row_start, row_start + len(row_line), "row", cells_under, 0))
                 out.segments.append(row)
-                first = next((c for c in cells if c), "")
+                first = cells[0] or next((c for c in cells if c), "")
                 # a total's word is in its cell as written (plain only blanks marks)
-                total = any(w in first.lower() for w in _TOTAL_WORDS) and (
+                total = bool(_TOTAL_WORD_IN.search(first.lower())) and (
                     plain(first).strip().lower().startswith(_TOTAL_WORDS)
                 )
                 (out.totals if total else out.rows).append(row)
@@ -277,7 +328,7 @@ def shape(text: str) -> Shape:
             indent = len(bullet.group(1).expandtabs())
             if top_indent is None or indent < top_indent:
                 top_indent = indent
-            item = Segment(start + bullet.end(), end, "item", depth=indent)
+            item = _new(Segment, (start + bullet.end(), end, "item", (), indent))
             out.segments.append(item)
             if bullet.group(2):
                 out.numbering.append((start + bullet.start(2), start + bullet.end(2)))
@@ -294,7 +345,7 @@ def shape(text: str) -> Shape:
             continue
         if line.strip():
             for s, e in _sentences(text, start, end):
-                out.segments.append(Segment(s, e, "sentence"))
+                out.segments.append(_new(Segment, (s, e, "sentence", (), 0)))
         else:
             top_indent = None
         index += 1
@@ -348,8 +399,13 @@ _WORD_NUMBER = re.compile(
     r"|(" + "|".join(_UNITS) + r"))\b",
     re.IGNORECASE,
 )
+_NUMBER_WORD = any_word(NUMBER_WORDS)  # where a number word's match can open
+# Not after a name's or an address's character; the pattern opens with a
+# digit, so re jumps from digit to digit (that character is looked for behind
+# the first digit: a look-behind opening the pattern is tried at every character).
 _DIGITS = re.compile(
-    r"(?<![\w.\-/:#])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w\-/]|\.\d|:\d|,\d{3})(\s*%)?"
+    r"(\d(?<![\w.\-/:#]\d)(?:\d{0,2}(?:,\d{3})+|\d*(?:\.\d+)?))"
+    r"(?![\w\-/]|\.\d|:\d|,\d{3})(\s*%)?"
 )
 
 # Nouns a count is a count of (singular forms; plurals are read too).
@@ -361,20 +417,24 @@ OBJECT_NOUNS = (
     "entry", "record", "item", "switch", "router", "server", "firewall", "port", "host",
     "member", "module", "outlet", "range", "asn", "termination", "group", "one",
 )  # fmt: skip
-_TIME_UNITS = re.compile(  # the look-ahead: the units' first letters, checked at once
-    r"^\s*(?:%\s*)?(?=[acdhlmopstwxy])(?:seconds?|secs?|s|ms|minutes?|mins?|hours?|hrs?|h|days?"
-    r"|d|weeks?|months?|years?|yrs?|am|pm|o'clock|times|x|characters?|chars|tokens?"
-    r"|calls?|tool calls?|steps?|turns?|lines?|columns?|percent)\b",
+# What follows a number, in one match (three patterns matched one by one cost
+# a match each per number); at most one part matches, each starting with its
+# own words: a unit that makes it no count ("5 minutes", "3 tool calls"), "in
+# total" as written, or a verb or "of them" that counts a part ("14 have no
+# tenant", "3 of them"). The look-aheads: the words' first letters (all, then
+# the units'), checked at once.
+_FOLLOWS = re.compile(
+    r"\s*(?=[%acdhilmoprstuwxy])(?:(?P<unit>(?:%\s*)?(?=[acdhlmopstwxy])(?:seconds?|secs?|s|ms"
+    r"|minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|months?|years?|yrs?|am|pm|o'clock|times|x"
+    r"|characters?|chars|tokens?|calls?|tool calls?|steps?|turns?|lines?|columns?|percent)\b)"
+    r"|(?P<total>(?-i:(?:in\s+)?total))"
+    r"|(?P<subcount>of\s+(?:them|these|those|which|the\s+\w+)|(?:have|has|are|is|lack|were|was"
+    r"|do|does|remain|match|use|carry|show|sit|run)\b))",
     re.IGNORECASE,
 )
 _TOTAL_NEAR = re.compile(r"\btotal\b", re.IGNORECASE)
-_TOTAL_AFTER = re.compile(r"\s*(?:in\s+)?total")
+_TOTAL_WORD = AnyCase("total")  # an answer without it says no "Total: 14"
 _YEAR = re.compile(r"(?:19|20)\d\d")
-_SUBCOUNT_AFTER = re.compile(
-    r"^\s*(?:of\s+(?:them|these|those|which|the\s+\w+)|(?:have|has|are|is|lack|were|was|do|"
-    r"does|remain|match|use|carry|show|sit|run)\b)",
-    re.IGNORECASE,
-)
 # The last word before a number that makes it no count ("turn 2", "page 3",
 # "the last 24 hours"): only spaces may stand between ("page: 3" counts).
 _NOT_A_COUNT_BEFORE = frozenset([
@@ -390,6 +450,9 @@ _IDENTIFIER_BEFORE = frozenset([
     "id", "ids", "vid", "vlan", "site", "rack", "tenant", "cluster", "region", "location",
     "prefix", "device", "circuit", "interface", "asn", "as", "ticket", "issue", "pr",
 ])  # fmt: skip
+# What the text before a number can end with when its last word is one of
+# them: their last letters, or a character no word holds ("VLAN (100)").
+_MAY_END_IDENTIFIER = frozenset({w[-1] for w in _IDENTIFIER_BEFORE} | set("([{\"'*"))
 _DETERMINERS = frozenset(["the", "all", "its", "their", "these", "those"])
 _FROM = frozenset(["among", "from", "across"])
 _WORD_BEFORE = re.compile(r"[^\s(\[{\"'*]+")
@@ -399,12 +462,16 @@ def _last_words(before: str) -> list[str]:
     """The last three words before a number, in lower case. Words, not a
     pattern searched backwards: a search ending at the number costs a pass
     per number over what stands before it."""
-    return [w.lower() for w in _WORD_BEFORE.findall(before[-40:])[-3:]]
+    return _WORD_BEFORE.findall(before[-40:].lower())[-3:]  # a case changes no word's bounds
 
 
 def _identifier(before: str) -> bool:
     """An identifier's noun before the number: "VLAN 100", "id: 7", "vlan id 5"."""
-    words = _WORD_BEFORE.findall(before[-24:].rstrip().rstrip(":=#").lower())
+    tail = before[-24:].rstrip().rstrip(":=#")
+    last = tail[-1:]
+    if not last or (last.lower() not in _MAY_END_IDENTIFIER and not last.isspace()):
+        return False  # the last word ends as no noun does ("with 5", "Gi1/0/24: 1000")
+    words = _WORD_BEFORE.findall(tail.lower())
     return bool(words) and words[-1] in _IDENTIFIER_BEFORE
 
 
@@ -454,20 +521,26 @@ def noun_after(text: str, end: int, nouns: Sequence[str]) -> str:
     # the object nouns' spellings are built once: a tuple of 48 nouns hashed
     # per number to find its cache entry costs more than the lookup itself
     forms = _OBJECT_FORMS if nouns is OBJECT_NOUNS else _forms(tuple(nouns))
-    words = _WORD.findall(tail)[:5]
-    last = len(words) - 1
-    for count, word in enumerate(words):  # two words first ("power feeds"), then one
-        if count < last and (noun := forms.get(f"{word} {words[count + 1]}")) is not None:
+    five = _FIVE_WORDS.match(tail)  # it matches any text (each word is optional)
+    words = five.groups() if five else (None,) * 5  # None for the words missing
+    for count in range(4):  # two words first ("power feeds"), then one
+        word = words[count]
+        if word is None:
+            break
+        following = words[count + 1]
+        if following is not None and (noun := forms.get(f"{word} {following}")) is not None:
             return noun
         if (noun := forms.get(word)) is not None:
             return noun
-        if count >= 3 or word in _BREAK_WORDS:
+        if word in _BREAK_WORDS:
             break
     return ""
 
 
 _LETTER_FIRST = re.compile(r"\s*[a-z]")
-_WORD = re.compile(r"[a-z][\w\-]*")
+# The first five words in one match: finding every word of the 80 characters
+# cost a quarter more.
+_FIVE_WORDS = re.compile(r"(?:[^a-z]*([a-z][\w\-]*))?" * 5)
 
 
 @lru_cache(maxsize=16)
@@ -526,7 +599,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
         if len(raw) > _LONGEST:
             continue  # a serial or a stuck model's digits: no count, and past a float
         candidates.append((m.start(1), m.end(), raw, m.group(), bool(m.group(2)), 0.0))
-    for m in _WORD_NUMBER.finditer(text):
+    for m in opened_by(_WORD_NUMBER, _NUMBER_WORD, text):
         if m.group(3):
             value = NUMBER_WORDS[m.group(3).lower()]
         else:
@@ -534,6 +607,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                 NUMBER_WORDS[m.group(2).lower()] if m.group(2) else 0
             )
         candidates.append((m.start(), m.end(), "", m.group(), False, float(value)))
+    totals = next(_TOTAL_WORD.finditer(text), None) is not None  # looked for once
     # no digits and no number word start at one offset: the order is the offsets'
     for start, end, digits, raw, percent, word_value in sorted(candidates):
         word = not digits
@@ -544,7 +618,9 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
         # the tests that drop a number, the cheapest first ("VLAN 100": no count)
         if not word and _identifier(before):
             continue
-        if not percent and _TIME_UNITS.match(after):
+        follows = _FOLLOWS.match(after)
+        follower = follows.lastgroup if follows else None  # "unit", "total" or "subcount"
+        if not percent and follower == "unit":
             continue
         words = _last_words(before) if before[-1:].isspace() or not before else []
         if not percent and words and words[-1] in _NOT_A_COUNT_BEFORE:
@@ -557,7 +633,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             # or end the answer's sentence ("Thirty.", "I found three."); "the
             # one" and "no one" never count.
             ordinary = raw.lower() == "one" and _ORDINARY_ONE.search(before)
-            if ordinary or not (noun or _SUBCOUNT_AFTER.match(after) or _ends_answer(after)):
+            if ordinary or not (noun or follower == "subcount" or _ends_answer(after)):
                 continue
             if raw.lower() == "one" and noun == "one":
                 continue
@@ -571,8 +647,9 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                     raw.strip(),
                     noun,
                     _context(words),  # context
-                    bool(_TOTAL_NEAR.search(before[-16:]) or _TOTAL_AFTER.match(after)),  # total
-                    bool(_SUBCOUNT_AFTER.match(after)),  # subcount
+                    # total
+                    follower == "total" or (totals and bool(_TOTAL_NEAR.search(before[-16:]))),
+                    follower == "subcount",  # subcount
                     percent,
                     word,
                 ),
@@ -607,12 +684,13 @@ _ANSWER_END = re.compile(r"\s*(?:[.!:]|$|\n|\(|,)")
 NEGATOR = re.compile(
     r"\b(?:not|never|no|none|neither|nor|without|cannot|no\s+longer)\b|n't\b", re.IGNORECASE
 )
-_CLAUSE_BREAK = re.compile(
-    r"[,;:()\n]|\s[-\u2013\u2014]\s|\b(?:but|while|whereas|although|however)\b"
+_CLAUSE_BREAK = re.compile(  # the look-ahead: the breaks' first characters, checked at once
+    r"(?=[,;:()\sbwah])(?:[,;:()\n]|\s[-\u2013\u2014]\s|\b(?:but|while|whereas|although|however)\b)"
 )
 
 
 _CLAUSE_REACH = 200
+_BREAK_CHARACTERS = ",;:()\n"
 
 
 def clause_start(text: str, at: int, floor: int = 0) -> int:
@@ -621,8 +699,13 @@ def clause_start(text: str, at: int, floor: int = 0) -> int:
     `_CLAUSE_REACH` characters: a clause's last words are what binds, and a
     look back over a whole line per word would cost its square."""
     floor = max(floor, at - _CLAUSE_REACH)
-    last = floor
-    for m in _CLAUSE_BREAK.finditer(text, floor, at):
+    # The last break of one character, found from the end: the breaks are read
+    # from just after it (the one-character breaks of a list of names made the
+    # look back cost a match per name). A scan from further back ends a match
+    # there too: a dash between spaces is the only longer break holding one,
+    # a newline, as its last character.
+    last = max(floor, 1 + max([text.rfind(c, floor, at) for c in _BREAK_CHARACTERS]))
+    for m in _CLAUSE_BREAK.finditer(text, last, at):
         last = m.end()
     return last
 
@@ -635,7 +718,7 @@ def negated(text: str, start: int, floor: int = 0) -> bool:
     return bool(NEGATOR.search(" ".join(words[-4:])))
 
 
-_EXISTENCE_NEGATED = re.compile(
+_EXISTENCE_NEGATED = AnyCase(
     r"\b"
     + _first_letters(
         ["there", "no", "does", "is", "are", "was", "has", "could", "unable", "found", "zero", "0"]
@@ -656,8 +739,7 @@ _EXISTENCE_NEGATED = re.compile(
     r"|\b(?:could|can|did|was|were)\s*(?:not|n't)\s+(?:be\s+)?(?:find|found|locate|located)\s+"
     r"(?:any|a|an|such|the|it|them|this|that|vlan|device|tenant|site|\w+-?\w*\d)"
     r"|\bunable\s+to\s+(?:find|locate)\s+(?:any|a|an|such)\b|\bfound\s+no\b|\bno\s+such\b"
-    r"|\bzero\s+\w+|\b0\s+(?:results|matches|objects|devices|entries|records)\b)",
-    re.IGNORECASE,
+    r"|\bzero\s+\w+|\b0\s+(?:results|matches|objects|devices|entries|records)\b)"
 )
 
 
@@ -665,7 +747,7 @@ def says_none(text: str) -> bool:
     """The text says something does not exist ("there are none", "no tenant
     has VLAN 999", "VLAN 999 isn't assigned to any tenant") — not merely a
     negation word ("It was not hard to find", "no doubt")."""
-    return bool(_EXISTENCE_NEGATED.search(plain(text)))
+    return next(_EXISTENCE_NEGATED.finditer(plain(text)), None) is not None
 
 
 def none_spans(text: str) -> list[tuple[int, int]]:
@@ -710,15 +792,12 @@ def declined(text: str, claims: int | None = None) -> bool:
 
 # ------------------------------------------------------- names after a noun
 
+_INTRODUCING = [n for n in OBJECT_NOUNS if n not in ("one", "item")]
 _NOUN_NAMES = "|".join(
-    sorted(
-        (re.escape(n).replace(r"\ ", r"\s+") for n in OBJECT_NOUNS if n not in ("one", "item")),
-        key=len,
-        reverse=True,
-    )
+    sorted((re.escape(n).replace(r"\ ", r"\s+") for n in _INTRODUCING), key=len, reverse=True)
 )
 _INTRODUCED = re.compile(
-    rf"\b(?i:{_first_letters(n for n in OBJECT_NOUNS if n not in ('one', 'item'))}"
+    rf"\b(?i:{_first_letters(_INTRODUCING)}"
     rf"({_NOUN_NAMES})(?:e?s)?\s+(?:named\s+|called\s+|id\s+)?)[\"'`*]*"
     r"([^\W_](?:[\w.\-/:@]*[^\W_])?(?:,?\s+(?:[A-Z0-9][\w.\-/:@]*[^\W_]|[A-Z0-9]))*(?:,?\s+Inc)?)"
 )
@@ -793,7 +872,7 @@ def introduced(text: str) -> list[Introduced]:
     "device dmi01-akron-sw03", "VLAN 999". A lowercase ordinary word is not a
     name ("the site has"), nor is a word the noun usually takes ("site ID")."""
     out = []
-    for m in _INTRODUCED.finditer(text):
+    for m in opened_by(_INTRODUCED, _NOUN_FIRST_WORDS, text):
         words = m.group(2).split()
         while words and words[-1].lower().strip(",") in _NOT_NAMES:
             words.pop()
@@ -820,6 +899,10 @@ def introduced(text: str) -> list[Introduced]:
             noun = _SPACES.sub(" ", noun)
         out.append(_new(Introduced, (noun, name, start, start + len(name))))
     return out
+
+
+# The nouns' first words: where an introduced name's match can start.
+_NOUN_FIRST_WORDS = any_word(n.split()[0] for n in _INTRODUCING)
 
 
 def singular(noun: str) -> str:
