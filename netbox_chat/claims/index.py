@@ -310,8 +310,9 @@ class Index:
         if isinstance(value, str):
             self._string(value, where, source)
             if record is not None and where:
-                record.attrs.setdefault(where, set()).add(key(value))
-                self.attr_fields.setdefault(key(value), set()).add(where)
+                held = key(value)
+                record.attrs.setdefault(where, set()).add(held)
+                self.attr_fields.setdefault(held, set()).add(where)
             return
         if value is None:
             if record is not None and where:
@@ -353,10 +354,11 @@ class Index:
                 for field_name in ("display", "name", "slug", "value", "label", "address"):
                     text = value.get(field_name)
                     if isinstance(text, str):
-                        record.attrs.setdefault(where, set()).add(key(text))
-                        self.attr_fields.setdefault(key(text), set()).add(where)
+                        held = key(text)
+                        record.attrs.setdefault(where, set()).add(held)
+                        self.attr_fields.setdefault(held, set()).add(where)
                         if field_name != "value":
-                            self.refs.add(key(text))
+                            self.refs.add(held)
             count, returned = value.get("count"), value.get("returned")
             if isinstance(count, int) and isinstance(returned, int):
                 self.counts.setdefault(count - returned, source)  # "49 more"
