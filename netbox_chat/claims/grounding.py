@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from netbox_chat.claims.index import IDENTITY_FIELDS as _IDENTITY
 from netbox_chat.claims.index import Index
 from netbox_chat.claims.read import read
 from netbox_chat.claims.reader import (
@@ -44,7 +45,6 @@ from netbox_chat.claims.reader import (
     shape,
     tokens,
 )
-from netbox_chat.claims.verify import IDENTITY_FIELDS as _IDENTITY
 from netbox_chat.claims.verify import Verdict, verify
 
 KINDS = ("name", "number", "address", "value")

@@ -58,6 +58,9 @@ def calls_of(items: Sequence[Any]) -> list[Call]:
     return [item if isinstance(item, Call) else Call("", {}, item) for item in items]
 
 
+# Fields that name the record itself: a value said of an object is never one.
+IDENTITY_FIELDS = frozenset(["name", "display", "slug", "label", "model", "cid", "address"])
+
 # The fields a row of a set is named by when a fact lists or names it.
 _ROW_NAMES = ("name", "display", "address", "prefix", "cid", "model", "slug", "vid")
 
@@ -78,6 +81,15 @@ def row_values(row: Mapping[str, Any]) -> set[str]:
         if isinstance(value, str):
             out.add(key(value))
     return out
+
+
+def row_status(row: Mapping[str, Any]) -> str | None:
+    """The key of a row's status (a choice by its value, slug, name or
+    display), or None when the row holds no status as text."""
+    held = row.get("status")
+    if isinstance(held, Mapping):
+        held = held.get("value") or held.get("slug") or held.get("name") or held.get("display")
+    return key(held) if isinstance(held, str) else None
 
 
 @dataclass(frozen=True)
@@ -107,6 +119,32 @@ class Set:
     def values(self) -> tuple[frozenset[str], ...]:
         """Each row's values (`row_values`), found once for every fact said of the set."""
         return tuple(frozenset(row_values(row)) for row in self.rows)
+
+    @functools.cached_property
+    def statuses(self) -> Counter[str | None]:
+        """How many rows hold each status (`row_status`): found once, as
+        each count narrowed by a status ("4 active devices") is checked
+        against the rows of a set fetched whole."""
+        return Counter(map(row_status, self.rows))
+
+    @functools.cached_property
+    def flags(self) -> Counter[bool]:
+        """How many rows are enabled (True) and disabled (False) by their
+        `enabled` flag itself (a bool, never a value like one)."""
+        return Counter(row["enabled"] for row in self.rows if type(row.get("enabled")) is bool)
+
+    @functools.cached_property
+    def filtered(self) -> frozenset[str]:
+        """The keys of the values the call filtered on ("dm-akron", "active")."""
+        return frozenset(key(str(v)) for v in self.filters.values())
+
+    @functools.cached_property
+    def covers(self) -> frozenset[str]:
+        """The keys a sentence may name and still speak of this set: its rows'
+        names, the values its call filtered on, the values every row holds.
+        Found once: each count's sentence is then one subset test a set."""
+        common = frozenset.intersection(*self.values) if self.rows else frozenset()
+        return self.names | self.filtered | common
 
 
 def set_of(source: int, call: Call) -> Set | None:
@@ -174,6 +212,50 @@ class Index:
         no name. Read once the index is built; nothing is added after."""
         return frozenset(self.names.keys() | self.prefixes | self.words.keys())
 
+    @functools.cached_property
+    def objects(self) -> frozenset[str]:
+        """The keys a sentence names an object or a value by: a record's name,
+        or a value some field other than an identity one holds (a site, a
+        role, a platform). Found once: every count's sentence is read for them."""
+        valued = (k for k, fields in self.attr_fields.items() if not fields <= IDENTITY_FIELDS)
+        return frozenset(self.records.keys()).union(valued)
+
+    @functools.cached_property
+    def object_starts(self) -> frozenset[str]:
+        """Each of `objects` and each start of one at a dash ("dunder",
+        "dunder-mifflin" of dunder-mifflin-inc): a token no key here is, no
+        name of `objects` starts at."""
+        starts = set(self.objects)
+        for name in self.objects:
+            at = name.find("-")
+            while at > 0:
+                starts.add(name[:at])
+                at = name.find("-", at + 1)
+        return frozenset(starts)
+
+    @functools.cached_property
+    def typed(self) -> dict[str, list[Set]]:
+        """The sets of each model (the object type after its app label,
+        "device"), in call order: a fact's noun finds its sets with one
+        lookup, however many calls the turn made."""
+        out: dict[str, list[Set]] = {}
+        for found in self.sets:
+            out.setdefault(found.object_type.rpartition(".")[2], []).append(found)
+        return out
+
+    @functools.cached_property
+    def set_rows(self) -> dict[str, list[tuple[int, int]]]:
+        """For each name a row of a set goes by (`row_names`), where the rows
+        so named stand: the set's place in `sets` and the row's in it. Found
+        once: a list's members find their rows by lookup, not by reading
+        every row of every set per list."""
+        out: dict[str, list[tuple[int, int]]] = {}
+        for at, found in enumerate(self.sets):
+            for row_at, row in enumerate(found.rows):
+                for name in row_names(row):
+                    out.setdefault(name, []).append((at, row_at))
+        return out
+
     @classmethod
     def of(cls, calls: Sequence[Any]) -> Index:
         """The index of `calls` (`Call`s, or bare payloads)."""
@@ -228,8 +310,9 @@ class Index:
         if isinstance(value, str):
             self._string(value, where, source)
             if record is not None and where:
-                record.attrs.setdefault(where, set()).add(key(value))
-                self.attr_fields.setdefault(key(value), set()).add(where)
+                held = key(value)
+                record.attrs.setdefault(where, set()).add(held)
+                self.attr_fields.setdefault(held, set()).add(where)
             return
         if value is None:
             if record is not None and where:
@@ -271,10 +354,11 @@ class Index:
                 for field_name in ("display", "name", "slug", "value", "label", "address"):
                     text = value.get(field_name)
                     if isinstance(text, str):
-                        record.attrs.setdefault(where, set()).add(key(text))
-                        self.attr_fields.setdefault(key(text), set()).add(where)
+                        held = key(text)
+                        record.attrs.setdefault(where, set()).add(held)
+                        self.attr_fields.setdefault(held, set()).add(where)
                         if field_name != "value":
-                            self.refs.add(key(text))
+                            self.refs.add(held)
             count, returned = value.get("count"), value.get("returned")
             if isinstance(count, int) and isinstance(returned, int):
                 self.counts.setdefault(count - returned, source)  # "49 more"

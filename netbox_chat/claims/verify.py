@@ -14,11 +14,19 @@ Whatever cannot be tied to a set or a record is *unchecked*, never verified.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from netbox_chat.claims.index import Index, Set, row_names, row_values
+from netbox_chat.claims.index import (
+    IDENTITY_FIELDS,
+    Index,
+    Set,
+    row_status,
+    row_values,
+)
 from netbox_chat.claims.read import FIELD_WORDS, STATUS_WORDS, Fact
 from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
@@ -75,7 +83,7 @@ def _sets(index: Index, noun: str) -> list[Set]:
     set when the noun names none ("results", "them")."""
     model = _TYPES.get(noun, "")
     if model:
-        found = [s for s in index.sets if s.object_type.rpartition(".")[2] == model]
+        found = list(index.typed.get(model, ()))
         if model == "role":
             found += [s for s in index.sets if s.object_type.endswith("role") and s not in found]
         return found[::-1]
@@ -89,47 +97,46 @@ def _named(fact: Fact, found: Set, index: Index) -> set[str]:
 
 def _sentence_names(fact: Fact, index: Index) -> set[str]:
     """The objects the fact's sentence names: a site, a tenant, a device
-    whose interfaces are counted, or a name no reply holds."""
+    whose interfaces are counted, or a name no reply holds. A token no
+    object's key starts with (`Index.object_starts`: most of a sentence's
+    words) is passed by without joining it to the next ones."""
     toks = tokens(fact.scope)
+    objects, starts = index.objects, index.object_starts
     named = set()
     for i in range(len(toks)):
         if identifier_like(toks[i].text) and toks[i].key not in index.names:
             named.add(toks[i].key)
-        for joined, _ in joins(fact.scope, toks, i, 4):
-            if (
-                (  # the lookups first: most joins name nothing
-                    joined in index.records
-                    or index.attr_fields.get(joined, _NO_FIELDS) - IDENTITY_FIELDS
-                )
-                and joined not in STATUS_WORDS
-                and _lettered(joined)
-            ):
+        if toks[i].key not in starts:
+            continue
+        for joined, _ in joins(fact.scope, toks, i, 4, starts):
+            if joined in objects and joined not in STATUS_WORDS and _lettered(joined):
                 named.add(joined)
     return named
 
 
-def _in_scope(fact: Fact, sets: Sequence[Set], index: Index, question: str = "") -> list[Set]:
+def _in_scope(
+    fact: Fact,
+    sets: Sequence[Set],
+    index: Index,
+    question: str = "",
+    named: set[str] | None = None,
+) -> list[Set]:
     """The sets the fact's sentence speaks of: every object the sentence
     names is one the call filtered on or one every row holds ("No devices
     are offline at DM-Columbus" is not about DM-Akron's devices), and every
     filter the call fetched it with is said in the sentence or the question
     ("There are 3 devices in NetBox" is not about the 3 devices of a call
     filtered on DM-Akron). The sentence is read once for all the sets (a
-    table's every count is tried against each page of its type)."""
-    said = [found for found in sets if _filters_said(fact, found, question)]
-    if not said:
+    table's every count is tried against each page of its type), and each
+    set's names are one subset test (`Set.covers`). `named`: the sentence's
+    names, when the caller has read them."""
+    if not sets:
         return []
-    named = _sentence_names(fact, index)
-    return [found for found in said if _holds_named(found, named - found.names)]
-
-
-def _holds_named(found: Set, named: set[str]) -> bool:
-    """Each of `named` is a value the set was filtered on or one every row holds."""
-    filtered = {key(str(v)) for v in found.filters.values()}
-    return all(
-        name in filtered or (found.rows and all(name in values for values in found.values))
-        for name in named
-    )
+    if named is None:
+        named = _sentence_names(fact, index)
+    return [
+        found for found in sets if named <= found.covers and _filters_said(fact, found, question)
+    ]
 
 
 def _filters_said(fact: Fact, found: Set, question: str) -> bool:
@@ -137,6 +144,8 @@ def _filters_said(fact: Fact, found: Set, question: str) -> bool:
     role) is written in the fact's sentence or the question, or is the
     status the fact narrows by. A filter by id is taken as said: the answer
     names the object, not its id."""
+    if not found.filters:
+        return True  # most calls filter on nothing: the sentence need not be read
     said = key(f"{fact.scope} {fact.text} {question}")
     for value in found.filters.values():
         values = value if isinstance(value, list) else [value]
@@ -149,22 +158,13 @@ def _filters_said(fact: Fact, found: Set, question: str) -> bool:
     return True
 
 
-# Fields that name the record itself: a value said of an object is never one.
-IDENTITY_FIELDS = frozenset(["name", "display", "slug", "label", "model", "cid", "address"])
-
-
-_NO_FIELDS: frozenset[str] = frozenset()
-
-
 def _lettered(name: str) -> bool:
     return any(c.isalpha() for c in name)
 
 
-def _holds(row: Mapping[str, Any], field: str, value: str) -> bool:
-    held = row.get(field)
-    if isinstance(held, Mapping):
-        held = held.get("value") or held.get("slug") or held.get("name") or held.get("display")
-    return isinstance(held, str) and key(held) == key(value)
+def _holds(row: Mapping[str, Any], status: str) -> bool:
+    """The row's status is `status`."""
+    return row_status(row) == key(status)
 
 
 def _filtered_on(found: Set, value: str) -> bool:
@@ -228,7 +228,7 @@ def _count(fact: Fact, index: Index, question: str) -> Verdict | None:
                     return Verdict(fact, "verified", found.source, "the set's count")
                 continue
             if found.complete:
-                held = sum(1 for row in found.rows if _holds(row, "status", fact.qualifier))
+                held = found.statuses[key(fact.qualifier)]
                 if held == n:
                     return Verdict(fact, "verified", found.source, f"{held} rows {fact.qualifier}")
         complete = [s for s in sets if s.complete or _filtered_on(s, fact.qualifier)]
@@ -252,19 +252,19 @@ def _count(fact: Fact, index: Index, question: str) -> Verdict | None:
 
 def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
     listed = {key(m) for m in fact.members}
-    best: tuple[int, Set] | None = None
-    for found in index.sets[::-1]:
-        hits = sum(1 for row in found.rows if row_names(row) & listed)
-        if hits and (best is None or hits > best[0]):
-            best = (hits, found)
-    if best is None:
+    # the rows the list names, by set: the set naming most is the one it lists
+    # (of those naming as many, the latest call's)
+    rows = {at for name in listed for at in index.set_rows.get(name, ())}
+    hits = Counter(at for at, _ in rows)
+    if not hits:
         return None  # none of them is a row: the name check marks them
-    found = best[1]
+    place = max(hits, key=lambda at: (hits[at], at))
+    found = index.sets[place]
     if fact.narrowed and not fact.qualifier:
         return None  # "two devices belong to X: A and B": the names are checked one by one
     if not found.complete:
         return Verdict(fact, "unchecked", found.source, "the replies hold only a page of the set")
-    filtered = {key(str(v)) for v in found.filters.values()}
+    filtered = found.filtered
     scope = _named(fact, found, index) - filtered  # "DM-Akron's racks are", of all racks
     word = _modifier(fact)
     flagged = word in _FLAGS and any("enabled" in row for row in found.rows)
@@ -276,19 +276,18 @@ def _members(fact: Fact, index: Index, question: str) -> Verdict | None:
         # "the core prefixes are": no reply says which rows are core
         reason = f"the replies cannot narrow the set to {word or fact.qualifier}"
         return Verdict(fact, "unchecked", found.source, reason)
+    every_status = not fact.qualifier or _filtered_on(found, fact.qualifier)
     wanted = [
         row
-        for row in found.rows
-        if (
-            not fact.qualifier
-            or _filtered_on(found, fact.qualifier)
-            or _holds(row, "status", fact.qualifier)
-        )
-        and scope <= row_values(row)
+        for row, values in zip(found.rows, found.values, strict=True)
+        if (every_status or _holds(row, fact.qualifier))
+        and scope <= values
         and (word not in _FLAGS or _said_of(row, word))
     ]
-    named = [row for row in found.rows if row_names(row) & listed]
-    extra = [r for r in named if not any(r is w for w in wanted)]
+    # the set's rows the list names, found above; those the set's narrowing leaves out
+    named = [found.rows[row_at] for row_at in sorted(r for at, r in rows if at == place)]
+    kept = {id(row) for row in wanted}
+    extra = [row for row in named if id(row) not in kept]
     own = found.names
     if any(m not in own and m in index.records for m in listed):
         # a member the set does not hold, though another reply names it
@@ -326,7 +325,15 @@ def _said_of(row: Mapping[str, Any], value: str) -> bool:
     ("enabled", "disabled": the row's `enabled`)."""
     if value in _FLAGS:
         return row.get("enabled") is (value == "enabled")
-    return _holds(row, "status", value)
+    return _holds(row, value)
+
+
+def _said_count(found: Set, value: str) -> int:
+    """How many rows of the set hold what `_said_of` reads, from the set's
+    tallies (found once, not a pass over the rows per quantifier)."""
+    if value in _FLAGS:
+        return found.flags[value == "enabled"]
+    return found.statuses[key(value)]
 
 
 _FLAGS = ("enabled", "disabled")
@@ -339,29 +346,30 @@ def _quantifier(fact: Fact, index: Index, question: str) -> Verdict | None:
     sets = [s for s in _sets(index, fact.noun) if any(field in r for r in s.rows)]
     if not sets:
         return None
+    sentence = _sentence_names(fact, index)  # read once for every set tried
     for found in sets:
         if not fact.every and found.complete and _filtered_on(found, fact.value):
             # "no device at DM-Columbus is offline", from the list of offline devices
-            named = _named(fact, found, index)
+            named = sentence - found.names
             if named:
-                there = [r for r in found.rows if named <= row_values(r)]
+                there = any(named <= values for values in found.values)
                 status = "ungrounded" if there else "verified"
                 return Verdict(fact, status, found.source, f"the {fact.value} set's rows")
-    scoped = _in_scope(fact, sets, index, question)
+    scoped = _in_scope(fact, sets, index, question, sentence)
     if not scoped:
         # a part of the set (a call filtered on what the sentence does not say)
         # cannot prove "no device is offline", but one row of it can refute it
         for found in sets:
-            named = _named(fact, found, index) - {key(str(v)) for v in found.filters.values()}
-            for row in found.rows:
-                if named <= row_values(row) and _said_of(row, fact.value) != fact.every:
+            named = sentence - found.names - found.filtered
+            for row, values in zip(found.rows, found.values, strict=True):
+                if named <= values and _said_of(row, fact.value) != fact.every:
                     return Verdict(fact, "ungrounded", found.source, "a record says otherwise")
         return Verdict(fact, "unchecked", None, "no reply holds the set it is said of")
     found = scoped[0]
     if not found.complete:
         return Verdict(fact, "unchecked", found.source, "the replies hold only a page of the set")
-    held = [_said_of(row, fact.value) for row in found.rows]
-    true = all(held) if fact.every else not any(held)
+    said = _said_count(found, fact.value)
+    true = said == len(found.rows) if fact.every else said == 0
     if true:
         return Verdict(fact, "verified", found.source, "every record of the set")
     return Verdict(fact, "ungrounded", found.source, "a record of the set says otherwise")
@@ -421,12 +429,13 @@ def _any(fact: Fact, index: Index, question: str, noun: str) -> Verdict:
             if type(held) is int:
                 return _yes_if(fact, held > 0, source, f"the record of {only} counts {held}")
     for found in _sets(index, noun):
-        filtered = {key(str(v)) for v in found.filters.values()}
+        filtered = found.filtered
         rest = wanted - filtered
         if flags and not all("enabled" in row for row in found.rows):
             continue
         if any(
-            rest <= row_values(row) and all(_said_of(row, f) for f in flags) for row in found.rows
+            rest <= values and all(_said_of(row, f) for f in flags)
+            for row, values in zip(found.rows, found.values, strict=True)
         ):
             return _yes_if(fact, True, found.source, "a record of the set holds it")
         # none holds it: "no" only of values a row shows as row_values reads them (an
@@ -577,9 +586,17 @@ def _value(fact: Fact, index: Index, question: str) -> Verdict | None:
     name = key(fact.subject or "")
     if not index.payloads or not name or name in index.names or name in index.words:
         return None
-    if name not in {t.key for t in tokens(question)}:
+    if name not in _keys_of(question):
         return None
     return Verdict(fact, "ungrounded", None, f"no reply holds {fact.subject}")
+
+
+@functools.lru_cache(maxsize=4)
+def _keys_of(question: str) -> frozenset[str]:
+    """The keys of a question's words, read once for the question: each
+    value fact of an answer (thousands in a long one) asks whether the
+    question names its subject."""
+    return frozenset(t.key for t in tokens(question))
 
 
 def _actor(fact: Fact, index: Index, question: str) -> Verdict | None:
