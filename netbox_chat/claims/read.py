@@ -26,6 +26,7 @@ from netbox_chat.claims.reader import (
     TOKEN,
     AnyCase,
     Shape,
+    by_position,
     identifier_like,
     is_address,
     key,
@@ -75,6 +76,18 @@ class Fact(NamedTuple):
     every: bool | None = None  # quantifier: True for all/every, False for no/none
     field: str = ""  # has, field, measure: the field said ("has no cable", "7 U tall": u_height)
     on: str = ""  # has: the object the subject belongs to ("eth1 on dmi01-akron-sw01")
+
+
+def _defaults(first: str, last: str) -> tuple[Any, ...]:
+    """Fact's fields from `first` to `last`, at their defaults: a fact an
+    answer holds thousands of (a table's cells, a list's counts) is built by
+    position (`by_position`), the fields it leaves alone taken from here."""
+    names = Fact._fields
+    return tuple(Fact._field_defaults[f] for f in names[names.index(first) : names.index(last) + 1])
+
+
+_AFTER_SCOPE = _defaults("members", "on")  # a count's fields end at its scope
+_COUNT_TO_EVERY = _defaults("number", "every")  # a table cell's are a value's and a field
 
 
 _PAGE_WORDS = "first|last|top|latest|newest|oldest|showing|shows?|returned|listed|fetched"
@@ -159,11 +172,10 @@ def _counts(text: str, blocks: Shape) -> list[Fact]:
         page = paging and bool(
             _PAGE_BEFORE.search(text[max(0, n.start - 30) : n.start]) or _PAGE_AFTER.match(after)
         )
-        facts.append(
-            Fact("count", n.text, n.start, n.end, number=integer, noun=n.noun,
-                 qualifier=qualifier, page=page,
-                 narrowed=not (qualifier or page) and (n.subcount or _narrowing(text, n)),
-                 scope=_sentence(text, n.start))
+        narrowed = not (qualifier or page) and (n.subcount or _narrowing(text, n))
+        facts.append(  # by position: a list of thousands of counts built by keyword cost a tenth
+            by_position(Fact, ("count", n.text, n.start, n.end, None, None, integer, n.noun,
+                               qualifier, page, narrowed, _sentence(text, n.start), *_AFTER_SCOPE))
         )  # fmt: skip
     return facts
 
@@ -642,9 +654,9 @@ def _cells(text: str, blocks: Shape) -> list[Fact]:
                 continue
             if header not in fields:
                 fields[header] = _SPACES.sub(" ", header.strip().lower())
-            facts.append(
-                Fact("field", value, found, at, subject=subject, value=value,
-                     field=fields[header])
+            facts.append(  # by position, as a count is
+                by_position(Fact, ("field", value, found, at, subject, value, *_COUNT_TO_EVERY,
+                                   fields[header], ""))
             )  # fmt: skip
     return facts
 

@@ -120,14 +120,14 @@ def tokens(text: str) -> list[Token]:
     out = []
     for m in TOKEN.finditer(text):
         word = m.group()
-        out.append(_new(Token, (word, m.start(), m.end(), key(word))))
+        out.append(by_position(Token, (word, m.start(), m.end(), key(word))))
     return out
 
 
 # A tuple built as its class without the named-argument constructor: the
 # passes build one per token and per number (thousands an answer), and that
-# constructor costs a Python call each.
-_new = tuple.__new__
+# constructor costs a Python call each (read's facts are built by it too).
+by_position = tuple.__new__
 
 
 # What may stand between the words of one name: "JBB Branch 104",
@@ -313,7 +313,9 @@ def shape(text: str) -> Shape:
                 row_line, row_start = lines[index], offsets[index]
                 cells = _cells(row_line)
                 cells_under = tuple(zip(header + [""] * len(cells), cells, strict=False))
-                row = _new(Segment, (row_start, row_start + len(row_line), "row", cells_under, 0))
+                row = by_position(
+                    Segment, (row_start, row_start + len(row_line), "row", cells_under, 0)
+                )
                 out.segments.append(row)
                 first = cells[0] or next((c for c in cells if c), "")
                 # a total's word is in its cell as written (plain only blanks marks)
@@ -328,7 +330,7 @@ def shape(text: str) -> Shape:
             indent = len(bullet.group(1).expandtabs())
             if top_indent is None or indent < top_indent:
                 top_indent = indent
-            item = _new(Segment, (start + bullet.end(), end, "item", (), indent))
+            item = by_position(Segment, (start + bullet.end(), end, "item", (), indent))
             out.segments.append(item)
             if bullet.group(2):
                 out.numbering.append((start + bullet.start(2), start + bullet.end(2)))
@@ -345,7 +347,7 @@ def shape(text: str) -> Shape:
             continue
         if line.strip():
             for s, e in _sentences(text, start, end):
-                out.segments.append(_new(Segment, (s, e, "sentence", (), 0)))
+                out.segments.append(by_position(Segment, (s, e, "sentence", (), 0)))
         else:
             top_indent = None
         index += 1
@@ -638,7 +640,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             if raw.lower() == "one" and noun == "one":
                 continue
         found.append(  # by position, as a bare tuple: by keyword costs twice the build
-            _new(
+            by_position(
                 Number,
                 (
                     float(digits.replace(",", "")) if digits else word_value,
@@ -897,7 +899,7 @@ def introduced(text: str) -> list[Introduced]:
         noun = m.group(1).lower()
         if not noun.isalpha():  # "ip  address": its spaces made one
             noun = _SPACES.sub(" ", noun)
-        out.append(_new(Introduced, (noun, name, start, start + len(name))))
+        out.append(by_position(Introduced, (noun, name, start, start + len(name))))
     return out
 
 
