@@ -25,6 +25,7 @@ from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
     TOKEN,
     AnyCase,
+    AnyCaseWords,
     Shape,
     by_position,
     identifier_like,
@@ -99,10 +100,12 @@ _PAGE_AFTER = re.compile(
     r"on\s+(?:this|the\s+first)\s+page)\b|\s+of\s+\d",
     re.IGNORECASE,
 )
-# A word either needs: an answer without one says no count is of a page.
-_PAGE_WORD = AnyCase(
-    f"{_PAGE_WORDS}|recent|latest|newest|oldest|shown|listed|returned|here|below|page|of"
-)
+# A word either needs ("show" is in "shows", "showing", "shown"): an answer
+# without one says no count is of a page.
+_PAGE_WORD = AnyCaseWords(
+    ["first", "last", "top", "latest", "newest", "oldest", "show", "returned", "listed",
+     "fetched", "recent", "here", "below", "page", "of"]
+)  # fmt: skip
 _STATUS_AFTER = re.compile(
     r"\s*(?:[a-z]+\s+){0,3}?(?:of\s+them\s+|of\s+these\s+)?(?:are|is|were|was)\s+(\w+)"
 )
@@ -168,7 +171,7 @@ def _counts(text: str, blocks: Shape) -> list[Fact]:
         if n.subcount and not (n.noun or qualifier):
             continue  # "3 have no tenant": a count of rows, read by the number check
         if paging is None:
-            paging = next(_PAGE_WORD.finditer(text), None) is not None
+            paging = _PAGE_WORD.said_in(text)
         page = paging and bool(
             _PAGE_BEFORE.search(text[max(0, n.start - 30) : n.start]) or _PAGE_AFTER.match(after)
         )
@@ -597,7 +600,7 @@ _UNIT = AnyCase(  # the look-aheads: the first letters, checked at once
 # look for: a pattern opening with a digit is found by jumping from digit to
 # digit, one that may open with a word boundary is tried at every character.
 _UNIT_ONLY = AnyCase(_AFTER_NUMBER)
-_ID_WORDS = AnyCase("interface|port")
+_ID_WORDS = AnyCaseWords(["interface", "port"])
 _NUM = r"(?P<n>\d{1,9}(?:\.\d{1,3})?)"
 _MEASURE = re.compile(
     rf"{_WORD_START}(?P<s>{TOKEN.pattern})\s+(?:(?:is|are|has|have|stands|measures)\s+"
@@ -615,7 +618,7 @@ def _measures(text: str) -> list[Fact]:
     fact's span is the number's (and its unit's), so its verdict replaces the
     bare number's: 7 being some other field somewhere does not ground it."""
     facts = []
-    said = next(_ID_WORDS.finditer(text), None) is not None
+    said = _ID_WORDS.said_in(text)
     for m in _in_lines(_MEASURE, text, _UNIT if said else _UNIT_ONLY):
         if not identifier_like(m.group("s")):
             continue
@@ -665,7 +668,10 @@ def _matches(pattern: re.Pattern[str], text: str, words: tuple[str, ...]) -> lis
     """`pattern`'s matches in the lines of `text` holding one of `words`: a
     pattern that starts with a name is tried at every character, so lines
     without its verb (a list of interfaces and speeds) are not searched."""
-    return _in_lines(pattern, text, _any_of(words))
+    trigger = _any_of(words)
+    if not trigger.said_in(text):
+        return []  # most answers say few of the words: asked at once, not searched for
+    return _in_lines(pattern, text, trigger)
 
 
 def _in_lines(pattern: re.Pattern[str], text: str, trigger: AnyCase) -> list[re.Match[str]]:
@@ -683,10 +689,10 @@ def _in_lines(pattern: re.Pattern[str], text: str, trigger: AnyCase) -> list[re.
 
 
 @lru_cache(maxsize=8)
-def _any_of(words: tuple[str, ...]) -> AnyCase:
+def _any_of(words: tuple[str, ...]) -> AnyCaseWords:
     """Any of `words` (in lower case), in any case: the lines to search are
     found in one pass over the answer, not a Python step per line."""
-    return AnyCase("|".join(map(re.escape, words)))
+    return AnyCaseWords(words)
 
 
 # ------------------------------------------------ the subject of a value (eval)

@@ -42,6 +42,24 @@ class AnyCase:
         return self.any_case.finditer(text)
 
 
+class AnyCaseWords(AnyCase):
+    """Words (in lower case) found in any case, like `AnyCase`, that can also
+    say whether a text holds one at all: in an ASCII text's lower case each
+    is looked for by `in` (0.02 ms per 50 kB), where re stops at every
+    character that could open one (0.4 ms for "interface|port", most letters
+    opening some word of a longer list)."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.words = tuple(words)
+        super().__init__("|".join(map(re.escape, self.words)))
+
+    def said_in(self, text: str) -> bool:
+        if text.isascii():
+            low = text.lower()
+            return any(word in low for word in self.words)
+        return self.any_case.search(text) is not None
+
+
 def opened_by(
     pattern: re.Pattern[str], openers: re.Pattern[str], text: str
 ) -> Iterator[re.Match[str]]:
@@ -435,7 +453,7 @@ _FOLLOWS = re.compile(
     re.IGNORECASE,
 )
 _TOTAL_NEAR = re.compile(r"\btotal\b", re.IGNORECASE)
-_TOTAL_WORD = AnyCase("total")  # an answer without it says no "Total: 14"
+_TOTAL_WORD = AnyCaseWords(["total"])  # an answer without it says no "Total: 14"
 _YEAR = re.compile(r"(?:19|20)\d\d")
 # The last word before a number that makes it no count ("turn 2", "page 3",
 # "the last 24 hours"): only spaces may stand between ("page: 3" counts).
@@ -609,7 +627,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                 NUMBER_WORDS[m.group(2).lower()] if m.group(2) else 0
             )
         candidates.append((m.start(), m.end(), "", m.group(), False, float(value)))
-    totals = next(_TOTAL_WORD.finditer(text), None) is not None  # looked for once
+    totals = _TOTAL_WORD.said_in(text)  # looked for once
     # no digits and no number word start at one offset: the order is the offsets'
     for start, end, digits, raw, percent, word_value in sorted(candidates):
         word = not digits
