@@ -89,6 +89,7 @@ def _defaults(first: str, last: str) -> tuple[Any, ...]:
 
 _AFTER_SCOPE = _defaults("members", "on")  # a count's fields end at its scope
 _COUNT_TO_EVERY = _defaults("number", "every")  # a table cell's are a value's and a field
+_AFTER_VALUE = _defaults("number", "on")  # a value's fields end at its value
 
 
 _PAGE_WORDS = "first|last|top|latest|newest|oldest|showing|shows?|returned|listed|fetched"
@@ -490,13 +491,16 @@ _VALUE = re.compile(
 
 def _values(text: str) -> list[Fact]:
     """A status said of a named object ("dmi01-akron-sw02 is offline")."""
-    return [
-        Fact(
-            "value", m.group(), m.start(), m.end(), subject=m.group("s"), value=m.group("v").lower()
-        )
-        for m in _matches(_VALUE, text, ("is", "are", "was", "were"))
-        if identifier_like(m.group("s")) and not m.group("neg")
-    ]
+    facts = []
+    for m in _matches(_VALUE, text, ("is", "are", "was", "were")):
+        subject = m.group("s")
+        if m.group("neg") or not identifier_like(subject):
+            continue
+        facts.append(  # by position, as a count is: a list of names states thousands
+            by_position(Fact, ("value", m.group(), m.start(), m.end(), subject,
+                               m.group("v").lower(), *_AFTER_VALUE))
+        )  # fmt: skip
+    return facts
 
 
 # What "has a X" / "is X" says of an object's field, and the fields that hold it.
