@@ -639,31 +639,32 @@ def _measures(text: str) -> list[Fact]:
 
 def _cells(text: str, blocks: Shape) -> list[Fact]:
     """A table row's cells as fields of the object its first cell names: the
-    "Tenant" cell of a row is that object's tenant."""
+    "Tenant" cell of a row is that object's tenant. (A row's cells and their
+    headers are stripped already: `reader.shape` reads them so.)"""
     facts = []
     fields: dict[str, str] = {}  # each header's field name, made once per table, not per row
     for row in blocks.rows:
         if len(row.cells) < 2:
             continue
-        named = row.cells[0][1]
-        subject = named.strip()
-        at = text.find(named, row.start, row.end) if subject else -1
+        subject = row.cells[0][1]
+        at = text.find(subject, row.start, row.end) if subject else -1
         if at < 0:
             continue
-        at += len(named)
-        for header, cell in row.cells[1:]:  # each found after the one before
-            found = text.find(cell, at, row.end) if cell else -1
+        at += len(subject)
+        for header, value in row.cells[1:]:  # each found after the one before
+            found = text.find(value, at, row.end) if value else -1
             if found < 0:
                 continue
-            at = found + len(cell)
-            value = cell.strip()
-            if not header.strip() or not TOKEN.search(value):
+            at = found + len(value)
+            # a cell of letters or digits (TOKEN finds one where one is): its first
+            # character says so for most cells, without a search
+            if not header or not (value[0].isalnum() or TOKEN.search(value)):
                 continue
-            if header not in fields:
-                fields[header] = _SPACES.sub(" ", header.strip().lower())
+            if (field := fields.get(header)) is None:
+                field = fields[header] = _SPACES.sub(" ", header.lower())
             facts.append(  # by position, as a count is
                 by_position(Fact, ("field", value, found, at, subject, value, *_COUNT_TO_EVERY,
-                                   fields[header], ""))
+                                   field, ""))
             )  # fmt: skip
     return facts
 
