@@ -372,29 +372,37 @@ _NARROWING = frozenset(
 
 def _narrowing(text: str, number: Any) -> bool:
     """Words after the counted noun narrow the set ("2 devices have no
-    tenant", "4 devices with no rack"): the set's count is not its number."""
-    seven = _SEVEN_WORDS.match(text[number.end : number.end + 80].lower())
-    # it matches any text (each word is optional): its words, then None for the words missing
-    words = seven.groups() if seven else (None,) * 7
-    stem = number.noun.split()[-1][:4]
-    for i in range(5):
-        word = words[i]
-        if word is None:
-            return False
-        if word.startswith(stem):
-            if words[i + 1 : i + 3] in _WHOLE_SET_AFTER:
-                return False  # "3 devices in NetBox": the whole set, no narrower
-            return words[i + 1] in _NARROWING
-    return False
+    tenant", "4 devices with no rack"): the set's count is not its number.
+    The noun is the first of the first five words or stops that starts with
+    its stem; the two after it say whether it is narrowed."""
+    m = _noun_and_two_after(number.noun.split()[-1][:4]).match(
+        text[number.end : number.end + 80].lower()
+    )
+    if not m:
+        return False
+    if m.groups() in _WHOLE_SET_AFTER:
+        return False  # "3 devices in NetBox": the whole set, no narrower
+    return m.group(1) in _NARROWING
 
 
 _WHOLE_SET_AFTER = (("in", "netbox"), ("in", "total"))
 
 
-_WORD_OR_STOP = r"[a-z][\w\-]*|[.,;:!?]"
-# The first seven words or stops (all `_narrowing` reads) in one match: finding
-# every one in its 80 characters cost it twice the time.
-_SEVEN_WORDS = re.compile(rf"(?:[^a-z.,;:!?]*({_WORD_OR_STOP}))?" * 7)
+# A word (taken whole: no shorter word is tried) or a stop, after what is neither.
+_GAP = r"[^a-z.,;:!?]*"
+_WORD_OR_STOP = r"(?>[a-z][\w\-]*)|[.,;:!?]"
+
+
+@lru_cache(maxsize=64)
+def _noun_and_two_after(stem: str) -> re.Pattern[str]:
+    """The words up to the first that starts with `stem` (at most four
+    before it), then the two words or stops after it (groups 1 and 2), in
+    one match: matching seven words to look them up one by one cost
+    `_narrowing` twice the time."""
+    return re.compile(
+        rf"(?:{_GAP}(?:{_WORD_OR_STOP})){{0,4}}?{_GAP}{re.escape(stem)}[\w\-]*"
+        rf"(?:{_GAP}({_WORD_OR_STOP}))?(?:{_GAP}({_WORD_OR_STOP}))?"
+    )
 
 
 def _sentence(text: str, at: int) -> str:
