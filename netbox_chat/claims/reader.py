@@ -534,33 +534,27 @@ class Number(NamedTuple):
 
 
 def noun_after(text: str, end: int, nouns: Sequence[str]) -> str:
-    """The object noun within three words after `end` ("14 active devices")."""
-    tail = text[end : end + 80].lower()
-    if not _LETTER_FIRST.match(tail):
-        return ""
+    """The object noun within three words after `end` ("14 active devices"):
+    the first of the first four words that is a noun's spelling, two words
+    first ("power feeds"), none after a word such as "of" or "is"."""
     # the object nouns' spellings are built once: a tuple of 48 nouns hashed
     # per number to find its cache entry costs more than the lookup itself
-    forms = _OBJECT_FORMS if nouns is OBJECT_NOUNS else _forms(tuple(nouns))
-    five = _FIVE_WORDS.match(tail)  # it matches any text (each word is optional)
-    words = five.groups() if five else (None,) * 5  # None for the words missing
-    for count in range(4):  # two words first ("power feeds"), then one
-        word = words[count]
-        if word is None:
-            break
-        following = words[count + 1]
-        if following is not None and (noun := forms.get(f"{word} {following}")) is not None:
-            return noun
-        if (noun := forms.get(word)) is not None:
-            return noun
-        if word in _BREAK_WORDS:
-            break
-    return ""
+    if nouns is OBJECT_NOUNS:
+        forms, pattern = _OBJECT_FORMS, _OBJECT_NOUN
+    else:
+        forms, pattern = _forms(tuple(nouns)), _noun_pattern(tuple(nouns))
+    m = pattern.match(text[end : end + 80].lower())
+    if not m:
+        return ""
+    form = m.group("form")
+    if (noun := forms.get(form)) is None:  # two words, as written: looked up one space apart
+        noun = forms[" ".join(re.findall(_A_WORD, form))]
+    return noun
 
 
-_LETTER_FIRST = re.compile(r"\s*[a-z]")
-# The first five words in one match: finding every word of the 80 characters
-# cost a quarter more.
-_FIVE_WORDS = re.compile(r"(?:[^a-z]*([a-z][\w\-]*))?" * 5)
+_A_WORD = r"[a-z][\w\-]*"
+_WHOLE = r"(?![\w\-])"  # a word ends where no word character follows
+_GAP = r"[^a-z]*"  # what stands between two words
 
 
 @lru_cache(maxsize=16)
@@ -572,6 +566,35 @@ def _forms(nouns: tuple[str, ...]) -> dict[str, str]:
         for form in (noun, noun + "s", noun + "es", noun[:-1] + "ies", noun[:-1] + "ves"):
             forms.setdefault(form, noun)
     return forms
+
+
+@lru_cache(maxsize=16)
+def _noun_pattern(nouns: tuple[str, ...]) -> re.Pattern[str]:
+    """`noun_after`'s reading in one match: up to three words (none a word
+    that ends the look, each taken whole), then a noun's spelling of two
+    words or of one (its group "form"), the spellings grouped by first letter.
+    Matching five words to look them up one by one in Python cost it twice
+    the time."""
+    seconds: dict[str, set[str]] = {}  # two-word spellings, by their first word
+    ones = []
+    for form in _forms(nouns):
+        words = form.split(" ")
+        if len(words) > 2 or not all(re.fullmatch(_A_WORD, word) for word in words):
+            continue  # read word by word, no text spells it ("a.b", "front port template")
+        if len(words) == 2:
+            seconds.setdefault(words[0], set()).add(re.escape(words[1]))
+        else:
+            ones.append(form)
+    spellings = [
+        f"{re.escape(first)}{_WHOLE}{_GAP}(?:{'|'.join(sorted(rest))}){_WHOLE}"
+        for first, rest in seconds.items()
+    ]  # two words first: "device types" is a device type's, not a device's
+    if ones:
+        spellings.append(f"(?:{any_word(ones).pattern}){_WHOLE}")
+    not_a_stop = rf"(?!(?:{any_word(_BREAK_WORDS).pattern}){_WHOLE})"
+    before = rf"(?:{not_a_stop}(?>{_A_WORD}){_GAP}){{0,3}}?"  # the fewest: the first noun wins
+    form = "|".join(spellings) or "(?!)"  # no nouns: no match
+    return re.compile(rf"\s*(?=[a-z]){before}(?P<form>{form})")
 
 
 _OBJECT_FORMS = _forms(OBJECT_NOUNS)
@@ -599,6 +622,7 @@ _BREAK_WORDS = frozenset(
         "which",
     ]
 )
+_OBJECT_NOUN = _noun_pattern(OBJECT_NOUNS)
 
 
 def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple[int, int]] = ()):
