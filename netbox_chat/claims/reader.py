@@ -491,7 +491,11 @@ def _identifier(before: str) -> bool:
     last = tail[-1:]
     if not last or (last.lower() not in _MAY_END_IDENTIFIER and not last.isspace()):
         return False  # the last word ends as no noun does ("with 5", "Gi1/0/24: 1000")
-    words = _WORD_BEFORE.findall(tail.lower())
+    low = tail.lower()
+    chunk = low.rsplit(None, 1)[-1:]  # after the last space: the last word, if all letters
+    if chunk and chunk[0].isalpha():  # (no bracket, quote or star in it: "VLAN 100")
+        return chunk[0] in _IDENTIFIER_BEFORE
+    words = _WORD_BEFORE.findall(low)
     return bool(words) and words[-1] in _IDENTIFIER_BEFORE
 
 
