@@ -743,6 +743,12 @@ _CLAUSE_BREAK = re.compile(  # the look-ahead: the breaks' first characters, che
 )
 
 
+# After the last one-character break, a break is a dash between spaces or one
+# of the words: either is looked for first (re jumps to the dashes, and to the
+# words' first letters), and the breaks are read only where one may be (a
+# clause of prose had every space and every "a", "b", "h" and "w" tried).
+_SPACED_DASH = re.compile(r"[-\u2013\u2014](?<=\s.)(?=\s)")
+_BREAK_WORD = re.compile("but|while|whereas|although|however")
 _CLAUSE_REACH = 200
 _BREAK_CHARACTERS = ",;:()\n"
 
@@ -759,6 +765,8 @@ def clause_start(text: str, at: int, floor: int = 0) -> int:
     # there too: a dash between spaces is the only longer break holding one,
     # a newline, as its last character.
     last = max(floor, 1 + max([text.rfind(c, floor, at) for c in _BREAK_CHARACTERS]))
+    if _SPACED_DASH.search(text, last, at) is None and _BREAK_WORD.search(text, last, at) is None:
+        return last
     for m in _CLAUSE_BREAK.finditer(text, last, at):
         last = m.end()
     return last
