@@ -25,7 +25,9 @@ from netbox_chat.claims.reader import (
     OBJECT_NOUNS,
     TOKEN,
     AnyCase,
+    AnyCaseWords,
     Shape,
+    by_position,
     identifier_like,
     is_address,
     key,
@@ -77,6 +79,19 @@ class Fact(NamedTuple):
     on: str = ""  # has: the object the subject belongs to ("eth1 on dmi01-akron-sw01")
 
 
+def _defaults(first: str, last: str) -> tuple[Any, ...]:
+    """Fact's fields from `first` to `last`, at their defaults: a fact an
+    answer holds thousands of (a table's cells, a list's counts) is built by
+    position (`by_position`), the fields it leaves alone taken from here."""
+    names = Fact._fields
+    return tuple(Fact._field_defaults[f] for f in names[names.index(first) : names.index(last) + 1])
+
+
+_AFTER_SCOPE = _defaults("members", "on")  # a count's fields end at its scope
+_COUNT_TO_EVERY = _defaults("number", "every")  # a table cell's are a value's and a field
+_AFTER_VALUE = _defaults("number", "on")  # a value's fields end at its value
+
+
 _PAGE_WORDS = "first|last|top|latest|newest|oldest|showing|shows?|returned|listed|fetched"
 _PAGE_BEFORE = re.compile(  # the look-ahead: the words' first letters, checked at once
     rf"\b(?=[flntors])(?:{_PAGE_WORDS})\s+(?:the\s+)?$", re.IGNORECASE
@@ -86,10 +101,12 @@ _PAGE_AFTER = re.compile(
     r"on\s+(?:this|the\s+first)\s+page)\b|\s+of\s+\d",
     re.IGNORECASE,
 )
-# A word either needs: an answer without one says no count is of a page.
-_PAGE_WORD = AnyCase(
-    f"{_PAGE_WORDS}|recent|latest|newest|oldest|shown|listed|returned|here|below|page|of"
-)
+# A word either needs ("show" is in "shows", "showing", "shown"): an answer
+# without one says no count is of a page.
+_PAGE_WORD = AnyCaseWords(
+    ["first", "last", "top", "latest", "newest", "oldest", "show", "returned", "listed",
+     "fetched", "recent", "here", "below", "page", "of"]
+)  # fmt: skip
 _STATUS_AFTER = re.compile(
     r"\s*(?:[a-z]+\s+){0,3}?(?:of\s+them\s+|of\s+these\s+)?(?:are|is|were|was)\s+(\w+)"
 )
@@ -155,15 +172,14 @@ def _counts(text: str, blocks: Shape) -> list[Fact]:
         if n.subcount and not (n.noun or qualifier):
             continue  # "3 have no tenant": a count of rows, read by the number check
         if paging is None:
-            paging = next(_PAGE_WORD.finditer(text), None) is not None
+            paging = _PAGE_WORD.said_in(text)
         page = paging and bool(
             _PAGE_BEFORE.search(text[max(0, n.start - 30) : n.start]) or _PAGE_AFTER.match(after)
         )
-        facts.append(
-            Fact("count", n.text, n.start, n.end, number=integer, noun=n.noun,
-                 qualifier=qualifier, page=page,
-                 narrowed=not (qualifier or page) and (n.subcount or _narrowing(text, n)),
-                 scope=_sentence(text, n.start))
+        narrowed = not (qualifier or page) and (n.subcount or _narrowing(text, n))
+        facts.append(  # by position: a list of thousands of counts built by keyword cost a tenth
+            by_position(Fact, ("count", n.text, n.start, n.end, None, None, integer, n.noun,
+                               qualifier, page, narrowed, _sentence(text, n.start), *_AFTER_SCOPE))
         )  # fmt: skip
     return facts
 
@@ -356,29 +372,37 @@ _NARROWING = frozenset(
 
 def _narrowing(text: str, number: Any) -> bool:
     """Words after the counted noun narrow the set ("2 devices have no
-    tenant", "4 devices with no rack"): the set's count is not its number."""
-    seven = _SEVEN_WORDS.match(text[number.end : number.end + 80].lower())
-    # it matches any text (each word is optional): its words, then None for the words missing
-    words = seven.groups() if seven else (None,) * 7
-    stem = number.noun.split()[-1][:4]
-    for i in range(5):
-        word = words[i]
-        if word is None:
-            return False
-        if word.startswith(stem):
-            if words[i + 1 : i + 3] in _WHOLE_SET_AFTER:
-                return False  # "3 devices in NetBox": the whole set, no narrower
-            return words[i + 1] in _NARROWING
-    return False
+    tenant", "4 devices with no rack"): the set's count is not its number.
+    The noun is the first of the first five words or stops that starts with
+    its stem; the two after it say whether it is narrowed."""
+    m = _noun_and_two_after(number.noun.split()[-1][:4]).match(
+        text[number.end : number.end + 80].lower()
+    )
+    if not m:
+        return False
+    if m.groups() in _WHOLE_SET_AFTER:
+        return False  # "3 devices in NetBox": the whole set, no narrower
+    return m.group(1) in _NARROWING
 
 
 _WHOLE_SET_AFTER = (("in", "netbox"), ("in", "total"))
 
 
-_WORD_OR_STOP = r"[a-z][\w\-]*|[.,;:!?]"
-# The first seven words or stops (all `_narrowing` reads) in one match: finding
-# every one in its 80 characters cost it twice the time.
-_SEVEN_WORDS = re.compile(rf"(?:[^a-z.,;:!?]*({_WORD_OR_STOP}))?" * 7)
+# A word (taken whole: no shorter word is tried) or a stop, after what is neither.
+_GAP = r"[^a-z.,;:!?]*"
+_WORD_OR_STOP = r"(?>[a-z][\w\-]*)|[.,;:!?]"
+
+
+@lru_cache(maxsize=64)
+def _noun_and_two_after(stem: str) -> re.Pattern[str]:
+    """The words up to the first that starts with `stem` (at most four
+    before it), then the two words or stops after it (groups 1 and 2), in
+    one match: matching seven words to look them up one by one cost
+    `_narrowing` twice the time."""
+    return re.compile(
+        rf"(?:{_GAP}(?:{_WORD_OR_STOP})){{0,4}}?{_GAP}{re.escape(stem)}[\w\-]*"
+        rf"(?:{_GAP}({_WORD_OR_STOP}))?(?:{_GAP}({_WORD_OR_STOP}))?"
+    )
 
 
 def _sentence(text: str, at: int) -> str:
@@ -475,13 +499,16 @@ _VALUE = re.compile(
 
 def _values(text: str) -> list[Fact]:
     """A status said of a named object ("dmi01-akron-sw02 is offline")."""
-    return [
-        Fact(
-            "value", m.group(), m.start(), m.end(), subject=m.group("s"), value=m.group("v").lower()
-        )
-        for m in _matches(_VALUE, text, ("is", "are", "was", "were"))
-        if identifier_like(m.group("s")) and not m.group("neg")
-    ]
+    facts = []
+    for m in _matches(_VALUE, text, ("is", "are", "was", "were")):
+        subject = m.group("s")
+        if m.group("neg") or not identifier_like(subject):
+            continue
+        facts.append(  # by position, as a count is: a list of names states thousands
+            by_position(Fact, ("value", m.group(), m.start(), m.end(), subject,
+                               m.group("v").lower(), *_AFTER_VALUE))
+        )  # fmt: skip
+    return facts
 
 
 # What "has a X" / "is X" says of an object's field, and the fields that hold it.
@@ -585,7 +612,7 @@ _UNIT = AnyCase(  # the look-aheads: the first letters, checked at once
 # look for: a pattern opening with a digit is found by jumping from digit to
 # digit, one that may open with a word boundary is tried at every character.
 _UNIT_ONLY = AnyCase(_AFTER_NUMBER)
-_ID_WORDS = AnyCase("interface|port")
+_ID_WORDS = AnyCaseWords(["interface", "port"])
 _NUM = r"(?P<n>\d{1,9}(?:\.\d{1,3})?)"
 _MEASURE = re.compile(
     rf"{_WORD_START}(?P<s>{TOKEN.pattern})\s+(?:(?:is|are|has|have|stands|measures)\s+"
@@ -603,7 +630,7 @@ def _measures(text: str) -> list[Fact]:
     fact's span is the number's (and its unit's), so its verdict replaces the
     bare number's: 7 being some other field somewhere does not ground it."""
     facts = []
-    said = next(_ID_WORDS.finditer(text), None) is not None
+    said = _ID_WORDS.said_in(text)
     for m in _in_lines(_MEASURE, text, _UNIT if said else _UNIT_ONLY):
         if not identifier_like(m.group("s")):
             continue
@@ -620,31 +647,32 @@ def _measures(text: str) -> list[Fact]:
 
 def _cells(text: str, blocks: Shape) -> list[Fact]:
     """A table row's cells as fields of the object its first cell names: the
-    "Tenant" cell of a row is that object's tenant."""
+    "Tenant" cell of a row is that object's tenant. (A row's cells and their
+    headers are stripped already: `reader.shape` reads them so.)"""
     facts = []
     fields: dict[str, str] = {}  # each header's field name, made once per table, not per row
     for row in blocks.rows:
         if len(row.cells) < 2:
             continue
-        named = row.cells[0][1]
-        subject = named.strip()
-        at = text.find(named, row.start, row.end) if subject else -1
+        subject = row.cells[0][1]
+        at = text.find(subject, row.start, row.end) if subject else -1
         if at < 0:
             continue
-        at += len(named)
-        for header, cell in row.cells[1:]:  # each found after the one before
-            found = text.find(cell, at, row.end) if cell else -1
+        at += len(subject)
+        for header, value in row.cells[1:]:  # each found after the one before
+            found = text.find(value, at, row.end) if value else -1
             if found < 0:
                 continue
-            at = found + len(cell)
-            value = cell.strip()
-            if not header.strip() or not TOKEN.search(value):
+            at = found + len(value)
+            # a cell of letters or digits (TOKEN finds one where one is): its first
+            # character says so for most cells, without a search
+            if not header or not (value[0].isalnum() or TOKEN.search(value)):
                 continue
-            if header not in fields:
-                fields[header] = _SPACES.sub(" ", header.strip().lower())
-            facts.append(
-                Fact("field", value, found, at, subject=subject, value=value,
-                     field=fields[header])
+            if (field := fields.get(header)) is None:
+                field = fields[header] = _SPACES.sub(" ", header.lower())
+            facts.append(  # by position, as a count is
+                by_position(Fact, ("field", value, found, at, subject, value, *_COUNT_TO_EVERY,
+                                   field, ""))
             )  # fmt: skip
     return facts
 
@@ -653,7 +681,10 @@ def _matches(pattern: re.Pattern[str], text: str, words: tuple[str, ...]) -> lis
     """`pattern`'s matches in the lines of `text` holding one of `words`: a
     pattern that starts with a name is tried at every character, so lines
     without its verb (a list of interfaces and speeds) are not searched."""
-    return _in_lines(pattern, text, _any_of(words))
+    trigger = _any_of(words)
+    if not trigger.said_in(text):
+        return []  # most answers say few of the words: asked at once, not searched for
+    return _in_lines(pattern, text, trigger)
 
 
 def _in_lines(pattern: re.Pattern[str], text: str, trigger: AnyCase) -> list[re.Match[str]]:
@@ -671,10 +702,10 @@ def _in_lines(pattern: re.Pattern[str], text: str, trigger: AnyCase) -> list[re.
 
 
 @lru_cache(maxsize=8)
-def _any_of(words: tuple[str, ...]) -> AnyCase:
+def _any_of(words: tuple[str, ...]) -> AnyCaseWords:
     """Any of `words` (in lower case), in any case: the lines to search are
     found in one pass over the answer, not a Python step per line."""
-    return AnyCase("|".join(map(re.escape, words)))
+    return AnyCaseWords(words)
 
 
 # ------------------------------------------------ the subject of a value (eval)

@@ -42,6 +42,24 @@ class AnyCase:
         return self.any_case.finditer(text)
 
 
+class AnyCaseWords(AnyCase):
+    """Words (in lower case) found in any case, like `AnyCase`, that can also
+    say whether a text holds one at all: in an ASCII text's lower case each
+    is looked for by `in` (0.02 ms per 50 kB), where re stops at every
+    character that could open one (0.4 ms for "interface|port", most letters
+    opening some word of a longer list)."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.words = tuple(words)
+        super().__init__("|".join(map(re.escape, self.words)))
+
+    def said_in(self, text: str) -> bool:
+        if text.isascii():
+            low = text.lower()
+            return any(word in low for word in self.words)
+        return self.any_case.search(text) is not None
+
+
 def opened_by(
     pattern: re.Pattern[str], openers: re.Pattern[str], text: str
 ) -> Iterator[re.Match[str]]:
@@ -120,14 +138,14 @@ def tokens(text: str) -> list[Token]:
     out = []
     for m in TOKEN.finditer(text):
         word = m.group()
-        out.append(_new(Token, (word, m.start(), m.end(), key(word))))
+        out.append(by_position(Token, (word, m.start(), m.end(), key(word))))
     return out
 
 
 # A tuple built as its class without the named-argument constructor: the
 # passes build one per token and per number (thousands an answer), and that
-# constructor costs a Python call each.
-_new = tuple.__new__
+# constructor costs a Python call each (read's facts are built by it too).
+by_position = tuple.__new__
 
 
 # What may stand between the words of one name: "JBB Branch 104",
@@ -313,7 +331,9 @@ def shape(text: str) -> Shape:
                 row_line, row_start = lines[index], offsets[index]
                 cells = _cells(row_line)
                 cells_under = tuple(zip(header + [""] * len(cells), cells, strict=False))
-                row = _new(Segment, (row_start, row_start + len(row_line), "row", cells_under, 0))
+                row = by_position(
+                    Segment, (row_start, row_start + len(row_line), "row", cells_under, 0)
+                )
                 out.segments.append(row)
                 first = cells[0] or next((c for c in cells if c), "")
                 # a total's word is in its cell as written (plain only blanks marks)
@@ -328,7 +348,7 @@ def shape(text: str) -> Shape:
             indent = len(bullet.group(1).expandtabs())
             if top_indent is None or indent < top_indent:
                 top_indent = indent
-            item = _new(Segment, (start + bullet.end(), end, "item", (), indent))
+            item = by_position(Segment, (start + bullet.end(), end, "item", (), indent))
             out.segments.append(item)
             if bullet.group(2):
                 out.numbering.append((start + bullet.start(2), start + bullet.end(2)))
@@ -345,7 +365,7 @@ def shape(text: str) -> Shape:
             continue
         if line.strip():
             for s, e in _sentences(text, start, end):
-                out.segments.append(_new(Segment, (s, e, "sentence", (), 0)))
+                out.segments.append(by_position(Segment, (s, e, "sentence", (), 0)))
         else:
             top_indent = None
         index += 1
@@ -433,7 +453,7 @@ _FOLLOWS = re.compile(
     re.IGNORECASE,
 )
 _TOTAL_NEAR = re.compile(r"\btotal\b", re.IGNORECASE)
-_TOTAL_WORD = AnyCase("total")  # an answer without it says no "Total: 14"
+_TOTAL_WORD = AnyCaseWords(["total"])  # an answer without it says no "Total: 14"
 _YEAR = re.compile(r"(?:19|20)\d\d")
 # The last word before a number that makes it no count ("turn 2", "page 3",
 # "the last 24 hours"): only spaces may stand between ("page: 3" counts).
@@ -462,7 +482,13 @@ def _last_words(before: str) -> list[str]:
     """The last three words before a number, in lower case. Words, not a
     pattern searched backwards: a search ending at the number costs a pass
     per number over what stands before it."""
-    return _WORD_BEFORE.findall(before[-40:].lower())[-3:]  # a case changes no word's bounds
+    low = before[-40:].lower()  # a case changes no word's bounds
+    if _NOT_IN_WORD.search(low) is None:  # only spaces part them: split there, in C
+        return low.rsplit(None, 3)[-3:]
+    return _WORD_BEFORE.findall(low)[-3:]
+
+
+_NOT_IN_WORD = re.compile(r"[(\[{\"'*]")  # what ends a word besides a space
 
 
 def _identifier(before: str) -> bool:
@@ -471,7 +497,11 @@ def _identifier(before: str) -> bool:
     last = tail[-1:]
     if not last or (last.lower() not in _MAY_END_IDENTIFIER and not last.isspace()):
         return False  # the last word ends as no noun does ("with 5", "Gi1/0/24: 1000")
-    words = _WORD_BEFORE.findall(tail.lower())
+    low = tail.lower()
+    chunk = low.rsplit(None, 1)[-1:]  # after the last space: the last word, if all letters
+    if chunk and chunk[0].isalpha():  # (no bracket, quote or star in it: "VLAN 100")
+        return chunk[0] in _IDENTIFIER_BEFORE
+    words = _WORD_BEFORE.findall(low)
     return bool(words) and words[-1] in _IDENTIFIER_BEFORE
 
 
@@ -514,33 +544,27 @@ class Number(NamedTuple):
 
 
 def noun_after(text: str, end: int, nouns: Sequence[str]) -> str:
-    """The object noun within three words after `end` ("14 active devices")."""
-    tail = text[end : end + 80].lower()
-    if not _LETTER_FIRST.match(tail):
-        return ""
+    """The object noun within three words after `end` ("14 active devices"):
+    the first of the first four words that is a noun's spelling, two words
+    first ("power feeds"), none after a word such as "of" or "is"."""
     # the object nouns' spellings are built once: a tuple of 48 nouns hashed
     # per number to find its cache entry costs more than the lookup itself
-    forms = _OBJECT_FORMS if nouns is OBJECT_NOUNS else _forms(tuple(nouns))
-    five = _FIVE_WORDS.match(tail)  # it matches any text (each word is optional)
-    words = five.groups() if five else (None,) * 5  # None for the words missing
-    for count in range(4):  # two words first ("power feeds"), then one
-        word = words[count]
-        if word is None:
-            break
-        following = words[count + 1]
-        if following is not None and (noun := forms.get(f"{word} {following}")) is not None:
-            return noun
-        if (noun := forms.get(word)) is not None:
-            return noun
-        if word in _BREAK_WORDS:
-            break
-    return ""
+    if nouns is OBJECT_NOUNS:
+        forms, pattern = _OBJECT_FORMS, _OBJECT_NOUN
+    else:
+        forms, pattern = _forms(tuple(nouns)), _noun_pattern(tuple(nouns))
+    m = pattern.match(text[end : end + 80].lower())
+    if not m:
+        return ""
+    form = m.group("form")
+    if (noun := forms.get(form)) is None:  # two words, as written: looked up one space apart
+        noun = forms[" ".join(re.findall(_A_WORD, form))]
+    return noun
 
 
-_LETTER_FIRST = re.compile(r"\s*[a-z]")
-# The first five words in one match: finding every word of the 80 characters
-# cost a quarter more.
-_FIVE_WORDS = re.compile(r"(?:[^a-z]*([a-z][\w\-]*))?" * 5)
+_A_WORD = r"[a-z][\w\-]*"
+_WHOLE = r"(?![\w\-])"  # a word ends where no word character follows
+_GAP = r"[^a-z]*"  # what stands between two words
 
 
 @lru_cache(maxsize=16)
@@ -552,6 +576,35 @@ def _forms(nouns: tuple[str, ...]) -> dict[str, str]:
         for form in (noun, noun + "s", noun + "es", noun[:-1] + "ies", noun[:-1] + "ves"):
             forms.setdefault(form, noun)
     return forms
+
+
+@lru_cache(maxsize=16)
+def _noun_pattern(nouns: tuple[str, ...]) -> re.Pattern[str]:
+    """`noun_after`'s reading in one match: up to three words (none a word
+    that ends the look, each taken whole), then a noun's spelling of two
+    words or of one (its group "form"), the spellings grouped by first letter.
+    Matching five words to look them up one by one in Python cost it twice
+    the time."""
+    seconds: dict[str, set[str]] = {}  # two-word spellings, by their first word
+    ones = []
+    for form in _forms(nouns):
+        words = form.split(" ")
+        if len(words) > 2 or not all(re.fullmatch(_A_WORD, word) for word in words):
+            continue  # read word by word, no text spells it ("a.b", "front port template")
+        if len(words) == 2:
+            seconds.setdefault(words[0], set()).add(re.escape(words[1]))
+        else:
+            ones.append(form)
+    spellings = [
+        f"{re.escape(first)}{_WHOLE}{_GAP}(?:{'|'.join(sorted(rest))}){_WHOLE}"
+        for first, rest in seconds.items()
+    ]  # two words first: "device types" is a device type's, not a device's
+    if ones:
+        spellings.append(f"(?:{any_word(ones).pattern}){_WHOLE}")
+    not_a_stop = rf"(?!(?:{any_word(_BREAK_WORDS).pattern}){_WHOLE})"
+    before = rf"(?:{not_a_stop}(?>{_A_WORD}){_GAP}){{0,3}}?"  # the fewest: the first noun wins
+    form = "|".join(spellings) or "(?!)"  # no nouns: no match
+    return re.compile(rf"\s*(?=[a-z]){before}(?P<form>{form})")
 
 
 _OBJECT_FORMS = _forms(OBJECT_NOUNS)
@@ -579,6 +632,7 @@ _BREAK_WORDS = frozenset(
         "which",
     ]
 )
+_OBJECT_NOUN = _noun_pattern(OBJECT_NOUNS)
 
 
 def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple[int, int]] = ()):
@@ -607,7 +661,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
                 NUMBER_WORDS[m.group(2).lower()] if m.group(2) else 0
             )
         candidates.append((m.start(), m.end(), "", m.group(), False, float(value)))
-    totals = next(_TOTAL_WORD.finditer(text), None) is not None  # looked for once
+    totals = _TOTAL_WORD.said_in(text)  # looked for once
     # no digits and no number word start at one offset: the order is the offsets'
     for start, end, digits, raw, percent, word_value in sorted(candidates):
         word = not digits
@@ -638,7 +692,7 @@ def numbers(text: str, nouns: Sequence[str] = OBJECT_NOUNS, skip: Sequence[tuple
             if raw.lower() == "one" and noun == "one":
                 continue
         found.append(  # by position, as a bare tuple: by keyword costs twice the build
-            _new(
+            by_position(
                 Number,
                 (
                     float(digits.replace(",", "")) if digits else word_value,
@@ -689,6 +743,12 @@ _CLAUSE_BREAK = re.compile(  # the look-ahead: the breaks' first characters, che
 )
 
 
+# After the last one-character break, a break is a dash between spaces or one
+# of the words: either is looked for first (re jumps to the dashes, and to the
+# words' first letters), and the breaks are read only where one may be (a
+# clause of prose had every space and every "a", "b", "h" and "w" tried).
+_SPACED_DASH = re.compile(r"[-\u2013\u2014](?<=\s.)(?=\s)")
+_BREAK_WORD = re.compile("but|while|whereas|although|however")
 _CLAUSE_REACH = 200
 _BREAK_CHARACTERS = ",;:()\n"
 
@@ -705,6 +765,8 @@ def clause_start(text: str, at: int, floor: int = 0) -> int:
     # there too: a dash between spaces is the only longer break holding one,
     # a newline, as its last character.
     last = max(floor, 1 + max([text.rfind(c, floor, at) for c in _BREAK_CHARACTERS]))
+    if _SPACED_DASH.search(text, last, at) is None and _BREAK_WORD.search(text, last, at) is None:
+        return last
     for m in _CLAUSE_BREAK.finditer(text, last, at):
         last = m.end()
     return last
@@ -897,7 +959,7 @@ def introduced(text: str) -> list[Introduced]:
         noun = m.group(1).lower()
         if not noun.isalpha():  # "ip  address": its spaces made one
             noun = _SPACES.sub(" ", noun)
-        out.append(_new(Introduced, (noun, name, start, start + len(name))))
+        out.append(by_position(Introduced, (noun, name, start, start + len(name))))
     return out
 
 
