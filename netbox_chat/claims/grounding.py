@@ -31,6 +31,7 @@ from netbox_chat.claims.reader import (
     TOKEN,
     Segment,
     Token,
+    by_position,
     identifier_like,
     introduced,
     is_address,
@@ -286,11 +287,6 @@ def _addresses(reading: _Reading, toks: list[Token], index: Index, given: set[st
     return records
 
 
-# A tuple built as its class without the named-argument constructor (a Python
-# call each): the passes build one per name and status word, thousands an answer.
-_new = tuple.__new__
-
-
 class _Match(NamedTuple):
     """A name (or status word, `source` -1) of the answer tied to the call
     that holds it (a tuple: an answer names thousands)."""
@@ -327,7 +323,7 @@ def _evidence_names(reading: _Reading, toks: list[Token], index: Index) -> list[
             continue
         joined, last, source = found
         start, end = first.start, toks[last].end
-        matches.append(_new(_Match, (joined, start, end, source)))
+        matches.append(by_position(_Match, (joined, start, end, source)))
         _name_claim(reading, reading.text[start:end], joined, start, index, source)
         after = last + 1
     return matches
@@ -585,7 +581,7 @@ def _values(
     text = reading.text
     statuses = STATUSES | index.statuses
     words = [
-        _new(_Match, (m.group().lower(), m.start(), m.end(), -1))
+        by_position(_Match, (m.group().lower(), m.start(), m.end(), -1))
         for m in _words_of(frozenset(statuses)).finditer(text)
     ]
     names = sorted(matched, key=lambda m: m.start)
