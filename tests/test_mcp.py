@@ -25,7 +25,7 @@ from netbox_chat.netbox.client import NetBoxClient
 from netbox_chat.netbox.tools import SCHEMAS, build_netbox_tools
 from tests.conftest import TEST_TOKEN
 from tests.doubles.netbox_double import NetBoxDouble
-from tests.doubles.network import closed_port_number
+from tests.doubles.network import free_port_number
 from tests.doubles.ollama_server import ScriptedOllama, Text, ToolCall
 from tests.drive.process import cli, python, start
 
@@ -318,7 +318,7 @@ BEARER = "mcp-test-bearer-0123456789abcdef"
 def http_serving(netbox: NetBoxDouble, tmp_path: Any, **env: str) -> Iterator[str]:
     """`netbox-chat mcp --http` on a loopback port (`env`: a bearer token), until
     the block ends; its URL. Its first line names what it serves, and where."""
-    port = closed_port_number()
+    port = free_port_number()
     proc = start(
         env_for(netbox, tmp_path, **env), "mcp", "--http", "--port", str(port),
         stdout=subprocess.DEVNULL,

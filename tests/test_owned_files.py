@@ -24,6 +24,7 @@ import pytest
 
 from tests.conftest import TEST_TOKEN
 from tests.doubles.netbox_double import NetBoxDouble
+from tests.doubles.network import closed_port_number
 from tests.doubles.ollama_server import ScriptedOllama, Text
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.drive import process
@@ -321,7 +322,9 @@ def test_a_base_url_password_is_sent_but_never_shown_or_stored(chat_env: dict[st
         session = json.loads(first.stdout)["session"]
     finally:
         server.stop()
-    # The server is gone: the turn fails, and its error names the URL without the password.
+    # The server is gone (its port held closed, so no other test's server takes
+    # it): the turn fails, and its error names the URL without the password.
+    env["NETBOX_CHAT_BASE_URL"] = f"http://alice:{SECRET}@127.0.0.1:{closed_port_number()}/v1"
     failed = cli(env, "ask", "and devices?", "--session", session)
     assert failed.returncode == 1
     assert "cannot reach http://***@127.0.0.1:" in failed.stderr
