@@ -217,7 +217,8 @@ def test_a_lock_left_by_an_ended_netbox_chat_is_waited_out_not_refused(
 ) -> None:
     """A netbox-chat killed while a session was open leaves the lock to the
     server, which frees it once it notices: the next open waits that moment
-    out. One of this machine's still running is refused at once, by pid."""
+    out. One of this machine's still running is refused at once, by pid, and
+    so is a holder whose name (a teammate's to choose) gives no pid there can be."""
     import subprocess
     import threading
 
@@ -230,7 +231,7 @@ def test_a_lock_left_by_an_ended_netbox_chat_is_waited_out_not_refused(
     ended = subprocess.Popen(["true"])
     ended.wait()  # its pid no longer runs
     lock = "SELECT pg_advisory_lock(" + LOCK_KEY.format(sid="%(sid)s") + ")"
-    for holder_pid, running in ((ended.pid, False), (os.getpid(), True)):
+    for holder_pid, running in ((ended.pid, False), (os.getpid(), True), (10**30, True)):
         conn = psycopg.connect(
             pg.value, autocommit=True, application_name=application_name(holder_pid)
         )

@@ -383,7 +383,7 @@ def _being_freed(holder: str | None) -> bool:
         os.kill(int(found.group(1)), 0)
     except ProcessLookupError:
         return True
-    except OSError:  # another user's process: it runs
+    except (OSError, OverflowError):  # another user's process, or no pid at all
         return False
     return False
 
